@@ -1,0 +1,625 @@
+"""The 13 positional encodings of the study: pure functions and a plain-dict registry.
+
+Letters used in shapes: B batch, T sequence length (static; a padded batch has T = its
+maximum and a traced `length` <= T of real positions), H heads, K head width, D model
+width (= H * K), L the largest position a randomized encoding may draw (`max_position`).
+i is a query index and j a key index, both 0-based.
+
+Each encoding is an `Encoding` in `ENCODINGS` with two hooks the model calls:
+- `embedding` (optional): a Linen module `(num_positions, length) -> [T, D]` added to the
+  token embeddings (sin/cos, learned and their randomized variants);
+- `attention`: a Linen module `(q, k, *, inputs, key_valid, causal) -> weights [B, H, T, T]`
+  with q, k of shape [B, T, H, K], the layer input `inputs` [B, T, D] and `key_valid` [T]
+  (bool). The model does the projections, `weights @ v` and the output projection.
+Adding an encoding = one module (or function) here + one `ENCODINGS` entry.
+
+Randomized encodings draw from the 'noise' RNG stream: sin/cos and learned once per call,
+relative/ALiBi/RoPE once per attention layer (Ruoss et al. 2023; reference.md §4).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+# Haiku's default `hk.Linear` init: TruncatedNormal(1/sqrt(fan_in)) cut at 2 sigma, no
+# variance correction. 0.87962566...² undoes variance_scaling's correction exactly.
+HAIKU_LINEAR_INIT = nn.initializers.variance_scaling(
+    0.87962566103423978**2, 'fan_in', 'truncated_normal')
+
+# ------------------------------------------------------------------------------------------
+# Pure functions.
+# ------------------------------------------------------------------------------------------
+
+
+def sinusoid_table(positions: Array, width: int, *, max_time: float = 10_000.0) -> Array:
+  """Sinusoid encodings S(p) of (possibly negative or randomized) positions.
+
+  S(p) = [sin(p ω_0), …, sin(p ω_{D/2-1}), cos(p ω_0), …, cos(p ω_{D/2-1})] with
+  ω_i = max_time^(-2i/D): concatenated halves, not interleaved (reference.md §4).
+
+  Args:
+    positions: integer or float array of any shape [...].
+    width: D, even.
+    max_time: the base of the geometric frequency progression.
+
+  Returns:
+    float32 [..., D].
+
+  Example:
+    >>> sinusoid_table(jnp.array([0, 1]), 4)   # ω = [1, 0.01]
+    [[0, 0, 1, 1], [sin 1, sin .01, cos 1, cos .01]] = [[0, 0, 1, 1], [.841, .010, .540, 1.]]
+  """
+  if width % 2:
+    raise ValueError(f'sinusoid width must be even, got {width}')
+  freqs = max_time ** (-2.0 * np.arange(width // 2) / width)
+  angles = jnp.asarray(positions, jnp.float32)[..., None] * jnp.asarray(freqs, jnp.float32)
+  return jnp.concatenate([jnp.sin(angles), jnp.cos(angles)], axis=-1)
+
+
+def random_positions(key: Array, num_positions: int, *, max_position: int,
+                     length: Array | int | None = None, min_position: int = 0) -> Array:
+  """A sorted uniform random subset of {min_position, …, max_position - 1}.
+
+  Draws without replacement, as `sort(jax.random.choice(key, range, (T,), replace=False))`.
+  With a traced `length` <= T (padded batches), the first `length` entries are exactly the
+  sorted uniform `length`-subset that the exact-shape call `random_positions(key, length)`
+  returns: we take the first T entries of one random permutation, push those at index >=
+  length to the end with a sentinel, and sort. Entries past `length` are max_position - 1.
+
+  Args:
+    key: a PRNG key.
+    num_positions: T (static).
+    max_position: L (static); values are < L.
+    length: traced or static number of real positions (default T).
+    min_position: smallest value that may be drawn.
+
+  Returns:
+    int32 [T], non-decreasing; strictly increasing on the first `length` entries.
+
+  Raises:
+    ValueError: if T exceeds the population size L - min_position.
+
+  Example:
+    >>> random_positions(key, 3, max_position=10)    # e.g. [1, 4, 8]
+    >>> random_positions(key, 5, max_position=10, length=3)   # [1, 4, 8, 9, 9]
+  """
+  population = max_position - min_position
+  if num_positions > population:
+    raise ValueError(
+        f'sequence length {num_positions} exceeds the {population} positions available to '
+        f'randomized encodings (max_position={max_position}); increase max_position')
+  draw = jax.random.permutation(key, population)[:num_positions] + min_position
+  if length is not None:
+    draw = jnp.where(jnp.arange(num_positions) < length, draw, max_position)
+  draw = jnp.sort(draw)
+  return jnp.minimum(draw, max_position - 1).astype(jnp.int32)
+
+
+def random_distances(key: Array, num_positions: int, *, max_position: int,
+                     length: Array | int | None = None) -> Array:
+  """Randomized distances [0, r_1, …, r_{T-1}] with r_1 < … < r_{T-1} drawn from {1..L-1}.
+
+  Distance d between two of T positions is replaced by r_d (randomized ALiBi and relative).
+
+  Args:
+    key: a PRNG key.
+    num_positions: T (static); distances 0..T-1 are needed.
+    max_position: L.
+    length: traced number of real positions (default T): r_d for d < length matches the
+      exact-shape call.
+
+  Returns:
+    int32 [T] with entry 0 equal to 0.
+
+  Example:
+    >>> random_distances(key, 4, max_position=20)    # e.g. [0, 3, 7, 15]
+  """
+  if num_positions > max_position:
+    raise ValueError(
+        f'sequence length {num_positions} exceeds max_position={max_position} of randomized '
+        'encodings; increase max_position')
+  rest_length = None if length is None else length - 1
+  rest = random_positions(key, num_positions - 1, max_position=max_position,
+                          length=rest_length, min_position=1)
+  return jnp.concatenate([jnp.zeros((1,), jnp.int32), rest])
+
+
+def alibi_slopes(num_heads: int) -> np.ndarray:
+  """ALiBi head slopes (Press et al. 2022), including the non-power-of-two rule.
+
+  For n a power of two, s_k = 2^(-8(k+1)/n). Otherwise take the slopes of the closest lower
+  power of two p and append every other slope of the 2p list, up to n slopes.
+
+  Returns:
+    float32 [H].
+
+  Example:
+    >>> alibi_slopes(8)    # [1/2, 1/4, …, 1/256]
+    >>> alibi_slopes(3)    # [1/16, 1/256] + [1/4] = [.0625, .0039, .25]
+  """
+  def power_of_two(n):
+    return [2.0 ** (-8.0 * (k + 1) / n) for k in range(n)]
+
+  if num_heads & (num_heads - 1) == 0:
+    slopes = power_of_two(num_heads)
+  else:
+    p = 2 ** int(math.floor(math.log2(num_heads)))
+    slopes = power_of_two(p) + power_of_two(2 * p)[0::2][:num_heads - p]
+  return np.asarray(slopes, np.float32)
+
+
+def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = None,
+               left_distances: Array | None = None) -> Array:
+  """Non-causal ALiBi bias, added to the 1/sqrt(K)-scaled logits.
+
+  bias[h, i, j] = s_h · (-dist(|i - j|) + 0.5 · [j < i]) for j != i, and 0 for j = i;
+  dist(d) = d, or `distances[d]` for randomized ALiBi (reference.md §4). The +0.5 on keys left
+  of the query breaks the left/right symmetry of the bidirectional encoder.
+
+  Args:
+    num_heads: H.
+    num_positions: T.
+    distances: optional int [T], distances[0] = 0: the randomized distance of offset d.
+    left_distances: optional int [T] for keys left of the query (randomize_both_sides);
+      defaults to `distances`.
+
+  Returns:
+    float32 [H, T, T].
+
+  Example (slope 1, T = 4):
+    [[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]]
+  """
+  idx = np.arange(num_positions)
+  offset = np.abs(idx[None, :] - idx[:, None])
+  left = idx[None, :] < idx[:, None]
+  if distances is None:
+    dist = jnp.asarray(offset, jnp.float32)
+  else:
+    right_dist = distances[offset]
+    left_dist = right_dist if left_distances is None else left_distances[offset]
+    dist = jnp.where(left, left_dist, right_dist).astype(jnp.float32)
+  bias = -dist + 0.5 * left
+  bias = jnp.where(offset == 0, 0.0, bias)
+  return jnp.asarray(alibi_slopes(num_heads))[:, None, None] * bias[None]
+
+
+def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Array:
+  """Rotary position encoding (Su et al. 2021) with interleaved pairs.
+
+  For the pair (x_{2m}, x_{2m+1}) at position p, with f_m = max_time^(-m/(K/2)):
+    x'_{2m} = x_{2m} cos(p f_m) - x_{2m+1} sin(p f_m),
+    x'_{2m+1} = x_{2m+1} cos(p f_m) + x_{2m} sin(p f_m).
+
+  Args:
+    x: [..., T, H, K] queries or keys, K even.
+    positions: [T] integer (or randomized) positions.
+    max_time: frequency base.
+
+  Returns:
+    [..., T, H, K], in x's dtype.
+
+  Example (K = 2, so f_0 = 1):
+    x = [[1, 0]] at p = 0 -> [1, 0];  x = [[1, 0]] at p = 1 -> [cos 1, sin 1] = [.540, .841].
+  """
+  head_dim = x.shape[-1]
+  if head_dim % 2:
+    raise ValueError(f'rotary encoding needs an even head width, got {head_dim}')
+  freqs = max_time ** (-np.arange(head_dim // 2) / (head_dim // 2))
+  angles = jnp.asarray(positions, jnp.float32)[:, None] * jnp.asarray(freqs, jnp.float32)
+  cos = jnp.cos(angles)[:, None, :]  # [T, 1, K/2]
+  sin = jnp.sin(angles)[:, None, :]
+  pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], head_dim // 2, 2)
+  even, odd = pairs[..., 0], pairs[..., 1]
+  out = jnp.stack([even * cos - odd * sin, odd * cos + even * sin], axis=-1)
+  return out.reshape(x.shape).astype(x.dtype)
+
+
+def rel_shift(x: Array) -> Array:
+  """The Transformer-XL "rel-shift": from relative columns to key columns.
+
+  out[..., i, j] = x[..., i, T + j - i], where column c of x holds relative position c - T,
+  so out[i, j] is the entry of relative position j - i. It is a reshape, not a gather:
+  flattened, x[i, T + j - i] sits at i(2T - 1) + j after dropping the first T entries.
+
+  Args:
+    x: [..., T, 2T].
+
+  Returns:
+    [..., T, T].
+
+  Example (T = 2): rows [0, 1, 2, 3] -> [[2, 3], [1, 2]], i.e. out[i, j] = 2 + j - i.
+  """
+  *batch, t, two_t = x.shape
+  if two_t != 2 * t:
+    raise ValueError(f'rel_shift expects [..., T, 2T], got {x.shape}')
+  flat = x.reshape(*batch, 2 * t * t)[..., t:]
+  return flat.reshape(*batch, t, 2 * t - 1)[..., :t]
+
+
+def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array) -> Array:
+  """Transformer-XL logits (Dai et al. 2019), bidirectional.
+
+  logit[b, h, i, j] = [(q_i + u)·k_j + (q_i + v)·rel[T + j - i]] / sqrt(K), for the
+  relative-position table rel[c] = W_R S(c - T), c = 0..2T-1, already projected per head.
+
+  Args:
+    q, k: [B, T, H, K].
+    rel: [2T, H, K].
+    u, v: [H, K] content and position biases.
+
+  Returns:
+    float32 [B, H, T, T].
+
+  Example: with q = k = 0 the logit is v·rel[T + j - i] / sqrt(K): a function of j - i.
+  """
+  head_dim = q.shape[-1]
+  content = jnp.einsum('bihk,bjhk->bhij', q + u, k)
+  position = rel_shift(jnp.einsum('bihk,chk->bhic', q + v, rel))
+  return (content + position).astype(jnp.float32) / math.sqrt(head_dim)
+
+
+def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
+  """Softmax over keys in float32, with invalid (padded or future) keys excluded.
+
+  Masked logits are set to finfo.min rather than -inf, so a row with no valid key gives a
+  uniform row instead of NaN.
+
+  Args:
+    logits: [B, H, T, T].
+    key_valid: bool [T].
+    causal: also mask keys j > i.
+
+  Returns:
+    float32 [B, H, T, T], rows summing to 1.
+
+  Example: logits [[0, 0, 5]] with key_valid [1, 1, 0] -> [[.5, .5, 0]].
+  """
+  logits = logits.astype(jnp.float32)
+  mask = _attention_mask(key_valid, logits.shape[-1], causal)
+  logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+  return jax.nn.softmax(logits, axis=-1)
+
+
+def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
+                      normalize: bool = False) -> Array:
+  """Geometric (stick-breaking by distance) attention of the Neural Data Router.
+
+  Keys are visited from the nearest outwards (on ties the right key comes first); key j is
+  chosen with probability P_ij = σ(s_ij) provided no closer key was:
+    A_ij = P_ij · Π_{k ∈ S_ij} (1 - P_ik),
+    S_ij = {k != i : |k - i| < |j - i|} ∪ ({2i - j} if j < i)   (Csordás et al. 2022).
+  The query itself and invalid keys have P = 0. In log space with C_i(t) = Σ_{k<=t} log(1 -
+  P_ik) (C(<0) = 0, indices clamped to T - 1):
+    log A_ij = log P_ij + C_i(2i - j) - C_i(j)        for j < i,
+    log A_ij = log P_ij + C_i(j - 1) - C_i(2i - j)    for j > i.
+  O(T²) memory: one cumsum and one gather per row.
+
+  Args:
+    logits: s [B, H, T, T] (the diagonal is ignored).
+    key_valid: bool [T].
+    causal: also drop keys j > i.
+    normalize: divide each row by its sum (NDR's `normalize_score`); by default rows sum to
+      at most 1 and the remainder is "attend to nothing".
+
+  Returns:
+    float32 [B, H, T, T].
+
+  Example (one row, i = 1, T = 3, all P = 1/2): the right key j = 2 comes first and gets
+    1/2, the left key j = 0 gets 1/2 · (1 - 1/2) = 1/4, so the row is [1/4, 0, 1/2].
+  """
+  logits = logits.astype(jnp.float32)
+  t = logits.shape[-1]
+  i = np.arange(t)[:, None]
+  j = np.arange(t)[None, :]
+  valid = _attention_mask(key_valid, t, causal) & (i != j)
+  log_p = jnp.where(valid, jax.nn.log_sigmoid(logits), 0.0)
+  log_not_p = jnp.where(valid, jax.nn.log_sigmoid(-logits), 0.0)
+  cum = jnp.cumsum(log_not_p, axis=-1)
+  # C(2i - j), clamped to [0, T-1], and 0 where 2i - j < 0.
+  mirror = 2 * i - j
+  c_mirror = _take_cols(cum, np.clip(mirror, 0, t - 1))
+  c_mirror = jnp.where(mirror >= 0, c_mirror, 0.0)
+  c_prev = _take_cols(cum, np.clip(j - 1, 0, t - 1))  # C(j - 1); only used for j > i >= 0.
+  closer = jnp.where(j < i, c_mirror - cum, c_prev - c_mirror)
+  weights = jnp.where(valid, jnp.exp(log_p + closer), 0.0)
+  if normalize:
+    weights = weights / (jnp.sum(weights, axis=-1, keepdims=True) + 1e-6)
+  return weights
+
+
+def _take_cols(x: Array, index: np.ndarray) -> Array:
+  """out[..., i, j] = x[..., i, index[i, j]] for a static index [T, T]."""
+  return jnp.take_along_axis(x, jnp.broadcast_to(index, x.shape), axis=-1)
+
+
+def _attention_mask(key_valid: Array, num_positions: int, causal: bool) -> Array:
+  """bool [T, T] (broadcastable to [B, H, T, T]): key j is visible from query i."""
+  mask = jnp.broadcast_to(key_valid[None, :], (num_positions, num_positions))
+  if causal:
+    mask = mask & np.tril(np.ones((num_positions, num_positions), bool))
+  return mask
+
+
+# ------------------------------------------------------------------------------------------
+# Hooks: Linen modules the model instantiates by name.
+# ------------------------------------------------------------------------------------------
+
+class SinCosEmbedding(nn.Module):
+  """Additive sinusoid embedding S(0..T-1), or S(sorted random positions) if randomized."""
+  width: int
+  max_position: int = 2048
+  randomized: bool = False
+  max_time: float = 10_000.0
+
+  def __call__(self, num_positions: int, length: Array) -> Array:
+    """Returns float32 [T, D]."""
+    return sinusoid_table(_positions(self, num_positions, length), self.width,
+                          max_time=self.max_time)
+
+
+class LearnedEmbedding(nn.Module):
+  """Additive learned table E[0..T-1] (Embed(L, D), TruncNormal(1) init as hk.Embed).
+
+  Randomized: E[sorted random positions], the "label-based" encoding. Positions >= L are
+  clamped to L - 1, as the reference's gather does.
+  """
+  width: int
+  max_position: int = 2048
+  randomized: bool = False
+
+  @nn.compact
+  def __call__(self, num_positions: int, length: Array) -> Array:
+    table = self.param('embedding', nn.initializers.truncated_normal(1.0),
+                       (self.max_position, self.width))
+    positions = jnp.minimum(_positions(self, num_positions, length), self.max_position - 1)
+    return jnp.take(table, positions, axis=0)
+
+
+def _positions(module: nn.Module, num_positions: int, length: Array) -> Array:
+  """0..T-1, or one sorted random draw from the module's 'noise' stream."""
+  if not module.randomized:
+    return jnp.arange(num_positions)
+  return random_positions(module.make_rng('noise'), num_positions,
+                          max_position=module.max_position, length=length)
+
+
+class DotProductAttention(nn.Module):
+  """softmax(q·k / sqrt(K)): the attention of none, sin_cos and learned."""
+  max_position: int = 2048
+
+  def __call__(self, q, k, *, inputs, key_valid, causal):
+    del inputs
+    logits = jnp.einsum('bihk,bjhk->bhij', q, k) / math.sqrt(q.shape[-1])
+    return masked_softmax(logits, key_valid, causal)
+
+
+class AlibiAttention(nn.Module):
+  """softmax(q·k / sqrt(K) + ALiBi bias); randomized: distances d -> r_d, one draw per layer."""
+  max_position: int = 2048
+  randomized: bool = False
+  randomize_both_sides: bool = False
+
+  def __call__(self, q, k, *, inputs, key_valid, causal):
+    del inputs
+    t, num_heads = q.shape[1], q.shape[2]
+    distances = left = None
+    if self.randomized:
+      length = jnp.sum(key_valid)
+      distances = random_distances(self.make_rng('noise'), t,
+                                   max_position=self.max_position, length=length)
+      if self.randomize_both_sides:
+        left = random_distances(self.make_rng('noise'), t, max_position=self.max_position,
+                                length=length)
+    bias = alibi_bias(num_heads, t, distances=distances, left_distances=left)
+    logits = jnp.einsum('bihk,bjhk->bhij', q, k) / math.sqrt(q.shape[-1]) + bias
+    return masked_softmax(logits, key_valid, causal)
+
+
+class RotaryAttention(nn.Module):
+  """softmax(RoPE(q)·RoPE(k) / sqrt(K)); randomized: q and k share one draw per layer."""
+  max_position: int = 2048
+  randomized: bool = False
+  max_time: float = 10_000.0
+
+  def __call__(self, q, k, *, inputs, key_valid, causal):
+    del inputs
+    positions = _positions(self, q.shape[1], jnp.sum(key_valid))
+    q = apply_rope(q, positions, max_time=self.max_time)
+    k = apply_rope(k, positions, max_time=self.max_time)
+    logits = jnp.einsum('bihk,bjhk->bhij', q, k) / math.sqrt(q.shape[-1])
+    return masked_softmax(logits, key_valid, causal)
+
+
+RELATIVE_MODES = ('symmetric', 'reference')
+
+
+class RelativeAttention(nn.Module):
+  """Transformer-XL relative attention; see `relative_logits` and `relative_positions`.
+
+  Parameters per layer: u, v [H, K] ~ Normal(0.02); W_R: Dense(H·K, no bias) applied to the
+  sinusoid table of width H·K.
+  """
+  max_position: int = 2048
+  randomized: bool = False
+  relative_mode: str = 'symmetric'
+  randomize_both_sides: bool = False
+  max_time: float = 10_000.0
+
+  @nn.compact
+  def __call__(self, q, k, *, inputs, key_valid, causal):
+    del inputs
+    t, num_heads, head_dim = q.shape[1:]
+    u = self.param('u', nn.initializers.normal(0.02), (num_heads, head_dim))
+    v = self.param('v', nn.initializers.normal(0.02), (num_heads, head_dim))
+    if self.randomized:
+      rng = self.make_rng('noise')
+      left_rng = self.make_rng('noise') if self.randomize_both_sides else None
+      positions = randomized_relative_positions(
+          rng, t, max_position=self.max_position, length=jnp.sum(key_valid),
+          mode=self.relative_mode, left_key=left_rng)
+    else:
+      positions = jnp.arange(-t, t)
+    table = sinusoid_table(positions, num_heads * head_dim, max_time=self.max_time)
+    rel = nn.Dense(num_heads * head_dim, use_bias=False, kernel_init=HAIKU_LINEAR_INIT,
+                   name='w_r')(table).reshape(2 * t, num_heads, head_dim)
+    logits = relative_logits(q, k, rel.astype(q.dtype), u.astype(q.dtype), v.astype(q.dtype))
+    return masked_softmax(logits, key_valid, causal)
+
+
+def randomized_relative_positions(key: Array, num_positions: int, *, max_position: int,
+                                  length: Array | None = None, mode: str = 'symmetric',
+                                  left_key: Array | None = None) -> Array:
+  """Positions fed to the sinusoid table for the 2T relative columns c = 0..2T-1.
+
+  Column c holds relative position j - i = c - T. With randomized distances r_d
+  (`random_distances`):
+  - 'symmetric' (the method as published): ±d -> ±r_d, 0 -> 0. `left_key` draws the left
+    side independently (randomize_both_sides).
+  - 'reference' (the released code, reference.md §4 "As released"): the table has rows
+    0..L-1 only and the index L + rel is clamped, so every key at or right of the query gets
+    S(L - 1) and a left key at distance d gets S(L - r_d).
+
+  Returns:
+    int32 [2T] (column 0, relative position -T, is never read after the rel-shift).
+
+  Example (T = 3, r = [0, 2, 5], L = 8): symmetric -> [-5, -5, -2, 0, 2, 5];
+    reference -> [3, 3, 6, 7, 7, 7].
+  """
+  if mode not in RELATIVE_MODES:
+    raise ValueError(f'relative_mode must be one of {RELATIVE_MODES}, got {mode!r}')
+  r = random_distances(key, num_positions, max_position=max_position, length=length)
+  offsets = np.arange(-num_positions, num_positions)
+  d = np.minimum(np.abs(offsets), num_positions - 1)
+  if mode == 'reference':
+    return jnp.where(offsets >= 0, max_position - 1, max_position - r[d]).astype(jnp.int32)
+  r_left = r if left_key is None else random_distances(
+      left_key, num_positions, max_position=max_position, length=length)
+  return jnp.where(offsets >= 0, r[d], -r_left[d]).astype(jnp.int32)
+
+
+class GeometricAttention(nn.Module):
+  """NDR geometric attention (no gating, no shared layers); optional directional encoding.
+
+  s_ij = γ·(q_i + u)·k_j + s0 [+ β_i^← for j < i, β_i^→ for j > i], then
+  `geometric_weights`. Parameters: u [H, K] (init 0), γ (init 1/sqrt(K)), s0 (init 0); with
+  `directional`: (β^←, β^→) = ρ·(W_p h_i + b_p) per head, W_p: Dense(2H), ρ (init 1).
+  """
+  max_position: int = 2048
+  directional: bool = False
+  geometric_normalize: bool = False
+
+  @nn.compact
+  def __call__(self, q, k, *, inputs, key_valid, causal):
+    t, num_heads, head_dim = q.shape[1:]
+    u = self.param('u', nn.initializers.zeros, (num_heads, head_dim))
+    gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(head_dim)), ())
+    s0 = self.param('s0', nn.initializers.zeros, ())
+    logits = gamma * jnp.einsum('bihk,bjhk->bhij', q + u.astype(q.dtype), k) + s0
+    if self.directional:
+      rho = self.param('rho', nn.initializers.ones, ())
+      beta = rho * nn.Dense(2 * num_heads, kernel_init=HAIKU_LINEAR_INIT,
+                            name='direction')(inputs)
+      beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(0, 2, 1, 3)  # [B,H,T,2]
+      left = np.arange(t)[None, :] < np.arange(t)[:, None]
+      logits = logits + jnp.where(left, beta[..., :1], beta[..., 1:])
+    return geometric_weights(logits, key_valid, causal=causal,
+                             normalize=self.geometric_normalize)
+
+
+# ------------------------------------------------------------------------------------------
+# Registry.
+# ------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Encoding:
+  """How the model uses one encoding.
+
+  Attributes:
+    attention: module factory `(max_position=..., **attention_options) -> module`, called
+      per layer as `module(q, k, *, inputs, key_valid, causal) -> weights [B, H, T, T]`.
+    embedding: optional module factory `(width=..., max_position=..., **embedding_options)`,
+      called once as `module(num_positions, length) -> [T, D]`; the model adds it to the
+      token embeddings and applies dropout (reference.md §3).
+    attention_options: names of the `encoding_options` the attention module takes.
+    embedding_options: names of the `encoding_options` the embedding module takes.
+    randomized: draws from the 'noise' RNG stream.
+  """
+  attention: Callable[..., nn.Module]
+  embedding: Callable[..., nn.Module] | None = None
+  attention_options: tuple[str, ...] = ()
+  embedding_options: tuple[str, ...] = ()
+  randomized: bool = False
+
+
+# Every encoding option and its default; an encoding ignores options it does not take.
+OPTION_DEFAULTS: dict[str, Any] = {
+    'max_time': 10_000.0,
+    'relative_mode': 'symmetric',
+    'randomize_both_sides': False,
+    'geometric_normalize': False,
+}
+
+_p = functools.partial
+_RANDOMIZED_RELATIVE_OPTIONS = ('max_time', 'relative_mode', 'randomize_both_sides')
+ENCODINGS: dict[str, Encoding] = {
+    'none': Encoding(DotProductAttention),
+    'sin_cos': Encoding(DotProductAttention, SinCosEmbedding, embedding_options=('max_time',)),
+    'relative': Encoding(RelativeAttention, attention_options=('max_time',)),
+    'alibi': Encoding(AlibiAttention),
+    'rotary': Encoding(RotaryAttention, attention_options=('max_time',)),
+    'learned': Encoding(DotProductAttention, LearnedEmbedding),
+    'randomized_sin_cos': Encoding(DotProductAttention, _p(SinCosEmbedding, randomized=True),
+                                   embedding_options=('max_time',), randomized=True),
+    'randomized_relative': Encoding(_p(RelativeAttention, randomized=True),
+                                    attention_options=_RANDOMIZED_RELATIVE_OPTIONS,
+                                    randomized=True),
+    'randomized_alibi': Encoding(_p(AlibiAttention, randomized=True),
+                                 attention_options=('randomize_both_sides',), randomized=True),
+    'randomized_rotary': Encoding(_p(RotaryAttention, randomized=True),
+                                  attention_options=('max_time',), randomized=True),
+    'randomized_learned': Encoding(DotProductAttention, _p(LearnedEmbedding, randomized=True),
+                                   randomized=True),
+    'geometric': Encoding(GeometricAttention, attention_options=('geometric_normalize',)),
+    'geometric_directional': Encoding(_p(GeometricAttention, directional=True),
+                                      attention_options=('geometric_normalize',)),
+}
+NAMES: tuple[str, ...] = tuple(ENCODINGS)
+
+
+def get(name: str) -> Encoding:
+  """The registry entry of `name`; unknown names raise ValueError listing the valid ones."""
+  if name not in ENCODINGS:
+    raise ValueError(f'unknown encoding {name!r}; valid encodings: {", ".join(NAMES)}')
+  return ENCODINGS[name]
+
+
+def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+  """(attention kwargs, embedding kwargs) of `name` from (key, value) option pairs.
+
+  Options an encoding does not take are ignored, so one config can serve the whole grid;
+  keys no encoding knows raise ValueError (typos).
+
+  Example:
+    >>> resolve_options('randomized_relative', (('relative_mode', 'reference'),))
+    ({'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}, {})
+  """
+  given = dict(options)
+  unknown = sorted(set(given) - set(OPTION_DEFAULTS))
+  if unknown:
+    raise ValueError(f'unknown encoding options {unknown}; valid: {sorted(OPTION_DEFAULTS)}')
+  if given.get('relative_mode', 'symmetric') not in RELATIVE_MODES:
+    raise ValueError(
+        f'relative_mode must be one of {RELATIVE_MODES}, got {given["relative_mode"]!r}')
+  spec = get(name)
+  pick = lambda keys: {key: given.get(key, OPTION_DEFAULTS[key]) for key in keys}
+  return pick(spec.attention_options), pick(spec.embedding_options)
