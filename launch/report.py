@@ -1,0 +1,88 @@
+"""The study's Table 1, Table 4 and Figure 4 from run directories.
+
+Usage:
+  python -m launch.report WORKDIR... [--out=DIR] [--full_grid]
+
+Each WORKDIR is a run directory (holding results.json), a tree of them (a sweep directory) or a
+results.json file. Writes DIR/table1.md, DIR/table4.md and DIR/figure4_<task>.png (DIR defaults
+to ./report) and prints both tables. Malformed runs are skipped with a warning on stderr and
+listed in the tables' notes. Bad input (a missing path, no results.json, no well-formed run,
+an --out that is a file) gets a one-line error on stderr and exit status 2, before anything is
+written; each file is written atomically (a temporary file, then os.replace).
+
+Example:
+  python -m launch.report sweeps/table1 runs/extra_cell --out=report
+"""
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+from typing import NoReturn, Sequence
+
+from posenc import report as report_lib
+
+
+class _Parser(argparse.ArgumentParser):
+  """argparse with the project's one-line errors and exit status 2."""
+
+  def error(self, message: str) -> NoReturn:
+    self.exit(2, f'error: {message} (usage: python -m launch.report WORKDIR... [--out=DIR] '
+                 '[--full_grid])\n')
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+  parser = _Parser(prog='python -m launch.report',
+                   description='Tables 1 and 4 and Figure 4 of the study from run directories.')
+  parser.add_argument('workdirs', nargs='+', metavar='WORKDIR',
+                      help='run directories, sweep directories or results.json files')
+  parser.add_argument('--out', default='report',
+                      help='output directory (default: ./report); created if needed')
+  parser.add_argument('--full_grid', action='store_true',
+                      help='all 15 tasks × 13 encodings, missing cells shown as missing')
+  return parser.parse_args(argv)
+
+
+def _write_atomically(path: pathlib.Path, data: bytes) -> None:
+  """Writes `data` to `path` via a temporary file in the same directory and os.replace."""
+  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
+  try:
+    with os.fdopen(fd, 'wb') as f:
+      f.write(data)
+    os.replace(tmp, path)
+  except BaseException:
+    os.unlink(tmp)
+    raise
+
+
+def _fail(message: str) -> NoReturn:
+  print(f'error: {message}', file=sys.stderr)
+  sys.exit(2)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  args = _parse(sys.argv[1:] if argv is None else argv)
+  out = pathlib.Path(args.out)
+  if out.exists() and not out.is_dir():
+    _fail(f'--out={args.out!r} is a file, not a directory')
+  try:
+    # Everything is rendered in memory first, so bad input leaves nothing on disk.
+    report = report_lib.build_report(args.workdirs, full_grid=args.full_grid)
+  except report_lib.ReportError as e:
+    _fail(str(e))
+  for problem in report.skipped:
+    print(f'warning: skipped malformed run: {problem}', file=sys.stderr)
+  try:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in report.files.items():
+      _write_atomically(out / name, data)
+  except OSError as e:
+    _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
+  print(report.table1)
+  print(report.table4)
+  figures = len(report.files) - 2
+  print(f'wrote {out}/table1.md, {out}/table4.md and {figures} figure{"s" * (figures != 1)}')
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,715 @@
+"""The study's tables and curves from run directories (Ruoss et al. 2023, Tables 1, 4, Fig. 4).
+
+A run directory holds the engine's `results.json` (docs/design.md, "engine"): one task, one
+encoding, a population of members (seeds × learning rates), each with its `score` (mean
+accuracy over the evaluated lengths N+1..M) and its `accuracy_by_length`. This module turns any
+set of them into:
+
+- Table 1: per task × encoding, the max score over all non-diverged members, in %;
+- Table 4: per task × encoding, mean ± sd of the score over seeds at the learning rate whose
+  mean is best, in %;
+- Figure 4: per task, accuracy versus length, one line per encoding (its best member), a dashed
+  line at the training length N.
+
+Everything here is pure (paths in, strings and PNG bytes out) except `find_results` and
+`load_run`, which read files; writing is left to the caller (`launch/report.py`).
+
+Cells. The runs are grouped by (task, encoding). When several runs cover the same cell, their
+members are merged: the cell holds the union of their members, where a member that appears
+identically in two runs (same seed, learning rate, divergence, score and per-length accuracies:
+a copy of the same training) counts once and any other member counts separately, even with the
+same seed and learning rate. The tables' notes name every merged cell and any repeated
+(seed, learning rate) pair.
+
+Example:
+  >>> runs, problems = load_runs(['workdir/sweep'])  # doctest: +SKIP
+  >>> cells = collect_cells(runs)  # doctest: +SKIP
+  >>> print(table1(cells, skipped=problems))  # doctest: +SKIP
+  # Table 1: accuracy (%) on unseen lengths, max over members
+  | level | task | none | randomized_relative |
+  |---|---|---|---|
+  | DCF | reverse_string | 52.0 | 95.1 |
+  ...
+"""
+import collections
+import dataclasses
+import io
+import json
+import math
+import os
+import pathlib
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from matplotlib import colormaps
+from matplotlib import figure as mpl_figure
+
+# The study's order of tasks (tasks.NAMES) with their Chomsky level, and the 13 encodings of
+# the grid (posenc.encodings.NAMES); tests/test_report.py checks that they agree.
+TASK_LEVELS: dict[str, str] = {
+    'even_pairs': 'R',
+    'modular_arithmetic': 'R',
+    'parity_check': 'R',
+    'cycle_navigation': 'R',
+    'stack_manipulation': 'DCF',
+    'reverse_string': 'DCF',
+    'modular_arithmetic_brackets': 'DCF',
+    'solve_equation': 'DCF',
+    'duplicate_string': 'CS',
+    'missing_duplicate_string': 'CS',
+    'odds_first': 'CS',
+    'binary_addition': 'CS',
+    'binary_multiplication': 'CS',
+    'compute_sqrt': 'CS',
+    'bucket_sort': 'CS',
+}
+TASKS: tuple[str, ...] = tuple(TASK_LEVELS)
+ENCODINGS: tuple[str, ...] = (
+    'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
+    'randomized_sin_cos', 'randomized_relative', 'randomized_alibi', 'randomized_rotary',
+    'randomized_learned', 'geometric', 'geometric_directional')
+
+# The study's protocol, against which runs are called "not fully trained" or "a subset".
+STUDY_TRAIN_STEPS = 2_000_000
+STUDY_TRAIN_LENGTH = 40
+STUDY_MAX_LENGTH = 500
+
+MISSING = '–'  # No run covers the cell.
+DIVERGED = 'div'  # Runs cover the cell, but every member diverged.
+RESULTS_FILE = 'results.json'
+
+
+class ReportError(ValueError):
+  """Bad input to the report as a whole (a missing path, no results anywhere)."""
+
+
+class MalformedRunError(ValueError):
+  """A results.json that does not follow the engine's schema; the report skips it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+  """One trained model of a population.
+
+  `score` is None for a diverged member; `accuracy_by_length` maps length -> accuracy.
+  """
+  seed: int
+  learning_rate: float
+  diverged: bool
+  score: float | None
+  accuracy_by_length: Mapping[int, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One run directory's results.json.
+
+  `planned_steps` is the config's `train.steps` when the config records it (else
+  `train_steps`), so a run that stopped early can be told from one planned short.
+  """
+  path: pathlib.Path
+  task: str
+  encoding: str
+  train_steps: int
+  planned_steps: int
+  train_length: int
+  eval_lengths: tuple[int, ...]
+  members: tuple[Member, ...]
+  num_params: int | None = None
+  versions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """The merged members of every run of one (task, encoding); see the module docstring."""
+  task: str
+  encoding: str
+  runs: tuple[Run, ...]
+  members: tuple[Member, ...]
+
+  @property
+  def converged(self) -> tuple[Member, ...]:
+    return tuple(m for m in self.members if not m.diverged)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading.
+
+
+def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
+  """The results.json files under `paths`, each path a run directory, a tree of them or a file.
+
+  A directory that holds results.json is a run directory and is not searched further (its
+  checkpoints hold no runs). Files reached twice count once. Order: sorted per given path.
+
+  Example:
+    >>> find_results(['sweep'])  # doctest: +SKIP
+    [PosixPath('sweep/cells/reverse_string__none/results.json'), ...]
+
+  Raises:
+    ReportError: a path does not exist, or holds no results.json anywhere.
+  """
+  found, seen = [], set()
+  for given in paths:
+    path = pathlib.Path(given)
+    if path.is_file():
+      candidates = [path]
+    elif path.is_dir():
+      candidates = []
+      for root, dirs, files in os.walk(path):
+        if RESULTS_FILE in files:
+          candidates.append(pathlib.Path(root) / RESULTS_FILE)
+          dirs.clear()
+        dirs.sort()
+    else:
+      raise ReportError(f'no such file or directory: {str(given)!r}')
+    if not candidates:
+      raise ReportError(f'no {RESULTS_FILE} in {str(given)!r} or any directory below it')
+    for candidate in sorted(candidates):
+      key = candidate.resolve()
+      if key not in seen:
+        seen.add(key)
+        found.append(candidate)
+  return found
+
+
+def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+  if key not in data:
+    raise MalformedRunError(f'{where}: missing {key!r}')
+  value = data[key]
+  # bool is an int subclass; a count or a length that is True/False is a schema error.
+  if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+    raise MalformedRunError(f'{where}: {key!r} is {value!r}, expected {_kind_name(kind)}')
+  return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+  return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+  return ' or '.join(k.__name__ for k in _kinds(kind))
+
+
+def _parse_member(data: Any, where: str) -> Member:
+  if not isinstance(data, dict):
+    raise MalformedRunError(f'{where}: expected an object, got {data!r}')
+  seed = _require(data, 'seed', int, where)
+  learning_rate = float(_require(data, 'learning_rate', (int, float), where))
+  where = f'{where} (seed {seed}, learning rate {learning_rate:g})'
+  diverged = _require(data, 'diverged', bool, where)
+  score = data.get('score')
+  if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+    raise MalformedRunError(f'{where}: score is {score!r}, expected a number or null')
+  if score is not None and not math.isfinite(score):
+    score = None
+  if diverged:
+    score = None
+  elif score is None:
+    raise MalformedRunError(f'{where}: not diverged but its score is null')
+  raw = _require(data, 'accuracy_by_length', dict, where)
+  try:
+    accuracy = {int(k): float(v) for k, v in raw.items()}
+  except (TypeError, ValueError) as e:
+    raise MalformedRunError(f'{where}: bad accuracy_by_length entry ({e})') from None
+  return Member(seed, learning_rate, diverged, None if score is None else float(score),
+                dict(sorted(accuracy.items())))
+
+
+def load_run(results_path: str | os.PathLike[str]) -> Run:
+  """Reads and checks one results.json (the engine's schema, docs/design.md).
+
+  Example:
+    >>> run = load_run('runs/rs_rr/results.json')  # doctest: +SKIP
+    >>> run.task, run.encoding, len(run.members)
+    ('reverse_string', 'randomized_relative', 30)
+
+  Raises:
+    MalformedRunError: unreadable JSON or a missing/mistyped field, naming the file and field.
+  """
+  path = pathlib.Path(results_path)
+  where = str(path)
+  try:
+    data = json.loads(path.read_text())
+  except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise MalformedRunError(f'{where}: cannot read JSON ({e})') from None
+  if not isinstance(data, dict):
+    raise MalformedRunError(f'{where}: expected a JSON object')
+  task = _require(data, 'task', str, where)
+  encoding = _require(data, 'encoding', str, where)
+  if not task or not encoding:
+    raise MalformedRunError(f'{where}: empty task or encoding name')
+  train_steps = _require(data, 'train_steps', int, where)
+  train_length = _require(data, 'train_length', int, where)
+  eval_lengths = _require(data, 'eval_lengths', list, where)
+  if not all(isinstance(n, int) and not isinstance(n, bool) for n in eval_lengths):
+    raise MalformedRunError(f'{where}: eval_lengths must be a list of integers')
+  raw_members = _require(data, 'members', list, where)
+  if not raw_members:
+    raise MalformedRunError(f'{where}: members is empty')
+  members = tuple(_parse_member(m, f'{where}: members[{i}]') for i, m in enumerate(raw_members))
+  planned = data.get('config', {}).get('train', {}) if isinstance(data.get('config'), dict) else {}
+  planned_steps = planned.get('steps') if isinstance(planned, dict) else None
+  if not isinstance(planned_steps, int) or isinstance(planned_steps, bool):
+    planned_steps = train_steps
+  num_params = data.get('num_params')
+  versions = data.get('versions')
+  return Run(
+      path=path.parent, task=task, encoding=encoding, train_steps=train_steps,
+      planned_steps=planned_steps, train_length=train_length,
+      eval_lengths=tuple(sorted(set(eval_lengths))), members=members,
+      num_params=num_params if isinstance(num_params, int) else None,
+      versions=versions if isinstance(versions, dict) else {})
+
+
+def load_runs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Run], list[str]]:
+  """Loads every run under `paths`; malformed ones are skipped and described.
+
+  Example:
+    >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
+    >>> problems
+    ['sweep/cells/x__y/results.json: missing \\'members\\'']
+
+  Returns:
+    (runs, problems): the runs that loaded and one message per skipped results.json.
+
+  Raises:
+    ReportError: from `find_results`.
+  """
+  runs, problems = [], []
+  for results_path in find_results(paths):
+    try:
+      runs.append(load_run(results_path))
+    except MalformedRunError as e:
+      problems.append(str(e))
+  return runs, problems
+
+
+def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
+  """Groups runs by (task, encoding), merging the members of runs of the same cell.
+
+  Identical members (a copy of the same training in two runs) count once; see the module
+  docstring.
+
+  Example:
+    >>> cells = collect_cells(runs)  # doctest: +SKIP
+    >>> cells['reverse_string', 'relative'].members  # 30 members
+  """
+  grouped: dict[tuple[str, str], list[Run]] = collections.defaultdict(list)
+  for run in runs:
+    grouped[run.task, run.encoding].append(run)
+  cells = {}
+  for (task, encoding), cell_runs in grouped.items():
+    members, seen = [], set()
+    for run in cell_runs:
+      for member in run.members:
+        key = (member.seed, member.learning_rate, member.diverged, member.score,
+               tuple(member.accuracy_by_length.items()))
+        if key not in seen:
+          seen.add(key)
+          members.append(member)
+    cells[task, encoding] = Cell(task, encoding, tuple(cell_runs), tuple(members))
+  return cells
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics.
+
+
+def best_score(cell: Cell) -> float | None:
+  """Table 1's entry: the max score over non-diverged members (None if all diverged)."""
+  scores = [m.score for m in cell.converged]
+  return max(scores) if scores else None
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedStats:
+  """Table 4's entry: score statistics over the seeds at the best learning rate.
+
+  `sd` is the population standard deviation (numpy's default, ddof=0); `converged` of `total`
+  members at that learning rate did not diverge and enter the statistics.
+  """
+  learning_rate: float
+  mean: float
+  sd: float
+  converged: int
+  total: int
+
+
+def seed_stats(cell: Cell) -> SeedStats | None:
+  """Mean ± sd over seeds at the learning rate with the best mean (None if all diverged).
+
+  Diverged members are left out of the mean and counted in `total` only. Ties go to the
+  smallest learning rate.
+
+  Example:
+    >>> seed_stats(cell)  # doctest: +SKIP
+    SeedStats(learning_rate=0.0003, mean=0.9, sd=0.05, converged=10, total=10)
+  """
+  by_rate: dict[float, list[Member]] = collections.defaultdict(list)
+  for member in cell.members:
+    by_rate[member.learning_rate].append(member)
+  best = None
+  for rate in sorted(by_rate):
+    scores = [m.score for m in by_rate[rate] if not m.diverged]
+    if not scores:
+      continue
+    mean = math.fsum(scores) / len(scores)
+    sd = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+    if best is None or mean > best.mean:
+      best = SeedStats(rate, mean, sd, len(scores), len(by_rate[rate]))
+  return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables.
+
+
+def _ordered(present: Iterable[str], canonical: Sequence[str], full_grid: bool) -> list[str]:
+  """Canonical names (all of them, or those present), then unknown names sorted."""
+  present = set(present)
+  known = [n for n in canonical if full_grid or n in present]
+  return known + sorted(present - set(canonical))
+
+
+def grid_axes(cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
+              ) -> tuple[list[str], list[str]]:
+  """(rows, columns): tasks in the study's order and encodings in the grid's order.
+
+  Only names present in `cells` unless `full_grid`; unknown names are appended, sorted.
+  """
+  tasks = _ordered((t for t, _ in cells), TASKS, full_grid)
+  encodings = _ordered((e for _, e in cells), ENCODINGS, full_grid)
+  return tasks, encodings
+
+
+def _percent(x: float) -> str:
+  return f'{100 * x:.1f}'
+
+
+def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool, entry) -> list[str]:
+  tasks, encodings = grid_axes(cells, full_grid)
+  lines = ['| level | task | ' + ' | '.join(encodings) + ' |',
+           '|---|---|' + '---|' * len(encodings)]
+  for task in tasks:
+    row = []
+    for encoding in encodings:
+      cell = cells.get((task, encoding))
+      row.append(MISSING if cell is None else entry(cell))
+    lines.append(f'| {TASK_LEVELS.get(task, "?")} | {task} | ' + ' | '.join(row) + ' |')
+  return lines
+
+
+def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
+           skipped: Sequence[str] = ()) -> str:
+  """The study's Table 1 as markdown: max score over all non-diverged members, in %.
+
+  Example:
+    >>> print(table1(cells))  # doctest: +SKIP
+    # Table 1: accuracy (%) on unseen lengths, max over members
+    <BLANKLINE>
+    | level | task | none | relative |
+    |---|---|---|---|
+    | DCF | reverse_string | 52.0 | 58.3 |
+    <BLANKLINE>
+    Notes:
+    ...
+  """
+  def entry(cell: Cell) -> str:
+    best = best_score(cell)
+    return DIVERGED if best is None else _percent(best)
+
+  lines = ['# Table 1: accuracy (%) on unseen lengths, max over members', '']
+  lines += _markdown_grid(cells, full_grid, entry)
+  notes = [f'Each entry is the best score over all non-diverged members (seeds × learning '
+           f'rates) of a task and encoding, in %. {MISSING} = no run; {DIVERGED} = every '
+           f'member diverged.']
+  notes += _common_notes(cells, skipped)
+  return '\n'.join(lines + [''] + _format_notes(notes)) + '\n'
+
+
+def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
+           skipped: Sequence[str] = ()) -> str:
+  """The study's Table 4 as markdown: mean ± sd over seeds at the best learning rate, in %.
+
+  A second grid gives the learning rate chosen for each cell.
+
+  Example:
+    >>> print(table4(cells))  # doctest: +SKIP
+    # Table 4: accuracy (%) on unseen lengths, mean ± sd over seeds at the best learning rate
+    <BLANKLINE>
+    | level | task | none | relative |
+    |---|---|---|---|
+    | DCF | reverse_string | 50.3 ± 1.2 | 55.0 ± 2.4 (9/10) |
+    ...
+  """
+  def entry(cell: Cell) -> str:
+    stats = seed_stats(cell)
+    if stats is None:
+      return DIVERGED
+    text = f'{_percent(stats.mean)} ± {_percent(stats.sd)}'
+    if stats.converged < stats.total:
+      text += f' ({stats.converged}/{stats.total})'
+    return text
+
+  def rate(cell: Cell) -> str:
+    stats = seed_stats(cell)
+    return DIVERGED if stats is None else f'{stats.learning_rate:g}'
+
+  lines = ['# Table 4: accuracy (%) on unseen lengths, mean ± sd over seeds at the best '
+           'learning rate', '']
+  lines += _markdown_grid(cells, full_grid, entry)
+  lines += ['', '## Best learning rate per cell', '']
+  lines += _markdown_grid(cells, full_grid, rate)
+  notes = [
+      'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
+      'is best (ties: the smallest rate), in %; sd is the population standard deviation '
+      '(ddof=0). Diverged members are left out; "(k/n)" marks a cell where only k of the n '
+      f'members at that rate did not diverge. {MISSING} = no run; {DIVERGED} = every member '
+      'diverged.']
+  notes += _common_notes(cells, skipped)
+  return '\n'.join(lines + [''] + _format_notes(notes)) + '\n'
+
+
+def _format_notes(notes: Sequence[str]) -> list[str]:
+  return ['Notes:', ''] + [f'{i}. {note}' for i, note in enumerate(notes, 1)]
+
+
+def _name(cell: Cell) -> str:
+  return f'{cell.task}/{cell.encoding}'
+
+
+def _names(cells: Sequence[Cell], limit: int = 8) -> str:
+  """'a/b, c/d' or 'all N cells', shortened past `limit`."""
+  names = [_name(c) for c in cells]
+  if len(names) > limit:
+    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
+  return ', '.join(names)
+
+
+def _which(group: Sequence[Cell], total: int) -> str:
+  return f'all {total} cells' if len(group) == total else _names(group)
+
+
+def describe_lengths(lengths: Sequence[int]) -> str:
+  """A short description of a sorted set of lengths.
+
+  Example:
+    >>> describe_lengths(range(41, 501))
+    '41..500 (every length, 460 lengths)'
+    >>> describe_lengths(range(41, 501, 10))
+    '41, 51, …, 491 (every 10th length, 46 lengths)'
+  """
+  lengths = sorted(set(lengths))
+  if not lengths:
+    return 'no lengths'
+  if len(lengths) == 1:
+    return f'{lengths[0]} (1 length)'
+  steps = {b - a for a, b in zip(lengths, lengths[1:])}
+  if steps == {1}:
+    return f'{lengths[0]}..{lengths[-1]} (every length, {len(lengths)} lengths)'
+  if len(steps) == 1 and len(lengths) > 2:
+    (step,) = steps
+    return (f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
+            f'(every {_ordinal(step)} length, {len(lengths)} lengths)')
+  return f'{len(lengths)} lengths between {lengths[0]} and {lengths[-1]}'
+
+
+def _ordinal(n: int) -> str:
+  suffix = 'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')
+  return f'{n}{suffix}'
+
+
+def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str]) -> list[str]:
+  """Notes shared by both tables: lengths, members, training, merges, skipped runs."""
+  tasks, encodings = grid_axes(cells)
+  ordered = [cells[t, e] for t in tasks for e in encodings if (t, e) in cells]
+  total = len(ordered)
+  notes = []
+
+  # Which lengths the scores average over: the evaluated lengths above N, per run.
+  by_lengths: dict[tuple[int, tuple[int, ...], int], list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    for key in sorted({(r.train_length, tuple(n for n in r.eval_lengths if n > r.train_length),
+                        max(r.eval_lengths, default=0)) for r in cell.runs}):
+      by_lengths[key].append(cell)
+  parts = []
+  for (train_length, unseen, max_length), group in by_lengths.items():
+    full = tuple(range(train_length + 1, max_length + 1))
+    subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
+    parts.append(f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in '
+                 f'{_which(group, total)}')
+  notes.append('Scores average the accuracy over the evaluated lengths above the training '
+               f'length N: {"; ".join(parts)}. The study uses N = {STUDY_TRAIN_LENGTH} and every '
+               f'length {STUDY_TRAIN_LENGTH + 1}..{STUDY_MAX_LENGTH}.')
+
+  # Members per cell, as seeds × learning rates where the cell is a full product.
+  by_count: dict[str, list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    seeds = {m.seed for m in cell.members}
+    rates = sorted({m.learning_rate for m in cell.members})
+    text = str(len(cell.members))
+    if len(seeds) * len(rates) == len(cell.members):
+      text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
+               f'{{{", ".join(f"{r:g}" for r in rates)}}})')
+    by_count[text].append(cell)
+  notes.append('Members per cell: ' + '; '.join(
+      f'{text} in {_which(group, total)}' for text, group in by_count.items()) + '.')
+
+  diverged = [(c, sum(m.diverged for m in c.members)) for c in ordered]
+  diverged = [(c, k) for c, k in diverged if k]
+  if diverged:
+    listed = ', '.join(f'{_name(c)} ({k} of {len(c.members)})' for c, k in diverged)
+    notes.append(f'Diverged members, left out of the scores: {listed}.')
+
+  # Training budget: short of the study's steps, or stopped before the configured steps.
+  by_steps: dict[tuple[int, int], list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    for key in sorted({(r.train_steps, r.planned_steps) for r in cell.runs}):
+      by_steps[key].append(cell)
+  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
+    if steps < planned:
+      state = f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
+    elif steps < STUDY_TRAIN_STEPS:
+      state = f'Not fully trained: {steps:,} steps, of the study\'s {STUDY_TRAIN_STEPS:,}'
+    else:
+      state = f'Trained {steps:,} steps'
+    notes.append(f'{state}: {_which(group, total)}.')
+
+  merged = [c for c in ordered if len(c.runs) > 1]
+  for cell in merged:
+    pairs = collections.Counter((m.seed, m.learning_rate) for m in cell.members)
+    repeated = sorted(p for p, k in pairs.items() if k > 1)
+    text = (f'{_name(cell)} merges the members of {len(cell.runs)} runs '
+            f'({", ".join(str(r.path) for r in cell.runs)}); identical members count once')
+    if repeated:
+      text += ('; distinct members with the same (seed, learning rate) all count: '
+               + ', '.join(f'({s}, {r:g})' for s, r in repeated))
+    notes.append(text + '.')
+
+  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for r in c.runs})
+  runs = sum(len(c.runs) for c in ordered)
+  notes.append(f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
+               f' (devices: {", ".join(devices)}).')
+  if skipped:
+    notes.append(f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+                 + '; '.join(skipped) + '.')
+  return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 4.
+
+
+# One hue per family (tab10, red left for the training-length line); a randomized encoding
+# draws solid in its family's hue and its standard counterpart dotted, so pairs read together.
+_FAMILY_COLORS = {'none': 7, 'sin_cos': 0, 'relative': 1, 'alibi': 2, 'rotary': 4, 'learned': 5,
+                  'geometric': 8, 'geometric_directional': 9}
+_SPARE_COLORS = (6, 3)
+
+
+def _line_style(encoding: str, unknown: Sequence[str]) -> dict[str, Any]:
+  """matplotlib line keywords for an encoding, the same in every task's figure."""
+  palette = colormaps['tab10']
+  family = encoding.removeprefix('randomized_')
+  if family in _FAMILY_COLORS:
+    randomized_pair = f'randomized_{family}' in ENCODINGS and encoding == family
+    return {'color': palette(_FAMILY_COLORS[family]), 'linestyle': ':' if randomized_pair else '-'}
+  index = list(unknown).index(encoding)
+  return {'color': palette(_SPARE_COLORS[index % 2]), 'linestyle': ('-.', (0, (5, 1, 1, 1)))[
+      (index // 2) % 2]}
+
+
+def best_member(cell: Cell) -> Member | None:
+  """The non-diverged member with the highest score (the first on ties), or None."""
+  converged = cell.converged
+  return max(converged, key=lambda m: m.score) if converged else None
+
+
+def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str) -> bytes:
+  """Figure 4 for one task as PNG bytes: accuracy vs length, one line per encoding.
+
+  Each encoding's line is its best member (by score); encodings whose members all diverged are
+  listed in the legend without a line. The dashed red line marks the training length N.
+
+  Example:
+    >>> png = figure4_png(cells, 'reverse_string')  # doctest: +SKIP
+    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
+    True
+  """
+  _, encodings = grid_axes(cells)
+  unknown = [e for e in encodings if e not in ENCODINGS]
+  fig = mpl_figure.Figure(figsize=(8, 4.5), dpi=100)  # The Agg canvas; no pyplot state.
+  ax = fig.add_subplot()
+  train_lengths = set()
+  for encoding in encodings:
+    cell = cells.get((task, encoding))
+    if cell is None:
+      continue
+    train_lengths.update(r.train_length for r in cell.runs)
+    member = best_member(cell)
+    style = _line_style(encoding, unknown)
+    if member is None:
+      ax.plot([], [], **style, label=f'{encoding} ({DIVERGED})')
+      continue
+    lengths = list(member.accuracy_by_length)
+    ax.plot(lengths, [member.accuracy_by_length[n] for n in lengths], lw=1.5, **style,
+            label=f'{encoding} ({_percent(member.score)})')
+  for i, n in enumerate(sorted(train_lengths)):
+    ax.axvline(n, color='tab:red', linestyle='--', lw=1,
+               label=None if i else 'training length N')
+  ax.set_ylim(0, 1)
+  ax.set_xlabel('sequence length')
+  ax.set_ylabel('accuracy')
+  ax.set_title(f'{task} ({TASK_LEVELS.get(task, "?")}): best member per encoding')
+  ax.grid(alpha=0.3)
+  ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
+            title='encoding (score, %)', title_fontsize='small')
+  fig.tight_layout()
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format='png')
+  return buffer.getvalue()
+
+
+def figure_name(task: str) -> str:
+  """The file name of a task's figure, safe for any task name: 'figure4_<task>.png'."""
+  return f'figure4_{re.sub(r"[^A-Za-z0-9_.-]", "_", task)}.png'
+
+
+# ---------------------------------------------------------------------------------------------
+# Everything at once.
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+  """A built report: `files` maps file names to contents; `skipped` lists malformed runs."""
+  table1: str
+  table4: str
+  files: Mapping[str, bytes]
+  skipped: tuple[str, ...]
+
+
+def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
+                 figures: bool = True) -> Report:
+  """Loads the runs under `paths` and renders both tables and every task's figure in memory.
+
+  Example:
+    >>> report = build_report(['sweep'])  # doctest: +SKIP
+    >>> sorted(report.files)
+    ['figure4_reverse_string.png', 'table1.md', 'table4.md']
+
+  Raises:
+    ReportError: a path is missing, holds no results.json, or no run is well formed.
+  """
+  runs, skipped = load_runs(paths)
+  if not runs:
+    raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
+                      f'{skipped[0]}')
+  cells = collect_cells(runs)
+  text1 = table1(cells, full_grid=full_grid, skipped=skipped)
+  text4 = table4(cells, full_grid=full_grid, skipped=skipped)
+  files = {'table1.md': text1.encode(), 'table4.md': text4.encode()}
+  if figures:
+    for task in grid_axes(cells)[0]:
+      files[figure_name(task)] = figure4_png(cells, task)
+  return Report(text1, text4, files, tuple(skipped))

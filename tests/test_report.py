@@ -1,0 +1,251 @@
+"""Tests of posenc.report and launch.report on fabricated run directories."""
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from matplotlib import image as mpl_image
+import pytest
+
+from posenc import report
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+N = 4  # Fabricated training length; evaluation lengths are 1..10.
+
+
+def write_run(directory: pathlib.Path, task: str, encoding: str,
+              members: list[tuple[int, float, float | None]], *, train_steps: int = 100,
+              eval_lengths=tuple(range(1, 11)), config_steps: int | None = None) -> pathlib.Path:
+  """Writes a results.json; members are (seed, learning_rate, score or None if diverged).
+
+  A member's accuracy is 1 on lengths <= N and its score above, so the score is its mean
+  accuracy over the evaluated lengths above N, as the engine computes it.
+  """
+  directory.mkdir(parents=True, exist_ok=True)
+  results = {
+      'task': task, 'encoding': encoding, 'num_params': 1234, 'train_steps': train_steps,
+      'train_length': N, 'eval_lengths': list(eval_lengths),
+      'versions': {'jax': '0', 'flax': '0', 'device_kind': 'cpu'},
+      'members': [{
+          'seed': seed, 'learning_rate': lr, 'diverged': score is None, 'score': score,
+          'accuracy_by_length': {str(n): (1.0 if n <= N else (score or 0.0))
+                                 for n in eval_lengths},
+      } for seed, lr, score in members],
+      'config': {'train': {'steps': config_steps or train_steps}},
+  }
+  (directory / 'results.json').write_text(json.dumps(results))
+  return directory
+
+
+@pytest.fixture(name='workdirs')
+def fixture_workdirs(tmp_path: pathlib.Path) -> list[pathlib.Path]:
+  """A sweep-style tree of three cells plus one standalone run directory.
+
+  reverse_string/none: 3 seeds × 2 rates, one diverged member; reverse_string/
+  randomized_relative: the same with another best rate; even_pairs/none: all diverged;
+  bucket_sort/relative (standalone): one member. Every other combination is missing.
+  """
+  sweep = tmp_path / 'sweep'
+  write_run(sweep / 'cells' / 'reverse_string__none', 'reverse_string', 'none', [
+      (0, 1e-4, 0.50), (1, 1e-4, 0.52), (2, 1e-4, 0.54),
+      (0, 3e-4, 0.60), (1, 3e-4, 0.40), (2, 3e-4, None)])
+  write_run(sweep / 'cells' / 'reverse_string__randomized_relative', 'reverse_string',
+            'randomized_relative', [
+                (0, 1e-4, 0.90), (1, 1e-4, 0.80), (2, 1e-4, 0.70),
+                (0, 3e-4, 0.95), (1, 3e-4, 0.93), (2, 3e-4, None)])
+  write_run(sweep / 'cells' / 'even_pairs__none', 'even_pairs', 'none',
+            [(0, 1e-4, None), (1, 1e-4, None)])
+  (sweep / 'index.json').write_text('{}')  # Sweep bookkeeping: not a run, ignored.
+  single = write_run(tmp_path / 'run_bucket', 'bucket_sort', 'relative', [(0, 5e-4, 0.333)])
+  return [sweep, single]
+
+
+def grid(markdown: str, index: int = 0) -> dict[tuple[str, str], str]:
+  """The `index`-th markdown grid of a table file as {(task, encoding): entry}."""
+  blocks, current = [], []
+  for line in markdown.splitlines() + ['']:
+    if line.startswith('|'):
+      current.append([c.strip() for c in line.strip('|').split('|')])
+    elif current:
+      blocks.append(current)
+      current = []
+  header, _, *rows = blocks[index]
+  return {(row[1], encoding): entry for row in rows
+          for encoding, entry in zip(header[2:], row[2:])}
+
+
+def test_table1_is_max_over_members(workdirs):
+  runs, skipped = report.load_runs(workdirs)
+  assert not skipped
+  entries = grid(report.table1(report.collect_cells(runs)))
+  assert entries == {
+      ('even_pairs', 'none'): 'div',
+      ('even_pairs', 'relative'): '–',
+      ('even_pairs', 'randomized_relative'): '–',
+      ('reverse_string', 'none'): '60.0',
+      ('reverse_string', 'relative'): '–',
+      ('reverse_string', 'randomized_relative'): '95.0',
+      ('bucket_sort', 'none'): '–',
+      ('bucket_sort', 'relative'): '33.3',
+      ('bucket_sort', 'randomized_relative'): '–',
+  }
+
+
+def test_table4_is_mean_and_sd_at_best_rate(workdirs):
+  cells = report.collect_cells(report.load_runs(workdirs)[0])
+  text = report.table4(cells)
+  entries = grid(text)
+  # none: rate 1e-4 has mean 52 (sd sqrt(8/3) = 1.63); 3e-4 has mean 50 over its 2 survivors.
+  assert entries['reverse_string', 'none'] == '52.0 ± 1.6'
+  # randomized_relative: 3e-4 wins with mean 94, sd 1, but 1 of its 3 members diverged.
+  assert entries['reverse_string', 'randomized_relative'] == '94.0 ± 1.0 (2/3)'
+  assert entries['bucket_sort', 'relative'] == '33.3 ± 0.0'
+  assert entries['even_pairs', 'none'] == 'div'
+  assert entries['even_pairs', 'randomized_relative'] == '–'
+  rates = grid(text, 1)
+  assert rates['reverse_string', 'none'] == '0.0001'
+  assert rates['reverse_string', 'randomized_relative'] == '0.0003'
+  assert rates['bucket_sort', 'relative'] == '0.0005'
+
+
+def test_rows_follow_the_study_and_columns_the_grid(workdirs):
+  cells = report.collect_cells(report.load_runs(workdirs)[0])
+  text = report.table1(cells)
+  header = text.splitlines()[2]
+  assert header == '| level | task | none | relative | randomized_relative |'
+  rows = [line.split('|')[1:3] for line in text.splitlines()[4:7]]
+  assert [(a.strip(), b.strip()) for a, b in rows] == [
+      ('R', 'even_pairs'), ('DCF', 'reverse_string'), ('CS', 'bucket_sort')]
+
+
+def test_full_grid_and_unknown_names(workdirs, tmp_path):
+  write_run(tmp_path / 'odd', 'my_task', 'my_encoding', [(0, 1e-3, 0.7)])
+  cells = report.collect_cells(report.load_runs(workdirs + [tmp_path / 'odd'])[0])
+  tasks, encodings = report.grid_axes(cells, full_grid=True)
+  assert tasks == list(report.TASKS) + ['my_task']
+  assert encodings == list(report.ENCODINGS) + ['my_encoding']
+  entries = grid(report.table1(cells, full_grid=True))
+  assert len(entries) == 16 * 14
+  assert entries['my_task', 'my_encoding'] == '70.0'
+  assert entries['compute_sqrt', 'geometric'] == '–'
+  assert '| ? | my_task |' in report.table1(cells)
+
+
+def test_merged_cell_counts_identical_members_once(tmp_path):
+  members = [(0, 1e-4, 0.5), (1, 1e-4, 0.7)]
+  write_run(tmp_path / 'a', 'parity_check', 'alibi', members)
+  write_run(tmp_path / 'b', 'parity_check', 'alibi', members[1:] + [(2, 1e-4, 0.6),
+                                                                     (0, 1e-4, 0.9)])
+  cells = report.collect_cells(report.load_runs([tmp_path])[0])
+  cell = cells['parity_check', 'alibi']
+  # (1, 1e-4, 0.7) is in both runs and counts once; (0, 1e-4) has two different trainings.
+  assert len(cell.runs) == 2 and len(cell.members) == 4
+  assert grid(report.table1(cells))['parity_check', 'alibi'] == '90.0'
+  text = report.table4(cells)
+  assert grid(text)['parity_check', 'alibi'] == '67.5 ± 14.8'
+  assert 'parity_check/alibi merges the members of 2 runs' in text
+  assert '(0, 0.0001)' in text
+
+
+def test_notes_describe_lengths_members_and_training(tmp_path):
+  write_run(tmp_path / 'strided', 'odds_first', 'rotary', [(0, 1e-4, 0.5), (1, 1e-4, 0.6)],
+            eval_lengths=range(1, 31, 3), train_steps=50, config_steps=80)
+  write_run(tmp_path / 'full', 'odds_first', 'none', [(0, 1e-4, 0.5), (1, 1e-4, 0.6)],
+            train_steps=2_000_000)
+  text = report.table1(report.collect_cells(report.load_runs([tmp_path])[0]))
+  assert ('N = 4, lengths 5..10 (every length, 6 lengths) in odds_first/none; N = 4, lengths '
+          '7, 10, …, 28 (every 3rd length, 8 lengths), a subset of 5..28 in odds_first/rotary.'
+          in text)
+  assert 'Members per cell: 2 (2 seeds × learning rates {0.0001}) in all 2 cells.' in text
+  assert 'Not fully trained: stopped at 50 of 80 configured steps: odds_first/rotary.' in text
+  assert 'Trained 2,000,000 steps: odds_first/none.' in text
+
+
+def test_describe_lengths():
+  assert report.describe_lengths(range(41, 501)) == '41..500 (every length, 460 lengths)'
+  assert report.describe_lengths(range(41, 501, 10)) == (
+      '41, 51, …, 491 (every 10th length, 46 lengths)')
+  assert report.describe_lengths([41, 45, 100]) == '3 lengths between 41 and 100'
+
+
+def test_malformed_runs_are_skipped_and_named(workdirs, tmp_path):
+  bad = tmp_path / 'sweep' / 'cells' / 'broken'
+  bad.mkdir()
+  (bad / 'results.json').write_text('{"task": "reverse_string"')
+  nomembers = tmp_path / 'sweep' / 'cells' / 'nomembers'
+  write_run(nomembers, 'even_pairs', 'alibi', [(0, 1e-4, 0.5)])
+  data = json.loads((nomembers / 'results.json').read_text())
+  del data['members'][0]['accuracy_by_length']
+  (nomembers / 'results.json').write_text(json.dumps(data))
+  runs, skipped = report.load_runs(workdirs)
+  assert len(runs) == 4 and len(skipped) == 2
+  assert 'broken/results.json: cannot read JSON' in skipped[0]
+  assert "members[0] (seed 0, learning rate 0.0001): missing 'accuracy_by_length'" in skipped[1]
+  assert 'Skipped 2 malformed runs' in report.table1(report.collect_cells(runs), skipped=skipped)
+
+
+def test_bad_paths_raise(tmp_path):
+  with pytest.raises(report.ReportError, match='no such file or directory'):
+    report.find_results([tmp_path / 'nope'])
+  (tmp_path / 'empty' / 'deep').mkdir(parents=True)
+  with pytest.raises(report.ReportError, match='no results.json in .*empty'):
+    report.find_results([tmp_path / 'empty'])
+
+
+def test_figures_are_valid_pngs(workdirs):
+  built = report.build_report(workdirs)
+  assert sorted(built.files) == [
+      'figure4_bucket_sort.png', 'figure4_even_pairs.png', 'figure4_reverse_string.png',
+      'table1.md', 'table4.md']
+  for name, data in built.files.items():
+    if name.endswith('.png'):
+      assert data.startswith(PNG_SIGNATURE)
+      pixels = mpl_image.imread(io.BytesIO(data), format='png')
+      assert pixels.shape == (450, 800, 4)
+
+
+def test_names_agree_with_the_packages():
+  """The report's task and encoding orders are those of tasks.NAMES and posenc.encodings."""
+  try:
+    import tasks  # pylint: disable=g-import-not-at-top
+    from posenc import encodings  # pylint: disable=g-import-not-at-top
+    names, encoding_names = tasks.NAMES, encodings.NAMES
+  except (ImportError, AttributeError):
+    pytest.skip('tasks.NAMES or posenc.encodings.NAMES not built yet')
+  assert tuple(names) == report.TASKS
+  assert tuple(encoding_names) == report.ENCODINGS
+  assert {t: tasks.get(t).level for t in names} == {
+      t: {'R': 'regular', 'DCF': 'dcf', 'CS': 'cs'}[level]
+      for t, level in report.TASK_LEVELS.items()}
+
+
+def run_cli(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+  env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND='Agg')
+  return subprocess.run([sys.executable, '-m', 'launch.report', *map(str, args)], cwd=cwd,
+                        env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_cli_writes_the_report(workdirs, tmp_path):
+  result = run_cli(*workdirs, cwd=tmp_path)
+  assert result.returncode == 0, result.stderr
+  out = tmp_path / 'report'  # The default output directory.
+  assert sorted(p.name for p in out.iterdir()) == [
+      'figure4_bucket_sort.png', 'figure4_even_pairs.png', 'figure4_reverse_string.png',
+      'table1.md', 'table4.md']
+  assert (out / 'table1.md').read_text() in result.stdout
+  assert (out / 'table4.md').read_text() in result.stdout
+  assert (out / 'figure4_even_pairs.png').read_bytes().startswith(PNG_SIGNATURE)
+
+
+@pytest.mark.parametrize('bad', ['missing', 'empty'])
+def test_cli_bad_input_is_one_line_and_writes_nothing(workdirs, tmp_path, bad):
+  (tmp_path / 'empty').mkdir()
+  out = tmp_path / 'out'
+  result = run_cli(workdirs[0], tmp_path / bad, f'--out={out}', cwd=tmp_path)
+  assert result.returncode == 2
+  assert len(result.stderr.strip().splitlines()) == 1
+  assert result.stderr.startswith('error: ') and str(tmp_path / bad) in result.stderr
+  assert not out.exists()
