@@ -49,14 +49,17 @@ def _write_atomically(path: pathlib.Path, data: bytes) -> None:
   try:
     with os.fdopen(fd, 'wb') as f:
       f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
     os.replace(tmp, path)
   except BaseException:
-    os.unlink(tmp)
+    if os.path.exists(tmp):
+      os.unlink(tmp)
     raise
 
 
 def _fail(message: str) -> NoReturn:
-  print(f'error: {message}', file=sys.stderr)
+  print('error: ' + ' '.join(message.split()), file=sys.stderr)  # Always one line.
   sys.exit(2)
 
 

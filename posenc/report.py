@@ -201,12 +201,10 @@ def _parse_member(data: Any, where: str) -> Member:
   score = data.get('score')
   if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
     raise MalformedRunError(f'{where}: score is {score!r}, expected a number or null')
-  if score is not None and not math.isfinite(score):
-    score = None
   if diverged:
-    score = None
-  elif score is None:
-    raise MalformedRunError(f'{where}: not diverged but its score is null')
+    score = None  # Whatever a diverged member scored does not count.
+  elif score is None or not math.isfinite(score):
+    raise MalformedRunError(f'{where}: not diverged but its score is {score}')
   raw = _require(data, 'accuracy_by_length', dict, where)
   try:
     accuracy = {int(k): float(v) for k, v in raw.items()}
@@ -244,12 +242,17 @@ def load_run(results_path: str | os.PathLike[str]) -> Run:
   eval_lengths = _require(data, 'eval_lengths', list, where)
   if not all(isinstance(n, int) and not isinstance(n, bool) for n in eval_lengths):
     raise MalformedRunError(f'{where}: eval_lengths must be a list of integers')
+  if not any(n > train_length for n in eval_lengths):
+    # The engine's score is then null for every member: there is nothing to report.
+    raise MalformedRunError(f'{where}: no evaluated length above the training length '
+                            f'N = {train_length}, so no score')
   raw_members = _require(data, 'members', list, where)
   if not raw_members:
     raise MalformedRunError(f'{where}: members is empty')
   members = tuple(_parse_member(m, f'{where}: members[{i}]') for i, m in enumerate(raw_members))
-  planned = data.get('config', {}).get('train', {}) if isinstance(data.get('config'), dict) else {}
-  planned_steps = planned.get('steps') if isinstance(planned, dict) else None
+  config = data.get('config')
+  train = config.get('train') if isinstance(config, dict) else None
+  planned_steps = train.get('steps') if isinstance(train, dict) else None
   if not isinstance(planned_steps, int) or isinstance(planned_steps, bool):
     planned_steps = train_steps
   num_params = data.get('num_params')

@@ -180,11 +180,19 @@ def test_malformed_runs_are_skipped_and_named(workdirs, tmp_path):
   data = json.loads((nomembers / 'results.json').read_text())
   del data['members'][0]['accuracy_by_length']
   (nomembers / 'results.json').write_text(json.dumps(data))
+  write_run(tmp_path / 'sweep' / 'cells' / 'seen_only', 'even_pairs', 'alibi', [(0, 1e-4, 0.5)],
+            eval_lengths=range(1, N + 1))
+  nan = tmp_path / 'sweep' / 'cells' / 'unscored'
+  write_run(nan, 'even_pairs', 'rotary', [(0, 1e-4, float('nan'))])
   runs, skipped = report.load_runs(workdirs)
-  assert len(runs) == 4 and len(skipped) == 2
+  assert len(runs) == 4 and len(skipped) == 4
   assert 'broken/results.json: cannot read JSON' in skipped[0]
   assert "members[0] (seed 0, learning rate 0.0001): missing 'accuracy_by_length'" in skipped[1]
-  assert 'Skipped 2 malformed runs' in report.table1(report.collect_cells(runs), skipped=skipped)
+  assert 'seen_only/results.json: no evaluated length above the training length N = 4' in (
+      skipped[2])
+  assert 'unscored/results.json: members[0] (seed 0, learning rate 0.0001): not diverged but ' \
+      'its score is nan' in skipped[3]
+  assert 'Skipped 4 malformed runs' in report.table1(report.collect_cells(runs), skipped=skipped)
 
 
 def test_bad_paths_raise(tmp_path):
@@ -207,19 +215,21 @@ def test_figures_are_valid_pngs(workdirs):
       assert pixels.shape == (450, 800, 4)
 
 
-def test_names_agree_with_the_packages():
-  """The report's task and encoding orders are those of tasks.NAMES and posenc.encodings."""
-  try:
-    import tasks  # pylint: disable=g-import-not-at-top
-    from posenc import encodings  # pylint: disable=g-import-not-at-top
-    names, encoding_names = tasks.NAMES, encodings.NAMES
-  except (ImportError, AttributeError):
-    pytest.skip('tasks.NAMES or posenc.encodings.NAMES not built yet')
-  assert tuple(names) == report.TASKS
-  assert tuple(encoding_names) == report.ENCODINGS
-  assert {t: tasks.get(t).level for t in names} == {
-      t: {'R': 'regular', 'DCF': 'dcf', 'CS': 'cs'}[level]
-      for t, level in report.TASK_LEVELS.items()}
+def test_encodings_follow_the_grid():
+  """The report's column order is posenc.encodings.NAMES."""
+  encodings = pytest.importorskip('posenc.encodings')
+  assert tuple(encodings.NAMES) == report.ENCODINGS
+
+
+def test_tasks_follow_the_study():
+  """The report's row order and levels are those of tasks.NAMES and each task's level."""
+  tasks = pytest.importorskip('tasks')
+  if not hasattr(tasks, 'NAMES'):
+    pytest.skip('tasks.NAMES is not built yet')
+  assert tuple(tasks.NAMES) == report.TASKS
+  levels = {'R': 'regular', 'DCF': 'dcf', 'CS': 'cs'}
+  assert {t: tasks.get(t).level for t in tasks.NAMES} == {
+      t: levels[level] for t, level in report.TASK_LEVELS.items()}
 
 
 def run_cli(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
@@ -240,11 +250,15 @@ def test_cli_writes_the_report(workdirs, tmp_path):
   assert (out / 'figure4_even_pairs.png').read_bytes().startswith(PNG_SIGNATURE)
 
 
-@pytest.mark.parametrize('bad', ['missing', 'empty'])
+@pytest.mark.parametrize('bad', ['missing', 'empty', 'malformed'])
 def test_cli_bad_input_is_one_line_and_writes_nothing(workdirs, tmp_path, bad):
   (tmp_path / 'empty').mkdir()
+  (tmp_path / 'malformed').mkdir()
+  (tmp_path / 'malformed' / 'results.json').write_text('[]')
+  if bad == 'malformed':  # Only malformed runs: nothing to report.
+    workdirs = []
   out = tmp_path / 'out'
-  result = run_cli(workdirs[0], tmp_path / bad, f'--out={out}', cwd=tmp_path)
+  result = run_cli(*workdirs[:1], tmp_path / bad, f'--out={out}', cwd=tmp_path)
   assert result.returncode == 2
   assert len(result.stderr.strip().splitlines()) == 1
   assert result.stderr.startswith('error: ') and str(tmp_path / bad) in result.stderr
