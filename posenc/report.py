@@ -11,8 +11,9 @@ set of them into:
 - Figure 4: per task, accuracy versus length, one line per encoding (its best member), a dashed
   line at the training length N.
 
-Everything here is pure (paths in, strings and PNG bytes out) except `find_results` and
-`load_run`, which read files; writing is left to the caller (`launch/report.py`).
+The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
+(`find_results`, `load_run`, `load_runs`, `build_report`), which read files; writing is left to
+the caller (`launch/report.py`).
 
 Cells. The runs are grouped by (task, encoding). When several runs cover the same cell, their
 members are merged: the cell holds the union of their members, where a member that appears
@@ -26,6 +27,7 @@ Example:
   >>> cells = collect_cells(runs)  # doctest: +SKIP
   >>> print(table1(cells, skipped=problems))  # doctest: +SKIP
   # Table 1: accuracy (%) on unseen lengths, max over members
+  <BLANKLINE>
   | level | task | none | randomized_relative |
   |---|---|---|---|
   | DCF | reverse_string | 52.0 | 95.1 |
@@ -39,7 +41,7 @@ import math
 import os
 import pathlib
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from matplotlib import colormaps
 from matplotlib import figure as mpl_figure
@@ -306,8 +308,9 @@ def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
     members, seen = [], set()
     for run in cell_runs:
       for member in run.members:
+        # repr, so that the NaN accuracies of a diverged member compare equal to their copy.
         key = (member.seed, member.learning_rate, member.diverged, member.score,
-               tuple(member.accuracy_by_length.items()))
+               repr(tuple(member.accuracy_by_length.items())))
         if key not in seen:
           seen.add(key)
           members.append(member)
@@ -390,7 +393,9 @@ def _percent(x: float) -> str:
   return f'{100 * x:.1f}'
 
 
-def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool, entry) -> list[str]:
+def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool,
+                   entry: Callable[[Cell], str]) -> list[str]:
+  """The rows of a task × encoding markdown grid; `entry` renders a cell that has runs."""
   tasks, encodings = grid_axes(cells, full_grid)
   lines = ['| level | task | ' + ' | '.join(encodings) + ' |',
            '|---|---|' + '---|' * len(encodings)]
@@ -608,7 +613,7 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str])
 # draws solid in its family's hue and its standard counterpart dotted, so pairs read together.
 _FAMILY_COLORS = {'none': 7, 'sin_cos': 0, 'relative': 1, 'alibi': 2, 'rotary': 4, 'learned': 5,
                   'geometric': 8, 'geometric_directional': 9}
-_SPARE_COLORS = (6, 3)
+_SPARE_COLORS = (6, 3)  # Unknown encodings: pink, then red, dash-dotted.
 
 
 def _line_style(encoding: str, unknown: Sequence[str]) -> dict[str, Any]:
@@ -619,8 +624,7 @@ def _line_style(encoding: str, unknown: Sequence[str]) -> dict[str, Any]:
     randomized_pair = f'randomized_{family}' in ENCODINGS and encoding == family
     return {'color': palette(_FAMILY_COLORS[family]), 'linestyle': ':' if randomized_pair else '-'}
   index = list(unknown).index(encoding)
-  return {'color': palette(_SPARE_COLORS[index % 2]), 'linestyle': ('-.', (0, (5, 1, 1, 1)))[
-      (index // 2) % 2]}
+  return {'color': palette(_SPARE_COLORS[index % len(_SPARE_COLORS)]), 'linestyle': '-.'}
 
 
 def best_member(cell: Cell) -> Member | None:
