@@ -1,0 +1,47 @@
+"""The 15 length-generalization tasks of the study, as on-device jittable samplers.
+
+    import tasks
+    task = tasks.get('parity_check')
+    batch = task.sample(key, batch_size=128, length=40)                 # shapes [128, 40]
+    batch = task.sample_padded(key, 128, length, max_length=64)         # traced length
+
+`NAMES` lists the tasks in the study's order (regular, dcf, cs), `REGISTRY` maps a name to
+its task, `get(name)` looks one up. Every task follows `tasks.base.Task`; the padding
+convention of `sample_padded` (one compiled program for every length <= max_length, zeros
+and zero masks past the valid part, the valid part distributed exactly as `sample`) is
+described in `tasks/base.py`.
+
+Adding a task: subclass `base.Task` (fields, `_target`, `_sample_inputs` or `_sample`) and
+add one entry to `REGISTRY`.
+"""
+from tasks import cs
+from tasks import dcf
+from tasks import regular
+from tasks.base import Task
+
+REGISTRY: dict[str, Task] = {
+    'even_pairs': regular.EvenPairs(),
+    'modular_arithmetic': regular.ModularArithmetic(),
+    'parity_check': regular.ParityCheck(),
+    'cycle_navigation': regular.CycleNavigation(),
+    'stack_manipulation': dcf.StackManipulation(),
+    'reverse_string': dcf.ReverseString(),
+    'modular_arithmetic_brackets': dcf.ModularArithmeticBrackets(),
+    'solve_equation': dcf.SolveEquation(),
+    'duplicate_string': cs.DuplicateString(),
+    'missing_duplicate_string': cs.MissingDuplicateString(),
+    'odds_first': cs.OddsFirst(),
+    'binary_addition': cs.BinaryAddition(),
+    'binary_multiplication': cs.BinaryMultiplication(),
+    'compute_sqrt': cs.ComputeSqrt(),
+    'bucket_sort': cs.BucketSort(),
+}
+NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def get(name: str) -> Task:
+  """The task called `name`; raises ValueError naming it and listing the valid names."""
+  try:
+    return REGISTRY[name]
+  except KeyError:
+    raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(NAMES)}") from None

@@ -1,0 +1,308 @@
+"""The task interface shared by the 15 tasks, plus the sampling helpers they use.
+
+A task is a frozen (hence hashable) dataclass. It is sampled on the device, inside `jit`,
+vectorised over the batch, from one `jax.random` key and nothing else.
+
+Padding convention (see also `tasks/__init__.py`):
+  Every sampler is written once, for a static buffer size `max_length` and a traced
+  length `length` (1 <= length <= max_length). The batch is a dict
+
+    inputs        int32   [B, Lmax]   tokens, 0 at positions >= L_in
+    targets       int32   [B, Omax]   Omax = output_length(Lmax); 0 at positions >= O(L_in)
+    mask          float32 [B, Omax]   the reference's accuracy mask; 0 at positions >= O(L_in)
+    output_valid  float32 [B, Omax]   1 exactly on the O(L_in) real output positions
+    length        int32   []          L_in, the length actually used (`input_length(length)`)
+    output_length int32   []          O(L_in)
+
+  `sample_padded(key, B, length, max_length)` returns it with Lmax = max_length and compiles
+  once per (task, B, max_length): `length` is traced. `sample(key, B, length)` is the same
+  program run with Lmax = L_in, so both follow one code path and the padded batch restricted
+  to its valid part has exactly the distribution of the exact-shape batch (with the same key
+  and max_length == L_in they are identical).
+
+Uniform draws: bits come from `jax.random.bits`; draws from {0..k-1} with a fixed k are
+exact (several base-k digits per 32-bit word, with rejection); draws whose range varies per
+example (a split point, a random index) use 64 random bits reduced mod k, like
+`jax.random.randint`, i.e. with a relative bias below k / 2**64.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+Array = jax.Array
+Batch = dict[str, Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """Base class: subclasses set the four fields and implement `_target` (and `_sample`).
+
+  Attributes:
+    name: the registry name, e.g. 'parity_check'.
+    level: 'regular', 'dcf' or 'cs' (the Chomsky-hierarchy level of the study).
+    vocab_size: V, number of input token ids (0..V-1).
+    num_classes: C, number of output classes.
+  """
+  name: str = ''
+  level: str = ''
+  vocab_size: int = 0
+  num_classes: int = 0
+
+  # ----------------------------------------------------------------------- sizes
+  def output_length(self, length: Any) -> Any:
+    """O(L): the number of outputs for an input of length L (int or traced int32)."""
+    return length * 0 + 1
+
+  def input_length(self, length: Any) -> Any:
+    """The length actually used when `length` is asked for (the identity but for
+    modular_arithmetic, which turns an even L into L - 1)."""
+    return length
+
+  @property
+  def is_classification(self) -> bool:
+    """True when there is one output per sequence (the reference tests O(10) == 1)."""
+    return self.output_length(10) == 1
+
+  # ----------------------------------------------------------------------- targets
+  def target(self, inputs: Array) -> tuple[Array, Array]:
+    """The reference's output for valid inputs (degenerate short lengths included).
+
+    Args:
+      inputs: int32 [B, L], all L tokens valid.
+
+    Returns:
+      (targets int32 [B, O(L)], mask float32 [B, O(L)]), mask = the accuracy mask.
+    """
+    inputs = jnp.asarray(inputs, jnp.int32)
+    return self._target(inputs, inputs.shape[1])
+
+  def _target(self, inputs: Array, length: Any) -> tuple[Array, Array]:
+    """Targets for inputs [B, Lmax] whose first `length` (int or traced) tokens are valid.
+
+    Returns arrays of width output_length(Lmax), zero at positions >= O(length).
+    """
+    raise NotImplementedError
+
+  # ----------------------------------------------------------------------- sampling
+  def _sample(self, key: Array, batch_size: int, length: Array,
+              max_length: int) -> tuple[Array, Array, Array]:
+    """(inputs [B, Lmax], targets [B, Omax], mask [B, Omax]) for the traced L_in `length`.
+
+    The default draws the inputs with `_sample_inputs` and computes `_target`.
+    """
+    inputs = self._sample_inputs(key, batch_size, length, max_length)
+    targets, mask = self._target(inputs, length)
+    return inputs, targets, mask
+
+  def _sample_inputs(self, key: Array, batch_size: int, length: Array,
+                     max_length: int) -> Array:
+    raise NotImplementedError
+
+  def sample(self, key: Array, batch_size: int, length: int) -> Batch:
+    """A batch at one static length L (shapes [B, L_in] and [B, O(L_in)])."""
+    if length < 1:
+      raise ValueError(f'length must be >= 1, got {length}')
+    return _sample_jit(self, key, batch_size, length, self.input_length(length))
+
+  def sample_padded(self, key: Array, batch_size: int, length: Any, max_length: int) -> Batch:
+    """A batch at a traced length, padded to the static `max_length` (see module doc)."""
+    return _sample_jit(self, key, batch_size, length, max_length)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 4))
+def _sample_jit(task: Task, key: Array, batch_size: int, length: Any, max_length: int) -> Batch:
+  length = task.input_length(jnp.asarray(length, jnp.int32))
+  inputs, targets, mask = task._sample(key, batch_size, length, max_length)  # pylint: disable=protected-access
+  out_len = task.output_length(length)
+  valid = (jnp.arange(targets.shape[1]) < out_len)[None, :]
+  return {
+      'inputs': inputs.astype(jnp.int32),
+      'targets': targets.astype(jnp.int32),
+      'mask': mask.astype(jnp.float32),
+      'output_valid': jnp.broadcast_to(valid, targets.shape).astype(jnp.float32),
+      'length': length,
+      'output_length': jnp.asarray(out_len, jnp.int32),
+  }
+
+
+# ========================================================================= helpers
+def positions(width: int) -> Array:
+  """int32 [1, width]: 0, 1, ..., width - 1."""
+  return jnp.arange(width, dtype=jnp.int32)[None, :]
+
+
+def cls_output(y: Array) -> tuple[Array, Array]:
+  """Classification target [B] -> (targets [B, 1], all-ones mask [B, 1])."""
+  y = y.astype(jnp.int32)[:, None]
+  return y, jnp.ones(y.shape, jnp.float32)
+
+
+def seq_output(y: Array, out_len: Any) -> tuple[Array, Array]:
+  """Unmasked sequence target: zero past `out_len`, mask = 1 on the real outputs."""
+  valid = positions(y.shape[1]) < out_len
+  return jnp.where(valid, y, 0).astype(jnp.int32), valid.astype(jnp.float32)
+
+
+def terminated_output(bits: Array, bits_len: Any, width: int) -> tuple[Array, Array]:
+  """`bits[:bits_len]`, then the terminator 2, then zeros, to `width`; mask up to the 2.
+
+  Args:
+    bits: int32 [B, N] (N >= width is cropped, N < width is zero-padded).
+    bits_len: int32 [B] (or scalar), the number of leading entries to keep.
+    width: the output width.
+  """
+  batch, n = bits.shape
+  if n < width:
+    bits = jnp.pad(bits, ((0, 0), (0, width - n)))
+  bits = bits[:, :width]
+  pos = positions(width)
+  bits_len = jnp.broadcast_to(jnp.asarray(bits_len, jnp.int32).reshape(-1, 1), (batch, 1))
+  y = jnp.where(pos < bits_len, bits, jnp.where(pos == bits_len, 2, 0))
+  return y.astype(jnp.int32), (pos <= bits_len).astype(jnp.float32)
+
+
+def take_col(x: Array, index: Any) -> Array:
+  """x[:, index] for a traced scalar index (clipped into range)."""
+  return lax.dynamic_index_in_dim(x, jnp.clip(index, 0, x.shape[1] - 1), axis=1,
+                                  keepdims=False)
+
+
+def take_per_row(x: Array, index: Array) -> Array:
+  """x[b, index[b]] for int index [B] (clipped into range)."""
+  index = jnp.clip(index, 0, x.shape[1] - 1)
+  return jnp.take_along_axis(x, index[:, None], axis=1)[:, 0]
+
+
+def shift_right(x: Array, shift: Any) -> Array:
+  """y[:, i] = x[:, i - shift] (0 for i < shift); `shift` is a traced scalar in [0, N]."""
+  n = x.shape[1]
+  padded = jnp.concatenate([jnp.zeros_like(x), x], axis=1)
+  return lax.dynamic_slice_in_dim(padded, n - shift, n, axis=1)
+
+
+def shift_left(x: Array, shift: Any) -> Array:
+  """y[:, i] = x[:, i + shift] (0 past the end); `shift` is a traced scalar in [0, N]."""
+  n = x.shape[1]
+  padded = jnp.concatenate([x, jnp.zeros_like(x)], axis=1)
+  return lax.dynamic_slice_in_dim(padded, shift, n, axis=1)
+
+
+def shift_right_rows(x: Array, shift: Array) -> Array:
+  """Per-row shift: y[b, i] = x[b, i - shift[b]] (0 for i < shift[b])."""
+  idx = positions(x.shape[1]) - shift[:, None]
+  y = jnp.take_along_axis(x, jnp.clip(idx, 0, x.shape[1] - 1), axis=1)
+  return jnp.where(idx >= 0, y, 0)
+
+
+def shift_left_rows(x: Array, shift: Array) -> Array:
+  """Per-row shift: y[b, i] = x[b, i + shift[b]] (0 past the end)."""
+  idx = positions(x.shape[1]) + shift[:, None]
+  y = jnp.take_along_axis(x, jnp.clip(idx, 0, x.shape[1] - 1), axis=1)
+  return jnp.where(idx < x.shape[1], y, 0)
+
+
+# ------------------------------------------------------------------------- random
+def uniform_digits(key: Array, shape: tuple[int, ...], base: int) -> Array:
+  """Exact iid uniform draws from {0..base-1}, int32 of `shape`.
+
+  A power-of-two base slices each 32-bit word into log2(base)-bit fields. Any other base
+  packs k = floor(32 / log2(base)) base-`base` digits in a word accepted if it is below the
+  largest multiple of base**k that fits 32 bits (about 85% of words for base 5), so every
+  digit is exactly uniform; rejected words are replaced from fresh words
+  (`_accepted_words`). Draws one word per k digits instead of two per digit
+  (`jax.random.randint`), which matters because threefry dominates the simple samplers.
+  """
+  count = math.prod(shape)
+  if base == 1:
+    return jnp.zeros(shape, jnp.int32)
+  if base & (base - 1) == 0:
+    width = base.bit_length() - 1
+    per_word = 32 // width
+    words = jax.random.bits(key, (-(-count // per_word),), jnp.uint32)
+    shifts = jnp.arange(per_word, dtype=jnp.uint32) * width
+    digits = (words[:, None] >> shifts[None, :]) & (base - 1)
+  else:
+    per_word = 1
+    while base ** (per_word + 1) <= 2**32:
+      per_word += 1
+    block = base**per_word
+    limit = (2**32 // block) * block
+    words = _accepted_words(key, -(-count // per_word), limit)
+    words = words % jnp.uint32(block) if limit < 2**32 else words
+    powers = jnp.asarray([base**j for j in range(per_word)], jnp.uint32)
+    digits = (words[:, None] // powers[None, :]) % base
+  return digits.reshape(-1)[:count].reshape(shape).astype(jnp.int32)
+
+
+def _accepted_words(key: Array, count: int, limit: int) -> Array:
+  """`count` iid uniform uint32 words below `limit` (> 2**31), by rejection.
+
+  Rejected slots are refilled, in the order of their rank, from pools of fresh words of
+  decreasing size; a final `while_loop` (rarely entered) finishes the stragglers. Each slot
+  ends with the first accepted word of its own sequence of fresh words, hence exactness.
+  """
+  key, sub = jax.random.split(key)
+  words = jax.random.bits(sub, (count,), jnp.uint32)
+  limit = jnp.uint32(limit)
+  bad = words >= limit
+
+  def refill(words, bad, key, pool_size):
+    pool = jax.random.bits(key, (pool_size,), jnp.uint32)
+    rank = jnp.cumsum(bad) - 1
+    take = bad & (rank < pool_size)
+    new = pool[jnp.clip(rank, 0, pool_size - 1)]
+    words = jnp.where(take, new, words)
+    return words, jnp.where(take, new >= limit, bad)
+
+  pool_size = count
+  while pool_size > 64:
+    pool_size = max(64, -(-pool_size // 4))
+    key, sub = jax.random.split(key)
+    words, bad = refill(words, bad, sub, pool_size)
+
+  def body(state):
+    words, bad, i = state
+    words, bad = refill(words, bad, jax.random.fold_in(key, i), 64)
+    return words, bad, i + 1
+
+  words, _, _ = lax.while_loop(lambda s: jnp.any(s[1]), body, (words, bad, jnp.int32(0)))
+  return words
+
+
+def randbelow(hi: Array, lo: Array, n: Array) -> Array:
+  """(hi * 2**32 + lo) mod n for uint32 words hi, lo and int n >= 1: uniform on {0..n-1}
+  up to a relative bias below n / 2**64 (the method of `jax.random.randint`)."""
+  n = jnp.maximum(n, 1).astype(jnp.uint32)
+  base = (jnp.uint32(0xFFFFFFFF) % n + 1) % n  # 2**32 mod n
+  return (((hi % n) * base + lo % n) % n).astype(jnp.int32)
+
+
+def uniform_below(key: Array, n: Array) -> Array:
+  """One draw from {0..n[b]-1} per entry of the int array `n` (see `randbelow`)."""
+  words = jax.random.bits(key, (2,) + tuple(n.shape), jnp.uint32)
+  return randbelow(words[0], words[1], n)
+
+
+def redraw_until(key: Array, draw, bad_rows) -> Array:
+  """Rejection sampling per row: `draw(key) -> x [B, ...]` until `bad_rows(x)` is False.
+
+  Exact: each row keeps the first of its iid draws that is not rejected.
+  """
+  x = draw(jax.random.fold_in(key, 0))
+  bad = bad_rows(x)
+
+  def body(state):
+    x, bad, i = state
+    new = draw(jax.random.fold_in(key, i))
+    x = jnp.where(bad.reshape((-1,) + (1,) * (x.ndim - 1)), new, x)
+    return x, bad & bad_rows(new), i + 1
+
+  x, _, _ = lax.while_loop(lambda s: jnp.any(s[1]), body, (x, bad, jnp.int32(1)))
+  return x
