@@ -1,0 +1,59 @@
+"""Range-evaluation speed: `python -m launch.bench eval [--lengths=41,100,250,500]`.
+
+Seconds to evaluate one member of the study's model (reverse_string, randomized
+relative) at each length with 512 examples in sub-batches of 64, split into compile
+time and run time, and their total.
+"""
+
+import json
+import time
+
+from absl import flags
+import jax
+import jax.numpy as jnp
+
+from experiments import rpe_table1
+from launch import common
+from posenc import config as config_lib
+from posenc import train
+import tasks
+
+_LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
+_CELL = flags.DEFINE_string('cell', 'task=reverse_string,encoding=randomized_relative',
+                            'rpe_table1 arg of the cell to time.')
+_OUT = flags.DEFINE_string('out', 'bench_eval.json', 'Where to write the figures.')
+
+
+def main(argv):
+  common.run(_main, argv)
+
+
+def _main(argv):
+  del argv
+  config = rpe_table1.get_config(_CELL.value)
+  config.seeds, config.learning_rates = [0], [1e-4]
+  task = tasks.get(config.task)
+  model = train.make_model(config, task)
+  population = train.Population(config)
+  _, _, data_key = train.data_keys(config)
+  params = train.init_state(config, model, population)['params']
+  rows = []
+  for length in map(int, _LENGTHS.value):
+    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+    fn = train.make_eval_fn(config, task, model, population, bucket, data_key)
+    args = (params, jnp.int32(length), population.eval_keys)
+    t0 = time.time()
+    compiled = fn.lower(*args).compile()
+    compile_s = time.time() - t0
+    t0 = time.time()
+    accuracy = jax.block_until_ready(compiled(*args))
+    run_s = time.time() - t0
+    rows.append({'length': length, 'bucket': bucket, 'examples': config.eval.examples_per_length,
+                 'compile_s': compile_s, 'run_s': run_s, 'accuracy': float(accuracy[0])})
+    print(f'length {length:4d} (bucket {bucket}): compile {compile_s:5.1f} s, '
+          f'run {run_s:6.1f} s for {config.eval.examples_per_length} examples', flush=True)
+  total = sum(r['compile_s'] + r['run_s'] for r in rows)
+  print(f'total (compile + run) for lengths {_LENGTHS.value}: {total:.1f} s')
+  with open(_OUT.value, 'w') as f:
+    json.dump({'cell': _CELL.value, 'rows': rows, 'total_s': total}, f, indent=1)
+  print(f'wrote {_OUT.value}')

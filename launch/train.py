@@ -1,0 +1,42 @@
+"""Train and evaluate one population: `python -m launch.train --config=FILE[:ARG] --workdir=DIR`.
+
+  python -m launch.train --config=experiments/rpe_table1.py:task=parity_check,tiny \
+      --workdir=/tmp/parity --config.train.steps=50
+
+Any config field can be overridden with `--config.KEY=VALUE`. Rerunning the same command
+on the same workdir resumes the run.
+"""
+
+from absl import flags
+from absl import logging
+from ml_collections import config_flags
+
+from launch import common
+from posenc import config as config_lib
+from posenc import train
+
+_CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Run directory (created or resumed).')
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    common.fail(f'unexpected arguments {argv[1:]}; give flags only (--config, --workdir)')
+  if _CONFIG.value is None:
+    common.fail('--config is required, e.g. --config=experiments/rpe_table1.py:tiny')
+  if not _WORKDIR.value:
+    common.fail('--workdir is required, e.g. --workdir=runs/my_run')
+  logging.set_verbosity(logging.WARNING)
+  try:
+    results = train.train_and_evaluate(_CONFIG.value, _WORKDIR.value,
+                                       progress=lambda line: print(line, flush=True))
+  except config_lib.ConfigError as e:
+    common.fail(e)
+  scores = [m['score'] for m in results['members'] if m['score'] is not None]
+  best = f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
+  print(f'done: {results["task"]} / {results["encoding"]}: best score {best} over lengths '
+        f'{results["score_lengths"]}; results in {_WORKDIR.value}/results.json')
+
+
+if __name__ == '__main__':
+  common.run(main)

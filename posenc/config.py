@@ -1,0 +1,245 @@
+"""Experiment configuration: the config surface, arg-string parsing and validation.
+
+Experiment files (`experiments/*.py`) build their `ml_collections.ConfigDict` from
+`base_config()` and parse their arg string with `parse_arg`. `validate` turns an
+impossible config into a `ConfigError` whose one-line message names the bad value and
+the valid choices; the launchers print it and exit with status 2.
+
+Example:
+  >>> arg = parse_arg('task=parity_check,tiny', task='reverse_string', tiny=False)
+  >>> arg.task, arg.tiny
+  ('parity_check', True)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ml_collections
+
+
+class ConfigError(ValueError):
+  """An impossible or malformed config; the message is one line."""
+
+
+def base_config() -> ml_collections.ConfigDict:
+  """The study's protocol (Ruoss et al. 2023, Appendix A) as a ConfigDict."""
+  c = ml_collections.ConfigDict()
+  c.task = 'reverse_string'
+  c.encoding = 'randomized_relative'
+  # Options of the encoding itself, e.g. relative_mode for randomized_relative.
+  c.encoding_options = ml_collections.ConfigDict({'relative_mode': 'symmetric'})
+  # The population: every (seed, learning rate) pair is one member. A seed fixes the
+  # member's initialisation, dropout and position noise (the study's model_init_seed).
+  c.seeds = list(range(10))
+  c.learning_rates = [1e-4, 3e-4, 5e-4]
+  # All members share the training batches, as the reference's runs share `seed`.
+  c.data_seed = 0
+  c.checkpoint_every = 10_000  # steps; a final checkpoint is always written.
+
+  c.train = ml_collections.ConfigDict()
+  c.train.steps = 2_000_000
+  c.train.batch_size = 128
+  c.train.max_length = 40  # N: lengths ~ U{1..N}.
+  c.train.log_every = 100
+  # Lengths are padded up to a multiple of bucket_size: at most ceil(N / bucket_size)
+  # compiled training programs, with less padding waste than one N-sized program.
+  c.train.bucket_size = 10
+  c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
+  c.train.max_grad_norm = 1.0
+
+  c.eval = ml_collections.ConfigDict()
+  c.eval.max_length = 500  # M.
+  c.eval.examples_per_length = 512
+  c.eval.batch_size = 64  # Sub-batch: positions are redrawn per sub-batch.
+  c.eval.lengths = []  # Empty: every length 1..M.
+  c.eval.stride = 1  # >1 evaluates a budget subset; see `eval_lengths`.
+  c.eval.bucket_size = 32  # Evaluation programs: at most ceil(M / bucket_size).
+  # The reference keeps dropout active at evaluation; posenc evaluates deterministically
+  # unless this is set.
+  c.eval.eval_dropout = False
+  c.eval.seed = 1  # Evaluation data: identical for every model and every run.
+
+  c.model = ml_collections.ConfigDict()
+  c.model.num_layers = 5
+  c.model.d_model = 64
+  c.model.num_heads = 8
+  c.model.ffn_size = 256
+  c.model.dropout = 0.1
+  c.model.max_position = 2048  # L_max: range of randomized positions, learned table rows.
+  return c
+
+
+def shrink_to_tiny(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """The `tiny` mode: the same code path, small enough to run in seconds on a CPU."""
+  c.seeds = [0, 1]
+  c.learning_rates = [1e-3]
+  c.checkpoint_every = 10
+  c.train.steps = 20
+  c.train.batch_size = 8
+  c.train.max_length = 8
+  c.train.log_every = 5
+  c.train.bucket_size = 4
+  c.eval.max_length = 12
+  c.eval.examples_per_length = 16
+  c.eval.batch_size = 8
+  c.eval.bucket_size = 6
+  c.model.num_layers = 2
+  c.model.d_model = 16
+  c.model.num_heads = 2
+  c.model.ffn_size = 32
+  c.model.max_position = 64
+  return c
+
+
+def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
+  """Parses an experiment file's arg string, typed by `defaults`.
+
+  The string is comma-separated `key=value` pairs and bare flags (a bare flag sets a
+  bool default to True). Values take the type of their default; bools are strict.
+
+  Args:
+    arg: e.g. 'task=reverse_string,encoding=relative,tiny', or None / ''.
+    **defaults: every accepted key with its default value.
+
+  Returns:
+    A ConfigDict with every key of `defaults`.
+
+  Raises:
+    ConfigError: an unknown key, a bare non-bool key, or a value of the wrong type.
+  """
+  out = dict(defaults)
+  for item in filter(None, (arg or '').split(',')):
+    key, eq, value = item.partition('=')
+    key = key.strip()
+    if key not in defaults:
+      raise ConfigError(f'unknown config arg {key!r}; valid args: {", ".join(sorted(defaults))}')
+    default = defaults[key]
+    if not eq:
+      if not isinstance(default, bool):
+        raise ConfigError(f'config arg {key!r} needs a value ({key}=...)')
+      out[key] = True
+    elif isinstance(default, bool):
+      if value not in ('True', 'False', 'true', 'false', '1', '0'):
+        raise ConfigError(f'config arg {key}={value!r} is not a bool; use true or false')
+      out[key] = value in ('True', 'true', '1')
+    else:
+      try:
+        out[key] = type(default)(value)
+      except ValueError:
+        raise ConfigError(
+            f'config arg {key}={value!r} is not a {type(default).__name__}') from None
+  return ml_collections.ConfigDict(out)
+
+
+def eval_lengths(config: ml_collections.ConfigDict) -> list[int]:
+  """The lengths the range evaluation runs, ascending.
+
+  `eval.lengths` (if non-empty) wins. Otherwise every length 1..M when `eval.stride`
+  is 1; with a stride s, the budget subset 1, 1+s, 1+2s, ... plus N, N+1 and M (so the
+  boundary of the training range and the longest length are always measured).
+
+  Example: N = 40, M = 500, stride 50 -> [1, 40, 41, 51, 101, ..., 451, 500].
+  """
+  m, n = config.eval.max_length, config.train.max_length
+  if config.eval.lengths:
+    return sorted(set(int(l) for l in config.eval.lengths))
+  if config.eval.stride <= 1:
+    return list(range(1, m + 1))
+  picked = set(range(1, m + 1, config.eval.stride)) | {n, m}
+  if n + 1 <= m:
+    picked |= {n + 1}
+  return sorted(l for l in picked if 1 <= l <= m)
+
+
+def members(config: ml_collections.ConfigDict) -> list[dict[str, Any]]:
+  """The population: every (seed, learning rate), seed-major.
+
+  Example: seeds [0, 1], learning_rates [1e-4, 3e-4] ->
+    [{'seed': 0, 'learning_rate': 1e-4}, {'seed': 0, 'learning_rate': 3e-4},
+     {'seed': 1, 'learning_rate': 1e-4}, {'seed': 1, 'learning_rate': 3e-4}]
+  """
+  return [{'seed': int(s), 'learning_rate': float(lr)}
+          for s in config.seeds for lr in config.learning_rates]
+
+
+def _choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
+  return ConfigError(f'unknown {name} {bad!r}; valid {name}s: {", ".join(valid)}')
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+  """Raises ConfigError (one line) if `config` cannot be run."""
+  import tasks  # Deferred: keeps `posenc.config` importable without the registries.
+  from posenc import encodings
+
+  if config.task not in tasks.NAMES:
+    raise _choices(config.task, 'task', list(tasks.NAMES))
+  if config.encoding not in encodings.NAMES:
+    raise _choices(config.encoding, 'encoding', list(encodings.NAMES))
+  if not config.seeds:
+    raise ConfigError('seeds is empty; give at least one seed, e.g. --config.seeds=[0]')
+  if len(set(config.seeds)) != len(config.seeds):
+    raise ConfigError(f'seeds {list(config.seeds)} has duplicates; each seed must be unique')
+  if not config.learning_rates or any(not lr > 0 for lr in config.learning_rates):
+    raise ConfigError(f'learning_rates {list(config.learning_rates)} must be a non-empty '
+                      'list of positive numbers')
+  positive = {'train.steps': config.train.steps, 'train.batch_size': config.train.batch_size,
+              'train.max_length': config.train.max_length,
+              'train.log_every': config.train.log_every,
+              'train.bucket_size': config.train.bucket_size,
+              'checkpoint_every': config.checkpoint_every,
+              'eval.max_length': config.eval.max_length,
+              'eval.examples_per_length': config.eval.examples_per_length,
+              'eval.batch_size': config.eval.batch_size,
+              'eval.bucket_size': config.eval.bucket_size,
+              'model.num_layers': config.model.num_layers,
+              'model.d_model': config.model.d_model,
+              'model.num_heads': config.model.num_heads,
+              'model.ffn_size': config.model.ffn_size,
+              'model.max_position': config.model.max_position}
+  for key, value in positive.items():
+    if not isinstance(value, int) or value < 1:
+      raise ConfigError(f'{key}={value!r} must be a positive integer')
+  if not 0.0 <= config.model.dropout < 1.0:
+    raise ConfigError(f'model.dropout={config.model.dropout!r} must be in [0, 1)')
+  if config.model.d_model % config.model.num_heads:
+    raise ConfigError(f'model.d_model={config.model.d_model} is not divisible by '
+                      f'model.num_heads={config.model.num_heads}')
+  head = config.model.d_model // config.model.num_heads
+  if 'rotary' in config.encoding and head % 2:
+    raise ConfigError(f'encoding {config.encoding!r} needs an even head size; '
+                      f'd_model/num_heads = {head}')
+  if config.eval.examples_per_length % config.eval.batch_size:
+    raise ConfigError(f'eval.examples_per_length={config.eval.examples_per_length} is not a '
+                      f'multiple of eval.batch_size={config.eval.batch_size}')
+  m, n = config.eval.max_length, config.train.max_length
+  bad = [l for l in config.eval.lengths if not (isinstance(l, int) and 1 <= l <= m)]
+  if bad:
+    raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
+  task = tasks.get(config.task)
+  longest = max(m, n)
+  tokens = longest + int(task.output_length(longest))
+  uses_positions = config.encoding.startswith('randomized') or config.encoding == 'learned'
+  if uses_positions and tokens > config.model.max_position:
+    raise ConfigError(
+        f'model.max_position={config.model.max_position} is smaller than the longest sequence '
+        f'({tokens} tokens at length {longest} of {config.task}); encoding '
+        f'{config.encoding!r} needs max_position >= {tokens}')
+  mode = config.encoding_options.get('relative_mode', 'symmetric')
+  if mode not in ('symmetric', 'reference'):
+    raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '
+                      'symmetric, reference')
+
+
+def num_buckets(max_length: int, bucket_size: int) -> int:
+  """How many padded shapes lengths 1..max_length fall into."""
+  return math.ceil(max_length / bucket_size)
+
+
+def bucket_of(length: int, max_length: int, bucket_size: int) -> int:
+  """The padded length a batch of `length` runs at: the next multiple, capped.
+
+  Example: bucket_of(13, 40, 10) == 20; bucket_of(38, 40, 16) == 40.
+  """
+  return min(-(-length // bucket_size) * bucket_size, max_length)

@@ -1,0 +1,529 @@
+"""Training and range evaluation of a whole seed x learning-rate population at once.
+
+`train_and_evaluate(config, workdir)` is the one loop; `launch/train.py` is its absl
+entry point:
+
+  python -m launch.train --config=experiments/rpe_table1.py:task=reverse_string,tiny \
+      --workdir=/tmp/run
+
+A population of P members (every seed x learning rate of the config) is trained by one
+compiled update: the member axis is vmapped inside a `shard_map` over all local devices,
+so P = 1 on one CPU and P = 30 on eight devices are the same code path. Members share
+each step's batch and length (as the reference's runs share their data seed); each has
+its own initialisation, dropout and position-noise keys and its own learning rate.
+
+RNG, one story: every draw comes from `jax.random.key`s derived here, split per purpose
+and folded with the step (or length and sub-batch) on the device:
+  data_seed  -> curriculum key (step -> length)  and  batch key (step -> batch)
+  seed       -> init key, train key (step -> dropout, noise), eval key (length, j -> ...)
+  eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
+
+Resume precedence: 1. the latest checkpoint in `workdir/checkpoints`, 2. scratch. A run
+killed at any moment and restarted with the same command ends bit for bit where the
+uninterrupted run ends: the state (parameters, optimizer, divergence flags and the
+metric sums of the current log interval) is checkpointed, and every random draw is a
+function of the step.
+
+The work directory:
+  config.json     the resolved config (a rerun with a different config is refused)
+  metrics.jsonl   one line per logged step: step, per-member loss / accuracy, steps/s
+  checkpoints/    orbax, periodic and final
+  eval.jsonl      per-length accuracies as they are measured (resumable evaluation)
+  results.json    the summary, written atomically at the end
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import math
+import os
+import time
+from typing import Any, Callable
+
+from absl import logging
+import flax
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+
+from posenc import config as config_lib
+from posenc import io
+from posenc import model as model_lib
+import tasks
+
+P = jax.sharding.PartitionSpec
+POP = 'pop'  # The mesh axis the population is sharded over.
+
+# Purpose tags folded into root keys so that streams never coincide, e.g. when
+# data_seed == seed.
+_DATA, _MEMBER, _EVAL_DATA = 0, 1, 2
+
+# Evaluation vmaps members in chunks whose attention logits fit this many floats.
+_EVAL_ATTENTION_BUDGET = 2**26
+
+
+# ---------------------------------------------------------------------------------------
+# Model and metrics.
+
+
+def make_model(config: ml_collections.ConfigDict, task: Any) -> model_lib.Transformer:
+  """The study's encoder for `task`, sized by `config.model`."""
+  options = tuple(sorted(config.encoding_options.to_dict().items()))
+  return model_lib.Transformer(
+      vocab_size=task.vocab_size, num_classes=task.num_classes, encoding=config.encoding,
+      num_layers=config.model.num_layers, d_model=config.model.d_model,
+      num_heads=config.model.num_heads, ffn_size=config.model.ffn_size,
+      dropout=config.model.dropout, max_position=config.model.max_position,
+      encoding_options=options)
+
+
+def forward(model: model_lib.Transformer, params: Any, batch: dict[str, jax.Array],
+            max_output: int, rngs: dict[str, jax.Array], deterministic: bool) -> jax.Array:
+  """Logits [B, Omax, C] of the "empty output tokens" layout for a (padded) batch."""
+  tokens, seq_length = model_lib.empty_output_layout(
+      batch['inputs'], batch['length'], batch['output_length'], max_output,
+      model.vocab_size)
+  logits = model.apply({'params': params}, tokens, seq_length,
+                       deterministic=deterministic, rngs=rngs)
+  return model_lib.read_outputs(logits, batch['length'], max_output)
+
+
+def loss_and_accuracy(logits: jax.Array, batch: dict[str, jax.Array],
+                      masked_loss: bool = False) -> tuple[jax.Array, jax.Array]:
+  """The reference's loss and accuracy on one (padded) batch.
+
+  loss: mean cross-entropy over every real output position (the reference's loss is
+    unmasked: the zeros after a terminator are trained on); with `masked_loss`, only
+    over the positions of the accuracy mask.
+  accuracy: sum(mask * correct) / sum(mask), pooled over the batch (per token).
+  """
+  ce = optax.softmax_cross_entropy_with_integer_labels(
+      logits.astype(jnp.float32), batch['targets'])
+  weights = batch['mask'] if masked_loss else batch['output_valid']
+  loss = jnp.sum(ce * weights) / jnp.sum(weights)
+  correct = (jnp.argmax(logits, -1) == batch['targets']).astype(jnp.float32)
+  accuracy = jnp.sum(correct * batch['mask']) / jnp.sum(batch['mask'])
+  return loss, accuracy
+
+
+def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
+  """Adam after global-norm clipping, without the learning rate (applied per member)."""
+  return optax.chain(optax.clip_by_global_norm(config.train.max_grad_norm),
+                     optax.scale_by_adam())
+
+
+# ---------------------------------------------------------------------------------------
+# The population and its devices.
+
+
+class Population:
+  """The member table, its keys, and how it is laid out on the local devices.
+
+  P members are padded to a multiple of the device count with copies of member 0;
+  padding members train like the others and are dropped from every output.
+  """
+
+  def __init__(self, config: ml_collections.ConfigDict, devices: list[Any] | None = None):
+    self.members = config_lib.members(config)
+    self.size = len(self.members)
+    devices = list(devices or jax.local_devices())
+    self.mesh = jax.sharding.Mesh(np.array(devices), (POP,))
+    self.padded_size = math.ceil(self.size / len(devices)) * len(devices)
+    table = self.members + [self.members[0]] * (self.padded_size - self.size)
+    self.sharded = jax.sharding.NamedSharding(self.mesh, P(POP))
+    self.replicated = jax.sharding.NamedSharding(self.mesh, P())
+    keys = jax.vmap(lambda s: jax.random.split(
+        jax.random.fold_in(jax.random.key(s), _MEMBER), 3))(
+            jnp.array([m['seed'] for m in table], jnp.uint32))
+    self.init_keys, self.train_keys, self.eval_keys = (
+        jax.device_put(keys[:, i], self.sharded) for i in range(3))
+    self.learning_rates = jax.device_put(
+        jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded)
+
+  def shard_map(self, f: Callable[..., Any], in_specs: Any, out_specs: Any) -> Callable:
+    return jax.shard_map(f, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs)
+
+  def state_sharding(self, state: Any) -> Any:
+    return jax.tree.map(lambda x: self.sharded if x.ndim else self.replicated, state)
+
+
+def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """(curriculum key, training batch key, evaluation data key)."""
+  curriculum, batches = jax.random.split(
+      jax.random.fold_in(jax.random.key(config.data_seed), _DATA))
+  evaluation = jax.random.fold_in(jax.random.key(config.eval.seed), _EVAL_DATA)
+  return curriculum, batches, evaluation
+
+
+@functools.partial(jax.jit, static_argnames=('count', 'max_length'))
+def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
+                       max_length: int) -> jax.Array:
+  """Lengths ~ U{1..max_length} of steps start..start+count-1, drawn on the device.
+
+  The host reads them only to pick the compiled program of each step's length bucket.
+  """
+  steps = start + jnp.arange(count)
+  return jax.vmap(lambda s: jax.random.randint(
+      jax.random.fold_in(key, s), (), 1, max_length + 1))(steps)
+
+
+# ---------------------------------------------------------------------------------------
+# State.
+
+
+def init_state(config: ml_collections.ConfigDict, model: model_lib.Transformer,
+               population: Population, abstract: bool = False) -> dict[str, Any]:
+  """The population's training state: a plain dict of arrays with a leading member axis.
+
+  {'params', 'opt', 'diverged' [P], 'sums': {'loss', 'accuracy'} [P], 'count', 'step'}
+  `sums` / `count` accumulate the metrics of the current log interval.
+  """
+  tx = optimizer(config)
+
+  def init_one(key):
+    tokens = jnp.zeros((1, 4), jnp.int32)
+    params = model.init({'params': key, 'noise': key, 'dropout': key}, tokens,
+                        jnp.int32(4), deterministic=True)['params']
+    return params, tx.init(params)
+
+  def init(keys):
+    params, opt = jax.vmap(init_one)(keys)
+    zeros = jnp.zeros(keys.shape, jnp.float32)
+    return {'params': params, 'opt': opt, 'diverged': jnp.zeros(keys.shape, bool),
+            'sums': {'loss': zeros, 'accuracy': zeros}, 'count': jnp.int32(0),
+            'step': jnp.int32(0)}
+
+  shapes = jax.eval_shape(init, population.init_keys)
+  sharding = population.state_sharding(shapes)
+  if abstract:
+    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                        shapes, sharding)
+  return jax.jit(init, out_shardings=sharding)(population.init_keys)
+
+
+# ---------------------------------------------------------------------------------------
+# The update step.
+
+
+def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
+                   population: Population, bucket: int, batch_key: jax.Array,
+                   traces: collections.Counter | None = None) -> Callable[..., Any]:
+  """The jitted update for batches padded to `bucket` input tokens.
+
+  update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
+  `length` is the step's real length (traced); the batch is sampled inside the program
+  from the step's key, so no data crosses from the host. `traces['train']` counts how
+  often it is traced (= compiled).
+  """
+  tx = optimizer(config)
+  max_output = int(task.output_length(bucket))
+
+  def member_update(params, opt, diverged, learning_rate, key, batch, step):
+    dropout, noise = jax.random.split(jax.random.fold_in(key, step))
+
+    def loss_fn(p):
+      logits = forward(model, p, batch, max_output, {'dropout': dropout, 'noise': noise},
+                       deterministic=False)
+      return loss_and_accuracy(logits, batch, config.train.masked_loss)
+
+    (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    updates, new_opt = tx.update(grads, opt, params)
+    new_params = jax.tree.map(lambda p, u: p - learning_rate * u, params, updates)
+    # A member whose loss is not finite is frozen and marked; the others go on.
+    diverged = diverged | ~jnp.isfinite(loss)
+    keep = lambda new, old: jnp.where(diverged, old, new)
+    return (jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_opt, opt),
+            diverged, loss, accuracy)
+
+  def local_update(state, length, learning_rates, keys):
+    if traces is not None:
+      traces['train'] += 1
+    batch = task.sample_padded(jax.random.fold_in(batch_key, state['step']),
+                               config.train.batch_size, length, bucket)
+    params, opt, diverged, loss, accuracy = jax.vmap(
+        member_update, in_axes=(0, 0, 0, 0, 0, None, None))(
+            state['params'], state['opt'], state['diverged'], learning_rates, keys, batch,
+            state['step'])
+    sums = {'loss': state['sums']['loss'] + loss,
+            'accuracy': state['sums']['accuracy'] + accuracy}
+    new_state = {'params': params, 'opt': opt, 'diverged': diverged, 'sums': sums,
+                 'count': state['count'] + 1, 'step': state['step'] + 1}
+    return new_state, {'loss': loss, 'accuracy': accuracy}
+
+  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
+                             init_state(config, model, population, abstract=True))
+  update = population.shard_map(
+      local_update, in_specs=(state_specs, P(), P(POP), P(POP)),
+      out_specs=(state_specs, P(POP)))
+  return jax.jit(update, donate_argnums=0)
+
+
+# ---------------------------------------------------------------------------------------
+# Range evaluation.
+
+
+def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
+                 population: Population, bucket: int, data_key: jax.Array,
+                 traces: collections.Counter | None = None) -> Callable[..., jax.Array]:
+  """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
+
+  evaluate(params [P], length, eval_keys [P]) -> accuracy [P]: the mean over
+  examples_per_length / batch_size sub-batches of the pooled per-token accuracy. The
+  data of (length, sub-batch j) is the same for every model; randomized positions and
+  (with eval_dropout) dropout are redrawn per sub-batch.
+  """
+  batch_size = config.eval.batch_size
+  num_sub = config.eval.examples_per_length // batch_size
+  max_output = int(task.output_length(bucket))
+  tokens = bucket + max_output
+  attention = batch_size * config.model.num_heads * tokens * tokens
+  chunk = max(1, _EVAL_ATTENTION_BUDGET // attention)
+
+  def local_eval(params, length, keys):
+    if traces is not None:
+      traces['eval'] += 1
+    def sub_batch(j):
+      batch = task.sample_padded(
+          jax.random.fold_in(jax.random.fold_in(data_key, length), j), batch_size, length,
+          bucket)
+
+      def member(args):
+        p, key = args
+        dropout, noise = jax.random.split(
+            jax.random.fold_in(jax.random.fold_in(key, length), j))
+        logits = forward(model, p, batch, max_output, {'dropout': dropout, 'noise': noise},
+                         deterministic=not config.eval.eval_dropout)
+        return loss_and_accuracy(logits, batch)[1]
+
+      return jax.lax.map(member, (params, keys), batch_size=min(chunk, keys.shape[0]))
+
+    return jnp.mean(jax.lax.map(sub_batch, jnp.arange(num_sub)), axis=0)
+
+  param_specs = jax.tree.map(lambda _: P(POP),
+                             init_state(config, model, population, abstract=True)['params'])
+  evaluate = population.shard_map(local_eval, in_specs=(param_specs, P(), P(POP)),
+                                  out_specs=P(POP))
+  return jax.jit(evaluate)
+
+
+# ---------------------------------------------------------------------------------------
+# The work directory.
+
+
+def _config_json(config: ml_collections.ConfigDict) -> dict[str, Any]:
+  return json.loads(config.to_json())
+
+
+# Keys a rerun may change without invalidating the run's checkpoints or results.
+_RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every')
+
+
+def _flatten(d: dict[str, Any], prefix: str = '') -> dict[str, Any]:
+  out = {}
+  for k, v in d.items():
+    if isinstance(v, dict):
+      out.update(_flatten(v, f'{prefix}{k}.'))
+    else:
+      out[f'{prefix}{k}'] = v
+  return out
+
+
+def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
+  """Creates `workdir` with config.json, or checks a rerun asks for the same run."""
+  path = os.path.join(workdir, 'config.json')
+  new = _config_json(config)
+  if os.path.exists(path):
+    old_flat, new_flat = _flatten(io.read_json(path)), _flatten(new)
+    changed = sorted(k for k in set(old_flat) | set(new_flat)
+                     if old_flat.get(k) != new_flat.get(k) and k not in _RESUMABLE_CHANGES)
+    if changed:
+      raise config_lib.ConfigError(
+          f'workdir {workdir} holds a run with a different config ({", ".join(changed)}); '
+          'use a new --workdir or the same config')
+  os.makedirs(workdir, exist_ok=True)
+  io.write_json_atomic(path, new)
+
+
+def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
+  options = ocp.CheckpointManagerOptions(
+      max_to_keep=2, create=True, enable_async_checkpointing=False)
+  return ocp.CheckpointManager(os.path.abspath(os.path.join(workdir, 'checkpoints')),
+                               options=options)
+
+
+def versions() -> dict[str, Any]:
+  device = jax.local_devices()[0]
+  return {'jax': jax.__version__, 'flax': flax.__version__, 'optax': optax.__version__,
+          'orbax_checkpoint': getattr(ocp, '__version__', 'unknown'),
+          'device_kind': device.device_kind, 'platform': device.platform,
+          'local_device_count': jax.local_device_count()}
+
+
+def _finite_or_none(x: float) -> float | None:
+  return float(x) if math.isfinite(x) else None
+
+
+def _duration(seconds: float) -> str:
+  seconds = int(seconds)
+  h, rem = divmod(seconds, 3600)
+  m, s = divmod(rem, 60)
+  return f'{h}h{m:02d}m{s:02d}s' if h else f'{m}m{s:02d}s'
+
+
+# ---------------------------------------------------------------------------------------
+# The loop.
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
+                       devices: list[Any] | None = None,
+                       progress: Callable[[str], None] = logging.info) -> dict[str, Any]:
+  """Trains the config's population in `workdir` (resuming it) and evaluates it.
+
+  Args:
+    config: see `posenc.config.base_config` for the surface.
+    workdir: the run's directory; created if needed, resumed if it holds a run.
+    devices: the devices the population is sharded over (default: all local devices).
+    progress: receives the human-readable progress lines.
+
+  Returns:
+    The contents of results.json.
+  """
+  config_lib.validate(config)
+  task = tasks.get(config.task)
+  model = make_model(config, task)
+  population = Population(config, devices)
+  prepare_workdir(config, workdir)
+  curriculum_key, batch_key, eval_data_key = data_keys(config)
+
+  # 1. Latest checkpoint, else 2. scratch.
+  manager = checkpoint_manager(workdir)
+  latest = manager.latest_step()
+  if latest is None:
+    state = init_state(config, model, population)
+  else:
+    state = manager.restore(latest, args=ocp.args.StandardRestore(
+        init_state(config, model, population, abstract=True)))
+    progress(f'resumed from the checkpoint at step {latest}')
+  start = int(state['step'])
+  # Per member: the leading axis of every leaf is the population.
+  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
+
+  metrics_path = os.path.join(workdir, 'metrics.jsonl')
+  # Lines logged after the restored checkpoint are redone identically.
+  io.read_jsonl(metrics_path, keep=lambda r: r['step'] <= start, rewrite=True)
+
+  # The metric sums restart each log interval; jitted so the state keeps its shardings
+  # (a host-made zero would change the update's input types and retrace it).
+  reset_interval = jax.jit(
+      lambda s: {**s, 'sums': jax.tree.map(jnp.zeros_like, s['sums']),
+                 'count': jnp.zeros_like(s['count'])},
+      donate_argnums=0, out_shardings=population.state_sharding(state))
+  steps, n = config.train.steps, config.train.max_length
+  update_fns: dict[int, Callable[..., Any]] = {}
+  traces: collections.Counter = collections.Counter()
+  chunk = max(config.train.log_every, 1)
+  lengths = np.zeros(0, np.int32)
+  t_start = time.time()
+  t_log, step_log = t_start, start
+  first_update_s = None
+  for step in range(start, steps):
+    offset = (step - start) % chunk
+    if offset == 0:
+      lengths = np.asarray(curriculum_lengths(curriculum_key, jnp.int32(step), chunk, n))
+    length = int(lengths[offset])
+    bucket = config_lib.bucket_of(length, n, config.train.bucket_size)
+    if bucket not in update_fns:
+      update_fns[bucket] = make_update_fn(config, task, model, population, bucket,
+                                          batch_key, traces)
+    state, _ = update_fns[bucket](state, jnp.int32(length), population.learning_rates,
+                                  population.train_keys)
+    done = step + 1
+    if first_update_s is None:
+      jax.block_until_ready(state['step'])
+      first_update_s = time.time() - t_start
+    if done % config.train.log_every == 0 or done == steps:
+      sums = jax.device_get(state['sums'])
+      count = int(state['count'])
+      now = time.time()
+      rate = (done - step_log) / max(now - t_log, 1e-9)
+      loss = sums['loss'][:population.size] / count
+      accuracy = sums['accuracy'][:population.size] / count
+      io.append_jsonl(metrics_path, {
+          'step': done, 'loss': [_finite_or_none(x) for x in loss],
+          'accuracy': [_finite_or_none(x) for x in accuracy], 'steps_per_s': rate})
+      state = reset_interval(state)
+      elapsed = now - t_start
+      eta = (steps - done) * elapsed / max(done - start, 1)
+      progress(f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
+               f'model-updates/s) | elapsed {_duration(elapsed)} | ETA {_duration(eta)} | '
+               f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
+      t_log, step_log = now, done
+    if done % config.checkpoint_every == 0 or done == steps:
+      manager.save(done, args=ocp.args.StandardSave(state))
+  manager.wait_until_finished()
+  train_seconds = time.time() - t_start
+
+  accuracy_by_length = evaluate_population(config, task, model, population, state['params'],
+                                           eval_data_key, workdir, progress, traces)
+  diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
+  eval_list = config_lib.eval_lengths(config)
+  unseen = [l for l in eval_list if l > n]
+  results_members = []
+  for i, member in enumerate(population.members):
+    by_length = {str(l): accuracy_by_length[l][i] for l in eval_list}
+    score = float(np.mean([by_length[str(l)] for l in unseen])) if unseen else None
+    if diverged[i]:
+      score = None
+    results_members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
+                            'accuracy_by_length': by_length})
+  compiled = {'train': traces['train'], 'train_buckets': sorted(update_fns),
+              'eval': traces['eval']}
+  results = {
+      'task': config.task, 'encoding': config.encoding, 'num_params': num_params,
+      'train_steps': steps, 'train_length': n, 'eval_lengths': eval_list,
+      'score_lengths': [unseen[0], unseen[-1]] if unseen else None,
+      'versions': versions(), 'members': results_members,
+      'compiled_programs': compiled,
+      'timing': {'first_update_s': first_update_s, 'train_s': train_seconds,
+                 'resumed_from_step': start},
+      'config': _config_json(config)}
+  io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
+  return results
+
+
+def evaluate_population(config: ml_collections.ConfigDict, task: Any,
+                        model: model_lib.Transformer, population: Population, params: Any,
+                        data_key: jax.Array, workdir: str,
+                        progress: Callable[[str], None] = logging.info,
+                        traces: collections.Counter | None = None) -> dict[int, list[float]]:
+  """Per-length accuracy of every member: {length: [accuracy of member i]}.
+
+  Lengths already in `workdir/eval.jsonl` (from an interrupted evaluation of the same
+  final parameters) are not measured again.
+  """
+  path = os.path.join(workdir, 'eval.jsonl')
+  wanted = config_lib.eval_lengths(config)
+  done = {r['length']: r['accuracy'] for r in io.read_jsonl(path, rewrite=True)}
+  eval_fns: dict[int, Callable[..., jax.Array]] = {}
+  m = config.eval.max_length
+  t0 = time.time()
+  todo = [l for l in wanted if l not in done]
+  for k, length in enumerate(todo):
+    bucket = config_lib.bucket_of(length, m, config.eval.bucket_size)
+    if bucket not in eval_fns:
+      eval_fns[bucket] = make_eval_fn(config, task, model, population, bucket, data_key,
+                                      traces)
+    accuracy = eval_fns[bucket](params, jnp.int32(length), population.eval_keys)
+    accuracy = [float(a) for a in np.asarray(accuracy)[:population.size]]
+    io.append_jsonl(path, {'length': length, 'accuracy': accuracy})
+    done[length] = accuracy
+    if (k + 1) % 25 == 0 or k + 1 == len(todo):
+      elapsed = time.time() - t0
+      progress(f'eval length {length} ({k + 1}/{len(todo)}) | elapsed {_duration(elapsed)} | '
+               f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}')
+  return {l: done[l] for l in wanted}

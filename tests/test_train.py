@@ -1,0 +1,172 @@
+"""The engine end to end on tiny configs: schema, compile bound, resume, divergence, errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from experiments import rpe_table1
+from posenc import config as config_lib
+from posenc import io
+from posenc import train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tiny(**overrides):
+  config = rpe_table1.get_config('task=parity_check,encoding=randomized_relative,tiny')
+  for key, value in overrides.items():
+    node = config
+    *path, leaf = key.split('.')
+    for part in path:
+      node = node[part]
+    node[leaf] = value
+  return config
+
+
+def final_params(workdir, config):
+  task = train.tasks.get(config.task)
+  model = train.make_model(config, task)
+  population = train.Population(config)
+  manager = train.checkpoint_manager(workdir)
+  state = manager.restore(manager.latest_step(), args=train.ocp.args.StandardRestore(
+      train.init_state(config, model, population, abstract=True)))
+  return jax.device_get(state)
+
+
+def test_tiny_run_writes_the_results_schema(tmp_path):
+  config = tiny()
+  results = train.train_and_evaluate(config, str(tmp_path))
+  on_disk = io.read_json(str(tmp_path / 'results.json'))
+  assert on_disk['members'] == json.loads(json.dumps(results['members']))
+  for key in ('task', 'encoding', 'num_params', 'train_steps', 'train_length', 'eval_lengths',
+              'versions', 'members'):
+    assert key in on_disk
+  assert on_disk['eval_lengths'] == list(range(1, config.eval.max_length + 1))
+  assert set(on_disk['versions']) >= {'jax', 'flax', 'device_kind'}
+  assert len(on_disk['members']) == len(config.seeds) * len(config.learning_rates)
+  n = config.train.max_length
+  for member in on_disk['members']:
+    assert set(member) >= {'seed', 'learning_rate', 'diverged', 'score', 'accuracy_by_length'}
+    accs = member['accuracy_by_length']
+    assert sorted(map(int, accs)) == on_disk['eval_lengths']
+    assert all(0.0 <= a <= 1.0 for a in accs.values())
+    unseen = [accs[str(l)] for l in range(n + 1, config.eval.max_length + 1)]
+    assert member['score'] == pytest.approx(float(np.mean(unseen)))
+  lines = io.read_jsonl(str(tmp_path / 'metrics.jsonl'))
+  assert [r['step'] for r in lines] == list(range(5, 21, 5))
+  assert all(len(r['loss']) == 2 and r['steps_per_s'] > 0 for r in lines)
+  assert os.path.exists(tmp_path / 'config.json')
+
+
+def test_compiled_programs_are_bounded_by_buckets(tmp_path):
+  # 60 steps over lengths 1..8 in buckets of 4: at most 2 training programs, not 8.
+  config = tiny(**{'train.steps': 60, 'train.log_every': 20, 'checkpoint_every': 60})
+  results = train.train_and_evaluate(config, str(tmp_path))
+  compiled = results['compiled_programs']
+  assert len(compiled['train_buckets']) == 2
+  assert compiled['train'] == 2 <= config_lib.num_buckets(8, 4)
+  assert compiled['eval'] <= config_lib.num_buckets(12, 6)
+
+
+def test_population_members_differ_and_share_nothing_but_data(tmp_path):
+  config = tiny(**{'learning_rates': [1e-3, 3e-3]})
+  results = train.train_and_evaluate(config, str(tmp_path))
+  assert [(m['seed'], m['learning_rate']) for m in results['members']] == [
+      (0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
+  params = final_params(str(tmp_path), config)['params']
+  leaf = np.asarray(jax.tree.leaves(params)[0])
+  assert len({leaf[i].tobytes() for i in range(4)}) == 4
+
+
+def test_divergent_member_is_marked_and_others_go_on(tmp_path):
+  config = tiny(**{'learning_rates': [1e-3, 1e35], 'seeds': [0]})
+  results = train.train_and_evaluate(config, str(tmp_path))
+  ok, bad = results['members']
+  assert bad['diverged'] and bad['score'] is None
+  assert not ok['diverged'] and ok['score'] is not None
+  state = final_params(str(tmp_path), config)
+  assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(state['params']))
+
+
+def _launch(workdir, *extra):
+  cmd = [sys.executable, '-m', 'launch.train',
+         '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny',
+         f'--workdir={workdir}', '--config.train.steps=80', '--config.checkpoint_every=10',
+         '--config.train.log_every=5', *extra]
+  return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+
+
+def test_killed_run_resumes_bit_for_bit(tmp_path):
+  straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
+  assert _launch(straight).wait() == 0
+  proc = _launch(killed)
+  deadline = time.time() + 120
+  while not os.path.exists(os.path.join(killed, 'checkpoints', '20')):
+    assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert not os.path.exists(os.path.join(killed, 'results.json'))
+  assert _launch(killed).wait() == 0
+  config = rpe_table1.get_config('task=parity_check,encoding=randomized_rotary,tiny')
+  config.train.steps, config.checkpoint_every, config.train.log_every = 80, 10, 5
+  a, b = final_params(straight, config), final_params(killed, config)
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
+  assert strip(io.read_jsonl(os.path.join(straight, 'metrics.jsonl'))) == strip(
+      io.read_jsonl(os.path.join(killed, 'metrics.jsonl')))
+  ra = io.read_json(os.path.join(straight, 'results.json'))
+  rb = io.read_json(os.path.join(killed, 'results.json'))
+  assert ra['members'] == rb['members']
+
+
+def test_rerun_with_other_config_is_refused(tmp_path):
+  train.train_and_evaluate(tiny(), str(tmp_path))
+  with pytest.raises(config_lib.ConfigError, match='train.steps'):
+    train.train_and_evaluate(tiny(**{'train.steps': 30}), str(tmp_path))
+
+
+@pytest.mark.parametrize('override, needle', [
+    ('--config.task=reverse_strin', "unknown task 'reverse_strin'; valid tasks: even_pairs"),
+    ('--config.encoding=rope', "unknown encoding 'rope'; valid encodings: none"),
+    ('--config.model.num_heads=3', 'not divisible'),
+    ('--config.train.steps=abc', 'train.steps'),
+    ('--config.model.max_position=10', 'max_position'),
+    ('--bogus_flag=1', 'bogus_flag'),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, override, needle):
+  workdir = tmp_path / 'run'
+  proc = subprocess.run(
+      [sys.executable, '-m', 'launch.train', '--config=experiments/rpe_table1.py:tiny',
+       f'--workdir={workdir}', override], cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and needle in lines[0], proc.stderr
+  assert not workdir.exists()
+
+
+def test_bad_experiment_arg_is_one_line_exit_2(tmp_path):
+  proc = subprocess.run(
+      [sys.executable, '-m', 'launch.train', '--config=experiments/rpe_table1.py:colour=red',
+       f'--workdir={tmp_path / "run"}'], cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 2
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and "unknown config arg 'colour'" in lines[0], proc.stderr
+
+
+def test_eval_lengths_stride_subset():
+  config = config_lib.base_config()
+  config.eval.stride = 50
+  lengths = config_lib.eval_lengths(config)
+  assert lengths[:4] == [1, 40, 41, 51] and lengths[-1] == 500
+  config.eval.lengths = [500, 41, 41]
+  assert config_lib.eval_lengths(config) == [41, 500]
