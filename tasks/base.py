@@ -146,7 +146,7 @@ def cls_output(y: Array) -> tuple[Array, Array]:
 
 def seq_output(y: Array, out_len: Any) -> tuple[Array, Array]:
   """Unmasked sequence target: zero past `out_len`, mask = 1 on the real outputs."""
-  valid = positions(y.shape[1]) < out_len
+  valid = jnp.broadcast_to(positions(y.shape[1]) < out_len, y.shape)
   return jnp.where(valid, y, 0).astype(jnp.int32), valid.astype(jnp.float32)
 
 
@@ -245,32 +245,34 @@ def _accepted_words(key: Array, count: int, limit: int) -> Array:
   """`count` iid uniform uint32 words below `limit` (> 2**31), by rejection.
 
   Rejected slots are refilled, in the order of their rank, from pools of fresh words of
-  decreasing size; a final `while_loop` (rarely entered) finishes the stragglers. Each slot
+  decreasing size (drawn with the first words, in one call: each threefry call site costs
+  compile time); a final `while_loop`, rarely entered, finishes the stragglers. Each slot
   ends with the first accepted word of its own sequence of fresh words, hence exactness.
   """
+  pools = []
+  while (pools[-1] if pools else count) > 64:
+    pools.append(max(64, -(-(pools[-1] if pools else count) // 4)))
   key, sub = jax.random.split(key)
-  words = jax.random.bits(sub, (count,), jnp.uint32)
+  words = jax.random.bits(sub, (count + sum(pools),), jnp.uint32)
   limit = jnp.uint32(limit)
+  words, spare = words[:count], words[count:]
   bad = words >= limit
 
-  def refill(words, bad, key, pool_size):
-    pool = jax.random.bits(key, (pool_size,), jnp.uint32)
+  def refill(words, bad, pool):
     rank = jnp.cumsum(bad) - 1
-    take = bad & (rank < pool_size)
-    new = pool[jnp.clip(rank, 0, pool_size - 1)]
-    words = jnp.where(take, new, words)
-    return words, jnp.where(take, new >= limit, bad)
+    take = bad & (rank < pool.shape[0])
+    new = pool[jnp.clip(rank, 0, pool.shape[0] - 1)]
+    return jnp.where(take, new, words), jnp.where(take, new >= limit, bad)
 
-  pool_size = count
-  while pool_size > 64:
-    pool_size = max(64, -(-pool_size // 4))
-    key, sub = jax.random.split(key)
-    words, bad = refill(words, bad, sub, pool_size)
+  offset = 0
+  for size in pools:
+    words, bad = refill(words, bad, spare[offset:offset + size])
+    offset += size
 
   def body(state):
     words, bad, i = state
-    words, bad = refill(words, bad, jax.random.fold_in(key, i), 64)
-    return words, bad, i + 1
+    pool = jax.random.bits(jax.random.fold_in(key, i), (64,), jnp.uint32)
+    return *refill(words, bad, pool), i + 1
 
   words, _, _ = lax.while_loop(lambda s: jnp.any(s[1]), body, (words, bad, jnp.int32(0)))
   return words

@@ -38,10 +38,11 @@ class StackManipulation(base.Task):
     return length + 1
 
   def _sample_inputs(self, key, batch_size, length, max_length):
-    k_len, k_bits, k_act = jax.random.split(key, 3)
+    k_len, k_tok = jax.random.split(key)
     stack_len = 1 + base.uniform_below(k_len, jnp.full((batch_size,), length - 1))
-    bits = base.uniform_digits(k_bits, (batch_size, max_length), 2)
-    actions = 2 + base.uniform_digits(k_act, (batch_size, max_length), 3)
+    # One draw from {0..5} per position gives an independent bit and action.
+    draw = base.uniform_digits(k_tok, (batch_size, max_length), 6)
+    bits, actions = draw % 2, 2 + draw // 2
     pos = base.positions(max_length)
     x = jnp.where(pos < stack_len[:, None], bits, actions)
     return jnp.where(pos < length, x, 0)

@@ -64,10 +64,9 @@ class ModularArithmetic(base.Task):
     return length - 1 + length % 2
 
   def _sample_inputs(self, key, batch_size, length, max_length):
-    k_digits, k_ops = jax.random.split(key)
-    digits = base.uniform_digits(k_digits, (batch_size, max_length), 5)
-    ops = jnp.asarray([5, 6, 7], jnp.int32)[
-        base.uniform_digits(k_ops, (batch_size, max_length), 3)]
+    # One draw from {0..14} per position gives an independent digit and operator.
+    draw = base.uniform_digits(key, (batch_size, max_length), 15)
+    digits, ops = draw % 5, jnp.asarray([5, 6, 7], jnp.int32)[draw // 5]
     pos = base.positions(max_length)
     x = jnp.where(pos % 2 == 0, digits, ops)
     return jnp.where(pos < length, x, 0)
