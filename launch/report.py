@@ -17,7 +17,6 @@ import argparse
 import os
 import pathlib
 import sys
-import tempfile
 from typing import NoReturn, Sequence
 
 from posenc import report as report_lib
@@ -43,21 +42,6 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
   return parser.parse_args(argv)
 
 
-def _write_atomically(path: pathlib.Path, data: bytes) -> None:
-  """Writes `data` to `path` via a temporary file in the same directory and os.replace."""
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-  try:
-    with os.fdopen(fd, 'wb') as f:
-      f.write(data)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
-
-
 def _fail(message: str) -> NoReturn:
   print('error: ' + ' '.join(message.split()), file=sys.stderr)  # Always one line.
   sys.exit(2)
@@ -76,9 +60,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   for problem in report.skipped:
     print(f'warning: skipped malformed run: {problem}', file=sys.stderr)
   try:
-    out.mkdir(parents=True, exist_ok=True)
-    for name, data in report.files.items():
-      _write_atomically(out / name, data)
+    report_lib.write_files(out, report.files)
   except OSError as e:
     _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
   print(report.table1)

@@ -41,6 +41,7 @@ import math
 import os
 import pathlib
 import re
+import tempfile
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from matplotlib import colormaps
@@ -696,8 +697,36 @@ class Report:
   skipped: tuple[str, ...]
 
 
+def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
+                     max_rows: int = 24) -> str:
+  """Accuracy by length of each encoding's best member on `task`, as markdown.
+
+  Rows are lengths (thinned evenly to at most `max_rows`, always keeping N, N+1 and the
+  longest), columns encodings; the training range ends at N, marked with '*'.
+  """
+  encodings = [e for e in grid_axes(cells)[1] if (task, e) in cells]
+  best = {e: best_member(cells[(task, e)]) for e in encodings}
+  lengths = sorted({int(l) for m in best.values() if m for l in m.accuracy_by_length})
+  if not lengths:
+    return f'{task}: no evaluated lengths'
+  n = cells[(task, encodings[0])].runs[0].train_length
+  step = max(1, -(-len(lengths) // max_rows))
+  shown = sorted(set(lengths[::step]) | {l for l in (n, n + 1, lengths[-1]) if l in lengths})
+  head = '| length | ' + ' | '.join(encodings) + ' |'
+  rows = [head, '|' + '---|' * (len(encodings) + 1)]
+  for length in shown:
+    cells_text = []
+    for e in encodings:
+      acc = best[e].accuracy_by_length.get(length) if best[e] else None
+      cells_text.append('–' if acc is None or acc != acc else f'{100 * acc:.1f}')
+    mark = '*' if length <= n else ''
+    rows.append(f'| {length}{mark} | ' + ' | '.join(cells_text) + ' |')
+  return (f'{task}: accuracy (%) by length, best member per encoding; * = trained length '
+          f'(1..{n})\n\n' + '\n'.join(rows) + '\n')
+
+
 def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
-                 figures: bool = True) -> Report:
+                 figures: bool = True, per_length: bool = False) -> Report:
   """Loads the runs under `paths` and renders both tables and every task's figure in memory.
 
   Example:
@@ -719,4 +748,35 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   if figures:
     for task in grid_axes(cells)[0]:
       files[figure_name(task)] = figure4_png(cells, task)
+  if per_length:
+    for task in grid_axes(cells)[0]:
+      files[f'lengths_{task}.md'] = per_length_table(cells, task).encode()
   return Report(text1, text4, files, tuple(skipped))
+
+
+def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
+  """Writes each file into `out` (created) atomically: a temporary file, then os.replace."""
+  out = pathlib.Path(out)
+  out.mkdir(parents=True, exist_ok=True)
+  for name, data in files.items():
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=f'.{name}.', suffix='.tmp')
+    try:
+      with os.fdopen(fd, 'wb') as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(tmp, out / name)
+    except BaseException:
+      if os.path.exists(tmp):
+        os.unlink(tmp)
+      raise
+
+
+def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
+                 full_grid: bool = False, per_length: bool = False) -> str:
+  """Builds the report of `paths`, writes it into `out`, returns the text to print."""
+  report = build_report(paths, full_grid=full_grid, per_length=per_length)
+  write_files(out, report.files)
+  texts = [report.table1, report.table4]
+  texts += [v.decode() for k, v in sorted(report.files.items()) if k.startswith('lengths_')]
+  return '\n'.join(texts)

@@ -350,8 +350,18 @@ def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
 
 
 def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
+  """Orbax manager of `workdir/checkpoints`: synchronous, the last two steps kept.
+
+  In a multi-process job each process trains its own populations (its shard of a sweep)
+  on its local devices, so its manager involves only itself: no cross-process barriers.
+  """
+  kwargs = {}
+  if jax.process_count() > 1:
+    me = jax.process_index()
+    kwargs['multiprocessing_options'] = ocp.options.MultiprocessingOptions(
+        primary_host=me, active_processes={me}, barrier_sync_key_prefix=f'process{me}')
   options = ocp.CheckpointManagerOptions(
-      max_to_keep=2, create=True, enable_async_checkpointing=False)
+      max_to_keep=2, create=True, enable_async_checkpointing=False, **kwargs)
   return ocp.CheckpointManager(os.path.abspath(os.path.join(workdir, 'checkpoints')),
                                options=options)
 

@@ -1,0 +1,110 @@
+"""Run an experiment file's whole grid: `python -m launch.sweep --config=FILE --workdir=DIR`.
+
+  python -m launch.sweep --config=experiments/rpe_table1.py --workdir=sweeps/table1 \
+      --tasks=reverse_string,missing_duplicate_string --encodings=relative,randomized_relative
+
+One population per cell (see `grid()` in the experiment file), each in
+DIR/cells/<task>__<encoding>. Complete cells are skipped, partial ones resumed, failing
+ones recorded (DIR/cells/<cell>/error.json) while the sweep goes on. `--config.KEY=VALUE`
+overrides apply to every cell.
+
+Slicing across processes or hosts: `--shard=i/n` runs every n-th cell from i; with
+`--distributed`, `jax.distributed.initialize` is called (coordinator, process count and
+index from --coordinator_address/--num_processes/--process_id, or from the environment on
+TPU pods and SLURM) and the shard is this process's index of the process count. Each
+process writes only its own cells and DIR/index/shard-i-of-n.json.
+
+  --status   print every cell's state and exit.
+  --cost     print what the selected grid would cost on this machine's devices, from
+             measured throughput, and exit (see posenc.cost).
+  --report   after the sweep, write DIR/report (Table 1, Table 4, Figure 4, per-length
+             table) and print it. Default on.
+"""
+
+import os
+
+from absl import flags
+import jax
+from ml_collections import config_flags
+
+from launch import common
+from posenc import config as config_lib
+from posenc import sweep as sweep_lib
+
+_CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Sweep directory (created or resumed).')
+_TASKS = flags.DEFINE_list('tasks', [], 'Only these tasks (default: all in the grid).')
+_ENCODINGS = flags.DEFINE_list('encodings', [], 'Only these encodings (default: all).')
+_SHARD = flags.DEFINE_string('shard', '0/1', 'i/n: run every n-th cell from i.')
+_DISTRIBUTED = flags.DEFINE_bool('distributed', False,
+                                 'Call jax.distributed.initialize; shard = process i/n.')
+_COORDINATOR = flags.DEFINE_string('coordinator_address', None, 'host:port of process 0.')
+_NUM_PROCESSES = flags.DEFINE_integer('num_processes', None, 'Number of processes.')
+_PROCESS_ID = flags.DEFINE_integer('process_id', None, 'This process index.')
+_STATUS = flags.DEFINE_bool('status', False, 'Print the state of every cell and exit.')
+_COST = flags.DEFINE_bool('cost', False, 'Print the estimated cost of the grid and exit.')
+_COST_STEPS = flags.DEFINE_integer('cost_steps', 20, 'Steps timed per bucket by --cost.')
+_REPORT = flags.DEFINE_bool('report', True, 'Write and print DIR/report after the sweep.')
+_RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed cells again.')
+
+
+def _grid():
+  path, _, arg = flags.FLAGS['config'].config_filename.partition(':')
+  import importlib.util  # The experiment file is loaded like config_flags loads it.
+  spec = importlib.util.spec_from_file_location('_experiment', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  if not hasattr(module, 'grid'):
+    common.fail(f'experiment file {path} has no grid(arg); it cannot be swept')
+  return module.grid(arg or None)
+
+
+def main(argv):
+  if len(argv) > 1:
+    common.fail(f'unexpected arguments {argv[1:]}; give flags only')
+  if _CONFIG.value is None:
+    common.fail('--config is required, e.g. --config=experiments/rpe_table1.py')
+  if not _WORKDIR.value:
+    common.fail('--workdir is required, e.g. --workdir=sweeps/table1')
+  try:
+    cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value)
+    shard = sweep_lib.parse_shard(_SHARD.value)
+    if _DISTRIBUTED.value:
+      jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
+                                 num_processes=_NUM_PROCESSES.value,
+                                 process_id=_PROCESS_ID.value)
+      shard = (jax.process_index(), jax.process_count())
+    if _STATUS.value:
+      rows = sweep_lib.status(_WORKDIR.value, cells)
+      for row in rows:
+        print(f'{row["cell"]:50s} {row["state"]}' + (f'  {row["error"]}' if 'error' in row else ''))
+      counts = {s: sum(r['state'] == s for r in rows) for s in
+                (sweep_lib.COMPLETE, sweep_lib.PARTIAL, sweep_lib.PENDING, sweep_lib.FAILED)}
+      print(' | '.join(f'{k}: {v}' for k, v in counts.items()))
+      return
+    if _COST.value:
+      from posenc import cost  # Deferred: only --cost measures.
+      print(cost.format_estimate(cost.estimate(_CONFIG.value, cells, _COST_STEPS.value)))
+      return
+    rows = sweep_lib.run_sweep(_CONFIG.value, cells, _WORKDIR.value, shard=shard,
+                               retry_failed=_RETRY_FAILED.value,
+                               progress=lambda line: print(line, flush=True))
+  except config_lib.ConfigError as e:
+    common.fail(e)
+  failed = [r for r in rows if r['state'] == sweep_lib.FAILED]
+  for row in failed:
+    print(f'failed: {row["cell"]}: {row["error"]}')
+  if _REPORT.value and shard[1] == 1:
+    from posenc import report as report_lib  # Deferred: matplotlib.
+    out = os.path.join(_WORKDIR.value, 'report')
+    try:
+      text = report_lib.write_report([_WORKDIR.value], out, per_length=True)
+    except report_lib.ReportError as e:
+      print(f'no report: {e}')
+    else:
+      print(text)
+      print(f'report written to {out}/')
+
+
+if __name__ == '__main__':
+  common.run(main)

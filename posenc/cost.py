@@ -1,0 +1,140 @@
+"""What a grid would cost on the current devices, from measured throughput.
+
+`estimate` times the first cell's population on this machine (every training bucket
+compiled first, then `steps` steps along the curriculum; one evaluation length), then
+scales to every cell with a FLOP model of the encoder:
+
+  flops(T) = layers * (T * (4 d^2 + 2 d F) + 2 T^2 d)     (forward, one sequence of T tokens)
+
+Training time of a cell = steps * mean over the curriculum of c_train * flops(T_bucket(L));
+evaluation time = sum over evaluated lengths of c_eval * examples * flops(T_bucket(L)); the
+constants c_* come from the measurement. Tasks differ through T = L + O(L) (e.g.
+duplicate_string has O(L) = 2L); encodings are assumed to cost what the measured one
+costs (relative attention costs somewhat more than none) — an estimate, not a promise.
+
+Example:
+  >>> print(format_estimate(estimate(config, cells, steps=20)))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import config as config_lib
+from posenc import sweep as sweep_lib
+from posenc import train
+import tasks
+
+
+def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
+  """FLOPs of one forward pass of one sequence of `tokens` tokens (matmuls only)."""
+  d, f = config.model.d_model, config.model.ffn_size
+  return 2.0 * config.model.num_layers * (tokens * (4 * d * d + 2 * d * f) + 2 * tokens**2 * d)
+
+
+def _tokens(task: Any, length: int, max_length: int, bucket_size: int) -> int:
+  bucket = config_lib.bucket_of(length, max_length, bucket_size)
+  return bucket + int(task.output_length(bucket))
+
+
+def cell_work(config: ml_collections.ConfigDict) -> tuple[float, float]:
+  """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
+  task = tasks.get(config.task)
+  n, m = config.train.max_length, config.eval.max_length
+  per_step = np.mean([forward_flops(_tokens(task, l, n, config.train.bucket_size), config)
+                      for l in range(1, n + 1)]) * config.train.batch_size
+  per_eval = sum(forward_flops(_tokens(task, l, m, config.eval.bucket_size), config)
+                 for l in config_lib.eval_lengths(config)) * config.eval.examples_per_length
+  return float(per_step), float(per_eval)
+
+
+def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
+  """Measured seconds per population step and per evaluated example-FLOP of `config`."""
+  task = tasks.get(config.task)
+  model = train.make_model(config, task)
+  population = train.Population(config)
+  curriculum, batch_key, eval_key = train.data_keys(config)
+  state = train.init_state(config, model, population)
+  n, size = config.train.max_length, config.train.bucket_size
+  buckets = sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+  traces = collections.Counter()
+  fns = {b: train.make_update_fn(config, task, model, population, b, batch_key, traces)
+         for b in buckets}
+  for b in buckets:  # Compile everything before timing.
+    state, _ = fns[b](state, jnp.int32(b), population.learning_rates, population.train_keys)
+  jax.block_until_ready(state)
+  lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
+  t0 = time.time()
+  for length in lengths:
+    b = config_lib.bucket_of(int(length), n, size)
+    state, _ = fns[b](state, jnp.int32(length), population.learning_rates,
+                      population.train_keys)
+  jax.block_until_ready(state)
+  step_s = (time.time() - t0) / steps
+  measured_work = np.mean([forward_flops(_tokens(task, int(l), n, size), config)
+                           for l in lengths]) * config.train.batch_size
+  length = min(config.eval.max_length, max(1, n + 1))
+  bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+  evaluate = train.make_eval_fn(config, task, model, population, bucket, eval_key)
+  args = (state['params'], jnp.int32(length), population.eval_keys)
+  jax.block_until_ready(evaluate(*args))
+  t0 = time.time()
+  jax.block_until_ready(evaluate(*args))
+  eval_s = time.time() - t0
+  eval_work = (forward_flops(_tokens(task, length, config.eval.max_length,
+                                     config.eval.bucket_size), config)
+               * config.eval.examples_per_length)
+  return {'step_s': step_s, 'train_s_per_unit': step_s / measured_work,
+          'eval_s_per_unit': eval_s / eval_work, 'population': population.size,
+          'model_updates_per_s': population.size / step_s}
+
+
+def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
+             steps: int = 20) -> dict[str, Any]:
+  """Measures the first cell, then predicts every cell of `cells` on this machine."""
+  configs = [sweep_lib.cell_config(base, c) for c in cells]
+  for config in configs:
+    config_lib.validate(config)
+  measured = measure(configs[0], steps)
+  rows = []
+  for overrides, config in zip(cells, configs):
+    per_step, per_eval = cell_work(config)
+    train_s = config.train.steps * per_step * measured['train_s_per_unit']
+    eval_s = per_eval * measured['eval_s_per_unit']
+    rows.append({'cell': sweep_lib.cell_name(overrides), 'train_s': train_s, 'eval_s': eval_s})
+  devices = jax.local_devices()
+  wall = sum(r['train_s'] + r['eval_s'] for r in rows)
+  return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,
+          'devices': len(devices), 'device_kind': devices[0].device_kind,
+          'cells': rows, 'wall_clock_s': wall, 'device_hours': wall * len(devices) / 3600,
+          'members_per_cell': measured['population'],
+          'train_steps': configs[0].train.steps}
+
+
+def format_estimate(est: dict[str, Any]) -> str:
+  m = est['measured']
+  lines = [
+      f'measured on {est["devices"]} x {est["device_kind"]}: cell {est["measured_cell"]}, '
+      f'{est["members_per_cell"]} members: {1 / m["step_s"]:.2f} population steps/s = '
+      f'{m["model_updates_per_s"]:.1f} model-updates/s',
+      f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
+      f'{est["train_steps"]:,} steps, run one cell after another on all devices:']
+  by_task = collections.defaultdict(lambda: [0.0, 0.0, 0])
+  for row in est['cells']:
+    task = row['cell'].split('__')[0]
+    by_task[task][0] += row['train_s']
+    by_task[task][1] += row['eval_s']
+    by_task[task][2] += 1
+  for task, (t, e, k) in by_task.items():
+    lines.append(f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h')
+  wall = est['wall_clock_s']
+  lines.append(f'total: wall-clock {wall / 3600:,.1f} h ({wall / 86400:,.1f} days), '
+               f'{est["device_hours"]:,.1f} device-hours')
+  return '\n'.join(lines)
