@@ -8,9 +8,13 @@ i is a query index and j a key index, both 0-based.
 Each encoding is an `Encoding` in `ENCODINGS` with two hooks the model calls:
 - `embedding` (optional): a Linen module `(num_positions, length) -> [T, D]` added to the
   token embeddings (sin/cos, learned and their randomized variants);
-- `attention`: a Linen module `(q, k, *, inputs, key_valid, causal) -> weights [B, H, T, T]`
-  with q, k of shape [B, T, H, K], the layer input `inputs` [B, T, D] and `key_valid` [T]
-  (bool). The model does the projections, `weights @ v` and the output projection.
+- `attention`: a Linen module `(q, k, *, inputs, key_valid, causal) -> (weights, normalize)`
+  with q, k of shape [B, H, T, K] (heads-major: the fast layout for XLA's batched dots),
+  the layer input `inputs` [B, T, D] and `key_valid` [T] (bool). `weights` is [B, H, T, T];
+  the model computes `weights @ v`, divided by the row sums of `weights` if `normalize`
+  (softmax encodings return exp(logits - max) and let the model divide after the product,
+  which saves a pass over [B, H, T, T]), then the output projection.
+  `normalized_weights(weights, normalize)` gives the attention matrix itself.
 Adding an encoding = one module (or function) here + one `ENCODINGS` entry.
 
 Randomized encodings draw from the 'noise' RNG stream: sin/cos and learned once per call,
@@ -200,12 +204,12 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
     x'_{2m+1} = x_{2m+1} cos(p f_m) + x_{2m} sin(p f_m).
 
   Args:
-    x: [..., T, H, K] queries or keys, K even.
+    x: [..., T, K] queries or keys (e.g. [B, H, T, K]), K even.
     positions: [T] integer (or randomized) positions.
     max_time: frequency base.
 
   Returns:
-    [..., T, H, K], in x's dtype.
+    [..., T, K], in x's dtype.
 
   Example (K = 2, so f_0 = 1):
     x = [[1, 0]] at p = 0 -> [1, 0];  x = [[1, 0]] at p = 1 -> [cos 1, sin 1] = [.540, .841].
@@ -215,8 +219,7 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
     raise ValueError(f'rotary encoding needs an even head width, got {head_dim}')
   freqs = max_time ** (-np.arange(head_dim // 2) / (head_dim // 2))
   angles = jnp.asarray(positions, jnp.float32)[:, None] * jnp.asarray(freqs, jnp.float32)
-  cos = jnp.cos(angles)[:, None, :]  # [T, 1, K/2]
-  sin = jnp.sin(angles)[:, None, :]
+  cos, sin = jnp.cos(angles), jnp.sin(angles)  # [T, K/2]
   pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], head_dim // 2, 2)
   even, odd = pairs[..., 0], pairs[..., 1]
   out = jnp.stack([even * cos - odd * sin, odd * cos + even * sin], axis=-1)
@@ -252,8 +255,8 @@ def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array) -> Array
   relative-position table rel[c] = W_R S(c - T), c = 0..2T-1, already projected per head.
 
   Args:
-    q, k: [B, T, H, K].
-    rel: [2T, H, K].
+    q, k: [B, H, T, K].
+    rel: [H, 2T, K].
     u, v: [H, K] content and position biases.
 
   Returns:
@@ -262,16 +265,16 @@ def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array) -> Array
   Example: with q = k = 0 the logit is v·rel[T + j - i] / sqrt(K): a function of j - i.
   """
   head_dim = q.shape[-1]
-  content = jnp.einsum('bihk,bjhk->bhij', q + u, k)
-  position = rel_shift(jnp.einsum('bihk,chk->bhic', q + v, rel))
+  content = jnp.einsum('bhik,bhjk->bhij', q + u[:, None], k)
+  position = rel_shift(jnp.einsum('bhik,hck->bhic', q + v[:, None], rel))
   return (content + position).astype(jnp.float32) / math.sqrt(head_dim)
 
 
-def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
-  """Softmax over keys in float32, with invalid (padded or future) keys excluded.
+def softmax_numerator(logits: Array, key_valid: Array, causal: bool) -> Array:
+  """exp(logits - row max) over valid keys: softmax before the division by the row sum.
 
   Masked logits are set to finfo.min rather than -inf, so a row with no valid key gives a
-  uniform row instead of NaN.
+  uniform row instead of NaN. The row max is over valid keys, so every row has an entry 1.
 
   Args:
     logits: [B, H, T, T].
@@ -279,18 +282,37 @@ def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
     causal: also mask keys j > i.
 
   Returns:
-    float32 [B, H, T, T], rows summing to 1.
+    float32 [B, H, T, T].
 
-  Example: logits [[0, 0, 5]] with key_valid [1, 1, 0] -> [[.5, .5, 0]].
+  Example: logits [[0, 1, 5]] with key_valid [1, 1, 0] -> [[e^-1, 1, 0]].
   """
   logits = logits.astype(jnp.float32)
   mask = _attention_mask(key_valid, logits.shape[-1], causal)
   logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
-  return jax.nn.softmax(logits, axis=-1)
+  return jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
 
 
-def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
-                      normalize: bool = False) -> Array:
+def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
+  """Softmax over keys in float32, invalid (padded or future) keys excluded.
+
+  Example: logits [[0, 0, 5]] with key_valid [1, 1, 0] -> [[.5, .5, 0]].
+  """
+  weights = softmax_numerator(logits, key_valid, causal)
+  return weights / jnp.sum(weights, axis=-1, keepdims=True)
+
+
+def normalized_weights(weights: Array, normalize: bool) -> Array:
+  """The attention matrix [B, H, T, T] from an attention hook's (weights, normalize)."""
+  if not normalize:
+    return weights
+  return weights / (jnp.sum(weights, axis=-1, keepdims=True) + TINY)
+
+
+# Guards 0/0 for rows without weight (geometric attention with every key masked).
+TINY = 1e-30
+
+
+def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False) -> Array:
   """Geometric (stick-breaking by distance) attention of the Neural Data Router.
 
   Keys are visited from the nearest outwards (on ties the right key comes first); key j is
@@ -298,17 +320,17 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
     A_ij = P_ij · Π_{k ∈ S_ij} (1 - P_ik),
     S_ij = {k != i : |k - i| < |j - i|} ∪ ({2i - j} if j < i)   (Csordás et al. 2022).
   The query itself and invalid keys have P = 0. In log space with C_i(t) = Σ_{k<=t} log(1 -
-  P_ik) (C(<0) = 0, indices clamped to T - 1):
+  P_ik) (C(<0) = 0, C(>T-1) = C(T-1)):
     log A_ij = log P_ij + C_i(2i - j) - C_i(j)        for j < i,
     log A_ij = log P_ij + C_i(j - 1) - C_i(2i - j)    for j > i.
-  O(T²) memory: one cumsum and one gather per row.
+  O(T²) memory: a cumsum, and C_i(2i - j) by reshapes (`_mirror`) rather than a gather.
+  Rows sum to at most 1; the remainder is "attend to nothing". NDR's `normalize_score`
+  (divide by the row sum) is the model's `normalize` flag (`geometric_normalize` option).
 
   Args:
     logits: s [B, H, T, T] (the diagonal is ignored).
     key_valid: bool [T].
     causal: also drop keys j > i.
-    normalize: divide each row by its sum (NDR's `normalize_score`); by default rows sum to
-      at most 1 and the remainder is "attend to nothing".
 
   Returns:
     float32 [B, H, T, T].
@@ -321,24 +343,45 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
   i = np.arange(t)[:, None]
   j = np.arange(t)[None, :]
   valid = _attention_mask(key_valid, t, causal) & (i != j)
-  log_p = jnp.where(valid, jax.nn.log_sigmoid(logits), 0.0)
-  log_not_p = jnp.where(valid, jax.nn.log_sigmoid(-logits), 0.0)
-  cum = jnp.cumsum(log_not_p, axis=-1)
-  # C(2i - j), clamped to [0, T-1], and 0 where 2i - j < 0.
-  mirror = 2 * i - j
-  c_mirror = _take_cols(cum, np.clip(mirror, 0, t - 1))
-  c_mirror = jnp.where(mirror >= 0, c_mirror, 0.0)
-  c_prev = _take_cols(cum, np.clip(j - 1, 0, t - 1))  # C(j - 1); only used for j > i >= 0.
+  log_sig = jax.nn.log_sigmoid(logits)
+  log_p = jnp.where(valid, log_sig, 0.0)
+  log_not_p = jnp.where(valid, log_sig - logits, 0.0)  # log σ(-s) = log σ(s) - s
+  cum = _cumsum_last(log_not_p)
+  c_mirror = _mirror(cum)  # C_i(2i - j)
+  c_prev = cum - log_not_p  # C_i(j - 1)
   closer = jnp.where(j < i, c_mirror - cum, c_prev - c_mirror)
-  weights = jnp.where(valid, jnp.exp(log_p + closer), 0.0)
-  if normalize:
-    weights = weights / (jnp.sum(weights, axis=-1, keepdims=True) + 1e-6)
-  return weights
+  return jnp.where(valid, jnp.exp(log_p + closer), 0.0)
 
 
-def _take_cols(x: Array, index: np.ndarray) -> Array:
-  """out[..., i, j] = x[..., i, index[i, j]] for a static index [T, T]."""
-  return jnp.take_along_axis(x, jnp.broadcast_to(index, x.shape), axis=-1)
+def _cumsum_last(x: Array, block: int = 32) -> Array:
+  """Cumulative sum over the last axis, by blocks: ~2x faster than jnp.cumsum on XLA CPU.
+
+  Within-block prefix sums are one small matmul with an upper-triangular matrix of ones;
+  the block totals get their own (short) prefix sum and are added back.
+  """
+  *batch, t = x.shape
+  nb = -(-t // block)
+  xb = jnp.pad(x, [(0, 0)] * len(batch) + [(0, nb * block - t)]).reshape(*batch, nb, block)
+  within = xb @ jnp.triu(jnp.ones((block, block), x.dtype))
+  before = within[..., -1] @ jnp.triu(jnp.ones((nb, nb), x.dtype), 1)
+  return (within + before[..., None]).reshape(*batch, nb * block)[..., :t]
+
+
+def _mirror(cum: Array) -> Array:
+  """out[..., i, j] = cum[..., i, clip(2i - j)], 0 where 2i - j < 0, for a row cumsum.
+
+  Done with pads and reshapes (XLA CPU gathers are slow): skew to relative columns
+  E[i, c] = cum[i, i + c - T], flip c, and rel-shift back.
+  """
+  *batch, t, _ = cum.shape
+  ext = jnp.concatenate(  # [..., T, 3T]: column m is key m - T, clamped as C(<0) = 0.
+      [jnp.zeros((*batch, t, t), cum.dtype), cum,
+       jnp.broadcast_to(cum[..., -1:], (*batch, t, t))], axis=-1)
+  flat = jnp.pad(ext.reshape(*batch, 3 * t * t), [(0, 0)] * len(batch) + [(0, t)])
+  rel = flat.reshape(*batch, t, 3 * t + 1)[..., :2 * t]  # E[i, c] = ext[i, i + c]
+  flipped = jnp.flip(rel, axis=-1)  # F[i, c] = E[i, 2T - 1 - c]
+  shifted = jnp.concatenate([flipped[..., :1], flipped[..., :-1]], axis=-1)  # G[c] = F[c-1]
+  return rel_shift(shifted)  # G[i, T + j - i] = E[i, T + i - j] = cum[i, 2i - j]
 
 
 def _attention_mask(key_valid: Array, num_positions: int, causal: bool) -> Array:
@@ -398,8 +441,8 @@ class DotProductAttention(nn.Module):
 
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    logits = jnp.einsum('bihk,bjhk->bhij', q, k) / math.sqrt(q.shape[-1])
-    return masked_softmax(logits, key_valid, causal)
+    logits = jnp.einsum('bhik,bhjk->bhij', q, k) / math.sqrt(q.shape[-1])
+    return softmax_numerator(logits, key_valid, causal), True
 
 
 class AlibiAttention(nn.Module):
@@ -410,7 +453,7 @@ class AlibiAttention(nn.Module):
 
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    t, num_heads = q.shape[1], q.shape[2]
+    num_heads, t = q.shape[1], q.shape[2]
     distances = left = None
     if self.randomized:
       length = jnp.sum(key_valid)
@@ -420,8 +463,8 @@ class AlibiAttention(nn.Module):
         left = random_distances(self.make_rng('noise'), t, max_position=self.max_position,
                                 length=length)
     bias = alibi_bias(num_heads, t, distances=distances, left_distances=left)
-    logits = jnp.einsum('bihk,bjhk->bhij', q, k) / math.sqrt(q.shape[-1]) + bias
-    return masked_softmax(logits, key_valid, causal)
+    logits = jnp.einsum('bhik,bhjk->bhij', q, k) / math.sqrt(q.shape[-1]) + bias
+    return softmax_numerator(logits, key_valid, causal), True
 
 
 class RotaryAttention(nn.Module):
@@ -432,11 +475,11 @@ class RotaryAttention(nn.Module):
 
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    positions = _positions(self, q.shape[1], jnp.sum(key_valid))
+    positions = _positions(self, q.shape[2], jnp.sum(key_valid))
     q = apply_rope(q, positions, max_time=self.max_time)
     k = apply_rope(k, positions, max_time=self.max_time)
-    logits = jnp.einsum('bihk,bjhk->bhij', q, k) / math.sqrt(q.shape[-1])
-    return masked_softmax(logits, key_valid, causal)
+    logits = jnp.einsum('bhik,bhjk->bhij', q, k) / math.sqrt(q.shape[-1])
+    return softmax_numerator(logits, key_valid, causal), True
 
 
 RELATIVE_MODES = ('symmetric', 'reference')
@@ -457,7 +500,7 @@ class RelativeAttention(nn.Module):
   @nn.compact
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    t, num_heads, head_dim = q.shape[1:]
+    num_heads, t, head_dim = q.shape[1:]
     u = self.param('u', nn.initializers.normal(0.02), (num_heads, head_dim))
     v = self.param('v', nn.initializers.normal(0.02), (num_heads, head_dim))
     if self.randomized:
@@ -470,9 +513,9 @@ class RelativeAttention(nn.Module):
       positions = jnp.arange(-t, t)
     table = sinusoid_table(positions, num_heads * head_dim, max_time=self.max_time)
     rel = nn.Dense(num_heads * head_dim, use_bias=False, kernel_init=HAIKU_LINEAR_INIT,
-                   name='w_r')(table).reshape(2 * t, num_heads, head_dim)
+                   name='w_r')(table).reshape(2 * t, num_heads, head_dim).transpose(1, 0, 2)
     logits = relative_logits(q, k, rel.astype(q.dtype), u.astype(q.dtype), v.astype(q.dtype))
-    return masked_softmax(logits, key_valid, causal)
+    return softmax_numerator(logits, key_valid, causal), True
 
 
 def randomized_relative_positions(key: Array, num_positions: int, *, max_position: int,
@@ -519,11 +562,11 @@ class GeometricAttention(nn.Module):
 
   @nn.compact
   def __call__(self, q, k, *, inputs, key_valid, causal):
-    t, num_heads, head_dim = q.shape[1:]
+    num_heads, t, head_dim = q.shape[1:]
     u = self.param('u', nn.initializers.zeros, (num_heads, head_dim))
     gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(head_dim)), ())
     s0 = self.param('s0', nn.initializers.zeros, ())
-    logits = gamma * jnp.einsum('bihk,bjhk->bhij', q + u.astype(q.dtype), k) + s0
+    logits = gamma * jnp.einsum('bhik,bhjk->bhij', q + u[:, None].astype(q.dtype), k) + s0
     if self.directional:
       rho = self.param('rho', nn.initializers.ones, ())
       beta = rho * nn.Dense(2 * num_heads, kernel_init=HAIKU_LINEAR_INIT,
@@ -531,8 +574,7 @@ class GeometricAttention(nn.Module):
       beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(0, 2, 1, 3)  # [B,H,T,2]
       left = np.arange(t)[None, :] < np.arange(t)[:, None]
       logits = logits + jnp.where(left, beta[..., :1], beta[..., 1:])
-    return geometric_weights(logits, key_valid, causal=causal,
-                             normalize=self.geometric_normalize)
+    return geometric_weights(logits, key_valid, causal=causal), self.geometric_normalize
 
 
 # ------------------------------------------------------------------------------------------
@@ -545,7 +587,8 @@ class Encoding:
 
   Attributes:
     attention: module factory `(max_position=..., **attention_options) -> module`, called
-      per layer as `module(q, k, *, inputs, key_valid, causal) -> weights [B, H, T, T]`.
+      per layer as `module(q, k, *, inputs, key_valid, causal) -> (weights, normalize)`
+      with q, k [B, H, T, K] and weights [B, H, T, T] (see the module docstring).
     embedding: optional module factory `(width=..., max_position=..., **embedding_options)`,
       called once as `module(num_positions, length) -> [T, D]`; the model adds it to the
       token embeddings and applies dropout (reference.md §3).

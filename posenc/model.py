@@ -40,13 +40,22 @@ class MultiHeadAttention(nn.Module):
     b, t, d = x.shape
     head_dim = d // self.num_heads
 
-    def project(name):
+    def project(name):  # -> [B, H, T, K]
       y = nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT, name=name)(x)
-      return y.reshape(b, t, self.num_heads, head_dim)
+      return y.reshape(b, t, self.num_heads, head_dim).transpose(0, 2, 1, 3)
 
     q, k, v = project('query'), project('key'), project('value')
-    weights = self.make_attention(name='encoding')(q, k, inputs=x, key_valid=key_valid, causal=causal)
-    out = jnp.einsum('bhij,bjhk->bihk', weights.astype(v.dtype), v).reshape(b, t, d)
+    weights, normalize = self.make_attention(name='encoding')(
+        q, k, inputs=x, key_valid=key_valid, causal=causal)
+    v = v.astype(weights.dtype)
+    if normalize:
+      # A column of ones gives the row sums from the same product: no extra pass over
+      # the [B, H, T, T] weights.
+      v = jnp.concatenate([v, jnp.ones((*v.shape[:-1], 1), v.dtype)], axis=-1)
+    out = jnp.einsum('bhij,bhjk->bhik', weights, v)
+    if normalize:
+      out = out[..., :-1] / (out[..., -1:] + encodings.TINY)
+    out = out.transpose(0, 2, 1, 3).reshape(b, t, d).astype(x.dtype)
     return nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT,
                     name='out')(out)
 

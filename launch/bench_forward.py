@@ -1,0 +1,94 @@
+"""Forward-pass benchmark: seconds per 512 examples at reverse_string's largest evaluation shape.
+
+reverse_string at length 500 has 500 inputs + 500 output queries, T = 1,000 positions (V = 2,
+C = 2). For each encoding, the study's model (5 × d 64 × 8 heads) runs once in eval mode
+(deterministic=True; randomized encodings still draw positions), in jitted sub-batches.
+Compile time is measured separately and excluded. The reference needs 213 s for 8 × 64
+examples with randomized relative (reference.md §5); the target is <= 30 s.
+
+  python -m launch.bench forward [--encodings=none,alibi] [--sub_batch=64] [--chunk=4]
+      [--out=f.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+
+from posenc import encodings
+from posenc import model as model_lib
+
+
+def bench_one(name: str, *, batch: int, sub_batch: int, chunk: int, length: int,
+              seed: int = 0) -> dict:
+  """Compile and time one forward pass over `batch` examples of T = 2·length positions.
+
+  Each jitted call takes `sub_batch` examples and runs them `chunk` at a time with lax.map
+  (one noise draw shared by the sub-batch), which keeps the [chunk, H, T, T] attention
+  intermediates cache-sized; chunk 0 runs the sub-batch in one piece.
+  """
+  model = model_lib.Transformer(vocab_size=2, num_classes=2, encoding=name)
+  key = jax.random.key(seed)
+  params = jax.jit(lambda k: model.init(
+      model_lib.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.int32(4),
+      deterministic=True))(key)['params']
+  t = 2 * length
+  inputs = jax.random.randint(jax.random.key(seed + 1), (batch, length), 0, 2)
+  tokens = jnp.concatenate([inputs, jnp.full((batch, length), 2, jnp.int32)], axis=1)
+
+  def apply(params, tokens, noise):
+    return model.apply({'params': params}, tokens, jnp.int32(t), deterministic=True,
+                       rngs={'noise': noise})
+
+  @jax.jit
+  def forward(params, tokens, noise):
+    if not chunk:
+      return apply(params, tokens, noise)
+    return jax.lax.map(lambda x: apply(params, x[None], noise)[0], tokens, batch_size=chunk)
+
+  sub = tokens[:sub_batch]
+  start = time.perf_counter()
+  compiled = forward.lower(params, sub, key).compile()
+  compile_s = time.perf_counter() - start
+  noise_keys = jax.random.split(jax.random.key(seed + 2), batch // sub_batch)
+  jax.block_until_ready(compiled(params, sub, noise_keys[0]))  # warm-up (allocations)
+  start = time.perf_counter()
+  for i in range(batch // sub_batch):
+    out = compiled(params, tokens[i * sub_batch:(i + 1) * sub_batch], noise_keys[i])
+    jax.block_until_ready(out)
+  forward_s = time.perf_counter() - start
+  return {'encoding': name, 'forward_s': round(forward_s, 2), 'compile_s': round(compile_s, 2),
+          'batch': batch, 'sub_batch': sub_batch, 'chunk': chunk, 'positions': t}
+
+
+def main(argv: list[str]) -> None:
+  parser = argparse.ArgumentParser(prog='python -m launch.bench forward')
+  parser.add_argument('--encodings', default=','.join(encodings.NAMES))
+  parser.add_argument('--batch', type=int, default=512)
+  parser.add_argument('--sub_batch', type=int, default=64)
+  parser.add_argument('--chunk', type=int, default=4,
+                      help='examples per lax.map step inside a sub-batch (0: no map)')
+  parser.add_argument('--length', type=int, default=500, help='input length; T = 2·length')
+  parser.add_argument('--out', default='bench_forward.json')
+  args = parser.parse_args(argv[1:])
+  if args.batch % args.sub_batch:
+    parser.error('--batch must be a multiple of --sub_batch')
+
+  rows = []
+  print(f'{"encoding":24s} {"forward s":>10s} {"compile s":>10s}   '
+        f'({args.batch} examples, T={2 * args.length}, sub-batches of {args.sub_batch} '
+        f'in chunks of {args.chunk}, '
+        f'{jax.devices()[0].platform})', flush=True)
+  for name in args.encodings.split(','):
+    row = bench_one(name, batch=args.batch, sub_batch=args.sub_batch, chunk=args.chunk,
+                    length=args.length)
+    rows.append(row)
+    print(f'{name:24s} {row["forward_s"]:10.2f} {row["compile_s"]:10.2f}', flush=True)
+  result = {'backend': jax.devices()[0].platform, 'jax': jax.__version__,
+            'device_count': jax.device_count(), 'rows': rows}
+  with open(args.out, 'w') as f:
+    json.dump(result, f, indent=2)
+  print(f'wrote {args.out}')
