@@ -70,6 +70,8 @@ def main(argv):
     cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value)
     shard = sweep_lib.parse_shard(_SHARD.value)
     if _DISTRIBUTED.value:
+      # CPU hosts talk through gloo; GPU and TPU backends ignore this setting.
+      jax.config.update('jax_cpu_collectives_implementation', 'gloo')
       jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
                                  num_processes=_NUM_PROCESSES.value,
                                  process_id=_PROCESS_ID.value)

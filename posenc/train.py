@@ -360,10 +360,26 @@ def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
     me = jax.process_index()
     kwargs['multiprocessing_options'] = ocp.options.MultiprocessingOptions(
         primary_host=me, active_processes={me}, barrier_sync_key_prefix=f'process{me}')
+  directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
+  os.makedirs(directory, exist_ok=True)
   options = ocp.CheckpointManagerOptions(
-      max_to_keep=2, create=True, enable_async_checkpointing=False, **kwargs)
-  return ocp.CheckpointManager(os.path.abspath(os.path.join(workdir, 'checkpoints')),
-                               options=options)
+      max_to_keep=2, create=False, enable_async_checkpointing=False, **kwargs)
+  return ocp.CheckpointManager(directory, options=options)
+
+
+# The state is checkpointed as host NumPy arrays: a population lives on one process's local
+# devices, and orbax only writes jax.Arrays that are global in a multi-process job.
+
+
+def save_state(manager: ocp.CheckpointManager, step: int, state: Any) -> None:
+  manager.save(step, args=ocp.args.StandardSave(jax.device_get(state)))
+
+
+def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any) -> Any:
+  """The checkpointed state at `step`, placed like `abstract` (ShapeDtypeStructs)."""
+  target = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract)
+  host = manager.restore(step, args=ocp.args.StandardRestore(target))
+  return jax.tree.map(lambda x, s: jax.device_put(x, s.sharding), host, abstract)
 
 
 def versions() -> dict[str, Any]:
@@ -416,8 +432,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   if latest is None:
     state = init_state(config, model, population)
   else:
-    state = manager.restore(latest, args=ocp.args.StandardRestore(
-        init_state(config, model, population, abstract=True)))
+    state = restore_state(manager, latest, init_state(config, model, population, abstract=True))
     progress(f'resumed from the checkpoint at step {latest}')
   start = int(state['step'])
   # Per member: the leading axis of every leaf is the population.
@@ -474,7 +489,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
                f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:
-      manager.save(done, args=ocp.args.StandardSave(state))
+      save_state(manager, done, state)
   manager.wait_until_finished()
   train_seconds = time.time() - t_start
 

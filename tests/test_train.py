@@ -35,7 +35,7 @@ def final_params(workdir, config):
   model = train.make_model(config, task)
   population = train.Population(config)
   manager = train.checkpoint_manager(workdir)
-  state = manager.restore(manager.latest_step(), args=train.ocp.args.StandardRestore(
+  state = train.restore_state(manager, manager.latest_step(), (
       train.init_state(config, model, population, abstract=True)))
   return jax.device_get(state)
 

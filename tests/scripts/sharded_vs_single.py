@@ -1,0 +1,45 @@
+"""Trains one tiny population on 8 forced CPU devices and on 1; prints whether they agree.
+
+Run by tests/test_scale.py with XLA_FLAGS=--xla_force_host_platform_device_count=8.
+"""
+import json
+import sys
+import tempfile
+
+import jax
+import numpy as np
+
+from experiments import rpe_table1
+from posenc import train
+
+
+def main():
+  config = rpe_table1.get_config(f'task=parity_check,encoding={sys.argv[1]},tiny')
+  config.seeds = [0, 1, 2]  # 3 seeds x 2 lrs = 6 members: padded to 8 on 8 devices.
+  config.learning_rates = [1e-3, 3e-3]
+  config.train.steps = 10
+  assert jax.local_device_count() == 8
+  out = {}
+  with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d8:
+    r1 = train.train_and_evaluate(config, d1, devices=jax.local_devices()[:1])
+    r8 = train.train_and_evaluate(config, d8)
+    states = []
+    for d, devices in ((d1, jax.local_devices()[:1]), (d8, None)):
+      population = train.Population(config, devices)
+      model = train.make_model(config, train.tasks.get(config.task))
+      manager = train.checkpoint_manager(d)
+      state = train.restore_state(manager, manager.latest_step(), (
+          train.init_state(config, model, population, abstract=True)))
+      states.append(jax.tree.map(lambda x: np.asarray(x)[:population.size]
+                                 if np.ndim(x) else np.asarray(x), state['params']))
+    diffs = [float(np.max(np.abs(a - b))) for a, b in
+             zip(jax.tree.leaves(states[0]), jax.tree.leaves(states[1]))]
+    out = {'members': len(r8['members']), 'max_param_diff': max(diffs),
+           'bitwise_params': all(d == 0 for d in diffs),
+           'same_results': r1['members'] == r8['members'],
+           'padded_size': train.Population(config).padded_size}
+  print(json.dumps(out))
+
+
+if __name__ == '__main__':
+  main()
