@@ -240,6 +240,8 @@ ORACLES = {
 
 
 # ============================================================================ tests
+import functools  # noqa: E402
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -248,11 +250,33 @@ import tasks  # noqa: E402
 
 LENGTHS = (1, 2, 3, 4, 5, 7, 8, 40, 41, 100, 500)
 NUM_SAMPLES = 1000
-# One compiled sampler per buffer size: lengths are traced (this exercises sample_padded).
-_BUCKETS = ((41, (1, 2, 3, 4, 5, 7, 8, 40, 41)), (500, (100, 500)))
-# `task.target` compiles once per width: the fast suite calls it at these lengths (its
-# padded twin, which produced the sampled targets, is checked at every length above).
-_TARGET_LENGTHS = (1, 2, 7, 40, 500)
+# Compiles dominate the run time, so the tests share programs: the exact-shape sampler and
+# `task.target` at the lengths of the shape table, and one padded sampler per buffer size
+# (lengths are traced) for the other lengths.
+EXACT_LENGTHS = (1, 2, 3, 7, 40, 500)
+TARGET_FN_LENGTHS = (1, 2, 7, 500)    # `task.target` compiles per width; all 11 under -m slow
+PADDED = ((41, (4, 5, 7, 8, 41)), (500, (100,)))
+_TARGET_FNS = {}
+
+
+def target_fn(name):
+  """jax.jit(task.target), one per task (so its compiles are shared by the tests)."""
+  return _TARGET_FNS.setdefault(name, jax.jit(tasks.get(name).target))
+
+
+@functools.lru_cache(maxsize=None)
+def exact_sample(name, length):
+  """`sample` of NUM_SAMPLES examples (key 7 + length), as numpy; cached across tests."""
+  batch = tasks.get(name).sample(jax.random.key(7 + length), NUM_SAMPLES, length)
+  return jax.tree.map(np.asarray, batch)
+
+
+@functools.lru_cache(maxsize=None)
+def padded_sample(name, length, max_length):
+  """`sample_padded` of NUM_SAMPLES examples (key 9 + length), as numpy; cached."""
+  batch = tasks.get(name).sample_padded(jax.random.key(9 + length), NUM_SAMPLES, length,
+                                        max_length)
+  return jax.tree.map(np.asarray, batch)
 
 
 def _check(name, batch, length, call_target):
@@ -262,16 +286,15 @@ def _check(name, batch, length, call_target):
   assert l_in == task.input_length(length)
   out_len = task.output_length(l_in)
   assert int(batch['output_length']) == out_len
-  inputs = np.asarray(batch['inputs'])
+  inputs = batch['inputs']
   assert not inputs[:, l_in:].any()
   for key in ('targets', 'mask', 'output_valid'):
-    assert not np.asarray(batch[key])[:, out_len:].any(), key
-  assert (np.asarray(batch['output_valid'])[:, :out_len] == 1).all()
+    assert not batch[key][:, out_len:].any(), key
+  assert (batch['output_valid'][:, :out_len] == 1).all()
   x = inputs[:, :l_in]
-  targets = np.asarray(batch['targets'])[:, :out_len]
-  mask = np.asarray(batch['mask'])[:, :out_len]
+  targets, mask = batch['targets'][:, :out_len], batch['mask'][:, :out_len]
   if call_target:
-    got_targets, got_mask = jax.jit(task.target)(x)
+    got_targets, got_mask = target_fn(name)(x)
     assert got_targets.shape == got_mask.shape == (len(x), out_len)
     np.testing.assert_array_equal(np.asarray(got_targets), targets)
     np.testing.assert_array_equal(np.asarray(got_mask), mask)
@@ -281,27 +304,26 @@ def _check(name, batch, length, call_target):
     assert (y, m) == (want_y, want_m), (row, y, want_y, m, want_m)
 
 
-def _run(name, target_lengths):
-  task = tasks.get(name)
-  key = jax.random.key(7)
-  for max_length, lengths in _BUCKETS:
-    for length in lengths:
-      batch = task.sample_padded(jax.random.fold_in(key, length), NUM_SAMPLES, length,
-                                 max_length)
-      _check(name, batch, length, call_target=length in target_lengths)
+@pytest.mark.parametrize('name', tasks.NAMES)
+def test_exact_sampler_and_target_fn_match_oracle(name):
+  for length in EXACT_LENGTHS:
+    _check(name, exact_sample(name, length), length,
+           call_target=length in TARGET_FN_LENGTHS)
 
 
 @pytest.mark.parametrize('name', tasks.NAMES)
-def test_targets_match_oracle(name):
-  _run(name, _TARGET_LENGTHS)
+def test_padded_sampler_matches_oracle(name):
+  for max_length, lengths in PADDED:
+    for length in lengths:
+      _check(name, padded_sample(name, length, max_length), length, call_target=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name', tasks.NAMES)
 def test_target_fn_matches_oracle_at_every_length(name):
-  _run(name, LENGTHS)
-
-
-@pytest.mark.parametrize('name', tasks.NAMES)
-def test_exact_shape_sampler_matches_oracle(name):
-  _check(name, tasks.get(name).sample(jax.random.key(3), 300, 8), 8, call_target=False)
+  """`task.target` itself (one compile per width) at all 11 lengths, 1000 inputs each."""
+  task = tasks.get(name)
+  for length in LENGTHS:
+    max_length = max(task.input_length(length), 41 if length <= 41 else length)
+    batch = padded_sample(name, length, max_length)
+    _check(name, batch, length, call_target=True)
