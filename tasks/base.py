@@ -208,6 +208,33 @@ def shift_left_rows(x: Array, shift: Array) -> Array:
   return jnp.where(idx < x.shape[1], y, 0)
 
 
+def cumulative(op, x: Array, identity: int, reverse: bool = False) -> Array:
+  """Inclusive scan of the associative `op` along axis 1 of x [B, N].
+
+  A sequential `lax.scan` over positions with [B]-vectors: on CPU it is an order of
+  magnitude faster than XLA's cumulative reductions (`jnp.cumsum`, `lax.cummax`).
+  """
+  def step(carry, column):
+    carry = op(carry, column)
+    return carry, carry
+
+  init = jnp.full(x.shape[:1], identity, x.dtype)
+  _, out = lax.scan(step, init, x.T, reverse=reverse)
+  return out.T
+
+
+def cumsum_1d(x: Array) -> Array:
+  """Inclusive cumulative sum of a 1-D int array (two-level, see `cumulative`)."""
+  n = x.shape[0]
+  width = 128
+  rows = -(-n // width)
+  blocks = jnp.pad(x, (0, rows * width - n)).reshape(rows, width)
+  within = cumulative(jnp.add, blocks, 0)
+  totals = within[:, -1]
+  offsets = cumulative(jnp.add, totals[None, :], 0)[0] - totals     # exclusive
+  return (within + offsets[:, None]).reshape(-1)[:n]
+
+
 # ------------------------------------------------------------------------- random
 def uniform_digits(key: Array, shape: tuple[int, ...], base: int) -> Array:
   """Exact iid uniform draws from {0..base-1}, int32 of `shape`.
@@ -229,9 +256,9 @@ def uniform_digits(key: Array, shape: tuple[int, ...], base: int) -> Array:
     shifts = jnp.arange(per_word, dtype=jnp.uint32) * width
     digits = (words[:, None] >> shifts[None, :]) & (base - 1)
   else:
-    per_word = 1
-    while base ** (per_word + 1) <= 2**32:
-      per_word += 1
+    # The most digits per word whose acceptance rate is >= 3/4 (base 5: 13 digits, 85%).
+    per_word = max(k for k in range(1, 33)
+                   if base**k <= 2**32 and (2**32 // base**k) * base**k >= 0.75 * 2**32)
     block = base**per_word
     limit = (2**32 // block) * block
     words = _accepted_words(key, -(-count // per_word), limit)
@@ -245,13 +272,15 @@ def _accepted_words(key: Array, count: int, limit: int) -> Array:
   """`count` iid uniform uint32 words below `limit` (> 2**31), by rejection.
 
   Rejected slots are refilled, in the order of their rank, from pools of fresh words of
-  decreasing size (drawn with the first words, in one call: each threefry call site costs
+  decreasing size (each sized for the expected rejections of the previous round) (drawn with the first words, in one call: each threefry call site costs
   compile time); a final `while_loop`, rarely entered, finishes the stragglers. Each slot
   ends with the first accepted word of its own sequence of fresh words, hence exactness.
   """
-  pools = []
-  while (pools[-1] if pools else count) > 64:
-    pools.append(max(64, -(-(pools[-1] if pools else count) // 4)))
+  reject = 1 - limit / 2**32                 # <= 1/4 (see uniform_digits)
+  pools, pending = [], count
+  while pending > 64:
+    pending = math.ceil(pending * reject * 1.25) + 16
+    pools.append(max(64, pending))
   key, sub = jax.random.split(key)
   words = jax.random.bits(sub, (count + sum(pools),), jnp.uint32)
   limit = jnp.uint32(limit)
@@ -259,7 +288,7 @@ def _accepted_words(key: Array, count: int, limit: int) -> Array:
   bad = words >= limit
 
   def refill(words, bad, pool):
-    rank = jnp.cumsum(bad) - 1
+    rank = cumsum_1d(bad.astype(jnp.int32)) - 1
     take = bad & (rank < pool.shape[0])
     new = pool[jnp.clip(rank, 0, pool.shape[0] - 1)]
     return jnp.where(take, new, words), jnp.where(take, new >= limit, bad)

@@ -28,7 +28,7 @@ def add(a: Array, b: Array) -> Array:
   """
   g, p = a & b, a ^ b
   idx = base.positions(a.shape[1])
-  last = lax.cummax(jnp.where(p == 0, 2 * idx + g, -1), axis=1)
+  last = base.cumulative(jnp.maximum, jnp.where(p == 0, 2 * idx + g, -1), -1)
   carry_out = (last >= 0) & (last % 2 == 1)
   return p ^ _shift_up(carry_out.astype(a.dtype), 1)
 

@@ -49,17 +49,16 @@ class StackManipulation(base.Task):
 
   def _target(self, inputs, length):
     # The stack symbols are pushes too, so every token is a push (0, 1, 3, 4) or a pop (2).
-    # Heights follow a walk reflected at 0 (a pop on an empty stack is ignored): h_t =
-    # S_t - min(0, min_{s<=t} S_s). A push survives iff the height never falls below its
+    # Heights: h_t = max(h_{t-1} +- 1, 0) (a pop on an empty stack is ignored). A push survives iff the height never falls below its
     # level afterwards; it then sits at index H - h_t of the top-to-bottom output.
     batch, width = inputs.shape
     pos = base.positions(width)
     valid = pos < length
     push = valid & (inputs != 2)
-    walk = jnp.cumsum(jnp.where(push, 1, jnp.where(valid, -1, 0)), axis=1)
-    height = walk - jnp.minimum(lax.cummin(walk, axis=1), 0)
+    step = jnp.where(push, 1, jnp.where(valid, -1, 0))
+    height = base.cumulative(lambda h, d: jnp.maximum(h + d, 0), step, 0)
     final = height[:, -1]
-    later_min = lax.cummin(height, axis=1, reverse=True)
+    later_min = base.cumulative(jnp.minimum, height, width + 1, reverse=True)
     survives = push & (later_min >= height)
     value = jnp.where(inputs < 2, inputs, inputs - 3)
     index = jnp.where(survives, final[:, None] - height, width + 1)
@@ -144,7 +143,8 @@ class SolveEquation(base.Task):
     pos = base.positions(max_length)
     # First digit at or after each position (cyclically): suffix minimum of digit positions.
     is_digit = (tokens < 5) & (pos < n)
-    nxt = lax.cummin(jnp.where(is_digit, pos, max_length), axis=1, reverse=True)
+    nxt = base.cumulative(jnp.minimum, jnp.where(is_digit, pos, max_length), max_length,
+                          reverse=True)
     idx = base.uniform_below(k_idx, jnp.full((batch_size,), n))
     chosen = base.take_per_row(nxt, idx)
     chosen = jnp.where(chosen < max_length, chosen, nxt[:, 0])

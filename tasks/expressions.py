@@ -32,8 +32,9 @@ UNROLL = 1  # scan unrolling: compile time grows with it, run time barely shrink
 
 
 def max_depth(max_length: int) -> int:
-  """A bound on the nesting depth of any valid expression of length <= max_length."""
-  return max_length // 2 + 2
+  """A bound on the nesting depth of gen(n), n <= max_length: each level of brackets costs
+  at least 4 tokens (`(`, an operator or `-`, the sibling or digit, `)`)."""
+  return max_length // 4 + 2
 
 
 def _pack(a, b, op, have, gen):

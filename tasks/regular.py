@@ -72,32 +72,29 @@ class ModularArithmetic(base.Task):
     return jnp.where(pos < length, x, 0)
 
   def _target(self, inputs, length):
-    # Sum of signed terms; a term is a maximal product d*d*...*d. Products mod 5 are
-    # computed in parallel: 0 if a factor is 0, else 2**(sum of discrete logs) since 2
-    # generates the multiplicative group mod 5 (1, 2, 4, 3 = 2**0, 2**1, 2**2, 2**3).
+    # Left to right with (total, sign, term): `*` multiplies the current term, `+`/`-`
+    # closes it into the total and opens a new one with that sign. Everything mod 5.
     width = inputs.shape[1]
     if width % 2 == 0:
       inputs = jnp.pad(inputs, ((0, 0), (0, 1)))
-    digits = inputs[:, 0::2]                                    # d_0 .. d_{n-1}
-    ops = jnp.pad(inputs[:, 1::2], ((0, 0), (1, 0)), constant_values=5)[:, :digits.shape[1]]
-    num_digits = (length + 1) // 2
-    idx = base.positions(digits.shape[1])
-    valid = idx < num_digits
-    starts = ops != 7                                           # a term starts at d_i
-    ends = jnp.concatenate([starts[:, 1:], jnp.ones_like(starts[:, :1])], axis=1)
-    ends = ends | (idx == num_digits - 1)
-    is_zero = (digits == 0).astype(jnp.int32)
-    dlog = jnp.asarray([0, 0, 1, 3, 2], jnp.int32)[digits]
-    zeros, logs = jnp.cumsum(is_zero, axis=1), jnp.cumsum(dlog, axis=1)
-    # Exclusive prefix sums at the last term start (prefix sums are nondecreasing).
-    zeros_start = lax.cummax(jnp.where(starts, zeros - is_zero, 0), axis=1)
-    logs_start = lax.cummax(jnp.where(starts, logs - dlog, 0), axis=1)
-    term = jnp.where(zeros > zeros_start, 0,
-                     jnp.asarray([1, 2, 4, 3], jnp.int32)[(logs - logs_start) % 4])
-    sign = jnp.where(lax.cummax(jnp.where(starts, idx * 2 + (ops == 6), 0), axis=1) % 2 == 1,
-                     -1, 1)
-    total = jnp.sum(jnp.where(ends & valid, sign * term, 0), axis=1)
-    return base.cls_output(total % 5)
+    digits = inputs[:, 0::2]
+    ops = inputs[:, 1::2]
+    valid = base.positions(digits.shape[1] - 1) < (length - 1) // 2   # operator i+1 valid
+    ops = jnp.where(valid, ops, 7)                     # past the end: `* 1`, a no-op
+    later = jnp.where(valid, digits[:, 1:], 1)
+
+    def step(state, xs):
+      total, sign, term = state
+      op, digit = xs
+      mul = op == 7
+      total = jnp.where(mul, total, total + sign * term)
+      sign = jnp.where(mul, sign, jnp.where(op == 6, -1, 1))
+      term = jnp.where(mul, term * digit, digit) % 5
+      return (total % 5, sign, term), None
+
+    init = (jnp.zeros_like(digits[:, 0]), jnp.ones_like(digits[:, 0]), digits[:, 0])
+    (total, sign, term), _ = lax.scan(step, init, (ops.T, later.T))
+    return base.cls_output((total + sign * term) % 5)
 
 
 @dataclasses.dataclass(frozen=True)

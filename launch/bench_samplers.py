@@ -1,0 +1,80 @@
+"""Throughput of the task samplers: examples/s per task and length, after compilation.
+
+    python -m launch.bench samplers                       # all tasks, lengths 40 and 500
+    python -m launch.bench samplers --tasks=parity_check --lengths=40 --repeats=5
+
+For each task and length it times `sample` (exact shape) and `sample_padded` with
+max_length = length (the program training uses; same code path), batch 512 by default, each
+call followed by `block_until_ready`, and reports the median over repetitions. Prints a
+table and writes it as JSON (`--out`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Sequence
+
+import jax
+
+import tasks
+
+TARGETS = {'fast': 200_000, 'other': 50_000}   # examples/s asked of issue 2
+_FAST = ('even_pairs', 'parity_check', 'cycle_navigation', 'reverse_string',
+         'duplicate_string', 'missing_duplicate_string', 'odds_first', 'bucket_sort')
+
+
+def examples_per_second(fn, batch_size: int, repeats: int, calls: int) -> float:
+  """Median examples/s of `fn(key)`; the first call (compilation) is not timed."""
+  jax.block_until_ready(fn(jax.random.key(0)))
+  times = []
+  for r in range(repeats):
+    keys = [jax.random.key(1000 * r + i) for i in range(calls)]
+    start = time.perf_counter()
+    for key in keys:
+      jax.block_until_ready(fn(key))
+    times.append((time.perf_counter() - start) / calls)
+  return batch_size / statistics.median(times)
+
+
+def main(argv: Sequence[str]) -> None:
+  parser = argparse.ArgumentParser(prog='python -m launch.bench samplers')
+  parser.add_argument('--tasks', default=','.join(tasks.NAMES), help='comma-separated')
+  parser.add_argument('--lengths', default='40,500', help='comma-separated input lengths')
+  parser.add_argument('--batch_size', type=int, default=512)
+  parser.add_argument('--repeats', type=int, default=7, help='timed repetitions (median)')
+  parser.add_argument('--calls', type=int, default=4, help='calls per repetition')
+  parser.add_argument('--out', default='bench_samplers.json')
+  args = parser.parse_args(argv[1:])
+  names = args.tasks.split(',')
+  for name in names:
+    tasks.get(name)                     # fails early, listing the valid names
+  batch = args.batch_size
+  rows = []
+  print(f'{"task":30s} {"L":>4s} {"exact ex/s":>12s} {"padded ex/s":>12s} {"target":>8s}')
+  for name in names:
+    task = tasks.get(name)
+    for length in map(int, args.lengths.split(',')):
+      exact = examples_per_second(lambda k, t=task, n=length: t.sample(k, batch, n),
+                                  batch, args.repeats, args.calls)
+      padded = examples_per_second(
+          lambda k, t=task, n=length: t.sample_padded(k, batch, n, n),
+          batch, args.repeats, args.calls)
+      target = TARGETS['fast' if name in _FAST else 'other']
+      rows.append({'task': name, 'length': length, 'batch_size': batch,
+                   'exact_examples_per_s': round(exact), 'padded_examples_per_s': round(padded),
+                   'target_examples_per_s': target, 'meets_target': min(exact, padded) >= target})
+      flag = '' if rows[-1]['meets_target'] else '  < target'
+      print(f'{name:30s} {length:4d} {exact:12,.0f} {padded:12,.0f} {target:8,d}{flag}',
+            flush=True)
+  result = {'backend': jax.default_backend(), 'devices': len(jax.devices()),
+            'jax_version': jax.__version__, 'results': rows}
+  with open(args.out, 'w') as f:
+    json.dump(result, f, indent=1)
+  print(f'wrote {args.out}')
+
+
+if __name__ == '__main__':
+  import sys
+  main(sys.argv)
