@@ -43,15 +43,16 @@ def add_many(terms: list[Array]) -> Array:
 
 
 def multiply(a: Array, b: Array, width: int, max_column: int | None = None) -> Array:
-  """a * b as LE bits [B, width] (the product must fit in `width` bits).
+  """a * b as LE bits [B, width], for operands whose bit lengths add up to <= width.
 
   `max_column` bounds the column sums (default: the smaller width), i.e. the number of
   set bits of the smaller operand.
 
   Column sums c_k = sum_{i+j=k} a_i b_j come from a float32 FFT; they are small integers
-  (<= min(N_a, N_b)), so rounding is exact. Then sum_j 2**j * bit_j(c) is added exactly.
+  (<= min(N_a, N_b)), so rounding is exact. A cyclic convolution of size n >= width does
+  not wrap since c_k = 0 for k >= width - 1. Then sum_j 2**j * bit_j(c) is added exactly.
   """
-  n = 1 << (a.shape[1] + b.shape[1]).bit_length()
+  n = 1 << (width - 1).bit_length()
   fa = jnp.fft.rfft(a.astype(jnp.float32), n=n)
   fb = jnp.fft.rfft(b.astype(jnp.float32), n=n)
   cols = jnp.round(jnp.fft.irfft(fa * fb, n=n)[:, :width]).astype(jnp.int32)
@@ -64,26 +65,27 @@ def bit_length(x: Array) -> Array:
   return jnp.max(jnp.where(x != 0, base.positions(x.shape[1]) + 1, 0), axis=1)
 
 
-def _limb_shl(limbs, k, low=None):
-  out = []
-  for i, limb in enumerate(limbs):
-    v = limb << k
-    if i:
-      v = v | (limbs[i - 1] >> (32 - k))
-    elif low is not None:
-      v = v | low
-    out.append(v)
-  return out
+def _limb_shl(x: Array, k: int, low: Array) -> Array:
+  """(x << k) | low for numbers in uint32 limbs x [num_limbs, B] (little-endian limbs)."""
+  carry = jnp.concatenate([low[None, :], x[:-1] >> (32 - k)], axis=0)
+  return (x << k) | carry
 
 
-def _limb_sub(a, b):
-  """a - b on lists of uint32 limbs (little-endian); returns (difference, borrow)."""
-  out, borrow = [], jnp.zeros_like(a[0])
-  for x, y in zip(a, b):
-    d = x - y - borrow
-    borrow = ((x < y) | ((x == y) & (borrow == 1))).astype(jnp.uint32)
-    out.append(d)
-  return out, borrow
+def _limb_sub(a: Array, b: Array) -> tuple[Array, Array]:
+  """a - b on uint32 limbs [num_limbs, B]: (difference mod 2**(32 num_limbs), borrow [B]).
+
+  The borrow into limb i is found by look-ahead (log2(num_limbs) steps): limb j generates
+  a borrow if a_j < b_j and propagates one if a_j == b_j.
+  """
+  gen, prop = a < b, a == b
+  step = 1
+  while step < a.shape[0]:
+    pad = ((step, 0), (0, 0))
+    gen = gen | (prop & jnp.pad(gen[:-step], pad))
+    prop = prop & jnp.pad(prop[:-step], pad)
+    step *= 2
+  borrow_in = jnp.pad(gen[:-1], ((1, 0), (0, 0)))
+  return a - b - borrow_in.astype(jnp.uint32), gen[-1]
 
 
 def isqrt_big_endian(bits: Array, length: Any, out_width: int) -> Array:
@@ -97,25 +99,27 @@ def isqrt_big_endian(bits: Array, length: Any, out_width: int) -> Array:
   Returns:
     int32 [B, out_width]: the root, big-endian, in ceil(length / 2) bits, zeros after.
   """
-  batch, width = bits.shape
+  batch = bits.shape[0]
   root_len = (length + 1) // 2
   offset = 2 * root_len - length               # 1: an implicit leading 0 for odd lengths
   padded = jnp.pad(bits.astype(jnp.uint32), ((0, 0), (1, 2)))
   num_limbs = (out_width + 4) // 32 + 1
-  zero = jnp.zeros((batch,), jnp.uint32)
+  zeros = jnp.zeros((num_limbs, batch), jnp.uint32)
+  ones = jnp.ones((batch,), jnp.uint32)
 
   def body(s, state):
-    rem, root, out = state
+    rem, root = state
     pair = lax.dynamic_slice_in_dim(padded, 2 * s + 1 - offset, 2, axis=1)
     rem = _limb_shl(rem, 2, low=pair[:, 0] * 2 + pair[:, 1])
-    trial = _limb_shl(root, 2, low=jnp.ones_like(zero))
-    diff, borrow = _limb_sub(rem, trial)
-    ge = borrow == 0
-    rem = [jnp.where(ge, d, r) for d, r in zip(diff, rem)]
+    diff, borrow = _limb_sub(rem, _limb_shl(root, 2, low=ones))
+    ge = ~borrow
+    rem = jnp.where(ge[None, :], diff, rem)
     root = _limb_shl(root, 1, low=ge.astype(jnp.uint32))
-    out = lax.dynamic_update_slice_in_dim(out, ge.astype(jnp.int32)[:, None], s, axis=1)
-    return rem, root, out
+    return rem, root
 
-  init = ([zero] * num_limbs, [zero] * num_limbs, jnp.zeros((batch, out_width), jnp.int32))
-  _, _, out = lax.fori_loop(0, root_len, body, init)
-  return out
+  _, root = lax.fori_loop(0, root_len, body, (zeros, zeros))
+  # Little-endian bits of Q, reversed into root_len big-endian bits.
+  shifts = jnp.arange(32, dtype=jnp.uint32)
+  le = ((root.T[:, :, None] >> shifts) & 1).reshape(batch, -1)
+  be = base.shift_left(le[:, ::-1], le.shape[1] - root_len)
+  return be[:, :out_width].astype(jnp.int32)
