@@ -289,7 +289,11 @@ def softmax_numerator(logits: Array, key_valid: Array, causal: bool) -> Array:
   logits = logits.astype(jnp.float32)
   mask = _attention_mask(key_valid, logits.shape[-1], causal)
   logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
-  return jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
+  # The row max only guards exp against overflow: the normalised weights do not depend on
+  # it, so its gradient is zero in exact arithmetic. Stopping it saves the backward pass
+  # an argmax mask and a reduction over [B, H, T, T] per layer.
+  row_max = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+  return jnp.exp(logits - row_max)
 
 
 def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
