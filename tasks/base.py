@@ -119,7 +119,8 @@ class Task:
 @functools.partial(jax.jit, static_argnums=(0, 2, 4))
 def _sample_jit(task: Task, key: Array, batch_size: int, length: Any, max_length: int) -> Batch:
   length = task.input_length(jnp.asarray(length, jnp.int32))
-  inputs, targets, mask = task._sample(key, batch_size, length, max_length)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  inputs, targets, mask = task._sample(key, batch_size, length, max_length)
   out_len = task.output_length(length)
   valid = (jnp.arange(targets.shape[1]) < out_len)[None, :]
   return {
@@ -209,7 +210,8 @@ def shift_left_rows(x: Array, shift: Array) -> Array:
 
 
 def cumulative(op, x: Array, identity: int, reverse: bool = False) -> Array:
-  """Inclusive scan of the associative `op` along axis 1 of x [B, N].
+  """Inclusive scan carry_i = op(carry_{i-1}, x[:, i]) along axis 1 of x [B, N]
+  (from the right if `reverse`), starting from `identity`; `op` need not be associative.
 
   A sequential `lax.scan` over positions with [B]-vectors: on CPU it is an order of
   magnitude faster than XLA's cumulative reductions (`jnp.cumsum`, `lax.cummax`).
@@ -272,9 +274,10 @@ def _accepted_words(key: Array, count: int, limit: int) -> Array:
   """`count` iid uniform uint32 words below `limit` (> 2**31), by rejection.
 
   Rejected slots are refilled, in the order of their rank, from pools of fresh words of
-  decreasing size (each sized for the expected rejections of the previous round) (drawn with the first words, in one call: each threefry call site costs
-  compile time); a final `while_loop`, rarely entered, finishes the stragglers. Each slot
-  ends with the first accepted word of its own sequence of fresh words, hence exactness.
+  decreasing size, each sized for the expected rejections of the previous round (drawn
+  with the first words in one call: each threefry call site costs compile time); a final
+  `while_loop`, rarely entered, finishes the stragglers. Each slot ends with the first
+  accepted word of its own sequence of fresh words, hence exactness.
   """
   reject = 1 - limit / 2**32                 # <= 1/4 (see uniform_digits)
   pools, pending = [], count

@@ -6,7 +6,6 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from tasks import base
 from tasks import expressions as ex
@@ -49,8 +48,9 @@ class StackManipulation(base.Task):
 
   def _target(self, inputs, length):
     # The stack symbols are pushes too, so every token is a push (0, 1, 3, 4) or a pop (2).
-    # Heights: h_t = max(h_{t-1} +- 1, 0) (a pop on an empty stack is ignored). A push survives iff the height never falls below its
-    # level afterwards; it then sits at index H - h_t of the top-to-bottom output.
+    # Heights: h_t = max(h_{t-1} +- 1, 0) (a pop on an empty stack is ignored). A push
+    # survives iff the height never falls below its level afterwards; it then sits at
+    # index H - h_t of the top-to-bottom output (H the final height).
     batch, width = inputs.shape
     pos = base.positions(width)
     valid = pos < length
