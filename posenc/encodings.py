@@ -9,11 +9,13 @@ Each encoding is an `Encoding` in `ENCODINGS` with two hooks the model calls:
 - `embedding` (optional): a Linen module `(num_positions, length) -> [T, D]` added to the
   token embeddings (sin/cos, learned and their randomized variants);
 - `attention`: a Linen module `(q, k, *, inputs, key_valid, causal) -> (weights, normalize)`
-  with q, k of shape [B, H, T, K] (heads-major: the fast layout for XLA's batched dots),
-  the layer input `inputs` [B, T, D] and `key_valid` [T] (bool). `weights` is [B, H, T, T];
+  with q, k of shape [H, B, T, K] (head-major: every attention product is a batched dot
+  without transposes, including the relative term's per-head product with its [H, 2T, K]
+  table), the layer input `inputs` [B, T, D] and `key_valid` [T] (bool). `weights` is
+  [H, B, T, T];
   the model computes `weights @ v`, divided by the row sums of `weights` if `normalize`
   (softmax encodings return exp(logits - max) and let the model divide after the product,
-  which saves a pass over [B, H, T, T]), then the output projection.
+  which saves a pass over [H, B, T, T]), then the output projection.
   `normalized_weights(weights, normalize)` gives the attention matrix itself.
 Adding an encoding = one module (or function) here + one `ENCODINGS` entry.
 
@@ -204,7 +206,7 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
     x'_{2m+1} = x_{2m+1} cos(p f_m) + x_{2m} sin(p f_m).
 
   Args:
-    x: [..., T, K] queries or keys (e.g. [B, H, T, K]), K even.
+    x: [..., T, K] queries or keys (e.g. [H, B, T, K]), K even.
     positions: [T] integer (or randomized) positions.
     max_time: frequency base.
 
@@ -251,22 +253,24 @@ def rel_shift(x: Array) -> Array:
 def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array) -> Array:
   """Transformer-XL logits (Dai et al. 2019), bidirectional.
 
-  logit[b, h, i, j] = [(q_i + u)·k_j + (q_i + v)·rel[T + j - i]] / sqrt(K), for the
+  logit[h, b, i, j] = [(q_i + u)·k_j + (q_i + v)·rel[T + j - i]] / sqrt(K), for the
   relative-position table rel[c] = W_R S(c - T), c = 0..2T-1, already projected per head.
 
   Args:
-    q, k: [B, H, T, K].
+    q, k: [H, B, T, K].
     rel: [H, 2T, K].
     u, v: [H, K] content and position biases.
 
   Returns:
-    float32 [B, H, T, T].
+    float32 [H, B, T, T].
 
   Example: with q = k = 0 the logit is v·rel[T + j - i] / sqrt(K): a function of j - i.
   """
   head_dim = q.shape[-1]
-  content = jnp.einsum('bhik,bhjk->bhij', q + u[:, None], k)
-  position = rel_shift(jnp.einsum('bhik,hck->bhic', q + v[:, None], rel))
+  content = jnp.einsum('hbik,hbjk->hbij', q + u[:, None, None], k)
+  # Head-major q makes this one [B·T, K] x [K, 2T] product per head whose output is
+  # already in [H, B, T, 2T] row order: no transpose of a T x 2T tensor either way.
+  position = rel_shift(jnp.einsum('hbik,hck->hbic', q + v[:, None, None], rel))
   return (content + position).astype(jnp.float32) / math.sqrt(head_dim)
 
 
@@ -277,12 +281,12 @@ def softmax_numerator(logits: Array, key_valid: Array, causal: bool) -> Array:
   uniform row instead of NaN. The row max is over valid keys, so every row has an entry 1.
 
   Args:
-    logits: [B, H, T, T].
+    logits: [H, B, T, T].
     key_valid: bool [T].
     causal: also mask keys j > i.
 
   Returns:
-    float32 [B, H, T, T].
+    float32 [H, B, T, T].
 
   Example: logits [[0, 1, 5]] with key_valid [1, 1, 0] -> [[e^-1, 1, 0]].
   """
@@ -291,7 +295,7 @@ def softmax_numerator(logits: Array, key_valid: Array, causal: bool) -> Array:
   logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
   # The row max only guards exp against overflow: the normalised weights do not depend on
   # it, so its gradient is zero in exact arithmetic. Stopping it saves the backward pass
-  # an argmax mask and a reduction over [B, H, T, T] per layer.
+  # an argmax mask and a reduction over [H, B, T, T] per layer.
   row_max = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
   return jnp.exp(logits - row_max)
 
@@ -306,7 +310,7 @@ def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
 
 
 def normalized_weights(weights: Array, normalize: bool) -> Array:
-  """The attention matrix [B, H, T, T] from an attention hook's (weights, normalize)."""
+  """The attention matrix [H, B, T, T] from an attention hook's (weights, normalize)."""
   if not normalize:
     return weights
   return weights / (jnp.sum(weights, axis=-1, keepdims=True) + TINY)
@@ -332,12 +336,12 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False) 
   (divide by the row sum) is the model's `normalize` flag (`geometric_normalize` option).
 
   Args:
-    logits: s [B, H, T, T] (the diagonal is ignored).
+    logits: s [..., T, T], e.g. [H, B, T, T] (the diagonal is ignored).
     key_valid: bool [T].
     causal: also drop keys j > i.
 
   Returns:
-    float32 [B, H, T, T].
+    float32 [..., T, T].
 
   Example (one row, i = 1, T = 3, all P = 1/2): the right key j = 2 comes first and gets
     1/2, the left key j = 0 gets 1/2 · (1 - 1/2) = 1/4, so the row is [1/4, 0, 1/2].
@@ -389,7 +393,7 @@ def _mirror(cum: Array) -> Array:
 
 
 def _attention_mask(key_valid: Array, num_positions: int, causal: bool) -> Array:
-  """bool [T, T] (broadcastable to [B, H, T, T]): key j is visible from query i."""
+  """bool [T, T] (broadcastable to [H, B, T, T]): key j is visible from query i."""
   mask = jnp.broadcast_to(key_valid[None, :], (num_positions, num_positions))
   if causal:
     mask = mask & np.tril(np.ones((num_positions, num_positions), bool))
@@ -445,7 +449,7 @@ class DotProductAttention(nn.Module):
 
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    logits = jnp.einsum('bhik,bhjk->bhij', q, k) / math.sqrt(q.shape[-1])
+    logits = jnp.einsum('hbik,hbjk->hbij', q, k) / math.sqrt(q.shape[-1])
     return softmax_numerator(logits, key_valid, causal), True
 
 
@@ -457,7 +461,7 @@ class AlibiAttention(nn.Module):
 
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    num_heads, t = q.shape[1], q.shape[2]
+    num_heads, t = q.shape[0], q.shape[2]
     distances = left = None
     if self.randomized:
       length = jnp.sum(key_valid)
@@ -467,7 +471,7 @@ class AlibiAttention(nn.Module):
         left = random_distances(self.make_rng('noise'), t, max_position=self.max_position,
                                 length=length)
     bias = alibi_bias(num_heads, t, distances=distances, left_distances=left)
-    logits = jnp.einsum('bhik,bhjk->bhij', q, k) / math.sqrt(q.shape[-1]) + bias
+    logits = jnp.einsum('hbik,hbjk->hbij', q, k) / math.sqrt(q.shape[-1]) + bias[:, None]
     return softmax_numerator(logits, key_valid, causal), True
 
 
@@ -482,7 +486,7 @@ class RotaryAttention(nn.Module):
     positions = _positions(self, q.shape[2], jnp.sum(key_valid))
     q = apply_rope(q, positions, max_time=self.max_time)
     k = apply_rope(k, positions, max_time=self.max_time)
-    logits = jnp.einsum('bhik,bhjk->bhij', q, k) / math.sqrt(q.shape[-1])
+    logits = jnp.einsum('hbik,hbjk->hbij', q, k) / math.sqrt(q.shape[-1])
     return softmax_numerator(logits, key_valid, causal), True
 
 
@@ -504,7 +508,7 @@ class RelativeAttention(nn.Module):
   @nn.compact
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    num_heads, t, head_dim = q.shape[1:]
+    num_heads, _, t, head_dim = q.shape
     u = self.param('u', nn.initializers.normal(0.02), (num_heads, head_dim))
     v = self.param('v', nn.initializers.normal(0.02), (num_heads, head_dim))
     if self.randomized:
@@ -566,16 +570,17 @@ class GeometricAttention(nn.Module):
 
   @nn.compact
   def __call__(self, q, k, *, inputs, key_valid, causal):
-    num_heads, t, head_dim = q.shape[1:]
+    num_heads, _, t, head_dim = q.shape
     u = self.param('u', nn.initializers.zeros, (num_heads, head_dim))
     gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(head_dim)), ())
     s0 = self.param('s0', nn.initializers.zeros, ())
-    logits = gamma * jnp.einsum('bhik,bhjk->bhij', q + u[:, None].astype(q.dtype), k) + s0
+    logits = gamma * jnp.einsum('hbik,hbjk->hbij', q + u[:, None, None].astype(q.dtype),
+                                k) + s0
     if self.directional:
       rho = self.param('rho', nn.initializers.ones, ())
       beta = rho * nn.Dense(2 * num_heads, kernel_init=HAIKU_LINEAR_INIT,
                             name='direction')(inputs)
-      beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(0, 2, 1, 3)  # [B,H,T,2]
+      beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(2, 0, 1, 3)  # [H,B,T,2]
       left = np.arange(t)[None, :] < np.arange(t)[:, None]
       logits = logits + jnp.where(left, beta[..., :1], beta[..., 1:])
     return geometric_weights(logits, key_valid, causal=causal), self.geometric_normalize
@@ -592,7 +597,7 @@ class Encoding:
   Attributes:
     attention: module factory `(max_position=..., **attention_options) -> module`, called
       per layer as `module(q, k, *, inputs, key_valid, causal) -> (weights, normalize)`
-      with q, k [B, H, T, K] and weights [B, H, T, T] (see the module docstring).
+      with q, k [H, B, T, K] and weights [H, B, T, T] (see the module docstring).
     embedding: optional module factory `(width=..., max_position=..., **embedding_options)`,
       called once as `module(num_positions, length) -> [T, D]`; the model adds it to the
       token embeddings and applies dropout (reference.md §3).

@@ -40,9 +40,9 @@ class MultiHeadAttention(nn.Module):
     b, t, d = x.shape
     head_dim = d // self.num_heads
 
-    def project(name):  # -> [B, H, T, K]
+    def project(name):  # -> [H, B, T, K], the layout of the attention hooks
       y = nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT, name=name)(x)
-      return y.reshape(b, t, self.num_heads, head_dim).transpose(0, 2, 1, 3)
+      return y.reshape(b, t, self.num_heads, head_dim).transpose(2, 0, 1, 3)
 
     q, k, v = project('query'), project('key'), project('value')
     weights, normalize = self.make_attention(name='encoding')(
@@ -50,12 +50,12 @@ class MultiHeadAttention(nn.Module):
     v = v.astype(weights.dtype)
     if normalize:
       # A column of ones gives the row sums from the same product: no extra pass over
-      # the [B, H, T, T] weights.
+      # the [H, B, T, T] weights.
       v = jnp.concatenate([v, jnp.ones((*v.shape[:-1], 1), v.dtype)], axis=-1)
-    out = jnp.einsum('bhij,bhjk->bhik', weights, v)
+    out = jnp.einsum('hbij,hbjk->hbik', weights, v)
     if normalize:
       out = out[..., :-1] / (out[..., -1:] + encodings.TINY)
-    out = out.transpose(0, 2, 1, 3).reshape(b, t, d).astype(x.dtype)
+    out = out.transpose(1, 2, 0, 3).reshape(b, t, d).astype(x.dtype)
     return nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT,
                     name='out')(out)
 

@@ -104,13 +104,13 @@ def test_rope_logits_depend_only_on_offset():
 def test_relative_logits_depend_only_on_offset():
   t, h, d = 7, 2, 4
   keys = jax.random.split(jax.random.key(1), 5)
-  q = jnp.broadcast_to(jax.random.normal(keys[0], (1, h, 1, d)), (1, h, t, d))
-  k = jnp.broadcast_to(jax.random.normal(keys[1], (1, h, 1, d)), (1, h, t, d))
+  q = jnp.broadcast_to(jax.random.normal(keys[0], (h, 1, 1, d)), (h, 1, t, d))  # [H,B,T,K]
+  k = jnp.broadcast_to(jax.random.normal(keys[1], (h, 1, 1, d)), (h, 1, t, d))
   rel = jax.random.normal(keys[2], (h, 2 * t, d))
   u, v = jax.random.normal(keys[3], (2, h, d))
   logits = encodings.relative_logits(q, k, rel, u, v)
   for head in range(h):
-    _depends_only_on_offset(logits[0, head])
+    _depends_only_on_offset(logits[head, 0])
 
 
 def test_random_positions_sorted_unique_in_range():
@@ -161,11 +161,11 @@ def test_random_positions_uniform_chi_square():
 
 
 def _hook_weights(module, q, k, noise_seed=0, key_valid=None):
-  """Normalized attention weights of an attention hook, and its variables."""
+  """Normalized attention weights [H, B, T, T] of a hook (q, k [H, B, T, K]); variables."""
   key_valid = jnp.ones(q.shape[2], bool) if key_valid is None else key_valid
   rngs = {'params': jax.random.key(0), 'noise': jax.random.key(noise_seed)}
   (weights, normalize), variables = module.init_with_output(
-      rngs, q, k, inputs=jnp.zeros((q.shape[0], q.shape[2], 8)), key_valid=key_valid,
+      rngs, q, k, inputs=jnp.zeros((q.shape[1], q.shape[2], 8)), key_valid=key_valid,
       causal=False)
   return encodings.normalized_weights(weights, normalize), variables
 
@@ -173,12 +173,12 @@ def _hook_weights(module, q, k, noise_seed=0, key_valid=None):
 @pytest.mark.parametrize('mode', ['reference', 'symmetric'])
 def test_randomized_relative_modes(mode):
   # k = 0 leaves only the position term (q + v)·rel[j - i] in the logits.
-  q = jax.random.normal(jax.random.key(0), (1, 2, 6, 4))
+  q = jax.random.normal(jax.random.key(0), (2, 1, 6, 4))  # [H, B, T, K]
   k = jnp.zeros_like(q)
   module = encodings.RelativeAttention(max_position=64, randomized=True, relative_mode=mode)
   weights, _ = _hook_weights(module, q, k)
   for i in range(6):
-    right = np.asarray(weights[0, :, i, i:])  # keys at or right of the query
+    right = np.asarray(weights[:, 0, i, i:])  # keys at or right of the query
     constant = np.allclose(right, right[:, :1], rtol=1e-5)
     if i < 5:
       assert constant == (mode == 'reference'), (i, right)
@@ -190,9 +190,9 @@ def test_randomized_relative_modes(mode):
     encodings.RelativeAttention(max_position=64, randomized=True),
 ])
 def test_randomized_draws_shared_by_batch_differ_by_call(module):
-  q = jnp.broadcast_to(jax.random.normal(jax.random.key(0), (1, 2, 6, 4)), (3, 2, 6, 4))
+  q = jnp.broadcast_to(jax.random.normal(jax.random.key(0), (2, 1, 6, 4)), (2, 3, 6, 4))
   w0, variables = _hook_weights(module, q, q, noise_seed=0)
-  np.testing.assert_allclose(w0[0], w0[2], atol=1e-6)  # one draw for the whole batch
+  np.testing.assert_allclose(w0[:, 0], w0[:, 2], atol=1e-6)  # one draw for the whole batch
   w0_again, _ = _hook_weights(module, q, q, noise_seed=0)
   w1, _ = _hook_weights(module, q, q, noise_seed=1)
   np.testing.assert_array_equal(w0, w0_again)
@@ -276,7 +276,7 @@ def test_geometric_picks_nearest_matching_key():
 @pytest.mark.parametrize('side', ['left', 'right'])
 def test_geometric_directional_tells_left_from_right(side):
   t, h, d = 7, 2, 4
-  q = jnp.zeros((1, h, t, d))
+  q = jnp.zeros((h, 1, t, d))  # [H, B, T, K]
   module = encodings.GeometricAttention(directional=True)
   _, variables = _hook_weights(module, q, q)
   params = jax.tree_util.tree_map(jnp.zeros_like, variables['params'])
