@@ -30,6 +30,51 @@ Array = jax.Array
 _LAYER_NORM_EPS = 1e-5  # Haiku's default; Flax's is 1e-6.
 
 
+def _mix32(x: Array) -> Array:
+  """A bijective 32-bit integer mixer ("lowbias32", C. Wellons): full avalanche in 5 ops."""
+  x = x ^ (x >> 16)
+  x = x * jnp.uint32(0x7FEB352D)
+  x = x ^ (x >> 15)
+  x = x * jnp.uint32(0x846CA68B)
+  return x ^ (x >> 16)
+
+
+def dropout_keep_mask(key: Array, shape: tuple[int, ...], rate: float) -> Array:
+  """bool `shape`: True with probability 1 - rate, a counter-based hash of (key, index).
+
+  Element n (row-major flat index) keeps iff mix(mix(n ^ k0) + k1) >= rate * 2^32, where
+  (k0, k1) are the first two words of `jax.random.key_data(key)`. It replaces threefry
+  bits (jax.random.bernoulli, ~40% of a training step): two cheap mixing rounds per
+  element instead of 20 threefry rounds, fused into the consumer. Deterministic in `key`,
+  vmappable over keys, and the drop probability is rate to within 2^-32.
+
+  Example: dropout_keep_mask(jax.random.key(0), (2, 3), 0.1) -> e.g. [[T, T, T], [T, F, T]].
+  """
+  words = jax.random.key_data(key).reshape(-1).astype(jnp.uint32)
+  index = jnp.zeros(shape, jnp.uint32)
+  stride = 1
+  for axis in reversed(range(len(shape))):
+    index = index + jax.lax.broadcasted_iota(jnp.uint32, shape, axis) * jnp.uint32(stride)
+    stride *= shape[axis]
+  bits = _mix32(_mix32(index ^ words[0]) + words[1])
+  threshold = min(round(rate * 2.0**32), 2**32 - 1)
+  return bits >= jnp.uint32(threshold)
+
+
+class Dropout(nn.Module):
+  """Inverted dropout (as nn.Dropout) with `dropout_keep_mask` bits from the 'dropout' stream."""
+  rate: float
+
+  @nn.compact
+  def __call__(self, x: Array, deterministic: bool) -> Array:
+    if deterministic or self.rate == 0.0:
+      return x
+    if self.rate >= 1.0:
+      return jnp.zeros_like(x)
+    keep = dropout_keep_mask(self.make_rng('dropout'), x.shape, self.rate)
+    return jnp.where(keep, x / (1.0 - self.rate), jnp.zeros((), x.dtype)).astype(x.dtype)
+
+
 class MultiHeadAttention(nn.Module):
   """q, k, v projections (no bias), encoding-specific weights, weights @ v, out projection."""
   num_heads: int
@@ -73,11 +118,11 @@ class EncoderBlock(nn.Module):
     a = MultiHeadAttention(self.num_heads, self.make_attention, name='attention')(
         x, key_valid, causal)
     x = nn.LayerNorm(epsilon=_LAYER_NORM_EPS)(
-        x + nn.Dropout(self.dropout)(a, deterministic=deterministic))
+        x + Dropout(self.dropout)(a, deterministic=deterministic))
     f = nn.Dense(self.ffn_size, kernel_init=encodings.HAIKU_LINEAR_INIT)(x)
     f = nn.Dense(d, kernel_init=encodings.HAIKU_LINEAR_INIT)(nn.relu(f))
     return nn.LayerNorm(epsilon=_LAYER_NORM_EPS)(
-        x + nn.Dropout(self.dropout)(f, deterministic=deterministic))
+        x + Dropout(self.dropout)(f, deterministic=deterministic))
 
 
 class Transformer(nn.Module):
@@ -127,7 +172,7 @@ class Transformer(nn.Module):
       pos = spec.embedding(width=self.d_model, max_position=self.max_position,
                            **embedding_options, name='position_embed')(t, seq_length)
       # Dropout on the embeddings only for absolute encodings, as the reference.
-      x = nn.Dropout(self.dropout)(x + pos[None].astype(x.dtype),
+      x = Dropout(self.dropout)(x + pos[None].astype(x.dtype),
                                    deterministic=deterministic)
     key_valid = jnp.arange(t) < seq_length
     make_attention = functools.partial(spec.attention, max_position=self.max_position,

@@ -118,3 +118,14 @@ def test_empty_output_layout_and_read_outputs():
   logits = jnp.arange(8, dtype=jnp.float32).reshape(1, 8, 1)
   np.testing.assert_array_equal(model_lib.read_outputs(logits, jnp.int32(3), 4)[0, :, 0],
                                 [3, 4, 5, 6])
+
+
+def test_dropout_keep_mask_rate_determinism_and_vmap():
+  keys = jax.random.split(jax.random.key(0), 3)
+  drop = [~np.asarray(model_lib.dropout_keep_mask(k, (64, 40, 32), 0.1)) for k in keys]
+  for d in drop:
+    assert abs(d.mean() - 0.1) < 0.005
+  assert abs((drop[0] & drop[1]).mean() - 0.01) < 0.002  # independent across keys
+  assert abs((drop[0][..., 1:] & drop[0][..., :-1]).mean() - 0.01) < 0.002  # and neighbours
+  batched = jax.vmap(lambda k: model_lib.dropout_keep_mask(k, (64, 40, 32), 0.1))(keys)
+  np.testing.assert_array_equal(~np.asarray(batched[1]), drop[1])
