@@ -268,10 +268,63 @@ def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array) -> Array
   """
   head_dim = q.shape[-1]
   content = jnp.einsum('hbik,hbjk->hbij', q + u[:, None, None], k)
-  # Head-major q makes this one [B·T, K] x [K, 2T] product per head whose output is
-  # already in [H, B, T, 2T] row order: no transpose of a T x 2T tensor either way.
-  position = rel_shift(jnp.einsum('hbik,hck->hbic', q + v[:, None, None], rel))
+  position = relative_position_logits(q + v[:, None, None], rel)
   return (content + position).astype(jnp.float32) / math.sqrt(head_dim)
+
+
+@jax.custom_vjp
+def relative_position_logits(qv: Array, rel: Array) -> Array:
+  """out[h, b, i, j] = qv[h, b, i] · rel[h, T + j - i]: the Transformer-XL position term.
+
+  Head-major qv makes the product one [B·T, K] x [K, 2T] dot per head whose output is
+  already in [H, B, T, 2T] row order; `rel_shift` then fuses into the consumer. The
+  custom VJP builds the [H, B, T, 2T] cotangent with one `rel_unshift` and contracts it
+  over its rows for the table gradient; autodiff made it in three pad passes plus a
+  strided transpose, more than half of a relative training step.
+
+  Args:
+    qv: [H, B, T, K] queries plus the position bias v.
+    rel: [H, 2T, K] projected relative table.
+
+  Returns:
+    [H, B, T, T].
+  """
+  return rel_shift(jnp.einsum('hbik,hck->hbic', qv, rel))
+
+
+def _relative_position_logits_fwd(qv, rel):
+  return relative_position_logits(qv, rel), (qv, rel)
+
+
+def _relative_position_logits_bwd(residuals, g):
+  qv, rel = residuals
+  dp = rel_unshift(g)  # [H, B, T, 2T]; column 0 and the unread corners are 0
+  dqv = jnp.einsum('hbic,hck->hbik', dp, rel)
+  drel = jnp.einsum('hbik,hbic->hkc', qv, dp).transpose(0, 2, 1)
+  return dqv.astype(qv.dtype), drel.astype(rel.dtype)
+
+
+relative_position_logits.defvjp(_relative_position_logits_fwd, _relative_position_logits_bwd)
+
+
+def rel_unshift(x: Array) -> Array:
+  """The transpose of `rel_shift`: out[..., i, T + j - i] = x[..., i, j], 0 elsewhere.
+
+  Rows padded to 2T - 1 and flattened put x[i, j] at i(2T - 1) + j; T leading zeros move
+  it to 2Ti + (T + j - i), i.e. row i, column T + j - i of a [T, 2T] array.
+
+  Args:
+    x: [..., T, T].
+
+  Returns:
+    [..., T, 2T].
+
+  Example (T = 2): [[a, b], [c, d]] -> [[0, 0, a, b], [0, c, d, 0]].
+  """
+  *batch, t, _ = x.shape
+  no_pad = [(0, 0)] * len(batch)
+  rows = jnp.pad(x, no_pad + [(0, 0), (0, t - 1)]).reshape(*batch, t * (2 * t - 1))
+  return jnp.pad(rows, no_pad + [(t, 0)]).reshape(*batch, t, 2 * t)
 
 
 def softmax_numerator(logits: Array, key_valid: Array, causal: bool) -> Array:
