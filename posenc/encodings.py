@@ -431,18 +431,21 @@ def _cumsum_last(x: Array, block: int = 32) -> Array:
 def _mirror(cum: Array) -> Array:
   """out[..., i, j] = cum[..., i, clip(2i - j)], 0 where 2i - j < 0, for a row cumsum.
 
-  Done with pads and reshapes (XLA CPU gathers are slow): skew to relative columns
-  E[i, c] = cum[i, i + c - T], flip c, and rel-shift back.
+  Done with pads and reshapes (XLA CPU gathers are slow), on [T, 2T] rather than [T, 3T]:
+  `rel_unshift` gives E[i, T + m - i] = cum[i, m]; the reflected entry cum[i, 2i - j] is
+  E[i, i + 1 + j'] with j' = T - 1 - j, a skew by i + 1 (flatten, drop one entry, rows of
+  2T + 1), then a flip. E is 0 outside the row, so 2i - j < 0 reads 0; 2i - j > T - 1
+  is set to the row total cum[i, T - 1] with a select.
   """
   *batch, t, _ = cum.shape
-  ext = jnp.concatenate(  # [..., T, 3T]: column m is key m - T, clamped as C(<0) = 0.
-      [jnp.zeros((*batch, t, t), cum.dtype), cum,
-       jnp.broadcast_to(cum[..., -1:], (*batch, t, t))], axis=-1)
-  flat = jnp.pad(ext.reshape(*batch, 3 * t * t), [(0, 0)] * len(batch) + [(0, t)])
-  rel = flat.reshape(*batch, t, 3 * t + 1)[..., :2 * t]  # E[i, c] = ext[i, i + c]
-  flipped = jnp.flip(rel, axis=-1)  # F[i, c] = E[i, 2T - 1 - c]
-  shifted = jnp.concatenate([flipped[..., :1], flipped[..., :-1]], axis=-1)  # G[c] = F[c-1]
-  return rel_shift(shifted)  # G[i, T + j - i] = E[i, T + i - j] = cum[i, 2i - j]
+  no_pad = [(0, 0)] * len(batch)
+  flat = rel_unshift(cum).reshape(*batch, 2 * t * t)[..., 1:]
+  flat = jnp.pad(flat, no_pad + [(0, t + 1)])  # length T (2T + 1)
+  skewed = flat.reshape(*batch, t, 2 * t + 1)[..., :t]  # H[i, j'] = E[i, i + 1 + j']
+  mirrored = jnp.flip(skewed, axis=-1)
+  i = np.arange(t)[:, None]
+  j = np.arange(t)[None, :]
+  return jnp.where(2 * i - j > t - 1, cum[..., -1:], mirrored)
 
 
 def _attention_mask(key_valid: Array, num_positions: int, causal: bool) -> Array:
