@@ -45,7 +45,7 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.log_every = 100
   # Lengths are padded up to a multiple of bucket_size: at most ceil(N / bucket_size)
   # compiled training programs, with less padding waste than one N-sized program.
-  c.train.bucket_size = 10
+  c.train.bucket_size = 5
   c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
   c.train.max_grad_norm = 1.0
 
