@@ -7,21 +7,15 @@ compiled first, then `--steps` steps timed along the curriculum), and the number
 compiled training programs.
 """
 
-import collections
 import json
 import tempfile
-import time
 
 from absl import flags
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from experiments import rpe_table1
 from launch import common
-from posenc import config as config_lib
 from posenc import train
-import tasks
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
 _POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
@@ -49,35 +43,8 @@ def first_update_seconds() -> float:
 
 
 def steady_state(size: int, steps: int) -> dict:
-  config = population_config(size)
-  task = tasks.get(config.task)
-  model = train.make_model(config, task)
-  population = train.Population(config)
-  curriculum, batch_key, _ = train.data_keys(config)
-  state = train.init_state(config, model, population)
-  n, bucket_size = config.train.max_length, config.train.bucket_size
-  buckets = sorted({config_lib.bucket_of(l, n, bucket_size) for l in range(1, n + 1)})
-  traces = collections.Counter()
-  fns = {b: train.make_update_fn(config, task, model, population, b, batch_key, traces)
-         for b in buckets}
-  t0 = time.time()
-  for b in buckets:  # Compile every bucket before timing.
-    state, _ = fns[b](state, jnp.int32(b), population.learning_rates, population.train_keys)
-  jax.block_until_ready(state)
-  compile_s = time.time() - t0
-  lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
-  t0 = time.time()
-  for length in lengths:
-    b = config_lib.bucket_of(int(length), n, bucket_size)
-    state, _ = fns[b](state, jnp.int32(length), population.learning_rates,
-                      population.train_keys)
-  jax.block_until_ready(state)
-  seconds = time.time() - t0
-  return {'population': population.size, 'steps': steps, 'seconds': seconds,
-          'steps_per_s': steps / seconds, 'model_updates_per_s': steps * population.size / seconds,
-          'warmup_compile_s': compile_s,
-          'compiled_programs': traces['train'],
-          'buckets': buckets}
+  figures = train.time_training(population_config(size), steps)
+  return {k: v for k, v in figures.items() if k not in ('state', 'lengths')}
 
 
 def main(argv):

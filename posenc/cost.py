@@ -58,28 +58,15 @@ def cell_work(config: ml_collections.ConfigDict) -> tuple[float, float]:
 def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
   """Measured seconds per population step and per evaluated example-FLOP of `config`."""
   task = tasks.get(config.task)
+  figures = train.time_training(config, steps)
+  step_s = figures['seconds'] / steps
+  n, size = config.train.max_length, config.train.bucket_size
+  measured_work = np.mean([forward_flops(_tokens(task, int(l), n, size), config)
+                           for l in figures['lengths']]) * config.train.batch_size
   model = train.make_model(config, task)
   population = train.Population(config)
-  curriculum, batch_key, eval_key = train.data_keys(config)
-  state = train.init_state(config, model, population)
-  n, size = config.train.max_length, config.train.bucket_size
-  buckets = sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
-  traces = collections.Counter()
-  fns = {b: train.make_update_fn(config, task, model, population, b, batch_key, traces)
-         for b in buckets}
-  for b in buckets:  # Compile everything before timing.
-    state, _ = fns[b](state, jnp.int32(b), population.learning_rates, population.train_keys)
-  jax.block_until_ready(state)
-  lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
-  t0 = time.time()
-  for length in lengths:
-    b = config_lib.bucket_of(int(length), n, size)
-    state, _ = fns[b](state, jnp.int32(length), population.learning_rates,
-                      population.train_keys)
-  jax.block_until_ready(state)
-  step_s = (time.time() - t0) / steps
-  measured_work = np.mean([forward_flops(_tokens(task, int(l), n, size), config)
-                           for l in lengths]) * config.train.batch_size
+  _, _, eval_key = train.data_keys(config)
+  state = figures['state']
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
   evaluate = train.make_eval_fn(config, task, model, population, bucket, eval_key)
@@ -92,7 +79,7 @@ def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
                                      config.eval.bucket_size), config)
                * config.eval.examples_per_length)
   return {'step_s': step_s, 'train_s_per_unit': step_s / measured_work,
-          'eval_s_per_unit': eval_s / eval_work, 'population': population.size,
+          'eval_s_per_unit': eval_s / eval_work, 'population': figures['population'],
           'model_updates_per_s': population.size / step_s}
 
 

@@ -521,6 +521,43 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   return results
 
 
+def time_training(config: ml_collections.ConfigDict, steps: int) -> dict[str, Any]:
+  """Steady-state training speed of `config`'s population on the local devices.
+
+  Every length bucket is compiled first; then `steps` steps along the curriculum are
+  timed. Returns the figures and, for callers that go on measuring, the final `state` and
+  the timed `lengths`.
+  """
+  task = tasks.get(config.task)
+  model = make_model(config, task)
+  population = Population(config)
+  curriculum, batch_key, _ = data_keys(config)
+  state = init_state(config, model, population)
+  n, size = config.train.max_length, config.train.bucket_size
+  buckets = sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+  traces: collections.Counter = collections.Counter()
+  fns = {b: make_update_fn(config, task, model, population, b, batch_key, traces)
+         for b in buckets}
+  t0 = time.time()
+  for b in buckets:
+    state, _ = fns[b](state, jnp.int32(b), population.learning_rates, population.train_keys)
+  jax.block_until_ready(state)
+  compile_s = time.time() - t0
+  lengths = np.asarray(curriculum_lengths(curriculum, jnp.int32(0), steps, n))
+  t0 = time.time()
+  for length in lengths:
+    b = config_lib.bucket_of(int(length), n, size)
+    state, _ = fns[b](state, jnp.int32(length), population.learning_rates,
+                      population.train_keys)
+  jax.block_until_ready(state)
+  seconds = time.time() - t0
+  return {'population': population.size, 'steps': steps, 'seconds': seconds,
+          'steps_per_s': steps / seconds,
+          'model_updates_per_s': steps * population.size / seconds,
+          'warmup_compile_s': compile_s, 'compiled_programs': traces['train'],
+          'buckets': buckets, 'state': state, 'lengths': lengths}
+
+
 def evaluate_population(config: ml_collections.ConfigDict, task: Any,
                         model: model_lib.Transformer, population: Population, params: Any,
                         data_key: jax.Array, workdir: str,

@@ -14,6 +14,7 @@ import pytest
 from experiments import rpe_table1
 from posenc import config as config_lib
 from posenc import io
+from posenc import sweep
 from posenc import train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -21,13 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def tiny(**overrides):
   config = rpe_table1.get_config('task=parity_check,encoding=randomized_relative,tiny')
-  for key, value in overrides.items():
-    node = config
-    *path, leaf = key.split('.')
-    for part in path:
-      node = node[part]
-    node[leaf] = value
-  return config
+  return sweep.cell_config(config, overrides)
 
 
 def final_params(workdir, config):
