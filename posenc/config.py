@@ -48,6 +48,9 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.bucket_size = 5
   c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
   c.train.max_grad_norm = 1.0
+  # How a device runs its members: 'map' one after another (measured as fast as 'vmap'
+  # on CPU, with one member's activations in memory at a time), or 'vmap' batched.
+  c.train.population_loop = 'map'
 
   c.eval = ml_collections.ConfigDict()
   c.eval.max_length = 500  # M.
@@ -226,6 +229,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
         f'model.max_position={config.model.max_position} is smaller than the longest sequence '
         f'({tokens} tokens at length {longest} of {config.task}); encoding '
         f'{config.encoding!r} needs max_position >= {tokens}')
+  if config.train.population_loop not in ('map', 'vmap'):
+    raise ConfigError(f'unknown train.population_loop {config.train.population_loop!r}; '
+                      'valid: map, vmap')
   mode = config.encoding_options.get('relative_mode', 'symmetric')
   if mode not in ('symmetric', 'reference'):
     raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '

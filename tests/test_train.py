@@ -70,8 +70,9 @@ def test_compiled_programs_are_bounded_by_buckets(tmp_path):
   assert compiled['eval'] <= config_lib.num_buckets(12, 6)
 
 
-def test_population_members_differ_and_share_nothing_but_data(tmp_path):
-  config = tiny(**{'learning_rates': [1e-3, 3e-3]})
+@pytest.mark.parametrize('loop', ['map', 'vmap'])
+def test_population_members_differ_and_share_nothing_but_data(tmp_path, loop):
+  config = tiny(**{'learning_rates': [1e-3, 3e-3], 'train.population_loop': loop})
   results = train.train_and_evaluate(config, str(tmp_path))
   assert [(m['seed'], m['learning_rate']) for m in results['members']] == [
       (0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
