@@ -63,7 +63,7 @@ def _main(argv):
     out['populations'].append(r)
     print(f'P={r["population"]:3d}: {r["steps_per_s"]:.2f} steps/s = '
           f'{r["model_updates_per_s"]:.1f} model-updates/s '
-          f'({r["model_updates_per_s"] / r["population"]:.2f} per member); '
+          f'(each member {r["steps_per_s"]:.2f} updates/s); '
           f'{r["compiled_programs"]} compiled programs {r["buckets"]}; '
           f'warm-up compile {r["warmup_compile_s"]:.1f} s', flush=True)
   with open(_OUT.value, 'w') as f:
