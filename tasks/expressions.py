@@ -107,9 +107,34 @@ def evaluate(tokens: Array, length: Any) -> tuple[Array, Array]:
   return top[0], top[1]
 
 
+def _shift(x: Array, k: int) -> Array:
+  """y[:, i] = x[:, i - k] for a static k (negative: from the right), 0 where out of range.
+  Slices and pads fuse into their consumers, unlike a traced shift."""
+  if abs(k) >= x.shape[1]:
+    return jnp.zeros_like(x)
+  if k >= 0:
+    return jnp.pad(x[:, :x.shape[1] - k], ((0, 0), (k, 0)))
+  return jnp.pad(x[:, -k:], ((0, 0), (0, -k)))
+
+
 def generate(key: Array, batch_size: int, length: Any, max_length: int,
              num_ops: int) -> tuple[Array, Array]:
   """Sample gen(length) (the reference's law) for every example, and its value.
+
+  Three passes, none of them over token positions one at a time:
+  1. A preorder walk over the internal nodes (segments of length >= 5), one node per
+     iteration, at most (max_length - 1) // 4 iterations: split l ~ U{1..n-4} drawn from
+     the node's own words, the left child next if internal, the right child pushed on a
+     per-example stack of pending segments.
+  2. The tokens, in parallel: an internal node at s with split l writes `(` at s, its
+     operator at s + 1 + l and `)` at s + n - 1 (one scatter); the positions left are the
+     leaves, runs of 1..4 tokens (`d`, `-d`, `(d)`, `(-d)`) told apart by their length.
+  3. The value: leaves valued in parallel at their first position, then internal nodes in
+     reverse preorder (children before parents), each reading its children's values at
+     their first positions.
+  Every draw is independent (a digit per position, an operator and two split words per
+  node in preorder; each is used at most once), so this is the reference's recursive law
+  exactly.
 
   Args:
     key: PRNG key.
@@ -120,57 +145,131 @@ def generate(key: Array, batch_size: int, length: Any, max_length: int,
 
   Returns:
     tokens int32 [B, max_length] (internal codes, PAD past n), value int32 [B] in {0..4}.
+
+  Example: n = 6 with split l = 1 and operator `*` gives `( d * -d )`, i.e. the left child
+  gen(1) = `d` and the right child gen(2) = `-d`.
   """
-  k_token, k_split = jax.random.split(key)
-  draw = base.uniform_digits(k_token, (max_length, batch_size), 5 * num_ops)
-  digits, ops = draw % 5, draw // 5 + PLUS
-  # One split point per internal node, in preorder; a node uses >= 4 tokens.
-  num_nodes = max(1, (max_length - 1) // 4)
-  words = jax.random.bits(k_split, (2, batch_size, num_nodes), jnp.uint32)
+  k_digit, k_op, k_split = jax.random.split(key, 3)
+  num_nodes = max(1, (max_length - 1) // 4)  # each internal node spends >= 4 tokens
+  digits = base.uniform_digits(k_digit, (batch_size, max_length), 5)   # one per position
+  ops = base.uniform_digits(k_op, (batch_size, num_nodes), num_ops) + PLUS  # one per node
+  words = jax.random.bits(k_split, (num_nodes, 2, batch_size), jnp.uint32)
+  n = jnp.broadcast_to(jnp.asarray(length, jnp.int32), (batch_size,))
+  with jax.named_scope('walk'):
+    nodes = _walk(words, n, max_length)
+  with jax.named_scope('assemble'):
+    tokens, leaf_values = _assemble(nodes, digits, ops, n)
+  with jax.named_scope('evaluate'):
+    value = _evaluate_nodes(nodes, ops, leaf_values)
+  return tokens, value
+
+
+def _walk(words: Array, n: Array, max_length: int) -> tuple[Array, Array, Array]:
+  """Pass 1: the internal nodes of gen(n) in preorder, from their split words.
+
+  Args:
+    words: uint32 [K, 2, B], two words per node (node k of every example uses words[k]).
+    n: int32 [B], the expression lengths.
+    max_length: static bound on n.
+
+  Returns:
+    (starts, sizes, splits) int32 [B, K]: node k spans tokens start..start+size-1 and its
+    left child has `split` tokens; start = -1 past the example's last internal node.
+  """
+  batch_size = n.shape[0]
   depth = max_depth(max_length)
   rows = jnp.arange(batch_size)
-  zeros = jnp.zeros((batch_size,), jnp.int32)
-  # Leaf patterns by length m (row m, column = index in the leaf); -1 marks the digit.
-  leaf = jnp.asarray([[PAD] * 4, [-1, PAD, PAD, PAD], [MINUS, -1, PAD, PAD],
-                      [OPEN, -1, CLOSE, PAD], [OPEN, MINUS, -1, CLOSE]], jnp.int32)
+  width = max_length + 1
 
-  def step(carry, xs):
-    # gen state: cur = length of the segment starting here (0: none); leaf_len/leaf_i =
-    # the leaf being written; right = top generator frame: > 0 the pending right length of
-    # an internal node whose left child is being written, 0 right child (or leaf bracket),
-    # -1 the root level. node = internal nodes so far (indexes the split words).
-    (cur, leaf_len, leaf_i, right, node), top, neg, sp, stack = carry
-    digit, op = xs
-    start, internal = cur > 0, cur >= 5
-    in_leaf = ~start & (leaf_i < leaf_len)
-    leaf_tok = leaf[jnp.where(start, cur, leaf_len).clip(0, 4),
-                    jnp.where(start, 0, leaf_i).clip(0, 3)]
-    leaf_tok = jnp.where(leaf_tok == -1, digit, leaf_tok)
-    done_tok = jnp.select([right > 0, right == 0], [op, CLOSE], PAD)
-    tok = jnp.select([internal, start | in_leaf], [OPEN, leaf_tok], done_tok)
-
-    saved = _unpack(stack[rows, jnp.maximum(sp - 1, 0)])
-    split = 1 + base.randbelow(base.take_per_row(words[0], node),
-                               base.take_per_row(words[1], node), cur - 4)
-    push, pop = tok == OPEN, tok == CLOSE
+  # Carry: the segment (start, size) split at this iteration (size < 5: the example is
+  # done) and the stack of pending right segments, packed start * width + size.
+  def visit(carry, w):
+    start, size, sp, stack = carry
+    active = size >= 5
+    split = 1 + base.randbelow(w[0], w[1], size - 4)
+    right_start, right_size = start + 2 + split, size - 3 - split
+    go_left = active & (split >= 5)
+    go_right = active & ~go_left & (right_size >= 5)
+    push = go_left & (right_size >= 5)
+    pop = active & ~go_left & ~go_right & (sp > 0)
+    top = stack[rows, jnp.maximum(sp - 1, 0)]
+    new_start = jnp.select([go_left, go_right, pop], [start + 1, right_start, top // width], 0)
+    new_size = jnp.select([go_left, go_right, pop], [split, right_size, top % width], 0)
     stack = stack.at[rows, jnp.where(push, sp, depth)].set(
-        _pack(*top, right + 1), mode='drop')
+        right_start * width + right_size, mode='drop')
     sp = sp + push - pop
-    new_top, neg = _eval_token(tok, top, neg, saved[:4])
+    return (new_start, new_size, sp, stack), (jnp.where(active, start, -1), size, split)
 
-    leaf_start = start & ~internal
-    new_cur = jnp.select([internal, start, ~in_leaf & (right > 0)], [split, 0, right], 0)
-    new_leaf_len = jnp.where(leaf_start, cur, leaf_len)
-    new_leaf_i = jnp.where(leaf_start, 1, jnp.where(in_leaf, leaf_i + 1, leaf_i))
-    new_right = jnp.select(
-        [internal, push, pop, ~start & ~in_leaf & (right > 0)],
-        [cur - 3 - split, 0, saved[4] - 1, 0], right)
-    node = node + internal
-    carry = ((new_cur, new_leaf_len, new_leaf_i, new_right, node), new_top, neg, sp, stack)
-    return carry, tok
+  zeros = jnp.zeros((batch_size,), jnp.int32)
+  init = (zeros, n, zeros, jnp.zeros((batch_size, depth), jnp.int32))
+  _, nodes = lax.scan(visit, init, words)
+  return tuple(x.T for x in nodes)
 
-  cur = jnp.broadcast_to(jnp.maximum(jnp.asarray(length, jnp.int32), 0), (batch_size,))
-  gen = (cur, zeros, zeros, zeros - 1, zeros)
-  init = (gen, (zeros,) * 4, zeros.astype(bool), zeros, jnp.zeros((batch_size, depth), jnp.int32))
-  (_, top, _, _, _), tokens = _scan(step, init, (digits, ops), unroll=UNROLL)
-  return tokens.T, top[1]
+
+def _assemble(nodes, digits: Array, ops: Array, n: Array) -> tuple[Array, Array]:
+  """Pass 2: tokens [B, Lmax] (PAD past n) and the leaves' values at their first token.
+
+  `digits` [B, Lmax] holds a digit per position, `ops` [B, K] an operator per node.
+
+  An internal node at s with split l writes `(` at s, its operator at s + 1 + l and `)`
+  at s + size - 1; every other position < n belongs to a leaf, and leaves are runs of 1..4
+  tokens separated by those marks, so a run's length tells its pattern.
+  """
+  starts, sizes, splits = nodes
+  batch_size, max_length = digits.shape
+  internal = starts >= 0
+  where_ = lambda p: jnp.where(internal, p, max_length)            # dropped if not a node
+  marks = jnp.concatenate([where_(starts), where_(starts + 1 + splits),
+                           where_(starts + sizes - 1)], 1)
+  kinds = jnp.repeat(jnp.arange(1, 4, dtype=jnp.int32), starts.shape[1])
+  # kind: 1 `(`, 2 operator, 3 `)` of an internal node; 0 elsewhere.
+  kind = jnp.zeros((batch_size, max_length), jnp.int32).at[
+      jnp.arange(batch_size)[:, None], marks].set(
+          jnp.broadcast_to(kinds, marks.shape), mode='drop')
+  pos = base.positions(max_length)
+  leaf = (pos < n[:, None]) & (kind == 0)
+  lf = leaf.astype(jnp.int32)
+  b1, b2, b3 = (_shift(lf, k) for k in (1, 2, 3))
+  a1, a2, a3 = (_shift(lf, -k) for k in (1, 2, 3))
+  before = b1 + b1 * b2 + b1 * b2 * b3                              # offset in the run
+  run = before + 1 + a1 + a1 * a2 + a1 * a2 * a3                   # the leaf's length
+  # Leaf patterns by length: `d`, `-d`, `(d)`, `(-d)`.
+  digit_offset = run // 2  # 0, 1, 1, 2 for runs of 1, 2, 3, 4
+  leaf_tok = jnp.select(
+      [before == digit_offset, before == digit_offset - 1, before == 0],
+      [digits, jnp.where(run % 2 == 0, MINUS, OPEN), OPEN], CLOSE)
+  # The operator of node k, drawn per node, goes to its position (a second scatter).
+  op_tok = jnp.zeros_like(kind).at[jnp.arange(batch_size)[:, None],
+                                   where_(starts + 1 + splits)].set(ops, mode='drop')
+  tokens = jnp.select([leaf, kind == 1, kind == 2, kind == 3],
+                      [leaf_tok, jnp.full_like(kind, OPEN), op_tok, jnp.full_like(kind, CLOSE)],
+                      PAD)
+  # The digit sits at offset 0, 1, 1, 2 of a run of 1, 2, 3, 4; `-d` and `(-d)` negate it.
+  digit_at = jnp.select([digit_offset == 0, digit_offset == 2], [digits, _shift(digits, -2)],
+                        _shift(digits, -1))
+  first = leaf & (before == 0)
+  values = jnp.where(first, jnp.where((run == 2) | (run == 4), -digit_at, digit_at) % 5, 0)
+  return tokens, values
+
+
+def _evaluate_nodes(nodes, ops: Array, values: Array) -> Array:
+  """Pass 3: the expression's value [B] from the leaves' values [B, Lmax] (at their first
+  token): internal nodes in reverse preorder, children before parents, each reading its
+  children's values at their first tokens and writing its own at its first token."""
+  starts, _, splits = nodes
+  batch_size, max_length = values.shape
+  rows = jnp.arange(batch_size)
+  starts, splits, ops = starts.T, splits.T, ops.T                  # [K, B]
+
+  def body(k, values):
+    k = starts.shape[0] - 1 - k
+    start, split, op = starts[k], splits[k], ops[k]
+    left = values[rows, jnp.clip(start + 1, 0, max_length - 1)]
+    right = values[rows, jnp.clip(start + 2 + split, 0, max_length - 1)]
+    v = jnp.select([op == PLUS, op == MINUS], [left + right, left - right], left * right) % 5
+    return values.at[rows, jnp.where(start >= 0, start, max_length)].set(v, mode='drop')
+
+  # Only the first `count` nodes exist in some example: start the reverse walk there.
+  count = jnp.max(jnp.sum(starts >= 0, axis=0))
+  values = lax.fori_loop(starts.shape[0] - count, starts.shape[0], body, values)
+  return values[:, 0]
