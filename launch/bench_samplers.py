@@ -26,8 +26,9 @@ _FAST = ('even_pairs', 'parity_check', 'cycle_navigation', 'reverse_string',
 
 
 def examples_per_second(fn, batch_size: int, repeats: int, calls: int) -> float:
-  """Median examples/s of `fn(key)`; the first call (compilation) is not timed."""
-  jax.block_until_ready(fn(jax.random.key(0)))
+  """Median examples/s of `fn(key)`; the first calls (compilation, warm-up) are not timed."""
+  for i in range(calls):  # the first call compiles; the rest settle allocations and caches
+    jax.block_until_ready(fn(jax.random.key(10**6 + i)))
   times = []
   for r in range(repeats):
     keys = [jax.random.key(1000 * r + i) for i in range(calls)]

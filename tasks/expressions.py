@@ -132,9 +132,10 @@ def generate(key: Array, batch_size: int, length: Any, max_length: int,
   3. The value: leaves valued in parallel at their first position, then internal nodes in
      reverse preorder (children before parents), each reading its children's values at
      their first positions.
-  Every draw is independent (a digit per position, an operator and two split words per
-  node in preorder; each is used at most once), so this is the reference's recursive law
-  exactly.
+  Every draw is independent (a digit per position; per node in preorder, one draw from
+  {0..(n-4)·num_ops - 1} that gives its split and its operator; each is used at most once),
+  so this is the reference's recursive law (up to the 2**-64-relative bias of the node
+  draws, see `base.randbelow`).
 
   Args:
     key: PRNG key.
@@ -149,32 +150,34 @@ def generate(key: Array, batch_size: int, length: Any, max_length: int,
   Example: n = 6 with split l = 1 and operator `*` gives `( d * -d )`, i.e. the left child
   gen(1) = `d` and the right child gen(2) = `-d`.
   """
-  k_digit, k_op, k_split = jax.random.split(key, 3)
+  k_digit, k_node = jax.random.split(key)
   num_nodes = max(1, (max_length - 1) // 4)  # each internal node spends >= 4 tokens
   digits = base.uniform_digits(k_digit, (batch_size, max_length), 5)   # one per position
-  ops = base.uniform_digits(k_op, (batch_size, num_nodes), num_ops) + PLUS  # one per node
-  words = jax.random.bits(k_split, (num_nodes, 2, batch_size), jnp.uint32)
+  words = jax.random.bits(k_node, (num_nodes, 2, batch_size), jnp.uint32)
   n = jnp.broadcast_to(jnp.asarray(length, jnp.int32), (batch_size,))
   with jax.named_scope('walk'):
-    nodes = _walk(words, n, max_length)
+    nodes = _walk(words, n, max_length, num_ops)
   with jax.named_scope('assemble'):
-    tokens, leaf_values = _assemble(nodes, digits, ops, n)
+    tokens, leaf_values = _assemble(nodes, digits, n)
   with jax.named_scope('evaluate'):
-    value = _evaluate_nodes(nodes, ops, leaf_values)
+    value = _evaluate_nodes(nodes, leaf_values)
   return tokens, value
 
 
-def _walk(words: Array, n: Array, max_length: int) -> tuple[Array, Array, Array]:
-  """Pass 1: the internal nodes of gen(n) in preorder, from their split words.
+def _walk(words: Array, n: Array, max_length: int,
+          num_ops: int) -> tuple[Array, Array, Array, Array]:
+  """Pass 1: the internal nodes of gen(n) in preorder, from their words.
 
   Args:
     words: uint32 [K, 2, B], two words per node (node k of every example uses words[k]).
     n: int32 [B], the expression lengths.
     max_length: static bound on n.
+    num_ops: operators to draw from (+, -, and * if 3).
 
   Returns:
-    (starts, sizes, splits) int32 [B, K]: node k spans tokens start..start+size-1 and its
-    left child has `split` tokens; start = -1 past the example's last internal node.
+    (starts, sizes, splits, ops) int32 [B, K]: node k spans tokens start..start+size-1,
+    its left child has `split` tokens and its operator token is `op`; start = -1 past the
+    example's last internal node.
   """
   batch_size = n.shape[0]
   depth = max_depth(max_length)
@@ -186,7 +189,8 @@ def _walk(words: Array, n: Array, max_length: int) -> tuple[Array, Array, Array]
   def visit(carry, w):
     start, size, sp, stack = carry
     active = size >= 5
-    split = 1 + base.randbelow(w[0], w[1], size - 4)
+    draw = base.randbelow(w[0], w[1], (size - 4) * num_ops)
+    split, op = 1 + draw // num_ops, PLUS + draw % num_ops
     right_start, right_size = start + 2 + split, size - 3 - split
     go_left = active & (split >= 5)
     go_right = active & ~go_left & (right_size >= 5)
@@ -198,7 +202,7 @@ def _walk(words: Array, n: Array, max_length: int) -> tuple[Array, Array, Array]
     stack = stack.at[rows, jnp.where(push, sp, depth)].set(
         right_start * width + right_size, mode='drop')
     sp = sp + push - pop
-    return (new_start, new_size, sp, stack), (jnp.where(active, start, -1), size, split)
+    return (new_start, new_size, sp, stack), (jnp.where(active, start, -1), size, split, op)
 
   zeros = jnp.zeros((batch_size,), jnp.int32)
   init = (zeros, n, zeros, jnp.zeros((batch_size, depth), jnp.int32))
@@ -206,28 +210,27 @@ def _walk(words: Array, n: Array, max_length: int) -> tuple[Array, Array, Array]
   return tuple(x.T for x in nodes)
 
 
-def _assemble(nodes, digits: Array, ops: Array, n: Array) -> tuple[Array, Array]:
+def _assemble(nodes, digits: Array, n: Array) -> tuple[Array, Array]:
   """Pass 2: tokens [B, Lmax] (PAD past n) and the leaves' values at their first token.
 
-  `digits` [B, Lmax] holds a digit per position, `ops` [B, K] an operator per node.
+  `digits` [B, Lmax] holds a digit per position (those of the leaves are used).
 
   An internal node at s with split l writes `(` at s, its operator at s + 1 + l and `)`
   at s + size - 1; every other position < n belongs to a leaf, and leaves are runs of 1..4
   tokens separated by those marks, so a run's length tells its pattern.
   """
-  starts, sizes, splits = nodes
+  starts, sizes, splits, ops = nodes
   batch_size, max_length = digits.shape
   internal = starts >= 0
   where_ = lambda p: jnp.where(internal, p, max_length)            # dropped if not a node
   marks = jnp.concatenate([where_(starts), where_(starts + 1 + splits),
                            where_(starts + sizes - 1)], 1)
-  kinds = jnp.repeat(jnp.arange(1, 4, dtype=jnp.int32), starts.shape[1])
-  # kind: 1 `(`, 2 operator, 3 `)` of an internal node; 0 elsewhere.
-  kind = jnp.zeros((batch_size, max_length), jnp.int32).at[
-      jnp.arange(batch_size)[:, None], marks].set(
-          jnp.broadcast_to(kinds, marks.shape), mode='drop')
+  values = jnp.concatenate([jnp.full_like(ops, OPEN), ops, jnp.full_like(ops, CLOSE)], 1)
+  # The tokens of internal nodes (`(`, operator, `)`); -1 elsewhere.
+  marked = jnp.full((batch_size, max_length), -1, jnp.int32).at[
+      jnp.arange(batch_size)[:, None], marks].set(values, mode='drop')
   pos = base.positions(max_length)
-  leaf = (pos < n[:, None]) & (kind == 0)
+  leaf = (pos < n[:, None]) & (marked < 0)
   lf = leaf.astype(jnp.int32)
   b1, b2, b3 = (_shift(lf, k) for k in (1, 2, 3))
   a1, a2, a3 = (_shift(lf, -k) for k in (1, 2, 3))
@@ -238,12 +241,7 @@ def _assemble(nodes, digits: Array, ops: Array, n: Array) -> tuple[Array, Array]
   leaf_tok = jnp.select(
       [before == digit_offset, before == digit_offset - 1, before == 0],
       [digits, jnp.where(run % 2 == 0, MINUS, OPEN), OPEN], CLOSE)
-  # The operator of node k, drawn per node, goes to its position (a second scatter).
-  op_tok = jnp.zeros_like(kind).at[jnp.arange(batch_size)[:, None],
-                                   where_(starts + 1 + splits)].set(ops, mode='drop')
-  tokens = jnp.select([leaf, kind == 1, kind == 2, kind == 3],
-                      [leaf_tok, jnp.full_like(kind, OPEN), op_tok, jnp.full_like(kind, CLOSE)],
-                      PAD)
+  tokens = jnp.where(leaf, leaf_tok, jnp.where(marked >= 0, marked, PAD))
   # The digit sits at offset 0, 1, 1, 2 of a run of 1, 2, 3, 4; `-d` and `(-d)` negate it.
   digit_at = jnp.select([digit_offset == 0, digit_offset == 2], [digits, _shift(digits, -2)],
                         _shift(digits, -1))
@@ -252,11 +250,11 @@ def _assemble(nodes, digits: Array, ops: Array, n: Array) -> tuple[Array, Array]
   return tokens, values
 
 
-def _evaluate_nodes(nodes, ops: Array, values: Array) -> Array:
+def _evaluate_nodes(nodes, values: Array) -> Array:
   """Pass 3: the expression's value [B] from the leaves' values [B, Lmax] (at their first
   token): internal nodes in reverse preorder, children before parents, each reading its
   children's values at their first tokens and writing its own at its first token."""
-  starts, _, splits = nodes
+  starts, _, splits, ops = nodes
   batch_size, max_length = values.shape
   rows = jnp.arange(batch_size)
   starts, splits, ops = starts.T, splits.T, ops.T                  # [K, B]
