@@ -521,7 +521,7 @@ def describe_lengths(lengths: Sequence[int]) -> str:
     (step,) = steps
     return (f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
             f'(every {_ordinal(step)} length, {len(lengths)} lengths)')
-  return f'{len(lengths)} lengths between {lengths[0]} and {lengths[-1]}'
+  return f'{lengths[0]}..{lengths[-1]} ({len(lengths)} lengths, irregularly spaced)'
 
 
 def _ordinal(n: int) -> str:

@@ -168,7 +168,7 @@ def test_describe_lengths():
   assert report.describe_lengths(range(41, 501)) == '41..500 (every length, 460 lengths)'
   assert report.describe_lengths(range(41, 501, 10)) == (
       '41, 51, …, 491 (every 10th length, 46 lengths)')
-  assert report.describe_lengths([41, 45, 100]) == '3 lengths between 41 and 100'
+  assert report.describe_lengths([41, 45, 100]) == '41..100 (3 lengths, irregularly spaced)'
 
 
 def test_malformed_runs_are_skipped_and_named(workdirs, tmp_path):
