@@ -1,13 +1,16 @@
 """Bracket expressions mod 5: the reference's random generator and an evaluator, on device.
 
-Both run as one `lax.scan` over token positions, vectorised over the batch, with a
-per-example stack of frames ([B, D] int32, pushed at `(` and popped at `)`).
+`generate` samples whole expressions with their values: a walk over the internal nodes
+(not the tokens), then parallel token assembly and a bottom-up evaluation (see its
+docstring). `evaluate` reads any token sequence: one `lax.scan` over token positions,
+vectorised over the batch, with a per-example stack of frames ([B, D] int32, pushed at `(`
+and popped at `)`); it gives `task.target` for arbitrary inputs.
 
 Grammar of the reference generator gen(n) (exact length n, tokens below):
   n = 1: `d`    n = 2: `-d`    n = 3: `(d)`    n = 4: `(-d)`
   n >= 5: `(` gen(l) op gen(n - 3 - l) `)` with l ~ U{1..n-4}, op ~ U(ops), d ~ U{0..4}.
-Every draw is independent, so drawing a digit for every position and an operator for every
-position up front, and only the split points l inside the scan, gives the same law.
+Every draw is independent, so drawing a digit for every position up front and the split
+and operator of each internal node during the walk gives the same law.
 
 Internal token codes (those of modular_arithmetic_brackets): 0-4 digits, 5 `+`, 6 `-`,
 7 `*`, 8 `(`, 9 `)`, 10 `x` (the unknown of solve_equation), PAD = 11 (no token).
@@ -37,12 +40,13 @@ def max_depth(max_length: int) -> int:
   return max_length // 4 + 2
 
 
-def _pack(a, b, op, have, gen):
-  return a + 5 * b + 25 * op + 100 * have + 200 * gen
+def _pack(a, b, op, have):
+  """One evaluator frame (a, b, op, have) as an int32."""
+  return a + 5 * b + 25 * op + 100 * have
 
 
 def _unpack(f):
-  return f % 5, (f // 5) % 5, (f // 25) % 4, (f // 100) % 2, f // 200
+  return f % 5, (f // 5) % 5, (f // 25) % 4, (f // 100) % 2
 
 
 def _eval_token(tok, top, neg, parent):
@@ -95,10 +99,10 @@ def evaluate(tokens: Array, length: Any) -> tuple[Array, Array]:
 
   def step(carry, tok):
     top, neg, sp, stack = carry
-    parent = _unpack(stack[rows, jnp.maximum(sp - 1, 0)])[:4]
+    parent = _unpack(stack[rows, jnp.maximum(sp - 1, 0)])
     new_top, neg = _eval_token(tok, top, neg, parent)
     push, pop = tok == OPEN, tok == CLOSE
-    stack = stack.at[rows, jnp.where(push, sp, depth)].set(_pack(*top, 0), mode='drop')
+    stack = stack.at[rows, jnp.where(push, sp, depth)].set(_pack(*top), mode='drop')
     sp = sp + push - pop
     return (new_top, neg, sp, stack), None
 
