@@ -11,13 +11,13 @@ examples with randomized relative (reference.md §5); the target is <= 30 s.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import jax
 import jax.numpy as jnp
 
+from launch import common
 from posenc import encodings
 from posenc import model as model_lib
 
@@ -68,7 +68,7 @@ def bench_one(name: str, *, batch: int, sub_batch: int, chunk: int, length: int,
 
 
 def main(argv: list[str]) -> None:
-  parser = argparse.ArgumentParser(prog='python -m launch.bench forward')
+  parser = common.ArgumentParser(prog='python -m launch.bench forward')
   parser.add_argument('--encodings', default=','.join(encodings.NAMES))
   parser.add_argument('--batch', type=int, default=512)
   parser.add_argument('--sub_batch', type=int, default=64)
@@ -79,6 +79,9 @@ def main(argv: list[str]) -> None:
   args = parser.parse_args(argv[1:])
   if args.batch % args.sub_batch:
     parser.error('--batch must be a multiple of --sub_batch')
+  for name in args.encodings.split(','):
+    if name not in encodings.NAMES:
+      parser.error(f'unknown encoding {name!r}; valid encodings: {", ".join(encodings.NAMES)}')
 
   rows = []
   print(f'{"encoding":24s} {"forward s":>10s} {"cpu s":>10s} {"compile s":>10s}   '

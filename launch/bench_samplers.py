@@ -10,7 +10,6 @@ table and writes it as JSON (`--out`).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -18,6 +17,7 @@ from typing import Sequence
 
 import jax
 
+from launch import common
 import tasks
 
 TARGETS = {'fast': 200_000, 'other': 50_000}   # examples/s asked of issue 2
@@ -40,7 +40,7 @@ def examples_per_second(fn, batch_size: int, repeats: int, calls: int) -> float:
 
 
 def main(argv: Sequence[str]) -> None:
-  parser = argparse.ArgumentParser(prog='python -m launch.bench samplers')
+  parser = common.ArgumentParser(prog='python -m launch.bench samplers')
   parser.add_argument('--tasks', default=','.join(tasks.NAMES), help='comma-separated')
   parser.add_argument('--lengths', default='40,500', help='comma-separated input lengths')
   parser.add_argument('--batch_size', type=int, default=512)
@@ -50,13 +50,20 @@ def main(argv: Sequence[str]) -> None:
   args = parser.parse_args(argv[1:])
   names = args.tasks.split(',')
   for name in names:
-    tasks.get(name)                     # fails early, listing the valid names
+    if name not in tasks.NAMES:
+      parser.error(f'unknown task {name!r}; valid tasks: {", ".join(tasks.NAMES)}')
+  try:
+    lengths = [int(x) for x in args.lengths.split(',')]
+  except ValueError:
+    lengths = []
+  if not lengths or min(lengths) < 1:
+    parser.error(f'--lengths={args.lengths!r} must be comma-separated positive integers')
   batch = args.batch_size
   rows = []
   print(f'{"task":30s} {"L":>4s} {"exact ex/s":>12s} {"padded ex/s":>12s} {"target":>8s}')
   for name in names:
     task = tasks.get(name)
-    for length in map(int, args.lengths.split(',')):
+    for length in lengths:
       exact = examples_per_second(lambda k, t=task, n=length: t.sample(k, batch, n),
                                   batch, args.repeats, args.calls)
       padded = examples_per_second(

@@ -1,5 +1,6 @@
 """What every entry point shares: one-line errors with exit status 2 for bad input."""
 
+import argparse
 import sys
 from typing import Callable, NoReturn
 
@@ -24,3 +25,10 @@ def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> Non
   """`absl.app.run` whose flag errors (unknown flag, bad value, a config file that does
   not load) are one line and exit status 2."""
   app.run(main, argv=argv, flags_parser=_parse_flags)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+  """argparse for the benchmarks, whose errors are one line with exit status 2."""
+
+  def error(self, message: str) -> NoReturn:
+    fail(f'{self.prog}: {message}')
