@@ -8,15 +8,16 @@ i is a query index and j a key index, both 0-based.
 Each encoding is an `Encoding` in `ENCODINGS` with two hooks the model calls:
 - `embedding` (optional): a Linen module `(num_positions, length) -> [T, D]` added to the
   token embeddings (sin/cos, learned and their randomized variants);
-- `attention`: a Linen module `(q, k, *, inputs, key_valid, causal) -> (weights, normalize)`
-  with q, k of shape [H, B, T, K] (head-major: every attention product is a batched dot
-  without transposes, including the relative term's per-head product with its [H, 2T, K]
-  table), the layer input `inputs` [B, T, D] and `key_valid` [T] (bool). `weights` is
-  [H, B, T, T];
-  the model computes `weights @ v`, divided by the row sums of `weights` if `normalize`
+- `attention`: a Linen module `(q, k, *, inputs, key_valid, causal) -> Scores` with q, k
+  of shape [H, B, T, K] (head-major: every attention product is a batched dot without
+  transposes, including the relative term's per-head product with its [H, 2T, K] table),
+  the layer input `inputs` [B, T, D] and `key_valid` [T] (bool). It makes its parameters
+  and position draws once per layer and returns `Scores`, whose `weights(heads, queries)`
+  gives the [h, B, q, T] weights of any block of heads and query rows; the model computes
+  `weights @ v` block by block, divided by the row sums of `weights` if `normalize`
   (softmax encodings return exp(logits - max) and let the model divide after the product,
-  which saves a pass over [H, B, T, T]), then the output projection.
-  `normalized_weights(weights, normalize)` gives the attention matrix itself.
+  which saves a pass over the weights), then the output projection.
+  `attention_matrix(scores)` gives the [H, B, T, T] attention matrix itself.
 Adding an encoding = one module (or function) here + one `ENCODINGS` entry.
 
 Randomized encodings draw from the 'noise' RNG stream: sin/cos and learned once per call,
@@ -27,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -228,68 +229,90 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
   return out.reshape(x.shape).astype(x.dtype)
 
 
-def rel_shift(x: Array) -> Array:
+def rel_shift(x: Array, num_keys: int | None = None) -> Array:
   """The Transformer-XL "rel-shift": from relative columns to key columns.
 
-  out[..., i, j] = x[..., i, T + j - i], where column c of x holds relative position c - T,
-  so out[i, j] is the entry of relative position j - i. It is a reshape, not a gather:
-  flattened, x[i, T + j - i] sits at i(2T - 1) + j after dropping the first T entries.
+  For Q queries and T keys (T = Q by default), column c of x holds relative position
+  c - T for the first query row, so out[..., i, j] = x[..., i, Q + j - i] is the entry of
+  relative position j - i. It is a reshape, not a gather: flattened, x[i, Q + j - i] sits
+  at i(T + Q - 1) + j after dropping the first Q entries.
+
+  A block of queries i0..i0+Q-1 of a T-position sequence takes the table columns
+  T - i0 - Q .. 2T - i0 - 1 (`relative_window`); the whole sequence takes all 2T.
 
   Args:
-    x: [..., T, 2T].
+    x: [..., Q, T + Q].
+    num_keys: T (default Q).
 
   Returns:
-    [..., T, T].
+    [..., Q, T].
 
-  Example (T = 2): rows [0, 1, 2, 3] -> [[2, 3], [1, 2]], i.e. out[i, j] = 2 + j - i.
+  Example (T = Q = 2): rows [0, 1, 2, 3] -> [[2, 3], [1, 2]], i.e. out[i, j] = 2 + j - i.
   """
-  *batch, t, two_t = x.shape
-  if two_t != 2 * t:
-    raise ValueError(f'rel_shift expects [..., T, 2T], got {x.shape}')
-  flat = x.reshape(*batch, 2 * t * t)[..., t:]
-  return flat.reshape(*batch, t, 2 * t - 1)[..., :t]
+  *batch, q, width = x.shape
+  t = q if num_keys is None else num_keys
+  if width != t + q:
+    raise ValueError(f'rel_shift expects [..., Q, T + Q] with T={t}, got {x.shape}')
+  flat = x.reshape(*batch, q * width)[..., q:]
+  return flat.reshape(*batch, q, t + q - 1)[..., :t]
 
 
-def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array) -> Array:
-  """Transformer-XL logits (Dai et al. 2019), bidirectional.
+def relative_window(num_positions: int, queries: slice) -> slice:
+  """The columns of a [.., 2T, ..] relative table that queries `queries` read.
 
-  logit[h, b, i, j] = [(q_i + u)·k_j + (q_i + v)·rel[T + j - i]] / sqrt(K), for the
-  relative-position table rel[c] = W_R S(c - T), c = 0..2T-1, already projected per head.
+  Example: T = 4, queries 1..2 (slice(1, 3)) read relative positions -2..2; their window
+  is columns slice(1, 7) (column c holds c - T; the first, -3, is never read, as column 0
+  of the whole table), and rel_shift(x, num_keys=4) maps its [2, 6] products to [2, 4].
+  """
+  return slice(num_positions - queries.stop, 2 * num_positions - queries.start)
+
+
+def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array,
+                    key_valid: Array | None = None) -> Array:
+  """Transformer-XL logits (Dai et al. 2019), bidirectional, for a block of Q queries.
+
+  logit[h, b, i, j] = [(q_i + u)·k_j + (q_i + v)·rel[Q + j - i]] / sqrt(K), for the
+  relative-position table rel[c] = W_R S(c - T), c = 0..2T-1, already projected per head
+  and cut to the queries' `relative_window` (all 2T columns when Q = T).
 
   Args:
-    q, k: [H, B, T, K].
-    rel: [H, 2T, K].
+    q: [H, B, Q, K] queries (Q = T for the whole sequence).
+    k: [H, B, T, K].
+    rel: [H, T + Q, K].
     u, v: [H, K] content and position biases.
+    key_valid: optional bool [T]: invalid keys get `MASKED` (see `key_masked_dot`).
 
   Returns:
-    float32 [H, B, T, T].
+    float32 [H, B, Q, T].
 
   Example: with q = k = 0 the logit is v·rel[T + j - i] / sqrt(K): a function of j - i.
   """
-  head_dim = q.shape[-1]
-  content = jnp.einsum('hbik,hbjk->hbij', q + u[:, None, None], k)
-  position = relative_position_logits(q + v[:, None, None], rel)
-  return (content + position).astype(jnp.float32) / math.sqrt(head_dim)
+  # 1/sqrt(K) goes on the [.., Q, K] operands, not on the [.., Q, T] sum: no extra pass.
+  scale = 1 / math.sqrt(q.shape[-1])
+  content = key_masked_dot((q + u[:, None, None]) * scale, k, key_valid)
+  position = relative_position_logits((q + v[:, None, None]) * scale, rel)
+  return (content + position).astype(jnp.float32)
 
 
 @jax.custom_vjp
 def relative_position_logits(qv: Array, rel: Array) -> Array:
-  """out[h, b, i, j] = qv[h, b, i] · rel[h, T + j - i]: the Transformer-XL position term.
+  """out[h, b, i, j] = qv[h, b, i] · rel[h, Q + j - i]: the Transformer-XL position term.
 
-  Head-major qv makes the product one [B·T, K] x [K, 2T] dot per head whose output is
-  already in [H, B, T, 2T] row order; `rel_shift` then fuses into the consumer. The
-  custom VJP builds the [H, B, T, 2T] cotangent with one `rel_unshift` and contracts it
+  Head-major qv makes the product one [B·Q, K] x [K, T + Q] dot per head whose output is
+  already in [H, B, Q, T + Q] row order; `rel_shift` then fuses into the consumer. The
+  custom VJP builds the [H, B, Q, T + Q] cotangent with one `rel_unshift` and contracts it
   over its rows for the table gradient; autodiff made it in three pad passes plus a
   strided transpose, more than half of a relative training step.
 
   Args:
-    qv: [H, B, T, K] queries plus the position bias v.
-    rel: [H, 2T, K] projected relative table.
+    qv: [H, B, Q, K] queries plus the position bias v (Q = T for the whole sequence).
+    rel: [H, T + Q, K] projected relative table, the `relative_window` of the queries.
 
   Returns:
-    [H, B, T, T].
+    [H, B, Q, T].
   """
-  return rel_shift(jnp.einsum('hbik,hck->hbic', qv, rel))
+  num_keys = rel.shape[1] - qv.shape[2]
+  return rel_shift(jnp.einsum('hbik,hck->hbic', qv, rel), num_keys)
 
 
 def _relative_position_logits_fwd(qv, rel):
@@ -298,7 +321,7 @@ def _relative_position_logits_fwd(qv, rel):
 
 def _relative_position_logits_bwd(residuals, g):
   qv, rel = residuals
-  dp = rel_unshift(g)  # [H, B, T, 2T]; column 0 and the unread corners are 0
+  dp = rel_unshift(g)  # [H, B, Q, T + Q]; the unread entries are 0
   dqv = jnp.einsum('hbic,hck->hbik', dp, rel)
   drel = jnp.einsum('hbik,hbic->hkc', qv, dp).transpose(0, 2, 1)
   return dqv.astype(qv.dtype), drel.astype(rel.dtype)
@@ -308,44 +331,71 @@ relative_position_logits.defvjp(_relative_position_logits_fwd, _relative_positio
 
 
 def rel_unshift(x: Array) -> Array:
-  """The transpose of `rel_shift`: out[..., i, T + j - i] = x[..., i, j], 0 elsewhere.
+  """The transpose of `rel_shift`: out[..., i, Q + j - i] = x[..., i, j], 0 elsewhere.
 
-  Rows padded to 2T - 1 and flattened put x[i, j] at i(2T - 1) + j; T leading zeros move
-  it to 2Ti + (T + j - i), i.e. row i, column T + j - i of a [T, 2T] array.
+  Rows padded to T + Q - 1 and flattened put x[i, j] at i(T + Q - 1) + j; Q leading zeros
+  move it to i(T + Q) + (Q + j - i), i.e. row i, column Q + j - i of a [Q, T + Q] array.
 
   Args:
-    x: [..., T, T].
+    x: [..., Q, T].
 
   Returns:
-    [..., T, 2T].
+    [..., Q, T + Q].
 
-  Example (T = 2): [[a, b], [c, d]] -> [[0, 0, a, b], [0, c, d, 0]].
+  Example (T = Q = 2): [[a, b], [c, d]] -> [[0, 0, a, b], [0, c, d, 0]].
   """
-  *batch, t, _ = x.shape
+  *batch, q, t = x.shape
   no_pad = [(0, 0)] * len(batch)
-  rows = jnp.pad(x, no_pad + [(0, 0), (0, t - 1)]).reshape(*batch, t * (2 * t - 1))
-  return jnp.pad(rows, no_pad + [(t, 0)]).reshape(*batch, t, 2 * t)
+  rows = jnp.pad(x, no_pad + [(0, 0), (0, q - 1)]).reshape(*batch, q * (t + q - 1))
+  return jnp.pad(rows, no_pad + [(q, 0)]).reshape(*batch, q, t + q)
 
 
-def softmax_numerator(logits: Array, key_valid: Array, causal: bool) -> Array:
+# The logit of an invalid key: exp(MASKED - row max) is 0 whenever a row has a valid key.
+MASKED = -1e30
+
+
+def key_masked_dot(q: Array, k: Array, key_valid: Array | None) -> Array:
+  """q·k, plus `MASKED` on invalid keys, in one product: [.., Q, K] x [.., T, K] -> [.., Q, T].
+
+  The key-padding mask rides in the product as an extra column (1 on the queries, 0 or
+  MASKED on the keys) instead of a select over the [.., Q, T] logits: at T = 1,000 that
+  pass was a quarter of the attention's time.
+
+  Example: q = [[1]], k = [[2], [3]], key_valid [1, 0] -> [[2, -1e30]].
+  """
+  if key_valid is None:
+    return jnp.einsum('...ik,...jk->...ij', q, k)
+  bias = jnp.where(key_valid, 0.0, MASKED).astype(k.dtype)
+  q = jnp.concatenate([q, jnp.ones((*q.shape[:-1], 1), q.dtype)], axis=-1)
+  k = jnp.concatenate([k, jnp.broadcast_to(bias[:, None], (*k.shape[:-1], 1))], axis=-1)
+  return jnp.einsum('...ik,...jk->...ij', q, k)
+
+
+def softmax_numerator(logits: Array, key_valid: Array, causal: bool,
+                      queries: slice | None = None, keys_masked: bool = False) -> Array:
   """exp(logits - row max) over valid keys: softmax before the division by the row sum.
 
   Masked logits are set to finfo.min rather than -inf, so a row with no valid key gives a
   uniform row instead of NaN. The row max is over valid keys, so every row has an entry 1.
 
   Args:
-    logits: [H, B, T, T].
+    logits: [H, B, Q, T], the rows of queries `queries` (default all T).
     key_valid: bool [T].
     causal: also mask keys j > i.
+    queries: which query rows `logits` holds (for the causal mask).
+    keys_masked: the logits already carry `MASKED` on invalid keys (`key_masked_dot`);
+      only the causal mask is left to apply.
 
   Returns:
-    float32 [H, B, T, T].
+    float32 [H, B, Q, T].
 
   Example: logits [[0, 1, 5]] with key_valid [1, 1, 0] -> [[e^-1, 1, 0]].
   """
   logits = logits.astype(jnp.float32)
-  mask = _attention_mask(key_valid, logits.shape[-1], causal)
-  logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+  if causal or not keys_masked:
+    key_valid = jnp.ones_like(key_valid) if keys_masked else key_valid
+    mask = _attention_mask(key_valid, logits.shape[-1], causal, queries)
+    logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
   # The row max only guards exp against overflow: the normalised weights do not depend on
   # it, so its gradient is zero in exact arithmetic. Stopping it saves the backward pass
   # an argmax mask and a reduction over [H, B, T, T] per layer.
@@ -448,11 +498,15 @@ def _mirror(cum: Array) -> Array:
   return jnp.where(2 * i - j > t - 1, cum[..., -1:], mirrored)
 
 
-def _attention_mask(key_valid: Array, num_positions: int, causal: bool) -> Array:
-  """bool [T, T] (broadcastable to [H, B, T, T]): key j is visible from query i."""
-  mask = jnp.broadcast_to(key_valid[None, :], (num_positions, num_positions))
+def _attention_mask(key_valid: Array, num_positions: int, causal: bool,
+                    queries: slice | None = None) -> Array:
+  """bool [Q, T] (broadcastable to [H, B, Q, T]): key j is visible from query i."""
+  queries = slice(0, num_positions) if queries is None else queries
+  num_queries = queries.stop - queries.start
+  mask = jnp.broadcast_to(key_valid[None, :], (num_queries, num_positions))
   if causal:
-    mask = mask & np.tril(np.ones((num_positions, num_positions), bool))
+    i = np.arange(queries.start, queries.stop)[:, None]
+    mask = mask & (i >= np.arange(num_positions)[None, :])
   return mask
 
 
@@ -499,14 +553,67 @@ def _positions(module: nn.Module, num_positions: int, length: Array) -> Array:
                           max_position=module.max_position, length=length)
 
 
+class Scores(NamedTuple):
+  """What an attention hook returns: the attention weights of any block of heads and queries.
+
+  `weights(heads, queries)` gives float32 [h, B, q, T] for the heads `heads` (a slice of
+  0..H-1) and the query rows `queries` (a slice of 0..T-1), computed from state the hook
+  prepared once per layer (projections, position draws, tables). The model asks for the
+  whole [H, B, T, T] at once for short sequences and for per-head query blocks for long
+  ones, so the weights of one block stay in cache between the product that makes them
+  and the product that consumes them (`Transformer.attention_block`).
+
+  Attributes:
+    weights: (heads: slice, queries: slice) -> float32 [h, B, q, T].
+    normalize: weights are exp(logits - max): the model divides `weights @ v` by the row
+      sums (from a ones column of v, which saves a pass over the weights).
+    num_heads, num_queries: H and T, for `full`.
+    query_blocks: False if rows must come whole per head (geometric attention's
+      per-row prefix sums); the model then splits by heads only.
+
+  Example:
+    >>> scores = DotProductAttention().apply({}, q, k, inputs=None, key_valid=valid,
+    ...                                      causal=False)
+    >>> scores.weights(slice(0, 1), slice(0, 8))   # head 0, queries 0..7: [1, B, 8, T]
+    >>> attention_matrix(scores)                    # [H, B, T, T], rows sum to 1
+  """
+  weights: Callable[[slice, slice], Array]
+  normalize: bool
+  num_heads: int
+  num_queries: int
+  query_blocks: bool = True
+
+  def full(self) -> Array:
+    """float32 [H, B, T, T]: every head and query."""
+    return self.weights(slice(0, self.num_heads), slice(0, self.num_queries))
+
+
+def attention_matrix(scores: Scores) -> Array:
+  """The normalised attention matrix [H, B, T, T] of a hook's `Scores`."""
+  return normalized_weights(scores.full(), scores.normalize)
+
+
+def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
+                        bias: Array | None = None) -> Scores:
+  """Softmax scores of q·k / sqrt(K) (+ bias [H, T, T]): none, sin/cos, learned, ALiBi, RoPE."""
+  num_heads, _, t, head_dim = q.shape
+
+  def weights(heads, queries):
+    logits = key_masked_dot(q[heads, :, queries] / math.sqrt(head_dim), k[heads], key_valid)
+    if bias is not None:
+      logits = logits + bias[heads, None, queries]
+    return softmax_numerator(logits, key_valid, causal, queries, keys_masked=True)
+
+  return Scores(weights, True, num_heads, t)
+
+
 class DotProductAttention(nn.Module):
   """softmax(q·k / sqrt(K)): the attention of none, sin_cos and learned."""
   max_position: int = 2048
 
   def __call__(self, q, k, *, inputs, key_valid, causal):
     del inputs
-    logits = jnp.einsum('hbik,hbjk->hbij', q, k) / math.sqrt(q.shape[-1])
-    return softmax_numerator(logits, key_valid, causal), True
+    return _dot_product_scores(q, k, key_valid, causal)
 
 
 class AlibiAttention(nn.Module):
@@ -527,8 +634,7 @@ class AlibiAttention(nn.Module):
         left = random_distances(self.make_rng('noise'), t, max_position=self.max_position,
                                 length=length)
     bias = alibi_bias(num_heads, t, distances=distances, left_distances=left)
-    logits = jnp.einsum('hbik,hbjk->hbij', q, k) / math.sqrt(q.shape[-1]) + bias[:, None]
-    return softmax_numerator(logits, key_valid, causal), True
+    return _dot_product_scores(q, k, key_valid, causal, bias)
 
 
 class RotaryAttention(nn.Module):
@@ -542,8 +648,7 @@ class RotaryAttention(nn.Module):
     positions = _positions(self, q.shape[2], jnp.sum(key_valid))
     q = apply_rope(q, positions, max_time=self.max_time)
     k = apply_rope(k, positions, max_time=self.max_time)
-    logits = jnp.einsum('hbik,hbjk->hbij', q, k) / math.sqrt(q.shape[-1])
-    return softmax_numerator(logits, key_valid, causal), True
+    return _dot_product_scores(q, k, key_valid, causal)
 
 
 RELATIVE_MODES = ('symmetric', 'reference')
@@ -578,8 +683,15 @@ class RelativeAttention(nn.Module):
     table = sinusoid_table(positions, num_heads * head_dim, max_time=self.max_time)
     rel = nn.Dense(num_heads * head_dim, use_bias=False, kernel_init=HAIKU_LINEAR_INIT,
                    name='w_r')(table).reshape(2 * t, num_heads, head_dim).transpose(1, 0, 2)
-    logits = relative_logits(q, k, rel.astype(q.dtype), u.astype(q.dtype), v.astype(q.dtype))
-    return softmax_numerator(logits, key_valid, causal), True
+    rel, u, v = rel.astype(q.dtype), u.astype(q.dtype), v.astype(q.dtype)
+
+    def weights(heads, queries):
+      logits = relative_logits(q[heads, :, queries], k[heads],
+                               rel[heads, relative_window(t, queries)], u[heads], v[heads],
+                               key_valid)
+      return softmax_numerator(logits, key_valid, causal, queries, keys_masked=True)
+
+    return Scores(weights, True, num_heads, t)
 
 
 def randomized_relative_positions(key: Array, num_positions: int, *, max_position: int,
@@ -630,16 +742,25 @@ class GeometricAttention(nn.Module):
     u = self.param('u', nn.initializers.zeros, (num_heads, head_dim))
     gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(head_dim)), ())
     s0 = self.param('s0', nn.initializers.zeros, ())
-    logits = gamma * jnp.einsum('hbik,hbjk->hbij', q + u[:, None, None].astype(q.dtype),
-                                k) + s0
+    beta = None
     if self.directional:
       rho = self.param('rho', nn.initializers.ones, ())
       beta = rho * nn.Dense(2 * num_heads, kernel_init=HAIKU_LINEAR_INIT,
                             name='direction')(inputs)
       beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(2, 0, 1, 3)  # [H,B,T,2]
-      left = np.arange(t)[None, :] < np.arange(t)[:, None]
-      logits = logits + jnp.where(left, beta[..., :1], beta[..., 1:])
-    return geometric_weights(logits, key_valid, causal=causal), self.geometric_normalize
+    qu = q + u[:, None, None].astype(q.dtype)
+
+    def weights(heads, queries):
+      if (queries.start, queries.stop) != (0, t):
+        raise ValueError('geometric attention computes all T query rows at once '
+                         '(Scores.query_blocks=False)')
+      logits = gamma * jnp.einsum('hbik,hbjk->hbij', qu[heads], k[heads]) + s0
+      if beta is not None:
+        left = np.arange(t)[None, :] < np.arange(t)[:, None]
+        logits = logits + jnp.where(left, beta[heads, ..., :1], beta[heads, ..., 1:])
+      return geometric_weights(logits, key_valid, causal=causal)
+
+    return Scores(weights, self.geometric_normalize, num_heads, t, query_blocks=False)
 
 
 # ------------------------------------------------------------------------------------------

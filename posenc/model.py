@@ -75,10 +75,32 @@ class Dropout(nn.Module):
     return jnp.where(keep, x / (1.0 - self.rate), jnp.zeros((), x.dtype)).astype(x.dtype)
 
 
+def attention_blocks(num_heads: int, num_positions: int, block: int,
+                     query_blocks: bool = True) -> list[tuple[slice, slice]]:
+  """The (heads, queries) blocks attention runs in: one block, or per head in query blocks.
+
+  Sequences longer than `block` (> 0) run each head separately, in query blocks of at most
+  `block` rows of near-equal size (only if `query_blocks`). Each block's [1, B, q, T]
+  weights are made, exponentiated and consumed while they are in cache, and blocks are
+  independent, so XLA runs them on all cores: at T = 1,000 the [H, B, T, T] weights of a
+  whole layer (32 MB per example) would stream through memory three times instead.
+
+  Example: attention_blocks(2, 10, 4) -> head 0 and head 1 each with queries 0..3, 4..6,
+    7..9; attention_blocks(2, 4, 4) -> [(slice(0, 2), slice(0, 4))].
+  """
+  if block <= 0 or num_positions <= block:
+    return [(slice(0, num_heads), slice(0, num_positions))]
+  num_blocks = -(-num_positions // block) if query_blocks else 1
+  bounds = [round(b * num_positions / num_blocks) for b in range(num_blocks + 1)]
+  return [(slice(h, h + 1), slice(bounds[b], bounds[b + 1]))
+          for h in range(num_heads) for b in range(num_blocks)]
+
+
 class MultiHeadAttention(nn.Module):
   """q, k, v projections (no bias), encoding-specific weights, weights @ v, out projection."""
   num_heads: int
   make_attention: Callable[..., nn.Module]  # `Encoding.attention` with its options bound
+  block: int = 0  # `attention_blocks`; 0: one block
 
   @nn.compact
   def __call__(self, x: Array, key_valid: Array, causal: bool) -> Array:
@@ -90,16 +112,21 @@ class MultiHeadAttention(nn.Module):
       return y.reshape(b, t, self.num_heads, head_dim).transpose(2, 0, 1, 3)
 
     q, k, v = project('query'), project('key'), project('value')
-    weights, normalize = self.make_attention(name='encoding')(
+    scores = self.make_attention(name='encoding')(
         q, k, inputs=x, key_valid=key_valid, causal=causal)
-    v = v.astype(weights.dtype)
-    if normalize:
+    v = v.astype(jnp.float32)
+    if scores.normalize:
       # A column of ones gives the row sums from the same product: no extra pass over
-      # the [H, B, T, T] weights.
+      # the weights.
       v = jnp.concatenate([v, jnp.ones((*v.shape[:-1], 1), v.dtype)], axis=-1)
-    out = jnp.einsum('hbij,hbjk->hbik', weights, v)
-    if normalize:
-      out = out[..., :-1] / (out[..., -1:] + encodings.TINY)
+    rows = {}
+    for heads, queries in attention_blocks(self.num_heads, t, self.block,
+                                           scores.query_blocks):
+      out = jnp.einsum('hbij,hbjk->hbik', scores.weights(heads, queries), v[heads])
+      if scores.normalize:
+        out = out[..., :-1] / (out[..., -1:] + encodings.TINY)
+      rows.setdefault(heads.start, []).append(out)
+    out = jnp.concatenate([jnp.concatenate(r, axis=2) for r in rows.values()], axis=0)
     out = out.transpose(1, 2, 0, 3).reshape(b, t, d).astype(x.dtype)
     return nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT,
                     name='out')(out)
@@ -111,12 +138,13 @@ class EncoderBlock(nn.Module):
   ffn_size: int
   dropout: float
   make_attention: Callable[..., nn.Module]
+  attention_block: int = 0
 
   @nn.compact
   def __call__(self, x, key_valid, causal, deterministic):
     d = x.shape[-1]
-    a = MultiHeadAttention(self.num_heads, self.make_attention, name='attention')(
-        x, key_valid, causal)
+    a = MultiHeadAttention(self.num_heads, self.make_attention, self.attention_block,
+                           name='attention')(x, key_valid, causal)
     x = nn.LayerNorm(epsilon=_LAYER_NORM_EPS)(
         x + Dropout(self.dropout)(a, deterministic=deterministic))
     f = nn.Dense(self.ffn_size, kernel_init=encodings.HAIKU_LINEAR_INIT)(x)
@@ -142,6 +170,9 @@ class Transformer(nn.Module):
     encoding_options: hashable (key, value) pairs, e.g. (('relative_mode', 'reference'),).
     embedding_init_scale: σ of the token embedding's TruncNormal init (the reference's
       `emb_init_scale`, 0.02, applied to its one-hot Dense).
+    attention_block: sequences longer than this run attention per head in query blocks of
+      at most this many rows (`attention_blocks`); 0 never splits. Same function, other
+      float rounding order; speed only (long evaluation sequences).
   """
   vocab_size: int
   num_classes: int
@@ -155,6 +186,7 @@ class Transformer(nn.Module):
   causal: bool = False
   encoding_options: tuple[tuple[str, Any], ...] = ()
   embedding_init_scale: float = 0.02
+  attention_block: int = 256
 
   @nn.compact
   def __call__(self, tokens: Array, seq_length: Array, *, deterministic: bool) -> Array:
@@ -179,7 +211,8 @@ class Transformer(nn.Module):
                                        **attention_options)
     for layer in range(self.num_layers):
       x = EncoderBlock(self.num_heads, self.ffn_size, self.dropout, make_attention,
-                       name=f'layer_{layer}')(x, key_valid, self.causal, deterministic)
+                       self.attention_block, name=f'layer_{layer}')(
+                           x, key_valid, self.causal, deterministic)
     return nn.Dense(self.num_classes, kernel_init=encodings.HAIKU_LINEAR_INIT,
                     name='head')(x)
 

@@ -164,10 +164,10 @@ def _hook_weights(module, q, k, noise_seed=0, key_valid=None):
   """Normalized attention weights [H, B, T, T] of a hook (q, k [H, B, T, K]); variables."""
   key_valid = jnp.ones(q.shape[2], bool) if key_valid is None else key_valid
   rngs = {'params': jax.random.key(0), 'noise': jax.random.key(noise_seed)}
-  (weights, normalize), variables = module.init_with_output(
+  scores, variables = module.init_with_output(
       rngs, q, k, inputs=jnp.zeros((q.shape[1], q.shape[2], 8)), key_valid=key_valid,
       causal=False)
-  return encodings.normalized_weights(weights, normalize), variables
+  return encodings.attention_matrix(scores), variables
 
 
 @pytest.mark.parametrize('mode', ['reference', 'symmetric'])
@@ -205,8 +205,8 @@ def test_randomized_rotary_shares_positions_for_q_and_k():
   q = jnp.full((1, 1, 6, 2), 3.0)
   module = encodings.RotaryAttention(max_position=1000, randomized=True)
   for seed in range(3):
-    weights, _ = module.apply({}, q, q, inputs=None, key_valid=jnp.ones(6, bool),
-                              causal=False, rngs={'noise': jax.random.key(seed)})
+    weights = module.apply({}, q, q, inputs=None, key_valid=jnp.ones(6, bool),
+                           causal=False, rngs={'noise': jax.random.key(seed)}).full()
     np.testing.assert_allclose(jnp.diagonal(weights[0, 0]), 1.0, rtol=1e-6)
     assert np.all(np.asarray(weights[0, 0]) <= 1.0)
 
@@ -225,7 +225,7 @@ def test_layers_draw_independently():
                      mutable=['intermediates'])
   inter = state['intermediates']
   for layer in range(2):
-    weights, _ = inter[f'layer_{layer}']['attention']['encoding']['__call__'][0]
+    weights = inter[f'layer_{layer}']['attention']['encoding']['__call__'][0].full()
     captured.append(np.asarray(weights))
   assert not np.allclose(captured[0], captured[1])
 
@@ -285,8 +285,8 @@ def test_geometric_directional_tells_left_from_right(side):
   params['direction']['bias'] = jnp.tile(bias, h)
   params['gamma'] = jnp.ones(())
   params['rho'] = jnp.ones(())
-  weights, _ = module.apply({'params': params}, q, q, inputs=jnp.ones((1, t, 8)),
-                            key_valid=jnp.ones(t, bool), causal=False)
+  weights = module.apply({'params': params}, q, q, inputs=jnp.ones((1, t, 8)),
+                         key_valid=jnp.ones(t, bool), causal=False).full()
   w = np.asarray(weights[0, 0])
   i = 3
   if side == 'left':
@@ -323,6 +323,18 @@ def test_resolve_options():
     encodings.resolve_options('randomized_relative', (('relative_mode', 'clamped'),))
 
 
+def test_rel_shift_query_block():
+  # Queries 1..2 of T = 4 take columns 1..6 of the [2T] table (relative positions -3..2).
+  t, queries = 4, slice(1, 3)
+  window = encodings.relative_window(t, queries)
+  assert (window.start, window.stop) == (1, 7)
+  columns = np.arange(2 * t)[window]  # the table column each window column holds
+  x = np.broadcast_to(columns - t, (2, len(columns)))  # the relative position of each
+  i = np.arange(1, 3)[:, None]
+  j = np.arange(t)[None, :]
+  np.testing.assert_array_equal(encodings.rel_shift(jnp.asarray(x), num_keys=t), j - i)
+
+
 def test_relative_position_logits_custom_vjp_matches_autodiff():
   keys = jax.random.split(jax.random.key(0), 3)
   qv = jax.random.normal(keys[0], (2, 3, 5, 4))  # [H, B, T, K]
@@ -336,3 +348,11 @@ def test_relative_position_logits_custom_vjp_matches_autodiff():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   np.testing.assert_array_equal(encodings.rel_unshift(jnp.array([[1., 2.], [3., 4.]])),
                                 [[0, 0, 1, 2], [0, 3, 4, 0]])
+  # A block of Q = 2 queries against T = 5 keys.
+  rel_block = rel[:, :7]
+  plain = lambda qv, rel: encodings.rel_shift(jnp.einsum('hbik,hck->hbic', qv, rel), 5)
+  out, vjp = jax.vjp(encodings.relative_position_logits, qv[:, :, :2], rel_block)
+  want_out, want_vjp = jax.vjp(plain, qv[:, :, :2], rel_block)
+  np.testing.assert_allclose(out, want_out, rtol=1e-6)
+  for got, want in zip(vjp(g[:, :, :2]), want_vjp(g[:, :, :2])):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
