@@ -165,7 +165,7 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
 
 def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = None,
-               left_distances: Array | None = None) -> Array:
+               left_distances: Array | None = None, queries: slice | None = None) -> Array:
   """Non-causal ALiBi bias, added to the 1/sqrt(K)-scaled logits.
 
   bias[h, i, j] = s_h · (-dist(|i - j|) + 0.5 · [j < i]) for j != i, and 0 for j = i;
@@ -178,16 +178,20 @@ def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = 
     distances: optional int [T], distances[0] = 0: the randomized distance of offset d.
     left_distances: optional int [T] for keys left of the query (randomize_both_sides);
       defaults to `distances`.
+    queries: the query rows to make (default all T): [H, Q, T], made where it is used
+      rather than sliced from the whole [H, T, T].
 
   Returns:
-    float32 [H, T, T].
+    float32 [H, T, T] (or [H, Q, T]).
 
   Example (slope 1, T = 4):
     [[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]]
   """
+  queries = slice(0, num_positions) if queries is None else queries
   idx = np.arange(num_positions)
-  offset = np.abs(idx[None, :] - idx[:, None])
-  left = idx[None, :] < idx[:, None]
+  rows = np.arange(queries.start, queries.stop)
+  offset = np.abs(idx[None, :] - rows[:, None])
+  left = idx[None, :] < rows[:, None]
   if distances is None:
     dist = jnp.asarray(offset, jnp.float32)
   else:
@@ -594,14 +598,15 @@ def attention_matrix(scores: Scores) -> Array:
 
 
 def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
-                        bias: Array | None = None) -> Scores:
-  """Softmax scores of q·k / sqrt(K) (+ bias [H, T, T]): none, sin/cos, learned, ALiBi, RoPE."""
+                        bias: Callable[[slice], Array] | None = None) -> Scores:
+  """Softmax scores of q·k / sqrt(K) (+ bias(queries) [H, Q, T]): none, sin/cos, learned,
+  ALiBi, RoPE."""
   num_heads, _, t, head_dim = q.shape
 
   def weights(heads, queries):
     logits = key_masked_dot(q[heads, :, queries] / math.sqrt(head_dim), k[heads], key_valid)
     if bias is not None:
-      logits = logits + bias[heads, None, queries]
+      logits = logits + bias(queries)[heads, None]
     return softmax_numerator(logits, key_valid, causal, queries, keys_masked=True)
 
   return Scores(weights, True, num_heads, t)
@@ -633,8 +638,9 @@ class AlibiAttention(nn.Module):
       if self.randomize_both_sides:
         left = random_distances(self.make_rng('noise'), t, max_position=self.max_position,
                                 length=length)
-    bias = alibi_bias(num_heads, t, distances=distances, left_distances=left)
-    return _dot_product_scores(q, k, key_valid, causal, bias)
+    bias = functools.partial(alibi_bias, num_heads, t, distances=distances,
+                             left_distances=left)
+    return _dot_product_scores(q, k, key_valid, causal, lambda queries: bias(queries=queries))
 
 
 class RotaryAttention(nn.Module):

@@ -44,6 +44,10 @@ def test_randomized_alibi_uses_distance_table():
   got = encodings.alibi_bias(1, 5, distances=jnp.array([0, 1, 4, 6, 10])) / 2.0**-8
   np.testing.assert_allclose(got[0, 0], [0, -1, -4, -6, -10])
   np.testing.assert_allclose(got[0, 2], [-3.5, -0.5, 0, -1, -4])
+  # A block of query rows is those rows of the whole matrix.
+  rows = encodings.alibi_bias(1, 5, distances=jnp.array([0, 1, 4, 6, 10]),
+                              queries=slice(2, 4)) / 2.0**-8
+  np.testing.assert_array_equal(rows, got[:, 2:4])
 
 
 def test_rel_shift_identity():
