@@ -71,6 +71,9 @@ def base_config() -> ml_collections.ConfigDict:
   c.model.ffn_size = 256
   c.model.dropout = 0.1
   c.model.max_position = 2048  # L_max: range of randomized positions, learned table rows.
+  # Sequences longer than this run attention per head in query blocks of at most this many
+  # rows (speed only: the same function; 0 never splits). See model.attention_blocks.
+  c.model.attention_block = 256
   return c
 
 
@@ -204,6 +207,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
   for key, value in positive.items():
     if not isinstance(value, int) or value < 1:
       raise ConfigError(f'{key}={value!r} must be a positive integer')
+  block = config.model.get('attention_block', 0)
+  if not isinstance(block, int) or block < 0:
+    raise ConfigError(f'model.attention_block={block!r} must be a non-negative integer '
+                      '(0: never split attention into blocks)')
   if not 0.0 <= config.model.dropout < 1.0:
     raise ConfigError(f'model.dropout={config.model.dropout!r} must be in [0, 1)')
   if config.model.d_model % config.model.num_heads:

@@ -80,7 +80,7 @@ def make_model(config: ml_collections.ConfigDict, task: Any) -> model_lib.Transf
       num_layers=config.model.num_layers, d_model=config.model.d_model,
       num_heads=config.model.num_heads, ffn_size=config.model.ffn_size,
       dropout=config.model.dropout, max_position=config.model.max_position,
-      encoding_options=options)
+      encoding_options=options, attention_block=config.model.get('attention_block', 256))
 
 
 def forward(model: model_lib.Transformer, params: Any, batch: dict[str, jax.Array],

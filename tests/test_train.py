@@ -137,6 +137,7 @@ def test_rerun_with_other_config_is_refused(tmp_path):
     ('--config.model.num_heads=3', 'not divisible'),
     ('--config.train.steps=abc', 'train.steps'),
     ('--config.model.max_position=10', 'max_position'),
+    ('--config.model.attention_block=-1', 'model.attention_block=-1 must be'),
     ('--bogus_flag=1', 'bogus_flag'),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, override, needle):
