@@ -6,7 +6,7 @@ C = 2). For each encoding, the study's model (5 × d 64 × 8 heads) runs once in
 Compile time is measured separately and excluded. The reference needs 213 s for 8 × 64
 examples with randomized relative (reference.md §5); the target is <= 30 s.
 
-  python -m launch.bench forward [--encodings=none,alibi] [--sub_batch=64] [--chunk=4]
+  python -m launch.bench forward [--encodings=none,alibi] [--sub_batch=64] [--chunk=2]
       [--out=f.json]
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> None:
   parser.add_argument('--encodings', default=','.join(encodings.NAMES))
   parser.add_argument('--batch', type=int, default=512)
   parser.add_argument('--sub_batch', type=int, default=64)
-  parser.add_argument('--chunk', type=int, default=4,
+  parser.add_argument('--chunk', type=int, default=2,
                       help='examples per lax.map step inside a sub-batch (0: no map)')
   parser.add_argument('--length', type=int, default=500, help='input length; T = 2·length')
   parser.add_argument('--out', default='bench_forward.json')
