@@ -85,7 +85,7 @@ def attention_blocks(num_heads: int, num_positions: int, block: int,
   independent, so XLA runs them on all cores: at T = 1,000 the [H, B, T, T] weights of a
   whole layer (32 MB per example) would stream through memory three times instead.
 
-  Example: attention_blocks(2, 10, 4) -> head 0 and head 1 each with queries 0..3, 4..6,
+  Example: attention_blocks(2, 10, 4) -> head 0 and head 1 each with queries 0..2, 3..6,
     7..9; attention_blocks(2, 4, 4) -> [(slice(0, 2), slice(0, 4))].
   """
   if block <= 0 or num_positions <= block:
