@@ -407,15 +407,6 @@ def softmax_numerator(logits: Array, key_valid: Array, causal: bool,
   return jnp.exp(logits - row_max)
 
 
-def masked_softmax(logits: Array, key_valid: Array, causal: bool) -> Array:
-  """Softmax over keys in float32, invalid (padded or future) keys excluded.
-
-  Example: logits [[0, 0, 5]] with key_valid [1, 1, 0] -> [[.5, .5, 0]].
-  """
-  weights = softmax_numerator(logits, key_valid, causal)
-  return weights / jnp.sum(weights, axis=-1, keepdims=True)
-
-
 def normalized_weights(weights: Array, normalize: bool) -> Array:
   """The attention matrix [H, B, T, T] from an attention hook's (weights, normalize)."""
   if not normalize:
