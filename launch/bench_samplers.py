@@ -25,18 +25,29 @@ _FAST = ('even_pairs', 'parity_check', 'cycle_navigation', 'reverse_string',
          'duplicate_string', 'missing_duplicate_string', 'odds_first', 'bucket_sort')
 
 
-def examples_per_second(fn, batch_size: int, repeats: int, calls: int) -> float:
-  """Median examples/s of `fn(key)`; the first calls (compilation, warm-up) are not timed."""
-  for i in range(calls):  # the first call compiles; the rest settle allocations and caches
+def examples_per_second(fns: dict, batch_size: int, repeats: int, calls: int,
+                        warmup_s: float = 0.5) -> dict:
+  """Median examples/s of each `fn(key)` in `fns`, after compilation and warm-up.
+
+  The functions are timed in alternating rounds (a, b, a, b, ...), so that whichever is
+  measured first does not carry the drift of the machine alone (measured here: the first
+  function timed after a compile ran up to 25% slower than the same program timed next).
+  """
+  for i, fn in enumerate(fns.values()):  # the first call compiles
     jax.block_until_ready(fn(jax.random.key(10**6 + i)))
-  times = []
+  start = time.perf_counter()
+  while time.perf_counter() - start < warmup_s:  # settle allocations, caches, clocks
+    for fn in fns.values():
+      jax.block_until_ready(fn(jax.random.key(10**6)))
+  times = {name: [] for name in fns}
   for r in range(repeats):
-    keys = [jax.random.key(1000 * r + i) for i in range(calls)]
-    start = time.perf_counter()
-    for key in keys:
-      jax.block_until_ready(fn(key))
-    times.append((time.perf_counter() - start) / calls)
-  return batch_size / statistics.median(times)
+    for name, fn in fns.items():
+      keys = [jax.random.key(1000 * r + i) for i in range(calls)]
+      start = time.perf_counter()
+      for key in keys:
+        jax.block_until_ready(fn(key))
+      times[name].append((time.perf_counter() - start) / calls)
+  return {name: batch_size / statistics.median(t) for name, t in times.items()}
 
 
 def main(argv: Sequence[str]) -> None:
@@ -64,11 +75,11 @@ def main(argv: Sequence[str]) -> None:
   for name in names:
     task = tasks.get(name)
     for length in lengths:
-      exact = examples_per_second(lambda k, t=task, n=length: t.sample(k, batch, n),
-                                  batch, args.repeats, args.calls)
-      padded = examples_per_second(
-          lambda k, t=task, n=length: t.sample_padded(k, batch, n, n),
+      rates = examples_per_second(
+          {'exact': lambda k, t=task, n=length: t.sample(k, batch, n),
+           'padded': lambda k, t=task, n=length: t.sample_padded(k, batch, n, n)},
           batch, args.repeats, args.calls)
+      exact, padded = rates['exact'], rates['padded']
       target = TARGETS['fast' if name in _FAST else 'other']
       rows.append({'task': name, 'length': length, 'batch_size': batch,
                    'exact_examples_per_s': round(exact), 'padded_examples_per_s': round(padded),

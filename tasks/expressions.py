@@ -99,10 +99,12 @@ def evaluate(tokens: Array, length: Any) -> tuple[Array, Array]:
 
   def step(carry, tok):
     top, neg, sp, stack = carry
-    parent = _unpack(stack[rows, jnp.maximum(sp - 1, 0)])
-    new_top, neg = _eval_token(tok, top, neg, parent)
+    below = stack[rows, jnp.maximum(sp - 1, 0)]
+    new_top, neg = _eval_token(tok, top, neg, _unpack(below))
     push, pop = tok == OPEN, tok == CLOSE
-    stack = stack.at[rows, jnp.where(push, sp, depth)].set(_pack(*top), mode='drop')
+    # In place, not a copy per token: see `_walk`.
+    stack = stack.at[rows, jnp.where(push, sp, depth)].set(
+        jnp.where(push, _pack(*top), below), mode='drop')
     sp = sp + push - pop
     return (new_top, neg, sp, stack), None
 
@@ -179,7 +181,7 @@ def _walk(words: Array, n: Array, max_length: int,
     num_ops: operators to draw from (+, -, and * if 3).
 
   Returns:
-    (starts, sizes, splits, ops) int32 [B, K]: node k spans tokens start..start+size-1,
+    (starts, sizes, splits, ops) int32 [K, B]: node k spans tokens start..start+size-1,
     its left child has `split` tokens and its operator token is `op`; start = -1 past the
     example's last internal node.
   """
@@ -203,15 +205,17 @@ def _walk(words: Array, n: Array, max_length: int,
     top = stack[rows, jnp.maximum(sp - 1, 0)]
     new_start = jnp.select([go_left, go_right, pop], [start + 1, right_start, top // width], 0)
     new_size = jnp.select([go_left, go_right, pop], [split, right_size, top % width], 0)
+    # Writing `top` where nothing is pushed (dropped anyway) makes the scatter depend on the
+    # gather: XLA then updates the stack in place instead of copying it every iteration.
     stack = stack.at[rows, jnp.where(push, sp, depth)].set(
-        right_start * width + right_size, mode='drop')
+        jnp.where(push, right_start * width + right_size, top), mode='drop')
     sp = sp + push - pop
     return (new_start, new_size, sp, stack), (jnp.where(active, start, -1), size, split, op)
 
   zeros = jnp.zeros((batch_size,), jnp.int32)
   init = (zeros, n, zeros, jnp.zeros((batch_size, depth), jnp.int32))
   _, nodes = lax.scan(visit, init, words)
-  return tuple(x.T for x in nodes)
+  return nodes  # [K, B] each: node-major, as the later passes read them
 
 
 def _assemble(nodes, digits: Array, n: Array) -> tuple[Array, Array]:
@@ -228,11 +232,11 @@ def _assemble(nodes, digits: Array, n: Array) -> tuple[Array, Array]:
   internal = starts >= 0
   where_ = lambda p: jnp.where(internal, p, max_length)            # dropped if not a node
   marks = jnp.concatenate([where_(starts), where_(starts + 1 + splits),
-                           where_(starts + sizes - 1)], 1)
-  values = jnp.concatenate([jnp.full_like(ops, OPEN), ops, jnp.full_like(ops, CLOSE)], 1)
+                           where_(starts + sizes - 1)], 0)         # [3K, B]
+  values = jnp.concatenate([jnp.full_like(ops, OPEN), ops, jnp.full_like(ops, CLOSE)], 0)
   # The tokens of internal nodes (`(`, operator, `)`); -1 elsewhere.
   marked = jnp.full((batch_size, max_length), -1, jnp.int32).at[
-      jnp.arange(batch_size)[:, None], marks].set(values, mode='drop')
+      jnp.arange(batch_size)[None, :], marks].set(values, mode='drop')
   pos = base.positions(max_length)
   leaf = (pos < n[:, None]) & (marked < 0)
   lf = leaf.astype(jnp.int32)
@@ -256,22 +260,34 @@ def _assemble(nodes, digits: Array, n: Array) -> tuple[Array, Array]:
 
 def _evaluate_nodes(nodes, values: Array) -> Array:
   """Pass 3: the expression's value [B] from the leaves' values [B, Lmax] (at their first
-  token): internal nodes in reverse preorder, children before parents, each reading its
-  children's values at their first tokens and writing its own at its first token."""
-  starts, _, splits, ops = nodes
+  token): internal nodes in reverse preorder, children before parents.
+
+  Node values are kept by node index ([K, B]), not by position: in preorder the left child
+  of node k, when internal, is node k + 1, and the right child's index comes from a
+  position -> node map made once before the loop; leaf children are read before the loop
+  too. The loop body then does one small gather instead of two from [B, Lmax].
+  """
+  starts, _, splits, ops = nodes                                    # [K, B]
   batch_size, max_length = values.shape
-  rows = jnp.arange(batch_size)
-  starts, splits, ops = starts.T, splits.T, ops.T                  # [K, B]
+  num_nodes = starts.shape[0]
+  exists = starts >= 0
+  cols = jnp.arange(batch_size)
+  node_at = jnp.full((batch_size, max_length + 1), -1, jnp.int32).at[
+      cols[None, :], jnp.where(exists, starts, max_length)].set(
+          jnp.arange(num_nodes, dtype=jnp.int32)[:, None])
+  take = lambda x, p: x[cols[None, :], jnp.clip(p, 0, max_length - 1)]   # [K, B]
+  left_pos, right_pos = starts + 1, starts + 2 + splits
+  xs = (ops, take(node_at, left_pos), take(node_at, right_pos),
+        take(values, left_pos), take(values, right_pos))
 
-  def body(k, values):
-    k = starts.shape[0] - 1 - k
-    start, split, op = starts[k], splits[k], ops[k]
-    left = values[rows, jnp.clip(start + 1, 0, max_length - 1)]
-    right = values[rows, jnp.clip(start + 2 + split, 0, max_length - 1)]
+  def body(node_values, x):
+    k, (op, left_node, right_node, left_leaf, right_leaf) = x
+    left = jnp.where(left_node >= 0, node_values[jnp.minimum(k + 1, num_nodes - 1)], left_leaf)
+    right = jnp.where(right_node >= 0, node_values[jnp.maximum(right_node, 0), cols],
+                      right_leaf)
     v = jnp.select([op == PLUS, op == MINUS], [left + right, left - right], left * right) % 5
-    return values.at[rows, jnp.where(start >= 0, start, max_length)].set(v, mode='drop')
+    return node_values.at[k].set(v), None
 
-  # Only the first `count` nodes exist in some example: start the reverse walk there.
-  count = jnp.max(jnp.sum(starts >= 0, axis=0))
-  values = lax.fori_loop(starts.shape[0] - count, starts.shape[0], body, values)
-  return values[:, 0]
+  init = jnp.zeros((num_nodes, batch_size), jnp.int32)
+  node_values, _ = lax.scan(body, init, (jnp.arange(num_nodes), xs), reverse=True)
+  return jnp.where(exists[0], node_values[0], values[:, 0])
