@@ -32,3 +32,24 @@ class ArgumentParser(argparse.ArgumentParser):
 
   def error(self, message: str) -> NoReturn:
     fail(f'{self.prog}: {message}')
+
+
+def cpu_times() -> tuple[int, int] | None:
+  """(steal, total) CPU jiffies of the machine from /proc/stat, or None off Linux.
+
+  On a shared VM the hypervisor's steal time moves wall-clock benchmarks by 2x between
+  runs here; the benchmarks report the steal share of their own run next to the figures.
+  """
+  try:
+    with open('/proc/stat') as f:
+      fields = [int(x) for x in f.readline().split()[1:]]
+  except (OSError, ValueError):
+    return None
+  return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_percent(start: tuple[int, int] | None, end: tuple[int, int] | None) -> float | None:
+  """The steal share (%) of the CPU time between two `cpu_times()` readings."""
+  if start is None or end is None or end[1] <= start[1]:
+    return None
+  return round(100.0 * (end[0] - start[0]) / (end[1] - start[1]), 1)
