@@ -141,16 +141,16 @@ class SolveEquation(base.Task):
     n = length - 2
     tokens, value = ex.generate(k_expr, batch_size, n, max_length, num_ops=2)
     pos = base.positions(max_length)
-    # First digit at or after each position (cyclically): suffix minimum of digit positions.
-    is_digit = (tokens < 5) & (pos < n)
-    nxt = base.cumulative(jnp.minimum, jnp.where(is_digit, pos, max_length), max_length,
-                          reverse=True)
+    # The first digit at or after idx, cyclically: two masked minima over the positions.
+    digit_pos = jnp.where((tokens < 5) & (pos < n), pos, max_length)
     idx = base.uniform_below(k_idx, jnp.full((batch_size,), n))
-    chosen = base.take_per_row(nxt, idx)
-    chosen = jnp.where(chosen < max_length, chosen, nxt[:, 0])
+    chosen = jnp.min(jnp.where(pos >= idx[:, None], digit_pos, max_length), axis=1)
+    chosen = jnp.where(chosen < max_length, chosen, jnp.min(digit_pos, axis=1))
     answer = base.take_per_row(tokens, chosen)
     tokens = jnp.where(pos == chosen[:, None], ex.X, tokens)
-    x = _EQ_IDS[tokens]
+    # _EQ_IDS[tokens] as arithmetic (a table lookup is a gather per token on CPU).
+    x = jnp.where(tokens <= ex.MINUS, tokens, jnp.where(tokens == ex.TIMES, 0, tokens - 1))
+    x = jnp.where(tokens == ex.PAD, 0, x)
     x = jnp.where(pos == n, 10, jnp.where(pos == n + 1, value[:, None], x))
     degenerate = length < 3
     x = jnp.where(degenerate | (pos >= length), 0, x)
