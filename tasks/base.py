@@ -112,7 +112,14 @@ class Task:
     return _sample_jit(self, key, batch_size, length, self.input_length(length))
 
   def sample_padded(self, key: Array, batch_size: int, length: Any, max_length: int) -> Batch:
-    """A batch at a traced length, padded to the static `max_length` (see module doc)."""
+    """A batch at a traced length, padded to the static `max_length` (see module doc).
+
+    A traced length must be <= max_length (not checked inside the program); a concrete one
+    is checked here.
+    """
+    if isinstance(length, int) and not (length >= 1 and self.input_length(length) <= max_length):
+      raise ValueError(f'length {length} does not fit max_length={max_length} '
+                       f'(input length {self.input_length(length)})')
     return _sample_jit(self, key, batch_size, length, max_length)
 
 

@@ -113,8 +113,20 @@ def _binary_expression(key, batch_size, length, max_length):
   in_n = pos < len_n
   in_m = (pos > len_n) & (pos < length)
 
+  len_m = length - 1 - len_n
+  short = 24  # a nonzero operand of at most this many bits is drawn directly
+
   def draw(k):
-    return base.uniform_digits(k, (batch_size, max_length), 2)
+    # Uniform bits, then every operand of <= `short` bits replaced by the bits of a draw
+    # from {1..2**len - 1}: only long operands can still be zero (probability < 2**-24 a
+    # row), so the rejection loop below almost never runs (it ran 3-4 rounds a batch).
+    k_bits, k_n, k_m = jax.random.split(k, 3)
+    bits = base.uniform_digits(k_bits, (batch_size, max_length), 2)
+    for k_op, size, first, inside in ((k_n, len_n, 0, in_n), (k_m, len_m, len_n + 1, in_m)):
+      value = 1 + base.uniform_below(k_op, 2**jnp.clip(size[:, 0], 1, short) - 1)[:, None]
+      own = (value >> jnp.clip(pos - first, 0, 31)) & 1
+      bits = jnp.where(inside & (size <= short), own, bits)
+    return bits
 
   def bad(bits):
     zero_n = ~jnp.any(bits.astype(bool) & in_n, axis=1)

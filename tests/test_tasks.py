@@ -262,6 +262,14 @@ def test_binary_operand_laws():
     _chi2_uniform(rows @ np.asarray([1, 2, 4]), range(1, 8))
     small = _inputs(name, 2, 5000)                      # L = 2: n ~ U{0, 1, 2}
     _chi2_uniform(small @ np.asarray([1, 2]), range(3))
+    # Operands past 24 bits are uniform bits redrawn if zero; shorter ones are drawn whole.
+    x = _inputs(name, 41, 4000)
+    sep = np.argmax(x == 2, axis=1)
+    pos = np.arange(41)[None, :]
+    in_n, in_m = pos < sep[:, None], pos > sep[:, None]
+    assert ((x * in_n).max(axis=1) == 1).all() and ((x * in_m).max(axis=1) == 1).all()
+    long_n = in_n & (sep[:, None] > 24)
+    assert abs(x[long_n].mean() - 0.5) < 4 * 0.5 / np.sqrt(long_n.sum())
 
 
 def test_sqrt_operand_law():
