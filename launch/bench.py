@@ -8,6 +8,7 @@ import pkgutil
 import sys
 
 import launch
+from launch import common
 
 
 def available() -> list[str]:
@@ -21,6 +22,7 @@ def main() -> None:
     got = sys.argv[1] if len(sys.argv) > 1 else '(none)'
     print(f'error: unknown benchmark {got!r}; choose one of {", ".join(names)}', file=sys.stderr)
     sys.exit(2)
+  common.keep_freed_memory()
   module = importlib.import_module(f'launch.bench_{sys.argv[1]}')
   module.main([sys.argv[0]] + sys.argv[2:])
 

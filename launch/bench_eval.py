@@ -5,7 +5,6 @@ relative) at each length with 512 examples in sub-batches of 64, split into comp
 time and run time, and their total.
 """
 
-import json
 import time
 
 from absl import flags
@@ -14,6 +13,7 @@ import jax.numpy as jnp
 
 from experiments import rpe_table1
 from launch import common
+from posenc import io
 from posenc import config as config_lib
 from posenc import train
 import tasks
@@ -54,6 +54,5 @@ def _main(argv):
           f'run {run_s:6.1f} s for {config.eval.examples_per_length} examples', flush=True)
   total = sum(r['compile_s'] + r['run_s'] for r in rows)
   print(f'total (compile + run) for lengths {_LENGTHS.value}: {total:.1f} s')
-  with open(_OUT.value, 'w') as f:
-    json.dump({'cell': _CELL.value, 'rows': rows, 'total_s': total}, f, indent=1)
+  io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'rows': rows, 'total_s': total})
   print(f'wrote {_OUT.value}')

@@ -11,13 +11,13 @@ examples with randomized relative (reference.md §5); the target is <= 30 s.
 """
 from __future__ import annotations
 
-import json
 import time
 
 import jax
 import jax.numpy as jnp
 
 from launch import common
+from posenc import io
 from posenc import encodings
 from posenc import model as model_lib
 
@@ -96,6 +96,5 @@ def main(argv: list[str]) -> None:
           flush=True)
   result = {'backend': jax.devices()[0].platform, 'jax': jax.__version__,
             'device_count': jax.device_count(), 'rows': rows}
-  with open(args.out, 'w') as f:
-    json.dump(result, f, indent=2)
+  io.write_json_atomic(args.out, result)
   print(f'wrote {args.out}')

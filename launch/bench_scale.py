@@ -18,6 +18,7 @@ from absl import flags
 
 from experiments import rpe_table1
 from launch import common
+from posenc import io
 
 _STEPS = flags.DEFINE_integer('steps', 5, 'Timed steps per device setting.')
 _COST_STEPS = flags.DEFINE_integer('cost_steps', 5, 'Steps the cost model times.')
@@ -52,6 +53,5 @@ def _main(argv):
           f'({r["steps_per_s"]:.3f} population steps/s)', flush=True)
   est = cost.estimate(rpe_table1.get_config(), rpe_table1.grid(), _COST_STEPS.value)
   print(cost.format_estimate(est))
-  with open(_OUT.value, 'w') as f:
-    json.dump({'train': {str(k): v for k, v in rows.items()}, 'cost': est}, f, indent=1)
+  io.write_json_atomic(_OUT.value, {'train': {str(k): v for k, v in rows.items()}, 'cost': est})
   print(f'wrote {_OUT.value}')

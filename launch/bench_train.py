@@ -7,7 +7,6 @@ compiled first, then `--steps` steps timed along the curriculum), and the number
 compiled training programs.
 """
 
-import json
 import tempfile
 
 from absl import flags
@@ -15,6 +14,7 @@ import jax
 
 from experiments import rpe_table1
 from launch import common
+from posenc import io
 from posenc import train
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
@@ -66,6 +66,5 @@ def _main(argv):
           f'(each member {r["steps_per_s"]:.2f} updates/s); '
           f'{r["compiled_programs"]} compiled programs {r["buckets"]}; '
           f'warm-up compile {r["warmup_compile_s"]:.1f} s', flush=True)
-  with open(_OUT.value, 'w') as f:
-    json.dump(out, f, indent=1)
+  io.write_json_atomic(_OUT.value, out)
   print(f'wrote {_OUT.value}')

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from launch import common
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -25,3 +27,11 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
   assert not out.exists()
+
+
+def test_keep_freed_memory_can_be_turned_off(monkeypatch):
+  monkeypatch.setenv('POSENC_KEEP_FREED_MEMORY', '0')
+  assert common.keep_freed_memory() is False
+  monkeypatch.delenv('POSENC_KEEP_FREED_MEMORY')
+  if sys.platform.startswith('linux'):
+    assert common.keep_freed_memory() is True
