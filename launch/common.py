@@ -33,20 +33,22 @@ def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> Non
 
 
 def keep_freed_memory() -> bool:
-  """Makes glibc's malloc keep freed memory for reuse instead of returning it to the OS.
+  """Opt-in (`POSENC_KEEP_FREED_MEMORY=1`): glibc's malloc keeps freed memory for reuse.
 
   XLA's CPU runtime allocates each execution's temporaries as one block (191 MB for a
   training step of the study's model at T = 40, B = 128) from its worker threads. glibc
   serves a block that large from a thread arena by a fresh mmap and unmaps it on free, so
-  every step page-faulted its whole working set in again: 46,700 faults and about 150 ms of
-  kernel time per step, measured. One arena, no mmap and no trimming make the block stay
-  mapped: 0-9,000 faults per step, and the steps 10-25% faster (measured, noisy VM).
-
-  Process-wide, so it is set here by the entry points (and the test session), before the
-  JAX backend starts its threads. `POSENC_KEEP_FREED_MEMORY=0` in the environment turns it
-  off (to compare). Returns False where it is off or there is no glibc `mallopt`.
+  every step page-faults its whole working set in again: 46,700 faults and about 150 ms of
+  kernel time per step, measured. One arena, no mmap and no trimming keep the block
+  mapped; measured on this VM (A/B, two runs each):
+    - bench train, P = 1: 1.73 / 1.75 -> 2.04 / 2.10 model-updates/s (+19%);
+    - bench eval at length 250: compile 6.6 / 6.8 -> 10.5 / 9.8 s and run 14.6 / 17.1 ->
+      24.7 / 21.7 s (slower: every thread, the compiler's included, shares one arena).
+  Hence off by default; worth turning on for long training runs. Process-wide, so only
+  the entry points call it, before the JAX backend starts its threads. Returns whether
+  it was applied.
   """
-  if not sys.platform.startswith('linux') or os.environ.get('POSENC_KEEP_FREED_MEMORY') == '0':
+  if not sys.platform.startswith('linux') or os.environ.get('POSENC_KEEP_FREED_MEMORY') != '1':
     return False
   try:
     mallopt = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6').mallopt

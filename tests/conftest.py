@@ -23,11 +23,6 @@ if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
 os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0')
 os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES', '0')
 
-# The allocator setting of the entry points (launch/common.py), before JAX starts.
-from launch import common  # noqa: E402
-
-common.keep_freed_memory()
-
 import jax  # noqa: E402
 
 jax.config.update('jax_disable_most_optimizations',

@@ -29,9 +29,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
   assert not out.exists()
 
 
-def test_keep_freed_memory_can_be_turned_off(monkeypatch):
-  monkeypatch.setenv('POSENC_KEEP_FREED_MEMORY', '0')
+def test_keep_freed_memory_is_opt_in(monkeypatch):
+  monkeypatch.delenv('POSENC_KEEP_FREED_MEMORY', raising=False)
   assert common.keep_freed_memory() is False
-  monkeypatch.delenv('POSENC_KEEP_FREED_MEMORY')
-  if sys.platform.startswith('linux'):
-    assert common.keep_freed_memory() is True
+  if sys.platform.startswith('linux'):  # applied in a child process: it is process-wide
+    env = dict(os.environ, POSENC_KEEP_FREED_MEMORY='1')
+    out = subprocess.run([sys.executable, '-c', 'from launch import common; '
+                          'print(common.keep_freed_memory())'], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == 'True'
