@@ -88,7 +88,14 @@ class ReverseString(base.Task):
 
 
 # Token ids of solve_equation <-> the internal codes of `expressions`.
-_EQ_IDS = jnp.asarray([0, 1, 2, 3, 4, 5, 6, 0, 7, 8, 9, 0], jnp.int32)   # code -> id
+def _eq_ids(codes: Array) -> Array:
+  """Internal codes -> solve_equation token ids: digits, `+`, `-` keep theirs; `(` 8 -> 7,
+  `)` 9 -> 8, `x` 10 -> 9; `*` and PAD (not in its expressions) -> 0. Arithmetic rather
+  than a table, which would be a gather per token on CPU."""
+  ids = jnp.where(codes <= ex.MINUS, codes, jnp.where(codes == ex.TIMES, 0, codes - 1))
+  return jnp.where(codes == ex.PAD, 0, ids)
+
+
 _EQ_CODES = jnp.asarray([0, 1, 2, 3, 4, ex.PLUS, ex.MINUS, ex.OPEN, ex.CLOSE, ex.X, ex.PAD],
                         jnp.int32)                                       # id -> code
 
@@ -148,9 +155,7 @@ class SolveEquation(base.Task):
     chosen = jnp.where(chosen < max_length, chosen, jnp.min(digit_pos, axis=1))
     answer = base.take_per_row(tokens, chosen)
     tokens = jnp.where(pos == chosen[:, None], ex.X, tokens)
-    # _EQ_IDS[tokens] as arithmetic (a table lookup is a gather per token on CPU).
-    x = jnp.where(tokens <= ex.MINUS, tokens, jnp.where(tokens == ex.TIMES, 0, tokens - 1))
-    x = jnp.where(tokens == ex.PAD, 0, x)
+    x = _eq_ids(tokens)
     x = jnp.where(pos == n, 10, jnp.where(pos == n + 1, value[:, None], x))
     degenerate = length < 3
     x = jnp.where(degenerate | (pos >= length), 0, x)

@@ -350,3 +350,11 @@ def test_solve_equation_laws():
     var += p_first * (1 - p_first)
     observed += row.index(sym['x']) == first
   assert abs(observed - expected) < 4.5 * math.sqrt(var), (observed, expected)
+
+
+def test_solve_equation_ids_invert_codes():
+  from tasks import dcf  # pylint: disable=import-outside-toplevel
+  ids = np.arange(11)                                  # every token id but PAD's 0 slot
+  codes = np.asarray(dcf._EQ_CODES)[ids]               # pylint: disable=protected-access
+  back = np.asarray(dcf._eq_ids(codes))                # pylint: disable=protected-access
+  assert (back[:10] == ids[:10]).all() and back[10] == 0   # id 10 (`=`) -> PAD -> 0
