@@ -33,7 +33,8 @@ def examples_per_second(fns: dict, batch_size: int, repeats: int, calls: int,
 
   The functions are timed in alternating rounds (a, b, a, b, ...), so that whichever is
   measured first does not carry the drift of the machine alone (measured here: the first
-  function timed after a compile ran up to 25% slower than the same program timed next).
+  function timed after a compile ran up to a third slower than the same program timed
+  next: bucket_sort at L = 500, 152,840 vs 227,181 examples/s).
   """
   for i, fn in enumerate(fns.values()):  # the first call compiles
     jax.block_until_ready(fn(jax.random.key(10**6 + i)))

@@ -119,7 +119,8 @@ def _binary_expression(key, batch_size, length, max_length):
   def draw(k):
     # Uniform bits, then every operand of <= `short` bits replaced by the bits of a draw
     # from {1..2**len - 1}: only long operands can still be zero (probability < 2**-24 a
-    # row), so the rejection loop below almost never runs (it ran 3-4 rounds a batch).
+    # row), so the rejection loop below almost never runs. Before, a 1-bit operand was
+    # zero half the time, so a batch of 512 needed several redraw rounds.
     k_bits, k_n, k_m = jax.random.split(k, 3)
     bits = base.uniform_digits(k_bits, (batch_size, max_length), 2)
     for k_op, size, first, inside in ((k_n, len_n, 0, in_n), (k_m, len_m, len_n + 1, in_m)):
