@@ -165,7 +165,8 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
 
 def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = None,
-               left_distances: Array | None = None, queries: slice | None = None) -> Array:
+               left_distances: Array | None = None, queries: slice | None = None,
+               heads: slice | None = None) -> Array:
   """Non-causal ALiBi bias, added to the 1/sqrt(K)-scaled logits.
 
   bias[h, i, j] = s_h · (-dist(|i - j|) + 0.5 · [j < i]) for j != i, and 0 for j = i;
@@ -180,6 +181,8 @@ def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = 
       defaults to `distances`.
     queries: the query rows to make (default all T): [H, Q, T], made where it is used
       rather than sliced from the whole [H, T, T].
+    heads: the heads to make (default all H): [h, Q, T]. Made per block rather than
+      sliced from all heads' bias, which XLA copies per block inside a loop.
 
   Returns:
     float32 [H, T, T] (or [H, Q, T]).
@@ -200,7 +203,8 @@ def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = 
     dist = jnp.where(left, left_dist, right_dist).astype(jnp.float32)
   bias = -dist + 0.5 * left
   bias = jnp.where(offset == 0, 0.0, bias)
-  return jnp.asarray(alibi_slopes(num_heads))[:, None, None] * bias[None]
+  heads = slice(0, num_heads) if heads is None else heads
+  return jnp.asarray(alibi_slopes(num_heads)[heads])[:, None, None] * bias[None]
 
 
 def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Array:
@@ -590,14 +594,14 @@ def attention_matrix(scores: Scores) -> Array:
 
 def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
                         bias: Callable[[slice], Array] | None = None) -> Scores:
-  """Softmax scores of q·k / sqrt(K) (+ bias(queries) [H, Q, T]): none, sin/cos, learned,
+  """Softmax scores of q·k / sqrt(K) (+ bias(heads, queries) [h, Q, T]): none, sin/cos, learned,
   ALiBi, RoPE."""
   num_heads, _, t, head_dim = q.shape
 
   def weights(heads, queries):
     logits = key_masked_dot(q[heads, :, queries] / math.sqrt(head_dim), k[heads], key_valid)
     if bias is not None:
-      logits = logits + bias(queries)[heads, None]
+      logits = logits + bias(heads, queries)[:, None]
     return softmax_numerator(logits, key_valid, causal, queries, keys_masked=True)
 
   return Scores(weights, True, num_heads, t)
@@ -631,7 +635,8 @@ class AlibiAttention(nn.Module):
                                 length=length)
     bias = functools.partial(alibi_bias, num_heads, t, distances=distances,
                              left_distances=left)
-    return _dot_product_scores(q, k, key_valid, causal, lambda queries: bias(queries=queries))
+    return _dot_product_scores(q, k, key_valid, causal,
+                               lambda heads, queries: bias(heads=heads, queries=queries))
 
 
 class RotaryAttention(nn.Module):
