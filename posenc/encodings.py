@@ -593,7 +593,7 @@ def attention_matrix(scores: Scores) -> Array:
 
 
 def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
-                        bias: Callable[[slice], Array] | None = None) -> Scores:
+                        bias: Callable[[slice, slice], Array] | None = None) -> Scores:
   """Softmax scores of q·k / sqrt(K) (+ bias(heads, queries) [h, Q, T]): none, sin/cos, learned,
   ALiBi, RoPE."""
   num_heads, _, t, head_dim = q.shape
