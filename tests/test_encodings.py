@@ -36,6 +36,9 @@ def test_alibi_matrix():
   assert got.shape == (8, 4, 4)
   for h, slope in enumerate(encodings.alibi_slopes(8)):
     np.testing.assert_allclose(got[h], slope * want)
+  # A block of heads and query rows (as the model asks for it) is that part of the whole.
+  block = encodings.alibi_bias(8, 4, heads=slice(3, 5), queries=slice(1, 3))
+  np.testing.assert_array_equal(block, got[3:5, 1:3])
 
 
 def test_randomized_alibi_uses_distance_table():
