@@ -44,7 +44,9 @@ def keep_freed_memory() -> bool:
     - bench train, P = 1: 1.73 / 1.75 -> 2.04 / 2.10 model-updates/s (+19%);
     - bench eval at length 250: compile 6.6 / 6.8 -> 10.5 / 9.8 s and run 14.6 / 17.1 ->
       24.7 / 21.7 s (slower: every thread, the compiler's included, shares one arena).
-  Hence off by default; worth turning on for long training runs. Process-wide, so only
+  A later A/B of single update steps (randomized_relative, bucket 20) measured it slower:
+  median 319 ms by default, 392 ms with these settings. The training gain is therefore not
+  established. Hence off by default. Process-wide, so only
   the entry points call it, before the JAX backend starts its threads. Returns whether
   it was applied.
   """
