@@ -14,6 +14,7 @@ import jax
 
 from experiments import rpe_table1
 from launch import common
+from posenc import cost
 from posenc import io
 from posenc import train
 
@@ -23,6 +24,7 @@ _CELL = flags.DEFINE_string('cell', 'task=reverse_string,encoding=randomized_rel
                             'rpe_table1 arg of the cell to time.')
 _OUT = flags.DEFINE_string('out', 'bench_train.json', 'Where to write the figures.')
 _SKIP_FIRST = flags.DEFINE_bool('skip_first_update', False, 'Do not time a fresh run.')
+_FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
 
 
 def population_config(size: int):
@@ -57,6 +59,14 @@ def _main(argv):
   if not _SKIP_FIRST.value:
     out['first_update_s'] = first_update_seconds()
     print(f'time to first update (fresh run, P=1): {out["first_update_s"]:.1f} s', flush=True)
+  if _FLOOR.value:
+    floor = cost.dense_product_floor(population_config(1))
+    out['dense_product_floor'] = floor
+    print(f'dense-product floor (the step\'s matrix products alone, timed one by one): '
+          f'{floor["mean_step_ms"]:.0f} ms per step over the curriculum at '
+          f'{floor["gflops_per_s"]:.0f} GFLOP/s, i.e. at most '
+          f'{floor["max_updates_per_s"]:.1f} model-updates/s at P=1; by bucket (ms): '
+          + ', '.join(f'{b}: {t:.0f}' for b, t in floor['bucket_ms'].items()), flush=True)
   out['populations'] = []
   for size in map(int, _POPULATIONS.value):
     r = steady_state(size, _STEPS.value)

@@ -83,6 +83,74 @@ def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
           'model_updates_per_s': population.size / step_s}
 
 
+_CALLS_PER_TIMING = 4
+
+
+def dense_products(tokens: int, config: ml_collections.ConfigDict) -> list[tuple[int, int, int]]:
+  """The (m, k, n) matrix products of one training step's dense layers, per layer.
+
+  Each weight W [k, n] (q, k, v, out projections [d, d]; FFN [d, F] and [F, d]) costs
+  three products over the step's `tokens` rows: forward x @ W [tokens, k] x [k, n],
+  input gradient g @ W^T [tokens, n] x [n, k], weight gradient x^T @ g [k, tokens] x
+  [tokens, n]. Attention, normalisation, dropout and the optimiser are not included.
+
+  Example: d = 2, F = 4, tokens = 3 -> the first triple is (3, 2, 2), (3, 2, 2), (2, 3, 2).
+  """
+  d, f = config.model.d_model, config.model.ffn_size
+  out = []
+  for k, n in [(d, d)] * 4 + [(d, f), (f, d)]:
+    out += [(tokens, k, n), (tokens, n, k), (k, tokens, n)]
+  return out
+
+
+def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict[str, Any]:
+  """A measured lower bound on a training step: its dense matrix products alone.
+
+  Every product of `dense_products` at each training bucket's shape (batch_size x
+  T_bucket rows) is jitted and timed on its own (median of `repeats` timings); a step's
+  floor is their sum times the number of layers, and the curriculum's floor is the mean
+  over lengths 1..N of the floor of each length's bucket. A whole step also runs
+  attention, normalisation, dropout and Adam, so it cannot be faster than this on these
+  devices with XLA's matrix products.
+
+  Returns:
+    {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
+     'gflops_per_s' (the products' achieved rate over the curriculum)}.
+  """
+  task = tasks.get(config.task)
+  n, size = config.train.max_length, config.train.bucket_size
+  timers: dict[tuple[int, int, int], float] = {}
+
+  def seconds(m, k, nn):
+    if (m, k, nn) not in timers:
+      a = jnp.ones((m, k), jnp.float32)
+      b = jnp.ones((k, nn), jnp.float32)
+      f = jax.jit(jnp.matmul)
+      jax.block_until_ready(f(a, b))
+      times = []
+      for _ in range(repeats):  # a few calls in flight per timing: no host latency per call
+        t0 = time.perf_counter()
+        jax.block_until_ready([f(a, b) for _ in range(_CALLS_PER_TIMING)])
+        times.append((time.perf_counter() - t0) / _CALLS_PER_TIMING)
+      timers[(m, k, nn)] = float(np.median(times))
+    return timers[(m, k, nn)]
+
+  bucket_s, bucket_flops = {}, {}
+  for length in range(1, n + 1):
+    bucket = config_lib.bucket_of(length, n, size)
+    if bucket not in bucket_s:
+      rows = config.train.batch_size * (bucket + int(task.output_length(bucket)))
+      products = dense_products(rows, config)
+      bucket_s[bucket] = config.model.num_layers * sum(seconds(*p) for p in products)
+      bucket_flops[bucket] = config.model.num_layers * sum(2.0 * np.prod(p) for p in products)
+  lengths = range(1, n + 1)
+  mean_s = float(np.mean([bucket_s[config_lib.bucket_of(l, n, size)] for l in lengths]))
+  mean_flops = float(np.mean([bucket_flops[config_lib.bucket_of(l, n, size)] for l in lengths]))
+  return {'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
+          'mean_step_ms': 1e3 * mean_s, 'max_updates_per_s': 1.0 / mean_s,
+          'gflops_per_s': mean_flops / mean_s / 1e9}
+
+
 def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
              steps: int = 20) -> dict[str, Any]:
   """Measures the first cell, then predicts every cell of `cells` on this machine."""
