@@ -119,7 +119,7 @@ def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) ->
   """
   task = tasks.get(config.task)
   n, size = config.train.max_length, config.train.bucket_size
-  timers: dict[tuple[int, int, int], float] = {}
+  timers: dict[tuple[int, int, int], float] = {}  # each shape is timed once
 
   def seconds(m, k, nn):
     if (m, k, nn) not in timers:
@@ -135,17 +135,14 @@ def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) ->
       timers[(m, k, nn)] = float(np.median(times))
     return timers[(m, k, nn)]
 
-  bucket_s, bucket_flops = {}, {}
+  per_length, bucket_s = [], {}   # (seconds, FLOPs) of each length 1..N's bucket
   for length in range(1, n + 1):
-    bucket = config_lib.bucket_of(length, n, size)
-    if bucket not in bucket_s:
-      rows = config.train.batch_size * (bucket + int(task.output_length(bucket)))
-      products = dense_products(rows, config)
-      bucket_s[bucket] = config.model.num_layers * sum(seconds(*p) for p in products)
-      bucket_flops[bucket] = config.model.num_layers * sum(2.0 * np.prod(p) for p in products)
-  lengths = range(1, n + 1)
-  mean_s = float(np.mean([bucket_s[config_lib.bucket_of(l, n, size)] for l in lengths]))
-  mean_flops = float(np.mean([bucket_flops[config_lib.bucket_of(l, n, size)] for l in lengths]))
+    products = dense_products(config.train.batch_size * _tokens(task, length, n, size), config)
+    layers = config.model.num_layers
+    per_length.append((layers * sum(seconds(*p) for p in products),
+                       layers * sum(2.0 * np.prod(p) for p in products)))
+    bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
+  mean_s, mean_flops = (float(x) for x in np.mean(per_length, axis=0))
   return {'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
           'mean_step_ms': 1e3 * mean_s, 'max_updates_per_s': 1.0 / mean_s,
           'gflops_per_s': mean_flops / mean_s / 1e9}
