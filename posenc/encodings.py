@@ -430,44 +430,70 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False) 
     A_ij = P_ij · Π_{k ∈ S_ij} (1 - P_ik),
     S_ij = {k != i : |k - i| < |j - i|} ∪ ({2i - j} if j < i)   (Csordás et al. 2022).
   The query itself and invalid keys have P = 0. In log space with C_i(t) = Σ_{k<=t} log(1 -
-  P_ik) (C(<0) = 0, C(>T-1) = C(T-1)):
+  P_ik) (C(<0) = 0, C(>T'-1) = C(T'-1)):
     log A_ij = log P_ij + C_i(2i - j) - C_i(j)        for j < i,
     log A_ij = log P_ij + C_i(j - 1) - C_i(2i - j)    for j > i.
-  O(T²) memory: a cumsum, and C_i(2i - j) by reshapes (`_mirror`) rather than a gather.
-  Rows sum to at most 1; the remainder is "attend to nothing". NDR's `normalize_score`
-  (divide by the row sum) is the model's `normalize` flag (`geometric_normalize` option).
+  O(T²) memory: a blocked cumsum, and C_i(2i - j) by reshapes (`_mirror`) rather than a
+  gather. Rows sum to at most 1; the remainder is "attend to nothing". NDR's
+  `normalize_score` (divide by the row sum) is the model's `normalize` flag
+  (`geometric_normalize` option).
+
+  Keys may outnumber queries (T' >= T): query i is position i, and keys past the real ones
+  are padding (invalid in `key_valid`). `GeometricAttention` pads keys to a multiple of the
+  cumsum block so that blocking is a reshape rather than a copy.
 
   Args:
-    logits: s [..., T, T], e.g. [H, B, T, T] (the diagonal is ignored).
-    key_valid: bool [T].
+    logits: s [..., T, T'], e.g. [H, B, T, T] (the diagonal is ignored).
+    key_valid: bool [T'].
     causal: also drop keys j > i.
 
   Returns:
-    float32 [..., T, T].
+    float32 [..., T, T'].
 
   Example (one row, i = 1, T = 3, all P = 1/2): the right key j = 2 comes first and gets
     1/2, the left key j = 0 gets 1/2 · (1 - 1/2) = 1/4, so the row is [1/4, 0, 1/2].
   """
   logits = logits.astype(jnp.float32)
-  t = logits.shape[-1]
-  i = np.arange(t)[:, None]
+  q, t = logits.shape[-2:]
+  i = np.arange(q)[:, None]
   j = np.arange(t)[None, :]
-  valid = _attention_mask(key_valid, t, causal) & (i != j)
-  log_sig = jax.nn.log_sigmoid(logits)
-  log_p = jnp.where(valid, log_sig, 0.0)
-  log_not_p = jnp.where(valid, log_sig - logits, 0.0)  # log σ(-s) = log σ(s) - s
+  valid = _attention_mask(key_valid, t, causal, slice(0, q)) & (i != j)
+  log_not_p = jnp.where(valid, -_softplus(logits), 0.0)  # log σ(-s) = -softplus(s)
   cum = _cumsum_last(log_not_p)
   c_mirror = _mirror(cum)  # C_i(2i - j)
-  c_prev = cum - log_not_p  # C_i(j - 1)
-  closer = jnp.where(j < i, c_mirror - cum, c_prev - c_mirror)
-  return jnp.where(valid, jnp.exp(log_p + closer), 0.0)
+  closer = jnp.where(j < i, c_mirror - cum, cum - log_not_p - c_mirror)
+  # log P = log σ(s) = s + log σ(-s).
+  return jnp.where(valid, jnp.exp(logits + log_not_p + closer), 0.0)
 
 
-def _cumsum_last(x: Array, block: int = 32) -> Array:
+def _softplus(x: Array) -> Array:
+  """log(1 + e^x) as max(x, 0) + log(1 + e^-|x|).
+
+  log(1 + e) rather than log1p(e): on XLA CPU log1p made geometric attention 25% slower.
+  Where e < 2^-24, 1 + e rounds to 1 and the term reads 0 instead of e: an absolute error
+  below 6e-8 per key, the size of the rounding of the cumulative sums it feeds.
+  """
+  return jnp.maximum(x, 0.0) + jnp.log(1.0 + jnp.exp(-jnp.abs(x)))
+
+
+CUMSUM_BLOCK = 32
+
+
+def _padded_keys(num_keys: int, block: int = CUMSUM_BLOCK) -> int:
+  """The key count rounded up to a multiple of `block` if that adds at most 1/8 more keys.
+
+  Example: 1000 -> 1024; 40 -> 40 (64 would add 60%); 96 -> 96.
+  """
+  padded = -(-num_keys // block) * block
+  return padded if 8 * (padded - num_keys) <= num_keys else num_keys
+
+
+def _cumsum_last(x: Array, block: int = CUMSUM_BLOCK) -> Array:
   """Cumulative sum over the last axis, by blocks: ~2x faster than jnp.cumsum on XLA CPU.
 
   Within-block prefix sums are one small matmul with an upper-triangular matrix of ones;
-  the block totals get their own (short) prefix sum and are added back.
+  the block totals get their own (short) prefix sum and are added back. A last axis that is
+  a multiple of `block` is blocked by a reshape; otherwise it is padded (a copy).
   """
   *batch, t = x.shape
   nb = -(-t // block)
@@ -478,23 +504,30 @@ def _cumsum_last(x: Array, block: int = 32) -> Array:
 
 
 def _mirror(cum: Array) -> Array:
-  """out[..., i, j] = cum[..., i, clip(2i - j)], 0 where 2i - j < 0, for a row cumsum.
+  """out[..., i, j] = cum[..., i, 2i - j] for a row cumsum; 0 where 2i - j < 0 and the row
+  total cum[..., i, T' - 1] where 2i - j > T' - 1.
 
-  Done with pads and reshapes (XLA CPU gathers are slow), on [T, 2T] rather than [T, 3T]:
-  `rel_unshift` gives E[i, T + m - i] = cum[i, m]; the reflected entry cum[i, 2i - j] is
-  E[i, i + 1 + j'] with j' = T - 1 - j, a skew by i + 1 (flatten, drop one entry, rows of
-  2T + 1), then a flip. E is 0 outside the row, so 2i - j < 0 reads 0; 2i - j > T - 1
-  is set to the row total cum[i, T - 1] with a select.
+  Done with a flip, pads and reshapes (XLA CPU gathers are slow): with F[i, m] = cum[i,
+  T' - 1 - m], out[i, j] = F[i, T' - 1 - 2i + j], i.e. row i of F read from an offset that
+  falls by 2 per row. Rows of F padded to width W and flattened put F[i, m] at iW + m, so
+  out[i, j] sits at i(W - 2) + base + j: rows of W - 2 after dropping `base` entries. The
+  padding is zeros, read where 2i - j < 0; the other side is set by a select.
+
+  Example (one row of T' = 4, i = 1, cum = [a, b, c, d]): 2i - j = 2, 1, 0, -1 -> [c, b, a, 0].
   """
-  *batch, t, _ = cum.shape
+  *batch, q, t = cum.shape
   no_pad = [(0, 0)] * len(batch)
-  flat = rel_unshift(cum).reshape(*batch, 2 * t * t)[..., 1:]
-  flat = jnp.pad(flat, no_pad + [(0, t + 1)])  # length T (2T + 1)
-  skewed = flat.reshape(*batch, t, 2 * t + 1)[..., :t]  # H[i, j'] = E[i, i + 1 + j']
-  mirrored = jnp.flip(skewed, axis=-1)
-  i = np.arange(t)[:, None]
+  left = max(0, 2 * (q - 1) - (t - 1))  # so that T' - 1 - 2i + left >= 0 for every row
+  right = max(t - 1, 2)  # zeros, read where 2i - j < 0 (and rows of W - 2 >= T')
+  width = left + t + right
+  base = left + t - 1
+  flat = jnp.pad(jnp.flip(cum, -1), no_pad + [(0, 0), (left, right)])
+  flat = flat.reshape(*batch, q * width)
+  flat = jnp.pad(flat, no_pad + [(0, max(0, base - 2 * q))])
+  skewed = flat[..., base:base + q * (width - 2)].reshape(*batch, q, width - 2)[..., :t]
+  i = np.arange(q)[:, None]
   j = np.arange(t)[None, :]
-  return jnp.where(2 * i - j > t - 1, cum[..., -1:], mirrored)
+  return jnp.where(2 * i - j > t - 1, cum[..., -1:], skewed)
 
 
 def _attention_mask(key_valid: Array, num_positions: int, causal: bool,
@@ -751,6 +784,11 @@ class GeometricAttention(nn.Module):
                             name='direction')(inputs)
       beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(2, 0, 1, 3)  # [H,B,T,2]
     qu = q + u[:, None, None].astype(q.dtype)
+    # Keys padded (masked) to a multiple of the cumsum block make its blocking a reshape;
+    # unpadded, XLA fuses the pad with the softplus into one slow loop (T = 1,000: 25%).
+    num_keys = _padded_keys(t)
+    k = jnp.pad(k, [(0, 0), (0, 0), (0, num_keys - t), (0, 0)])
+    keys_valid = jnp.pad(key_valid, (0, num_keys - t))
 
     def weights(heads, queries):
       if (queries.start, queries.stop) != (0, t):
@@ -758,9 +796,9 @@ class GeometricAttention(nn.Module):
                          '(Scores.query_blocks=False)')
       logits = gamma * jnp.einsum('hbik,hbjk->hbij', qu[heads], k[heads]) + s0
       if beta is not None:
-        left = np.arange(t)[None, :] < np.arange(t)[:, None]
+        left = np.arange(num_keys)[None, :] < np.arange(t)[:, None]
         logits = logits + jnp.where(left, beta[heads, ..., :1], beta[heads, ..., 1:])
-      return geometric_weights(logits, key_valid, causal=causal)
+      return geometric_weights(logits, keys_valid, causal=causal)[..., :t]
 
     return Scores(weights, self.geometric_normalize, num_heads, t, query_blocks=False)
 

@@ -249,6 +249,27 @@ def test_geometric_matches_brute_force_and_rows_at_most_one():
     assert np.all(got[:, ~valid] == 0) and np.all(np.diag(got) == 0)
 
 
+@pytest.mark.parametrize('q,t', [(1, 1), (2, 2), (3, 5), (5, 8), (7, 7), (40, 64)])
+def test_mirror_reflects_each_row_about_its_query(q, t):
+  cum = np.arange(q * t, dtype=np.float32).reshape(q, t) + 1
+  want = [[0 if 2 * i - j < 0 else cum[i, min(2 * i - j, t - 1)] for j in range(t)]
+          for i in range(q)]
+  np.testing.assert_array_equal(np.asarray(encodings._mirror(jnp.asarray(cum))), want)
+
+
+def test_geometric_with_padded_keys_equals_square():
+  # GeometricAttention pads keys to a multiple of the cumsum block; padding keys are
+  # invalid and must not change the real rows.
+  rng = np.random.default_rng(1)
+  t, padded = 9, 16
+  s = rng.normal(size=(padded, padded)) * 2
+  valid = np.arange(padded) < t - 2
+  square = _geometric_brute_force(s, valid)[:t]
+  got = np.asarray(encodings.geometric_weights(jnp.asarray(s[:t])[None], jnp.asarray(valid)))
+  np.testing.assert_allclose(got[0], square, atol=1e-6)
+  assert encodings._padded_keys(1000) == 1024 and encodings._padded_keys(40) == 40
+
+
 def _geometric_brute_force(s, valid):
   """O(T³) stick-breaking straight from the definition (peers.md §3.5)."""
   t = s.shape[-1]
