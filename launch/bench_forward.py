@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from launch import common
+from posenc import cost
 from posenc import io
 from posenc import encodings
 from posenc import model as model_lib
@@ -96,5 +97,14 @@ def main(argv: list[str]) -> None:
           flush=True)
   result = {'backend': jax.devices()[0].platform, 'jax': jax.__version__,
             'device_count': jax.device_count(), 'rows': rows}
+  if any(name.startswith('geometric') for name in args.encodings.split(',')):
+    study = model_lib.Transformer(vocab_size=2, num_classes=2, encoding='geometric')
+    weights = args.batch * study.num_layers * study.num_heads * (2 * args.length) ** 2
+    floor = cost.geometric_transcendental_floor(weights)
+    result['geometric_transcendental_floor'] = floor
+    print(f'geometric floor: {weights:.3g} attention weights x {floor["ns_per_weight"]:.2f} ns '
+          f'(exp, log, exp per weight at XLA\'s cache-resident rate) = '
+          f'{floor["floor_s"]:.1f} s, before any product, cumsum, mirror or other layer',
+          flush=True)
   io.write_json_atomic(args.out, result)
   print(f'wrote {args.out}')

@@ -49,3 +49,9 @@ def test_dense_product_floor_averages_buckets_over_the_curriculum():
   assert abs(floor['mean_step_ms'] - mean) < 1e-6 * mean
   assert floor['max_updates_per_s'] == pytest.approx(1e3 / floor['mean_step_ms'])
   assert floor['gflops_per_s'] > 0
+
+
+def test_geometric_transcendental_floor_scales_with_weights():
+  floor = cost.geometric_transcendental_floor(1e6, block_elements=4096, calls=4, repeats=2)
+  assert floor['ns_per_weight'] > 0
+  assert floor['floor_s'] == pytest.approx(floor['ns_per_weight'] * 1e-9 * 1e6)
