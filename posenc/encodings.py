@@ -422,7 +422,8 @@ def normalized_weights(weights: Array, normalize: bool) -> Array:
 TINY = 1e-30
 
 
-def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False) -> Array:
+def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
+                      first_query: int = 0) -> Array:
   """Geometric (stick-breaking by distance) attention of the Neural Data Router.
 
   Keys are visited from the nearest outwards (on ties the right key comes first); key j is
@@ -438,29 +439,32 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False) 
   `normalize_score` (divide by the row sum) is the model's `normalize` flag
   (`geometric_normalize` option).
 
-  Keys may outnumber queries (T' >= T): query i is position i, and keys past the real ones
-  are padding (invalid in `key_valid`). `GeometricAttention` pads keys to a multiple of the
-  cumsum block so that blocking is a reshape rather than a copy.
+  Rows may be a block of queries: row r is query i = first_query + r (every row is
+  computed from its own logits only). Keys may be padded (invalid in `key_valid`):
+  `GeometricAttention` pads them to a multiple of the cumsum block so that blocking is a
+  reshape rather than a copy.
 
   Args:
-    logits: s [..., T, T'], e.g. [H, B, T, T] (the diagonal is ignored).
+    logits: s [..., Q, T'], e.g. [H, B, T, T]: queries first_query..first_query+Q-1 against
+      keys 0..T'-1 (the entry of key j = i is ignored).
     key_valid: bool [T'].
     causal: also drop keys j > i.
+    first_query: the position of the first row's query (static).
 
   Returns:
-    float32 [..., T, T'].
+    float32 [..., Q, T'].
 
   Example (one row, i = 1, T = 3, all P = 1/2): the right key j = 2 comes first and gets
     1/2, the left key j = 0 gets 1/2 · (1 - 1/2) = 1/4, so the row is [1/4, 0, 1/2].
   """
   logits = logits.astype(jnp.float32)
   q, t = logits.shape[-2:]
-  i = np.arange(q)[:, None]
+  i = np.arange(first_query, first_query + q)[:, None]
   j = np.arange(t)[None, :]
-  valid = _attention_mask(key_valid, t, causal, slice(0, q)) & (i != j)
+  valid = _attention_mask(key_valid, t, causal, slice(first_query, first_query + q)) & (i != j)
   log_not_p = jnp.where(valid, -_softplus(logits), 0.0)  # log σ(-s) = -softplus(s)
   cum = _cumsum_last(log_not_p)
-  c_mirror = _mirror(cum)  # C_i(2i - j)
+  c_mirror = _mirror(cum, first_query)  # C_i(2i - j)
   closer = jnp.where(j < i, c_mirror - cum, cum - log_not_p - c_mirror)
   # log P = log σ(s) = s + log σ(-s).
   return jnp.where(valid, jnp.exp(logits + log_not_p + closer), 0.0)
@@ -503,29 +507,30 @@ def _cumsum_last(x: Array, block: int = CUMSUM_BLOCK) -> Array:
   return (within + before[..., None]).reshape(*batch, nb * block)[..., :t]
 
 
-def _mirror(cum: Array) -> Array:
-  """out[..., i, j] = cum[..., i, 2i - j] for a row cumsum; 0 where 2i - j < 0 and the row
-  total cum[..., i, T' - 1] where 2i - j > T' - 1.
+def _mirror(cum: Array, first_query: int = 0) -> Array:
+  """out[..., r, j] = cum[..., r, 2i - j] with i = first_query + r, for a row cumsum; 0 where
+  2i - j < 0 and the row total cum[..., r, T' - 1] where 2i - j > T' - 1.
 
-  Done with a flip, pads and reshapes (XLA CPU gathers are slow): with F[i, m] = cum[i,
-  T' - 1 - m], out[i, j] = F[i, T' - 1 - 2i + j], i.e. row i of F read from an offset that
-  falls by 2 per row. Rows of F padded to width W and flattened put F[i, m] at iW + m, so
-  out[i, j] sits at i(W - 2) + base + j: rows of W - 2 after dropping `base` entries. The
+  Done with a flip, pads and reshapes (XLA CPU gathers are slow): with F[r, m] = cum[r,
+  T' - 1 - m], out[r, j] = F[r, T' - 1 - 2i + j], i.e. row r of F read from an offset that
+  falls by 2 per row. Rows of F padded to width W and flattened put F[r, m] at rW + m, so
+  out[r, j] sits at r(W - 2) + base + j: rows of W - 2 after dropping `base` entries. The
   padding is zeros, read where 2i - j < 0; the other side is set by a select.
 
   Example (one row of T' = 4, i = 1, cum = [a, b, c, d]): 2i - j = 2, 1, 0, -1 -> [c, b, a, 0].
   """
   *batch, q, t = cum.shape
   no_pad = [(0, 0)] * len(batch)
-  left = max(0, 2 * (q - 1) - (t - 1))  # so that T' - 1 - 2i + left >= 0 for every row
-  right = max(t - 1, 2)  # zeros, read where 2i - j < 0 (and rows of W - 2 >= T')
+  i0 = first_query
+  left = max(0, 2 * (i0 + q - 1) - (t - 1))  # so that T' - 1 - 2i + left >= 0 for every row
+  right = max(t - 1 - 2 * i0, 2 - left, 0)  # zeros, read where 2i - j < 0; rows of W-2 >= T'
   width = left + t + right
-  base = left + t - 1
+  base = left + t - 1 - 2 * i0
   flat = jnp.pad(jnp.flip(cum, -1), no_pad + [(0, 0), (left, right)])
   flat = flat.reshape(*batch, q * width)
   flat = jnp.pad(flat, no_pad + [(0, max(0, base - 2 * q))])
   skewed = flat[..., base:base + q * (width - 2)].reshape(*batch, q, width - 2)[..., :t]
-  i = np.arange(q)[:, None]
+  i = np.arange(i0, i0 + q)[:, None]
   j = np.arange(t)[None, :]
   return jnp.where(2 * i - j > t - 1, cum[..., -1:], skewed)
 
@@ -600,8 +605,6 @@ class Scores(NamedTuple):
     normalize: weights are exp(logits - max): the model divides `weights @ v` by the row
       sums (from a ones column of v, which saves a pass over the weights).
     num_heads, num_queries: H and T, for `full`.
-    query_blocks: False if rows must come whole per head (geometric attention's
-      per-row prefix sums); the model then splits by heads only.
 
   Example:
     >>> scores = DotProductAttention().apply({}, q, k, inputs=None, key_valid=valid,
@@ -613,7 +616,6 @@ class Scores(NamedTuple):
   normalize: bool
   num_heads: int
   num_queries: int
-  query_blocks: bool = True
 
   def full(self) -> Array:
     """float32 [H, B, T, T]: every head and query."""
@@ -791,16 +793,15 @@ class GeometricAttention(nn.Module):
     keys_valid = jnp.pad(key_valid, (0, num_keys - t))
 
     def weights(heads, queries):
-      if (queries.start, queries.stop) != (0, t):
-        raise ValueError('geometric attention computes all T query rows at once '
-                         '(Scores.query_blocks=False)')
-      logits = gamma * jnp.einsum('hbik,hbjk->hbij', qu[heads], k[heads]) + s0
+      logits = gamma * jnp.einsum('hbik,hbjk->hbij', qu[heads, :, queries], k[heads]) + s0
       if beta is not None:
-        left = np.arange(num_keys)[None, :] < np.arange(t)[:, None]
-        logits = logits + jnp.where(left, beta[heads, ..., :1], beta[heads, ..., 1:])
-      return geometric_weights(logits, keys_valid, causal=causal)[..., :t]
+        left = np.arange(num_keys)[None, :] < np.arange(queries.start, queries.stop)[:, None]
+        b = beta[heads, :, queries]
+        logits = logits + jnp.where(left, b[..., :1], b[..., 1:])
+      return geometric_weights(logits, keys_valid, causal=causal,
+                               first_query=queries.start)[..., :t]
 
-    return Scores(weights, self.geometric_normalize, num_heads, t, query_blocks=False)
+    return Scores(weights, self.geometric_normalize, num_heads, t)
 
 
 # ------------------------------------------------------------------------------------------

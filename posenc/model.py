@@ -75,12 +75,12 @@ class Dropout(nn.Module):
     return jnp.where(keep, x / (1.0 - self.rate), jnp.zeros((), x.dtype)).astype(x.dtype)
 
 
-def attention_blocks(num_heads: int, num_positions: int, block: int,
-                     query_blocks: bool = True) -> list[tuple[slice, slice]]:
+def attention_blocks(num_heads: int, num_positions: int,
+                     block: int) -> list[tuple[slice, slice]]:
   """The (heads, queries) blocks attention runs in: one block, or per head in query blocks.
 
   Sequences longer than `block` (> 0) run each head separately, in query blocks of at most
-  `block` rows of near-equal size (only if `query_blocks`). Each block's [1, B, q, T]
+  `block` rows of near-equal size. Each block's [1, B, q, T]
   weights are made, exponentiated and consumed while they are in cache, and blocks are
   independent, so XLA runs them on all cores: at T = 1,000 the [H, B, T, T] weights of a
   whole layer (32 MB per example) would stream through memory three times instead.
@@ -90,7 +90,7 @@ def attention_blocks(num_heads: int, num_positions: int, block: int,
   """
   if block <= 0 or num_positions <= block:
     return [(slice(0, num_heads), slice(0, num_positions))]
-  num_blocks = -(-num_positions // block) if query_blocks else 1
+  num_blocks = -(-num_positions // block)
   bounds = [round(b * num_positions / num_blocks) for b in range(num_blocks + 1)]
   return [(slice(h, h + 1), slice(bounds[b], bounds[b + 1]))
           for h in range(num_heads) for b in range(num_blocks)]
@@ -120,8 +120,7 @@ class MultiHeadAttention(nn.Module):
       # the weights.
       v = jnp.concatenate([v, jnp.ones((*v.shape[:-1], 1), v.dtype)], axis=-1)
     rows = {}
-    for heads, queries in attention_blocks(self.num_heads, t, self.block,
-                                           scores.query_blocks):
+    for heads, queries in attention_blocks(self.num_heads, t, self.block):
       out = jnp.einsum('hbij,hbjk->hbik', scores.weights(heads, queries), v[heads])
       if scores.normalize:
         out = out[..., :-1] / (out[..., -1:] + encodings.TINY)

@@ -257,6 +257,27 @@ def test_mirror_reflects_each_row_about_its_query(q, t):
   np.testing.assert_array_equal(np.asarray(encodings._mirror(jnp.asarray(cum))), want)
 
 
+@pytest.mark.parametrize('causal', [False, True])
+def test_geometric_query_blocks_equal_whole_rows(causal):
+  rng = np.random.default_rng(2)
+  t, padded = 11, 14
+  s = jnp.asarray(rng.normal(size=(2, t, padded)) * 2, jnp.float32)
+  valid = jnp.asarray(np.arange(padded) < t - 1)
+  whole = encodings.geometric_weights(s, valid, causal=causal)
+  blocks = [encodings.geometric_weights(s[:, a:a + 4], valid, causal=causal, first_query=a)
+            for a in range(0, t, 4)]
+  np.testing.assert_allclose(np.concatenate(blocks, 1), whole, atol=2e-6)
+
+
+@pytest.mark.parametrize('first_query,q,t', [(0, 1, 1), (3, 2, 5), (6, 1, 7), (30, 10, 64)])
+def test_mirror_of_a_query_block(first_query, q, t):
+  cum = np.arange(q * t, dtype=np.float32).reshape(q, t) + 1
+  want = [[0 if 2 * (first_query + r) - j < 0 else cum[r, min(2 * (first_query + r) - j, t - 1)]
+           for j in range(t)] for r in range(q)]
+  got = encodings._mirror(jnp.asarray(cum), first_query)
+  np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_geometric_with_padded_keys_equals_square():
   # GeometricAttention pads keys to a multiple of the cumsum block; padding keys are
   # invalid and must not change the real rows.

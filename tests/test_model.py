@@ -77,12 +77,11 @@ def test_attention_blocks_layout():
       (0, 1, 0, 3), (0, 1, 3, 7), (0, 1, 7, 10), (1, 2, 0, 3), (1, 2, 3, 7), (1, 2, 7, 10)]
   assert model_lib.attention_blocks(2, 4, 4) == [(slice(0, 2), slice(0, 4))]
   assert model_lib.attention_blocks(2, 10, 0) == [(slice(0, 2), slice(0, 10))]
-  assert model_lib.attention_blocks(2, 10, 4, query_blocks=False) == [
-      (slice(0, 1), slice(0, 10)), (slice(1, 2), slice(0, 10))]
 
 
 @pytest.mark.parametrize('name,causal', [(name, False) for name in encodings.NAMES] + [
-    ('none', True), ('randomized_relative', True), ('randomized_alibi', True)])
+    ('none', True), ('randomized_relative', True), ('randomized_alibi', True),
+    ('geometric_directional', True)])
 def test_blocked_attention_equals_whole(name, causal):
   # Per-head query blocks (long sequences) compute the same function as one block, on a
   # padded batch, with the same position draws.
