@@ -6,8 +6,12 @@ C = 2). For each encoding, the study's model (5 × d 64 × 8 heads) runs once in
 Compile time is measured separately and excluded. The reference needs 213 s for 8 × 64
 examples with randomized relative (reference.md §5); the target is <= 30 s.
 
-  python -m launch.bench forward [--encodings=none,alibi] [--sub_batch=64] [--chunk=2]
+  python -m launch.bench forward [--encodings=none,alibi] [--sub_batch=64] [--chunk=1]
       [--out=f.json]
+
+By default a sub-batch runs in the micro-batches the evaluator uses at this length
+(`posenc.train.eval_micro_batch`: 1 example at T = 1,000), so the figures are those of a
+study's evaluation.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from posenc import cost
 from posenc import io
 from posenc import encodings
 from posenc import model as model_lib
+from posenc import train
 
 
 def bench_one(name: str, *, batch: int, sub_batch: int, chunk: int, length: int,
@@ -73,13 +78,17 @@ def main(argv: list[str]) -> None:
   parser.add_argument('--encodings', default=','.join(encodings.NAMES))
   parser.add_argument('--batch', type=int, default=512)
   parser.add_argument('--sub_batch', type=int, default=64)
-  parser.add_argument('--chunk', type=int, default=2,
-                      help='examples per lax.map step inside a sub-batch (0: no map)')
+  parser.add_argument('--chunk', type=int, default=None,
+                      help='examples per lax.map step inside a sub-batch (0: no map; default: '
+                      'the evaluator\'s micro-batch at this length)')
   parser.add_argument('--length', type=int, default=500, help='input length; T = 2·length')
   parser.add_argument('--out', default='bench_forward.json')
   args = parser.parse_args(argv[1:])
   if args.batch % args.sub_batch:
     parser.error('--batch must be a multiple of --sub_batch')
+  study = model_lib.Transformer(vocab_size=2, num_classes=2, encoding='none')  # its shape
+  if args.chunk is None:
+    args.chunk = train.eval_micro_batch(args.sub_batch, study.num_heads, 2 * args.length)
   for name in args.encodings.split(','):
     if name not in encodings.NAMES:
       parser.error(f'unknown encoding {name!r}; valid encodings: {", ".join(encodings.NAMES)}')
@@ -98,7 +107,6 @@ def main(argv: list[str]) -> None:
   result = {'backend': jax.devices()[0].platform, 'jax': jax.__version__,
             'device_count': jax.device_count(), 'rows': rows}
   if any(name.startswith('geometric') for name in args.encodings.split(',')):
-    study = model_lib.Transformer(vocab_size=2, num_classes=2, encoding='geometric')
     weights = args.batch * study.num_layers * study.num_heads * (2 * args.length) ** 2
     floor = cost.geometric_transcendental_floor(weights)
     result['geometric_transcendental_floor'] = floor

@@ -275,6 +275,14 @@ def _divisor_at_most(n: int, limit: int) -> int:
   return max(d for d in range(1, n + 1) if n % d == 0 and d <= max(limit, 1))
 
 
+def eval_micro_batch(batch_size: int, num_heads: int, tokens: int) -> int:
+  """Examples per evaluation micro-batch: the most whose [H, T, T] weights fit the budget.
+
+  Example: eval_micro_batch(64, 8, 1000) -> 1; eval_micro_batch(64, 8, 100) -> 16.
+  """
+  return _divisor_at_most(batch_size, _EVAL_ATTENTION_BUDGET // (num_heads * tokens * tokens))
+
+
 def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
                  population: Population, bucket: int, data_key: jax.Array,
                  traces: collections.Counter | None = None) -> Callable[..., jax.Array]:
@@ -294,8 +302,7 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.
   num_sub = config.eval.examples_per_length // batch_size
   max_output = int(task.output_length(bucket))
   tokens = bucket + max_output
-  micro = _divisor_at_most(
-      batch_size, _EVAL_ATTENTION_BUDGET // (config.model.num_heads * tokens * tokens))
+  micro = eval_micro_batch(batch_size, config.model.num_heads, tokens)
 
   def local_eval(params, length, keys):
     if traces is not None:
