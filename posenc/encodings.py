@@ -605,6 +605,13 @@ class Scores(NamedTuple):
     normalize: weights are exp(logits - max): the model divides `weights @ v` by the row
       sums (from a ones column of v, which saves a pass over the weights).
     num_heads, num_queries: H and T, for `full`.
+    sequential_heads: when a sequence is split into blocks, run the heads one after
+      another (`lax.map`, so `weights` gets `heads` as a traced int32 index; use
+      `take_heads`) with their query blocks unrolled, instead of every block unrolled.
+      For hooks whose blocks make large intermediates (relative attention's position
+      products and their rel-shift, geometric attention's prefix sums): unrolled, XLA's
+      concurrency-first scheduler keeps every block's intermediates live at once and they
+      fall out of cache, and the program takes longer to compile.
 
   Example:
     >>> scores = DotProductAttention().apply({}, q, k, inputs=None, key_valid=valid,
@@ -616,10 +623,21 @@ class Scores(NamedTuple):
   normalize: bool
   num_heads: int
   num_queries: int
+  sequential_heads: bool = False
 
   def full(self) -> Array:
     """float32 [H, B, T, T]: every head and query."""
     return self.weights(slice(0, self.num_heads), slice(0, self.num_queries))
+
+
+def take_heads(x: Array, heads: slice | Array) -> Array:
+  """x[heads] along the leading (head) axis: a static slice, or one traced head index.
+
+  Example: take_heads(x, slice(0, 2)) -> x[0:2]; take_heads(x, jnp.int32(3)) -> x[3:4].
+  """
+  if isinstance(heads, slice):
+    return x[heads]
+  return jax.lax.dynamic_slice_in_dim(x, heads, 1, axis=0)
 
 
 def attention_matrix(scores: Scores) -> Array:
@@ -723,12 +741,12 @@ class RelativeAttention(nn.Module):
     rel, u, v = rel.astype(q.dtype), u.astype(q.dtype), v.astype(q.dtype)
 
     def weights(heads, queries):
-      logits = relative_logits(q[heads, :, queries], k[heads],
-                               rel[heads, relative_window(t, queries)], u[heads], v[heads],
-                               key_valid)
+      logits = relative_logits(take_heads(q, heads)[:, :, queries], take_heads(k, heads),
+                               take_heads(rel, heads)[:, relative_window(t, queries)],
+                               take_heads(u, heads), take_heads(v, heads), key_valid)
       return softmax_numerator(logits, key_valid, causal, queries, keys_masked=True)
 
-    return Scores(weights, True, num_heads, t)
+    return Scores(weights, True, num_heads, t, sequential_heads=True)
 
 
 def randomized_relative_positions(key: Array, num_positions: int, *, max_position: int,
@@ -793,15 +811,16 @@ class GeometricAttention(nn.Module):
     keys_valid = jnp.pad(key_valid, (0, num_keys - t))
 
     def weights(heads, queries):
-      logits = gamma * jnp.einsum('hbik,hbjk->hbij', qu[heads, :, queries], k[heads]) + s0
+      logits = gamma * jnp.einsum('hbik,hbjk->hbij', take_heads(qu, heads)[:, :, queries],
+                                  take_heads(k, heads)) + s0
       if beta is not None:
         left = np.arange(num_keys)[None, :] < np.arange(queries.start, queries.stop)[:, None]
-        b = beta[heads, :, queries]
+        b = take_heads(beta, heads)[:, :, queries]
         logits = logits + jnp.where(left, b[..., :1], b[..., 1:])
       return geometric_weights(logits, keys_valid, causal=causal,
                                first_query=queries.start)[..., :t]
 
-    return Scores(weights, self.geometric_normalize, num_heads, t)
+    return Scores(weights, self.geometric_normalize, num_heads, t, sequential_heads=True)
 
 
 # ------------------------------------------------------------------------------------------

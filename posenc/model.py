@@ -119,13 +119,26 @@ class MultiHeadAttention(nn.Module):
       # A column of ones gives the row sums from the same product: no extra pass over
       # the weights.
       v = jnp.concatenate([v, jnp.ones((*v.shape[:-1], 1), v.dtype)], axis=-1)
-    rows = {}
-    for heads, queries in attention_blocks(self.num_heads, t, self.block):
-      out = jnp.einsum('hbij,hbjk->hbik', scores.weights(heads, queries), v[heads])
+
+    def attend(heads, queries):  # -> [h, B, q, K]
+      out = jnp.einsum('hbij,hbjk->hbik', scores.weights(heads, queries),
+                       encodings.take_heads(v, heads))
       if scores.normalize:
         out = out[..., :-1] / (out[..., -1:] + encodings.TINY)
-      rows.setdefault(heads.start, []).append(out)
-    out = jnp.concatenate([jnp.concatenate(r, axis=2) for r in rows.values()], axis=0)
+      return out
+
+    blocks = attention_blocks(self.num_heads, t, self.block)
+    if scores.sequential_heads and len(blocks) > 1:
+      # One head after another, its query blocks unrolled: see `Scores.sequential_heads`.
+      per_head = [queries for heads, queries in blocks if heads.start == 0]
+      out = jax.lax.map(
+          lambda h: jnp.concatenate([attend(h, queries) for queries in per_head], axis=2)[0],
+          jnp.arange(self.num_heads))
+    else:
+      rows = {}
+      for heads, queries in blocks:
+        rows.setdefault(heads.start, []).append(attend(heads, queries))
+      out = jnp.concatenate([jnp.concatenate(r, axis=2) for r in rows.values()], axis=0)
     out = out.transpose(1, 2, 0, 3).reshape(b, t, d).astype(x.dtype)
     return nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT,
                     name='out')(out)

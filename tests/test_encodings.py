@@ -405,3 +405,10 @@ def test_relative_position_logits_custom_vjp_matches_autodiff():
   np.testing.assert_allclose(out, want_out, rtol=1e-6)
   for got, want in zip(vjp(g[:, :, :2]), want_vjp(g[:, :, :2])):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_take_heads_static_slice_or_traced_index():
+  x = jnp.arange(24.0).reshape(4, 2, 3)
+  np.testing.assert_array_equal(encodings.take_heads(x, slice(1, 3)), x[1:3])
+  got = jax.jit(encodings.take_heads)(x, jnp.int32(2))
+  np.testing.assert_array_equal(got, x[2:3])
