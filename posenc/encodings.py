@@ -204,7 +204,7 @@ def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = 
   bias = -dist + 0.5 * left
   bias = jnp.where(offset == 0, 0.0, bias)
   heads = slice(0, num_heads) if heads is None else heads
-  return jnp.asarray(alibi_slopes(num_heads)[heads])[:, None, None] * bias[None]
+  return take_heads(jnp.asarray(alibi_slopes(num_heads)), heads)[:, None, None] * bias[None]
 
 
 def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Array:
@@ -611,7 +611,8 @@ class Scores(NamedTuple):
       For hooks whose blocks make large intermediates (relative attention's position
       products and their rel-shift, geometric attention's prefix sums): unrolled, XLA's
       concurrency-first scheduler keeps every block's intermediates live at once and they
-      fall out of cache, and the program takes longer to compile.
+      fall out of cache. It also compiles 3-4x faster where every block would otherwise be
+      specialised (ALiBi's per-block bias is constant-folded when unrolled).
 
   Example:
     >>> scores = DotProductAttention().apply({}, q, k, inputs=None, key_valid=valid,
@@ -646,18 +647,20 @@ def attention_matrix(scores: Scores) -> Array:
 
 
 def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
-                        bias: Callable[[slice, slice], Array] | None = None) -> Scores:
+                        bias: Callable[[slice, slice], Array] | None = None,
+                        sequential_heads: bool = False) -> Scores:
   """Softmax scores of q·k / sqrt(K) (+ bias(heads, queries) [h, Q, T]): none, sin/cos, learned,
   ALiBi, RoPE."""
   num_heads, _, t, head_dim = q.shape
 
   def weights(heads, queries):
-    logits = key_masked_dot(q[heads, :, queries] / math.sqrt(head_dim), k[heads], key_valid)
+    logits = key_masked_dot(take_heads(q, heads)[:, :, queries] / math.sqrt(head_dim),
+                            take_heads(k, heads), key_valid)
     if bias is not None:
       logits = logits + bias(heads, queries)[:, None]
     return softmax_numerator(logits, key_valid, causal, queries, keys_masked=True)
 
-  return Scores(weights, True, num_heads, t)
+  return Scores(weights, True, num_heads, t, sequential_heads=sequential_heads)
 
 
 class DotProductAttention(nn.Module):
@@ -689,7 +692,8 @@ class AlibiAttention(nn.Module):
     bias = functools.partial(alibi_bias, num_heads, t, distances=distances,
                              left_distances=left)
     return _dot_product_scores(q, k, key_valid, causal,
-                               lambda heads, queries: bias(heads=heads, queries=queries))
+                               lambda heads, queries: bias(heads=heads, queries=queries),
+                               sequential_heads=True)
 
 
 class RotaryAttention(nn.Module):
