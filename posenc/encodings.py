@@ -166,7 +166,7 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
 def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = None,
                left_distances: Array | None = None, queries: slice | None = None,
-               heads: slice | None = None) -> Array:
+               heads: slice | Array | None = None) -> Array:
   """Non-causal ALiBi bias, added to the 1/sqrt(K)-scaled logits.
 
   bias[h, i, j] = s_h · (-dist(|i - j|) + 0.5 · [j < i]) for j != i, and 0 for j = i;
@@ -181,8 +181,9 @@ def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = 
       defaults to `distances`.
     queries: the query rows to make (default all T): [H, Q, T], made where it is used
       rather than sliced from the whole [H, T, T].
-    heads: the heads to make (default all H): [h, Q, T]. Made per block rather than
-      sliced from all heads' bias, which XLA copies per block inside a loop.
+    heads: the heads to make (default all H): a slice, or one traced head index
+      (`take_heads`): [h, Q, T]. Made per block rather than sliced from all heads' bias,
+      which XLA copies per block inside a loop.
 
   Returns:
     float32 [H, T, T] (or [H, Q, T]).
@@ -647,7 +648,7 @@ def attention_matrix(scores: Scores) -> Array:
 
 
 def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
-                        bias: Callable[[slice, slice], Array] | None = None,
+                        bias: Callable[[Any, slice], Array] | None = None,
                         sequential_heads: bool = False) -> Scores:
   """Softmax scores of q·k / sqrt(K) (+ bias(heads, queries) [h, Q, T]): none, sin/cos, learned,
   ALiBi, RoPE."""
