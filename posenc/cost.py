@@ -28,6 +28,7 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import encodings
 from posenc import sweep as sweep_lib
 from posenc import train
 import tasks
@@ -192,32 +193,37 @@ def format_estimate(est: dict[str, Any]) -> str:
   return '\n'.join(lines)
 
 
-def geometric_transcendental_floor(num_weights: float, block_elements: int = 256 * 1024,
-                                   calls: int = 64, repeats: int = 5) -> dict[str, float]:
-  """A measured lower bound on geometric attention: its three transcendentals per weight.
+def geometric_floor(num_weights: float, block: tuple[int, int] = (250, 1024),
+                    num_blocks: int = 64, repeats: int = 5) -> dict[str, float]:
+  """A measured lower bound on geometric attention: its own per-weight work.
 
-  `encodings.geometric_weights` needs, for every attention weight, exp(-|s|) and log(1 + e)
-  (the softplus of log(1 - σ(s))) and the final exp. This times exactly that chain,
-  exp(s + log(1 + exp(-|s|))), jitted on one cache-resident block of `block_elements`
-  float32 (so neither memory bandwidth nor allocation is counted), `calls` calls per
-  timing, best of `repeats`; the floor is that rate times `num_weights`. A forward pass also
-  makes the logits, cumulative sums, mirror and every non-attention layer, so it cannot be
-  faster than this with XLA's elementwise math on these devices.
+  Beyond the q·k and weights·v products every attention needs, `encodings.geometric_weights`
+  computes for every weight exp(-|s|), log(1 + e) and a final exp, and a blocked prefix sum
+  of its row (`encodings.blocked_cumsum`). Each of the two is jitted alone in a `lax.map` over
+  `num_blocks` cache-resident [Q, T'] blocks (the layout of a forward pass at T = 1,000,
+  buffers reused, the result reduced per row so no output is written), best of `repeats`;
+  the floor is their summed rate times `num_weights`. A forward pass also makes the mirror,
+  the two products and every non-attention layer, so it cannot be faster than this with
+  XLA's elementwise math and matmuls on these devices.
 
   Example: num_weights = 512 examples · 5 layers · 8 heads · 1,000² (T = 1,000) = 2.05e10.
 
   Returns:
-    {'ns_per_weight' (wall, all cores), 'floor_s'}.
+    {'chain_ns_per_weight', 'cumsum_ns_per_weight' (wall, all cores), 'floor_s'}.
   """
-  x = jax.random.normal(jax.random.key(0), (block_elements // 1024, 1024), jnp.float32)
-  chain = jax.jit(lambda s: jnp.exp(s + jnp.log(1.0 + jnp.exp(-jnp.abs(s)))))
-  jax.block_until_ready(chain(x))
-  best = float('inf')
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    for _ in range(calls):  # dispatched ahead; each result frees the last one's buffer
-      y = chain(x)
-    jax.block_until_ready(y)
-    best = min(best, (time.perf_counter() - t0) / calls)
-  per_weight = best / x.size
-  return {'ns_per_weight': 1e9 * per_weight, 'floor_s': per_weight * num_weights}
+  x = jax.random.normal(jax.random.key(0), (num_blocks, *block), jnp.float32)
+
+  def ns_per_weight(fn):
+    f = jax.jit(lambda a: jax.lax.map(lambda b: fn(b).sum(-1), a))
+    jax.block_until_ready(f(x))
+    best = float('inf')
+    for _ in range(repeats):
+      t0 = time.perf_counter()
+      jax.block_until_ready(f(x))
+      best = min(best, time.perf_counter() - t0)
+    return 1e9 * best / x.size
+
+  chain = ns_per_weight(lambda s: jnp.exp(s + jnp.log(1.0 + jnp.exp(-jnp.abs(s)))))
+  cumsum = ns_per_weight(encodings.blocked_cumsum)
+  return {'chain_ns_per_weight': chain, 'cumsum_ns_per_weight': cumsum,
+          'floor_s': 1e-9 * (chain + cumsum) * num_weights}

@@ -51,7 +51,8 @@ def test_dense_product_floor_averages_buckets_over_the_curriculum():
   assert floor['gflops_per_s'] > 0
 
 
-def test_geometric_transcendental_floor_scales_with_weights():
-  floor = cost.geometric_transcendental_floor(1e6, block_elements=4096, calls=4, repeats=2)
-  assert floor['ns_per_weight'] > 0
-  assert floor['floor_s'] == pytest.approx(floor['ns_per_weight'] * 1e-9 * 1e6)
+def test_geometric_floor_scales_with_weights():
+  floor = cost.geometric_floor(1e6, block=(4, 64), num_blocks=2, repeats=2)
+  assert floor['chain_ns_per_weight'] > 0 and floor['cumsum_ns_per_weight'] > 0
+  per_weight = floor['chain_ns_per_weight'] + floor['cumsum_ns_per_weight']
+  assert floor['floor_s'] == pytest.approx(per_weight * 1e-9 * 1e6)
