@@ -80,10 +80,11 @@ def attention_blocks(num_heads: int, num_positions: int,
   """The (heads, queries) blocks attention runs in: one block, or per head in query blocks.
 
   Sequences longer than `block` (> 0) run each head separately, in query blocks of at most
-  `block` rows of near-equal size. Each block's [1, B, q, T]
-  weights are made, exponentiated and consumed while they are in cache, and blocks are
-  independent, so XLA runs them on all cores: at T = 1,000 the [H, B, T, T] weights of a
-  whole layer (32 MB per example) would stream through memory three times instead.
+  `block` rows of near-equal size. Each block's [1, B, q, T] weights are made,
+  exponentiated and consumed while they are in cache, and blocks are independent, so XLA
+  runs them on all cores (or, for `Scores.sequential_heads`, one head after another): at
+  T = 1,000 the [H, B, T, T] weights of a whole layer (32 MB per example) would stream
+  through memory three times instead.
 
   Example: attention_blocks(2, 10, 4) -> head 0 and head 1 each with queries 0..2, 3..6,
     7..9; attention_blocks(2, 4, 4) -> [(slice(0, 2), slice(0, 4))].
