@@ -474,7 +474,8 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
 def _softplus(x: Array) -> Array:
   """log(1 + e^x) as max(x, 0) + log(1 + e^-|x|).
 
-  log(1 + e) rather than log1p(e): on XLA CPU log1p made geometric attention 25% slower.
+  log(1 + e) rather than log1p(e): on XLA CPU log1p made geometric attention 25% slower
+  (one layer in isolation at T = 1,000, 512 examples: 46.8 s against 37.2 s).
   Where e < 2^-24, 1 + e rounds to 1 and the term reads 0 instead of e: an absolute error
   below 6e-8 per key, the size of the rounding of the cumulative sums it feeds.
   """
@@ -810,7 +811,8 @@ class GeometricAttention(nn.Module):
       beta = beta.reshape(*beta.shape[:2], num_heads, 2).transpose(2, 0, 1, 3)  # [H,B,T,2]
     qu = q + u[:, None, None].astype(q.dtype)
     # Keys padded (masked) to a multiple of the cumsum block make its blocking a reshape;
-    # unpadded, XLA fuses the pad with the softplus into one slow loop (T = 1,000: 25%).
+    # unpadded, XLA fused the pad with the softplus into one slow loop (one layer in
+    # isolation at T = 1,000, 512 examples: 39.5 s unpadded, 36.7 s padded).
     num_keys = _padded_keys(t)
     k = jnp.pad(k, [(0, 0), (0, 0), (0, num_keys - t), (0, 0)])
     keys_valid = jnp.pad(key_valid, (0, num_keys - t))
