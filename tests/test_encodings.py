@@ -261,8 +261,8 @@ def test_geometric_query_blocks_equal_whole_rows(causal):
   np.testing.assert_allclose(np.concatenate(blocks, 1), whole, atol=2e-6)
 
 
-@pytest.mark.parametrize('first_query,q,t', [(0, 1, 1), (0, 2, 2), (0, 3, 5), (0, 7, 7), (0, 40, 64),
-                                             (3, 2, 5), (6, 1, 7), (30, 10, 64)])
+@pytest.mark.parametrize('first_query,q,t', [
+    (0, 1, 1), (0, 2, 2), (0, 3, 5), (0, 7, 7), (0, 40, 64), (3, 2, 5), (6, 1, 7), (30, 10, 64)])
 def test_mirror_reflects_each_row_about_its_query(first_query, q, t):
   cum = np.arange(q * t, dtype=np.float32).reshape(q, t) + 1
   want = [[0 if 2 * (first_query + r) - j < 0 else cum[r, min(2 * (first_query + r) - j, t - 1)]
