@@ -1,10 +1,15 @@
-"""Small file helpers: atomic JSON writes and crash-tolerant JSON-lines logs."""
+"""Small file helpers: atomic JSON writes, crash-tolerant JSON-lines logs, and the lock that
+keeps a run directory to one writer."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
 import tempfile
+import threading
+import time
 from typing import Any, Callable
 
 
@@ -72,3 +77,110 @@ def read_jsonl(path: str, keep: Callable[[dict[str, Any]], bool] = lambda r: Tru
       os.fsync(f.fileno())
     os.replace(tmp, path)
   return records
+
+
+# ---------------------------------------------------------------------------------------
+# One writer per directory.
+
+LOCK_FILE = 'lock'
+# A holder on another host refreshes its lock file's mtime this often; one not refreshed
+# for STALE_AFTER_S is taken to be dead (hosts share no process table, and some shared
+# file systems do not carry flock between hosts).
+HEARTBEAT_S = 30.0
+STALE_AFTER_S = 300.0
+
+
+class DirectoryBusy(RuntimeError):
+  """Another live process holds the directory's lock; the message names it."""
+
+
+def _holder(fd: int) -> dict[str, Any]:
+  try:
+    os.lseek(fd, 0, os.SEEK_SET)
+    return json.loads(os.read(fd, 4096).decode() or '{}')
+  except (OSError, ValueError):
+    return {}
+
+
+def _describe(holder: dict[str, Any]) -> str:
+  if not holder:
+    return 'another process'
+  return (f'process {holder.get("pid")} on host {holder.get("host")} '
+          f'(since {time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))})')
+
+
+class DirectoryLock:
+  """An exclusive lock on a run directory: `with DirectoryLock(workdir): ...`.
+
+  The lock is `workdir/lock`, held with flock and naming its holder (pid, host, start
+  time) for the error message of a second process. The kernel drops a flock when its
+  holder dies, so a lock left by a killed process is taken over; a holder on another host
+  is also taken to be dead once its heartbeat (the file's mtime, refreshed every
+  HEARTBEAT_S) is older than STALE_AFTER_S.
+
+  Raises:
+    DirectoryBusy: on entry, if a live process holds the lock.
+
+  Example:
+    >>> with DirectoryLock('runs/a'):        # a second process here raises DirectoryBusy
+    ...   train(...)
+  """
+
+  def __init__(self, directory: str):
+    self.path = os.path.join(directory, LOCK_FILE)
+    self._fd: int | None = None
+    self._stop = threading.Event()
+    self._thread: threading.Thread | None = None
+
+  def __enter__(self) -> 'DirectoryLock':
+    host, pid = socket.gethostname(), os.getpid()
+    while True:
+      fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+      try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      except OSError:
+        holder = _holder(fd)
+        os.close(fd)
+        raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
+                            'wait for it to end, or stop it') from None
+      # Its previous holder may have removed the file between our open and our flock.
+      try:
+        if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+          break
+      except FileNotFoundError:
+        pass
+      os.close(fd)
+    holder = _holder(fd)
+    fresh = time.time() - os.fstat(fd).st_mtime < STALE_AFTER_S
+    if holder and holder.get('host') != host and fresh:
+      os.close(fd)
+      raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
+                          f'its lock is taken over once {STALE_AFTER_S:.0f} s pass without '
+                          'a heartbeat')
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, json.dumps({'pid': pid, 'host': host, 'since': time.time()}).encode())
+    os.fsync(fd)
+    self._fd = fd
+    self._thread = threading.Thread(target=self._heartbeat, daemon=True)
+    self._thread.start()
+    return self
+
+  def _heartbeat(self) -> None:
+    while not self._stop.wait(HEARTBEAT_S):
+      try:
+        os.utime(self.path)
+      except OSError:
+        pass
+
+  def __exit__(self, *exc_info) -> None:
+    self._stop.set()
+    if self._thread is not None:
+      self._thread.join()
+    try:
+      os.unlink(self.path)
+    except OSError:
+      pass
+    fcntl.flock(self._fd, fcntl.LOCK_UN)
+    os.close(self._fd)
+    self._fd = None

@@ -126,8 +126,13 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
               shard: tuple[int, int] = (0, 1),
               run_cell: Callable[[ml_collections.ConfigDict, str], Any] | None = None,
               retry_failed: bool = True,
-              progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
+              progress: Callable[[str], None] = print,
+              should_stop: Callable[[], bool] = lambda: False) -> list[dict[str, Any]]:
   """Runs this shard's cells: skips complete ones, resumes partial ones, records failures.
+
+  A cell that another live process is running (its lock is held) is skipped. `should_stop`
+  is passed to every cell's run; its `Preempted` ends the sweep (the cell resumes on the
+  next run).
 
   Args:
     base: the experiment's config; each cell applies its overrides to a copy.
@@ -138,14 +143,15 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     retry_failed: run cells that failed before again (their error stays recorded until
       they complete).
     progress: receives progress lines.
+    should_stop: see `posenc.train.train_and_evaluate`.
 
   Returns:
     This shard's index rows after the sweep.
   """
+  from posenc import train  # Deferred: status and cell selection need no JAX.
   if run_cell is None:
-    from posenc import train  # Deferred: the sweep logic itself needs no JAX.
-    run_cell = lambda config, workdir: train.train_and_evaluate(config, workdir,
-                                                                progress=progress)
+    run_cell = lambda config, workdir: train.train_and_evaluate(
+        config, workdir, progress=progress, should_stop=should_stop)
   mine = shard_cells(cells, *shard)
   configs = [cell_config(base, overrides) for overrides in mine]
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
@@ -171,6 +177,11 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     progress(f'cell {name} ({k + 1}/{len(todo)})')
     try:
       run_cell(config, workdir)
+    except train.Preempted:
+      write_index()
+      raise
+    except io.DirectoryBusy as e:
+      progress(f'cell {name} skipped: {e}')
     except Exception as e:  # pylint: disable=broad-except
       # A failing cell must not stop the sweep: record it and go on.
       os.makedirs(workdir, exist_ok=True)

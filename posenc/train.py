@@ -22,9 +22,13 @@ Resume precedence: 1. the latest checkpoint in `workdir/checkpoints`, 2. scratch
 killed at any moment and restarted with the same command ends bit for bit where the
 uninterrupted run ends: the state (parameters, optimizer, divergence flags and the
 metric sums of the current log interval) is checkpointed, and every random draw is a
-function of the step.
+function of the step. Checkpoints hold the real members only, so a run may resume on
+another number of devices (results.json records the device history; parameters then
+agree with an unmoved run to float rounding). `should_stop` (SIGTERM in the launchers)
+makes the run checkpoint at the next step boundary and raise `Preempted`.
 
 The work directory:
+  lock            held while a process runs here: a second process is refused
   config.json     the resolved config (a rerun with a different config is refused)
   metrics.jsonl   one line per logged step: step, per-member loss / accuracy, steps/s
   checkpoints/    orbax, periodic and final
@@ -52,6 +56,7 @@ import optax
 import orbax.checkpoint as ocp
 
 from posenc import config as config_lib
+from posenc import encodings
 from posenc import io
 from posenc import model as model_lib
 import tasks
@@ -70,6 +75,17 @@ _EVAL_ATTENTION_BUDGET = 2**21
 
 # ---------------------------------------------------------------------------------------
 # Model and metrics.
+
+
+def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
+  """The options `config.encoding` takes, with their values (defaults filled in).
+
+  Example: randomized_relative -> {'max_time': 10000.0, 'relative_mode': 'reference',
+    'randomize_both_sides': False}; none -> {}.
+  """
+  attention, embedding = encodings.resolve_options(config.encoding,
+                                                   config.encoding_options.to_dict())
+  return {**attention, **embedding}
 
 
 def make_model(config: ml_collections.ConfigDict, task: Any) -> model_lib.Transformer:
@@ -145,6 +161,25 @@ class Population:
         jax.device_put(keys[:, i], self.sharded) for i in range(3))
     self.learning_rates = jax.device_put(
         jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded)
+
+  @property
+  def num_devices(self) -> int:
+    return self.mesh.devices.size
+
+  def unpad(self, state: Any) -> Any:
+    """Host copies of `state` with the padding members dropped: what a checkpoint holds,
+    so that it can be restored on any number of devices."""
+    return jax.tree.map(lambda x: np.asarray(x)[:self.size] if np.ndim(x) else np.asarray(x),
+                        jax.device_get(state))
+
+  def pad(self, host_state: Any, abstract: Any) -> Any:
+    """`unpad`'s inverse: the padding members are copies of member 0 (they train like the
+    others and are dropped from every output), placed like `abstract`."""
+    def place(x, s):
+      if np.ndim(x):
+        x = np.concatenate([x] + [x[:1]] * (self.padded_size - self.size))
+      return jax.device_put(x.astype(s.dtype), s.sharding)
+    return jax.tree.map(place, host_state, abstract)
 
   def shard_map(self, f: Callable[..., Any], in_specs: Any, out_specs: Any) -> Callable:
     return jax.shard_map(f, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs)
@@ -400,19 +435,27 @@ def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
   return ocp.CheckpointManager(directory, options=options)
 
 
-# The state is checkpointed as host NumPy arrays: a population lives on one process's local
-# devices, and orbax only writes jax.Arrays that are global in a multi-process job.
+# The state is checkpointed as host NumPy arrays of the real members only: a population
+# lives on one process's local devices (orbax only writes jax.Arrays that are global in a
+# multi-process job), and without the padding members a checkpoint written on D devices
+# restores on any other count. Next to it, `run` records the device counts the run has
+# trained on: [{'from_step', 'devices', 'platform'}].
 
 
-def save_state(manager: ocp.CheckpointManager, step: int, state: Any) -> None:
-  manager.save(step, args=ocp.args.StandardSave(jax.device_get(state)))
+def save_state(manager: ocp.CheckpointManager, step: int, state: Any,
+               population: Population, history: list[dict[str, Any]]) -> None:
+  manager.save(step, args=ocp.args.Composite(
+      state=ocp.args.StandardSave(population.unpad(state)),
+      run=ocp.args.JsonSave({'device_history': history})))
 
 
-def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any) -> Any:
-  """The checkpointed state at `step`, placed like `abstract` (ShapeDtypeStructs)."""
-  target = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract)
-  host = manager.restore(step, args=ocp.args.StandardRestore(target))
-  return jax.tree.map(lambda x, s: jax.device_put(x, s.sharding), host, abstract)
+def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any,
+                  population: Population) -> tuple[Any, list[dict[str, Any]]]:
+  """(the checkpointed state at `step` padded and placed like `abstract`, device history)."""
+  target = population.unpad(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract))
+  restored = manager.restore(step, args=ocp.args.Composite(
+      state=ocp.args.StandardRestore(target), run=ocp.args.JsonRestore()))
+  return population.pad(restored['state'], abstract), restored['run']['device_history']
 
 
 def versions() -> dict[str, Any]:
@@ -438,9 +481,19 @@ def _duration(seconds: float) -> str:
 # The loop.
 
 
+class Preempted(Exception):
+  """The run stopped at a step boundary on request (SIGTERM) after writing a checkpoint;
+  rerunning it resumes there."""
+
+  def __init__(self, step: int, message: str):
+    super().__init__(message)
+    self.step = step
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
                        devices: list[Any] | None = None,
-                       progress: Callable[[str], None] = logging.info) -> dict[str, Any]:
+                       progress: Callable[[str], None] = logging.info,
+                       should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
   """Trains the config's population in `workdir` (resuming it) and evaluates it.
 
   Args:
@@ -448,25 +501,49 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     workdir: the run's directory; created if needed, resumed if it holds a run.
     devices: the devices the population is sharded over (default: all local devices).
     progress: receives the human-readable progress lines.
+    should_stop: polled at every step boundary and between evaluation lengths; when it
+      returns True the run writes a checkpoint (training) or keeps its measured lengths
+      (evaluation) and raises `Preempted`.
 
   Returns:
     The contents of results.json.
+
+  Raises:
+    ConfigError: the config cannot run, or `workdir` holds a run of another config.
+    io.DirectoryBusy: another live process is running in `workdir`.
+    Preempted: `should_stop` asked the run to stop.
   """
   config_lib.validate(config)
+  os.makedirs(workdir, exist_ok=True)
+  with io.DirectoryLock(workdir):
+    return _train_and_evaluate(config, workdir, devices, progress, should_stop)
+
+
+def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   task = tasks.get(config.task)
   model = make_model(config, task)
   population = Population(config, devices)
   prepare_workdir(config, workdir)
   curriculum_key, batch_key, eval_data_key = data_keys(config)
+  here = {'devices': population.num_devices, 'platform': jax.local_devices()[0].platform}
 
   # 1. Latest checkpoint, else 2. scratch.
   manager = checkpoint_manager(workdir)
   latest = manager.latest_step()
   if latest is None:
     state = init_state(config, model, population)
+    history = [{'from_step': 0, **here}]
   else:
-    state = restore_state(manager, latest, init_state(config, model, population, abstract=True))
-    progress(f'resumed from the checkpoint at step {latest}')
+    state, history = restore_state(manager, latest,
+                                   init_state(config, model, population, abstract=True),
+                                   population)
+    moved = {k: history[-1][k] for k in here} != here
+    if moved:
+      history.append({'from_step': latest, **here})
+    progress(f'resumed from the checkpoint at step {latest}' + (
+        f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
+        f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
+        'rounding, not bit for bit' if moved else ''))
   start = int(state['step'])
   # Per member: the leading axis of every leaf is the population.
   num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
@@ -490,6 +567,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   t_log, step_log = t_start, start
   first_update_s = None
   for step in range(start, steps):
+    if should_stop():
+      if step > start:  # The checkpoint at `start` already exists.
+        save_state(manager, step, state, population, history)
+        manager.wait_until_finished()
+      raise Preempted(step, f'preempted at step {step} of training: checkpoint written')
     offset = (step - start) % chunk
     if offset == 0:
       lengths = np.asarray(curriculum_lengths(curriculum_key, jnp.int32(step), chunk, n))
@@ -522,12 +604,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
                f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:
-      save_state(manager, done, state)
+      save_state(manager, done, state, population, history)
   manager.wait_until_finished()
   train_seconds = time.time() - t_start
 
   accuracy_by_length = evaluate_population(config, task, model, population, state['params'],
-                                           eval_data_key, workdir, progress, traces)
+                                           eval_data_key, workdir, progress, traces,
+                                           should_stop)
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
   eval_list = config_lib.eval_lengths(config)
   unseen = [l for l in eval_list if l > n]
@@ -542,13 +625,17 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   compiled = {'train': traces['train'], 'train_buckets': sorted(update_fns),
               'eval': traces['eval']}
   results = {
-      'task': config.task, 'encoding': config.encoding, 'num_params': num_params,
+      'task': config.task, 'encoding': config.encoding,
+      'encoding_options': encoding_options(config),
+      'num_params': num_params,
       'train_steps': steps, 'train_length': n, 'eval_lengths': eval_list,
       'score_lengths': [unseen[0], unseen[-1]] if unseen else None,
       'versions': versions(), 'members': results_members,
       'compiled_programs': compiled,
       'timing': {'first_update_s': first_update_s, 'train_s': train_seconds,
                  'resumed_from_step': start},
+      'devices': {'history': history,
+                  'count_changed': len({h['devices'] for h in history}) > 1},
       'config': _config_json(config)}
   io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
   return results
@@ -595,11 +682,14 @@ def evaluate_population(config: ml_collections.ConfigDict, task: Any,
                         model: model_lib.Transformer, population: Population, params: Any,
                         data_key: jax.Array, workdir: str,
                         progress: Callable[[str], None] = logging.info,
-                        traces: collections.Counter | None = None) -> dict[int, list[float]]:
+                        traces: collections.Counter | None = None,
+                        should_stop: Callable[[], bool] = lambda: False
+                        ) -> dict[int, list[float]]:
   """Per-length accuracy of every member: {length: [accuracy of member i]}.
 
   Lengths already in `workdir/eval.jsonl` (from an interrupted evaluation of the same
-  final parameters) are not measured again.
+  final parameters) are not measured again. `should_stop` is polled between lengths
+  (raises `Preempted`).
   """
   path = os.path.join(workdir, 'eval.jsonl')
   wanted = config_lib.eval_lengths(config)
@@ -609,6 +699,9 @@ def evaluate_population(config: ml_collections.ConfigDict, task: Any,
   t0 = time.time()
   todo = [l for l in wanted if l not in done]
   for k, length in enumerate(todo):
+    if should_stop():
+      raise Preempted(config.train.steps, f'preempted during evaluation, before length '
+                      f'{length}: the lengths measured so far are kept')
     bucket = config_lib.bucket_of(length, m, config.eval.bucket_size)
     if bucket not in eval_fns:
       eval_fns[bucket] = make_eval_fn(config, task, model, population, bucket, data_key,

@@ -28,8 +28,8 @@ def main():
       population = train.Population(config, devices)
       model = train.make_model(config, train.tasks.get(config.task))
       manager = train.checkpoint_manager(d)
-      state = train.restore_state(manager, manager.latest_step(), (
-          train.init_state(config, model, population, abstract=True)))
+      state, _ = train.restore_state(manager, manager.latest_step(), (
+          train.init_state(config, model, population, abstract=True)), population)
       states.append(jax.tree.map(lambda x: np.asarray(x)[:population.size]
                                  if np.ndim(x) else np.asarray(x), state['params']))
     diffs = [float(np.max(np.abs(a - b))) for a, b in

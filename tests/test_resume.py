@@ -1,0 +1,178 @@
+"""Runs that survive what happens to jobs: a second writer, preemption, a move of devices."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from experiments import rpe_table1
+from experiments import sweep_tiny
+from posenc import io
+from posenc import sweep
+from posenc import train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny'
+
+
+def _train_cmd(workdir, *extra):
+  return [sys.executable, '-m', 'launch.train', CONFIG, f'--workdir={workdir}',
+          '--config.train.steps=80', '--config.train.log_every=5', *extra]
+
+
+def _wait_for(path, proc, seconds=120):
+  deadline = time.time() + seconds
+  while not os.path.exists(path):
+    assert proc.poll() is None, proc.communicate()
+    assert time.time() < deadline, f'{path} did not appear'
+    time.sleep(0.05)
+
+
+def _final_params(workdir, config):
+  model = train.make_model(config, train.tasks.get(config.task))
+  population = train.Population(config)
+  manager = train.checkpoint_manager(workdir)
+  state, _ = train.restore_state(manager, manager.latest_step(), train.init_state(
+      config, model, population, abstract=True), population)
+  return jax.device_get(state['params'])
+
+
+# ---------------------------------------------------------------------------------------
+# One writer per workdir.
+
+
+def test_second_process_on_a_live_workdir_is_refused(tmp_path):
+  workdir = tmp_path / 'run'
+  first = subprocess.Popen(_train_cmd(workdir, '--config.train.steps=100000'), cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  try:
+    _wait_for(workdir / 'metrics.jsonl', first)
+    second = subprocess.run(_train_cmd(workdir, '--config.train.steps=100000'), cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2, second.stderr
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and f'in use by process {first.pid} on host ' \
+        f'{socket.gethostname()}' in lines[0], lines
+  finally:
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+  # The killed holder left its lock file behind; it is taken over.
+  assert json.loads((workdir / io.LOCK_FILE).read_text())['pid'] == first.pid
+  with io.DirectoryLock(str(workdir)):
+    pass
+
+
+def test_lock_of_a_dead_holder_is_taken_over(tmp_path):
+  dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+  dead.wait()
+  (tmp_path / io.LOCK_FILE).write_text(json.dumps(
+      {'pid': dead.pid, 'host': socket.gethostname(), 'since': time.time()}))
+  with io.DirectoryLock(str(tmp_path)):
+    holder = json.loads((tmp_path / io.LOCK_FILE).read_text())
+    assert holder['pid'] == os.getpid()
+  assert not (tmp_path / io.LOCK_FILE).exists()
+
+
+def test_lock_of_another_host_is_kept_while_its_heartbeat_is_fresh(tmp_path):
+  lock = tmp_path / io.LOCK_FILE
+  lock.write_text(json.dumps({'pid': 1, 'host': 'elsewhere', 'since': time.time()}))
+  with pytest.raises(io.DirectoryBusy, match='in use by process 1 on host elsewhere'):
+    with io.DirectoryLock(str(tmp_path)):
+      pass
+  old = time.time() - io.STALE_AFTER_S - 1
+  os.utime(lock, (old, old))
+  with io.DirectoryLock(str(tmp_path)):
+    assert json.loads(lock.read_text())['host'] == socket.gethostname()
+
+
+def test_lock_held_in_this_process_refuses_a_second_holder(tmp_path):
+  with io.DirectoryLock(str(tmp_path)):
+    with pytest.raises(io.DirectoryBusy, match=f'process {os.getpid()}'):
+      with io.DirectoryLock(str(tmp_path)):
+        pass
+
+
+def test_sweep_skips_a_cell_another_process_holds(tmp_path):
+  cells = sweep.select_cells(sweep_tiny.grid(), ['parity_check'], None)
+  held = tmp_path / 'cells' / sweep.cell_name(cells[0])
+  held.mkdir(parents=True)
+  lines = []
+  with io.DirectoryLock(str(held)):
+    rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path),
+                           progress=lines.append)
+  states = {r['cell']: r['state'] for r in rows}
+  assert states == {sweep.cell_name(cells[0]): sweep.PENDING,
+                    sweep.cell_name(cells[1]): sweep.COMPLETE}
+  assert any('skipped' in line and 'in use by process' in line for line in lines), lines
+  assert not (held / 'error.json').exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Preemption.
+
+
+def test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_run(tmp_path):
+  straight, stopped = tmp_path / 'straight', tmp_path / 'stopped'
+  # No periodic checkpoint before the end: only the preemption writes one.
+  extra = ('--config.checkpoint_every=1000',)
+  assert subprocess.run(_train_cmd(straight, *extra), cwd=ROOT,
+                        capture_output=True).returncode == 0
+  proc = subprocess.Popen(_train_cmd(stopped, *extra), cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  metrics = stopped / 'metrics.jsonl'
+  deadline = time.time() + 120
+  while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 2):
+    assert proc.poll() is None and time.time() < deadline, proc.communicate()
+    time.sleep(0.02)
+  proc.send_signal(signal.SIGTERM)
+  out, err = proc.communicate(timeout=120)
+  assert proc.returncode == 143, err
+  step = int(out.split('preempted at step ')[1].split()[0].rstrip(':'))
+  assert 10 <= step < 80
+  assert sorted(os.listdir(stopped / 'checkpoints')) == [str(step)]
+  assert not (stopped / 'results.json').exists() and not (stopped / io.LOCK_FILE).exists()
+  rerun = subprocess.run(_train_cmd(stopped, *extra), cwd=ROOT, capture_output=True,
+                         text=True)
+  assert rerun.returncode == 0, rerun.stderr
+  assert f'resumed from the checkpoint at step {step}' in rerun.stdout
+  config = rpe_table1.get_config('task=parity_check,encoding=randomized_rotary,tiny')
+  config.train.steps, config.train.log_every, config.checkpoint_every = 80, 5, 1000
+  for a, b in zip(jax.tree.leaves(_final_params(str(straight), config)),
+                  jax.tree.leaves(_final_params(str(stopped), config))):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  a, b = (io.read_json(str(d / 'results.json')) for d in (straight, stopped))
+  assert a['members'] == b['members']
+  strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
+  assert strip(io.read_jsonl(str(straight / 'metrics.jsonl'))) == strip(
+      io.read_jsonl(str(metrics)))
+
+
+# ---------------------------------------------------------------------------------------
+# Moving between device counts.
+
+
+def _phase(workdir, phase, devices):
+  env = {**os.environ, 'XLA_FLAGS': f'--xla_force_host_platform_device_count={devices}'}
+  proc = subprocess.run([sys.executable, 'tests/scripts/resume_devices.py', str(workdir),
+                         phase], cwd=ROOT, env=env, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize('before, after', [(1, 8), (8, 1)])
+def test_run_checkpointed_on_one_device_count_resumes_on_another(tmp_path, before, after):
+  stopped = _phase(tmp_path, 'stop', before)
+  assert stopped == {'preempted_at': 10, 'devices': before}
+  finished = _phase(tmp_path, 'finish', after)
+  assert finished['resumed_from_step'] == 10
+  assert finished['devices']['count_changed']
+  assert [h['devices'] for h in finished['devices']['history']] == [before, after]
+  assert [h['from_step'] for h in finished['devices']['history']] == [0, 10]
+  assert len(finished['members']) == 6
