@@ -4,10 +4,11 @@
 """
 
 from experiments import rpe_table1
+from posenc import config as config_lib
 
 
 def get_config(arg=None):
-  del arg
+  config_lib.parse_arg(arg)  # Takes no args: any is an error.
   config = rpe_table1.get_config('tiny')
   # One training and one evaluation program per cell: seconds per cell.
   config.train.steps = 10
@@ -17,6 +18,6 @@ def get_config(arg=None):
 
 
 def grid(arg=None):
-  del arg
+  config_lib.parse_arg(arg)
   return [{'task': t, 'encoding': e} for t in ('parity_check', 'reverse_string')
           for e in ('none', 'randomized_relative')]

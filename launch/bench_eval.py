@@ -11,7 +11,6 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 
-from experiments import rpe_table1
 from launch import common
 from posenc import io
 from posenc import config as config_lib
@@ -30,7 +29,12 @@ def main(argv):
 
 def _main(argv):
   del argv
-  config = rpe_table1.get_config(_CELL.value)
+  common.check_output_file(_OUT.value, '--out')
+  config = common.cell_config(_CELL.value)
+  lengths = common.positive_ints(_LENGTHS.value, '--lengths')
+  bad = [l for l in lengths if l > config.eval.max_length]
+  if bad:
+    common.fail(f'--lengths {bad} exceed eval.max_length={config.eval.max_length}')
   config.seeds, config.learning_rates = [0], [1e-4]
   task = tasks.get(config.task)
   model = train.make_model(config, task)
@@ -38,7 +42,7 @@ def _main(argv):
   _, _, data_key = train.data_keys(config)
   params = train.init_state(config, model, population)['params']
   rows = []
-  for length in map(int, _LENGTHS.value):
+  for length in lengths:
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
     fn = train.make_eval_fn(config, task, model, population, bucket, data_key)
     args = (params, jnp.int32(length), population.eval_keys)

@@ -4,7 +4,7 @@ reverse_string at length 500 has 500 inputs + 500 output queries, T = 1,000 posi
 C = 2). For each encoding, the study's model (5 × d 64 × 8 heads) runs once in eval mode
 (deterministic=True; randomized encodings still draw positions), in jitted sub-batches.
 Compile time is measured separately and excluded. The reference needs 213 s for 8 × 64
-examples with randomized relative (reference.md §5); the target is <= 30 s.
+examples with randomized relative (the study's model); the target is <= 30 s.
 
   python -m launch.bench forward [--encodings=none,alibi] [--sub_batch=64] [--chunk=1]
       [--out=f.json]
@@ -84,6 +84,7 @@ def main(argv: list[str]) -> None:
   parser.add_argument('--length', type=int, default=500, help='input length; T = 2·length')
   parser.add_argument('--out', default='bench_forward.json')
   args = parser.parse_args(argv[1:])
+  common.check_output_file(args.out, '--out')
   if args.batch % args.sub_batch:
     parser.error('--batch must be a multiple of --sub_batch')
   study = model_lib.Transformer(vocab_size=2, num_classes=2, encoding='none')  # its shape

@@ -44,6 +44,7 @@ def main(argv):
 
 def _main(argv):
   del argv
+  common.check_output_file(_OUT.value, '--out')
   from posenc import cost  # After flags: imports JAX.
   rows = {}
   for devices in (1, 8):

@@ -55,6 +55,9 @@ def main(argv):
 
 def _main(argv):
   del argv
+  common.check_output_file(_OUT.value, '--out')
+  common.cell_config(_CELL.value)
+  populations = common.positive_ints(_POPULATIONS.value, '--populations')
   out = {'devices': [str(d) for d in jax.local_devices()], 'cell': _CELL.value}
   if not _SKIP_FIRST.value:
     out['first_update_s'] = first_update_seconds()
@@ -68,7 +71,7 @@ def _main(argv):
           f'{floor["max_updates_per_s"]:.1f} model-updates/s at P=1; by bucket (ms): '
           + ', '.join(f'{b}: {t:.0f}' for b, t in floor['bucket_ms'].items()), flush=True)
   out['populations'] = []
-  for size in map(int, _POPULATIONS.value):
+  for size in populations:
     r = steady_state(size, _STEPS.value)
     out['populations'].append(r)
     print(f'P={r["population"]:3d}: {r["steps_per_s"]:.2f} steps/s = '

@@ -1,54 +1,275 @@
-"""What every entry point shares: one-line errors with exit status 2 for bad input, and the
-process's allocator setting (`keep_freed_memory`)."""
+"""What every entry point shares.
+
+- One-line errors: bad input prints `error: ...` on one line and exits with status 2
+  (`fail`), before anything is written. The experiment file named by `--config` is loaded
+  and called here first, so a missing file, a file that does not import, or a bad arg
+  string gets one line instead of absl's traceback.
+- List-valued config fields take command-line overrides: `--config.seeds='[0,1,2]'`,
+  `--config.learning_rates=1e-3,3e-4` (brackets, parentheses or bare commas).
+- Quiet logs: only warnings of the libraries reach the terminal unless `--verbosity` is
+  given (`--verbosity=0` shows their INFO lines again).
+- Preemption: SIGTERM asks the run to checkpoint at the next step boundary and exit with
+  status 143 (`PREEMPTED_EXIT`); rerunning the same command resumes.
+"""
+
+from __future__ import annotations
 
 import argparse
+import ast
 import ctypes
 import ctypes.util
+import glob
+import importlib.util
 import os
+import signal
 import sys
-from typing import Callable, NoReturn
+import tempfile
+from typing import Any, Callable, NoReturn, Sequence
 
 from absl import app
 from absl import flags
+from absl import logging
+from ml_collections import config_flags
+
+from posenc import config as config_lib
+
+# 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
+# wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
+PREEMPTED_EXIT = 143
 
 
-def fail(message: str) -> NoReturn:
+def fail(message: Any) -> NoReturn:
   """Prints `error: message` as one line on stderr and exits with status 2."""
   print('error: ' + ' '.join(str(message).split()), file=sys.stderr)
   sys.exit(2)
 
 
+# ---------------------------------------------------------------------------------------
+# List-valued config overrides.
+
+
+class ListParser(flags.ArgumentParser):
+  """Parses `[0,1]`, `(0, 1)`, `0,1` or `0` into a list of Python literals.
+
+  Example: ListParser().parse('[1e-3, 3e-4]') == [0.001, 0.0003]; parse('7') == [7].
+  """
+
+  def parse(self, argument: Any) -> list[Any]:
+    if isinstance(argument, (list, tuple)):
+      return list(argument)
+    text = str(argument).strip()
+    try:
+      if text[:1] in '[(':
+        value = ast.literal_eval(text)
+        if not isinstance(value, (list, tuple)):
+          raise ValueError
+        return list(value)
+      return [ast.literal_eval(item.strip()) for item in text.split(',') if item.strip()]
+    except (ValueError, SyntaxError):
+      raise ValueError(f'{text!r} is not a list; write it as [a,b,...] or a,b,...') from None
+
+  def flag_type(self) -> str:
+    return 'list'
+
+
+config_flags.register_flag_parser_for_type(list, ListParser())
+
+
+# ---------------------------------------------------------------------------------------
+# The experiment file behind --config.
+
+
+def experiment_files() -> list[str]:
+  """The experiment files shipped with posenc, as `experiments/NAME.py` paths."""
+  import experiments  # The package directory, wherever posenc is installed.
+  names = glob.glob(os.path.join(os.path.dirname(experiments.__file__), '*.py'))
+  return sorted(f'experiments/{os.path.basename(n)}' for n in names
+                if not n.endswith('__init__.py'))
+
+
+def load_experiment(path: str) -> Any:
+  """Imports the experiment file at `path`; fails with one line if it cannot."""
+  if not os.path.isfile(path):
+    what = 'is a directory' if os.path.isdir(path) else 'does not exist'
+    fail(f'config file {path!r} {what}; experiment files: {", ".join(experiment_files())}')
+  try:
+    spec = importlib.util.spec_from_file_location('_posenc_experiment', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+  except Exception as e:  # pylint: disable=broad-except
+    fail(f'config file {path!r} does not import: {type(e).__name__}: {e}')
+  if not callable(getattr(module, 'get_config', None)):
+    fail(f'config file {path!r} has no get_config(arg); it is not an experiment file')
+  return module
+
+
+def check_experiment(spec: str) -> Any:
+  """Loads `path[:arg]` and returns its get_config(arg), failing with one line on error."""
+  path, _, arg = spec.partition(':')
+  module = load_experiment(path)
+  try:
+    return module.get_config(arg or None)
+  except config_lib.ConfigError as e:
+    fail(f'{spec}: {e}')
+  except Exception as e:  # pylint: disable=broad-except
+    fail(f'{spec}: get_config failed: {type(e).__name__}: {e}')
+
+
+def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> None:
+  """Fails with one line if an override `--config.a.b=...` names a field `config` lacks."""
+  for arg in argv:
+    if arg == '--':
+      break
+    for prefix in (f'--{name}.', f'-{name}.'):
+      if arg.startswith(prefix):
+        path = arg[len(prefix):].partition('=')[0].split('.')
+        node = config
+        for depth, part in enumerate(path):
+          where = '.'.join(path[:depth]) or name
+          if not hasattr(node, 'keys'):
+            fail(f'unknown config field {".".join(path)!r}: {where} is a value, not a group')
+          if part not in node.keys():
+            fail(f'unknown config field {".".join(path)!r}; valid fields of {where}: '
+                 f'{", ".join(sorted(node.keys()))}')
+          node = node[part]
+        break
+
+
+def _flag_value(argv: Sequence[str], name: str) -> str | None:
+  """The last value of --name in argv (`--name=v`, `--name v`, single dash too)."""
+  value = None
+  for i, arg in enumerate(argv):
+    if arg == '--':
+      break
+    for prefix in (f'--{name}', f'-{name}'):
+      if arg.startswith(prefix + '='):
+        value = arg[len(prefix) + 1:]
+      elif arg == prefix and i + 1 < len(argv):
+        value = argv[i + 1]
+  return value
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
+  if 'config' in flags.FLAGS:
+    spec = _flag_value(argv[1:], 'config')
+    if spec:
+      check_overrides(check_experiment(spec), argv[1:])
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
     fail(e)
 
 
+# ---------------------------------------------------------------------------------------
+# Directories and files an entry point writes.
+
+
+def make_dir(path: str, flag: str) -> None:
+  """Creates directory `path` (and missing parents) and checks it is writable.
+
+  Fails with one line naming `flag` and `path` if it is a file or cannot be created or
+  written; whatever this call created is removed again first.
+  """
+  if os.path.exists(path) and not os.path.isdir(path):
+    fail(f'{flag}={path} is a file, not a directory')
+  created = []
+  try:
+    missing, parent = [], os.path.abspath(path)
+    while not os.path.exists(parent):
+      missing.append(parent)
+      parent = os.path.dirname(parent)
+    for directory in reversed(missing):
+      os.mkdir(directory)
+      created.append(directory)
+    with tempfile.TemporaryFile(dir=path):
+      pass
+  except OSError as e:
+    for directory in reversed(created):
+      os.rmdir(directory)
+    fail(f'{flag}={path} cannot be created or written: {e.strerror or e}')
+
+
+def cell_config(arg: str, flag: str = '--cell') -> Any:
+  """The validated rpe_table1 config of a benchmark's `--cell` arg, or a one-line failure."""
+  from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
+  try:
+    config = rpe_table1.get_config(arg)
+    config_lib.validate(config)
+  except config_lib.ConfigError as e:
+    fail(f'{flag}={arg}: {e}')
+  return config
+
+
+def positive_ints(values: Sequence[str], flag: str) -> list[int]:
+  """`values` as positive integers, or a one-line failure naming `flag`."""
+  try:
+    out = [int(v) for v in values]
+  except ValueError:
+    out = []
+  if not out or any(v < 1 for v in out):
+    fail(f'{flag}={",".join(values)} must be comma-separated positive integers')
+  return out
+
+
+def check_output_file(path: str, flag: str) -> None:
+  """Fails with one line unless a file can be written at `path` (nothing is created)."""
+  directory = os.path.dirname(os.path.abspath(path))
+  if os.path.isdir(path):
+    fail(f'{flag}={path} is a directory, not a file')
+  if not os.path.isdir(directory):
+    fail(f'{flag}={path}: directory {directory} does not exist')
+  try:
+    with tempfile.TemporaryFile(dir=directory):
+      pass
+  except OSError as e:
+    fail(f'{flag}={path} cannot be written: {e.strerror or e}')
+
+
+# ---------------------------------------------------------------------------------------
+# Running an entry point.
+
+
+class Preemption:
+  """Set by SIGTERM: the run checkpoints at the next step boundary and stops."""
+
+  def __init__(self):
+    self.requested = False
+
+  def __call__(self) -> bool:
+    return self.requested
+
+  def install(self) -> None:
+    def handler(signum, frame):
+      del signum, frame
+      self.requested = True
+    signal.signal(signal.SIGTERM, handler)
+
+
+def quiet_logging() -> None:
+  """Libraries log warnings only, unless --verbosity was given on the command line."""
+  if not flags.FLAGS['verbosity'].present:
+    logging.set_verbosity(logging.WARNING)
+
+
 def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> None:
-  """`absl.app.run` whose flag errors (unknown flag, bad value, a config file that does
-  not load) are one line and exit status 2."""
+  """`absl.app.run` with one-line flag errors (exit status 2) and quiet library logs."""
   keep_freed_memory()
-  app.run(main, argv=argv, flags_parser=_parse_flags)
+
+  def quiet_main(args):
+    quiet_logging()
+    main(args)
+
+  app.run(quiet_main, argv=argv, flags_parser=_parse_flags)
 
 
 def keep_freed_memory() -> bool:
   """Opt-in (`POSENC_KEEP_FREED_MEMORY=1`): glibc's malloc keeps freed memory for reuse.
 
-  XLA's CPU runtime allocates each execution's temporaries as one block (191 MB for a
-  training step of the study's model at T = 40, B = 128) from its worker threads. glibc
-  serves a block that large from a thread arena by a fresh mmap and unmaps it on free, so
-  every step page-faults its whole working set in again: 46,700 faults and about 150 ms of
-  kernel time per step, measured. One arena, no mmap and no trimming keep the block
-  mapped; measured on this VM (A/B, two runs each):
-    - bench train, P = 1: 1.73 / 1.75 -> 2.04 / 2.10 model-updates/s (+19%);
-    - bench eval at length 250: compile 6.6 / 6.8 -> 10.5 / 9.8 s and run 14.6 / 17.1 ->
-      24.7 / 21.7 s (slower: every thread, the compiler's included, shares one arena).
-  A later A/B of single update steps (randomized_relative, bucket 20) measured it slower:
-  median 319 ms by default, 392 ms with these settings. The training gain is therefore not
-  established. Hence off by default. Process-wide, so only
-  the entry points call it, before the JAX backend starts its threads. Returns whether
-  it was applied.
+  XLA's CPU runtime allocates each execution's temporaries as one large block that glibc
+  maps and unmaps every time; one arena without mmap or trimming keeps it mapped. Its
+  effect on this project's benchmarks is mixed (docs/benchmarks.md), so it is off by
+  default. Process-wide, so only entry points call it, before the JAX backend starts its
+  threads. Returns whether it was applied.
   """
   if not sys.platform.startswith('linux') or os.environ.get('POSENC_KEEP_FREED_MEMORY') != '1':
     return False
@@ -72,8 +293,8 @@ class ArgumentParser(argparse.ArgumentParser):
 def cpu_times() -> tuple[int, int] | None:
   """(steal, total) CPU jiffies of the machine from /proc/stat, or None off Linux.
 
-  On a shared VM the hypervisor's steal time moves wall-clock benchmarks by 2x between
-  runs here; the benchmarks report the steal share of their own run next to the figures.
+  On a shared VM the hypervisor's steal time moves wall-clock benchmarks by up to 2x; the
+  benchmarks report the steal share of their own run next to the figures.
   """
   try:
     with open('/proc/stat') as f:

@@ -19,6 +19,9 @@ process writes only its own cells and DIR/index/shard-i-of-n.json.
              measured throughput, and exit (see posenc.cost).
   --report   after the sweep, write DIR/report (Table 1, Table 4, Figure 4, per-length
              table) and print it. Default on.
+
+A cell another live process is running is skipped. SIGTERM makes the running cell
+checkpoint at its next step and the sweep exit with status 143; the rerun resumes it.
 """
 
 import os
@@ -30,6 +33,7 @@ from ml_collections import config_flags
 from launch import common
 from posenc import config as config_lib
 from posenc import sweep as sweep_lib
+from posenc import train
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Sweep directory (created or resumed).')
@@ -50,10 +54,7 @@ _RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed c
 
 def _grid():
   path, _, arg = flags.FLAGS['config'].config_filename.partition(':')
-  import importlib.util  # The experiment file is loaded like config_flags loads it.
-  spec = importlib.util.spec_from_file_location('_experiment', path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
+  module = common.load_experiment(path)
   if not hasattr(module, 'grid'):
     common.fail(f'experiment file {path} has no grid(arg); it cannot be swept')
   return module.grid(arg or None)
@@ -88,11 +89,20 @@ def main(argv):
       from posenc import cost  # Deferred: only --cost measures.
       print(cost.format_estimate(cost.estimate(_CONFIG.value, cells, _COST_STEPS.value)))
       return
+    for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
+      config_lib.validate(sweep_lib.cell_config(_CONFIG.value, cell))
+    common.make_dir(_WORKDIR.value, '--workdir')
+    preemption = common.Preemption()
+    preemption.install()
     rows = sweep_lib.run_sweep(_CONFIG.value, cells, _WORKDIR.value, shard=shard,
                                retry_failed=_RETRY_FAILED.value,
-                               progress=lambda line: print(line, flush=True))
+                               progress=lambda line: print(line, flush=True),
+                               should_stop=preemption)
   except config_lib.ConfigError as e:
     common.fail(e)
+  except train.Preempted as e:
+    print(f'{e}; rerun the same command to resume the sweep', flush=True)
+    raise SystemExit(common.PREEMPTED_EXIT) from None
   failed = [r for r in rows if r['state'] == sweep_lib.FAILED]
   for row in failed:
     print(f'failed: {row["cell"]}: {row["error"]}')

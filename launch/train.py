@@ -1,18 +1,19 @@
 """Train and evaluate one population: `python -m launch.train --config=FILE[:ARG] --workdir=DIR`.
 
   python -m launch.train --config=experiments/rpe_table1.py:task=parity_check,tiny \
-      --workdir=/tmp/parity --config.train.steps=50
+      --workdir=/tmp/parity --config.train.steps=50 --config.seeds='[0,1,2]'
 
-Any config field can be overridden with `--config.KEY=VALUE`. Rerunning the same command
-on the same workdir resumes the run.
+Any config field can be overridden with `--config.KEY=VALUE`; lists as `'[a,b]'` or `a,b`.
+Rerunning the same command on the same workdir resumes the run; SIGTERM makes it
+checkpoint at the next step and exit with status 143.
 """
 
 from absl import flags
-from absl import logging
 from ml_collections import config_flags
 
 from launch import common
 from posenc import config as config_lib
+from posenc import io
 from posenc import train
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
@@ -26,12 +27,22 @@ def main(argv: list[str]) -> None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py:tiny')
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
-  logging.set_verbosity(logging.WARNING)
   try:
-    results = train.train_and_evaluate(_CONFIG.value, _WORKDIR.value,
-                                       progress=lambda line: print(line, flush=True))
+    config_lib.validate(_CONFIG.value)
   except config_lib.ConfigError as e:
     common.fail(e)
+  common.make_dir(_WORKDIR.value, '--workdir')
+  preemption = common.Preemption()
+  preemption.install()
+  try:
+    results = train.train_and_evaluate(_CONFIG.value, _WORKDIR.value,
+                                       progress=lambda line: print(line, flush=True),
+                                       should_stop=preemption)
+  except (config_lib.ConfigError, io.DirectoryBusy) as e:
+    common.fail(e)
+  except train.Preempted as e:
+    print(f'{e}; rerun the same command to resume', flush=True)
+    raise SystemExit(common.PREEMPTED_EXIT) from None
   scores = [m['score'] for m in results['members'] if m['score'] is not None]
   best = f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
   print(f'done: {results["task"]} / {results["encoding"]}: best score {best} over lengths '

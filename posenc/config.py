@@ -120,7 +120,8 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
     key, eq, value = item.partition('=')
     key = key.strip()
     if key not in defaults:
-      raise ConfigError(f'unknown config arg {key!r}; valid args: {", ".join(sorted(defaults))}')
+      raise ConfigError(f'unknown config arg {key!r}; valid args: '
+                        f'{", ".join(sorted(defaults)) or "none (this file takes no args)"}')
     default = defaults[key]
     if not eq:
       if not isinstance(default, bool):
@@ -170,6 +171,14 @@ def members(config: ml_collections.ConfigDict) -> list[dict[str, Any]]:
           for s in config.seeds for lr in config.learning_rates]
 
 
+def _is_int(x: Any) -> bool:
+  return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: Any) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
   return ConfigError(f'unknown {name} {bad!r}; valid {name}s: {", ".join(valid)}')
 
@@ -183,13 +192,17 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise _choices(config.task, 'task', list(tasks.NAMES))
   if config.encoding not in encodings.NAMES:
     raise _choices(config.encoding, 'encoding', list(encodings.NAMES))
-  if not config.seeds:
-    raise ConfigError('seeds is empty; give at least one seed, e.g. --config.seeds=[0]')
-  if len(set(config.seeds)) != len(config.seeds):
-    raise ConfigError(f'seeds {list(config.seeds)} has duplicates; each seed must be unique')
-  if not config.learning_rates or any(not lr > 0 for lr in config.learning_rates):
-    raise ConfigError(f'learning_rates {list(config.learning_rates)} must be a non-empty '
-                      'list of positive numbers')
+  seeds, rates = list(config.seeds), list(config.learning_rates)
+  if not seeds:
+    raise ConfigError("seeds is empty; give at least one seed, e.g. --config.seeds='[0]'")
+  if any(not _is_int(s) or not 0 <= s < 2**32 for s in seeds):
+    raise ConfigError(f'seeds {seeds} must be integers in 0..2^32-1')
+  if len(set(seeds)) != len(seeds):
+    raise ConfigError(f'seeds {seeds} has duplicates; each seed must be unique')
+  if not rates or any(not _is_number(lr) or not 0 < lr < math.inf for lr in rates):
+    raise ConfigError(f'learning_rates {rates} must be a non-empty list of positive numbers')
+  if len(set(rates)) != len(rates):
+    raise ConfigError(f'learning_rates {rates} has duplicates; each rate must be unique')
   positive = {'train.steps': config.train.steps, 'train.batch_size': config.train.batch_size,
               'train.max_length': config.train.max_length,
               'train.log_every': config.train.log_every,
@@ -224,7 +237,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise ConfigError(f'eval.examples_per_length={config.eval.examples_per_length} is not a '
                       f'multiple of eval.batch_size={config.eval.batch_size}')
   m, n = config.eval.max_length, config.train.max_length
-  bad = [l for l in config.eval.lengths if not (isinstance(l, int) and 1 <= l <= m)]
+  bad = [l for l in config.eval.lengths if not (_is_int(l) and 1 <= l <= m)]
   if bad:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
   task = tasks.get(config.task)

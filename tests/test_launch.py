@@ -1,0 +1,183 @@
+"""The command-line surface: the README's examples run as written, every bad input is one
+line with exit status 2 and nothing on disk, and the terminal shows posenc's lines only."""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from launch import common
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = '--config=experiments/rpe_table1.py:task=parity_check,tiny'
+
+
+def readme_commands() -> list[str]:
+  """Every `python -m launch.*` command in the README's code blocks, continuations joined."""
+  with open(os.path.join(ROOT, 'README.md')) as f:
+    text = f.read().replace('\\\n', ' ')
+  return [' '.join(line.split()) for line in text.splitlines()
+          if line.strip().startswith('python -m launch.')]
+
+
+def _run(argv, **kwargs):
+  return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
+                        **kwargs)
+
+
+def test_readme_override_examples_run_as_written(tmp_path):
+  examples = [c for c in readme_commands() if '--config.' in c]
+  assert examples, 'the README shows no override example'
+  for k, command in enumerate(examples):
+    argv = shlex.split(command)[1:]  # without `python`
+    workdir = tmp_path / f'run{k}'
+    argv = [f'--workdir={workdir}' if a.startswith('--workdir=') else a for a in argv]
+    assert any(a.startswith('--config=') and 'tiny' in a for a in argv), (
+        f'README example is not a tiny run, so this test cannot run it: {command}')
+    proc = _run(argv, timeout=600)
+    assert proc.returncode == 0, (command, proc.stderr[-2000:])
+    config = json.load(open(workdir / 'config.json'))
+    for arg in argv:
+      if arg.startswith('--config.'):
+        path, value = arg[len('--config.'):].split('=', 1)
+        node = config
+        for part in path.split('.'):
+          node = node[part]
+        want = common.ListParser().parse(value) if isinstance(node, list) else value
+        assert str(node) == str(want) or node == want, (path, node, value)
+
+
+@pytest.mark.parametrize('text, value', [
+    ('[0,1]', [0, 1]), ('(0, 1)', [0, 1]), ('0,1', [0, 1]), ('7', [7]),
+    ('[1e-3,3e-4]', [1e-3, 3e-4]), ('(-1.0,)', [-1.0]), ("['a']", ['a'])])
+def test_list_parser(text, value):
+  assert common.ListParser().parse(text) == value
+
+
+def _bad(tmp_path):
+  (tmp_path / 'file').write_text('x')
+  (tmp_path / 'broken.py').write_text('def get_config(arg=None):\n  return (\n')
+  (tmp_path / 'noconfig.py').write_text('x = 1\n')
+  return tmp_path
+
+
+TRAIN_CASES = [
+    ([TINY, '--config.seeds=[0,0]'], 'seeds [0, 0] has duplicates'),
+    ([TINY, '--config.learning_rates=(-1.0,)'], 'learning_rates [-1.0] must be'),
+    ([TINY, '--config.learning_rates=[0]'], 'learning_rates [0] must be'),
+    ([TINY, '--config.seeds=[0,'], "'[0,' is not a list"),
+    ([TINY, '--config.foo=1'], "unknown config field 'foo'; valid fields of config: "),
+    ([TINY, '--config.train.foo=1'], "unknown config field 'train.foo'; valid fields of "
+     'train: batch_size'),
+    (['--config=experiments/rpe_table1.py:foo=bar'],
+     "unknown config arg 'foo'; valid args: encoding, relative_mode, task, tiny"),
+    (['--config=experiments/nope.py'], "config file 'experiments/nope.py' does not exist; "
+     'experiment files: experiments/quickstart.py'),
+    (['--config={tmp}/broken.py'], 'does not import: SyntaxError'),
+    (['--config={tmp}/noconfig.py'], 'has no get_config(arg)'),
+    ([TINY, '--workdir=/proc/nonexistent/x'], 'cannot be created or written'),
+    ([TINY, '--workdir={tmp}/file'], 'is a file, not a directory'),
+    ([TINY, '--workdir={tmp}/file/below'], 'cannot be created or written'),
+]
+
+
+@pytest.mark.parametrize('args, needle', TRAIN_CASES)
+def test_train_bad_input(tmp_path, args, needle):
+  tmp = _bad(tmp_path)
+  before = sorted(p.name for p in tmp.iterdir())
+  argv = ['-m', 'launch.train', f'--workdir={tmp}/run'] + [a.format(tmp=tmp) for a in args]
+  proc = _run(argv)
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
+  assert sorted(p.name for p in tmp.iterdir()) == before
+
+
+SWEEP_CASES = [
+    (['--config=experiments/nope.py'], "config file 'experiments/nope.py' does not exist"),
+    (['--config=experiments/quickstart.py:foo'], "unknown config arg 'foo'"),
+    (['--config=experiments/sweep_tiny.py:x=1'], 'none (this file takes no args)'),
+    (['--config=experiments/sweep_tiny.py', '--tasks=nope'], "unknown task 'nope' in the "
+     'sweep filter; valid tasks: parity_check, reverse_string'),
+    (['--config=experiments/sweep_tiny.py', '--shard=3/2'], "bad shard '3/2'"),
+    (['--config=experiments/sweep_tiny.py', '--config.seeds=0,0'], 'has duplicates'),
+    (['--config=experiments/sweep_tiny.py', '--workdir={tmp}/file'], 'is a file'),
+    (['--config=experiments/sweep_tiny.py', '--workdir=/proc/x/y'], 'cannot be created'),
+]
+
+
+@pytest.mark.parametrize('args, needle', SWEEP_CASES)
+def test_sweep_bad_input(tmp_path, args, needle):
+  tmp = _bad(tmp_path)
+  before = sorted(p.name for p in tmp.iterdir())
+  argv = ['-m', 'launch.sweep', f'--workdir={tmp}/sweep'] + [a.format(tmp=tmp) for a in args]
+  proc = _run(argv)
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
+  assert sorted(p.name for p in tmp.iterdir()) == before
+
+
+REPORT_CASES = [
+    (['{tmp}/nowhere'], 'no such file or directory'),
+    (['{tmp}/empty'], 'no results.json'),
+    (['{tmp}/bad'], 'no well-formed run'),
+    (['{tmp}/bad', '--out={tmp}/file'], 'is a file, not a directory'),
+    (['{tmp}/bad', '--bogus'], 'unrecognized arguments: --bogus'),
+]
+
+
+@pytest.mark.parametrize('args, needle', REPORT_CASES)
+def test_report_bad_input(tmp_path, args, needle):
+  tmp = _bad(tmp_path)
+  (tmp / 'empty').mkdir()
+  (tmp / 'bad').mkdir()
+  (tmp / 'bad' / 'results.json').write_text('{not json')
+  before = sorted(p.name for p in tmp.iterdir())
+  proc = _run(['-m', 'launch.report', *[a.format(tmp=tmp) for a in args]])
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
+  assert sorted(p.name for p in tmp.iterdir()) == before
+
+
+BENCH_CASES = [
+    (['eval', '--cell=task=x'], "--cell=task=x: unknown task 'x'; valid tasks: even_pairs"),
+    (['eval', '--lengths=0'], '--lengths=0 must be comma-separated positive integers'),
+    (['train', '--cell=foo'], "unknown config arg 'foo'"),
+    (['train', '--populations=a'], '--populations=a must be'),
+    (['train', '--out={tmp}/nowhere/x.json'], 'does not exist'),
+    (['eval', '--out={tmp}'], 'is a directory, not a file'),
+    (['scale', '--out=/proc/nonexistent/x.json'], 'does not exist'),
+    (['forward', '--out={tmp}/file/x.json'], 'does not exist'),
+]
+
+
+@pytest.mark.parametrize('args, needle', BENCH_CASES)
+def test_bench_bad_input(tmp_path, args, needle):
+  tmp = _bad(tmp_path)
+  before = sorted(p.name for p in tmp.iterdir())
+  proc = _run(['-m', 'launch.bench', *[a.format(tmp=tmp) for a in args]])
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
+  assert sorted(p.name for p in tmp.iterdir()) == before
+
+
+def test_main_job_prints_no_library_log_lines(tmp_path):
+  proc = _run(['-m', 'launch.sweep', '--config=experiments/quickstart.py:tiny',
+               f'--workdir={tmp_path}'], timeout=600)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  log_line = re.compile(r'^[IWEF]\d{4} |orbax|libtpu|CheckpointManager')
+  noisy = [l for l in proc.stdout.splitlines() + proc.stderr.splitlines() if log_line.search(l)]
+  assert not noisy, noisy[:5]
+  assert 'Table 1' in proc.stdout and 'report written to' in proc.stdout
+  # --verbosity brings the libraries' INFO lines back.
+  again = _run(['-m', 'launch.train', '--config=experiments/quickstart.py:tiny',
+                f'--workdir={tmp_path}/verbose', '--config.train.steps=5', '--verbosity=0'],
+               timeout=600)
+  assert again.returncode == 0 and 'orbax' in again.stderr + again.stdout
