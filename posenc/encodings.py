@@ -21,7 +21,7 @@ Each encoding is an `Encoding` in `ENCODINGS` with two hooks the model calls:
 Adding an encoding = one module (or function) here + one `ENCODINGS` entry.
 
 Randomized encodings draw from the 'noise' RNG stream: sin/cos and learned once per call,
-relative/ALiBi/RoPE once per attention layer (Ruoss et al. 2023; reference.md §4).
+relative/ALiBi/RoPE once per attention layer (Ruoss et al. 2023).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def sinusoid_table(positions: Array, width: int, *, max_time: float = 10_000.0) 
   """Sinusoid encodings S(p) of (possibly negative or randomized) positions.
 
   S(p) = [sin(p ω_0), …, sin(p ω_{D/2-1}), cos(p ω_0), …, cos(p ω_{D/2-1})] with
-  ω_i = max_time^(-2i/D): concatenated halves, not interleaved (reference.md §4).
+  ω_i = max_time^(-2i/D): concatenated halves, not interleaved (as the released code of Ruoss et al.).
 
   Args:
     positions: integer or float array of any shape [...].
@@ -170,7 +170,7 @@ def alibi_bias(num_heads: int, num_positions: int, *, distances: Array | None = 
   """Non-causal ALiBi bias, added to the 1/sqrt(K)-scaled logits.
 
   bias[h, i, j] = s_h · (-dist(|i - j|) + 0.5 · [j < i]) for j != i, and 0 for j = i;
-  dist(d) = d, or `distances[d]` for randomized ALiBi (reference.md §4). The +0.5 on keys left
+  dist(d) = d, or `distances[d]` for randomized ALiBi (Ruoss et al. 2023). The +0.5 on keys left
   of the query breaks the left/right symmetry of the bidirectional encoder.
 
   Args:
@@ -764,7 +764,7 @@ def randomized_relative_positions(key: Array, num_positions: int, *, max_positio
   (`random_distances`):
   - 'symmetric' (the method as published): ±d -> ±r_d, 0 -> 0. `left_key` draws the left
     side independently (randomize_both_sides).
-  - 'reference' (the released code, reference.md §4 "As released"): the table has rows
+  - 'reference' (the released code of Ruoss et al.): the table has rows
     0..L-1 only and the index L + rel is clamped, so every key at or right of the query gets
     S(L - 1) and a left key at distance d gets S(L - r_d).
 
@@ -840,11 +840,11 @@ class Encoding:
 
   Attributes:
     attention: module factory `(max_position=..., **attention_options) -> module`, called
-      per layer as `module(q, k, *, inputs, key_valid, causal) -> (weights, normalize)`
-      with q, k [H, B, T, K] and weights [H, B, T, T] (see the module docstring).
+      per layer as `module(q, k, *, inputs, key_valid, causal) -> Scores` with q, k
+      [H, B, T, K] (see `Scores` and the module docstring).
     embedding: optional module factory `(width=..., max_position=..., **embedding_options)`,
       called once as `module(num_positions, length) -> [T, D]`; the model adds it to the
-      token embeddings and applies dropout (reference.md §3).
+      token embeddings and applies dropout.
     attention_options: names of the `encoding_options` the attention module takes.
     embedding_options: names of the `encoding_options` the embedding module takes.
     randomized: draws from the 'noise' RNG stream.

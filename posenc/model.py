@@ -1,4 +1,4 @@
-"""The study's encoder transformer (Ruoss et al. 2023; reference.md §2-§3) in Flax Linen.
+"""The study's encoder transformer (Ruoss et al. 2023, as in their released code) in Flax Linen.
 
 Post-LayerNorm, bidirectional by default, 5 × (d 64, 8 heads, FFN 256) and an output head on
 every position. The positional encoding is picked by name from `posenc.encodings.ENCODINGS`;
@@ -248,7 +248,7 @@ def num_params(model: Transformer, num_positions: int = 4) -> int:
 
 def empty_output_layout(inputs: Array, length: Array, output_length: Array,
                         max_output_length: int, query_id: int) -> tuple[Array, Array]:
-  """The reference's "empty output tokens" layout (reference.md §2), padded.
+  """The reference's "empty output tokens" layout, padded.
 
   Args:
     inputs: int32 [B, Lmax], 0 past `length`.

@@ -202,13 +202,6 @@ def shift_left(x: Array, shift: Any) -> Array:
   return lax.dynamic_slice_in_dim(padded, shift, n, axis=1)
 
 
-def shift_right_rows(x: Array, shift: Array) -> Array:
-  """Per-row shift: y[b, i] = x[b, i - shift[b]] (0 for i < shift[b])."""
-  idx = positions(x.shape[1]) - shift[:, None]
-  y = jnp.take_along_axis(x, jnp.clip(idx, 0, x.shape[1] - 1), axis=1)
-  return jnp.where(idx >= 0, y, 0)
-
-
 def shift_left_rows(x: Array, shift: Array) -> Array:
   """Per-row shift: y[b, i] = x[b, i + shift[b]] (0 past the end)."""
   idx = positions(x.shape[1]) + shift[:, None]

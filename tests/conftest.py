@@ -14,8 +14,8 @@ import tempfile
 os.environ.setdefault('JAX_DISABLE_MOST_OPTIMIZATIONS', 'true')
 
 # Many tests (and the kill-and-resume subprocesses) compile the same tiny programs: a
-# persistent cache shared by the whole session compiles each once. It lives in a fresh
-# directory per session, so nothing carries over between runs.
+# persistent cache shared by the whole test run compiles each once. It lives in a fresh
+# directory per run, so nothing carries over between runs.
 if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
   _cache = tempfile.mkdtemp(prefix='posenc-test-jax-cache-')
   atexit.register(shutil.rmtree, _cache, ignore_errors=True)

@@ -42,7 +42,7 @@ def test_alibi_matrix():
 
 
 def test_randomized_alibi_uses_distance_table():
-  # reference.md §4: with distances q = [0, 1, 4, 6, 10] row 0 is 0 -1 -4 -6 -10 and row 2
+  # The reference's ALiBi: with distances q = [0, 1, 4, 6, 10] row 0 is 0 -1 -4 -6 -10 and row 2
   # is -3.5 -0.5 0 -1 -4 (÷ slope).
   got = encodings.alibi_bias(1, 5, distances=jnp.array([0, 1, 4, 6, 10])) / 2.0**-8
   np.testing.assert_allclose(got[0, 0], [0, -1, -4, -6, -10])
@@ -285,7 +285,7 @@ def test_geometric_with_padded_keys_equals_square():
 
 
 def _geometric_brute_force(s, valid):
-  """O(T³) stick-breaking straight from the definition (peers.md §3.5)."""
+  """O(T³) stick-breaking straight from the definition (Csordás et al. 2022)."""
   t = s.shape[-1]
   p = 1 / (1 + np.exp(-s))
   out = np.zeros_like(s)

@@ -27,7 +27,7 @@ def test_parameter_count(name):
 
 
 def test_parameter_count_other_vocab():
-  # reference.md §3: modular_arithmetic_brackets (V=11, C=5).
+  # The reference's sizes: modular_arithmetic_brackets (V=11, C=5).
   counts = [model_lib.num_params(model_lib.Transformer(11, 5, name))
             for name in ('none', 'relative', 'learned')]
   assert counts == [249_733, 270_853, 380_805]
