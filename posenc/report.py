@@ -8,14 +8,21 @@ set of them into:
 - Table 1: per task × encoding, the max score over all non-diverged members, in %;
 - Table 4: per task × encoding, mean ± sd of the score over seeds at the learning rate whose
   mean is best, in %;
-- Figure 4: per task, accuracy versus length, one line per encoding (its best member), a dashed
+- Figure 4: per task, accuracy versus length, one line per column (its best member), a dashed
   line at the training length N.
 
 The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
 (`find_results`, `load_run`, `load_runs`, `build_report`), which read files; writing is left to
 the caller (`launch/report.py`).
 
-Cells. The runs are grouped by (task, encoding). When several runs cover the same cell, their
+Columns. Runs of one encoding with different encoding options (results.json's
+`encoding_options`, e.g. randomized_relative's `relative_mode`) are never merged: when the runs
+reported hold more than one set of options for an encoding, each set is a column of its own,
+labelled by the encoding and the options that differ, e.g.
+'randomized_relative (relative_mode=reference)'. Otherwise the column is the encoding's name. A
+results.json without the record of its options counts as 'options not recorded'.
+
+Cells. The runs are grouped by (task, column). When several runs cover the same cell, their
 members are merged: the cell holds the union of their members, where a member that appears
 identically in two runs (same seed, learning rate, divergence, score and per-length accuracies:
 a copy of the same training) counts once and any other member counts separately, even with the
@@ -42,35 +49,22 @@ import os
 import pathlib
 import re
 import tempfile
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 from matplotlib import colormaps
+from matplotlib import colors as mpl_colors
 from matplotlib import figure as mpl_figure
 
-# The study's order of tasks (tasks.NAMES) with their Chomsky level, and the 13 encodings of
-# the grid (posenc.encodings.NAMES); tests/test_report.py checks that they agree.
+from posenc import encodings as encodings_lib
+import tasks as tasks_lib
+
+# Rows and columns come from the registries: the study's tasks in order with their Chomsky
+# level as the tables print it, and the encodings of the grid in order.
+_LEVEL_LABELS = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}
+TASKS: tuple[str, ...] = tuple(tasks_lib.NAMES)
 TASK_LEVELS: dict[str, str] = {
-    'even_pairs': 'R',
-    'modular_arithmetic': 'R',
-    'parity_check': 'R',
-    'cycle_navigation': 'R',
-    'stack_manipulation': 'DCF',
-    'reverse_string': 'DCF',
-    'modular_arithmetic_brackets': 'DCF',
-    'solve_equation': 'DCF',
-    'duplicate_string': 'CS',
-    'missing_duplicate_string': 'CS',
-    'odds_first': 'CS',
-    'binary_addition': 'CS',
-    'binary_multiplication': 'CS',
-    'compute_sqrt': 'CS',
-    'bucket_sort': 'CS',
-}
-TASKS: tuple[str, ...] = tuple(TASK_LEVELS)
-ENCODINGS: tuple[str, ...] = (
-    'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
-    'randomized_sin_cos', 'randomized_relative', 'randomized_alibi', 'randomized_rotary',
-    'randomized_learned', 'geometric', 'geometric_directional')
+    name: _LEVEL_LABELS.get(tasks_lib.REGISTRY[name].level, '?') for name in TASKS}
+ENCODINGS: tuple[str, ...] = tuple(encodings_lib.NAMES)
 
 # The study's protocol, against which runs are called "not fully trained" or "a subset".
 STUDY_TRAIN_STEPS = 2_000_000
@@ -109,6 +103,9 @@ class Run:
 
   `planned_steps` is the config's `train.steps` when the config records it (else
   `train_steps`), so a run that stopped early can be told from one planned short.
+  `encoding_options` maps each option the encoding takes to its value, e.g.
+  {'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}; None when
+  the results.json predates that record.
   """
   path: pathlib.Path
   task: str
@@ -120,15 +117,21 @@ class Run:
   members: tuple[Member, ...]
   num_params: int | None = None
   versions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  encoding_options: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-  """The merged members of every run of one (task, encoding); see the module docstring."""
+  """The merged members of every run of one (task, column); see the module docstring.
+
+  `label` names the column: the encoding, or the encoding and the options that set its runs
+  apart from its other columns (`column_labels`).
+  """
   task: str
   encoding: str
   runs: tuple[Run, ...]
   members: tuple[Member, ...]
+  label: str
 
   @property
   def converged(self) -> tuple[Member, ...]:
@@ -150,16 +153,22 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
     [PosixPath('sweep/cells/reverse_string__none/results.json'), ...]
 
   Raises:
-    ReportError: a path does not exist, or holds no results.json anywhere.
+    ReportError: a path does not exist, cannot be read, or holds no results.json anywhere.
   """
   found, seen = [], set()
   for given in paths:
     path = pathlib.Path(given)
-    if path.is_file():
+    try:
+      is_file, is_dir = path.is_file(), path.is_dir()
+    except OSError as e:  # Not a missing path (that is False): e.g. a parent without access.
+      raise ReportError(f'cannot read {str(given)!r}: {e.strerror or e}') from None
+    if is_file:
       candidates = [path]
-    elif path.is_dir():
+    elif is_dir:
       candidates = []
-      for root, dirs, files in os.walk(path):
+      # os.walk skips what it cannot read unless told otherwise; a run directory left out
+      # would read as "no results.json".
+      for root, dirs, files in os.walk(path, onerror=_unreadable_directory):
         if RESULTS_FILE in files:
           candidates.append(pathlib.Path(root) / RESULTS_FILE)
           dirs.clear()
@@ -174,6 +183,11 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
         seen.add(key)
         found.append(candidate)
   return found
+
+
+def _unreadable_directory(error: OSError) -> NoReturn:
+  """os.walk's `onerror`: a directory it cannot list is an error of the report's input."""
+  raise ReportError(f'cannot read directory {str(error.filename)!r}: {error.strerror or error}')
 
 
 def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -260,12 +274,30 @@ def load_run(results_path: str | os.PathLike[str]) -> Run:
     planned_steps = train_steps
   num_params = data.get('num_params')
   versions = data.get('versions')
+  options = data.get('encoding_options')
+  if options is not None and not isinstance(options, dict):
+    raise MalformedRunError(f'{where}: encoding_options is {options!r}, expected an object')
+  if options is None:
+    options = _options_from_config(encoding, config)
   return Run(
       path=path.parent, task=task, encoding=encoding, train_steps=train_steps,
       planned_steps=planned_steps, train_length=train_length,
       eval_lengths=tuple(sorted(set(eval_lengths))), members=members,
       num_params=num_params if isinstance(num_params, int) else None,
-      versions=versions if isinstance(versions, dict) else {})
+      versions=versions if isinstance(versions, dict) else {}, encoding_options=options)
+
+
+def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
+  """The options `encoding` takes, from a results.json's config: for files written before
+  results recorded `encoding_options`. None when the config does not tell."""
+  given = config.get('encoding_options') if isinstance(config, dict) else None
+  if not isinstance(given, dict):
+    return None
+  try:
+    attention, embedding = encodings_lib.resolve_options(encoding, given)
+  except ValueError:
+    return None
+  return {**attention, **embedding}
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Run], list[str]]:
@@ -291,9 +323,62 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Run], list[
   return runs, problems
 
 
-def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
-  """Groups runs by (task, encoding), merging the members of runs of the same cell.
+def _json_text(value: Any) -> str:
+  """A value as compact, canonical JSON text: equal values give equal text."""
+  return json.dumps(value, sort_keys=True)
 
+
+def _option_text(value: Any) -> str:
+  """An option's value in a column label: strings bare, anything else as JSON (false, 1e-05)."""
+  return value if isinstance(value, str) else _json_text(value)
+
+
+def column_labels(runs: Sequence[Run]) -> list[str]:
+  """Each run's column label: its encoding, plus the options that set it apart if need be.
+
+  An encoding whose runs all share one set of `encoding_options` is labelled by its name. One
+  with several sets gets a column per set, labelled by the encoding and the options whose
+  values differ among the sets (an option a set lacks shows as '?'); runs that do not record
+  their options are 'options not recorded', unless the encoding's recorded sets are all empty
+  (there is nothing to tell them apart by).
+
+  Example:
+    >>> [run.encoding_options for run in runs]  # doctest: +SKIP
+    [{'max_time': 10000.0, 'relative_mode': 'reference'},
+     {'max_time': 10000.0, 'relative_mode': 'symmetric'}, {}]
+    >>> column_labels(runs)  # doctest: +SKIP
+    ['randomized_relative (relative_mode=reference)',
+     'randomized_relative (relative_mode=symmetric)', 'none']
+  """
+  def key(options: Mapping[str, Any] | None) -> str | None:
+    return None if options is None else _json_text(options)
+
+  # encoding -> {options as text (None: not recorded): options}, in order of appearance.
+  variants: dict[str, dict[str | None, Mapping[str, Any]]] = collections.defaultdict(dict)
+  for run in runs:
+    variants[run.encoding][key(run.encoding_options)] = run.encoding_options or {}
+  labels = {}
+  for encoding, sets in variants.items():
+    names = list(dict.fromkeys(name for options in sets.values() for name in options))
+    differing = [name for name in names if len({
+        _json_text(options[name]) if name in options else None for options in sets.values()}) > 1]
+    for options_key, options in sets.items():
+      if not differing:
+        label = encoding
+      elif options_key is None:
+        label = f'{encoding} (options not recorded)'
+      else:
+        label = f'{encoding} (' + ', '.join(
+            f'{name}={_option_text(options[name]) if name in options else "?"}'
+            for name in differing) + ')'
+      labels[encoding, options_key] = label
+  return [labels[run.encoding, key(run.encoding_options)] for run in runs]
+
+
+def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
+  """Groups runs by (task, column label), merging the members of runs of the same cell.
+
+  The label is the encoding unless its runs differ in their options (`column_labels`).
   Identical members (a copy of the same training in two runs) count once; see the module
   docstring.
 
@@ -301,11 +386,12 @@ def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
     >>> cells = collect_cells(runs)  # doctest: +SKIP
     >>> cells['reverse_string', 'relative'].members  # 30 members
   """
+  runs = list(runs)
   grouped: dict[tuple[str, str], list[Run]] = collections.defaultdict(list)
-  for run in runs:
-    grouped[run.task, run.encoding].append(run)
+  for run, label in zip(runs, column_labels(runs)):
+    grouped[run.task, label].append(run)
   cells = {}
-  for (task, encoding), cell_runs in grouped.items():
+  for (task, label), cell_runs in grouped.items():
     members, seen = [], set()
     for run in cell_runs:
       for member in run.members:
@@ -315,7 +401,8 @@ def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
         if key not in seen:
           seen.add(key)
           members.append(member)
-    cells[task, encoding] = Cell(task, encoding, tuple(cell_runs), tuple(members))
+    cells[task, label] = Cell(task, cell_runs[0].encoding, tuple(cell_runs), tuple(members),
+                              label)
   return cells
 
 
@@ -381,13 +468,23 @@ def _ordered(present: Iterable[str], canonical: Sequence[str], full_grid: bool) 
 
 def grid_axes(cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
               ) -> tuple[list[str], list[str]]:
-  """(rows, columns): tasks in the study's order and encodings in the grid's order.
+  """(rows, columns): tasks in the study's order and column labels in the grid's order.
 
-  Only names present in `cells` unless `full_grid`; unknown names are appended, sorted.
+  Columns follow their encodings' order, the columns of one encoding adjacent and sorted by
+  label. Only names present in `cells` unless `full_grid` (an encoding without runs is then a
+  column of its name); unknown names are appended, sorted.
+
+  Example:
+    >>> grid_axes(cells)  # doctest: +SKIP
+    (['reverse_string'], ['none', 'randomized_relative (relative_mode=reference)',
+                          'randomized_relative (relative_mode=symmetric)'])
   """
   tasks = _ordered((t for t, _ in cells), TASKS, full_grid)
-  encodings = _ordered((e for _, e in cells), ENCODINGS, full_grid)
-  return tasks, encodings
+  labels: dict[str, set[str]] = collections.defaultdict(set)
+  for cell in cells.values():
+    labels[cell.encoding].add(cell.label)
+  encodings = _ordered(labels, ENCODINGS, full_grid)
+  return tasks, [label for e in encodings for label in sorted(labels.get(e, {e}))]
 
 
 def _percent(x: float) -> str:
@@ -485,7 +582,7 @@ def _format_notes(notes: Sequence[str]) -> list[str]:
 
 
 def _name(cell: Cell) -> str:
-  return f'{cell.task}/{cell.encoding}'
+  return f'{cell.task}/{cell.label}'
 
 
 def _names(cells: Sequence[Cell], limit: int = 8) -> str:
@@ -585,6 +682,24 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str])
       state = f'Trained {steps:,} steps'
     notes.append(f'{state}: {_which(group, total)}.')
 
+  # Encodings split into columns by their options, and the options their columns share.
+  split: dict[str, list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    if cell.label != cell.encoding:
+      split[cell.encoding].append(cell)
+  for encoding, group in split.items():
+    labels = sorted({c.label for c in group})
+    text = (f'{encoding} is split by encoding options into {len(labels)} columns '
+            f'({"; ".join(labels)}); their runs are never merged')
+    recorded = [r.encoding_options for c in group for r in c.runs
+                if r.encoding_options is not None]
+    shared = {k: v for k, v in (recorded[0] if recorded else {}).items()
+              if all(k in o and _json_text(o[k]) == _json_text(v) for o in recorded)}
+    if shared:
+      text += '; options shared by every run that records them: ' + ', '.join(
+          f'{k}={_option_text(v)}' for k, v in shared.items())
+    notes.append(text + '.')
+
   merged = [c for c in ordered if len(c.runs) > 1]
   for cell in merged:
     pairs = collections.Counter((m.seed, m.learning_rate) for m in cell.members)
@@ -610,22 +725,58 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str])
 # Figure 4.
 
 
-# One hue per family (tab10, red left for the training-length line); a randomized encoding
-# draws solid in its family's hue and its standard counterpart dotted, so pairs read together.
-_FAMILY_COLORS = {'none': 7, 'sin_cos': 0, 'relative': 1, 'alibi': 2, 'rotary': 4, 'learned': 5,
-                  'geometric': 8, 'geometric_directional': 9}
-_SPARE_COLORS = (6, 3)  # Unknown encodings: pink, then red, dash-dotted.
+# Each family of encodings has one tab10 hue and one marker, the same in every figure. A
+# randomized encoding draws solid in the full hue with filled markers, its standard counterpart
+# dashed in a lighter shade with hollow markers: a pair reads as a pair, yet each curve has a
+# colour of its own. Red and pink are left for unknown encodings; the training-length line is
+# black, a colour no encoding uses.
+_FAMILY_STYLES = {'sin_cos': (0, 'o'), 'relative': (1, 's'), 'alibi': (2, '^'),
+                  'rotary': (4, 'D'), 'learned': (5, 'v'), 'none': (7, 'X'),
+                  'geometric': (8, 'P'), 'geometric_directional': (9, '*')}
+_SPARE_STYLES = ((3, 'h'), (6, 'p'))  # Unknown encodings, dash-dotted.
+_VARIANT_MARKERS = ('<', '>', 'd', 'H', '8')  # The 2nd, 3rd, ... columns of one encoding.
+_LIGHTER = 0.45  # How far a standard encoding's shade moves from its hue towards white.
+_DARKER = 0.3  # How far an encoding's last variant column moves towards black.
+_DASHES = (0, (3, 3))  # A standard encoding's line: dashes as long as the gaps (see figure4).
+_MARKS_PER_CURVE = 12  # A denser curve is marked at about this many lengths.
+_Y_MARGIN = 0.03  # Room beyond 0 and 1, so curves at exactly 0% or 100% leave the frame.
 
 
-def _line_style(encoding: str, unknown: Sequence[str]) -> dict[str, Any]:
-  """matplotlib line keywords for an encoding, the same in every task's figure."""
+def _mix(color: Any, other: Any, amount: float) -> tuple[float, float, float]:
+  """`color` moved `amount` (0..1) of the way towards `other`, as RGB."""
+  rgb, target = mpl_colors.to_rgb(color), mpl_colors.to_rgb(other)
+  return tuple((1 - amount) * a + amount * b for a, b in zip(rgb, target))
+
+
+def _line_style(encoding: str, variant: int, variants: int,
+                unknown: Sequence[str]) -> dict[str, Any]:
+  """matplotlib line keywords for the `variant`-th of an encoding's `variants` columns.
+
+  Example: 'rotary' (whose randomized version is in the grid) is a dashed light purple with
+  hollow diamonds, 'randomized_rotary' solid purple with filled diamonds; a second column of
+  'randomized_rotary' would be a darker purple with other markers.
+  """
   palette = colormaps['tab10']
   family = encoding.removeprefix('randomized_')
-  if family in _FAMILY_COLORS:
-    randomized_pair = f'randomized_{family}' in ENCODINGS and encoding == family
-    return {'color': palette(_FAMILY_COLORS[family]), 'linestyle': ':' if randomized_pair else '-'}
-  index = list(unknown).index(encoding)
-  return {'color': palette(_SPARE_COLORS[index % len(_SPARE_COLORS)]), 'linestyle': '-.'}
+  standard = False
+  if family in _FAMILY_STYLES:
+    hue, marker = _FAMILY_STYLES[family]
+    color = palette(hue)
+    standard = encoding == family and f'randomized_{family}' in ENCODINGS
+    linestyle = _DASHES if standard else '-'
+    if standard:
+      color = _mix(color, 'white', _LIGHTER)
+  else:
+    hue, marker = _SPARE_STYLES[list(unknown).index(encoding) % len(_SPARE_STYLES)]
+    color, linestyle = palette(hue), '-.'
+  if variants > 1:
+    color = _mix(color, 'black', _DARKER * variant / (variants - 1))
+  if variant:
+    marker = _VARIANT_MARKERS[(variant - 1) % len(_VARIANT_MARKERS)]
+  # Dashed lines go on top, so where a pair coincides both colours show.
+  return {'color': color, 'linestyle': linestyle, 'marker': marker, 'markersize': 4.5,
+          'markerfacecolor': 'white' if standard else color, 'markeredgecolor': color,
+          'zorder': 2.5 if standard else 2}
 
 
 def best_member(cell: Cell) -> Member | None:
@@ -634,48 +785,76 @@ def best_member(cell: Cell) -> Member | None:
   return max(converged, key=lambda m: m.score) if converged else None
 
 
-def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str) -> bytes:
-  """Figure 4 for one task as PNG bytes: accuracy vs length, one line per encoding.
+def figure4(cells: Mapping[tuple[str, str], Cell], task: str) -> mpl_figure.Figure:
+  """Figure 4 for one task: accuracy vs length, one line per column (encoding or variant).
 
-  Each encoding's line is its best member (by score); encodings whose members all diverged are
-  listed in the legend without a line. The dashed red line marks the training length N.
+  Each column's line is its best member (by score); columns whose members all diverged are
+  listed in the legend without a line. A black dashed line marks the training length N. The
+  legend sits right of the axes; the y-axis leaves a margin beyond 0 and 1 so that no curve
+  hides in the frame. 1000 × 500 pixels.
+
+  Example:
+    >>> fig = figure4(cells, 'reverse_string')  # doctest: +SKIP
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    ['none: 60.0', 'randomized_relative: 95.0', 'training length N']
+  """
+  _, columns = grid_axes(cells)
+  encoding_of = {cell.label: cell.encoding for cell in cells.values()}
+  unknown = list(dict.fromkeys(encoding_of[c] for c in columns
+                               if encoding_of[c] not in ENCODINGS))
+  fig = mpl_figure.Figure(figsize=(10, 5), dpi=100)  # The Agg canvas; no pyplot state.
+  ax = fig.add_subplot()
+  train_lengths = set()
+  dashed = []  # (line, dash phase)
+  for index, label in enumerate(columns):
+    cell = cells.get((task, label))
+    if cell is None:
+      continue
+    train_lengths.update(r.train_length for r in cell.runs)
+    # The variant index counts over every task, so a column has one style in all figures.
+    siblings = [c for c in columns if encoding_of[c] == cell.encoding]
+    style = _line_style(cell.encoding, siblings.index(label), len(siblings), unknown)
+    member = best_member(cell)
+    if member is None:
+      ax.plot([], [], **style, label=f'{label}: {DIVERGED}')
+      continue
+    lengths = list(member.accuracy_by_length)
+    step = max(1, -(-len(lengths) // _MARKS_PER_CURVE))
+    # Staggered starts, so that curves lying on each other still show each one's markers.
+    markevery = (index * step // len(columns), step)
+    (line,) = ax.plot(lengths, [member.accuracy_by_length[n] for n in lengths], lw=1.6,
+                      markevery=markevery, **style, label=f'{label}: {_percent(member.score)}')
+    if style['linestyle'] == _DASHES:
+      dashed.append((line, 2 * (index % 3)))
+  for i, n in enumerate(sorted(train_lengths)):
+    ax.axvline(n, color='black', linestyle=(0, (2, 2)), lw=1, zorder=1,
+               label=None if i else 'training length N')
+  ax.set_ylim(-_Y_MARGIN, 1 + _Y_MARGIN)
+  ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1])
+  ax.set_xlabel('sequence length')
+  ax.set_ylabel('accuracy')
+  ax.set_title(f'{task} ({TASK_LEVELS.get(task, "?")}): best member per encoding')
+  ax.grid(alpha=0.3)
+  ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
+            title='encoding: score (%)', title_fontsize='small')
+  for line, phase in dashed:
+    # Shifted after the legend copied the plain dashes: dashed curves lying on each other (two
+    # encodings at chance, say) then show every colour, alternately.
+    line.set_linestyle((phase, _DASHES[1]))
+  fig.tight_layout()  # Counts the legend, so the axes shrink to leave it room.
+  return fig
+
+
+def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str) -> bytes:
+  """`figure4` as PNG bytes.
 
   Example:
     >>> png = figure4_png(cells, 'reverse_string')  # doctest: +SKIP
     >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
     True
   """
-  _, encodings = grid_axes(cells)
-  unknown = [e for e in encodings if e not in ENCODINGS]
-  fig = mpl_figure.Figure(figsize=(8, 4.5), dpi=100)  # The Agg canvas; no pyplot state.
-  ax = fig.add_subplot()
-  train_lengths = set()
-  for encoding in encodings:
-    cell = cells.get((task, encoding))
-    if cell is None:
-      continue
-    train_lengths.update(r.train_length for r in cell.runs)
-    member = best_member(cell)
-    style = _line_style(encoding, unknown)
-    if member is None:
-      ax.plot([], [], **style, label=f'{encoding} ({DIVERGED})')
-      continue
-    lengths = list(member.accuracy_by_length)
-    ax.plot(lengths, [member.accuracy_by_length[n] for n in lengths], lw=1.5, **style,
-            label=f'{encoding} ({_percent(member.score)})')
-  for i, n in enumerate(sorted(train_lengths)):
-    ax.axvline(n, color='tab:red', linestyle='--', lw=1,
-               label=None if i else 'training length N')
-  ax.set_ylim(0, 1)
-  ax.set_xlabel('sequence length')
-  ax.set_ylabel('accuracy')
-  ax.set_title(f'{task} ({TASK_LEVELS.get(task, "?")}): best member per encoding')
-  ax.grid(alpha=0.3)
-  ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
-            title='encoding (score, %)', title_fontsize='small')
-  fig.tight_layout()
   buffer = io.BytesIO()
-  fig.savefig(buffer, format='png')
+  figure4(cells, task).savefig(buffer, format='png')
   return buffer.getvalue()
 
 
@@ -702,7 +881,8 @@ def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
   """Accuracy by length of each encoding's best member on `task`, as markdown.
 
   Rows are lengths (thinned evenly to at most `max_rows`, always keeping N, N+1 and the
-  longest), columns encodings; the training range ends at N, marked with '*'.
+  longest), columns those of the tables (encodings, or an encoding's variants, `column_labels`);
+  the training range ends at N, marked with '*'.
   """
   encodings = [e for e in grid_axes(cells)[1] if (task, e) in cells]
   best = {e: best_member(cells[(task, e)]) for e in encodings}

@@ -1,4 +1,5 @@
 """Tests of posenc.report and launch.report on fabricated run directories."""
+import errno
 import io
 import json
 import os
@@ -6,10 +7,14 @@ import pathlib
 import subprocess
 import sys
 
+from matplotlib import colors as mpl_colors
 from matplotlib import image as mpl_image
 import pytest
 
+from launch import report as launch_report
+from posenc import encodings
 from posenc import report
+import tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
@@ -18,11 +23,13 @@ N = 4  # Fabricated training length; evaluation lengths are 1..10.
 
 def write_run(directory: pathlib.Path, task: str, encoding: str,
               members: list[tuple[int, float, float | None]], *, train_steps: int = 100,
-              eval_lengths=tuple(range(1, 11)), config_steps: int | None = None) -> pathlib.Path:
+              eval_lengths=tuple(range(1, 11)), config_steps: int | None = None,
+              options: dict | None = None) -> pathlib.Path:
   """Writes a results.json; members are (seed, learning_rate, score or None if diverged).
 
   A member's accuracy is 1 on lengths <= N and its score above, so the score is its mean
-  accuracy over the evaluated lengths above N, as the engine computes it.
+  accuracy over the evaluated lengths above N, as the engine computes it. `options` is the
+  run's `encoding_options`; None leaves the record out, as older results.json files do.
   """
   directory.mkdir(parents=True, exist_ok=True)
   results = {
@@ -36,6 +43,8 @@ def write_run(directory: pathlib.Path, task: str, encoding: str,
       } for seed, lr, score in members],
       'config': {'train': {'steps': config_steps or train_steps}},
   }
+  if options is not None:
+    results['encoding_options'] = options
   (directory / 'results.json').write_text(json.dumps(results))
   return directory
 
@@ -212,24 +221,174 @@ def test_figures_are_valid_pngs(workdirs):
     if name.endswith('.png'):
       assert data.startswith(PNG_SIGNATURE)
       pixels = mpl_image.imread(io.BytesIO(data), format='png')
-      assert pixels.shape == (450, 800, 4)
+      assert pixels.shape == (500, 1000, 4)
 
 
-def test_encodings_follow_the_grid():
-  """The report's column order is posenc.encodings.NAMES."""
-  encodings = pytest.importorskip('posenc.encodings')
-  assert tuple(encodings.NAMES) == report.ENCODINGS
+def lines_by_label(figure) -> dict[str, object]:
+  """A Figure 4's lines keyed by their column label (the legend text before ': score')."""
+  return {line.get_label().split(': ')[0]: line for line in figure.axes[0].get_lines()}
 
 
-def test_tasks_follow_the_study():
-  """The report's row order and levels are those of tasks.NAMES and each task's level."""
-  tasks = pytest.importorskip('tasks')
-  if not hasattr(tasks, 'NAMES'):
-    pytest.skip('tasks.NAMES is not built yet')
-  assert tuple(tasks.NAMES) == report.TASKS
-  levels = {'R': 'regular', 'DCF': 'dcf', 'CS': 'cs'}
-  assert {t: tasks.get(t).level for t in tasks.NAMES} == {
-      t: levels[level] for t, level in report.TASK_LEVELS.items()}
+def test_figure4_curves_clear_the_frame_and_pairs_differ(tmp_path):
+  write_run(tmp_path / 'rr', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 1.0)])
+  write_run(tmp_path / 'r', 'reverse_string', 'rotary', [(0, 1e-4, 0.5)])
+  write_run(tmp_path / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.0)])
+  cells = report.collect_cells(report.load_runs([tmp_path])[0])
+  figure = report.figure4(cells, 'reverse_string')
+  ax = figure.axes[0]
+  lines = lines_by_label(figure)
+  bottom, top = ax.get_ylim()
+  # A curve at exactly 100% (or 0%) lies inside the axes, not on the frame.
+  assert max(lines['randomized_rotary'].get_ydata()) == 1.0 < top
+  assert min(lines['none'].get_ydata()) == 0.0 > bottom
+  assert list(ax.get_yticks()) == [0, 0.2, 0.4, 0.6, 0.8, 1]
+  colors = {name: mpl_colors.to_hex(line.get_color()) for name, line in lines.items()}
+  assert colors['rotary'] != colors['randomized_rotary']
+  assert len(set(colors.values())) == len(colors)  # The training-length line's too.
+  assert lines['rotary'].get_linestyle() != lines['randomized_rotary'].get_linestyle()
+  # The legend is right of the axes, inside the figure.
+  legend = ax.get_legend().get_window_extent()
+  assert legend.x0 > ax.get_window_extent().x1
+  assert legend.x1 <= figure.bbox.x1 and legend.y0 >= 0 and legend.y1 <= figure.bbox.y1
+
+
+def test_encoding_variants_are_separate_columns(tmp_path):
+  reference = {'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}
+  symmetric = dict(reference, relative_mode='symmetric')
+  write_run(tmp_path / 'ref', 'reverse_string', 'randomized_relative', [(0, 1e-4, 0.6)],
+            options=reference)
+  write_run(tmp_path / 'sym', 'reverse_string', 'randomized_relative', [(0, 1e-4, 0.9)],
+            options=symmetric)
+  write_run(tmp_path / 'ep_ref', 'even_pairs', 'randomized_relative', [(0, 1e-4, 0.7)],
+            options=reference)
+  # An encoding without options: an old run without the record joins a new one.
+  write_run(tmp_path / 'none_new', 'reverse_string', 'none', [(0, 1e-4, 0.5)], options={})
+  write_run(tmp_path / 'none_old', 'reverse_string', 'none', [(1, 1e-4, 0.4)])
+  # Runs that share their options are one plain column.
+  write_run(tmp_path / 'rot0', 'reverse_string', 'rotary', [(0, 1e-4, 0.3)],
+            options={'max_time': 10000.0})
+  write_run(tmp_path / 'rot1', 'reverse_string', 'rotary', [(1, 1e-4, 0.2)],
+            options={'max_time': 10000.0})
+  cells = report.collect_cells(report.load_runs([tmp_path])[0])
+  ref, sym = ('randomized_relative (relative_mode=reference)',
+              'randomized_relative (relative_mode=symmetric)')
+  assert report.grid_axes(cells) == (['even_pairs', 'reverse_string'],
+                                     ['none', 'rotary', ref, sym])
+  assert report.grid_axes(cells, full_grid=True)[1] == [
+      'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos', ref,
+      sym, 'randomized_alibi', 'randomized_rotary', 'randomized_learned', 'geometric',
+      'geometric_directional']
+  assert len(cells['reverse_string', 'none'].members) == 2
+  assert len(cells['reverse_string', 'rotary'].runs) == 2
+  text = report.table1(cells)
+  assert grid(text) == {
+      ('even_pairs', 'none'): '–', ('even_pairs', 'rotary'): '–', ('even_pairs', ref): '70.0',
+      ('even_pairs', sym): '–', ('reverse_string', 'none'): '50.0',
+      ('reverse_string', 'rotary'): '30.0', ('reverse_string', ref): '60.0',
+      ('reverse_string', sym): '90.0'}
+  assert (f'randomized_relative is split by encoding options into 2 columns ({ref}; {sym}); '
+          'their runs are never merged; options shared by every run that records them: '
+          'max_time=10000.0, randomize_both_sides=false.') in text
+  assert f'reverse_string/{sym} merges' not in text
+  assert f'| length | none | rotary | {ref} | {sym} |' in report.per_length_table(
+      cells, 'reverse_string')
+  figure = report.figure4(cells, 'reverse_string')
+  lines = lines_by_label(figure)
+  assert lines[ref].get_label() == f'{ref}: 60.0'
+  assert mpl_colors.to_hex(lines[ref].get_color()) != mpl_colors.to_hex(lines[sym].get_color())
+  assert lines[ref].get_marker() != lines[sym].get_marker()
+  # A variant has one style in every task's figure, present there or not.
+  other = lines_by_label(report.figure4(cells, 'even_pairs'))
+  assert other[ref].get_color() == lines[ref].get_color()
+
+
+def make_run(encoding: str, options: dict | None) -> report.Run:
+  member = report.Member(0, 1e-4, False, 0.5, {N + 1: 0.5})
+  return report.Run(pathlib.Path('run'), 'parity_check', encoding, 1, 1, N, (N + 1,), (member,),
+                    encoding_options=options)
+
+
+def test_column_labels_name_the_options_that_differ():
+  runs = [make_run('randomized_alibi', {'randomize_both_sides': True}),
+          make_run('randomized_alibi', None),
+          make_run('randomized_alibi', {'randomize_both_sides': True}),
+          make_run('randomized_relative', {'max_time': 100.0, 'relative_mode': 'reference'}),
+          make_run('randomized_relative', {'max_time': 10.0}),
+          make_run('rotary', None), make_run('rotary', None), make_run('none', None),
+          make_run('none', {})]
+  assert report.column_labels(runs) == [
+      'randomized_alibi (randomize_both_sides=true)', 'randomized_alibi (options not recorded)',
+      'randomized_alibi (randomize_both_sides=true)',
+      'randomized_relative (max_time=100.0, relative_mode=reference)',
+      'randomized_relative (max_time=10.0, relative_mode=?)', 'rotary', 'rotary', 'none', 'none']
+
+
+def test_malformed_encoding_options_are_skipped(tmp_path):
+  write_run(tmp_path / 'bad', 'even_pairs', 'alibi', [(0, 1e-4, 0.5)], options=['alibi'])
+  write_run(tmp_path / 'good', 'even_pairs', 'none', [(0, 1e-4, 0.5)])
+  runs, skipped = report.load_runs([tmp_path])
+  assert [r.encoding for r in runs] == ['none'] and runs[0].encoding_options is None
+  assert skipped == [f"{tmp_path / 'bad' / 'results.json'}: encoding_options is ['alibi'], "
+                     'expected an object']
+
+
+@pytest.fixture(name='unreadable')
+def fixture_unreadable(monkeypatch):
+  """Makes os.scandir, which os.walk lists with, deny access to the directories added."""
+  blocked, real_scandir = set(), os.scandir
+
+  def scandir(path='.'):
+    if pathlib.Path(path) in blocked:
+      raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+    return real_scandir(path)
+
+  monkeypatch.setattr(os, 'scandir', scandir)
+  return blocked
+
+
+@pytest.mark.parametrize('depth', [0, 1])
+def test_unreadable_directory_raises(workdirs, unreadable, depth):
+  sweep = workdirs[0]
+  blocked = sweep if depth == 0 else sweep / 'cells'
+  unreadable.add(blocked)
+  with pytest.raises(report.ReportError,
+                     match=f"^cannot read directory '{blocked}': Permission denied$"):
+    report.find_results(workdirs)
+
+
+def test_unreadable_path_raises(tmp_path, monkeypatch):
+  real_is_file = pathlib.Path.is_file
+
+  def is_file(path):
+    if path.name == 'locked':
+      raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+    return real_is_file(path)
+
+  monkeypatch.setattr(pathlib.Path, 'is_file', is_file)
+  with pytest.raises(report.ReportError,
+                     match=f"^cannot read '{tmp_path / 'locked'}': Permission denied$"):
+    report.find_results([tmp_path / 'locked'])
+
+
+def test_cli_unreadable_directory_is_one_line(workdirs, unreadable, tmp_path, capsys):
+  unreadable.add(workdirs[0])
+  out = tmp_path / 'out'
+  with pytest.raises(SystemExit) as exit_info:
+    launch_report.main([*map(str, workdirs), f'--out={out}'])
+  assert exit_info.value.code == 2
+  assert capsys.readouterr().err == (
+      f"error: cannot read directory '{workdirs[0]}': Permission denied\n")
+  assert not out.exists()
+
+
+def test_names_come_from_the_registries():
+  assert report.TASKS == tasks.NAMES and len(report.TASKS) == 15
+  assert report.ENCODINGS == encodings.NAMES and len(report.ENCODINGS) == 13
+  assert list(report.TASK_LEVELS) == list(tasks.NAMES)
+  labels = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}
+  assert report.TASK_LEVELS == {name: labels[tasks.get(name).level] for name in tasks.NAMES}
+  assert (report.TASK_LEVELS['parity_check'], report.TASK_LEVELS['reverse_string'],
+          report.TASK_LEVELS['bucket_sort']) == ('R', 'DCF', 'CS')
 
 
 def run_cli(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
@@ -263,3 +422,17 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(workdirs, tmp_path, bad):
   assert len(result.stderr.strip().splitlines()) == 1
   assert result.stderr.startswith('error: ') and str(tmp_path / bad) in result.stderr
   assert not out.exists()
+
+
+def test_options_of_older_results_come_from_their_config(tmp_path):
+  # results.json files without `encoding_options` still record the config they ran.
+  for mode in ('reference', 'symmetric'):
+    path = write_run(tmp_path / mode, 'even_pairs', 'randomized_relative', [(0, 1e-3, 0.8)])
+    results = json.loads((path / 'results.json').read_text())
+    results['config']['encoding_options'] = {'relative_mode': mode}
+    (path / 'results.json').write_text(json.dumps(results))
+  runs = report.load_runs([tmp_path])[0]
+  assert sorted(r.encoding_options['relative_mode'] for r in runs) == ['reference', 'symmetric']
+  assert report.grid_axes(report.collect_cells(runs))[1] == [
+      'randomized_relative (relative_mode=reference)',
+      'randomized_relative (relative_mode=symmetric)']
