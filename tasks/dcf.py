@@ -6,6 +6,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from tasks import base
 from tasks import expressions as ex
@@ -96,8 +97,10 @@ def _eq_ids(codes: Array) -> Array:
   return jnp.where(codes == ex.PAD, 0, ids)
 
 
-_EQ_CODES = jnp.asarray([0, 1, 2, 3, 4, ex.PLUS, ex.MINUS, ex.OPEN, ex.CLOSE, ex.X, ex.PAD],
-                        jnp.int32)                                       # id -> code
+# id -> code; NumPy, so that importing the tasks starts no JAX backend (a multi-process job
+# must call jax.distributed.initialize first).
+_EQ_CODES = np.asarray([0, 1, 2, 3, 4, ex.PLUS, ex.MINUS, ex.OPEN, ex.CLOSE, ex.X, ex.PAD],
+                       np.int32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +166,7 @@ class SolveEquation(base.Task):
 
   def _target(self, inputs, length):
     n = length - 2
-    codes = _EQ_CODES[jnp.clip(inputs, 0, 10)]
+    codes = jnp.asarray(_EQ_CODES)[jnp.clip(inputs, 0, 10)]
     a, b = ex.evaluate(codes, n)
     value = base.take_col(inputs, length - 1)
     x = (a * (value - b)) % 5       # a = +-1 is its own inverse mod 5
