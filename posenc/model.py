@@ -1,8 +1,9 @@
 """The study's encoder transformer (Ruoss et al. 2023, as in their released code) in Flax Linen.
 
 Post-LayerNorm, bidirectional by default, 5 × (d 64, 8 heads, FFN 256) and an output head on
-every position. The positional encoding is picked by name from `posenc.encodings.ENCODINGS`;
-the model only calls its hooks, so a new encoding needs no edit here.
+every position. The positional encoding is picked by name from `posenc.encodings`; the model
+builds its modules and hands each layer's `AttentionEncoding` to `posenc.attention.attend`,
+so a new encoding needs no edit here.
 
 Example:
   >>> model = Transformer(vocab_size=2, num_classes=2, encoding='randomized_relative')
@@ -15,15 +16,17 @@ Example:
 """
 from __future__ import annotations
 
-import functools
+import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from posenc import attention
 from posenc import encodings
+from posenc.encodings import core
 
 Array = jax.Array
 
@@ -43,10 +46,10 @@ def dropout_keep_mask(key: Array, shape: tuple[int, ...], rate: float) -> Array:
   """bool `shape`: True with probability 1 - rate, a counter-based hash of (key, index).
 
   Element n (row-major flat index) keeps iff mix(mix(n ^ k0) + k1) >= rate * 2^32, where
-  (k0, k1) are the first two words of `jax.random.key_data(key)`. It replaces threefry
-  bits (jax.random.bernoulli, ~40% of a training step): two cheap mixing rounds per
-  element instead of 20 threefry rounds, fused into the consumer. Deterministic in `key`,
-  vmappable over keys, and the drop probability is rate to within 2^-32.
+  (k0, k1) are the first two words of `jax.random.key_data(key)`. Two cheap integer mixing
+  rounds per element, fused into the consumer, instead of threefry's 20: fewer operations
+  on every platform, so it is not a CPU-only trick. Deterministic in `key`, vmappable over
+  keys, and the drop probability is rate to within 2^-32.
 
   Example: dropout_keep_mask(jax.random.key(0), (2, 3), 0.1) -> e.g. [[T, T, T], [T, F, T]].
   """
@@ -75,74 +78,56 @@ class Dropout(nn.Module):
     return jnp.where(keep, x / (1.0 - self.rate), jnp.zeros((), x.dtype)).astype(x.dtype)
 
 
-def attention_blocks(num_heads: int, num_positions: int,
-                     block: int) -> list[tuple[slice, slice]]:
-  """The (heads, queries) blocks attention runs in: one block, or per head in query blocks.
+@dataclasses.dataclass(frozen=True)
+class AttentionArgs:
+  """How every layer's attention runs: the encoding and its options, and the backend.
 
-  Sequences longer than `block` (> 0) run each head separately, in query blocks of at most
-  `block` rows of near-equal size. Each block's [1, B, q, T] weights are made,
-  exponentiated and consumed while they are in cache, and blocks are independent, so XLA
-  runs them on all cores (or, for `Scores.sequential_heads`, one head after another): at
-  T = 1,000 the [H, B, T, T] weights of a whole layer (32 MB per example) would stream
-  through memory three times instead.
-
-  Example: attention_blocks(2, 10, 4) -> head 0 and head 1 each with queries 0..2, 3..6,
-    7..9; attention_blocks(2, 4, 4) -> [(slice(0, 2), slice(0, 4))].
+  Attributes:
+    encoding: the `posenc.encodings.Encoding` of the model.
+    encoding_kwargs: (name, value) options its attention module takes.
+    max_position: L, the range of randomized positions.
+    impl: a resolved backend of `posenc.attention.IMPLS` (not 'auto').
+    block: cpu_blocked's query block on long sequences (0: never split).
+    fused_implementation: xla_fused's `jax.nn.dot_product_attention` implementation.
   """
-  if block <= 0 or num_positions <= block:
-    return [(slice(0, num_heads), slice(0, num_positions))]
-  num_blocks = -(-num_positions // block)
-  bounds = [round(b * num_positions / num_blocks) for b in range(num_blocks + 1)]
-  return [(slice(h, h + 1), slice(bounds[b], bounds[b + 1]))
-          for h in range(num_heads) for b in range(num_blocks)]
+  encoding: encodings.Encoding
+  encoding_kwargs: tuple[tuple[str, Any], ...] = ()
+  max_position: int = 2048
+  impl: str = 'cpu_blocked'
+  block: int = 256
+  fused_implementation: str | None = None
 
 
 class MultiHeadAttention(nn.Module):
-  """q, k, v projections (no bias), encoding-specific weights, weights @ v, out projection."""
+  """q, k, v projections (no bias), the encoding, attention on a backend, out projection."""
   num_heads: int
-  make_attention: Callable[..., nn.Module]  # `Encoding.attention` with its options bound
-  block: int = 0  # `attention_blocks`; 0: one block
+  args: AttentionArgs
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x: Array, key_valid: Array, causal: bool) -> Array:
     b, t, d = x.shape
     head_dim = d // self.num_heads
+    args = self.args
 
-    def project(name):  # -> [H, B, T, K], the layout of the attention hooks
-      y = nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT, name=name)(x)
-      return y.reshape(b, t, self.num_heads, head_dim).transpose(2, 0, 1, 3)
+    def project(name):  # -> [B, T, H, K]
+      y = nn.Dense(d, use_bias=False, kernel_init=core.HAIKU_LINEAR_INIT, dtype=self.dtype,
+                   param_dtype=self.param_dtype, name=name)(x)
+      return y.reshape(b, t, self.num_heads, head_dim)
 
     q, k, v = project('query'), project('key'), project('value')
-    scores = self.make_attention(name='encoding')(
-        q, k, inputs=x, key_valid=key_valid, causal=causal)
-    v = v.astype(jnp.float32)
-    if scores.normalize:
-      # A column of ones gives the row sums from the same product: no extra pass over
-      # the weights.
-      v = jnp.concatenate([v, jnp.ones((*v.shape[:-1], 1), v.dtype)], axis=-1)
-
-    def attend(heads, queries):  # -> [h, B, q, K]
-      out = jnp.einsum('hbij,hbjk->hbik', scores.weights(heads, queries),
-                       encodings.take_heads(v, heads))
-      if scores.normalize:
-        out = out[..., :-1] / (out[..., -1:] + encodings.TINY)
-      return out
-
-    blocks = attention_blocks(self.num_heads, t, self.block)
-    if scores.sequential_heads and len(blocks) > 1:
-      # One head after another, its query blocks unrolled: see `Scores.sequential_heads`.
-      per_head = [queries for heads, queries in blocks if heads.start == 0]
-      out = jax.lax.map(
-          lambda h: jnp.concatenate([attend(h, queries) for queries in per_head], axis=2)[0],
-          jnp.arange(self.num_heads))
+    if args.encoding.attention is None:
+      enc = core.AttentionEncoding('content', core.CONTENT)
     else:
-      rows = {}
-      for heads, queries in blocks:
-        rows.setdefault(heads.start, []).append(attend(heads, queries))
-      out = jnp.concatenate([jnp.concatenate(r, axis=2) for r in rows.values()], axis=0)
-    out = out.transpose(1, 2, 0, 3).reshape(b, t, d).astype(x.dtype)
-    return nn.Dense(d, use_bias=False, kernel_init=encodings.HAIKU_LINEAR_INIT,
-                    name='out')(out)
+      enc = args.encoding.attention(
+          max_position=args.max_position, num_heads=self.num_heads, head_dim=head_dim,
+          param_dtype=self.param_dtype, **dict(args.encoding_kwargs), name='encoding')(
+              t, jnp.sum(key_valid), x)
+    out = attention.attend(q, k, v, enc, key_valid=key_valid, causal=causal, impl=args.impl,
+                           block=args.block, fused_implementation=args.fused_implementation)
+    return nn.Dense(d, use_bias=False, kernel_init=core.HAIKU_LINEAR_INIT, dtype=self.dtype,
+                    param_dtype=self.param_dtype, name='out')(out.reshape(b, t, d))
 
 
 class EncoderBlock(nn.Module):
@@ -150,19 +135,21 @@ class EncoderBlock(nn.Module):
   num_heads: int
   ffn_size: int
   dropout: float
-  make_attention: Callable[..., nn.Module]
-  attention_block: int = 0
+  args: AttentionArgs
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x, key_valid, causal, deterministic):
     d = x.shape[-1]
-    a = MultiHeadAttention(self.num_heads, self.make_attention, self.attention_block,
-                           name='attention')(x, key_valid, causal)
-    x = nn.LayerNorm(epsilon=_LAYER_NORM_EPS)(
+    types = {'dtype': self.dtype, 'param_dtype': self.param_dtype}
+    a = MultiHeadAttention(self.num_heads, self.args, **types, name='attention')(
+        x, key_valid, causal)
+    x = nn.LayerNorm(epsilon=_LAYER_NORM_EPS, **types)(
         x + Dropout(self.dropout)(a, deterministic=deterministic))
-    f = nn.Dense(self.ffn_size, kernel_init=encodings.HAIKU_LINEAR_INIT)(x)
-    f = nn.Dense(d, kernel_init=encodings.HAIKU_LINEAR_INIT)(nn.relu(f))
-    return nn.LayerNorm(epsilon=_LAYER_NORM_EPS)(
+    f = nn.Dense(self.ffn_size, kernel_init=core.HAIKU_LINEAR_INIT, **types)(x)
+    f = nn.Dense(d, kernel_init=core.HAIKU_LINEAR_INIT, **types)(nn.relu(f))
+    return nn.LayerNorm(epsilon=_LAYER_NORM_EPS, **types)(
         x + Dropout(self.dropout)(f, deterministic=deterministic))
 
 
@@ -176,16 +163,22 @@ class Transformer(nn.Module):
   Attributes:
     vocab_size: V.
     num_classes: C.
-    encoding: a name in `posenc.encodings.NAMES`.
+    encoding: a name of `posenc.encodings` (or `input+attention`).
     num_layers, d_model, num_heads, ffn_size, dropout: the architecture.
     max_position: L: size of the learned table and range of randomized positions.
     causal: mask keys right of the query.
     encoding_options: hashable (key, value) pairs, e.g. (('relative_mode', 'reference'),).
     embedding_init_scale: σ of the token embedding's TruncNormal init (the reference's
       `emb_init_scale`, 0.02, applied to its one-hot Dense).
-    attention_block: sequences longer than this run attention per head in query blocks of
-      at most this many rows (`attention_blocks`); 0 never splits. Same function, other
-      float rounding order; speed only (long evaluation sequences).
+    attention_impl: the attention backend (`posenc.attention.IMPLS`); 'auto' picks by the
+      default backend's platform when the model is built.
+    attention_block: cpu_blocked runs sequences longer than this per head in query blocks
+      of at most this many rows; 0 never splits.
+    fused_implementation: xla_fused's `jax.nn.dot_product_attention` implementation (None:
+      XLA; 'cudnn': cuDNN flash attention on NVIDIA GPUs, bf16/fp16).
+    dtype: the computation dtype (float32 or bfloat16); attention weights and the softmax
+      are float32 either way.
+    param_dtype: the parameters' dtype.
   """
   vocab_size: int
   num_classes: int
@@ -199,7 +192,11 @@ class Transformer(nn.Module):
   causal: bool = False
   encoding_options: tuple[tuple[str, Any], ...] = ()
   embedding_init_scale: float = 0.02
+  attention_impl: str = 'auto'
   attention_block: int = 256
+  fused_implementation: str | None = None
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, tokens: Array, seq_length: Array, *, deterministic: bool) -> Array:
@@ -210,24 +207,24 @@ class Transformer(nn.Module):
     if spec.randomized and t > self.max_position:
       raise ValueError(f'sequence length {t} exceeds max_position={self.max_position} of '
                        f'the randomized encoding {self.encoding!r}')
+    types = {'dtype': self.dtype, 'param_dtype': self.param_dtype}
     x = nn.Embed(self.vocab_size + 1, self.d_model,
                  embedding_init=nn.initializers.truncated_normal(self.embedding_init_scale),
-                 name='token_embed')(tokens) * math.sqrt(self.d_model)
+                 name='token_embed', **types)(tokens) * math.sqrt(self.d_model)
     if spec.embedding is not None:
       pos = spec.embedding(width=self.d_model, max_position=self.max_position,
                            **embedding_options, name='position_embed')(t, seq_length)
       # Dropout on the embeddings only for absolute encodings, as the reference.
-      x = Dropout(self.dropout)(x + pos[None].astype(x.dtype),
-                                   deterministic=deterministic)
+      x = Dropout(self.dropout)(x + pos[None].astype(x.dtype), deterministic=deterministic)
     key_valid = jnp.arange(t) < seq_length
-    make_attention = functools.partial(spec.attention, max_position=self.max_position,
-                                       **attention_options)
+    args = AttentionArgs(spec, tuple(sorted(attention_options.items())), self.max_position,
+                         attention.resolve(self.attention_impl), self.attention_block,
+                         self.fused_implementation)
     for layer in range(self.num_layers):
-      x = EncoderBlock(self.num_heads, self.ffn_size, self.dropout, make_attention,
-                       self.attention_block, name=f'layer_{layer}')(
-                           x, key_valid, self.causal, deterministic)
-    return nn.Dense(self.num_classes, kernel_init=encodings.HAIKU_LINEAR_INIT,
-                    name='head')(x)
+      x = EncoderBlock(self.num_heads, self.ffn_size, self.dropout, args, **types,
+                       name=f'layer_{layer}')(x, key_valid, self.causal, deterministic)
+    return nn.Dense(self.num_classes, kernel_init=core.HAIKU_LINEAR_INIT, name='head',
+                    **types)(x).astype(jnp.float32)
 
 
 def init_rngs(key: Array) -> dict[str, Array]:

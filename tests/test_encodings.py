@@ -1,5 +1,6 @@
-"""Golden numbers and invariants of the positional encodings (posenc/encodings.py)."""
+"""Golden numbers and invariants of the encodings' functions and modules (posenc/encodings)."""
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -7,20 +8,27 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from posenc import attention
 from posenc import encodings
+from posenc.attention import reference
 
 # ------------------------------------------------------------------------------------------
-# Golden numbers.
+# Each function against a closed form.
 # ------------------------------------------------------------------------------------------
 
 
-def test_sinusoid_table_by_hand():
+def test_sinusoid_by_hand():
   # D = 4: ω = [1, 10000^(-1/2)] = [1, 0.01]; concatenated sin | cos halves.
-  got = encodings.sinusoid_table(jnp.array([0, 1, -2]), 4)
+  got = encodings.sinusoid(jnp.array([0, 1, -2]), 4)
   want = [[0, 0, 1, 1],
           [math.sin(1), math.sin(0.01), math.cos(1), math.cos(0.01)],
           [math.sin(-2), math.sin(-0.02), math.cos(-2), math.cos(-0.02)]]
   np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_learned_rows_clamped():
+  np.testing.assert_array_equal(encodings.learned(jnp.array([0, 5]), jnp.eye(3)),
+                                [[1, 0, 0], [0, 0, 1]])
 
 
 def test_alibi_slopes():
@@ -32,59 +40,109 @@ def test_alibi_slopes():
 
 def test_alibi_matrix():
   want = np.array([[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]])
-  got = encodings.alibi_bias(8, 4)
+  slopes = encodings.alibi_slopes(8)
+  got = encodings.alibi_bias(jnp.arange(4), jnp.arange(4), slopes)
   assert got.shape == (8, 4, 4)
-  for h, slope in enumerate(encodings.alibi_slopes(8)):
+  for h, slope in enumerate(slopes):
     np.testing.assert_allclose(got[h], slope * want)
-  # A block of heads and query rows (as the model asks for it) is that part of the whole.
-  block = encodings.alibi_bias(8, 4, heads=slice(3, 5), queries=slice(1, 3))
-  np.testing.assert_array_equal(block, got[3:5, 1:3])
+  # Some query rows (one decoding step, a block) are those rows of the whole.
+  np.testing.assert_array_equal(encodings.alibi_bias(jnp.arange(1, 3), jnp.arange(4), slopes),
+                                got[:, 1:3])
 
 
 def test_randomized_alibi_uses_distance_table():
-  # The reference's ALiBi: with distances q = [0, 1, 4, 6, 10] row 0 is 0 -1 -4 -6 -10 and row 2
-  # is -3.5 -0.5 0 -1 -4 (÷ slope).
-  got = encodings.alibi_bias(1, 5, distances=jnp.array([0, 1, 4, 6, 10])) / 2.0**-8
+  # The reference's ALiBi: with distances q = [0, 1, 4, 6, 10] row 0 is 0 -1 -4 -6 -10 and row
+  # 2 is -3.5 -0.5 0 -1 -4 (÷ slope).
+  got = encodings.alibi_bias(jnp.arange(5), jnp.arange(5), np.ones(1, np.float32),
+                             distances=jnp.array([0, 1, 4, 6, 10]))
   np.testing.assert_allclose(got[0, 0], [0, -1, -4, -6, -10])
   np.testing.assert_allclose(got[0, 2], [-3.5, -0.5, 0, -1, -4])
-  # A block of query rows is those rows of the whole matrix.
-  rows = encodings.alibi_bias(1, 5, distances=jnp.array([0, 1, 4, 6, 10]),
-                              queries=slice(2, 4)) / 2.0**-8
-  np.testing.assert_array_equal(rows, got[:, 2:4])
-
-
-def test_rel_shift_identity():
-  t = 5
-  x = jnp.broadcast_to(jnp.arange(2 * t), (3, t, 2 * t))
-  i, j = np.arange(t)[:, None], np.arange(t)[None, :]
-  np.testing.assert_array_equal(encodings.rel_shift(x)[1], t + j - i)
 
 
 def test_rope_two_positions_by_hand():
   # K = 4: f = [1, 0.01]; pairs (x0, x1) and (x2, x3) rotate by p·f_m.
-  x = jnp.array([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]])  # [T=2, K=4]
-  got = encodings.apply_rope(x, jnp.array([0, 1]))
+  x = jnp.array([[[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]]])  # [T=2, H=1, K=4]
+  got = encodings.apply_rope(x, jnp.array([0, 1]))[:, 0]
   c1, s1, c2, s2 = math.cos(1), math.sin(1), math.cos(0.01), math.sin(0.01)
   want = [[1, 2, 3, 4], [1 * c1 - 2 * s1, 2 * c1 + 1 * s1, 3 * c2 - 4 * s2, 4 * c2 + 3 * s2]]
   np.testing.assert_allclose(got, want, atol=1e-6)
 
 
-def test_randomized_relative_positions_example():
+def test_relative_bias_by_brute_force():
+  keys = jax.random.split(jax.random.key(0), 5)
+  t, h, d = 5, 2, 4
+  q, k = (jax.random.normal(kk, (1, t, h, d)) for kk in keys[:2])
+  u, v = jax.random.normal(keys[2], (2, h, d))
+  w_r = jax.random.normal(keys[3], (h * d, h * d))
+  offsets = encodings.relative_offset_positions(t)
+  got = encodings.relative_bias(q, k, jnp.arange(t), jnp.arange(t), u=u, v=v, w_r=w_r,
+                                offset_positions=offsets)
+  want = np.zeros((h, t, t))
+  for i in range(t):
+    for j in range(t):
+      r = (encodings.sinusoid(jnp.array(j - i), h * d) @ w_r).reshape(h, d)
+      want[:, i, j] = (np.sum(u * k[0, j], -1) + np.sum((q[0, i] + v) * r, -1)) / math.sqrt(d)
+  np.testing.assert_allclose(got[0], want, atol=1e-4)
+
+
+def test_relative_offset_positions_example():
   # The docstring example: T = 3, r = [0, 2, 5], L = 8.
-  key = _key_with_distances([0, 2, 5], 8)
-  sym = encodings.randomized_relative_positions(key, 3, max_position=8)
-  ref = encodings.randomized_relative_positions(key, 3, max_position=8, mode='reference')
-  np.testing.assert_array_equal(sym, [-5, -5, -2, 0, 2, 5])
-  np.testing.assert_array_equal(ref, [3, 3, 6, 7, 7, 7])
+  r = jnp.array([0, 2, 5])
+  np.testing.assert_array_equal(encodings.relative_offset_positions(3), [-2, -1, 0, 1, 2])
+  np.testing.assert_array_equal(
+      encodings.relative_offset_positions(3, distances=r, max_position=8), [-5, -2, 0, 2, 5])
+  np.testing.assert_array_equal(
+      encodings.relative_offset_positions(3, distances=r, mode='reference', max_position=8),
+      [3, 6, 7, 7, 7])
 
 
-def _key_with_distances(want, max_position):
-  for seed in range(10_000):
-    key = jax.random.key(seed)
-    got = encodings.random_distances(key, len(want), max_position=max_position)
-    if list(np.asarray(got)) == want:
-      return key
-  raise AssertionError('no key found')
+def _geometric_brute_force(s, valid):
+  """O(T³) stick-breaking straight from the definition (Csordás et al. 2022)."""
+  t = s.shape[-1]
+  p = 1 / (1 + np.exp(-s))
+  out = np.zeros_like(s)
+  for i in range(s.shape[0]):
+    for j in range(t):
+      if i == j or not valid[j]:
+        continue
+      out[i, j] = p[i, j]
+      for k in range(t):
+        closer = abs(k - i) < abs(j - i) or (j < i and k == 2 * i - j)
+        if k != i and valid[k] and closer:
+          out[i, j] *= 1 - p[i, k]
+  return out
+
+
+def test_geometric_matches_brute_force_and_rows_at_most_one():
+  rng = np.random.default_rng(0)
+  for t in (1, 2, 5, 9):
+    s = rng.normal(size=(t, t)) * 2
+    valid = np.arange(t) < max(1, t - 2)
+    got = np.asarray(encodings.geometric_weights(jnp.asarray(s), jnp.arange(t), jnp.arange(t),
+                                                 jnp.asarray(valid)[None, :]))
+    np.testing.assert_allclose(got, _geometric_brute_force(s, valid), atol=1e-6)
+    assert np.all(got.sum(-1) <= 1 + 1e-6) and np.all(got >= 0)
+    assert np.all(got[:, ~valid] == 0) and np.all(np.diag(got) == 0)
+  # Padded keys (invalid) do not change the real rows.
+  s = rng.normal(size=(16, 16)) * 2
+  valid = np.arange(16) < 7
+  got = encodings.geometric_weights(jnp.asarray(s[:9]), jnp.arange(9), jnp.arange(16),
+                                    jnp.asarray(valid)[None, :])
+  np.testing.assert_allclose(got, _geometric_brute_force(s, valid)[:9], atol=1e-6)
+
+
+def test_geometric_picks_nearest_matching_key():
+  t = 10
+  matches = np.zeros(t, bool)
+  matches[[1, 4, 8]] = True
+  s = np.where(matches[None, :], 8.0, -8.0) * np.ones((t, 1))
+  weights = np.asarray(encodings.geometric_weights(jnp.asarray(s), jnp.arange(t),
+                                                   jnp.arange(t), jnp.ones((1, t), bool)))
+  best = weights.argmax(-1)
+  assert best[5] == 4  # distance 1 to the left beats distance 3 to the right
+  assert best[6] == 8  # a tie at distance 2: the right key wins
+  assert best[2] == 1 and best[9] == 8
+  assert weights[5, 4] > 0.99
 
 
 # ------------------------------------------------------------------------------------------
@@ -101,23 +159,24 @@ def _depends_only_on_offset(logits):
 
 
 def test_rope_logits_depend_only_on_offset():
-  q, k = jax.random.normal(jax.random.key(0), (2, 1, 8))
+  q, k = jax.random.normal(jax.random.key(0), (2, 1, 1, 8))
   t = 9
-  qr = encodings.apply_rope(jnp.broadcast_to(q, (t, 8)), jnp.arange(t))
-  kr = encodings.apply_rope(jnp.broadcast_to(k, (t, 8)), jnp.arange(t))
+  qr = encodings.apply_rope(jnp.broadcast_to(q, (t, 1, 8)), jnp.arange(t))[:, 0]
+  kr = encodings.apply_rope(jnp.broadcast_to(k, (t, 1, 8)), jnp.arange(t))[:, 0]
   _depends_only_on_offset(qr @ kr.T)
 
 
-def test_relative_logits_depend_only_on_offset():
+def test_relative_bias_depends_only_on_offset():
   t, h, d = 7, 2, 4
   keys = jax.random.split(jax.random.key(1), 5)
-  q = jnp.broadcast_to(jax.random.normal(keys[0], (h, 1, 1, d)), (h, 1, t, d))  # [H,B,T,K]
-  k = jnp.broadcast_to(jax.random.normal(keys[1], (h, 1, 1, d)), (h, 1, t, d))
-  rel = jax.random.normal(keys[2], (h, 2 * t, d))
+  q = jnp.broadcast_to(jax.random.normal(keys[0], (1, 1, h, d)), (1, t, h, d))
+  k = jnp.broadcast_to(jax.random.normal(keys[1], (1, 1, h, d)), (1, t, h, d))
   u, v = jax.random.normal(keys[3], (2, h, d))
-  logits = encodings.relative_logits(q, k, rel, u, v)
+  bias = encodings.relative_bias(q, k, jnp.arange(t), jnp.arange(t), u=u, v=v,
+                                 w_r=jax.random.normal(keys[2], (h * d, h * d)),
+                                 offset_positions=encodings.relative_offset_positions(t))
   for head in range(h):
-    _depends_only_on_offset(logits[head, 0])
+    _depends_only_on_offset(bias[0, head])
 
 
 def test_random_positions_sorted_unique_in_range():
@@ -167,61 +226,58 @@ def test_random_positions_uniform_chi_square():
   assert p_value > 1e-3, p_value
 
 
-def _hook_weights(module, q, k, noise_seed=0, key_valid=None):
-  """Normalized attention weights [H, B, T, T] of a hook (q, k [H, B, T, K]); variables."""
-  key_valid = jnp.ones(q.shape[2], bool) if key_valid is None else key_valid
+# ------------------------------------------------------------------------------------------
+# The modules: parameters, draws, options.
+# ------------------------------------------------------------------------------------------
+
+
+def _weights(name, q, k, noise_seed=0, params=None, x=None, **options):
+  """The attention matrix [B, H, T, T] of encoding `name` (reference backend), its params."""
+  b, t, h, d = q.shape
+  resolved, _ = encodings.resolve_options(name, options)
+  module = encodings.get(name).attention(max_position=64, num_heads=h, head_dim=d, **resolved)
+  x = jnp.zeros((b, t, h * d)) if x is None else x
   rngs = {'params': jax.random.key(0), 'noise': jax.random.key(noise_seed)}
-  scores, variables = module.init_with_output(
-      rngs, q, k, inputs=jnp.zeros((q.shape[1], q.shape[2], 8)), key_valid=key_valid,
-      causal=False)
-  return encodings.attention_matrix(scores), variables
+  if params is None:
+    params = module.init(rngs, t, t, x).get('params', {})
+  enc = module.apply({'params': params}, t, t, x, rngs=rngs)
+  eye = jnp.broadcast_to(jnp.eye(t)[None, :, None, :], (b, t, h, t))  # v = one-hot keys
+  out = attention.attend(q, k, eye, enc, key_valid=jnp.ones(t, bool), causal=False,
+                         impl='reference')
+  return out.transpose(0, 2, 1, 3), params
 
 
 @pytest.mark.parametrize('mode', ['reference', 'symmetric'])
 def test_randomized_relative_modes(mode):
-  # k = 0 leaves only the position term (q + v)·rel[j - i] in the logits.
-  q = jax.random.normal(jax.random.key(0), (2, 1, 6, 4))  # [H, B, T, K]
-  k = jnp.zeros_like(q)
-  module = encodings.RelativeAttention(max_position=64, randomized=True, relative_mode=mode)
-  weights, _ = _hook_weights(module, q, k)
-  for i in range(6):
-    right = np.asarray(weights[:, 0, i, i:])  # keys at or right of the query
-    constant = np.allclose(right, right[:, :1], rtol=1e-5)
-    if i < 5:
-      assert constant == (mode == 'reference'), (i, right)
+  # k = 0 leaves only the position term (q + v)·R(j - i) in the logits: in the released
+  # code's mode every key at or right of the query gets the same weight.
+  q = jax.random.normal(jax.random.key(0), (1, 6, 2, 4))
+  weights, _ = _weights('randomized_relative', q, jnp.zeros_like(q), relative_mode=mode)
+  for i in range(5):
+    right = np.asarray(weights[0, :, i, i:])
+    assert np.allclose(right, right[:, :1], rtol=1e-5) == (mode == 'reference'), (i, right)
 
 
-@pytest.mark.parametrize('module', [
-    encodings.AlibiAttention(max_position=64, randomized=True),
-    encodings.RotaryAttention(max_position=64, randomized=True),
-    encodings.RelativeAttention(max_position=64, randomized=True),
-])
-def test_randomized_draws_shared_by_batch_differ_by_call(module):
-  q = jnp.broadcast_to(jax.random.normal(jax.random.key(0), (2, 1, 6, 4)), (2, 3, 6, 4))
-  w0, variables = _hook_weights(module, q, q, noise_seed=0)
-  np.testing.assert_allclose(w0[:, 0], w0[:, 2], atol=1e-6)  # one draw for the whole batch
-  w0_again, _ = _hook_weights(module, q, q, noise_seed=0)
-  w1, _ = _hook_weights(module, q, q, noise_seed=1)
-  np.testing.assert_array_equal(w0, w0_again)
-  assert not np.allclose(w0, w1)
+@pytest.mark.parametrize('name', ['randomized_alibi', 'randomized_rotary', 'randomized_relative'])
+def test_randomized_draws_shared_by_batch_differ_by_call(name):
+  q = jnp.broadcast_to(jax.random.normal(jax.random.key(0), (1, 6, 2, 4)), (3, 6, 2, 4))
+  w0, params = _weights(name, q, q, noise_seed=0)
+  np.testing.assert_allclose(w0[0], w0[2], atol=1e-6)  # one draw for the whole batch
+  np.testing.assert_array_equal(w0, _weights(name, q, q, 0, params)[0])
+  assert not np.allclose(w0, _weights(name, q, q, 1, params)[0])
 
 
 def test_randomized_rotary_shares_positions_for_q_and_k():
   # K = 2 and q_i = k_j = c: logit_ij = |c|² cos(p_i - p'_j) / sqrt(2), largest on the
-  # diagonal iff q and k use the same positions p = p'. Weights are exp(logit - row max).
-  q = jnp.full((1, 1, 6, 2), 3.0)
-  module = encodings.RotaryAttention(max_position=1000, randomized=True)
+  # diagonal iff q and k use the same positions p = p'.
+  q = jnp.full((1, 6, 1, 2), 3.0)
   for seed in range(3):
-    weights = module.apply({}, q, q, inputs=None, key_valid=jnp.ones(6, bool),
-                           causal=False, rngs={'noise': jax.random.key(seed)}).full()
-    np.testing.assert_allclose(jnp.diagonal(weights[0, 0]), 1.0, rtol=1e-6)
-    assert np.all(np.asarray(weights[0, 0]) <= 1.0)
+    weights, _ = _weights('randomized_rotary', q, q, noise_seed=seed)
+    np.testing.assert_array_equal(np.argmax(weights[0, 0], -1), np.arange(6))
 
 
 def test_layers_draw_independently():
   from posenc import model as model_lib
-  # Two layers of randomized ALiBi with q = k = 0: weights are the softmax of the bias only.
-  captured = []
   m = model_lib.Transformer(2, 2, 'randomized_alibi', num_layers=2, d_model=8, num_heads=2,
                             ffn_size=8, max_position=100)
   tokens = jnp.zeros((1, 6), jnp.int32)
@@ -230,111 +286,31 @@ def test_layers_draw_independently():
   _, state = m.apply(variables, tokens, jnp.int32(6), deterministic=True,
                      rngs={'noise': jax.random.key(1)}, capture_intermediates=True,
                      mutable=['intermediates'])
-  inter = state['intermediates']
-  for layer in range(2):
-    weights = inter[f'layer_{layer}']['attention']['encoding']['__call__'][0].full()
-    captured.append(np.asarray(weights))
-  assert not np.allclose(captured[0], captured[1])
-
-
-def test_geometric_matches_brute_force_and_rows_at_most_one():
-  rng = np.random.default_rng(0)
-  for t in (1, 2, 5, 9):
-    s = rng.normal(size=(t, t)) * 2
-    valid = np.arange(t) < max(1, t - 2)
-    got = np.asarray(encodings.geometric_weights(jnp.asarray(s)[None, None],
-                                                 jnp.asarray(valid)))[0, 0]
-    np.testing.assert_allclose(got, _geometric_brute_force(s, valid), atol=1e-6)
-    assert np.all(got.sum(-1) <= 1 + 1e-6) and np.all(got >= 0)
-    assert np.all(got[:, ~valid] == 0) and np.all(np.diag(got) == 0)
-
-
-@pytest.mark.parametrize('causal', [False, True])
-def test_geometric_query_blocks_equal_whole_rows(causal):
-  rng = np.random.default_rng(2)
-  t, padded = 11, 14
-  s = jnp.asarray(rng.normal(size=(2, t, padded)) * 2, jnp.float32)
-  valid = jnp.asarray(np.arange(padded) < t - 1)
-  whole = encodings.geometric_weights(s, valid, causal=causal)
-  blocks = [encodings.geometric_weights(s[:, a:a + 4], valid, causal=causal, first_query=a)
-            for a in range(0, t, 4)]
-  np.testing.assert_allclose(np.concatenate(blocks, 1), whole, atol=2e-6)
-
-
-@pytest.mark.parametrize('first_query,q,t', [
-    (0, 1, 1), (0, 2, 2), (0, 3, 5), (0, 7, 7), (0, 40, 64), (3, 2, 5), (6, 1, 7), (30, 10, 64)])
-def test_mirror_reflects_each_row_about_its_query(first_query, q, t):
-  cum = np.arange(q * t, dtype=np.float32).reshape(q, t) + 1
-  want = [[0 if 2 * (first_query + r) - j < 0 else cum[r, min(2 * (first_query + r) - j, t - 1)]
-           for j in range(t)] for r in range(q)]
-  got = encodings._mirror(jnp.asarray(cum), first_query)
-  np.testing.assert_array_equal(np.asarray(got), want)
-
-
-def test_geometric_with_padded_keys_equals_square():
-  # GeometricAttention pads keys to a multiple of the cumsum block; padding keys are
-  # invalid and must not change the real rows.
-  rng = np.random.default_rng(1)
-  t, padded = 9, 16
-  s = rng.normal(size=(padded, padded)) * 2
-  valid = np.arange(padded) < t - 2
-  square = _geometric_brute_force(s, valid)[:t]
-  got = np.asarray(encodings.geometric_weights(jnp.asarray(s[:t])[None], jnp.asarray(valid)))
-  np.testing.assert_allclose(got[0], square, atol=1e-6)
-  assert encodings._padded_keys(1000) == 1024 and encodings._padded_keys(40) == 40
-
-
-def _geometric_brute_force(s, valid):
-  """O(T³) stick-breaking straight from the definition (Csordás et al. 2022)."""
-  t = s.shape[-1]
-  p = 1 / (1 + np.exp(-s))
-  out = np.zeros_like(s)
-  for i in range(t):
-    for j in range(t):
-      if i == j or not valid[j]:
-        continue
-      out[i, j] = p[i, j]
-      for k in range(t):
-        closer = abs(k - i) < abs(j - i) or (j < i and k == 2 * i - j)
-        if k != i and valid[k] and closer:
-          out[i, j] *= 1 - p[i, k]
-  return out
-
-
-def test_geometric_picks_nearest_matching_key():
-  t = 10
-  matches = np.zeros(t, bool)
-  matches[[1, 4, 8]] = True
-  s = np.where(matches[None, :], 8.0, -8.0) * np.ones((t, 1))
-  weights = np.asarray(encodings.geometric_weights(jnp.asarray(s)[None, None],
-                                                   jnp.ones(t, bool)))[0, 0]
-  best = weights.argmax(-1)
-  assert best[5] == 4  # distance 1 to the left beats distance 3 to the right
-  assert best[6] == 8  # a tie at distance 2: the right key wins
-  assert best[2] == 1 and best[9] == 8
-  assert weights[5, 4] > 0.99
+  draws = [state['intermediates'][f'layer_{i}']['attention']['encoding']['__call__'][0]
+           .params['distances'] for i in range(2)]
+  assert not np.array_equal(draws[0], draws[1])
 
 
 @pytest.mark.parametrize('side', ['left', 'right'])
 def test_geometric_directional_tells_left_from_right(side):
   t, h, d = 7, 2, 4
-  q = jnp.zeros((h, 1, t, d))  # [H, B, T, K]
-  module = encodings.GeometricAttention(directional=True)
-  _, variables = _hook_weights(module, q, q)
-  params = jax.tree_util.tree_map(jnp.zeros_like, variables['params'])
+  q = jnp.zeros((1, t, h, d))
+  _, params = _weights('geometric_directional', q, q)
+  params = jax.tree.map(jnp.zeros_like, params)
   # Bias layout per head: (left, right). Favour one side strongly.
-  bias = jnp.array([5.0, -5.0] if side == 'left' else [-5.0, 5.0])
-  params['direction']['bias'] = jnp.tile(bias, h)
-  params['gamma'] = jnp.ones(())
-  params['rho'] = jnp.ones(())
-  weights = module.apply({'params': params}, q, q, inputs=jnp.ones((1, t, 8)),
-                         key_valid=jnp.ones(t, bool), causal=False).full()
-  w = np.asarray(weights[0, 0])
+  params['direction']['bias'] = jnp.tile(jnp.array([5.0, -5.0] if side == 'left'
+                                                   else [-5.0, 5.0]), h)
+  params['gamma'], params['rho'] = jnp.ones(()), jnp.ones(())
+  w, _ = _weights('geometric_directional', q, q, params=params, x=jnp.ones((1, t, h * d)))
+  w = np.asarray(w[0, 0])
   i = 3
-  if side == 'left':
-    assert w[i, i - 1] > 0.9 and w[i, i + 1] < 0.01
-  else:
-    assert w[i, i + 1] > 0.9 and w[i, i - 1] < 0.01
+  near, far = (i - 1, i + 1) if side == 'left' else (i + 1, i - 1)
+  assert w[i, near] > 0.9 and w[i, far] < 0.01
+
+
+def test_visible_keys_only():
+  got = reference.visible(jnp.arange(2), jnp.arange(3), jnp.array([1, 1, 0], bool), False)
+  np.testing.assert_array_equal(got, [[True, True, False]] * 2)
 
 
 # ------------------------------------------------------------------------------------------
@@ -350,12 +326,28 @@ def test_registry():
   assert set(encodings.ENCODINGS) == set(encodings.NAMES)
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
+  kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}
+  assert kinds['sin_cos'] == 'embedding' and kinds['rotary'] == 'rotation'
+  assert kinds['alibi'] == kinds['relative'] == 'bias' and kinds['geometric'] == 'geometric'
+
+
+def test_combinations():
+  combo = encodings.get('sin_cos+alibi')
+  assert combo.embedding is encodings.ENCODINGS['sin_cos'].embedding
+  assert combo.attention is encodings.ENCODINGS['alibi'].attention and combo.kind == 'bias'
+  assert encodings.get('randomized_rotary+learned').randomized
+  assert encodings.resolve_options('sin_cos+relative', (('max_time', 500.0),)) == (
+      {'max_time': 500.0}, {'max_time': 500.0})
+  for bad in ('sin_cos+learned', 'alibi+rotary', 'sin_cos+sin_cos', 'sin_cos+alibi+rotary',
+              'sin_cos+nope'):
+    with pytest.raises(ValueError, match=re.escape(repr(bad))):
+      encodings.get(bad)
 
 
 def test_resolve_options():
-  attention, embedding = encodings.resolve_options('randomized_relative',
-                                                   (('relative_mode', 'reference'),))
-  assert attention['relative_mode'] == 'reference' and embedding == {}
+  attention_options, embedding = encodings.resolve_options('randomized_relative',
+                                                           (('relative_mode', 'reference'),))
+  assert attention_options['relative_mode'] == 'reference' and embedding == {}
   assert encodings.resolve_options('randomized_relative')[0]['relative_mode'] == 'symmetric'
   # Options of other encodings are ignored; unknown keys and bad modes raise.
   assert encodings.resolve_options('none', (('relative_mode', 'reference'),)) == ({}, {})
@@ -363,45 +355,3 @@ def test_resolve_options():
     encodings.resolve_options('none', (('relativ_mode', 'reference'),))
   with pytest.raises(ValueError, match='relative_mode'):
     encodings.resolve_options('randomized_relative', (('relative_mode', 'clamped'),))
-
-
-def test_rel_shift_query_block():
-  # Queries 1..2 of T = 4 take columns 1..6 of the [2T] table (relative positions -3..2).
-  t, queries = 4, slice(1, 3)
-  window = encodings.relative_window(t, queries)
-  assert (window.start, window.stop) == (1, 7)
-  columns = np.arange(2 * t)[window]  # the table column each window column holds
-  x = np.broadcast_to(columns - t, (2, len(columns)))  # the relative position of each
-  i = np.arange(1, 3)[:, None]
-  j = np.arange(t)[None, :]
-  np.testing.assert_array_equal(encodings.rel_shift(jnp.asarray(x), num_keys=t), j - i)
-
-
-def test_relative_position_logits_custom_vjp_matches_autodiff():
-  keys = jax.random.split(jax.random.key(0), 3)
-  qv = jax.random.normal(keys[0], (2, 3, 5, 4))  # [H, B, T, K]
-  rel = jax.random.normal(keys[1], (2, 10, 4))
-  g = jax.random.normal(keys[2], (2, 3, 5, 5))
-  plain = lambda qv, rel: encodings.rel_shift(jnp.einsum('hbik,hck->hbic', qv, rel))
-  out, vjp = jax.vjp(encodings.relative_position_logits, qv, rel)
-  want_out, want_vjp = jax.vjp(plain, qv, rel)
-  np.testing.assert_allclose(out, want_out, rtol=1e-6)
-  for got, want in zip(vjp(g), want_vjp(g)):
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-  np.testing.assert_array_equal(encodings.rel_unshift(jnp.array([[1., 2.], [3., 4.]])),
-                                [[0, 0, 1, 2], [0, 3, 4, 0]])
-  # A block of Q = 2 queries against T = 5 keys.
-  rel_block = rel[:, :7]
-  plain = lambda qv, rel: encodings.rel_shift(jnp.einsum('hbik,hck->hbic', qv, rel), 5)
-  out, vjp = jax.vjp(encodings.relative_position_logits, qv[:, :, :2], rel_block)
-  want_out, want_vjp = jax.vjp(plain, qv[:, :, :2], rel_block)
-  np.testing.assert_allclose(out, want_out, rtol=1e-6)
-  for got, want in zip(vjp(g[:, :, :2]), want_vjp(g[:, :, :2])):
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def test_take_heads_static_slice_or_traced_index():
-  x = jnp.arange(24.0).reshape(4, 2, 3)
-  np.testing.assert_array_equal(encodings.take_heads(x, slice(1, 3)), x[1:3])
-  got = jax.jit(encodings.take_heads)(x, jnp.int32(2))
-  np.testing.assert_array_equal(got, x[2:3])

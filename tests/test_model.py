@@ -71,14 +71,6 @@ def test_causal_mask(name):
   assert not np.allclose(a[:, 5:], b[:, 5:])
 
 
-def test_attention_blocks_layout():
-  blocks = model_lib.attention_blocks(2, 10, 4)
-  assert [(h.start, h.stop, q.start, q.stop) for h, q in blocks] == [
-      (0, 1, 0, 3), (0, 1, 3, 7), (0, 1, 7, 10), (1, 2, 0, 3), (1, 2, 3, 7), (1, 2, 7, 10)]
-  assert model_lib.attention_blocks(2, 4, 4) == [(slice(0, 2), slice(0, 4))]
-  assert model_lib.attention_blocks(2, 10, 0) == [(slice(0, 2), slice(0, 10))]
-
-
 @pytest.mark.parametrize('name,causal', [(name, False) for name in encodings.NAMES] + [
     ('none', True), ('randomized_relative', True), ('randomized_alibi', True),
     ('geometric_directional', True)])
@@ -86,7 +78,7 @@ def test_blocked_attention_equals_whole(name, causal):
   # Per-head query blocks (long sequences) compute the same function as one block, on a
   # padded batch, with the same position draws.
   model, variables = _tiny(name, causal)
-  blocked = model.clone(attention_block=3)
+  blocked = model.clone(attention_block=3, attention_impl='cpu_blocked')
   tokens = jax.random.randint(jax.random.key(1), (2, 11), 0, 4)
   rngs = {'noise': jax.random.key(5)}
   whole, split = (jax.jit(lambda x, n, m=m: m.apply(variables, x, n, deterministic=True,

@@ -1,0 +1,43 @@
+"""The accelerator backend: whole batches, all heads at once, in XLA's fused attention.
+
+Content, rotation and bias encodings run in `jax.nn.dot_product_attention` (the bias as a
+[B or 1, H, Q, S] array), which XLA fuses on GPU and TPU and which can be asked for cuDNN's
+flash attention (`implementation='cudnn'`, bf16/fp16 on NVIDIA GPUs). Geometric attention,
+which replaces the softmax, runs by prefix sums over whole rows (`geometric_prefix`); one
+decoding step uses its readable function. Nothing runs per head or per example.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from posenc.attention import geometric_prefix
+from posenc.attention import reference
+from posenc.encodings import core
+
+Array = jax.Array
+
+
+def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: Array,
+           k_idx: Array, key_valid: Array, causal: bool, whole_sequence: bool,
+           implementation: str | None = None) -> Array:
+  """As `reference.attend` (same arguments and result); `whole_sequence`: q_idx and k_idx
+  are both arange(T) (static knowledge the geometric prefix sums need)."""
+  with jax.named_scope('attention_xla_fused'):
+    if enc.kind == core.GEOMETRIC:
+      if not whole_sequence:
+        return reference.attend(q, k, v, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid,
+                                causal=causal)
+      s = enc.scores(q, k, q_idx, k_idx)
+      with jax.named_scope('geometric_prefix_sums'):
+        weights = geometric_prefix.geometric_weights(s, key_valid, causal=causal)
+      if enc.normalize:
+        weights = weights / (jnp.sum(weights, axis=-1, keepdims=True) + 1e-30)
+      return jnp.einsum('bhqs,bshk->bqhk', weights.astype(v.dtype), v)
+    if enc.kind == core.ROTATION:
+      q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
+    bias = enc.bias(q, k, q_idx, k_idx).astype(q.dtype) if enc.kind == core.BIAS else None
+    mask = reference.visible(q_idx, k_idx, key_valid, causal)[None, None]
+    with jax.named_scope('dot_product_attention'):
+      return jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask,
+                                          implementation=implementation)

@@ -1,0 +1,157 @@
+"""Positional encodings as small pure functions of positions, and the registry of their names.
+
+An encoding is one of four kinds (see `core`):
+- an embedding added to the token embeddings (sin/cos, learned): `embeddings.sinusoid`,
+  `embeddings.learned`;
+- a rotation of q and k (RoPE): `rotary.apply_rope`;
+- an additive logits bias, possibly content-dependent (ALiBi, Transformer-XL relative):
+  `biases.alibi_bias`, `biases.relative_bias`;
+- a replacement of the softmax (NDR geometric attention, plain and directional):
+  `geometric.geometric_weights`.
+Each function takes explicit query and key positions, so the same call serves a whole
+sequence and one decoding step. Randomized variants draw sorted positions (or distances)
+from {0..L-1} per batch and pass them to the same function (`randomized`). A small Linen
+module per encoding owns its parameters and draws and binds them into the functions (an
+`AttentionEncoding` for attention encodings); `posenc.attention` runs them on a backend.
+
+`ENCODINGS` maps a name to its `Encoding`; `NAMES` lists the study's 13. A name may also
+combine one input encoding and one attention encoding as `a+b`, e.g. `sin_cos+alibi`.
+Adding an encoding = one function, one module, one `ENCODINGS` entry.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+from posenc.encodings import biases
+from posenc.encodings import core
+from posenc.encodings import embeddings
+from posenc.encodings import geometric
+from posenc.encodings import randomized
+from posenc.encodings import rotary
+from posenc.encodings.biases import alibi_bias, alibi_slopes, relative_bias
+from posenc.encodings.core import AttentionEncoding, HAIKU_LINEAR_INIT
+from posenc.encodings.embeddings import learned, sinusoid
+from posenc.encodings.geometric import geometric_scores, geometric_weights
+from posenc.encodings.randomized import (RELATIVE_MODES, random_distances, random_positions,
+                                         relative_offset_positions)
+from posenc.encodings.rotary import apply_rope
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoding:
+  """How the model builds one encoding.
+
+  Attributes:
+    kind: core.EMBEDDING, ROTATION, BIAS, GEOMETRIC or CONTENT (no encoding); for a
+      combination, its attention part's kind.
+    embedding: optional module factory `(width=, max_position=, **options)`, called once
+      per forward pass as `module(num_positions, length) -> [T, D]`; the model adds it to
+      the token embeddings and applies dropout.
+    attention: optional module factory `(max_position=, num_heads=, head_dim=,
+      param_dtype=, **options)`, called per layer as `module(num_positions, length,
+      inputs) -> AttentionEncoding` with the layer input [B, T, D]. None: content only.
+    embedding_options, attention_options: the names of `encoding_options` each part takes.
+    randomized: draws from the 'noise' RNG stream (at evaluation too).
+  """
+  kind: str
+  embedding: Callable[..., Any] | None = None
+  attention: Callable[..., Any] | None = None
+  embedding_options: tuple[str, ...] = ()
+  attention_options: tuple[str, ...] = ()
+  randomized: bool = False
+
+
+# Every encoding option and its default; an encoding ignores options it does not take.
+OPTION_DEFAULTS: dict[str, Any] = {
+    'max_time': 10_000.0,
+    'relative_mode': 'symmetric',
+    'randomize_both_sides': False,
+    'geometric_normalize': False,
+}
+
+_p = functools.partial
+_RELATIVE = ('max_time', 'relative_mode', 'randomize_both_sides')
+ENCODINGS: dict[str, Encoding] = {
+    'none': Encoding(core.CONTENT),
+    'sin_cos': Encoding(core.EMBEDDING, embeddings.SinCosEmbedding,
+                        embedding_options=('max_time',)),
+    'relative': Encoding(core.BIAS, attention=biases.RelativeEncoding,
+                         attention_options=('max_time',)),
+    'alibi': Encoding(core.BIAS, attention=biases.AlibiEncoding),
+    'rotary': Encoding(core.ROTATION, attention=rotary.RotaryEncoding,
+                       attention_options=('max_time',)),
+    'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding),
+    'randomized_sin_cos': Encoding(core.EMBEDDING, _p(embeddings.SinCosEmbedding,
+                                                      randomized=True),
+                                   embedding_options=('max_time',), randomized=True),
+    'randomized_relative': Encoding(core.BIAS, attention=_p(biases.RelativeEncoding,
+                                                            randomized=True),
+                                    attention_options=_RELATIVE, randomized=True),
+    'randomized_alibi': Encoding(core.BIAS, attention=_p(biases.AlibiEncoding, randomized=True),
+                                 attention_options=('randomize_both_sides',), randomized=True),
+    'randomized_rotary': Encoding(core.ROTATION, attention=_p(rotary.RotaryEncoding,
+                                                              randomized=True),
+                                  attention_options=('max_time',), randomized=True),
+    'randomized_learned': Encoding(core.EMBEDDING, _p(embeddings.LearnedEmbedding,
+                                                      randomized=True), randomized=True),
+    'geometric': Encoding(core.GEOMETRIC, attention=geometric.GeometricEncoding,
+                          attention_options=('geometric_normalize',)),
+    'geometric_directional': Encoding(core.GEOMETRIC, attention=_p(geometric.GeometricEncoding,
+                                                                   directional=True),
+                                      attention_options=('geometric_normalize',)),
+}
+# The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
+NAMES: tuple[str, ...] = tuple(ENCODINGS)
+
+
+def _combine(name: str) -> Encoding:
+  parts = name.split('+')
+  unknown = [p for p in parts if p not in ENCODINGS]
+  if len(parts) != 2 or unknown or parts[0] == parts[1]:
+    raise ValueError(f'unknown encoding {name!r}; valid encodings: {", ".join(NAMES)}, or an '
+                     'input encoding and an attention encoding joined by +, e.g. sin_cos+alibi')
+  inputs = [ENCODINGS[p] for p in parts if ENCODINGS[p].embedding is not None]
+  attention = [ENCODINGS[p] for p in parts if ENCODINGS[p].embedding is None]
+  if len(inputs) != 1 or len(attention) != 1:
+    raise ValueError(f'encoding {name!r} must join one input encoding (one of '
+                     f'{", ".join(n for n, e in ENCODINGS.items() if e.embedding)}) and one '
+                     'attention encoding (any other)')
+  (emb,), (att,) = inputs, attention
+  return Encoding(att.kind, emb.embedding, att.attention, emb.embedding_options,
+                  att.attention_options, emb.randomized or att.randomized)
+
+
+def get(name: str) -> Encoding:
+  """The entry of `name` (a registry name or `input+attention`); ValueError listing the
+  valid names otherwise.
+
+  Example: get('sin_cos+alibi').kind == 'bias'.
+  """
+  if name in ENCODINGS:
+    return ENCODINGS[name]
+  return _combine(name)
+
+
+def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+  """(attention kwargs, embedding kwargs) of `name` from (key, value) option pairs.
+
+  Options an encoding does not take are ignored, so one config can serve the whole grid;
+  keys no encoding knows raise ValueError (typos).
+
+  Example:
+    >>> resolve_options('randomized_relative', (('relative_mode', 'reference'),))
+    ({'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}, {})
+  """
+  given = dict(options)
+  unknown = sorted(set(given) - set(OPTION_DEFAULTS))
+  if unknown:
+    raise ValueError(f'unknown encoding options {unknown}; valid: {sorted(OPTION_DEFAULTS)}')
+  if given.get('relative_mode', 'symmetric') not in RELATIVE_MODES:
+    raise ValueError(
+        f'relative_mode must be one of {RELATIVE_MODES}, got {given["relative_mode"]!r}')
+  spec = get(name)
+  pick = lambda keys: {key: given.get(key, OPTION_DEFAULTS[key]) for key in keys}
+  return pick(spec.attention_options), pick(spec.embedding_options)

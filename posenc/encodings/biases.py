@@ -1,0 +1,162 @@
+"""Encodings that add a bias to the attention logits: ALiBi and Transformer-XL relative."""
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from posenc.encodings import core
+from posenc.encodings import embeddings
+from posenc.encodings import randomized as randomized_lib
+
+Array = jax.Array
+
+
+def alibi_slopes(num_heads: int) -> np.ndarray:
+  """ALiBi head slopes (Press et al. 2022), including the non-power-of-two rule.
+
+  For n a power of two, s_k = 2^(-8(k+1)/n). Otherwise take the slopes of the closest lower
+  power of two p and append every other slope of the 2p list, up to n slopes.
+
+  Returns:
+    float32 [H].
+
+  Example:
+    >>> alibi_slopes(8)    # [1/2, 1/4, ..., 1/256]
+    >>> alibi_slopes(3)    # [1/16, 1/256] + [1/4] = [.0625, .0039, .25]
+  """
+  def power_of_two(n):
+    return [2.0 ** (-8.0 * (k + 1) / n) for k in range(n)]
+
+  if num_heads & (num_heads - 1) == 0:
+    slopes = power_of_two(num_heads)
+  else:
+    p = 2 ** int(math.floor(math.log2(num_heads)))
+    slopes = power_of_two(p) + power_of_two(2 * p)[0::2][:num_heads - p]
+  return np.asarray(slopes, np.float32)
+
+
+def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | None = None,
+               left_distances: Array | None = None) -> Array:
+  """Bidirectional ALiBi: bias[h, i, j] = s_h (-dist(|j - i|) + 0.5 [j < i]), 0 for j = i.
+
+  dist(d) = d, or `distances[d]` for randomized ALiBi (Ruoss et al. 2023). The +0.5 on keys
+  left of the query breaks the left/right symmetry of the bidirectional encoder; in a causal
+  model every key is on the left and it shifts a whole row, which softmax ignores.
+
+  Args:
+    q_pos: int [Q] query positions; k_pos: int [S] key positions.
+    slopes: [H] (`alibi_slopes`).
+    distances: optional int [T], distances[0] = 0: the randomized distance of offset d.
+    left_distances: optional int [T] for keys left of the query (randomize_both_sides);
+      defaults to `distances`.
+
+  Returns:
+    float32 [H, Q, S], added to the 1/sqrt(K)-scaled logits.
+
+  Example (slope 1, positions 0..3):
+    [[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]]
+  """
+  offset = jnp.abs(k_pos[None, :] - q_pos[:, None])
+  left = k_pos[None, :] < q_pos[:, None]
+  if distances is None:
+    dist = offset.astype(jnp.float32)
+  else:
+    left_distances = distances if left_distances is None else left_distances
+    dist = jnp.where(left, left_distances[offset], distances[offset]).astype(jnp.float32)
+  bias = jnp.where(offset == 0, 0.0, -dist + 0.5 * left)
+  return jnp.asarray(slopes, jnp.float32)[:, None, None] * bias[None]
+
+
+def relative_bias(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array, v: Array,
+                  w_r: Array, offset_positions: Array, max_time: float = 10_000.0) -> Array:
+  """Transformer-XL's relative terms (Dai et al. 2019), added to q·k / sqrt(K).
+
+  bias[b, h, i, j] = (u_h·k_j + (q_i + v_h)·R_h(j - i)) / sqrt(K), where R(o) = S(φ(o)) W_R
+  is the sinusoid of offset o's position, projected and split into heads. φ maps offsets to
+  positions: the identity, or randomized distances (`relative_offset_positions`).
+
+  Args:
+    q: [B, Q, H, K]; k: [B, S, H, K].
+    q_pos: int [Q], k_pos: int [S]: sequence indices in 0..T-1.
+    u, v: [H, K] content and position biases.
+    w_r: [H·K, H·K] projection of the sinusoid.
+    offset_positions: int [2T - 1]: φ(c - (T - 1)) for c = 0..2T-2.
+    max_time: the sinusoid's frequency base.
+
+  Returns:
+    float32 [B, H, Q, S].
+
+  Example: with q = k = 0 the bias is v·R(j - i) / sqrt(K), a function of j - i only.
+  """
+  num_heads, head_dim = u.shape
+  t = (offset_positions.shape[0] + 1) // 2
+  table = embeddings.sinusoid(offset_positions, num_heads * head_dim, max_time=max_time)
+  r = (table @ w_r.astype(jnp.float32)).reshape(-1, num_heads, head_dim)  # [2T - 1, H, K]
+  q, k = q.astype(jnp.float32), k.astype(jnp.float32)
+  by_offset = jnp.einsum('bqhk,chk->bhqc', q + v, r)  # every query against every offset
+  column = k_pos[None, :] - q_pos[:, None] + (t - 1)  # [Q, S]
+  position = jnp.take_along_axis(
+      by_offset, jnp.broadcast_to(column, by_offset.shape[:2] + column.shape), axis=-1)
+  content = jnp.einsum('hk,bshk->bhs', u, k)[:, :, None, :]
+  return (content + position) / math.sqrt(head_dim)
+
+
+def _distances(module: nn.Module, num_positions: int, length: Array):
+  """(distances, left_distances): None unless randomized; one draw each from 'noise'."""
+  if not module.randomized:
+    return None, None
+  draw = lambda: randomized_lib.random_distances(
+      module.make_rng('noise'), num_positions, max_position=module.max_position, length=length)
+  distances = draw()
+  return distances, (draw() if module.randomize_both_sides else None)
+
+
+class AlibiEncoding(core.EncodingModule):
+  """ALiBi; randomized: distances d -> r_d, one draw per layer."""
+  randomized: bool = False
+  randomize_both_sides: bool = False
+
+  def __call__(self, num_positions: int, length: Array, inputs: Array) -> core.AttentionEncoding:
+    del inputs
+    distances, left = _distances(self, num_positions, length)
+    slopes = jnp.asarray(alibi_slopes(self.num_heads))
+    return core.AttentionEncoding(
+        'alibi', core.BIAS,
+        bias=lambda q, k, qi, ki: alibi_bias(qi, ki, slopes, distances=distances,
+                                             left_distances=left)[None],
+        params={'slopes': slopes, 'distances': distances, 'left_distances': left})
+
+
+class RelativeEncoding(core.EncodingModule):
+  """Transformer-XL relative attention; randomized: offsets ±d -> ±r_d (or the released
+  code's clamped table, `relative_mode='reference'`), one draw per layer.
+
+  Parameters per layer: u, v [H, K] ~ Normal(0.02); W_R (`w_r/kernel`, [D, D], no bias).
+  """
+  randomized: bool = False
+  relative_mode: str = 'symmetric'
+  randomize_both_sides: bool = False
+  max_time: float = 10_000.0
+
+  @nn.compact
+  def __call__(self, num_positions: int, length: Array, inputs: Array) -> core.AttentionEncoding:
+    del inputs
+    shape = (self.num_heads, self.head_dim)
+    u = self.param('u', nn.initializers.normal(0.02), shape, self.param_dtype)
+    v = self.param('v', nn.initializers.normal(0.02), shape, self.param_dtype)
+    width = self.num_heads * self.head_dim
+    w_r = core.Kernel((width, width), self.param_dtype, name='w_r')()
+    distances, left = _distances(self, num_positions, length)
+    offsets = randomized_lib.relative_offset_positions(
+        num_positions, distances=distances, left_distances=left, mode=self.relative_mode,
+        max_position=self.max_position)
+    max_time = self.max_time
+    return core.AttentionEncoding(
+        'relative', core.BIAS,
+        bias=lambda q, k, qi, ki: relative_bias(q, k, qi, ki, u=u, v=v, w_r=w_r,
+                                                offset_positions=offsets, max_time=max_time),
+        params={'u': u, 'v': v, 'w_r': w_r, 'offset_positions': offsets, 'max_time': max_time})

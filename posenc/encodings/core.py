@@ -1,0 +1,79 @@
+"""What an attention encoding hands to the attention function, and shared initializers.
+
+Letters: B batch, Q queries, S keys, T sequence length (static; a padded batch has T = its
+maximum), H heads, K head width, D model width (= H * K), L the range of randomized
+positions (`max_position`). q_idx [Q] and k_idx [S] are int32 indices of queries and keys in
+the sequence: arange(T) for both over a whole sequence, [t] against arange(t + 1) for one
+decoding step at t.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+# Haiku's default `hk.Linear` init: TruncatedNormal(1/sqrt(fan_in)) cut at 2 sigma, no
+# variance correction. 0.87962566...² undoes variance_scaling's correction exactly.
+HAIKU_LINEAR_INIT = nn.initializers.variance_scaling(
+    0.87962566103423978**2, 'fan_in', 'truncated_normal')
+
+# The four kinds of positional encoding (`Encoding.kind`).
+EMBEDDING, ROTATION, BIAS, GEOMETRIC = 'embedding', 'rotation', 'bias', 'geometric'
+# Attention without a positional encoding (content only).
+CONTENT = 'content'
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionEncoding:
+  """One layer's attention encoding: its parameters and draws, bound into pure functions.
+
+  Attributes:
+    family: the encoding function it calls ('content', 'rotary', 'alibi', 'relative',
+      'geometric'); backends may key a faster equivalent on it.
+    kind: CONTENT, ROTATION, BIAS or GEOMETRIC.
+    rotate: ROTATION: (x [B, T', H, K], idx [T']) -> x rotated to the positions of idx.
+    bias: BIAS: (q [B, Q, H, K], k [B, S, H, K], q_idx, k_idx) -> [B or 1, H, Q, S], added
+      to the logits q·k / sqrt(K).
+    scores: GEOMETRIC: (q, k, q_idx, k_idx) -> s [B, H, Q, S], the logits of the keys.
+    weights: GEOMETRIC: (s, q_idx, k_idx, visible [.., Q, S] bool) -> [B, H, Q, S], the
+      attention weights that replace softmax(s).
+    normalize: GEOMETRIC: divide the weights by their row sums.
+    params: the parameters and draws behind the functions, by name (for backends).
+  """
+  family: str
+  kind: str
+  rotate: Callable[[Array, Array], Array] | None = None
+  bias: Callable[[Array, Array, Array, Array], Array] | None = None
+  scores: Callable[[Array, Array, Array, Array], Array] | None = None
+  weights: Callable[[Array, Array, Array, Array], Array] | None = None
+  normalize: bool = True
+  params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class Kernel(nn.Module):
+  """A weight matrix stored as nn.Dense stores it (`name/kernel`), for an encoding function
+  that takes its product itself."""
+  shape: tuple[int, ...]
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self) -> Array:
+    return self.param('kernel', HAIKU_LINEAR_INIT, self.shape, self.param_dtype)
+
+
+class EncodingModule(nn.Module):
+  """Base of the attention encodings' modules: the sizes the model gives every one of them.
+
+  Subclasses are called per layer as `module(num_positions, length, inputs) ->
+  AttentionEncoding`, with T = num_positions (static), the traced number of real positions
+  and the layer input [B, T, D].
+  """
+  max_position: int = 2048
+  num_heads: int = 8
+  head_dim: int = 8
+  param_dtype: Any = jnp.float32
