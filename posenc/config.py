@@ -23,6 +23,11 @@ class ConfigError(ValueError):
   """An impossible or malformed config; the message is one line."""
 
 
+POPULATION_LOOPS = ('auto', 'map', 'vmap')
+FUSED_IMPLEMENTATIONS = ('xla', 'cudnn')
+DTYPES = ('float32', 'bfloat16')
+
+
 def base_config() -> ml_collections.ConfigDict:
   """The study's protocol (Ruoss et al. 2023, Appendix A) as a ConfigDict."""
   c = ml_collections.ConfigDict()
@@ -48,9 +53,14 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.bucket_size = 5
   c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
   c.train.max_grad_norm = 1.0
-  # How a device runs its members: 'map' one after another (measured as fast as 'vmap'
-  # on CPU, with one member's activations in memory at a time), or 'vmap' batched.
-  c.train.population_loop = 'map'
+  # How a device runs its members: 'map' one after another (as fast as 'vmap' on CPU, with
+  # one member's activations in memory at a time), 'vmap' batched (fills an accelerator),
+  # or 'auto': map on CPU, vmap on GPU and TPU.
+  c.train.population_loop = 'auto'
+  # Training steps per compiled call: K > 1 runs K steps in one program on the device (a
+  # scan over steps with a switch over the length buckets), so an accelerator is not held
+  # back by one Python dispatch per step; equal to K = 1 bit for bit.
+  c.train.steps_per_dispatch = 1
 
   c.eval = ml_collections.ConfigDict()
   c.eval.max_length = 500  # M.
@@ -71,9 +81,19 @@ def base_config() -> ml_collections.ConfigDict:
   c.model.ffn_size = 256
   c.model.dropout = 0.1
   c.model.max_position = 2048  # L_max: range of randomized positions, learned table rows.
-  # Sequences longer than this run attention per head in query blocks of at most this many
-  # rows (speed only: the same function; 0 never splits). See model.attention_blocks.
+  # The attention backend (posenc.attention): 'auto' (cpu_blocked on CPU, xla_fused on GPU
+  # and TPU), 'reference', 'xla_fused' or 'cpu_blocked'. Speed only: every backend computes
+  # the same function.
+  c.model.attention_impl = 'auto'
+  # cpu_blocked runs sequences longer than this per head in query blocks of at most this
+  # many rows (0 never splits).
   c.model.attention_block = 256
+  # xla_fused's jax.nn.dot_product_attention: 'xla', or 'cudnn' (flash attention on NVIDIA
+  # GPUs, bfloat16 only).
+  c.model.fused_implementation = 'xla'
+  # Computation and parameter dtypes: float32 or bfloat16.
+  c.model.dtype = 'float32'
+  c.model.param_dtype = 'float32'
   return c
 
 
@@ -186,12 +206,15 @@ def _choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ConfigError (one line) if `config` cannot be run."""
   import tasks  # Deferred: keeps `posenc.config` importable without the registries.
+  from posenc import attention
   from posenc import encodings
 
   if config.task not in tasks.NAMES:
     raise _choices(config.task, 'task', list(tasks.NAMES))
-  if config.encoding not in encodings.NAMES:
-    raise _choices(config.encoding, 'encoding', list(encodings.NAMES))
+  try:
+    spec = encodings.get(config.encoding)
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
   seeds, rates = list(config.seeds), list(config.learning_rates)
   if not seeds:
     raise ConfigError("seeds is empty; give at least one seed, e.g. --config.seeds='[0]'")
@@ -243,15 +266,27 @@ def validate(config: ml_collections.ConfigDict) -> None:
   task = tasks.get(config.task)
   longest = max(m, n)
   tokens = longest + int(task.output_length(longest))
-  uses_positions = config.encoding.startswith('randomized') or config.encoding == 'learned'
+  uses_positions = spec.randomized or 'learned' in config.encoding.split('+')
   if uses_positions and tokens > config.model.max_position:
     raise ConfigError(
         f'model.max_position={config.model.max_position} is smaller than the longest sequence '
         f'({tokens} tokens at length {longest} of {config.task}); encoding '
         f'{config.encoding!r} needs max_position >= {tokens}')
-  if config.train.population_loop not in ('map', 'vmap'):
-    raise ConfigError(f'unknown train.population_loop {config.train.population_loop!r}; '
-                      'valid: map, vmap')
+  choices = {'train.population_loop': (config.train.population_loop, POPULATION_LOOPS),
+             'model.attention_impl': (config.model.attention_impl, attention.IMPLS),
+             'model.fused_implementation': (config.model.fused_implementation,
+                                            FUSED_IMPLEMENTATIONS),
+             'model.dtype': (config.model.dtype, DTYPES),
+             'model.param_dtype': (config.model.param_dtype, DTYPES)}
+  for key, (value, valid) in choices.items():
+    if value not in valid:
+      raise ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
+  if config.model.fused_implementation == 'cudnn' and config.model.dtype != 'bfloat16':
+    raise ConfigError("model.fused_implementation='cudnn' needs model.dtype='bfloat16' "
+                      '(cuDNN flash attention has no float32 kernels)')
+  k = config.train.steps_per_dispatch
+  if not _is_int(k) or k < 1:
+    raise ConfigError(f'train.steps_per_dispatch={k!r} must be a positive integer')
   mode = config.encoding_options.get('relative_mode', 'symmetric')
   if mode not in ('symmetric', 'reference'):
     raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '

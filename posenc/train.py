@@ -55,6 +55,7 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 
+from posenc import attention
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import io
@@ -68,9 +69,15 @@ POP = 'pop'  # The mesh axis the population is sharded over.
 # data_seed == seed.
 _DATA, _MEMBER, _EVAL_DATA = 0, 1, 2
 
-# Evaluation runs micro-batches whose attention weights fit this many floats (8 MB: the
-# passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
-_EVAL_ATTENTION_BUDGET = 2**21
+# On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
+# the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
+_CPU_ATTENTION_BUDGET = 2**21
+# On GPU and TPU a micro-batch's attention weights may take this share of device memory
+# (a layer's logits, weights and one temporary live at once).
+_ACCELERATOR_MEMORY_SHARE = 0.5
+# Device memory assumed when the device does not report it (a program exported for an
+# accelerator from another machine): 16 GiB, the smallest of the common ones (TPU v5e).
+_DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,15 +95,36 @@ def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
   return {**attention, **embedding}
 
 
-def make_model(config: ml_collections.ConfigDict, task: Any) -> model_lib.Transformer:
-  """The study's encoder for `task`, sized by `config.model`."""
+def platform_of(devices: list[Any] | None = None) -> str:
+  """The platform ('cpu', 'gpu', 'tpu') the programs are built for: that of `devices`, by
+  default JAX's default backend."""
+  return devices[0].platform if devices else jax.default_backend()
+
+
+def make_model(config: ml_collections.ConfigDict, task: Any,
+               platform: str | None = None) -> model_lib.Transformer:
+  """The study's encoder for `task`, sized by `config.model`, its attention backend resolved
+  for `platform` (default: JAX's default backend)."""
   options = tuple(sorted(config.encoding_options.to_dict().items()))
+  fused = config.model.fused_implementation
   return model_lib.Transformer(
       vocab_size=task.vocab_size, num_classes=task.num_classes, encoding=config.encoding,
       num_layers=config.model.num_layers, d_model=config.model.d_model,
       num_heads=config.model.num_heads, ffn_size=config.model.ffn_size,
       dropout=config.model.dropout, max_position=config.model.max_position,
-      encoding_options=options, attention_block=config.model.get('attention_block', 256))
+      encoding_options=options,
+      attention_impl=attention.resolve(config.model.attention_impl, platform or platform_of()),
+      attention_block=config.model.attention_block,
+      fused_implementation=None if fused == 'xla' else fused,
+      dtype=jnp.dtype(config.model.dtype), param_dtype=jnp.dtype(config.model.param_dtype))
+
+
+def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
+  """'map' or 'vmap': `train.population_loop`, with 'auto' resolved for `platform`."""
+  loop = config.train.population_loop
+  if loop == 'auto':
+    return 'map' if platform == 'cpu' else 'vmap'
+  return loop
 
 
 def forward(model: model_lib.Transformer, params: Any, batch: dict[str, jax.Array],
@@ -149,6 +177,7 @@ class Population:
     self.members = config_lib.members(config)
     self.size = len(self.members)
     devices = list(devices or jax.local_devices())
+    self.platform = devices[0].platform
     self.mesh = jax.sharding.Mesh(np.array(devices), (POP,))
     self.padded_size = math.ceil(self.size / len(devices)) * len(devices)
     table = self.members + [self.members[0]] * (self.padded_size - self.size)
@@ -246,15 +275,14 @@ def init_state(config: ml_collections.ConfigDict, model: model_lib.Transformer,
 # The update step.
 
 
-def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
-                   population: Population, bucket: int, batch_key: jax.Array,
-                   traces: collections.Counter | None = None) -> Callable[..., Any]:
-  """The jitted update for batches padded to `bucket` input tokens.
+def _local_update(config: ml_collections.ConfigDict, task: Any,
+                  model: model_lib.Transformer, bucket: int, batch_key: jax.Array,
+                  loop: str) -> Callable[..., Any]:
+  """One step of a device's members on a batch padded to `bucket` input tokens.
 
-  update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
-  `length` is the step's real length (traced); the batch is sampled inside the program
-  from the step's key, so no data crosses from the host. `traces['train']` counts how
-  often it is traced (= compiled).
+  local_update(state, length, learning_rates [p], train_keys [p]) -> (state, {loss,
+  accuracy} [p]), for the p members on this device; `length` is the step's real length
+  (traced) and the batch is sampled from the step's key on the device.
   """
   tx = optimizer(config)
   max_output = int(task.output_length(bucket))
@@ -269,7 +297,8 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
 
     (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
     updates, new_opt = tx.update(grads, opt, params)
-    new_params = jax.tree.map(lambda p, u: p - learning_rate * u, params, updates)
+    new_params = jax.tree.map(lambda p, u: (p - learning_rate * u).astype(p.dtype),
+                              params, updates)
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
     keep = lambda new, old: jnp.where(diverged, old, new)
@@ -277,13 +306,11 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
             diverged, loss, accuracy)
 
   def local_update(state, length, learning_rates, keys):
-    if traces is not None:
-      traces['train'] += 1
     batch = task.sample_padded(jax.random.fold_in(batch_key, state['step']),
                                config.train.batch_size, length, bucket)
     members = (state['params'], state['opt'], state['diverged'], learning_rates, keys)
     one = lambda m: member_update(*m, batch, state['step'])
-    if config.train.population_loop == 'map':
+    if loop == 'map':
       params, opt, diverged, loss, accuracy = jax.lax.map(one, members)
     else:
       params, opt, diverged, loss, accuracy = jax.vmap(one)(members)
@@ -293,11 +320,81 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
                  'count': state['count'] + 1, 'step': state['step'] + 1}
     return new_state, {'loss': loss, 'accuracy': accuracy}
 
+  return local_update
+
+
+def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
+  """The padded input lengths training runs at, ascending.
+
+  Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
+  """
+  n, size = config.train.max_length, config.train.bucket_size
+  return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+
+
+def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
+                   population: Population, bucket: int, batch_key: jax.Array,
+                   traces: collections.Counter | None = None,
+                   platform: str | None = None) -> Callable[..., Any]:
+  """The jitted update for batches padded to `bucket` input tokens.
+
+  update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
+  `length` is the step's real length (traced); the batch is sampled inside the program
+  from the step's key, so no data crosses from the host. `traces['train']` counts how
+  often it is traced (= compiled).
+  """
+  local = _local_update(config, task, model, bucket, batch_key,
+                        population_loop(config, platform or population.platform))
+
+  def local_update(*args):
+    if traces is not None:
+      traces['train'] += 1
+    return local(*args)
+
   state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
                              init_state(config, model, population, abstract=True))
   update = population.shard_map(
       local_update, in_specs=(state_specs, P(), P(POP), P(POP)),
       out_specs=(state_specs, P(POP)))
+  return jax.jit(update, donate_argnums=0)
+
+
+def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
+                       model: model_lib.Transformer, population: Population,
+                       curriculum_key: jax.Array, batch_key: jax.Array,
+                       traces: collections.Counter | None = None,
+                       platform: str | None = None) -> Callable[..., Any]:
+  """The jitted update of up to K = `train.steps_per_dispatch` consecutive steps.
+
+  update(state, num_steps, learning_rates [P], train_keys [P]) -> state after min(K,
+  num_steps) steps (num_steps traced). A `lax.scan` over K steps draws each step's length
+  on the device and runs the update of its length bucket (`lax.switch` over every bucket),
+  so one program serves every chunk of steps and the host dispatches once per K steps.
+  Step for step the same computation as `make_update_fn`'s programs.
+  """
+  k, n, size = config.train.steps_per_dispatch, config.train.max_length, config.train.bucket_size
+  loop = population_loop(config, platform or population.platform)
+  buckets = train_buckets(config)
+  branches = [_local_update(config, task, model, b, batch_key, loop) for b in buckets]
+
+  def local_multi(state, num_steps, learning_rates, keys):
+    if traces is not None:
+      traces['train'] += 1
+
+    def one_step(state, i):
+      length = jax.random.randint(jax.random.fold_in(curriculum_key, state['step']), (), 1,
+                                  n + 1)
+      index = jnp.minimum((length + size - 1) // size, len(buckets)) - 1
+      step = lambda s: jax.lax.switch(index, [lambda s, b=b: b(s, length, learning_rates,
+                                                               keys)[0] for b in branches], s)
+      return jax.lax.cond(i < num_steps, step, lambda s: s, state), None
+
+    return jax.lax.scan(one_step, state, jnp.arange(k))[0]
+
+  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
+                             init_state(config, model, population, abstract=True))
+  update = population.shard_map(local_multi, in_specs=(state_specs, P(), P(POP), P(POP)),
+                                out_specs=state_specs)
   return jax.jit(update, donate_argnums=0)
 
 
@@ -310,17 +407,39 @@ def _divisor_at_most(n: int, limit: int) -> int:
   return max(d for d in range(1, n + 1) if n % d == 0 and d <= max(limit, 1))
 
 
-def eval_micro_batch(batch_size: int, num_heads: int, tokens: int) -> int:
-  """Examples per evaluation micro-batch: the most whose [H, T, T] weights fit the budget.
+def device_memory(platform: str) -> int:
+  """Bytes of memory of one local device of `platform`, or `_DEFAULT_DEVICE_MEMORY` when no
+  such device is here or it does not say."""
+  try:
+    stats = jax.local_devices(backend=platform)[0].memory_stats() or {}
+  except RuntimeError:
+    stats = {}
+  return int(stats.get('bytes_limit', _DEFAULT_DEVICE_MEMORY))
 
-  Example: eval_micro_batch(64, 8, 1000) -> 1; eval_micro_batch(64, 8, 100) -> 16.
+
+def eval_micro_batch(batch_size: int, num_heads: int, tokens: int, platform: str = 'cpu',
+                     memory_bytes: int | None = None) -> int:
+  """Examples per evaluation micro-batch, a divisor of `batch_size`.
+
+  On CPU: the most whose [H, T, T] attention weights fit `_CPU_ATTENTION_BUDGET` floats, so
+  each pass over them stays in cache. On GPU and TPU: the most whose weights (with the
+  logits and a temporary) fit `_ACCELERATOR_MEMORY_SHARE` of the device's memory: the whole
+  sub-batch unless sequences are very long.
+
+  Example: eval_micro_batch(64, 8, 1000) -> 1; eval_micro_batch(64, 8, 100) -> 16;
+    eval_micro_batch(64, 8, 1000, 'tpu', 16 * 2**30) -> 64.
   """
-  return _divisor_at_most(batch_size, _EVAL_ATTENTION_BUDGET // (num_heads * tokens * tokens))
+  if platform == 'cpu':
+    return _divisor_at_most(batch_size, _CPU_ATTENTION_BUDGET // (num_heads * tokens * tokens))
+  memory = device_memory(platform) if memory_bytes is None else memory_bytes
+  per_example = 3 * 4 * num_heads * tokens * tokens
+  return _divisor_at_most(batch_size, int(_ACCELERATOR_MEMORY_SHARE * memory) // per_example)
 
 
 def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
                  population: Population, bucket: int, data_key: jax.Array,
-                 traces: collections.Counter | None = None) -> Callable[..., jax.Array]:
+                 traces: collections.Counter | None = None,
+                 platform: str | None = None) -> Callable[..., jax.Array]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
 
   evaluate(params [P], length, eval_keys [P]) -> accuracy [P]: the mean over
@@ -328,16 +447,17 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.
   data of (length, sub-batch j) is the same for every model; randomized positions and
   (with eval_dropout) dropout are redrawn per sub-batch.
 
-  Members run one after another, and a sub-batch runs in micro-batches whose attention
-  weights fit `_EVAL_ATTENTION_BUDGET` floats: at T = 1,000 a whole sub-batch of 64 would
-  stream 2 GB per attention pass through memory. All micro-batches of a sub-batch share
-  its position draw (the 'noise' key), so the result is that of one call on the sub-batch.
+  Members run one after another, and a sub-batch runs in micro-batches sized for the
+  platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
+  2 GB per attention pass through memory. All micro-batches of a sub-batch share its
+  position draw (the 'noise' key), so the result is that of one call on the sub-batch.
   """
   batch_size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // batch_size
   max_output = int(task.output_length(bucket))
   tokens = bucket + max_output
-  micro = eval_micro_batch(batch_size, config.model.num_heads, tokens)
+  micro = eval_micro_batch(batch_size, config.model.num_heads, tokens,
+                           platform or population.platform)
 
   def local_eval(params, length, keys):
     if traces is not None:
@@ -365,7 +485,12 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.
           correct = (jnp.argmax(logits, -1) == mb['targets']).astype(jnp.float32)
           return jnp.sum(correct * mb['mask']), jnp.sum(mb['mask'])
 
-        correct, total = jax.lax.map(counts, (jnp.arange(batch_size // micro), micro_batches))
+        if micro == batch_size:
+          correct, total = counts((0, jax.tree.map(lambda x: x[0], micro_batches)))
+        else:
+          with jax.named_scope('eval_micro_batches'):
+            correct, total = jax.lax.map(counts, (jnp.arange(batch_size // micro),
+                                                  micro_batches))
         return jnp.sum(correct) / jnp.sum(total)
 
       return jax.lax.map(member, (params, keys))
@@ -470,6 +595,11 @@ def _finite_or_none(x: float) -> float | None:
   return float(x) if math.isfinite(x) else None
 
 
+def _next_multiple(step: int, every: int) -> int:
+  """The first multiple of `every` after `step`. Example: _next_multiple(10, 5) == 15."""
+  return (step // every + 1) * every
+
+
 def _duration(seconds: float) -> str:
   seconds = int(seconds)
   h, rem = divmod(seconds, 3600)
@@ -521,11 +651,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
 
 def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   task = tasks.get(config.task)
-  model = make_model(config, task)
   population = Population(config, devices)
+  model = make_model(config, task, population.platform)
   prepare_workdir(config, workdir)
   curriculum_key, batch_key, eval_data_key = data_keys(config)
-  here = {'devices': population.num_devices, 'platform': jax.local_devices()[0].platform}
+  here = {'devices': population.num_devices, 'platform': population.platform}
 
   # 1. Latest checkpoint, else 2. scratch.
   manager = checkpoint_manager(workdir)
@@ -561,28 +691,42 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   steps, n = config.train.steps, config.train.max_length
   update_fns: dict[int, Callable[..., Any]] = {}
   traces: collections.Counter = collections.Counter()
+  multi_step = None
+  if config.train.steps_per_dispatch > 1:
+    multi_step = make_multi_step_fn(config, task, model, population, curriculum_key,
+                                    batch_key, traces)
   chunk = max(config.train.log_every, 1)
   lengths = np.zeros(0, np.int32)
   t_start = time.time()
   t_log, step_log = t_start, start
   first_update_s = None
-  for step in range(start, steps):
+  step = start
+  while step < steps:
     if should_stop():
       if step > start:  # The checkpoint at `start` already exists.
         save_state(manager, step, state, population, history)
         manager.wait_until_finished()
       raise Preempted(step, f'preempted at step {step} of training: checkpoint written')
-    offset = (step - start) % chunk
-    if offset == 0:
-      lengths = np.asarray(curriculum_lengths(curriculum_key, jnp.int32(step), chunk, n))
-    length = int(lengths[offset])
-    bucket = config_lib.bucket_of(length, n, config.train.bucket_size)
-    if bucket not in update_fns:
-      update_fns[bucket] = make_update_fn(config, task, model, population, bucket,
-                                          batch_key, traces)
-    state, _ = update_fns[bucket](state, jnp.int32(length), population.learning_rates,
-                                  population.train_keys)
-    done = step + 1
+    if multi_step is None:
+      # One program per length bucket; the host reads the curriculum to pick it.
+      offset = (step - start) % chunk
+      if offset == 0:
+        lengths = np.asarray(curriculum_lengths(curriculum_key, jnp.int32(step), chunk, n))
+      length = int(lengths[offset])
+      bucket = config_lib.bucket_of(length, n, config.train.bucket_size)
+      if bucket not in update_fns:
+        update_fns[bucket] = make_update_fn(config, task, model, population, bucket,
+                                            batch_key, traces)
+      state, _ = update_fns[bucket](state, jnp.int32(length), population.learning_rates,
+                                    population.train_keys)
+      done = step + 1
+    else:
+      # Up to K steps in one call, ending at the next log or checkpoint boundary.
+      boundary = min(_next_multiple(step, config.train.log_every),
+                     _next_multiple(step, config.checkpoint_every), steps)
+      done = min(step + config.train.steps_per_dispatch, boundary)
+      state = multi_step(state, jnp.int32(done - step), population.learning_rates,
+                         population.train_keys)
     if first_update_s is None:
       jax.block_until_ready(state['step'])
       first_update_s = time.time() - t_start
@@ -605,6 +749,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:
       save_state(manager, done, state, population, history)
+    step = done
   manager.wait_until_finished()
   train_seconds = time.time() - t_start
 
@@ -622,7 +767,8 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       score = None
     results_members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
                             'accuracy_by_length': by_length})
-  compiled = {'train': traces['train'], 'train_buckets': sorted(update_fns),
+  compiled = {'train': traces['train'],
+              'train_buckets': sorted(update_fns) if multi_step is None else 'all, in one program',
               'eval': traces['eval']}
   results = {
       'task': config.task, 'encoding': config.encoding,
@@ -639,43 +785,6 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       'config': _config_json(config)}
   io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
   return results
-
-
-def time_training(config: ml_collections.ConfigDict, steps: int) -> dict[str, Any]:
-  """Steady-state training speed of `config`'s population on the local devices.
-
-  Every length bucket is compiled first; then `steps` steps along the curriculum are
-  timed. Returns the figures and, for callers that go on measuring, the final `state` and
-  the timed `lengths`.
-  """
-  task = tasks.get(config.task)
-  model = make_model(config, task)
-  population = Population(config)
-  curriculum, batch_key, _ = data_keys(config)
-  state = init_state(config, model, population)
-  n, size = config.train.max_length, config.train.bucket_size
-  buckets = sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
-  traces: collections.Counter = collections.Counter()
-  fns = {b: make_update_fn(config, task, model, population, b, batch_key, traces)
-         for b in buckets}
-  t0 = time.time()
-  for b in buckets:
-    state, _ = fns[b](state, jnp.int32(b), population.learning_rates, population.train_keys)
-  jax.block_until_ready(state)
-  compile_s = time.time() - t0
-  lengths = np.asarray(curriculum_lengths(curriculum, jnp.int32(0), steps, n))
-  t0 = time.time()
-  for length in lengths:
-    b = config_lib.bucket_of(int(length), n, size)
-    state, _ = fns[b](state, jnp.int32(length), population.learning_rates,
-                      population.train_keys)
-  jax.block_until_ready(state)
-  seconds = time.time() - t0
-  return {'population': population.size, 'steps': steps, 'seconds': seconds,
-          'steps_per_s': steps / seconds,
-          'model_updates_per_s': steps * population.size / seconds,
-          'warmup_compile_s': compile_s, 'compiled_programs': traces['train'],
-          'buckets': buckets, 'state': state, 'lengths': lengths}
 
 
 def evaluate_population(config: ml_collections.ConfigDict, task: Any,

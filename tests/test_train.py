@@ -158,3 +158,30 @@ def test_eval_lengths_stride_subset():
   assert lengths[:4] == [1, 40, 41, 51] and lengths[-1] == 500
   config.eval.lengths = [500, 41, 41]
   assert config_lib.eval_lengths(config) == [41, 500]
+
+
+@pytest.mark.parametrize('encoding', ['randomized_relative', 'geometric_directional'])
+def test_steps_per_dispatch_equals_single_steps_bit_for_bit(tmp_path, encoding):
+  # 23 steps in calls of up to 4 (cut at the log interval of 5 and the checkpoint at 10).
+  base = {'encoding': encoding, 'train.steps': 23, 'train.log_every': 5}
+  one = train.train_and_evaluate(tiny(**base), str(tmp_path / 'one'))
+  config = tiny(**base, **{'train.steps_per_dispatch': 4})
+  many = train.train_and_evaluate(config, str(tmp_path / 'many'))
+  assert one['members'] == many['members']
+  assert many['compiled_programs']['train'] == 1
+  for a, b in zip(jax.tree.leaves(final_params(str(tmp_path / 'one'), tiny(**base))),
+                  jax.tree.leaves(final_params(str(tmp_path / 'many'), config))):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
+  assert strip(io.read_jsonl(str(tmp_path / 'one' / 'metrics.jsonl'))) == strip(
+      io.read_jsonl(str(tmp_path / 'many' / 'metrics.jsonl')))
+
+
+def test_bfloat16_tiny_run_learns(tmp_path):
+  config = tiny(**{'encoding': 'randomized_rotary', 'model.dtype': 'bfloat16',
+                   'train.steps': 60, 'train.log_every': 20, 'learning_rates': [3e-3],
+                   'seeds': [0], 'task': 'reverse_string'})
+  results = train.train_and_evaluate(config, str(tmp_path))
+  losses = [r['loss'][0] for r in io.read_jsonl(str(tmp_path / 'metrics.jsonl'))]
+  assert losses[-1] < losses[0] - 0.02, losses
+  assert results['members'][0]['score'] is not None

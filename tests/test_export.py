@@ -1,0 +1,67 @@
+"""Accelerator programs without an accelerator: the study's training and evaluation steps,
+exported for CUDA and TPU with jax.export, take the fused attention path and no CPU path.
+
+What this shows: the programs lower for both platforms, and their structure (which attention
+path, which loops). What it cannot show: that they compile and how fast they run on real
+hardware.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import export
+import pytest
+
+from experiments import rpe_table1
+from posenc import encodings
+from posenc import train
+import tasks
+
+EVAL_BUCKET = 512  # reverse_string at length 500: T = 1,024 positions
+
+
+@functools.lru_cache(maxsize=None)
+def exported(name):
+  """(training step at bucket 40, evaluation step at length 500), lowered for GPU and TPU."""
+  config = rpe_table1.get_config(f'task=reverse_string,encoding={name}')
+  config.seeds, config.learning_rates = [0, 1], [1e-4]
+  task = tasks.get(config.task)
+  population = train.Population(config)
+  model = train.make_model(config, task, 'gpu')
+  _, batch_key, data_key = train.data_keys(config)
+  state = train.init_state(config, model, population, abstract=True)
+  length = jax.ShapeDtypeStruct((), jnp.int32)
+  update = train.make_update_fn(config, task, model, population, 40, batch_key, platform='gpu')
+  evaluate = train.make_eval_fn(config, task, model, population, EVAL_BUCKET, data_key,
+                                platform='gpu')
+  platforms = ['cuda', 'tpu']
+  step = export.export(update, platforms=platforms)(
+      state, length, population.learning_rates, population.train_keys)
+  evaluation = export.export(evaluate, platforms=platforms)(
+      state['params'], length, population.eval_keys)
+  return step.mlir_module(), evaluation.mlir_module()
+
+
+@pytest.mark.parametrize('name', encodings.NAMES)
+def test_accelerator_programs_take_the_fused_path(name):
+  for program, text in zip(('train', 'eval'), exported(name)):
+    assert 'attention_xla_fused' in text, program
+    assert 'attention_cpu_blocked' not in text, program  # no per-head loops or query blocks
+    inner = ('geometric_prefix_sums' if encodings.get(name).kind == 'geometric'
+             else 'dot_product_attention')
+    assert inner in text, (program, inner)
+  train_text, eval_text = exported(name)
+  # Members are batched (vmap) on accelerators: the training step has no loop at all.
+  assert 'stablehlo.while' not in train_text
+  # Evaluation loops over members and sub-batches only: a whole sub-batch of 64 examples
+  # at T = 1,024 runs at once (no micro-batches).
+  assert 'eval_micro_batches' not in eval_text
+  assert eval_text.count('stablehlo.while') == 2
+
+
+def test_accelerator_micro_batch_comes_from_device_memory():
+  assert train.eval_micro_batch(64, 8, 1024, 'cpu') == 1
+  assert train.eval_micro_batch(64, 8, 1024, 'gpu', 16 * 2**30) == 64
+  assert train.eval_micro_batch(64, 8, 1024, 'tpu', 2 * 2**30) == 8
+  assert train.eval_micro_batch(64, 8, 1024, 'gpu', 80 * 2**30) == 64
