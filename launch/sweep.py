@@ -16,7 +16,9 @@ process writes only its own cells and DIR/index/shard-i-of-n.json.
 
   --status   print every cell's state and exit.
   --cost     print what the selected grid would cost on this machine's devices, from
-             measured throughput, and exit (see posenc.cost).
+             measured throughput, and exit (see posenc.cost). With --device=H100|A100|v4|v5e
+             (and --chips=N), a roofline estimate for that accelerator instead, from XLA's
+             cost analysis of the accelerator programs.
   --report   after the sweep, write DIR/report (Table 1, Table 4, Figure 4, per-length
              table) and print it. Default on.
 
@@ -48,6 +50,11 @@ _PROCESS_ID = flags.DEFINE_integer('process_id', None, 'This process index.')
 _STATUS = flags.DEFINE_bool('status', False, 'Print the state of every cell and exit.')
 _COST = flags.DEFINE_bool('cost', False, 'Print the estimated cost of the grid and exit.')
 _COST_STEPS = flags.DEFINE_integer('cost_steps', 20, 'Steps timed per bucket by --cost.')
+_DEVICE = flags.DEFINE_string('device', None, 'With --cost: estimate a roofline on this '
+                              'accelerator instead of timing this machine (H100, A100, v4, '
+                              'v5e).')
+_CHIPS = flags.DEFINE_integer('chips', 1, 'With --cost --device: chips the grid is spread '
+                              'over (e.g. 256 for a v5e-256 slice).')
 _REPORT = flags.DEFINE_bool('report', True, 'Write and print DIR/report after the sweep.')
 _RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed cells again.')
 
@@ -87,8 +94,17 @@ def main(argv):
       return
     if _COST.value:
       from posenc import cost  # Deferred: only --cost measures.
-      print(cost.format_estimate(cost.estimate(_CONFIG.value, cells, _COST_STEPS.value)))
+      if _DEVICE.value:
+        if _CHIPS.value < 1:
+          common.fail(f'--chips={_CHIPS.value} must be a positive integer')
+        est = cost.roofline(_CONFIG.value, cells, _DEVICE.value,
+                            progress=lambda line: print(line, flush=True))
+        print(cost.format_roofline(est, _CHIPS.value))
+      else:
+        print(cost.format_estimate(cost.estimate(_CONFIG.value, cells, _COST_STEPS.value)))
       return
+    if _DEVICE.value:
+      common.fail('--device needs --cost (it estimates what a grid costs on that device)')
     for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
       config_lib.validate(sweep_lib.cell_config(_CONFIG.value, cell))
     common.make_dir(_WORKDIR.value, '--workdir')

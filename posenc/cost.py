@@ -177,3 +177,144 @@ def format_estimate(est: dict[str, Any]) -> str:
   lines.append(f'total: wall-clock {wall / 3600:,.1f} h ({wall / 86400:,.1f} days), '
                f'{est["device_hours"]:,.1f} device-hours')
   return '\n'.join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# A roofline estimate for accelerators that are not here.
+
+# Per chip, from the vendors' datasheets: dense matrix throughput (FLOP/s) in the precision
+# XLA uses for a float32 model by default (TF32 on NVIDIA tensor cores, one bfloat16 pass on
+# TPU MXUs) and for bfloat16, and memory bandwidth (bytes/s).
+DEVICES: dict[str, dict[str, Any]] = {
+    'H100': {'name': 'NVIDIA H100 SXM', 'flops': {'float32': 494.7e12, 'bfloat16': 989.4e12},
+             'bandwidth': 3.35e12},
+    'A100': {'name': 'NVIDIA A100 SXM 80GB', 'flops': {'float32': 156e12, 'bfloat16': 312e12},
+             'bandwidth': 2.039e12},
+    'v4': {'name': 'TPU v4 chip', 'flops': {'float32': 275e12, 'bfloat16': 275e12},
+           'bandwidth': 1.2e12},
+    'v5e': {'name': 'TPU v5e chip', 'flops': {'float32': 197e12, 'bfloat16': 197e12},
+            'bandwidth': 0.819e12},
+}
+
+# Token counts the per-program costs are measured at (reverse_string: T = 2 x bucket); other
+# token counts come from the quadratic through them (exact for FLOPs: the dense layers are
+# linear in T, attention quadratic).
+_FIT_TRAIN_BUCKETS = (10, 20, 40)
+_FIT_EVAL_BUCKETS = (64, 256, 512)
+
+
+def _compiled_cost(fn: Any, *args: Any) -> tuple[float, float]:
+  """(FLOPs, bytes accessed) of XLA's cost analysis of `fn` compiled for `args`."""
+  analysis = fn.lower(*args).compile().cost_analysis()
+  if isinstance(analysis, (list, tuple)):  # one entry per program in older JAX versions
+    analysis = analysis[0]
+  return float(analysis['flops']), float(analysis['bytes accessed'])
+
+
+def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+  """Quadratics in T of one member's accelerator programs: {'train', 'eval'} -> [2, 3]
+  (rows: FLOPs, bytes; columns: polyfit coefficients, highest power first).
+
+  'train' is one training step of batch_size sequences of T tokens; 'eval' one evaluation
+  sub-batch. The programs are those an accelerator runs (xla_fused attention, no CPU
+  blocking), compiled by this machine's XLA: its fusion decides the bytes.
+  """
+  config = sweep_lib.cell_config(config, {'task': 'reverse_string', 'seeds': [0],
+                                          'learning_rates': [1e-4]})
+  task = tasks.get(config.task)
+  population = train.Population(config)
+  model = train.make_model(config, task, 'gpu')
+  _, batch_key, data_key = train.data_keys(config)
+  state = train.init_state(config, model, population, abstract=True)
+  length = jax.ShapeDtypeStruct((), jnp.int32)
+  one_batch = sweep_lib.cell_config(config, {'eval.examples_per_length':
+                                             config.eval.batch_size})
+  points = {'train': [], 'eval': []}
+  for bucket in _FIT_TRAIN_BUCKETS:
+    fn = train.make_update_fn(config, task, model, population, bucket, batch_key,
+                              platform='gpu')
+    points['train'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
+        fn, state, length, population.learning_rates, population.train_keys)))
+  for bucket in _FIT_EVAL_BUCKETS:
+    fn = train.make_eval_fn(one_batch, task, model, population, bucket, data_key,
+                            platform='gpu')
+    points['eval'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
+        fn, state['params'], length, population.eval_keys)))
+  fits = {}
+  for kind, rows in points.items():
+    t, flops, nbytes = (np.array(c, np.float64) for c in zip(*rows))
+    fits[kind] = np.stack([np.polyfit(t, flops, 2), np.polyfit(t, nbytes, 2)])
+  return fits
+
+
+def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], device: str,
+             progress: Any = lambda line: None) -> dict[str, Any]:
+  """Each cell's time on `device` from XLA's cost analysis: max(FLOPs / peak, bytes /
+  bandwidth) per program, summed over the cell's training steps and evaluation sub-batches
+  for every member (one chip runs one member's work at a time; a slice of C chips divides
+  the total by C).
+
+  Raises:
+    ConfigError: an unknown device.
+  """
+  if device not in DEVICES:
+    raise config_lib.ConfigError(f'unknown --device {device!r}; valid devices: '
+                                 f'{", ".join(DEVICES)}')
+  spec = DEVICES[device]
+  configs = [sweep_lib.cell_config(base, c) for c in cells]
+  for config in configs:
+    config_lib.validate(config)
+  fits = {}
+  rows = []
+  for overrides, config in zip(cells, configs):
+    key = (config.encoding, config.model.dtype)
+    if key not in fits:
+      progress(f'cost analysis of {config.encoding} ({config.model.dtype}) programs')
+      fits[key] = program_costs(config)
+    peak = spec['flops'][config.model.dtype]
+
+    def seconds(kind, t):
+      flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
+      return max(flops / peak, nbytes / spec['bandwidth'])
+
+    task = tasks.get(config.task)
+    n, m = config.train.max_length, config.eval.max_length
+    step = np.mean([seconds('train', tokens(task, l, n, config.train.bucket_size))
+                    for l in range(1, n + 1)])
+    sub_batches = config.eval.examples_per_length // config.eval.batch_size
+    evaluation = sum(sub_batches * seconds('eval', tokens(task, l, m, config.eval.bucket_size))
+                     for l in config_lib.eval_lengths(config))
+    members = len(config_lib.members(config))
+    rows.append({'cell': sweep_lib.cell_name(overrides),
+                 'train_s': members * config.train.steps * step,
+                 'eval_s': members * evaluation})
+  total = sum(r['train_s'] + r['eval_s'] for r in rows)
+  return {'device': device, 'device_name': spec['name'], 'peak_flops': spec['flops'],
+          'bandwidth': spec['bandwidth'], 'cells': rows, 'chip_hours': total / 3600,
+          'members_per_cell': len(config_lib.members(configs[0])),
+          'train_steps': configs[0].train.steps, 'dtype': configs[0].model.dtype}
+
+
+def format_roofline(est: dict[str, Any], chips: int = 1) -> str:
+  dtype = est['dtype']
+  lines = [
+      f'roofline on {est["device_name"]}: {est["peak_flops"][dtype] / 1e12:,.1f} TFLOP/s '
+      f'({dtype} matmuls as XLA runs them by default), {est["bandwidth"] / 1e12:.2f} TB/s',
+      'assumptions: each program runs at max(FLOPs / peak, bytes / bandwidth), the FLOPs and '
+      'bytes of XLA\'s cost analysis of the accelerator program (xla_fused attention) as this '
+      "machine's XLA compiles it; no launch overheads, no idle time; chips fully packed. Small "
+      'models like this one run far below peak on real hardware: a lower bound, not a promise.',
+      f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
+      f'{est["train_steps"]:,} steps:']
+  by_task = collections.defaultdict(lambda: [0.0, 0.0, 0])
+  for row in est['cells']:
+    task = row['cell'].split('__')[0]
+    by_task[task][0] += row['train_s']
+    by_task[task][1] += row['eval_s']
+    by_task[task][2] += 1
+  for task, (t, e, k) in by_task.items():
+    lines.append(f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h')
+  hours = est['chip_hours']
+  lines.append(f'total: {hours:,.1f} chip-hours; on {chips} chip{"s" * (chips > 1)}: '
+               f'{hours / chips:,.1f} h wall-clock')
+  return '\n'.join(lines)

@@ -1,5 +1,6 @@
 """The cost model: measured on the first cell, scaled to the others by the FLOP model."""
 
+import numpy as np
 import pytest
 
 from experiments import sweep_tiny
@@ -25,3 +26,30 @@ def test_estimate_covers_every_cell_and_scales_with_sequence_length():
   assert est['device_hours'] == est['wall_clock_s'] * est['devices'] / 3600
   text = cost.format_estimate(est)
   assert 'device-hours' in text and 'parity_check' in text
+
+
+def test_roofline_is_max_of_compute_and_memory_time_per_program():
+  config = sweep_tiny.get_config()
+  cells = sweep_tiny.grid()[:1]  # parity_check / none
+  fits = cost.program_costs(cost.sweep_lib.cell_config(config, cells[0]))
+  assert fits['train'].shape == fits['eval'].shape == (2, 3)
+  est = cost.roofline(config, cells, 'H100')
+  spec = cost.DEVICES['H100']
+  task = cost.tasks.get('parity_check')
+
+  def seconds(kind, t):
+    flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[kind])
+    return max(flops / spec['flops']['float32'], nbytes / spec['bandwidth'])
+
+  n, m = config.train.max_length, config.eval.max_length
+  step = np.mean([seconds('train', cost.tokens(task, l, n, config.train.bucket_size))
+                  for l in range(1, n + 1)])
+  members = len(config.seeds) * len(config.learning_rates)
+  row = est['cells'][0]
+  assert row['train_s'] == pytest.approx(members * config.train.steps * step)
+  assert row['eval_s'] > 0
+  assert est['chip_hours'] == pytest.approx((row['train_s'] + row['eval_s']) / 3600)
+  assert '1 chip' in cost.format_roofline(est) and '8 chips' in cost.format_roofline(est, 8)
+  with pytest.raises(cost.config_lib.ConfigError, match="unknown --device 'B200'; valid "
+                     'devices: H100, A100, v4, v5e'):
+    cost.roofline(config, cells, 'B200')

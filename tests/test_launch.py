@@ -107,6 +107,17 @@ SWEEP_CASES = [
     (['--config=experiments/sweep_tiny.py', '--config.seeds=0,0'], 'has duplicates'),
     (['--config=experiments/sweep_tiny.py', '--workdir={tmp}/file'], 'is a file'),
     (['--config=experiments/sweep_tiny.py', '--workdir=/proc/x/y'], 'cannot be created'),
+    (['--config=experiments/sweep_tiny.py', '--cost', '--device=B200'],
+     "unknown --device 'B200'; valid devices: H100, A100, v4, v5e"),
+    (['--config=experiments/sweep_tiny.py', '--device=H100'], '--device needs --cost'),
+    (['--config=experiments/sweep_tiny.py', '--cost', '--device=H100', '--chips=0'],
+     '--chips=0 must be a positive integer'),
+    (['--config=experiments/sweep_tiny.py', '--config.model.attention_impl=fast'],
+     "unknown model.attention_impl 'fast'; valid: auto, reference, xla_fused, cpu_blocked"),
+    (['--config=experiments/sweep_tiny.py', '--config.train.steps_per_dispatch=0'],
+     'train.steps_per_dispatch=0 must be a positive integer'),
+    (['--config=experiments/sweep_tiny.py', '--config.model.dtype=float16'],
+     "unknown model.dtype 'float16'; valid: float32, bfloat16"),
 ]
 
 
