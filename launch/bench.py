@@ -3,12 +3,35 @@
 Each benchmark lives in `launch/bench_NAME.py` and exposes `main(argv)`; it prints
 measured figures and writes them as JSON (`--out`, default `bench_NAME.json`).
 """
+import ctypes
+import ctypes.util
 import importlib
+import os
 import pkgutil
 import sys
 
 import launch
-from launch import common
+
+
+def keep_freed_memory() -> bool:
+  """Opt-in (`POSENC_KEEP_FREED_MEMORY=1`): glibc's malloc keeps freed memory for reuse.
+
+  XLA's CPU runtime allocates each execution's temporaries as one large block that glibc
+  maps and unmaps every time; one arena without mmap or trimming keeps it mapped. Its
+  effect on this project's benchmarks is mixed (docs/benchmarks.md), so it is off by
+  default. Process-wide, so only the benchmark entry point calls it, before the JAX backend
+  starts its threads. Returns whether it was applied.
+  """
+  if not sys.platform.startswith('linux') or os.environ.get('POSENC_KEEP_FREED_MEMORY') != '1':
+    return False
+  try:
+    mallopt = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6').mallopt
+  except (OSError, AttributeError):
+    return False
+  m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8
+  return all(mallopt(option, value) == 1 for option, value in (
+      (m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, 2**31 - 1),
+      (m_top_pad, 256 << 20)))
 
 
 def available() -> list[str]:
@@ -22,7 +45,7 @@ def main() -> None:
     got = sys.argv[1] if len(sys.argv) > 1 else '(none)'
     print(f'error: unknown benchmark {got!r}; choose one of {", ".join(names)}', file=sys.stderr)
     sys.exit(2)
-  common.keep_freed_memory()
+  keep_freed_memory()
   module = importlib.import_module(f'launch.bench_{sys.argv[1]}')
   module.main([sys.argv[0]] + sys.argv[2:])
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import ctypes
-import ctypes.util
 import glob
 import importlib.util
 import os
@@ -253,34 +251,11 @@ def quiet_logging() -> None:
 
 def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> None:
   """`absl.app.run` with one-line flag errors (exit status 2) and quiet library logs."""
-  keep_freed_memory()
-
   def quiet_main(args):
     quiet_logging()
     main(args)
 
   app.run(quiet_main, argv=argv, flags_parser=_parse_flags)
-
-
-def keep_freed_memory() -> bool:
-  """Opt-in (`POSENC_KEEP_FREED_MEMORY=1`): glibc's malloc keeps freed memory for reuse.
-
-  XLA's CPU runtime allocates each execution's temporaries as one large block that glibc
-  maps and unmaps every time; one arena without mmap or trimming keeps it mapped. Its
-  effect on this project's benchmarks is mixed (docs/benchmarks.md), so it is off by
-  default. Process-wide, so only entry points call it, before the JAX backend starts its
-  threads. Returns whether it was applied.
-  """
-  if not sys.platform.startswith('linux') or os.environ.get('POSENC_KEEP_FREED_MEMORY') != '1':
-    return False
-  try:
-    mallopt = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6').mallopt
-  except (OSError, AttributeError):
-    return False
-  m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8
-  return all(mallopt(option, value) == 1 for option, value in (
-      (m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, 2**31 - 1),
-      (m_top_pad, 256 << 20)))
 
 
 class ArgumentParser(argparse.ArgumentParser):

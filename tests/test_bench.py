@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from experiments import sweep_tiny
+from launch import bench
 from launch import bench_forward
 from launch import bench_train
 from launch import common
@@ -34,11 +35,11 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
 
 def test_keep_freed_memory_is_opt_in(monkeypatch):
   monkeypatch.delenv('POSENC_KEEP_FREED_MEMORY', raising=False)
-  assert common.keep_freed_memory() is False
+  assert bench.keep_freed_memory() is False
   if sys.platform.startswith('linux'):  # applied in a child process: it is process-wide
     env = dict(os.environ, POSENC_KEEP_FREED_MEMORY='1')
     out = subprocess.run([sys.executable, '-c', 'from launch import common; '
-                          'print(common.keep_freed_memory())'], cwd=ROOT, env=env,
+                          'print(bench.keep_freed_memory())'], cwd=ROOT, env=env,
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == 'True'
 
