@@ -767,8 +767,9 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       score = None
     results_members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
                             'accuracy_by_length': by_length})
+  # With steps_per_dispatch > 1 every bucket lives in one program.
   compiled = {'train': traces['train'],
-              'train_buckets': sorted(update_fns) if multi_step is None else 'all, in one program',
+              'train_buckets': sorted(update_fns) if multi_step is None else train_buckets(config),
               'eval': traces['eval']}
   results = {
       'task': config.task, 'encoding': config.encoding,

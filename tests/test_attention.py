@@ -41,6 +41,7 @@ def setup(name, t=T):
 
 
 def run(name, impl, params, q, k, v, x, *, causal, key_valid, q_idx=None, k_idx=None, block=4):
+  """x: the layer input of the queries."""
   module = setup(name, q.shape[1] if q_idx is None else k.shape[1])[0]
   if module is None:
     enc = encodings.AttentionEncoding('content', 'content')
@@ -83,8 +84,8 @@ def test_one_decoding_step_equals_the_whole_sequence(name, impl):
   key_valid = jnp.ones(T, bool)
   whole = run(name, 'reference', params, q, k, v, x, causal=True, key_valid=key_valid)
   for t in (0, 4, T - 1):
-    step = run(name, impl, params, q[:, t:t + 1], k, v, x, causal=True, key_valid=key_valid,
-               q_idx=jnp.array([t]), k_idx=jnp.arange(T))
+    step = run(name, impl, params, q[:, t:t + 1], k, v, x[:, t:t + 1], causal=True,
+               key_valid=key_valid, q_idx=jnp.array([t]), k_idx=jnp.arange(T))
     np.testing.assert_allclose(step[:, 0], whole[:, t], atol=2e-5)
 
 

@@ -10,7 +10,6 @@ from experiments import sweep_tiny
 from launch import bench
 from launch import bench_forward
 from launch import bench_train
-from launch import common
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,7 +37,7 @@ def test_keep_freed_memory_is_opt_in(monkeypatch):
   assert bench.keep_freed_memory() is False
   if sys.platform.startswith('linux'):  # applied in a child process: it is process-wide
     env = dict(os.environ, POSENC_KEEP_FREED_MEMORY='1')
-    out = subprocess.run([sys.executable, '-c', 'from launch import common; '
+    out = subprocess.run([sys.executable, '-c', 'from launch import bench; '
                           'print(bench.keep_freed_memory())'], cwd=ROOT, env=env,
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == 'True'

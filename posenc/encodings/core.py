@@ -70,8 +70,9 @@ class EncodingModule(nn.Module):
   """Base of the attention encodings' modules: the sizes the model gives every one of them.
 
   Subclasses are called per layer as `module(num_positions, length, inputs) ->
-  AttentionEncoding`, with T = num_positions (static), the traced number of real positions
-  and the layer input [B, T, D].
+  AttentionEncoding`, with T = num_positions (static, the length its draws cover), the
+  traced number of real positions and the layer input of the queries [B, Q, D] (the whole
+  sequence, or the tokens of one decoding step).
   """
   max_position: int = 2048
   num_heads: int = 8

@@ -92,9 +92,8 @@ class GeometricEncoding(core.EncodingModule):
                                  param_dtype=self.param_dtype, name='direction')(inputs)
       direction = direction.reshape(*direction.shape[:2], h, 2)  # [B, T, H, 2]
 
-    def scores(q, k, qi, ki):
-      beta = None if direction is None else direction[:, qi]
-      return geometric_scores(q, k, qi, ki, u=u, gamma=gamma, s0=s0, direction=beta)
+    def scores(q, k, qi, ki):  # the queries are those of `inputs`, in order
+      return geometric_scores(q, k, qi, ki, u=u, gamma=gamma, s0=s0, direction=direction)
 
     return core.AttentionEncoding(
         'geometric', core.GEOMETRIC, scores=scores, weights=geometric_weights,
