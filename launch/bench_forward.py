@@ -24,7 +24,7 @@ from launch import common
 from posenc.attention import geometric_prefix
 from posenc import io
 from posenc import encodings
-from posenc import model as model_lib
+from posenc import models as model_lib
 from posenc import train
 
 
@@ -36,7 +36,7 @@ def bench_one(name: str, *, batch: int, sub_batch: int, chunk: int, length: int,
   (one noise draw shared by the sub-batch), which keeps the [chunk, H, T, T] attention
   intermediates cache-sized; chunk 0 runs the sub-batch in one piece.
   """
-  model = model_lib.Transformer(vocab_size=2, num_classes=2, encoding=name)
+  model = model_lib.Encoder(vocab_size=2, num_classes=2, encoding=name)
   key = jax.random.key(seed)
   params = jax.jit(lambda k: model.init(
       model_lib.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.int32(4),
@@ -123,7 +123,7 @@ def main(argv: list[str]) -> None:
   common.check_output_file(args.out, '--out')
   if args.batch % args.sub_batch:
     parser.error('--batch must be a multiple of --sub_batch')
-  study = model_lib.Transformer(vocab_size=2, num_classes=2, encoding='none')  # its shape
+  study = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='none')  # its shape
   if args.chunk is None:
     args.chunk = train.eval_micro_batch(args.sub_batch, study.num_heads, 2 * args.length)
   for name in args.encodings.split(','):

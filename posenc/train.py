@@ -59,7 +59,7 @@ from posenc import attention
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import io
-from posenc import model as model_lib
+from posenc import models as model_lib
 import tasks
 
 P = jax.sharding.PartitionSpec
@@ -102,12 +102,12 @@ def platform_of(devices: list[Any] | None = None) -> str:
 
 
 def make_model(config: ml_collections.ConfigDict, task: Any,
-               platform: str | None = None) -> model_lib.Transformer:
+               platform: str | None = None) -> model_lib.Encoder:
   """The study's encoder for `task`, sized by `config.model`, its attention backend resolved
   for `platform` (default: JAX's default backend)."""
   options = tuple(sorted(config.encoding_options.to_dict().items()))
   fused = config.model.fused_implementation
-  return model_lib.Transformer(
+  return model_lib.Encoder(
       vocab_size=task.vocab_size, num_classes=task.num_classes, encoding=config.encoding,
       num_layers=config.model.num_layers, d_model=config.model.d_model,
       num_heads=config.model.num_heads, ffn_size=config.model.ffn_size,
@@ -127,7 +127,7 @@ def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
   return loop
 
 
-def forward(model: model_lib.Transformer, params: Any, batch: dict[str, jax.Array],
+def forward(model: model_lib.Encoder, params: Any, batch: dict[str, jax.Array],
             max_output: int, rngs: dict[str, jax.Array], deterministic: bool) -> jax.Array:
   """Logits [B, Omax, C] of the "empty output tokens" layout for a (padded) batch."""
   tokens, seq_length = model_lib.empty_output_layout(
@@ -241,7 +241,7 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
 # State.
 
 
-def init_state(config: ml_collections.ConfigDict, model: model_lib.Transformer,
+def init_state(config: ml_collections.ConfigDict, model: model_lib.Encoder,
                population: Population, abstract: bool = False) -> dict[str, Any]:
   """The population's training state: a plain dict of arrays with a leading member axis.
 
@@ -276,7 +276,7 @@ def init_state(config: ml_collections.ConfigDict, model: model_lib.Transformer,
 
 
 def _local_update(config: ml_collections.ConfigDict, task: Any,
-                  model: model_lib.Transformer, bucket: int, batch_key: jax.Array,
+                  model: model_lib.Encoder, bucket: int, batch_key: jax.Array,
                   loop: str) -> Callable[..., Any]:
   """One step of a device's members on a batch padded to `bucket` input tokens.
 
@@ -332,7 +332,7 @@ def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
   return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
 
 
-def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
+def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
                    population: Population, bucket: int, batch_key: jax.Array,
                    traces: collections.Counter | None = None,
                    platform: str | None = None) -> Callable[..., Any]:
@@ -360,7 +360,7 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
 
 
 def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
-                       model: model_lib.Transformer, population: Population,
+                       model: model_lib.Encoder, population: Population,
                        curriculum_key: jax.Array, batch_key: jax.Array,
                        traces: collections.Counter | None = None,
                        platform: str | None = None) -> Callable[..., Any]:
@@ -436,7 +436,7 @@ def eval_micro_batch(batch_size: int, num_heads: int, tokens: int, platform: str
   return _divisor_at_most(batch_size, int(_ACCELERATOR_MEMORY_SHARE * memory) // per_example)
 
 
-def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Transformer,
+def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
                  population: Population, bucket: int, data_key: jax.Array,
                  traces: collections.Counter | None = None,
                  platform: str | None = None) -> Callable[..., jax.Array]:
@@ -789,7 +789,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
 
 
 def evaluate_population(config: ml_collections.ConfigDict, task: Any,
-                        model: model_lib.Transformer, population: Population, params: Any,
+                        model: model_lib.Encoder, population: Population, params: Any,
                         data_key: jax.Array, workdir: str,
                         progress: Callable[[str], None] = logging.info,
                         traces: collections.Counter | None = None,

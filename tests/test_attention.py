@@ -130,7 +130,11 @@ def test_auto_picks_by_platform():
 
 def test_visible_mask():
   got = reference.visible(jnp.array([1]), jnp.arange(3), jnp.array([True, True, False]), True)
-  np.testing.assert_array_equal(got, [[True, True, False]])
+  np.testing.assert_array_equal(got, [[[[True, True, False]]]])
+  # One query index and one key mask per sequence.
+  got = reference.visible(jnp.array([[0], [2]]), jnp.arange(3),
+                          jnp.array([[True, True, True], [True, False, True]]), True)
+  np.testing.assert_array_equal(got[:, 0, 0], [[True, False, False], [True, False, True]])
 
 
 # ---------------------------------------------------------------------------------------
@@ -199,7 +203,7 @@ def test_geometric_prefix_sums_equal_the_readable_function(causal):
   valid = jnp.asarray(np.arange(padded) < t - 1)
   want = encodings.geometric_weights(s, jnp.arange(t), jnp.arange(padded),
                                      reference.visible(jnp.arange(t), jnp.arange(padded),
-                                                       valid, causal))
+                                                       valid, causal)[0, 0])
   whole = geometric_prefix.geometric_weights(s, valid, causal=causal)
   np.testing.assert_allclose(whole, want, atol=2e-6)
   blocks = [geometric_prefix.geometric_weights(s[:, a:a + 4], valid, causal=causal,

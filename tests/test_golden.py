@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import model as model_lib
+from posenc import models as model_lib
 
 TINY = dict(num_layers=2, d_model=16, num_heads=4, ffn_size=32, max_position=64)
 
@@ -31,7 +31,7 @@ def params_of(name):
 @pytest.mark.parametrize('causal', [False, True])
 @pytest.mark.parametrize('name', encodings.NAMES)
 def test_logits_equal_the_verified_encoder(name, causal):
-  model = model_lib.Transformer(3, 4, name, causal=causal, **TINY)
+  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
   tokens = jnp.asarray(golden()['tokens'])
   logits = model.apply({'params': params_of(name)}, tokens, jnp.int32(9), deterministic=True,
                        rngs={'noise': jax.random.key(5)})

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import model as model_lib
+from posenc import models as model_lib
+from posenc.models import layers
 
 TINY = dict(num_layers=2, d_model=16, num_heads=4, ffn_size=32, max_position=64)
 
@@ -23,19 +24,19 @@ PARAMS_V2_C2 = {
 
 @pytest.mark.parametrize('name', encodings.NAMES)
 def test_parameter_count(name):
-  assert model_lib.num_params(model_lib.Transformer(2, 2, name)) == PARAMS_V2_C2[name]
+  assert model_lib.num_params(model_lib.Encoder(vocab_size=2, num_classes=2, encoding=name)) == PARAMS_V2_C2[name]
 
 
 def test_parameter_count_other_vocab():
   # The reference's sizes: modular_arithmetic_brackets (V=11, C=5).
-  counts = [model_lib.num_params(model_lib.Transformer(11, 5, name))
+  counts = [model_lib.num_params(model_lib.Encoder(vocab_size=11, num_classes=5, encoding=name))
             for name in ('none', 'relative', 'learned')]
   assert counts == [249_733, 270_853, 380_805]
 
 
 @functools.lru_cache(maxsize=None)
 def _tiny(name, causal=False):
-  model = model_lib.Transformer(3, 4, name, causal=causal, **TINY)
+  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
   tokens = jnp.zeros((1, 4), jnp.int32)
   variables = model.init(model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(4),
                          deterministic=True)
@@ -105,7 +106,7 @@ def test_dropout_only_when_not_deterministic():
 
 
 def test_randomized_sequence_too_long_raises():
-  model = model_lib.Transformer(3, 4, 'randomized_alibi', **TINY)
+  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding='randomized_alibi', **TINY)
   tokens = jnp.zeros((1, 65), jnp.int32)
   with pytest.raises(ValueError, match='max_position'):
     model.init(model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(65),
@@ -113,7 +114,7 @@ def test_randomized_sequence_too_long_raises():
 
 
 def test_initialisation_matches_haiku():
-  model = model_lib.Transformer(2, 2, 'learned')
+  model = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='learned')
   params = model.init(model_lib.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
                       jnp.int32(4), deterministic=True)['params']
   # hk.Linear: TruncNormal(1/sqrt(fan_in)) cut at 2σ; biases 0; LayerNorm eps 1e-5.
@@ -138,10 +139,10 @@ def test_empty_output_layout_and_read_outputs():
 
 def test_dropout_keep_mask_rate_determinism_and_vmap():
   keys = jax.random.split(jax.random.key(0), 3)
-  drop = [~np.asarray(model_lib.dropout_keep_mask(k, (64, 40, 32), 0.1)) for k in keys]
+  drop = [~np.asarray(layers.dropout_keep_mask(k, (64, 40, 32), 0.1)) for k in keys]
   for d in drop:
     assert abs(d.mean() - 0.1) < 0.005
   assert abs((drop[0] & drop[1]).mean() - 0.01) < 0.002  # independent across keys
   assert abs((drop[0][..., 1:] & drop[0][..., :-1]).mean() - 0.01) < 0.002  # and neighbours
-  batched = jax.vmap(lambda k: model_lib.dropout_keep_mask(k, (64, 40, 32), 0.1))(keys)
+  batched = jax.vmap(lambda k: layers.dropout_keep_mask(k, (64, 40, 32), 0.1))(keys)
   np.testing.assert_array_equal(~np.asarray(batched[1]), drop[1])

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc.attention import geometric_prefix
+from posenc.attention import reference
 from posenc.encodings import core
 from posenc.encodings import embeddings
 from posenc.encodings import biases
@@ -92,13 +93,15 @@ def key_masked_dot(q: Array, k: Array, key_valid: Array | None) -> Array:
   The mask rides in the product as an extra column (1 on the queries, 0 or MASKED on the
   keys) instead of a select over the [.., Q, T] logits.
 
+  key_valid is [T], or [B, T] with q, k [H, B, .., K].
+
   Example: q = [[1]], k = [[2], [3]], key_valid [1, 0] -> [[2, -1e30]].
   """
   if key_valid is None:
     return jnp.einsum('...ik,...jk->...ij', q, k)
-  bias = jnp.where(key_valid, 0.0, MASKED).astype(k.dtype)
+  bias = jnp.where(key_valid, 0.0, MASKED).astype(k.dtype)  # [T] or [B, T]
   q = jnp.concatenate([q, jnp.ones((*q.shape[:-1], 1), q.dtype)], axis=-1)
-  k = jnp.concatenate([k, jnp.broadcast_to(bias[:, None], (*k.shape[:-1], 1))], axis=-1)
+  k = jnp.concatenate([k, jnp.broadcast_to(bias[..., None], (*k.shape[:-1], 1))], axis=-1)
   return jnp.einsum('...ik,...jk->...ij', q, k)
 
 
@@ -124,14 +127,14 @@ def softmax_numerator(logits: Array, causal: bool, queries: slice) -> Array:
 def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
                         bias: Callable[[Any, slice], Array] | None = None,
                         sequential_heads: bool = False) -> Scores:
-  """softmax(q·k / sqrt(K) [+ bias(heads, queries) [h, Q, T]]) numerators."""
+  """softmax(q·k / sqrt(K) [+ bias(heads, queries) [h, B or 1, Q, T]]) numerators."""
   head_dim = q.shape[-1]
 
   def weights(heads, queries):
     logits = key_masked_dot(take_heads(q, heads)[:, :, queries] / math.sqrt(head_dim),
                             take_heads(k, heads), key_valid)
     if bias is not None:
-      logits = logits + bias(heads, queries)[:, None]
+      logits = logits + bias(heads, queries)
     return softmax_numerator(logits, causal, queries)
 
   return Scores(weights, True, sequential_heads)
@@ -240,8 +243,12 @@ def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array,
 def _relative_scores(q, k, enc, key_valid, causal):
   p = enc.params
   num_heads, _, t, head_dim = q.shape
-  # Columns c = 0..2T-1 hold offset c - T (the first is never read).
-  offsets = jnp.concatenate([p['offset_positions'][:1], p['offset_positions']])
+  # The offsets -(T-1)..T-1 of the draw (which may cover a longer sequence); columns
+  # c = 0..2T-1 hold offset c - T (the first is never read).
+  drawn = p['offset_positions']
+  centre = (drawn.shape[-1] - 1) // 2
+  offsets = drawn[centre - (t - 1):centre + t]
+  offsets = jnp.concatenate([offsets[:1], offsets])
   table = embeddings.sinusoid(offsets, num_heads * head_dim, max_time=p['max_time'])
   rel = (table @ p['w_r'].astype(jnp.float32)).reshape(2 * t, num_heads, head_dim)
   rel = rel.transpose(1, 0, 2).astype(q.dtype)
@@ -266,8 +273,9 @@ def _alibi_scores(q, k, enc, key_valid, causal):
   positions = jnp.arange(t)
 
   def bias(heads, queries):  # made per block, not sliced from all heads' bias (XLA copies)
-    return biases.alibi_bias(positions[queries], positions, take_heads(p['slopes'], heads),
-                             distances=p['distances'], left_distances=p['left_distances'])
+    b = biases.alibi_bias(positions[queries], positions, take_heads(p['slopes'], heads),
+                          distances=p['distances'], left_distances=p['left_distances'])
+    return b[:, None] if b.ndim == 3 else b.transpose(1, 0, 2, 3)  # [h, B or 1, Q, T]
 
   return _dot_product_scores(q, k, key_valid, causal, bias, sequential_heads=True)
 
@@ -281,7 +289,7 @@ def _geometric_scores(q, k, enc, key_valid, causal):
   # unpadded, XLA fused the pad with the softplus into one slow loop.
   num_keys = geometric_prefix.padded_keys(t)
   k = jnp.pad(k, [(0, 0), (0, 0), (0, num_keys - t), (0, 0)])
-  keys_valid = jnp.pad(key_valid, (0, num_keys - t))
+  keys_valid = jnp.pad(key_valid, [(0, 0)] * (key_valid.ndim - 1) + [(0, num_keys - t)])
 
   def weights(heads, queries):
     logits = p['gamma'] * jnp.einsum('hbik,hbjk->hbij', take_heads(qu, heads)[:, :, queries],
@@ -304,7 +312,7 @@ def _generic_scores(q, k, enc, key_valid, causal):
 
   def weights(heads, queries):
     qi = positions[queries]
-    visible = geometric_prefix.visible_block(key_valid, t, causal, queries)
+    visible = reference.visible(qi, positions, key_valid, causal)  # [B or 1, 1, Q, T]
     if enc.kind == core.GEOMETRIC:
       w = enc.weights(enc.scores(q_bthk[:, queries], k_bthk, qi, positions), qi, positions,
                       visible)
@@ -313,7 +321,7 @@ def _generic_scores(q, k, enc, key_valid, causal):
     if enc.kind == core.BIAS:
       bias = enc.bias(q_bthk[:, queries], k_bthk, qi, positions)
       logits = logits + bias.transpose(1, 0, 2, 3)
-    logits = jnp.where(visible, logits, MASKED)
+    logits = jnp.where(visible.transpose(1, 0, 2, 3), logits, MASKED)
     return take_heads(softmax_numerator(logits, False, queries), heads)
 
   return Scores(weights, enc.kind != core.GEOMETRIC or enc.normalize)
@@ -328,6 +336,8 @@ def scores(q: Array, k: Array, enc: core.AttentionEncoding, key_valid: Array,
   """The layer's `Scores` for q, k [H, B, T, K] (already rotated for a rotary encoding)."""
   if enc.family in ('content', 'rotary'):
     return _dot_product_scores(q, k, key_valid, causal)
+  if enc.family == 'relative' and jnp.ndim(enc.params['offset_positions']) > 1:
+    return _generic_scores(q, k, enc, key_valid, causal)  # a draw per sequence
   return _SPECIALIZED.get(enc.family, _generic_scores)(q, k, enc, key_valid, causal)
 
 

@@ -20,15 +20,17 @@ Array = jax.Array
 
 def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: Array,
            k_idx: Array, key_valid: Array, causal: bool, whole_sequence: bool,
-           implementation: str | None = None) -> Array:
+           temperature: Array | None = None, implementation: str | None = None) -> Array:
   """As `reference.attend` (same arguments and result); `whole_sequence`: q_idx and k_idx
   are both arange(T) (static knowledge the geometric prefix sums need)."""
   with jax.named_scope('attention_xla_fused'):
     if enc.kind == core.GEOMETRIC:
-      if not whole_sequence:
+      if not whole_sequence or jnp.ndim(key_valid) > 1:
         return reference.attend(q, k, v, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid,
-                                causal=causal)
+                                causal=causal, temperature=temperature)
       s = enc.scores(q, k, q_idx, k_idx)
+      if temperature is not None:
+        s = s * temperature[:, None, :, None]
       with jax.named_scope('geometric_prefix_sums'):
         weights = geometric_prefix.geometric_weights(s, key_valid, causal=causal)
       if enc.normalize:
@@ -36,8 +38,12 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
       return jnp.einsum('bhqs,bshk->bqhk', weights.astype(v.dtype), v)
     if enc.kind == core.ROTATION:
       q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
-    bias = enc.bias(q, k, q_idx, k_idx).astype(q.dtype) if enc.kind == core.BIAS else None
-    mask = reference.visible(q_idx, k_idx, key_valid, causal)[None, None]
+    bias = enc.bias(q, k, q_idx, k_idx) if enc.kind == core.BIAS else None
+    if temperature is not None:  # τ (q·k / sqrt(K) + bias): scale q and the bias
+      q = (q * temperature[:, :, None, None]).astype(q.dtype)
+      bias = None if bias is None else bias * temperature[:, None, :, None]
+    mask = reference.visible(q_idx, k_idx, key_valid, causal)
     with jax.named_scope('dot_product_attention'):
-      return jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask,
-                                          implementation=implementation)
+      return jax.nn.dot_product_attention(
+          q, k, v, bias=None if bias is None else bias.astype(q.dtype), mask=mask,
+          implementation=implementation)

@@ -83,8 +83,10 @@ def mirror(cum: Array, first_query: int = 0) -> Array:
 
 
 def visible_block(key_valid: Array, num_keys: int, causal: bool, queries: slice) -> Array:
-  """bool [Q, T']: key j visible from query i of the block `queries` (real; j <= i if causal)."""
-  mask = jnp.broadcast_to(key_valid[None, :], (queries.stop - queries.start, num_keys))
+  """bool [Q, T'] ([B, Q, T'] for key_valid [B, T']): key j visible from query i of the
+  block `queries` (a real key; j <= i if causal)."""
+  mask = jnp.broadcast_to(key_valid[..., None, :],
+                          key_valid.shape[:-1] + (queries.stop - queries.start, num_keys))
   if causal:
     i = np.arange(queries.start, queries.stop)[:, None]
     mask = mask & (i >= np.arange(num_keys)[None, :])
@@ -98,7 +100,7 @@ def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
   Args:
     logits: s [..., Q, T']: queries first_query..first_query+Q-1 against keys 0..T'-1 (the
       entry of key j = i is ignored).
-    key_valid: bool [T'].
+    key_valid: bool [T'], or [B, T'] with logits [..., B, Q, T'].
     causal: also drop keys j > i.
     first_query: the position of the first row's query (static).
 

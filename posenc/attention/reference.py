@@ -7,31 +7,42 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import randomized
 
 Array = jax.Array
 
 
 def visible(q_idx: Array, k_idx: Array, key_valid: Array, causal: bool) -> Array:
-  """bool [Q, S]: key j may be attended from query i (a real key, and j <= i if causal).
+  """bool [B or 1, 1, Q, S]: key j may be attended from query i (a real key, j <= i if causal).
 
-  Example: q_idx [1], k_idx [0, 1, 2], key_valid [1, 1, 0], causal -> [[True, True, False]].
+  Args:
+    q_idx: int [Q] or [B, Q]; k_idx: int [S] or [B, S]: sequence indices.
+    key_valid: bool [T] or [B, T]: real (not padding) keys, by sequence index.
+    causal: queries see no key to their right.
+
+  Example: q_idx [1], k_idx [0, 1, 2], key_valid [1, 1, 0], causal -> [[[[T, T, F]]]].
   """
-  mask = jnp.broadcast_to(key_valid[k_idx][None, :], (q_idx.shape[0], k_idx.shape[0]))
+  real = randomized.lookup(key_valid, k_idx, 1)  # [(B,) S]
+  mask = jnp.broadcast_to(real[..., None, :], real.shape[:-1] + (q_idx.shape[-1],)
+                          + real.shape[-1:])
   if causal:
-    mask = mask & (k_idx[None, :] <= q_idx[:, None])
-  return mask
+    mask = mask & (k_idx[..., None, :] <= q_idx[..., :, None])
+  return mask[:, None] if mask.ndim == 3 else mask[None, None]
 
 
 def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: Array,
-           k_idx: Array, key_valid: Array, causal: bool) -> Array:
-  """softmax(q·k / sqrt(K) + bias) @ v, or the encoding's weights in place of the softmax.
+           k_idx: Array, key_valid: Array, causal: bool,
+           temperature: Array | None = None) -> Array:
+  """softmax(τ (q·k / sqrt(K) + bias)) @ v, or the encoding's weights in place of the softmax.
 
   Args:
     q: [B, Q, H, K]; k, v: [B, S, H, K].
     enc: the layer's encoding (`posenc.encodings.core.AttentionEncoding`).
-    q_idx: int [Q], k_idx: int [S]: the sequence indices of queries and keys.
-    key_valid: bool [T]: real (not padding) keys, indexed by sequence index.
+    q_idx: int [Q] or [B, Q]; k_idx: int [S] or [B, S]: sequence indices of queries, keys.
+    key_valid: bool [T] or [B, T]: real (not padding) keys, indexed by sequence index.
     causal: queries see no key to their right.
+    temperature: optional τ [B or 1, Q] multiplying each query's logits (geometric: its
+      scores).
 
   Returns:
     [B, Q, H, K] in v's dtype. A row without a visible key averages every key (it is
@@ -40,16 +51,17 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
   Example: one query and one key: the output is v itself.
   """
   mask = visible(q_idx, k_idx, key_valid, causal)
+  tau = 1.0 if temperature is None else temperature[:, None, :, None]
   if enc.kind == core.ROTATION:
     q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
   if enc.kind == core.GEOMETRIC:
-    weights = enc.weights(enc.scores(q, k, q_idx, k_idx), q_idx, k_idx, mask)
+    weights = enc.weights(tau * enc.scores(q, k, q_idx, k_idx), q_idx, k_idx, mask)
     if enc.normalize:
       weights = weights / (jnp.sum(weights, axis=-1, keepdims=True) + 1e-30)
   else:
     logits = jnp.einsum('bqhk,bshk->bhqs', q, k).astype(jnp.float32) / math.sqrt(q.shape[-1])
     if enc.kind == core.BIAS:
       logits = logits + enc.bias(q, k, q_idx, k_idx)
-    logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+    logits = jnp.where(mask, tau * logits, jnp.finfo(jnp.float32).min)
     weights = jax.nn.softmax(logits, axis=-1)
   return jnp.einsum('bhqs,bshk->bqhk', weights.astype(v.dtype), v)

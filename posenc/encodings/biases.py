@@ -48,27 +48,31 @@ def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | 
   model every key is on the left and it shifts a whole row, which softmax ignores.
 
   Args:
-    q_pos: int [Q] query positions; k_pos: int [S] key positions.
+    q_pos: int [Q] query positions; k_pos: int [S] key positions (or [B, Q], [B, S]: one
+      set per sequence).
     slopes: [H] (`alibi_slopes`).
-    distances: optional int [T], distances[0] = 0: the randomized distance of offset d.
-    left_distances: optional int [T] for keys left of the query (randomize_both_sides);
-      defaults to `distances`.
+    distances: optional int [T] (or [B, T]), distances[0] = 0: the randomized distance of
+      offset d.
+    left_distances: optional, as `distances`, for keys left of the query
+      (randomize_both_sides); defaults to `distances`.
 
   Returns:
-    float32 [H, Q, S], added to the 1/sqrt(K)-scaled logits.
+    float32 [H, Q, S] ([B, H, Q, S] if anything is per sequence), added to the
+    1/sqrt(K)-scaled logits.
 
   Example (slope 1, positions 0..3):
     [[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]]
   """
-  offset = jnp.abs(k_pos[None, :] - q_pos[:, None])
-  left = k_pos[None, :] < q_pos[:, None]
+  offset = jnp.abs(k_pos[..., None, :] - q_pos[..., :, None])  # [(B,) Q, S]
+  left = k_pos[..., None, :] < q_pos[..., :, None]
   if distances is None:
     dist = offset.astype(jnp.float32)
   else:
     left_distances = distances if left_distances is None else left_distances
-    dist = jnp.where(left, left_distances[offset], distances[offset]).astype(jnp.float32)
+    dist = jnp.where(left, randomized_lib.lookup(left_distances, offset, 2),
+                     randomized_lib.lookup(distances, offset, 2)).astype(jnp.float32)
   bias = jnp.where(offset == 0, 0.0, -dist + 0.5 * left)
-  return jnp.asarray(slopes, jnp.float32)[:, None, None] * bias[None]
+  return jnp.asarray(slopes, jnp.float32)[:, None, None] * bias[..., None, :, :]
 
 
 def relative_bias(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array, v: Array,
@@ -81,10 +85,10 @@ def relative_bias(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array, v
 
   Args:
     q: [B, Q, H, K]; k: [B, S, H, K].
-    q_pos: int [Q], k_pos: int [S]: sequence indices in 0..T-1.
+    q_pos: int [Q], k_pos: int [S]: sequence indices in 0..T-1 (or [B, Q], [B, S]).
     u, v: [H, K] content and position biases.
     w_r: [H·K, H·K] projection of the sinusoid.
-    offset_positions: int [2T - 1]: φ(c - (T - 1)) for c = 0..2T-2.
+    offset_positions: int [2T - 1] (or [B, 2T - 1]): φ(c - (T - 1)) for c = 0..2T-2.
     max_time: the sinusoid's frequency base.
 
   Returns:
@@ -93,14 +97,16 @@ def relative_bias(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array, v
   Example: with q = k = 0 the bias is v·R(j - i) / sqrt(K), a function of j - i only.
   """
   num_heads, head_dim = u.shape
-  t = (offset_positions.shape[0] + 1) // 2
+  t = (offset_positions.shape[-1] + 1) // 2
   table = embeddings.sinusoid(offset_positions, num_heads * head_dim, max_time=max_time)
-  r = (table @ w_r.astype(jnp.float32)).reshape(-1, num_heads, head_dim)  # [2T - 1, H, K]
+  r = (table @ w_r.astype(jnp.float32)).reshape(*table.shape[:-1], num_heads, head_dim)
   q, k = q.astype(jnp.float32), k.astype(jnp.float32)
-  by_offset = jnp.einsum('bqhk,chk->bhqc', q + v, r)  # every query against every offset
-  column = k_pos[None, :] - q_pos[:, None] + (t - 1)  # [Q, S]
+  # Every query against every offset, then each key's offset picked out.
+  by_offset = jnp.einsum('bqhk,...chk->bhqc', q + v, r)
+  column = k_pos[..., None, :] - q_pos[..., :, None] + (t - 1)  # [(B,) Q, S]
+  column = column[None, None] if column.ndim == 2 else column[:, None]
   position = jnp.take_along_axis(
-      by_offset, jnp.broadcast_to(column, by_offset.shape[:2] + column.shape), axis=-1)
+      by_offset, jnp.broadcast_to(column, by_offset.shape[:3] + column.shape[-1:]), axis=-1)
   content = jnp.einsum('hk,bshk->bhs', u, k)[:, :, None, :]
   return (content + position) / math.sqrt(head_dim)
 
@@ -126,8 +132,8 @@ class AlibiEncoding(core.EncodingModule):
     slopes = jnp.asarray(alibi_slopes(self.num_heads))
     return core.AttentionEncoding(
         'alibi', core.BIAS,
-        bias=lambda q, k, qi, ki: alibi_bias(qi, ki, slopes, distances=distances,
-                                             left_distances=left)[None],
+        bias=lambda q, k, qi, ki: core.with_batch(alibi_bias(
+            qi, ki, slopes, distances=distances, left_distances=left)),
         params={'slopes': slopes, 'distances': distances, 'left_distances': left})
 
 

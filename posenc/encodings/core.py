@@ -55,6 +55,11 @@ class AttentionEncoding:
   params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
+def with_batch(x: Array) -> Array:
+  """[H, Q, S] -> [1, H, Q, S]; [B, H, Q, S] unchanged."""
+  return x if x.ndim == 4 else x[None]
+
+
 class Kernel(nn.Module):
   """A weight matrix stored as nn.Dense stores it (`name/kernel`), for an encoding function
   that takes its product itself."""

@@ -22,18 +22,18 @@ def geometric_weights(scores: Array, q_pos: Array, k_pos: Array, visible: Array)
   "attend to nothing".
 
   Args:
-    scores: s [..., Q, S].
-    q_pos: int [Q]; k_pos: int [S].
-    visible: bool, broadcastable to [..., Q, S]: key j may be attended from query i.
+    scores: s [B, H, Q, S] (or any [..., Q, S] with unbatched positions).
+    q_pos: int [Q]; k_pos: int [S] (or [B, Q], [B, S]).
+    visible: bool, broadcastable to the scores: key j may be attended from query i.
 
   Returns:
-    float32 [..., Q, S].
+    float32, the shape of the scores.
 
   Example (one query at 1, keys 0..2, all s = 0 so P = 1/2): the right key 2 is visited
     first and gets 1/2, the left key 0 gets 1/2 · (1 - 1/2) = 1/4: [1/4, 0, 1/2].
   """
   s = scores.astype(jnp.float32)
-  offset = k_pos[None, :] - q_pos[:, None]
+  offset = _per_head(k_pos[..., None, :] - q_pos[..., :, None])
   rank = 2 * jnp.abs(offset) - (offset > 0)  # visiting order; 0 is the query itself
   valid = jnp.broadcast_to(visible & (rank > 0), s.shape)
   log_not_p = jnp.where(valid, -jax.nn.softplus(s), 0.0)  # log(1 - σ(s)) = -softplus(s)
@@ -44,12 +44,17 @@ def geometric_weights(scores: Array, q_pos: Array, k_pos: Array, visible: Array)
   return jnp.where(valid, jnp.exp(s + log_not_p + closer), 0.0)  # log σ(s) = s - softplus(s)
 
 
+def _per_head(x: Array) -> Array:
+  """[Q, S] unchanged; [B, Q, S] (per sequence) -> [B, 1, Q, S], to meet [B, H, Q, S]."""
+  return x if x.ndim == 2 else x[:, None]
+
+
 def geometric_scores(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array,
                      gamma: Array, s0: Array, direction: Array | None = None) -> Array:
   """The logits of geometric attention: s_ij = γ (q_i + u)·k_j + s0 [+ β_i^← or β_i^→].
 
   Args:
-    q: [B, Q, H, K]; k: [B, S, H, K]; q_pos: int [Q]; k_pos: int [S].
+    q: [B, Q, H, K]; k: [B, S, H, K]; q_pos: int [Q]; k_pos: int [S] (or [B, Q], [B, S]).
     u: [H, K]; gamma, s0: scalars.
     direction: optional [B, Q, H, 2]: the directional encoding (β^←, β^→) of each query,
       added for keys left and right of it.
@@ -63,7 +68,7 @@ def geometric_scores(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array
   s = gamma * jnp.einsum('bqhk,bshk->bhqs', q + u, k) + s0
   if direction is not None:
     beta = direction.astype(jnp.float32).transpose(0, 2, 1, 3)  # [B, H, Q, 2]
-    left = (k_pos[None, :] < q_pos[:, None])
+    left = _per_head(k_pos[..., None, :] < q_pos[..., :, None])
     s = s + jnp.where(left, beta[..., :1], beta[..., 1:])
   return s
 

@@ -31,16 +31,23 @@ def random_positions(key: Array, num_positions: int, *, max_position: int,
     key: a PRNG key.
     num_positions: T (static).
     max_position: L (static); values are < L.
-    length: traced or static number of real positions (default T).
+    length: traced or static number of real positions (default T); an int array [B]
+      draws one subset per sequence, each of its own length.
     min_position: smallest value that may be drawn.
 
   Returns:
-    int32 [T], non-decreasing; strictly increasing on the first `length` entries.
+    int32 [T] ([B, T] for a length per sequence), non-decreasing; strictly increasing on
+    the first `length` entries.
 
   Example:
     >>> random_positions(key, 3, max_position=10)    # e.g. [1, 4, 8]
     >>> random_positions(key, 5, max_position=10, length=3)   # [1, 4, 8, 9, 9]
   """
+  if length is not None and jnp.ndim(length) == 1:
+    keys = jax.random.split(key, length.shape[0])
+    return jax.vmap(lambda k, n: random_positions(
+        k, num_positions, max_position=max_position, length=n,
+        min_position=min_position))(keys, length)
   population = max_position - min_position
   if num_positions > population:
     raise ValueError(
@@ -65,7 +72,7 @@ def random_distances(key: Array, num_positions: int, *, max_position: int,
       exact-shape call.
 
   Returns:
-    int32 [T] with entry 0 equal to 0.
+    int32 [T] ([B, T] for a length per sequence) with entry 0 equal to 0.
 
   Example:
     >>> random_distances(key, 4, max_position=20)    # e.g. [0, 3, 7, 15]
@@ -77,7 +84,7 @@ def random_distances(key: Array, num_positions: int, *, max_position: int,
   rest_length = None if length is None else length - 1
   rest = random_positions(key, num_positions - 1, max_position=max_position,
                           length=rest_length, min_position=1)
-  return jnp.concatenate([jnp.zeros((1,), jnp.int32), rest])
+  return jnp.concatenate([jnp.zeros(rest.shape[:-1] + (1,), jnp.int32), rest], axis=-1)
 
 
 def relative_offset_positions(num_positions: int, *, distances: Array | None = None,
@@ -93,8 +100,15 @@ def relative_offset_positions(num_positions: int, *, distances: Array | None = N
     is clamped, so every key at or right of the query gets L - 1 and a left key at distance
     d gets L - r_d.
 
+  Args:
+    num_positions: T.
+    distances: optional int [T] or [B, T] (one draw per sequence): r_d, r_0 = 0.
+    left_distances: optional, the same shape: r_d of keys left of the query.
+    mode: 'symmetric' or 'reference'.
+    max_position: L (for 'reference').
+
   Returns:
-    int32 [2T - 1].
+    int32 [2T - 1] (or [B, 2T - 1]).
 
   Example (T = 3, r = [0, 2, 5], L = 8): no draw -> [-2, -1, 0, 1, 2];
     symmetric -> [-5, -2, 0, 2, 5]; reference -> [3, 6, 7, 7, 7].
@@ -106,7 +120,22 @@ def relative_offset_positions(num_positions: int, *, distances: Array | None = N
     return jnp.asarray(offsets, jnp.int32)
   d = np.abs(offsets)
   if mode == 'reference':
-    return jnp.where(offsets >= 0, max_position - 1, max_position - distances[d]).astype(
-        jnp.int32)
+    return jnp.where(offsets >= 0, max_position - 1,
+                     max_position - distances[..., d]).astype(jnp.int32)
   left = distances if left_distances is None else left_distances
-  return jnp.where(offsets >= 0, distances[d], -left[d]).astype(jnp.int32)
+  return jnp.where(offsets >= 0, distances[..., d], -left[..., d]).astype(jnp.int32)
+
+
+def lookup(table: Array, index: Array, rank: int) -> Array:
+  """table[index] for a table shared by the batch ([T]) or one per sequence ([B, T]).
+
+  `index` has `rank` axes, or one more in front (the batch) when it differs per sequence.
+
+  Example: lookup([[0, 5, 9], [0, 2, 3]], [1, 2], rank=1) -> [[5, 9], [2, 3]].
+  """
+  table, index = jnp.asarray(table), jnp.asarray(index)
+  if table.ndim == 1:
+    return table[index]
+  if index.ndim == rank:
+    index = jnp.broadcast_to(index, (table.shape[0],) + index.shape)
+  return jax.vmap(lambda t, i: t[i])(table, index)

@@ -8,6 +8,7 @@ import numpy as np
 
 from posenc.encodings import core
 from posenc.encodings import embeddings
+from posenc.encodings import randomized as randomized_lib
 
 Array = jax.Array
 
@@ -22,7 +23,7 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
 
   Args:
     x: [..., T, H, K] queries or keys, K even.
-    positions: [T] integer (or randomized) positions.
+    positions: [T] integer (or randomized) positions, or [B, T] with x [B, T, H, K].
     max_time: frequency base.
 
   Returns:
@@ -35,8 +36,9 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
   if head_dim % 2:
     raise ValueError(f'rotary encoding needs an even head width, got {head_dim}')
   freqs = max_time ** (-np.arange(head_dim // 2) / (head_dim // 2))
-  angles = jnp.asarray(positions, jnp.float32)[:, None, None] * jnp.asarray(freqs, jnp.float32)
-  cos, sin = jnp.cos(angles), jnp.sin(angles)  # [T, 1, K/2]
+  angles = (jnp.asarray(positions, jnp.float32)[..., None, None]
+            * jnp.asarray(freqs, jnp.float32))
+  cos, sin = jnp.cos(angles), jnp.sin(angles)  # [(B,) T, 1, K/2]
   pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], head_dim // 2, 2)
   even, odd = pairs[..., 0], pairs[..., 1]
   out = jnp.stack([even * cos - odd * sin, odd * cos + even * sin], axis=-1)
@@ -54,5 +56,6 @@ class RotaryEncoding(core.EncodingModule):
     max_time = self.max_time
     return core.AttentionEncoding(
         'rotary', core.ROTATION,
-        rotate=lambda x, idx: apply_rope(x, positions[idx], max_time=max_time),
+        rotate=lambda x, idx: apply_rope(x, randomized_lib.lookup(positions, idx, 1),
+                                         max_time=max_time),
         params={'positions': positions, 'max_time': max_time})

@@ -14,14 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc import encodings
-from posenc import model as model_lib
+from posenc import models as model_lib
 
 TINY = dict(num_layers=2, d_model=16, num_heads=4, ffn_size=32, max_position=64)
 out = {}
 tokens = jax.random.randint(jax.random.key(1), (2, 12), 0, 4)
 for causal in (False, True):
   for name in encodings.NAMES:
-    model = model_lib.Transformer(3, 4, name, causal=causal, **TINY)
+    model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
     variables = model.init(model_lib.init_rngs(jax.random.key(0)), tokens[:, :4],
                            jnp.int32(4), deterministic=True)
     logits = model.apply(variables, tokens, jnp.int32(9), deterministic=True,
