@@ -12,12 +12,9 @@ Args: task=NAME, standard=ENCODING, randomized=ENCODING, and the bare flag `tiny
 from posenc import config as config_lib
 
 
-def get_config(arg=None):
-  arg = config_lib.parse_arg(arg, task='even_pairs', standard='rotary',
-                             randomized='randomized_rotary', tiny=False)
-  config = config_lib.base_config()
-  config.task = arg.task
-  config.encoding = arg.standard
+def cpu_scale(config):
+  """The study's protocol shrunk to minutes on a CPU: 3 layers, 2,000 steps at batch 64 on
+  lengths 1-16, tested up to 64; 2 seeds at learning rate 1e-3."""
   config.seeds = [0, 1]
   config.learning_rates = [1e-3]
   config.checkpoint_every = 500
@@ -32,6 +29,15 @@ def get_config(arg=None):
   config.eval.bucket_size = 16
   config.model.num_layers = 3
   config.model.max_position = 256
+  return config
+
+
+def get_config(arg=None):
+  arg = config_lib.parse_arg(arg, task='even_pairs', standard='rotary',
+                             randomized='randomized_rotary', tiny=False)
+  config = cpu_scale(config_lib.base_config())
+  config.task = arg.task
+  config.encoding = arg.standard
   if arg.tiny:
     config_lib.shrink_to_tiny(config)
   return config

@@ -50,7 +50,7 @@ def _main(argv):
     compiled = fn.lower(*args).compile()
     compile_s = time.time() - t0
     t0 = time.time()
-    accuracy = jax.block_until_ready(compiled(*args))
+    accuracy = jax.block_until_ready(compiled(*args))['accuracy']
     run_s = time.time() - t0
     rows.append({'length': length, 'bucket': bucket, 'examples': config.eval.examples_per_length,
                  'compile_s': compile_s, 'run_s': run_s, 'accuracy': float(accuracy[0])})

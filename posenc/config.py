@@ -24,6 +24,8 @@ class ConfigError(ValueError):
 
 
 POPULATION_LOOPS = ('auto', 'map', 'vmap')
+FAMILIES = ('encoder', 'decoder')
+LOSS_ON = ('answer', 'all')
 FUSED_IMPLEMENTATIONS = ('xla', 'cudnn')
 DTYPES = ('float32', 'bfloat16')
 
@@ -61,6 +63,12 @@ def base_config() -> ml_collections.ConfigDict:
   # scan over steps with a switch over the length buckets), so an accelerator is not held
   # back by one Python dispatch per step; equal to K = 1 bit for bit.
   c.train.steps_per_dispatch = 1
+  # Looped models: the progressive loss (1 - α) loss(R) + α loss(n + k) (Bansal et al.
+  # 2022): n ~ U{0..R-1} recurrences without gradient, then k ~ U{1..max(1, min(R - n,
+  # R // 2))} with gradient. 0 trains on loss(R) only.
+  c.train.progressive_alpha = 0.0
+  c.train.scale_block_gradients = False  # divide the looped block's gradients by R
+  c.train.loss_on = 'answer'  # decoder: 'answer' (and its EOS) or 'all' tokens
 
   c.eval = ml_collections.ConfigDict()
   c.eval.max_length = 500  # M.
@@ -75,7 +83,10 @@ def base_config() -> ml_collections.ConfigDict:
   c.eval.seed = 1  # Evaluation data: identical for every model and every run.
 
   c.model = ml_collections.ConfigDict()
-  c.model.num_layers = 5
+  # 'encoder' (the study's: outputs read off empty query tokens in one pass) or 'decoder'
+  # (causal: prompt ⊕ separator ⊕ answer ⊕ EOS, judged by greedy generation).
+  c.model.family = 'encoder'
+  c.model.num_layers = 5  # L (the looped block's layers when recurrences > 1)
   c.model.d_model = 64
   c.model.num_heads = 8
   c.model.ffn_size = 256
@@ -94,6 +105,19 @@ def base_config() -> ml_collections.ConfigDict:
   # Computation and parameter dtypes: float32 or bfloat16.
   c.model.dtype = 'float32'
   c.model.param_dtype = 'float32'
+  c.model.norm = 'post'  # 'post' (the study's) or 'pre' LayerNorm
+  c.model.ffn = 'relu'  # 'relu' or 'gelu_glu'
+  # A looped block (McLeish et al. 2024): the L layers applied R times with shared weights,
+  # the embedded input injected before every 'layer' or every application of the 'block'.
+  c.model.recurrences = 1
+  c.model.injection = 'none'
+  c.model.loop = False  # the looped structure even at R = 1 without injection
+  c.model.eval_recurrences = 0  # R at evaluation; 0: the training R
+  c.model.tie_embeddings = False  # decoder: output projection = token embedding^T
+  # Attention temperature β ln(n) per layer (Awasthi & Gupta 2023): 'none', 'fixed' or
+  # 'learned' (from temperature_beta).
+  c.model.temperature = 'none'
+  c.model.temperature_beta = 1.0
   return c
 
 
@@ -208,6 +232,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   import tasks  # Deferred: keeps `posenc.config` importable without the registries.
   from posenc import attention
   from posenc import encodings
+  from posenc.models import layers
+  from posenc.models import stack
 
   if config.task not in tasks.NAMES:
     raise _choices(config.task, 'task', list(tasks.NAMES))
@@ -265,14 +291,22 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
   task = tasks.get(config.task)
   longest = max(m, n)
-  tokens = longest + int(task.output_length(longest))
+  # The decoder's sequences add a separator and EOS; it is fed all but the last token.
+  extra = 1 if config.model.family == 'decoder' else 0
+  tokens = longest + int(task.output_length(longest)) + extra
   uses_positions = spec.randomized or 'learned' in config.encoding.split('+')
   if uses_positions and tokens > config.model.max_position:
     raise ConfigError(
         f'model.max_position={config.model.max_position} is smaller than the longest sequence '
-        f'({tokens} tokens at length {longest} of {config.task}); encoding '
-        f'{config.encoding!r} needs max_position >= {tokens}')
+        f'({tokens} tokens at length {longest} of {config.task} for the '
+        f'{config.model.family}); encoding {config.encoding!r} needs max_position >= {tokens}')
   choices = {'train.population_loop': (config.train.population_loop, POPULATION_LOOPS),
+             'model.family': (config.model.family, FAMILIES),
+             'model.norm': (config.model.norm, layers.NORMS),
+             'model.ffn': (config.model.ffn, layers.FFNS),
+             'model.injection': (config.model.injection, stack.INJECTIONS),
+             'model.temperature': (config.model.temperature, layers.TEMPERATURES),
+             'train.loss_on': (config.train.loss_on, LOSS_ON),
              'model.attention_impl': (config.model.attention_impl, attention.IMPLS),
              'model.fused_implementation': (config.model.fused_implementation,
                                             FUSED_IMPLEMENTATIONS),
@@ -287,6 +321,25 @@ def validate(config: ml_collections.ConfigDict) -> None:
   k = config.train.steps_per_dispatch
   if not _is_int(k) or k < 1:
     raise ConfigError(f'train.steps_per_dispatch={k!r} must be a positive integer')
+  r, r_eval = config.model.recurrences, config.model.eval_recurrences
+  if not _is_int(r) or r < 1:
+    raise ConfigError(f'model.recurrences={r!r} must be an integer >= 1')
+  if not _is_int(r_eval) or r_eval < 0:
+    raise ConfigError(f'model.eval_recurrences={r_eval!r} must be an integer >= 1 (or 0: '
+                      'the training recurrences)')
+  looped = config.model.loop or r > 1 or config.model.injection != 'none'
+  if r_eval and r_eval != r and not looped:
+    raise ConfigError(f'model.eval_recurrences={r_eval} needs a looped model '
+                      '(model.recurrences > 1, model.injection or model.loop)')
+  alpha = config.train.progressive_alpha
+  if not _is_number(alpha) or not 0 <= alpha <= 1:
+    raise ConfigError(f'train.progressive_alpha={alpha!r} must be in [0, 1]')
+  if alpha > 0 and not looped:
+    raise ConfigError(f'train.progressive_alpha={alpha} needs a looped model '
+                      '(model.recurrences > 1, model.injection or model.loop)')
+  if config.model.tie_embeddings and config.model.family != 'decoder':
+    raise ConfigError('model.tie_embeddings needs model.family=decoder (the encoder predicts '
+                      'classes, not tokens)')
   mode = config.encoding_options.get('relative_mode', 'symmetric')
   if mode not in ('symmetric', 'reference'):
     raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '

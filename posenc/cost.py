@@ -264,6 +264,11 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
   configs = [sweep_lib.cell_config(base, c) for c in cells]
   for config in configs:
     config_lib.validate(config)
+    if config.model.family != 'encoder':
+      # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
+      # trip count: the estimate would leave out most of the evaluation.
+      raise config_lib.ConfigError(
+          f'--device estimates cover model.family=encoder only, not {config.model.family!r}')
   fits = {}
   rows = []
   for overrides, config in zip(cells, configs):

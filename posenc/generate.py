@@ -29,9 +29,22 @@ def _pad_cache(cache: Any, total: int) -> Any:
   return jax.tree.map(pad, cache)
 
 
+def _draws(prompts: Array, prompt_lengths: Array, max_new: int,
+           answer_lengths: Array | None) -> tuple[int, Array]:
+  """(S, draw lengths [B]): the tokens a generation feeds the model, at most and each.
+
+  The last generated token is never fed back, so a sequence feeds its prompt and
+  answer_length - 1 generated tokens: what its training sequence (without its last token)
+  held, so randomized encodings draw for the same length in both.
+  """
+  answer_lengths = max_new if answer_lengths is None else answer_lengths
+  return prompts.shape[1] + max_new - 1, prompt_lengths + answer_lengths - 1
+
+
 def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_lengths: Array,
              max_new: int, eos_id: int, rngs: dict[str, Array], *,
-             task: Array | None = None, recurrences: int | None = None) -> Array:
+             answer_lengths: Array | None = None, task: Array | None = None,
+             recurrences: int | None = None) -> Array:
   """Greedy continuation of each prompt, with a KV cache.
 
   Args:
@@ -42,16 +55,16 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
     max_new: the most tokens to generate per sequence (static).
     eos_id: the end-of-sequence token: a sequence stops after emitting it.
     rngs: {'noise': key} for randomized encodings: the same draws for every step.
+    answer_lengths: optional int [B]: each answer's expected length with its EOS (default
+      max_new), for the length randomized encodings draw positions for (`_draws`).
     task: optional int [B]: each example's output head.
     recurrences: R of a looped model (default its training R).
 
   Returns:
     int32 [B, max_new]: the generated tokens, `eos_id` after each sequence's end.
   """
-  b, p = prompts.shape
-  total = p + max_new
-  # Each sequence's positions are drawn for its longest length: prompt + answer.
-  draw_length = prompt_lengths + max_new
+  b = prompts.shape[0]
+  total, draw_length = _draws(prompts, prompt_lengths, max_new, answer_lengths)
   call = lambda tokens, lengths, **kw: model.apply(
       variables, tokens, lengths, deterministic=True, num_positions=total,
       draw_length=draw_length, task=task, recurrences=recurrences, rngs=rngs, **kw)
@@ -76,22 +89,22 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
 
 def generate_uncached(model: decoder_lib.Decoder, variables: Any, prompts: Array,
                       prompt_lengths: Array, max_new: int, eos_id: int,
-                      rngs: dict[str, Array], *, task: Array | None = None,
-                      recurrences: int | None = None) -> Array:
+                      rngs: dict[str, Array], *, answer_lengths: Array | None = None,
+                      task: Array | None = None, recurrences: int | None = None) -> Array:
   """`generate` without a cache: every token re-decodes the whole sequence so far (the
   definition cached generation is tested against, and its speed baseline)."""
   b, p = prompts.shape
-  total = p + max_new
-  draw_length = prompt_lengths + max_new
-  seq = jnp.zeros((b, total), jnp.int32).at[:, :p].set(prompts)
+  total, draw_length = _draws(prompts, prompt_lengths, max_new, answer_lengths)
+  # One spare column takes the last token, which is never fed back.
+  seq = jnp.zeros((b, total + 1), jnp.int32).at[:, :p].set(prompts)
   rows = jnp.arange(b)
 
   def step(i, state):
     seq, out, done = state
     lengths = prompt_lengths + i
-    logits, _ = model.apply(variables, seq, lengths, deterministic=True, num_positions=total,
-                            draw_length=draw_length, task=task, recurrences=recurrences,
-                            rngs=rngs)
+    logits, _ = model.apply(variables, seq[:, :total], lengths, deterministic=True,
+                            num_positions=total, draw_length=draw_length, task=task,
+                            recurrences=recurrences, rngs=rngs)
     token = jnp.argmax(logits[rows, lengths - 1], -1).astype(jnp.int32)
     token = jnp.where(done, eos_id, token)
     return seq.at[rows, lengths].set(token), out.at[:, i].set(token), done | (token == eos_id)

@@ -60,6 +60,7 @@ from posenc import config as config_lib
 from posenc import encodings
 from posenc import io
 from posenc import models as model_lib
+from posenc import objectives
 import tasks
 
 P = jax.sharding.PartitionSpec
@@ -68,6 +69,8 @@ POP = 'pop'  # The mesh axis the population is sharded over.
 # Purpose tags folded into root keys so that streams never coincide, e.g. when
 # data_seed == seed.
 _DATA, _MEMBER, _EVAL_DATA = 0, 1, 2
+# Folded into a member's step key for the progressive loss's draws.
+_PROGRESSIVE = 3
 
 # On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
 # the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
@@ -102,21 +105,25 @@ def platform_of(devices: list[Any] | None = None) -> str:
 
 
 def make_model(config: ml_collections.ConfigDict, task: Any,
-               platform: str | None = None) -> model_lib.Encoder:
-  """The study's encoder for `task`, sized by `config.model`, its attention backend resolved
-  for `platform` (default: JAX's default backend)."""
-  options = tuple(sorted(config.encoding_options.to_dict().items()))
-  fused = config.model.fused_implementation
-  return model_lib.Encoder(
-      vocab_size=task.vocab_size, num_classes=task.num_classes, encoding=config.encoding,
-      num_layers=config.model.num_layers, d_model=config.model.d_model,
-      num_heads=config.model.num_heads, ffn_size=config.model.ffn_size,
-      dropout=config.model.dropout, max_position=config.model.max_position,
-      encoding_options=options,
-      attention_impl=attention.resolve(config.model.attention_impl, platform or platform_of()),
-      attention_block=config.model.attention_block,
-      fused_implementation=None if fused == 'xla' else fused,
-      dtype=jnp.dtype(config.model.dtype), param_dtype=jnp.dtype(config.model.param_dtype))
+               platform: str | None = None) -> Any:
+  """The model of `config.model.family` for `task`, its attention backend resolved for
+  `platform` (default: JAX's default backend)."""
+  c = config.model
+  common = dict(
+      encoding=config.encoding, num_layers=c.num_layers, d_model=c.d_model,
+      num_heads=c.num_heads, ffn_size=c.ffn_size, dropout=c.dropout,
+      max_position=c.max_position,
+      encoding_options=tuple(sorted(config.encoding_options.to_dict().items())),
+      norm=c.norm, ffn=c.ffn, recurrences=c.recurrences, injection=c.injection, loop=c.loop,
+      attention_impl=attention.resolve(c.attention_impl, platform or platform_of()),
+      attention_block=c.attention_block,
+      fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
+      temperature=c.temperature, temperature_beta=c.temperature_beta,
+      dtype=jnp.dtype(c.dtype), param_dtype=jnp.dtype(c.param_dtype))
+  if c.family == 'decoder':
+    return model_lib.Decoder(vocab_size=objectives.decoder_vocab(task).size,
+                             tie_embeddings=c.tie_embeddings, **common)
+  return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.num_classes, **common)
 
 
 def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
@@ -125,35 +132,6 @@ def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
   if loop == 'auto':
     return 'map' if platform == 'cpu' else 'vmap'
   return loop
-
-
-def forward(model: model_lib.Encoder, params: Any, batch: dict[str, jax.Array],
-            max_output: int, rngs: dict[str, jax.Array], deterministic: bool) -> jax.Array:
-  """Logits [B, Omax, C] of the "empty output tokens" layout for a (padded) batch."""
-  tokens, seq_length = model_lib.empty_output_layout(
-      batch['inputs'], batch['length'], batch['output_length'], max_output,
-      model.vocab_size)
-  logits = model.apply({'params': params}, tokens, seq_length,
-                       deterministic=deterministic, rngs=rngs)
-  return model_lib.read_outputs(logits, batch['length'], max_output)
-
-
-def loss_and_accuracy(logits: jax.Array, batch: dict[str, jax.Array],
-                      masked_loss: bool = False) -> tuple[jax.Array, jax.Array]:
-  """The reference's loss and accuracy on one (padded) batch.
-
-  loss: mean cross-entropy over every real output position (the reference's loss is
-    unmasked: the zeros after a terminator are trained on); with `masked_loss`, only
-    over the positions of the accuracy mask.
-  accuracy: sum(mask * correct) / sum(mask), pooled over the batch (per token).
-  """
-  ce = optax.softmax_cross_entropy_with_integer_labels(
-      logits.astype(jnp.float32), batch['targets'])
-  weights = batch['mask'] if masked_loss else batch['output_valid']
-  loss = jnp.sum(ce * weights) / jnp.sum(weights)
-  correct = (jnp.argmax(logits, -1) == batch['targets']).astype(jnp.float32)
-  accuracy = jnp.sum(correct * batch['mask']) / jnp.sum(batch['mask'])
-  return loss, accuracy
 
 
 def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
@@ -285,17 +263,30 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   (traced) and the batch is sampled from the step's key on the device.
   """
   tx = optimizer(config)
-  max_output = int(task.output_length(bucket))
+  objective = objectives.make(config, task, model, bucket)
+  r, alpha = config.model.recurrences, config.train.progressive_alpha
 
   def member_update(params, opt, diverged, learning_rate, key, batch, step):
-    dropout, noise = jax.random.split(jax.random.fold_in(key, step))
+    member_step = jax.random.fold_in(key, step)
+    dropout, noise = jax.random.split(member_step)
+    rngs = {'dropout': dropout, 'noise': noise}
 
     def loss_fn(p):
-      logits = forward(model, p, batch, max_output, {'dropout': dropout, 'noise': noise},
-                       deterministic=False)
-      return loss_and_accuracy(logits, batch, config.train.masked_loss)
+      if alpha == 0:
+        return objective.loss(p, batch, rngs)
+      # The progressive loss: n recurrences without gradient, then k with.
+      k_n, k_k = jax.random.split(jax.random.fold_in(member_step, _PROGRESSIVE))
+      n = jax.random.randint(k_n, (), 0, r)
+      k = jax.random.randint(k_k, (), 1, jnp.maximum(1, jnp.minimum(r - n, r // 2)) + 1)
+      loss, accuracy = objective.loss(p, batch, rngs, window=(n, n + k))
+      if alpha < 1:
+        full, accuracy = objective.loss(p, batch, rngs)
+        loss = (1 - alpha) * full + alpha * loss
+      return loss, accuracy
 
     (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    if config.train.scale_block_gradients and 'block' in grads:
+      grads = {**grads, 'block': jax.tree.map(lambda g: g / r, grads['block'])}
     updates, new_opt = tx.update(grads, opt, params)
     new_params = jax.tree.map(lambda p, u: (p - learning_rate * u).astype(p.dtype),
                               params, updates)
@@ -436,16 +427,18 @@ def eval_micro_batch(batch_size: int, num_heads: int, tokens: int, platform: str
   return _divisor_at_most(batch_size, int(_ACCELERATOR_MEMORY_SHARE * memory) // per_example)
 
 
-def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
+def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
                  population: Population, bucket: int, data_key: jax.Array,
                  traces: collections.Counter | None = None,
-                 platform: str | None = None) -> Callable[..., jax.Array]:
+                 platform: str | None = None) -> Callable[..., dict[str, jax.Array]]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
 
-  evaluate(params [P], length, eval_keys [P]) -> accuracy [P]: the mean over
-  examples_per_length / batch_size sub-batches of the pooled per-token accuracy. The
-  data of (length, sub-batch j) is the same for every model; randomized positions and
-  (with eval_dropout) dropout are redrawn per sub-batch.
+  evaluate(params [P], length, eval_keys [P]) -> {'accuracy', 'exact_match'} [P]: the mean
+  over examples_per_length / batch_size sub-batches of the pooled per-token accuracy and of
+  the share of examples whose every masked output is right (`objectives`: the encoder reads
+  its outputs in one pass, the decoder generates them greedily). The data of (length,
+  sub-batch j) is the same for every model; randomized positions and (with eval_dropout)
+  dropout are redrawn per sub-batch.
 
   Members run one after another, and a sub-batch runs in micro-batches sized for the
   platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
@@ -458,6 +451,7 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.
   tokens = bucket + max_output
   micro = eval_micro_batch(batch_size, config.model.num_heads, tokens,
                            platform or population.platform)
+  objective = objectives.make(config, task, model, bucket)
 
   def local_eval(params, length, keys):
     if traces is not None:
@@ -479,23 +473,22 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.
         def counts(args):
           i, mb = args
           mb = {**mb, 'length': batch['length'], 'output_length': batch['output_length']}
-          rngs = {'dropout': jax.random.fold_in(dropout, i), 'noise': noise}
-          logits = forward(model, p, mb, max_output, rngs,
-                           deterministic=not config.eval.eval_dropout)
-          correct = (jnp.argmax(logits, -1) == mb['targets']).astype(jnp.float32)
-          return jnp.sum(correct * mb['mask']), jnp.sum(mb['mask'])
+          return objective.counts(p, mb, {'dropout': jax.random.fold_in(dropout, i),
+                                          'noise': noise})
 
         if micro == batch_size:
-          correct, total = counts((0, jax.tree.map(lambda x: x[0], micro_batches)))
+          sums = counts((0, jax.tree.map(lambda x: x[0], micro_batches)))
         else:
           with jax.named_scope('eval_micro_batches'):
-            correct, total = jax.lax.map(counts, (jnp.arange(batch_size // micro),
-                                                  micro_batches))
-        return jnp.sum(correct) / jnp.sum(total)
+            sums = jax.tree.map(jnp.sum, jax.lax.map(
+                counts, (jnp.arange(batch_size // micro), micro_batches)))
+        return {'accuracy': sums['correct'] / sums['total'],
+                'exact_match': sums['exact'] / sums['examples']}
 
       return jax.lax.map(member, (params, keys))
 
-    return jnp.mean(jax.lax.map(sub_batch, jnp.arange(num_sub)), axis=0)
+    return jax.tree.map(lambda x: jnp.mean(x, axis=0),
+                        jax.lax.map(sub_batch, jnp.arange(num_sub)))
 
   param_specs = jax.tree.map(lambda _: P(POP),
                              init_state(config, model, population, abstract=True)['params'])
@@ -753,26 +746,29 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   manager.wait_until_finished()
   train_seconds = time.time() - t_start
 
-  accuracy_by_length = evaluate_population(config, task, model, population, state['params'],
-                                           eval_data_key, workdir, progress, traces,
-                                           should_stop)
+  metrics_by_length = evaluate_population(config, task, model, population, state['params'],
+                                          eval_data_key, workdir, progress, traces,
+                                          should_stop)
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
   eval_list = config_lib.eval_lengths(config)
   unseen = [l for l in eval_list if l > n]
   results_members = []
   for i, member in enumerate(population.members):
-    by_length = {str(l): accuracy_by_length[l][i] for l in eval_list}
-    score = float(np.mean([by_length[str(l)] for l in unseen])) if unseen else None
-    if diverged[i]:
-      score = None
-    results_members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
-                            'accuracy_by_length': by_length})
+    by_length = {str(l): metrics_by_length[l]['accuracy'][i] for l in eval_list}
+    exact = {str(l): metrics_by_length[l].get('exact_match', [None] * (i + 1))[i]
+             for l in eval_list}
+    mean_unseen = lambda values: (float(np.mean([values[str(l)] for l in unseen]))
+                                  if unseen and not diverged[i] else None)
+    exact_score = None if None in exact.values() else mean_unseen(exact)
+    results_members.append({**member, 'diverged': bool(diverged[i]),
+                            'score': mean_unseen(by_length), 'accuracy_by_length': by_length,
+                            'exact_match_score': exact_score, 'exact_match_by_length': exact})
   # With steps_per_dispatch > 1 every bucket lives in one program.
   compiled = {'train': traces['train'],
               'train_buckets': sorted(update_fns) if multi_step is None else train_buckets(config),
               'eval': traces['eval']}
   results = {
-      'task': config.task, 'encoding': config.encoding,
+      'task': config.task, 'encoding': config.encoding, 'family': config.model.family,
       'encoding_options': encoding_options(config),
       'num_params': num_params,
       'train_steps': steps, 'train_length': n, 'eval_lengths': eval_list,
@@ -788,14 +784,14 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   return results
 
 
-def evaluate_population(config: ml_collections.ConfigDict, task: Any,
-                        model: model_lib.Encoder, population: Population, params: Any,
-                        data_key: jax.Array, workdir: str,
+def evaluate_population(config: ml_collections.ConfigDict, task: Any, model: Any,
+                        population: Population, params: Any, data_key: jax.Array, workdir: str,
                         progress: Callable[[str], None] = logging.info,
                         traces: collections.Counter | None = None,
                         should_stop: Callable[[], bool] = lambda: False
-                        ) -> dict[int, list[float]]:
-  """Per-length accuracy of every member: {length: [accuracy of member i]}.
+                        ) -> dict[int, dict[str, list[float]]]:
+  """Per-length metrics of every member: {length: {'accuracy': [member i], 'exact_match':
+  [member i]}}.
 
   Lengths already in `workdir/eval.jsonl` (from an interrupted evaluation of the same
   final parameters) are not measured again. `should_stop` is polled between lengths
@@ -803,8 +799,9 @@ def evaluate_population(config: ml_collections.ConfigDict, task: Any,
   """
   path = os.path.join(workdir, 'eval.jsonl')
   wanted = config_lib.eval_lengths(config)
-  done = {r['length']: r['accuracy'] for r in io.read_jsonl(path, rewrite=True)}
-  eval_fns: dict[int, Callable[..., jax.Array]] = {}
+  done = {r['length']: {k: v for k, v in r.items() if k != 'length'}
+          for r in io.read_jsonl(path, rewrite=True)}
+  eval_fns: dict[int, Callable[..., Any]] = {}
   m = config.eval.max_length
   t0 = time.time()
   todo = [l for l in wanted if l not in done]
@@ -816,10 +813,12 @@ def evaluate_population(config: ml_collections.ConfigDict, task: Any,
     if bucket not in eval_fns:
       eval_fns[bucket] = make_eval_fn(config, task, model, population, bucket, data_key,
                                       traces)
-    accuracy = eval_fns[bucket](params, jnp.int32(length), population.eval_keys)
-    accuracy = [float(a) for a in np.asarray(accuracy)[:population.size]]
-    io.append_jsonl(path, {'length': length, 'accuracy': accuracy})
-    done[length] = accuracy
+    metrics = jax.device_get(eval_fns[bucket](params, jnp.int32(length),
+                                              population.eval_keys))
+    metrics = {name: [float(a) for a in np.asarray(values)[:population.size]]
+               for name, values in metrics.items()}
+    io.append_jsonl(path, {'length': length, **metrics})
+    done[length] = metrics
     if (k + 1) % 25 == 0 or k + 1 == len(todo):
       elapsed = time.time() - t0
       progress(f'eval length {length} ({k + 1}/{len(todo)}) | elapsed {_duration(elapsed)} | '

@@ -22,10 +22,11 @@ EVAL_BUCKET = 512  # reverse_string at length 500: T = 1,024 positions
 
 
 @functools.lru_cache(maxsize=None)
-def exported(name):
+def exported(name, family='encoder'):
   """(training step at bucket 40, evaluation step at length 500), lowered for GPU and TPU."""
   config = rpe_table1.get_config(f'task=reverse_string,encoding={name}')
   config.seeds, config.learning_rates = [0, 1], [1e-4]
+  config.model.family = family
   task = tasks.get(config.task)
   population = train.Population(config)
   model = train.make_model(config, task, 'gpu')
@@ -65,3 +66,15 @@ def test_accelerator_micro_batch_comes_from_device_memory():
   assert train.eval_micro_batch(64, 8, 1024, 'gpu', 16 * 2**30) == 64
   assert train.eval_micro_batch(64, 8, 1024, 'tpu', 2 * 2**30) == 8
   assert train.eval_micro_batch(64, 8, 1024, 'gpu', 80 * 2**30) == 64
+
+
+@pytest.mark.parametrize('name', encodings.NAMES)
+def test_decoder_training_and_generation_export_on_the_fused_path(name):
+  # The decoder's evaluation step generates with a KV cache: a prompt pass, then one token
+  # per step in a while loop; its attention takes the fused path too.
+  for program, text in zip(('train', 'generate'), exported(name, 'decoder')):
+    assert 'attention_xla_fused' in text, program
+    assert 'attention_cpu_blocked' not in text, program
+  train_text, generate_text = exported(name, 'decoder')
+  assert 'stablehlo.while' not in train_text
+  assert generate_text.count('stablehlo.while') == 3  # members, sub-batches, tokens

@@ -79,6 +79,15 @@ TRAIN_CASES = [
      'experiment files: experiments/quickstart.py'),
     (['--config={tmp}/broken.py'], 'does not import: SyntaxError'),
     (['--config={tmp}/noconfig.py'], 'has no get_config(arg)'),
+    ([TINY, '--config.model.family=lstm'], "unknown model.family 'lstm'; valid: encoder, decoder"),
+    ([TINY, '--config.model.recurrences=0'], 'model.recurrences=0 must be an integer >= 1'),
+    ([TINY, '--config.model.injection=every'], "unknown model.injection 'every'; valid: none"),
+    ([TINY, '--config.train.progressive_alpha=0.5'], 'progressive_alpha=0.5 needs a looped'),
+    ([TINY, '--config.model.tie_embeddings=True'], 'tie_embeddings needs model.family=decoder'),
+    (['--config=experiments/rpe_decoder.py:encoding=learned,tiny',
+      '--config.model.max_position=16'],
+     'model.max_position=16 is smaller than the longest sequence (25 tokens at length 12 of '
+     'reverse_string for the decoder)'),
     ([TINY, '--workdir=/proc/nonexistent/x'], 'cannot be created or written'),
     ([TINY, '--workdir={tmp}/file'], 'is a file, not a directory'),
     ([TINY, '--workdir={tmp}/file/below'], 'cannot be created or written'),
@@ -112,6 +121,8 @@ SWEEP_CASES = [
     (['--config=experiments/sweep_tiny.py', '--device=H100'], '--device needs --cost'),
     (['--config=experiments/sweep_tiny.py', '--cost', '--device=H100', '--chips=0'],
      '--chips=0 must be a positive integer'),
+    (['--config=experiments/rpe_decoder.py:cpu,tiny', '--cost', '--device=H100'],
+     "--device estimates cover model.family=encoder only, not 'decoder'"),
     (['--config=experiments/sweep_tiny.py', '--config.model.attention_impl=fast'],
      "unknown model.attention_impl 'fast'; valid: auto, reference, xla_fused, cpu_blocked"),
     (['--config=experiments/sweep_tiny.py', '--config.train.steps_per_dispatch=0'],
@@ -165,6 +176,9 @@ BENCH_CASES = [
     (['eval', '--out={tmp}'], 'is a directory, not a file'),
     (['scale', '--out=/proc/nonexistent/x.json'], 'does not exist'),
     (['forward', '--out={tmp}/file/x.json'], 'does not exist'),
+    (['generate', '--answer_lengths=0'], '--answer_lengths=0 must be comma-separated'),
+    (['generate', '--batch=0'], '--batch=0 must be a positive integer'),
+    (['generate', '--encoding=nope'], "unknown encoding 'nope'"),
 ]
 
 

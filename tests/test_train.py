@@ -185,3 +185,44 @@ def test_bfloat16_tiny_run_learns(tmp_path):
   losses = [r['loss'][0] for r in io.read_jsonl(str(tmp_path / 'metrics.jsonl'))]
   assert losses[-1] < losses[0] - 0.02, losses
   assert results['members'][0]['score'] is not None
+
+
+def _decoder_cmd(workdir):
+  return [sys.executable, '-m', 'launch.train',
+          '--config=experiments/rpe_decoder.py:task=reverse_string,encoding=randomized_rotary,'
+          'tiny', f'--workdir={workdir}', '--config.train.steps=40',
+          '--config.checkpoint_every=10', '--config.train.log_every=5']
+
+
+def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(tmp_path):
+  straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
+  assert subprocess.run(_decoder_cmd(straight), cwd=ROOT, capture_output=True).returncode == 0
+  proc = subprocess.Popen(_decoder_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  deadline = time.time() + 120
+  while not os.path.exists(os.path.join(killed, 'checkpoints', '20')):
+    assert proc.poll() is None and time.time() < deadline
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert subprocess.run(_decoder_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
+  a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
+  assert a['family'] == 'decoder' and a['members'] == b['members']
+  member = a['members'][0]
+  assert set(member['exact_match_by_length']) == set(member['accuracy_by_length'])
+  assert all(0 <= v <= 1 for v in member['exact_match_by_length'].values())
+  assert member['exact_match_score'] is not None
+
+
+def test_looped_decoder_with_progressive_loss_trains(tmp_path):
+  config = rpe_table1.get_config('task=reverse_string,encoding=rotary,tiny')
+  config = sweep.cell_config(config, {
+      'model.family': 'decoder', 'model.num_layers': 1, 'model.recurrences': 3,
+      'model.injection': 'layer', 'model.eval_recurrences': 5, 'model.norm': 'pre',
+      'model.ffn': 'gelu_glu', 'model.tie_embeddings': True,
+      'train.progressive_alpha': 0.5, 'train.scale_block_gradients': True,
+      'train.steps': 10, 'seeds': [0]})
+  results = train.train_and_evaluate(config, str(tmp_path))
+  assert results['members'][0]['score'] is not None
+  params = final_params(str(tmp_path), config)['params']
+  assert 'block' in params and 'layer_0' in params['block'] and 'head' not in params

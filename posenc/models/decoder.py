@@ -67,6 +67,7 @@ class Decoder(stack.Architecture):
       given tokens (whole sequences) or the updated cache.
     """
     q = tokens.shape[1]
+    lengths = jnp.broadcast_to(jnp.asarray(lengths), tokens.shape[:1])
     if num_positions is None:
       num_positions = q if cache is None else jax.tree.leaves(cache)[0].shape[-3]
     self.check_length(num_positions)
