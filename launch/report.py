@@ -1,17 +1,20 @@
 """The study's Table 1, Table 4 and Figure 4 from run directories.
 
 Usage:
-  python -m launch.report WORKDIR... [--out=DIR] [--full_grid]
+  python -m launch.report WORKDIR... [--out=DIR] [--full_grid] [--metric=accuracy|exact_match]
 
 Each WORKDIR is a run directory (holding results.json), a tree of them (a sweep directory) or a
 results.json file. Writes DIR/table1.md, DIR/table4.md and DIR/figure4_<task>.png (DIR defaults
-to ./report) and prints both tables. Malformed runs are skipped with a warning on stderr and
-listed in the tables' notes. Bad input (a missing path, no results.json, no well-formed run,
-an --out that is a file) gets a one-line error on stderr and exit status 2, before anything is
+to ./report) and prints both tables. --metric=exact_match reports the share of examples whose
+every output token is right instead of the per-token accuracy; runs that predate that metric are
+then malformed. Malformed runs are skipped with a warning on stderr and listed in the tables'
+notes. Bad input (a missing path, no results.json, no well-formed run, an --out that is a file,
+an unknown --metric) gets a one-line error on stderr and exit status 2, before anything is
 written; each file is written atomically (a temporary file, then os.replace).
 
 Example:
   python -m launch.report sweeps/table1 runs/extra_cell --out=report
+  python -m launch.report sweeps/decoder --metric=exact_match --out=report_exact
 """
 import argparse
 import os
@@ -27,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
 
   def error(self, message: str) -> NoReturn:
     self.exit(2, f'error: {message} (usage: python -m launch.report WORKDIR... [--out=DIR] '
-                 '[--full_grid])\n')
+                 '[--full_grid] [--metric=accuracy|exact_match])\n')
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -38,7 +41,11 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
   parser.add_argument('--out', default='report',
                       help='output directory (default: ./report); created if needed')
   parser.add_argument('--full_grid', action='store_true',
-                      help='all 15 tasks × 13 encodings, missing cells shown as missing')
+                      help='every task and encoding of the study, not only those with runs; '
+                           'missing cells shown as missing')
+  parser.add_argument('--metric', choices=tuple(report_lib.METRICS), default='accuracy',
+                      help='the score of every table and figure: per-token accuracy (default) '
+                           'or exact match of the whole output')
   return parser.parse_args(argv)
 
 
@@ -54,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     _fail(f'--out={args.out!r} is a file, not a directory')
   try:
     # Everything is rendered in memory first, so bad input leaves nothing on disk.
-    report = report_lib.build_report(args.workdirs, full_grid=args.full_grid)
+    report = report_lib.build_report(args.workdirs, full_grid=args.full_grid,
+                                     metric=args.metric)
   except report_lib.ReportError as e:
     _fail(str(e))
   for problem in report.skipped:

@@ -1,15 +1,20 @@
 """The study's tables and curves from run directories (Ruoss et al. 2023, Tables 1, 4, Fig. 4).
 
 A run directory holds the engine's `results.json` (docs/design.md, "engine"): one task, one
-encoding, a population of members (seeds × learning rates), each with its `score` (mean
-accuracy over the evaluated lengths N+1..M) and its `accuracy_by_length`. This module turns any
-set of them into:
+encoding, one model family (`family`: 'encoder' or 'decoder'; 'encoder' when not recorded), a
+population of members (seeds × learning rates), each with its `score` (mean accuracy over the
+evaluated lengths N+1..M) and its `accuracy_by_length`, and likewise its `exact_match_score`
+and `exact_match_by_length` (the share of examples with every output token right). This module
+turns any set of them into:
 
 - Table 1: per task × encoding, the max score over all non-diverged members, in %;
 - Table 4: per task × encoding, mean ± sd of the score over seeds at the learning rate whose
   mean is best, in %;
-- Figure 4: per task, accuracy versus length, one line per column (its best member), a dashed
-  line at the training length N.
+- Figure 4: per task, the metric versus length, one line per column (its best member), a
+  dashed line at the training length N.
+
+The metric is chosen for the whole report: 'accuracy' (the study's) or 'exact_match', which
+reads the exact-match fields instead and names them in every title.
 
 The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
 (`find_results`, `load_run`, `load_runs`, `build_report`), which read files; writing is left to
@@ -20,7 +25,9 @@ Columns. Runs of one encoding with different encoding options (results.json's
 reported hold more than one set of options for an encoding, each set is a column of its own,
 labelled by the encoding and the options that differ, e.g.
 'randomized_relative (relative_mode=reference)'. Otherwise the column is the encoding's name. A
-results.json without the record of its options counts as 'options not recorded'.
+results.json without the record of its options counts as 'options not recorded'. Runs of
+different model families are never merged either: when the runs reported hold more than one
+family, every column names its family, e.g. 'randomized_rotary (decoder)'.
 
 Cells. The runs are grouped by (task, column). When several runs cover the same cell, their
 members are merged: the cell holds the union of their members, where a member that appears
@@ -77,18 +84,46 @@ RESULTS_FILE = 'results.json'
 
 
 class ReportError(ValueError):
-  """Bad input to the report as a whole (a missing path, no results anywhere)."""
+  """Bad input to the report as a whole (a missing path, no results anywhere, an unknown
+  metric)."""
 
 
 class MalformedRunError(ValueError):
   """A results.json that does not follow the engine's schema; the report skips it."""
 
 
+# The report's metrics: its name in titles and axis labels, and the member fields it reads.
+METRICS: dict[str, tuple[str, str, str]] = {
+    'accuracy': ('accuracy', 'score', 'accuracy_by_length'),
+    'exact_match': ('exact match', 'exact_match_score', 'exact_match_by_length'),
+}
+
+
+def metric_label(metric: str) -> str:
+  """How titles and axis labels name `metric`.
+
+  Example:
+    >>> metric_label('exact_match')
+    'exact match'
+
+  Raises:
+    ReportError: `metric` is not one of METRICS.
+  """
+  return _metric_fields(metric)[0]
+
+
+def _metric_fields(metric: str) -> tuple[str, str, str]:
+  if metric not in METRICS:
+    raise ReportError(f'unknown metric {metric!r}; expected one of {", ".join(METRICS)}')
+  return METRICS[metric]
+
+
 @dataclasses.dataclass(frozen=True)
 class Member:
   """One trained model of a population.
 
-  `score` is None for a diverged member; `accuracy_by_length` maps length -> accuracy.
+  `score` is None for a diverged member; `accuracy_by_length` maps length -> accuracy. Both hold
+  the report's metric: with 'exact_match', the member's exact-match score and curve.
   """
   seed: int
   learning_rate: float
@@ -105,7 +140,8 @@ class Run:
   `train_steps`), so a run that stopped early can be told from one planned short.
   `encoding_options` maps each option the encoding takes to its value, e.g.
   {'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}; None when
-  the results.json predates that record.
+  the results.json predates that record. `family` is the model family ('encoder' or 'decoder'),
+  'encoder' when the results.json predates that record.
   """
   path: pathlib.Path
   task: str
@@ -118,6 +154,7 @@ class Run:
   num_params: int | None = None
   versions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   encoding_options: Mapping[str, Any] | None = None
+  family: str = 'encoder'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +173,11 @@ class Cell:
   @property
   def converged(self) -> tuple[Member, ...]:
     return tuple(m for m in self.members if not m.diverged)
+
+  @property
+  def family(self) -> str:
+    """The model family of the cell's runs (one, as families are never merged)."""
+    return self.runs[0].family
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,40 +250,53 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
   return ' or '.join(k.__name__ for k in _kinds(kind))
 
 
-def _parse_member(data: Any, where: str) -> Member:
+def _parse_member(data: Any, where: str, metric: str) -> Member:
+  """One member, its score and curve those of `metric` (see METRICS)."""
+  _, score_key, curve_key = _metric_fields(metric)
   if not isinstance(data, dict):
     raise MalformedRunError(f'{where}: expected an object, got {data!r}')
   seed = _require(data, 'seed', int, where)
   learning_rate = float(_require(data, 'learning_rate', (int, float), where))
   where = f'{where} (seed {seed}, learning rate {learning_rate:g})'
   diverged = _require(data, 'diverged', bool, where)
-  score = data.get('score')
+  if metric != 'accuracy' and score_key not in data:
+    # The engine writes the exact-match fields for every member, diverged or not; without
+    # them the file predates that metric. (A diverged member's accuracy score may be absent.)
+    raise MalformedRunError(f'{where}: missing {score_key!r}')
+  score = data.get(score_key)
   if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-    raise MalformedRunError(f'{where}: score is {score!r}, expected a number or null')
+    raise MalformedRunError(f'{where}: {score_key} is {score!r}, expected a number or null')
   if diverged:
     score = None  # Whatever a diverged member scored does not count.
   elif score is None or not math.isfinite(score):
-    raise MalformedRunError(f'{where}: not diverged but its score is {score}')
-  raw = _require(data, 'accuracy_by_length', dict, where)
+    raise MalformedRunError(f'{where}: not diverged but its {score_key} is {score}')
+  raw = _require(data, curve_key, dict, where)
   try:
     accuracy = {int(k): float(v) for k, v in raw.items()}
   except (TypeError, ValueError) as e:
-    raise MalformedRunError(f'{where}: bad accuracy_by_length entry ({e})') from None
+    raise MalformedRunError(f'{where}: bad {curve_key} entry ({e})') from None
   return Member(seed, learning_rate, diverged, None if score is None else float(score),
                 dict(sorted(accuracy.items())))
 
 
-def load_run(results_path: str | os.PathLike[str]) -> Run:
+def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') -> Run:
   """Reads and checks one results.json (the engine's schema, docs/design.md).
 
+  The members' scores and curves are those of `metric`: 'accuracy' reads `score` and
+  `accuracy_by_length`, 'exact_match' reads `exact_match_score` and `exact_match_by_length`.
+
   Example:
-    >>> run = load_run('runs/rs_rr/results.json')  # doctest: +SKIP
-    >>> run.task, run.encoding, len(run.members)
-    ('reverse_string', 'randomized_relative', 30)
+    >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
+    >>> run.task, run.encoding, run.family, len(run.members)
+    ('reverse_string', 'randomized_relative', 'decoder', 30)
+    >>> run.members[0].score  # Its exact_match_score.
+    0.87
 
   Raises:
     MalformedRunError: unreadable JSON or a missing/mistyped field, naming the file and field.
+    ReportError: `metric` is not one of METRICS.
   """
+  _metric_fields(metric)  # An unknown metric is the caller's error, not the file's.
   path = pathlib.Path(results_path)
   where = str(path)
   try:
@@ -254,6 +309,11 @@ def load_run(results_path: str | os.PathLike[str]) -> Run:
   encoding = _require(data, 'encoding', str, where)
   if not task or not encoding:
     raise MalformedRunError(f'{where}: empty task or encoding name')
+  family = data.get('family')
+  if family is None:
+    family = 'encoder'  # Written before the engine had other model families.
+  elif not isinstance(family, str) or not family:
+    raise MalformedRunError(f'{where}: family is {family!r}, expected a model family name')
   train_steps = _require(data, 'train_steps', int, where)
   train_length = _require(data, 'train_length', int, where)
   eval_lengths = _require(data, 'eval_lengths', list, where)
@@ -266,7 +326,8 @@ def load_run(results_path: str | os.PathLike[str]) -> Run:
   raw_members = _require(data, 'members', list, where)
   if not raw_members:
     raise MalformedRunError(f'{where}: members is empty')
-  members = tuple(_parse_member(m, f'{where}: members[{i}]') for i, m in enumerate(raw_members))
+  members = tuple(_parse_member(m, f'{where}: members[{i}]', metric)
+                  for i, m in enumerate(raw_members))
   config = data.get('config')
   train = config.get('train') if isinstance(config, dict) else None
   planned_steps = train.get('steps') if isinstance(train, dict) else None
@@ -284,7 +345,8 @@ def load_run(results_path: str | os.PathLike[str]) -> Run:
       planned_steps=planned_steps, train_length=train_length,
       eval_lengths=tuple(sorted(set(eval_lengths))), members=members,
       num_params=num_params if isinstance(num_params, int) else None,
-      versions=versions if isinstance(versions, dict) else {}, encoding_options=options)
+      versions=versions if isinstance(versions, dict) else {}, encoding_options=options,
+      family=family)
 
 
 def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
@@ -300,8 +362,10 @@ def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
   return {**attention, **embedding}
 
 
-def load_runs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Run], list[str]]:
-  """Loads every run under `paths`; malformed ones are skipped and described.
+def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+              ) -> tuple[list[Run], list[str]]:
+  """Loads every run under `paths` for `metric` (`load_run`); malformed ones are skipped and
+  described.
 
   Example:
     >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
@@ -312,12 +376,12 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Run], list[
     (runs, problems): the runs that loaded and one message per skipped results.json.
 
   Raises:
-    ReportError: from `find_results`.
+    ReportError: from `find_results`, or an unknown metric.
   """
   runs, problems = [], []
   for results_path in find_results(paths):
     try:
-      runs.append(load_run(results_path))
+      runs.append(load_run(results_path, metric=metric))
     except MalformedRunError as e:
       problems.append(str(e))
   return runs, problems
@@ -334,53 +398,64 @@ def _option_text(value: Any) -> str:
 
 
 def column_labels(runs: Sequence[Run]) -> list[str]:
-  """Each run's column label: its encoding, plus the options that set it apart if need be.
+  """Each run's column label: its encoding, plus its model family and the options that set it
+  apart if need be.
 
   An encoding whose runs all share one set of `encoding_options` is labelled by its name. One
   with several sets gets a column per set, labelled by the encoding and the options whose
   values differ among the sets (an option a set lacks shows as '?'); runs that do not record
   their options are 'options not recorded', unless the encoding's recorded sets are all empty
-  (there is nothing to tell them apart by).
+  (there is nothing to tell them apart by). When `runs` hold more than one model family, every
+  label names its run's family first, so that no column mixes families, or hides its own.
 
   Example:
-    >>> [run.encoding_options for run in runs]  # doctest: +SKIP
-    [{'max_time': 10000.0, 'relative_mode': 'reference'},
-     {'max_time': 10000.0, 'relative_mode': 'symmetric'}, {}]
+    >>> [(run.family, run.encoding_options) for run in runs]  # doctest: +SKIP
+    [('encoder', {'max_time': 10000.0, 'relative_mode': 'reference'}),
+     ('encoder', {'max_time': 10000.0, 'relative_mode': 'symmetric'}), ('encoder', {})]
     >>> column_labels(runs)  # doctest: +SKIP
     ['randomized_relative (relative_mode=reference)',
      'randomized_relative (relative_mode=symmetric)', 'none']
+    >>> column_labels(runs + [decoder_run_of_none])  # doctest: +SKIP
+    ['randomized_relative (encoder, relative_mode=reference)',
+     'randomized_relative (encoder, relative_mode=symmetric)', 'none (encoder)',
+     'none (decoder)']
   """
-  def key(options: Mapping[str, Any] | None) -> str | None:
-    return None if options is None else _json_text(options)
+  def key(run: Run) -> tuple[str, str | None]:
+    options = run.encoding_options
+    return run.family, None if options is None else _json_text(options)
 
-  # encoding -> {options as text (None: not recorded): options}, in order of appearance.
-  variants: dict[str, dict[str | None, Mapping[str, Any]]] = collections.defaultdict(dict)
+  # Family-wide rather than per encoding: in a report of both families, a column of an encoding
+  # that only one family ran must still say which.
+  name_family = len({run.family for run in runs}) > 1
+  # encoding -> {(family, options as text (None: not recorded)): options}, in order of
+  # appearance.
+  variants: dict[str, dict[tuple[str, str | None], Mapping[str, Any]]] = (
+      collections.defaultdict(dict))
   for run in runs:
-    variants[run.encoding][key(run.encoding_options)] = run.encoding_options or {}
+    variants[run.encoding][key(run)] = run.encoding_options or {}
   labels = {}
   for encoding, sets in variants.items():
     names = list(dict.fromkeys(name for options in sets.values() for name in options))
     differing = [name for name in names if len({
         _json_text(options[name]) if name in options else None for options in sets.values()}) > 1]
-    for options_key, options in sets.items():
-      if not differing:
-        label = encoding
-      elif options_key is None:
-        label = f'{encoding} (options not recorded)'
-      else:
-        label = f'{encoding} (' + ', '.join(
-            f'{name}={_option_text(options[name]) if name in options else "?"}'
-            for name in differing) + ')'
-      labels[encoding, options_key] = label
-  return [labels[run.encoding, key(run.encoding_options)] for run in runs]
+    for (family, options_key), options in sets.items():
+      parts = [family] if name_family else []
+      if differing and options_key is None:
+        parts.append('options not recorded')
+      elif differing:
+        parts += [f'{name}={_option_text(options[name]) if name in options else "?"}'
+                  for name in differing]
+      labels[encoding, family, options_key] = (
+          f'{encoding} ({", ".join(parts)})' if parts else encoding)
+  return [labels[(run.encoding, *key(run))] for run in runs]
 
 
 def collect_cells(runs: Iterable[Run]) -> dict[tuple[str, str], Cell]:
   """Groups runs by (task, column label), merging the members of runs of the same cell.
 
-  The label is the encoding unless its runs differ in their options (`column_labels`).
-  Identical members (a copy of the same training in two runs) count once; see the module
-  docstring.
+  The label is the encoding unless its runs differ in their options or the runs hold several
+  model families (`column_labels`). Identical members (a copy of the same training in two runs)
+  count once; see the module docstring.
 
   Example:
     >>> cells = collect_cells(runs)  # doctest: +SKIP
@@ -507,8 +582,10 @@ def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool,
 
 
 def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
-           skipped: Sequence[str] = ()) -> str:
+           skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
   """The study's Table 1 as markdown: max score over all non-diverged members, in %.
+
+  `metric` is the one the cells' members were loaded with (`load_runs`); the title names it.
 
   Example:
     >>> print(table1(cells))  # doctest: +SKIP
@@ -525,20 +602,22 @@ def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
     best = best_score(cell)
     return DIVERGED if best is None else _percent(best)
 
-  lines = ['# Table 1: accuracy (%) on unseen lengths, max over members', '']
+  label = metric_label(metric)
+  lines = [f'# Table 1: {label} (%) on unseen lengths, max over members', '']
   lines += _markdown_grid(cells, full_grid, entry)
   notes = [f'Each entry is the best score over all non-diverged members (seeds × learning '
            f'rates) of a task and encoding, in %. {MISSING} = no run; {DIVERGED} = every '
            f'member diverged.']
-  notes += _common_notes(cells, skipped)
+  notes += _common_notes(cells, skipped, metric)
   return '\n'.join(lines + [''] + _format_notes(notes)) + '\n'
 
 
 def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
-           skipped: Sequence[str] = ()) -> str:
+           skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
   """The study's Table 4 as markdown: mean ± sd over seeds at the best learning rate, in %.
 
-  A second grid gives the learning rate chosen for each cell.
+  A second grid gives the learning rate chosen for each cell. `metric` is the one the cells'
+  members were loaded with (`load_runs`); the title names it.
 
   Example:
     >>> print(table4(cells))  # doctest: +SKIP
@@ -562,7 +641,8 @@ def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
     stats = seed_stats(cell)
     return DIVERGED if stats is None else f'{stats.learning_rate:g}'
 
-  lines = ['# Table 4: accuracy (%) on unseen lengths, mean ± sd over seeds at the best '
+  label = metric_label(metric)
+  lines = [f'# Table 4: {label} (%) on unseen lengths, mean ± sd over seeds at the best '
            'learning rate', '']
   lines += _markdown_grid(cells, full_grid, entry)
   lines += ['', '## Best learning rate per cell', '']
@@ -573,7 +653,7 @@ def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
       '(ddof=0). Diverged members are left out; "(k/n)" marks a cell where only k of the n '
       f'members at that rate did not diverge. {MISSING} = no run; {DIVERGED} = every member '
       'diverged.']
-  notes += _common_notes(cells, skipped)
+  notes += _common_notes(cells, skipped, metric)
   return '\n'.join(lines + [''] + _format_notes(notes)) + '\n'
 
 
@@ -626,8 +706,9 @@ def _ordinal(n: int) -> str:
   return f'{n}{suffix}'
 
 
-def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str]) -> list[str]:
-  """Notes shared by both tables: lengths, members, training, merges, skipped runs."""
+def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
+                  metric: str = 'accuracy') -> list[str]:
+  """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
   tasks, encodings = grid_axes(cells)
   ordered = [cells[t, e] for t in tasks for e in encodings if (t, e) in cells]
   total = len(ordered)
@@ -645,9 +726,10 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str])
     subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
     parts.append(f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in '
                  f'{_which(group, total)}')
-  notes.append('Scores average the accuracy over the evaluated lengths above the training '
-               f'length N: {"; ".join(parts)}. The study uses N = {STUDY_TRAIN_LENGTH} and every '
-               f'length {STUDY_TRAIN_LENGTH + 1}..{STUDY_MAX_LENGTH}.')
+  notes.append(f'Scores average the {metric_label(metric)} over the evaluated lengths above the '
+               f'training length N: {"; ".join(parts)}. The study uses '
+               f'N = {STUDY_TRAIN_LENGTH} and every length '
+               f'{STUDY_TRAIN_LENGTH + 1}..{STUDY_MAX_LENGTH}.')
 
   # Members per cell, as seeds × learning rates where the cell is a full product.
   by_count: dict[str, list[Cell]] = collections.defaultdict(list)
@@ -682,11 +764,18 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str])
       state = f'Trained {steps:,} steps'
     notes.append(f'{state}: {_which(group, total)}.')
 
-  # Encodings split into columns by their options, and the options their columns share.
+  families = sorted({c.family for c in ordered})
+  if len(families) > 1:
+    notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+                 'names its family; runs of different families are never merged.')
+
+  # Encodings split into columns by their options, and the options their columns share. An
+  # encoding's columns beyond one per family are those of its options.
   split: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
-    if cell.label != cell.encoding:
-      split[cell.encoding].append(cell)
+    split[cell.encoding].append(cell)
+  split = {e: group for e, group in split.items()
+           if len({c.label for c in group}) > len({c.family for c in group})}
   for encoding, group in split.items():
     labels = sorted({c.label for c in group})
     text = (f'{encoding} is split by encoding options into {len(labels)} columns '
@@ -785,19 +874,24 @@ def best_member(cell: Cell) -> Member | None:
   return max(converged, key=lambda m: m.score) if converged else None
 
 
-def figure4(cells: Mapping[tuple[str, str], Cell], task: str) -> mpl_figure.Figure:
-  """Figure 4 for one task: accuracy vs length, one line per column (encoding or variant).
+def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
+            metric: str = 'accuracy') -> mpl_figure.Figure:
+  """Figure 4 for one task: the metric vs length, one line per column (encoding or variant).
 
   Each column's line is its best member (by score); columns whose members all diverged are
   listed in the legend without a line. A black dashed line marks the training length N. The
-  legend sits right of the axes; the y-axis leaves a margin beyond 0 and 1 so that no curve
-  hides in the frame. 1000 × 500 pixels.
+  legend sits right of the axes; the y-axis, labelled by `metric` (the one the cells' members
+  were loaded with), leaves a margin beyond 0 and 1 so that no curve hides in the frame.
+  1000 × 500 pixels.
 
   Example:
-    >>> fig = figure4(cells, 'reverse_string')  # doctest: +SKIP
+    >>> fig = figure4(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
     >>> [line.get_label() for line in fig.axes[0].get_lines()]
-    ['none: 60.0', 'randomized_relative: 95.0', 'training length N']
+    ['none: 20.0', 'randomized_relative: 85.0', 'training length N']
+    >>> fig.axes[0].get_ylabel()
+    'exact match'
   """
+  label_y = metric_label(metric)
   _, columns = grid_axes(cells)
   encoding_of = {cell.label: cell.encoding for cell in cells.values()}
   unknown = list(dict.fromkeys(encoding_of[c] for c in columns
@@ -832,7 +926,7 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str) -> mpl_figure.Figu
   ax.set_ylim(-_Y_MARGIN, 1 + _Y_MARGIN)
   ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1])
   ax.set_xlabel('sequence length')
-  ax.set_ylabel('accuracy')
+  ax.set_ylabel(label_y)
   ax.set_title(f'{task} ({TASK_LEVELS.get(task, "?")}): best member per encoding')
   ax.grid(alpha=0.3)
   ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
@@ -845,16 +939,17 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str) -> mpl_figure.Figu
   return fig
 
 
-def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str) -> bytes:
+def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str, *,
+                metric: str = 'accuracy') -> bytes:
   """`figure4` as PNG bytes.
 
   Example:
-    >>> png = figure4_png(cells, 'reverse_string')  # doctest: +SKIP
+    >>> png = figure4_png(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
     >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
     True
   """
   buffer = io.BytesIO()
-  figure4(cells, task).savefig(buffer, format='png')
+  figure4(cells, task, metric=metric).savefig(buffer, format='png')
   return buffer.getvalue()
 
 
@@ -877,13 +972,22 @@ class Report:
 
 
 def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
-                     max_rows: int = 24) -> str:
-  """Accuracy by length of each encoding's best member on `task`, as markdown.
+                     max_rows: int = 24, *, metric: str = 'accuracy') -> str:
+  """The metric by length of each encoding's best member on `task`, as markdown.
 
   Rows are lengths (thinned evenly to at most `max_rows`, always keeping N, N+1 and the
   longest), columns those of the tables (encodings, or an encoding's variants, `column_labels`);
-  the training range ends at N, marked with '*'.
+  the training range ends at N, marked with '*'. `metric` is the one the cells' members were
+  loaded with; the title names it.
+
+  Example:
+    >>> text = per_length_table(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
+    >>> text.split(';')[0]
+    'reverse_string: exact match (%) by length, best member per encoding'
+    >>> text.splitlines()[2:5]
+    ['| length | none | randomized_relative |', '|---|---|---|', '| 1* | 100.0 | 100.0 |']
   """
+  label = metric_label(metric)
   encodings = [e for e in grid_axes(cells)[1] if (task, e) in cells]
   best = {e: best_member(cells[(task, e)]) for e in encodings}
   lengths = sorted({int(l) for m in best.values() if m for l in m.accuracy_by_length})
@@ -901,36 +1005,43 @@ def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
       cells_text.append('–' if acc is None or acc != acc else f'{100 * acc:.1f}')
     mark = '*' if length <= n else ''
     rows.append(f'| {length}{mark} | ' + ' | '.join(cells_text) + ' |')
-  return (f'{task}: accuracy (%) by length, best member per encoding; * = trained length '
+  return (f'{task}: {label} (%) by length, best member per encoding; * = trained length '
           f'(1..{n})\n\n' + '\n'.join(rows) + '\n')
 
 
 def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
-                 figures: bool = True, per_length: bool = False) -> Report:
+                 figures: bool = True, per_length: bool = False,
+                 metric: str = 'accuracy') -> Report:
   """Loads the runs under `paths` and renders both tables and every task's figure in memory.
 
+  Every score, curve and title is that of `metric` ('accuracy' or 'exact_match'); under
+  'exact_match', a results.json without the exact-match fields is skipped as malformed.
+
   Example:
-    >>> report = build_report(['sweep'])  # doctest: +SKIP
+    >>> report = build_report(['sweep'], metric='exact_match')  # doctest: +SKIP
     >>> sorted(report.files)
     ['figure4_reverse_string.png', 'table1.md', 'table4.md']
+    >>> report.table1.splitlines()[0]
+    '# Table 1: exact match (%) on unseen lengths, max over members'
 
   Raises:
-    ReportError: a path is missing, holds no results.json, or no run is well formed.
+    ReportError: a path is missing, holds no results.json, no run is well formed, or `metric`
+      is unknown.
   """
-  runs, skipped = load_runs(paths)
+  runs, skipped = load_runs(paths, metric=metric)
   if not runs:
     raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
                       f'{skipped[0]}')
   cells = collect_cells(runs)
-  text1 = table1(cells, full_grid=full_grid, skipped=skipped)
-  text4 = table4(cells, full_grid=full_grid, skipped=skipped)
+  text1 = table1(cells, full_grid=full_grid, skipped=skipped, metric=metric)
+  text4 = table4(cells, full_grid=full_grid, skipped=skipped, metric=metric)
   files = {'table1.md': text1.encode(), 'table4.md': text4.encode()}
   if figures:
     for task in grid_axes(cells)[0]:
-      files[figure_name(task)] = figure4_png(cells, task)
+      files[figure_name(task)] = figure4_png(cells, task, metric=metric)
   if per_length:
     for task in grid_axes(cells)[0]:
-      files[f'lengths_{task}.md'] = per_length_table(cells, task).encode()
+      files[f'lengths_{task}.md'] = per_length_table(cells, task, metric=metric).encode()
   return Report(text1, text4, files, tuple(skipped))
 
 
@@ -953,9 +1064,17 @@ def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None
 
 
 def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
-                 full_grid: bool = False, per_length: bool = False) -> str:
-  """Builds the report of `paths`, writes it into `out`, returns the text to print."""
-  report = build_report(paths, full_grid=full_grid, per_length=per_length)
+                 full_grid: bool = False, per_length: bool = False,
+                 metric: str = 'accuracy') -> str:
+  """Builds the report of `paths` for `metric` (`build_report`), writes it into `out`, returns
+  the text to print.
+
+  Example:
+    >>> print(write_report(['sweep'], 'sweep/report', metric='exact_match'))  # doctest: +SKIP
+    # Table 1: exact match (%) on unseen lengths, max over members
+    ...
+  """
+  report = build_report(paths, full_grid=full_grid, per_length=per_length, metric=metric)
   write_files(out, report.files)
   texts = [report.table1, report.table4]
   texts += [v.decode() for k, v in sorted(report.files.items()) if k.startswith('lengths_')]

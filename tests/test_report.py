@@ -1,4 +1,5 @@
 """Tests of posenc.report and launch.report on fabricated run directories."""
+import dataclasses
 import errno
 import io
 import json
@@ -24,12 +25,16 @@ N = 4  # Fabricated training length; evaluation lengths are 1..10.
 def write_run(directory: pathlib.Path, task: str, encoding: str,
               members: list[tuple[int, float, float | None]], *, train_steps: int = 100,
               eval_lengths=tuple(range(1, 11)), config_steps: int | None = None,
-              options: dict | None = None) -> pathlib.Path:
+              options: dict | None = None, exact_match: float | None = None,
+              family: str | None = None) -> pathlib.Path:
   """Writes a results.json; members are (seed, learning_rate, score or None if diverged).
 
   A member's accuracy is 1 on lengths <= N and its score above, so the score is its mean
   accuracy over the evaluated lengths above N, as the engine computes it. `options` is the
-  run's `encoding_options`; None leaves the record out, as older results.json files do.
+  run's `encoding_options`; None leaves the record out, as older results.json files do. With
+  `exact_match`, each member's exact match is that factor times its accuracy at every length
+  (so its exact-match score is the factor times its score); None leaves the exact-match fields
+  out, as older results.json files do. `family` is the run's model family; None leaves it out.
   """
   directory.mkdir(parents=True, exist_ok=True)
   results = {
@@ -45,6 +50,14 @@ def write_run(directory: pathlib.Path, task: str, encoding: str,
   }
   if options is not None:
     results['encoding_options'] = options
+  if exact_match is not None:
+    for member in results['members']:
+      member['exact_match_score'] = (None if member['score'] is None
+                                     else exact_match * member['score'])
+      member['exact_match_by_length'] = {
+          n: exact_match * accuracy for n, accuracy in member['accuracy_by_length'].items()}
+  if family is not None:
+    results['family'] = family
   (directory / 'results.json').write_text(json.dumps(results))
   return directory
 
@@ -436,3 +449,138 @@ def test_options_of_older_results_come_from_their_config(tmp_path):
   assert report.grid_axes(report.collect_cells(runs))[1] == [
       'randomized_relative (relative_mode=reference)',
       'randomized_relative (relative_mode=symmetric)']
+
+
+def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
+  write_run(tmp_path / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.6), (1, 1e-4, 0.4)],
+            exact_match=0.5)
+  write_run(tmp_path / 'rr', 'reverse_string', 'randomized_rotary',
+            [(0, 1e-4, 0.9), (1, 1e-4, None)], exact_match=0.25)
+  exact = report.build_report([tmp_path], per_length=True, metric='exact_match')
+  assert not exact.skipped
+  assert exact.table1.splitlines()[0] == (
+      '# Table 1: exact match (%) on unseen lengths, max over members')
+  assert exact.table4.splitlines()[0] == ('# Table 4: exact match (%) on unseen lengths, '
+                                          'mean ± sd over seeds at the best learning rate')
+  assert grid(exact.table1) == {('reverse_string', 'none'): '30.0',
+                                ('reverse_string', 'randomized_rotary'): '22.5'}
+  assert grid(exact.table4)['reverse_string', 'none'] == '25.0 ± 5.0'
+  assert 'Scores average the exact match over the evaluated lengths' in exact.table1
+  lengths = exact.files['lengths_reverse_string.md'].decode()
+  assert lengths.startswith('reverse_string: exact match (%) by length, best member')
+  assert f'| {N + 1} | 30.0 | 22.5 |' in lengths and f'| {N}* | 50.0 | 25.0 |' in lengths
+  for text in (exact.table1, exact.table4, lengths):
+    assert 'accuracy' not in text
+  cells = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0])
+  figure = report.figure4(cells, 'reverse_string', metric='exact_match')
+  assert figure.axes[0].get_ylabel() == 'exact match'
+  assert lines_by_label(figure)['none'].get_label() == 'none: 30.0'
+  # The default report of the same runs is the accuracy one.
+  default = report.build_report([tmp_path], figures=False)
+  assert default.table1.splitlines()[0] == (
+      '# Table 1: accuracy (%) on unseen lengths, max over members')
+  assert grid(default.table1)['reverse_string', 'none'] == '60.0'
+  with pytest.raises(report.ReportError, match="unknown metric 'bogus'"):
+    report.build_report([tmp_path], metric='bogus')
+
+
+def test_runs_without_exact_match_are_malformed_only_under_it(tmp_path):
+  write_run(tmp_path / 'new', 'even_pairs', 'none', [(0, 1e-4, 0.5)], exact_match=0.5)
+  old = write_run(tmp_path / 'old', 'even_pairs', 'alibi', [(0, 1e-4, None), (1, 1e-4, 0.7)])
+  curve = write_run(tmp_path / 'curve', 'even_pairs', 'rotary', [(0, 1e-4, 0.5)],
+                    exact_match=0.5)
+  results = json.loads((curve / 'results.json').read_text())
+  del results['members'][0]['exact_match_by_length']
+  (curve / 'results.json').write_text(json.dumps(results))
+  runs, skipped = report.load_runs([tmp_path])
+  assert sorted(r.encoding for r in runs) == ['alibi', 'none', 'rotary'] and not skipped
+  runs, skipped = report.load_runs([tmp_path], metric='exact_match')
+  assert [r.encoding for r in runs] == ['none']
+  assert skipped == [
+      f"{curve / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
+      "'exact_match_by_length'",
+      # Even a diverged member: the file predates the metric.
+      f"{old / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
+      "'exact_match_score'"]
+  assert 'Skipped 2 malformed runs' in report.build_report(
+      [tmp_path], figures=False, metric='exact_match').table1
+  with pytest.raises(report.ReportError, match='no well-formed run among 1 results.json'):
+    report.build_report([old], metric='exact_match')
+
+
+def test_model_families_are_separate_columns(tmp_path):
+  write_run(tmp_path / 'enc', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 0.9)],
+            family='encoder')
+  # Written before results recorded the family: an encoder run, merged with the one above.
+  write_run(tmp_path / 'enc_old', 'reverse_string', 'randomized_rotary', [(1, 1e-4, 0.8)])
+  write_run(tmp_path / 'dec', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 0.6)],
+            family='decoder')
+  write_run(tmp_path / 'dec_none', 'reverse_string', 'none', [(0, 1e-4, 0.2)], family='decoder')
+  runs = report.load_runs([tmp_path])[0]
+  assert sorted(r.family for r in runs) == ['decoder', 'decoder', 'encoder', 'encoder']
+  cells = report.collect_cells(runs)
+  assert report.grid_axes(cells)[1] == [
+      'none (decoder)', 'randomized_rotary (decoder)', 'randomized_rotary (encoder)']
+  assert len(cells['reverse_string', 'randomized_rotary (encoder)'].runs) == 2
+  assert cells['reverse_string', 'randomized_rotary (decoder)'].family == 'decoder'
+  text = report.table1(cells)
+  assert grid(text) == {('reverse_string', 'none (decoder)'): '20.0',
+                        ('reverse_string', 'randomized_rotary (decoder)'): '60.0',
+                        ('reverse_string', 'randomized_rotary (encoder)'): '90.0'}
+  assert ('Runs of 2 model families (decoder, encoder): each column names its family; runs of '
+          'different families are never merged.') in text
+  assert 'split by encoding options' not in text
+  lines = lines_by_label(report.figure4(cells, 'reverse_string'))
+  assert (mpl_colors.to_hex(lines['randomized_rotary (decoder)'].get_color())
+          != mpl_colors.to_hex(lines['randomized_rotary (encoder)'].get_color()))
+  # One family, decoder or not: the labels are the encodings'.
+  decoder_only = report.collect_cells([r for r in runs if r.family == 'decoder'])
+  assert report.grid_axes(decoder_only)[1] == ['none', 'randomized_rotary']
+  assert 'model families' not in report.table1(decoder_only)
+
+
+def test_column_labels_name_the_family_and_the_options_that_differ():
+  runs = [make_run('randomized_relative', {'relative_mode': 'reference'}),
+          make_run('randomized_relative', {'relative_mode': 'symmetric'}),
+          dataclasses.replace(make_run('randomized_relative', {'relative_mode': 'reference'}),
+                              family='decoder'),
+          dataclasses.replace(make_run('none', None), family='decoder')]
+  assert report.column_labels(runs) == [
+      'randomized_relative (encoder, relative_mode=reference)',
+      'randomized_relative (encoder, relative_mode=symmetric)',
+      'randomized_relative (decoder, relative_mode=reference)', 'none (decoder)']
+  cells = report.collect_cells(runs)
+  text = report.table1(cells)
+  assert ('randomized_relative is split by encoding options into 3 columns '
+          '(randomized_relative (decoder, relative_mode=reference); '
+          'randomized_relative (encoder, relative_mode=reference); '
+          'randomized_relative (encoder, relative_mode=symmetric))') in text
+
+
+def test_malformed_family_is_skipped(tmp_path):
+  path = write_run(tmp_path / 'bad', 'even_pairs', 'alibi', [(0, 1e-4, 0.5)])
+  results = json.loads((path / 'results.json').read_text())
+  results['family'] = 3
+  (path / 'results.json').write_text(json.dumps(results))
+  assert report.load_runs([tmp_path])[1] == [
+      f"{path / 'results.json'}: family is 3, expected a model family name"]
+
+
+def test_cli_metric(tmp_path, capsys):
+  write_run(tmp_path / 'runs' / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.6)],
+            exact_match=0.5)
+  out = tmp_path / 'out'
+  launch_report.main([str(tmp_path / 'runs'), f'--out={out}', '--metric=exact_match'])
+  printed = capsys.readouterr()
+  assert printed.err == ''
+  assert printed.out.startswith('# Table 1: exact match (%) on unseen lengths')
+  assert (out / 'table1.md').read_text() in printed.out
+  assert grid((out / 'table4.md').read_text())['reverse_string', 'none'] == '30.0 ± 0.0'
+  with pytest.raises(SystemExit) as exit_info:
+    launch_report.main([str(tmp_path / 'runs'), f'--out={tmp_path / "bogus"}',
+                        '--metric=bogus'])
+  assert exit_info.value.code == 2
+  err = capsys.readouterr().err
+  assert len(err.splitlines()) == 1 and err.endswith('\n')
+  assert err.startswith("error: argument --metric: invalid choice: 'bogus'")
+  assert not (tmp_path / 'bogus').exists()
