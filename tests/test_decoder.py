@@ -201,3 +201,16 @@ def test_temperature_grows_with_the_keys_attended():
   np.testing.assert_allclose(tau, [[np.log(2), np.log(2), np.log(6)]], rtol=1e-6)
   tau = attention.temperature(jnp.float32(2.0), jnp.array([0, 1]), jnp.array([3, 9]), False)
   np.testing.assert_allclose(tau, [[2 * np.log(3)] * 2, [2 * np.log(9)] * 2], rtol=1e-6)
+
+
+def test_generation_under_a_population_vmap_equals_each_member_alone():
+  model = decoder('randomized_alibi')
+  keys = jax.random.split(jax.random.key(0), 2)
+  members = jax.vmap(lambda k: model.init(models.init_rngs(k), jnp.zeros((1, 4), jnp.int32),
+                                          jnp.array([4]), deterministic=True))(keys)
+  tokens, lengths = prompts()
+  rngs = {'noise': jax.random.key(3)}
+  run = lambda v: generate_lib.generate(model, v, tokens, lengths, 6, EOS, rngs)
+  together = jax.jit(jax.vmap(run))(members)
+  for i in range(2):
+    np.testing.assert_array_equal(together[i], run(jax.tree.map(lambda x: x[i], members)))

@@ -6,16 +6,19 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from posenc import io
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_sharded_population_matches_single_device():
+@pytest.mark.parametrize('encoding, family', [('randomized_relative', 'encoder'),
+                                              ('randomized_rotary', 'decoder')])
+def test_sharded_population_matches_single_device(encoding, family):
   env = {**os.environ, 'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
-  proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py',
-                         'randomized_relative'], cwd=ROOT, env=env, capture_output=True,
-                        text=True)
+  proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py', encoding,
+                         family], cwd=ROOT, env=env, capture_output=True, text=True)
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = json.loads(proc.stdout.strip().splitlines()[-1])
   # 6 members on 8 devices: 2 padding members, dropped from the results.

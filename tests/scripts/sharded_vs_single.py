@@ -15,6 +15,8 @@ from posenc import train
 
 def main():
   config = rpe_table1.get_config(f'task=parity_check,encoding={sys.argv[1]},tiny')
+  if len(sys.argv) > 2:
+    config.model.family = sys.argv[2]
   config.seeds = [0, 1, 2]  # 3 seeds x 2 lrs = 6 members: padded to 8 on 8 devices.
   config.learning_rates = [1e-3, 3e-3]
   config.train.steps = 10
