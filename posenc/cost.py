@@ -157,6 +157,18 @@ def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
           'train_steps': configs[0].train.steps}
 
 
+def _by_task(cells: Sequence[dict[str, Any]]) -> list[str]:
+  """One line per task: its cells and their summed training and evaluation hours."""
+  by_task = collections.defaultdict(lambda: [0.0, 0.0, 0])
+  for row in cells:
+    task = row['cell'].split('__')[0]
+    by_task[task][0] += row['train_s']
+    by_task[task][1] += row['eval_s']
+    by_task[task][2] += 1
+  return [f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h'
+          for task, (t, e, k) in by_task.items()]
+
+
 def format_estimate(est: dict[str, Any]) -> str:
   m = est['measured']
   lines = [
@@ -165,14 +177,7 @@ def format_estimate(est: dict[str, Any]) -> str:
       f'{m["model_updates_per_s"]:.1f} model-updates/s',
       f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
       f'{est["train_steps"]:,} steps, run one cell after another on all devices:']
-  by_task = collections.defaultdict(lambda: [0.0, 0.0, 0])
-  for row in est['cells']:
-    task = row['cell'].split('__')[0]
-    by_task[task][0] += row['train_s']
-    by_task[task][1] += row['eval_s']
-    by_task[task][2] += 1
-  for task, (t, e, k) in by_task.items():
-    lines.append(f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h')
+  lines += _by_task(est['cells'])
   wall = est['wall_clock_s']
   lines.append(f'total: wall-clock {wall / 3600:,.1f} h ({wall / 86400:,.1f} days), '
                f'{est["device_hours"]:,.1f} device-hours')
@@ -311,14 +316,7 @@ def format_roofline(est: dict[str, Any], chips: int = 1) -> str:
       'models like this one run far below peak on real hardware: a lower bound, not a promise.',
       f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
       f'{est["train_steps"]:,} steps:']
-  by_task = collections.defaultdict(lambda: [0.0, 0.0, 0])
-  for row in est['cells']:
-    task = row['cell'].split('__')[0]
-    by_task[task][0] += row['train_s']
-    by_task[task][1] += row['eval_s']
-    by_task[task][2] += 1
-  for task, (t, e, k) in by_task.items():
-    lines.append(f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h')
+  lines += _by_task(est['cells'])
   hours = est['chip_hours']
   lines.append(f'total: {hours:,.1f} chip-hours; on {chips} chip{"s" * (chips > 1)}: '
                f'{hours / chips:,.1f} h wall-clock')

@@ -214,3 +214,18 @@ def test_generation_under_a_population_vmap_equals_each_member_alone():
   together = jax.jit(jax.vmap(run))(members)
   for i in range(2):
     np.testing.assert_array_equal(together[i], run(jax.tree.map(lambda x: x[i], members)))
+
+
+def test_looped_program_size_does_not_grow_with_recurrences():
+  # Recurrences run in a scan: the compiled program is the same size for any R.
+  sizes = []
+  for r in (2, 16):
+    model = models.Encoder(vocab_size=3, num_classes=2, encoding='rotary',
+                           **{**TINY, 'num_layers': 1, 'recurrences': r})
+    tokens = jnp.zeros((1, 5), jnp.int32)
+    params = model.init(models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5),
+                        deterministic=True)
+    text = jax.jit(lambda p: model.apply(p, tokens, jnp.int32(5), deterministic=True)).lower(
+        params).as_text()
+    sizes.append(text.count('\n'))  # operations, one per line
+  assert sizes[0] == sizes[1], sizes

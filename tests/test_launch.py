@@ -59,9 +59,14 @@ def test_list_parser(text, value):
 
 
 def _bad(tmp_path):
+  """A directory of bad inputs: a file, broken experiment files, an empty directory and a
+  run directory with a broken results.json."""
   (tmp_path / 'file').write_text('x')
   (tmp_path / 'broken.py').write_text('def get_config(arg=None):\n  return (\n')
   (tmp_path / 'noconfig.py').write_text('x = 1\n')
+  (tmp_path / 'empty').mkdir()
+  (tmp_path / 'bad').mkdir()
+  (tmp_path / 'bad' / 'results.json').write_text('{not json')
   return tmp_path
 
 
@@ -94,18 +99,6 @@ TRAIN_CASES = [
 ]
 
 
-@pytest.mark.parametrize('args, needle', TRAIN_CASES)
-def test_train_bad_input(tmp_path, args, needle):
-  tmp = _bad(tmp_path)
-  before = sorted(p.name for p in tmp.iterdir())
-  argv = ['-m', 'launch.train', f'--workdir={tmp}/run'] + [a.format(tmp=tmp) for a in args]
-  proc = _run(argv)
-  assert proc.returncode == 2, proc.stderr
-  lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
-  assert sorted(p.name for p in tmp.iterdir()) == before
-
-
 SWEEP_CASES = [
     (['--config=experiments/nope.py'], "config file 'experiments/nope.py' does not exist"),
     (['--config=experiments/quickstart.py:foo'], "unknown config arg 'foo'"),
@@ -132,18 +125,6 @@ SWEEP_CASES = [
 ]
 
 
-@pytest.mark.parametrize('args, needle', SWEEP_CASES)
-def test_sweep_bad_input(tmp_path, args, needle):
-  tmp = _bad(tmp_path)
-  before = sorted(p.name for p in tmp.iterdir())
-  argv = ['-m', 'launch.sweep', f'--workdir={tmp}/sweep'] + [a.format(tmp=tmp) for a in args]
-  proc = _run(argv)
-  assert proc.returncode == 2, proc.stderr
-  lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
-  assert sorted(p.name for p in tmp.iterdir()) == before
-
-
 REPORT_CASES = [
     (['{tmp}/nowhere'], 'no such file or directory'),
     (['{tmp}/empty'], 'no results.json'),
@@ -151,20 +132,6 @@ REPORT_CASES = [
     (['{tmp}/bad', '--out={tmp}/file'], 'is a file, not a directory'),
     (['{tmp}/bad', '--bogus'], 'unrecognized arguments: --bogus'),
 ]
-
-
-@pytest.mark.parametrize('args, needle', REPORT_CASES)
-def test_report_bad_input(tmp_path, args, needle):
-  tmp = _bad(tmp_path)
-  (tmp / 'empty').mkdir()
-  (tmp / 'bad').mkdir()
-  (tmp / 'bad' / 'results.json').write_text('{not json')
-  before = sorted(p.name for p in tmp.iterdir())
-  proc = _run(['-m', 'launch.report', *[a.format(tmp=tmp) for a in args]])
-  assert proc.returncode == 2, proc.stderr
-  lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
-  assert sorted(p.name for p in tmp.iterdir()) == before
 
 
 BENCH_CASES = [
@@ -182,17 +149,6 @@ BENCH_CASES = [
 ]
 
 
-@pytest.mark.parametrize('args, needle', BENCH_CASES)
-def test_bench_bad_input(tmp_path, args, needle):
-  tmp = _bad(tmp_path)
-  before = sorted(p.name for p in tmp.iterdir())
-  proc = _run(['-m', 'launch.bench', *[a.format(tmp=tmp) for a in args]])
-  assert proc.returncode == 2, proc.stderr
-  lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
-  assert sorted(p.name for p in tmp.iterdir()) == before
-
-
 def test_main_job_prints_no_library_log_lines(tmp_path):
   proc = _run(['-m', 'launch.sweep', '--config=experiments/quickstart.py:tiny',
                f'--workdir={tmp_path}'], timeout=600)
@@ -206,3 +162,24 @@ def test_main_job_prints_no_library_log_lines(tmp_path):
                 f'--workdir={tmp_path}/verbose', '--config.train.steps=5', '--verbosity=0'],
                timeout=600)
   assert again.returncode == 0 and 'orbax' in again.stderr + again.stdout
+
+
+# Each entry point with the arguments it always gets.
+ENTRY_POINTS = {'train': ['launch.train', '--workdir={tmp}/run'],
+                'sweep': ['launch.sweep', '--workdir={tmp}/sweep'],
+                'report': ['launch.report'], 'bench': ['launch.bench']}
+CASES = [(entry, args, needle) for entry, cases in (
+    ('train', TRAIN_CASES), ('sweep', SWEEP_CASES), ('report', REPORT_CASES),
+    ('bench', BENCH_CASES)) for args, needle in cases]
+
+
+@pytest.mark.parametrize('entry, args, needle', CASES)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, entry, args, needle):
+  tmp = _bad(tmp_path)
+  before = sorted(p.relative_to(tmp) for p in tmp.rglob('*'))
+  argv = ['-m', *[a.format(tmp=tmp) for a in ENTRY_POINTS[entry] + args]]
+  proc = _run(argv)
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
+  assert sorted(p.relative_to(tmp) for p in tmp.rglob('*')) == before
