@@ -77,12 +77,13 @@ def geometric_floor(num_weights: float, block: tuple[int, int] = (250, 1024),
                     num_blocks: int = 64, repeats: int = 5) -> dict[str, float]:
   """A measured lower bound on geometric attention: its own per-weight work.
 
-  Beyond the q·k and weights·v products every attention needs, `geometric_prefix.geometric_weights`
-  computes for every weight exp(-|s|), log(1 + e) and a final exp, and a blocked prefix sum
-  of its row (`geometric_prefix.blocked_cumsum`). Each of the two is jitted alone in a `lax.map` over
-  `num_blocks` cache-resident [Q, T'] blocks (the layout of a forward pass at T = 1,000,
-  buffers reused, the result reduced per row so no output is written), best of `repeats`;
-  the floor is their summed rate times `num_weights`. A forward pass also makes the mirror,
+  Beyond the q·k and weights·v products every attention needs,
+  `geometric_prefix.geometric_weights` computes for every weight exp(-|s|), log(1 + e) and a
+  final exp, and a blocked prefix sum of its row (`geometric_prefix.blocked_cumsum`). Each
+  of the two is jitted alone in a `lax.map` over `num_blocks` cache-resident [Q, T'] blocks
+  (the layout of a forward pass at T = 1,000, buffers reused, the result reduced per row so
+  no output is written), best of `repeats`; the floor is their summed rate times
+  `num_weights`. A forward pass also makes the mirror,
   the two products and every non-attention layer, so it cannot be faster than this with
   XLA's elementwise math and matmuls on these devices.
 

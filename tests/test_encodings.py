@@ -278,8 +278,8 @@ def test_randomized_rotary_shares_positions_for_q_and_k():
 
 def test_layers_draw_independently():
   from posenc import models as model_lib
-  m = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='randomized_alibi', num_layers=2, d_model=8, num_heads=2,
-                            ffn_size=8, max_position=100)
+  m = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='randomized_alibi', num_layers=2,
+                        d_model=8, num_heads=2, ffn_size=8, max_position=100)
   tokens = jnp.zeros((1, 6), jnp.int32)
   variables = m.init(model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(6),
                      deterministic=True)

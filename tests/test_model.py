@@ -24,7 +24,8 @@ PARAMS_V2_C2 = {
 
 @pytest.mark.parametrize('name', encodings.NAMES)
 def test_parameter_count(name):
-  assert model_lib.num_params(model_lib.Encoder(vocab_size=2, num_classes=2, encoding=name)) == PARAMS_V2_C2[name]
+  model = model_lib.Encoder(vocab_size=2, num_classes=2, encoding=name)
+  assert model_lib.num_params(model) == PARAMS_V2_C2[name]
 
 
 def test_parameter_count_other_vocab():
