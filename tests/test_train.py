@@ -160,7 +160,8 @@ def test_eval_lengths_stride_subset():
   assert config_lib.eval_lengths(config) == [41, 500]
 
 
-@pytest.mark.parametrize('encoding', ['randomized_relative', 'geometric_directional'])
+@pytest.mark.parametrize('encoding', [
+    'randomized_relative', pytest.param('geometric_directional', marks=pytest.mark.slow)])
 def test_steps_per_dispatch_equals_single_steps_bit_for_bit(tmp_path, encoding):
   # 23 steps in calls of up to 4 (cut at the log interval of 5 and the checkpoint at 10).
   base = {'encoding': encoding, 'train.steps': 23, 'train.log_every': 5}
