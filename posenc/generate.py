@@ -69,22 +69,27 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
       variables, tokens, lengths, deterministic=True, num_positions=total,
       draw_length=draw_length, task=task, recurrences=recurrences, rngs=rngs, **kw)
   logits, cache = call(prompts, prompt_lengths)
-  first = jnp.argmax(logits[jnp.arange(b), prompt_lengths - 1], -1).astype(jnp.int32)
+  rows = jnp.arange(b)
+  first = jnp.argmax(logits[rows, prompt_lengths - 1], -1).astype(jnp.int32)
   out = jnp.full((b, max_new), eos_id, jnp.int32).at[:, 0].set(first)
+  # Every token so far, for encodings that read the sequence (Abacus).
+  seq = jnp.zeros((b, total), jnp.int32).at[:, :prompts.shape[1]].set(prompts)
 
   def cond(state):
-    i, _, _, done = state
+    i, _, _, _, done = state
     return (i < max_new) & ~jnp.all(done)
 
   def step(state):
-    i, cache, out, done = state
+    i, cache, seq, out, done = state
     q_idx = (prompt_lengths + i - 1)[:, None]  # where token i - 1 sits
-    logits, cache = call(out[:, i - 1][:, None], q_idx[:, 0] + 1, q_idx=q_idx, cache=cache)
+    seq = seq.at[rows, q_idx[:, 0]].set(out[:, i - 1])
+    logits, cache = call(out[:, i - 1][:, None], q_idx[:, 0] + 1, q_idx=q_idx, cache=cache,
+                         context=seq)
     token = jnp.where(done, eos_id, jnp.argmax(logits[:, 0], -1).astype(jnp.int32))
-    return i + 1, cache, out.at[:, i].set(token), done | (token == eos_id)
+    return i + 1, cache, seq, out.at[:, i].set(token), done | (token == eos_id)
 
-  state = (jnp.int32(1), _pad_cache(cache, total), out, first == eos_id)
-  return jax.lax.while_loop(cond, step, state)[2]
+  state = (jnp.int32(1), _pad_cache(cache, total), seq, out, first == eos_id)
+  return jax.lax.while_loop(cond, step, state)[3]
 
 
 def generate_uncached(model: decoder_lib.Decoder, variables: Any, prompts: Array,

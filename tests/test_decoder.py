@@ -36,7 +36,8 @@ def prompts():
 
 NAMES = ['none', 'sin_cos', 'learned', 'rotary', 'alibi', 'relative', 'geometric',
          'geometric_directional', 'randomized_sin_cos', 'randomized_learned',
-         'randomized_rotary', 'randomized_alibi', 'randomized_relative', 'sin_cos+alibi']
+         'randomized_rotary', 'randomized_alibi', 'randomized_relative', 'sin_cos+alibi',
+         'abacus', 'fire', 'randomized_fire', 'abacus+fire']
 
 
 # The CPU backend serves the prompt pass (steps run fused): every family it specializes in

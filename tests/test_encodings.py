@@ -145,6 +145,52 @@ def test_geometric_picks_nearest_matching_key():
   assert weights[5, 4] > 0.99
 
 
+def test_abacus_positions_by_hand():
+  # `98+385=27` and `5*0=` (ids: digits 0-9, '+' 10, '*' 12, '=' 13): each number counts
+  # from its first (least significant) digit; other tokens get 0.
+  tokens = jnp.array([[9, 8, 10, 3, 8, 5, 13, 2, 7], [5, 12, 0, 13, 13, 13, 13, 13, 13]])
+  got = encodings.embeddings.abacus_positions(tokens, tokens < 10)
+  np.testing.assert_array_equal(got, [[1, 2, 0, 1, 2, 3, 0, 1, 2],
+                                      [1, 0, 1, 0, 0, 0, 0, 0, 0]])
+
+
+def test_abacus_embedding_shares_one_offset_in_training_and_none_at_evaluation():
+  module = encodings.embeddings.AbacusEmbedding(width=4, max_position=20, abacus_offset=5)
+  tokens = jnp.array([[1, 2, 10, 3, 4, 5], [7, 10, 8, 8, 8, 8]])
+  variables = module.init({'params': jax.random.key(0)}, 6, 6, tokens, True)
+  table = variables['params']['embedding']
+  evaluation = module.apply(variables, 6, 6, tokens, True)
+  np.testing.assert_array_equal(evaluation[0], table[jnp.array([1, 2, 0, 1, 2, 3])])
+  for seed in range(4):
+    trained = module.apply(variables, 6, 6, tokens, False, rngs={'noise': jax.random.key(seed)})
+    # The row read for index 1 of the first number reveals k; every digit is shifted by it.
+    k = int(np.argmin(np.abs(table - trained[0, 0]).sum(-1))) - 1
+    assert 0 <= k <= 5
+    want = jnp.where(jnp.array([1, 2, 0, 1, 2, 3]) > 0, jnp.array([1, 2, 0, 1, 2, 3]) + k, 0)
+    np.testing.assert_allclose(trained[0], table[want])
+    np.testing.assert_allclose(trained[1], table[jnp.array([1, 0, 1, 2, 3, 4]) + k *
+                                                 (jnp.array([1, 0, 1, 2, 3, 4]) > 0)])
+
+
+def test_fire_against_a_direct_numpy_formula():
+  rng = np.random.default_rng(0)
+  w1, b1 = rng.normal(size=(1, 32)), rng.normal(size=32)
+  w2, b2 = rng.normal(size=(32, 3)), rng.normal(size=3)
+  mlp = lambda x: encodings.biases.fire_mlp(x, (jnp.asarray(w1), jnp.asarray(w2)),
+                                            (jnp.asarray(b1), jnp.asarray(b2)))
+  c, threshold = 0.3, 4.0
+  q_pos, k_pos = np.arange(7), np.arange(7)
+  got = encodings.biases.fire_bias(jnp.asarray(q_pos), jnp.asarray(k_pos), mlp, c=c,
+                                   threshold=threshold)
+  psi = lambda x: np.log(abs(c * x) + 1)
+  want = np.zeros((3, 7, 7))
+  for i in q_pos:
+    for j in k_pos:
+      x = np.sign(i - j) * psi(abs(i - j)) / (psi(max(threshold, i)) + 1e-6)
+      want[:, i, j] = np.maximum(x * w1[0] + b1, 0) @ w2 + b2
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 # ------------------------------------------------------------------------------------------
 # Invariants.
 # ------------------------------------------------------------------------------------------
@@ -323,7 +369,8 @@ def test_registry():
       'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos',
       'randomized_relative', 'randomized_alibi', 'randomized_rotary', 'randomized_learned',
       'geometric', 'geometric_directional')
-  assert set(encodings.ENCODINGS) == set(encodings.NAMES)
+  assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {'abacus', 'fire',
+                                                              'randomized_fire'}
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
   kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}

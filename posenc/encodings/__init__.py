@@ -14,7 +14,8 @@ from {0..L-1} per batch and pass them to the same function (`randomized`). A sma
 module per encoding owns its parameters and draws and binds them into the functions (an
 `AttentionEncoding` for attention encodings); `posenc.attention` runs them on a backend.
 
-`ENCODINGS` maps a name to its `Encoding`; `NAMES` lists the study's 13. A name may also
+`ENCODINGS` maps a name to its `Encoding`; `NAMES` lists the randomized-encoding study's
+13 (the others: the arithmetic study's `abacus`, `fire`, `randomized_fire`). A name may also
 combine one input encoding and one attention encoding as `a+b`, e.g. `sin_cos+alibi`.
 Adding an encoding = one function, one module, one `ENCODINGS` entry.
 """
@@ -69,6 +70,9 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'relative_mode': 'symmetric',
     'randomize_both_sides': False,
     'geometric_normalize': False,
+    'abacus_offset': 99,  # K: training offsets k ~ U{0..K}
+    'digit_ids': tuple(range(10)),  # Abacus: the token ids that are digits (from the task)
+    'fire_variant': 'aba',
 }
 
 _p = functools.partial
@@ -96,6 +100,14 @@ ENCODINGS: dict[str, Encoding] = {
                                   attention_options=('max_time',), randomized=True),
     'randomized_learned': Encoding(core.EMBEDDING, _p(embeddings.LearnedEmbedding,
                                                       randomized=True), randomized=True),
+    # The arithmetic study's (McLeish et al. 2024): a digit's position within its number,
+    # and FIRE (Li et al. 2023), plain or on randomized positions (Zhou et al. 2024).
+    'abacus': Encoding(core.EMBEDDING, embeddings.AbacusEmbedding,
+                       embedding_options=('abacus_offset', 'digit_ids')),
+    'fire': Encoding(core.BIAS, attention=biases.FireEncoding,
+                     attention_options=('fire_variant',)),
+    'randomized_fire': Encoding(core.BIAS, attention=_p(biases.FireEncoding, randomized=True),
+                                attention_options=('fire_variant',), randomized=True),
     'geometric': Encoding(core.GEOMETRIC, attention=geometric.GeometricEncoding,
                           attention_options=('geometric_normalize',)),
     'geometric_directional': Encoding(core.GEOMETRIC, attention=_p(geometric.GeometricEncoding,
@@ -103,14 +115,17 @@ ENCODINGS: dict[str, Encoding] = {
                                       attention_options=('geometric_normalize',)),
 }
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
-NAMES: tuple[str, ...] = tuple(ENCODINGS)
+NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
+                          'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',
+                          'randomized_rotary', 'randomized_learned', 'geometric',
+                          'geometric_directional')
 
 
 def _combine(name: str) -> Encoding:
   parts = name.split('+')
   unknown = [p for p in parts if p not in ENCODINGS]
   if len(parts) != 2 or unknown or parts[0] == parts[1]:
-    raise ValueError(f'unknown encoding {name!r}; valid encodings: {", ".join(NAMES)}, or an '
+    raise ValueError(f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}, or an '
                      'input encoding and an attention encoding joined by +, e.g. sin_cos+alibi')
   inputs = [ENCODINGS[p] for p in parts if ENCODINGS[p].embedding is not None]
   attention = [ENCODINGS[p] for p in parts if ENCODINGS[p].embedding is None]

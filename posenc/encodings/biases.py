@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -126,8 +127,9 @@ class AlibiEncoding(core.EncodingModule):
   randomized: bool = False
   randomize_both_sides: bool = False
 
-  def __call__(self, num_positions: int, length: Array, inputs: Array) -> core.AttentionEncoding:
-    del inputs
+  def __call__(self, num_positions: int, length: Array, inputs: Array,
+               deterministic: bool = True) -> core.AttentionEncoding:
+    del inputs, deterministic
     distances, left = _distances(self, num_positions, length)
     slopes = jnp.asarray(alibi_slopes(self.num_heads))
     return core.AttentionEncoding(
@@ -149,8 +151,9 @@ class RelativeEncoding(core.EncodingModule):
   max_time: float = 10_000.0
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array) -> core.AttentionEncoding:
-    del inputs
+  def __call__(self, num_positions: int, length: Array, inputs: Array,
+               deterministic: bool = True) -> core.AttentionEncoding:
+    del inputs, deterministic
     shape = (self.num_heads, self.head_dim)
     u = self.param('u', nn.initializers.normal(0.02), shape, self.param_dtype)
     v = self.param('v', nn.initializers.normal(0.02), shape, self.param_dtype)
@@ -166,3 +169,106 @@ class RelativeEncoding(core.EncodingModule):
         bias=lambda q, k, qi, ki: relative_bias(q, k, qi, ki, u=u, v=v, w_r=w_r,
                                                 offset_positions=offsets, max_time=max_time),
         params={'u': u, 'v': v, 'w_r': w_r, 'offset_positions': offsets, 'max_time': max_time})
+
+
+FIRE_VARIANTS = ('aba', 'pc')
+
+
+def fire_bias(q_pos: Array, k_pos: Array, mlp: Any, *, c: Array, threshold: Array) -> Array:
+  """FIRE (Li et al. 2023): a learned function of the normalized relative distance.
+
+  bias[h, i, j] = f_θ(ψ(i - j) / ψ(max(L, i)))_h with ψ(x) = log(|c·x| + 1), for query
+  position i and key position j. In a causal model i - j >= 0, so the argument lies in
+  [0, 1] ("progressive interpolation"); L keeps short contexts from being over-normalized.
+  Bidirectional form (encoders): keys right of the query enter with the distance negated,
+  -ψ(j - i) / ψ(max(L, i)), so f_θ tells the two sides apart.
+
+  Args:
+    q_pos: int [Q]; k_pos: int [S] (or [B, Q], [B, S]).
+    mlp: f_θ, a function [..., 1] -> [..., H].
+    c: the learnable scale of ψ (> 0 in effect: ψ uses |c·x|).
+    threshold: L.
+
+  Returns:
+    float32 [H, Q, S] (or [B, H, Q, S]).
+
+  Example: with f_θ the identity (H = 1) and c large, a key at the query gets 0 and the
+    first position (j = 0) of a query at i >= L gets about 1.
+  """
+  q = jnp.asarray(q_pos, jnp.float32)
+  rel = q[..., :, None] - jnp.asarray(k_pos, jnp.float32)[..., None, :]  # i - j
+  psi = lambda x: jnp.log(jnp.abs(c * x) + 1.0)
+  norm = psi(jnp.maximum(threshold, q))[..., :, None]
+  x = jnp.sign(rel) * psi(jnp.abs(rel)) / (norm + 1e-6)
+  out = mlp(x[..., None])  # [..., Q, S, H]
+  return jnp.moveaxis(out, -1, -3)
+
+
+def fire_mlp(x: Array, weights: tuple[Array, ...], biases: tuple[Array, ...]) -> Array:
+  """f_θ of FIRE: ReLU layers x -> [..., H] (no ReLU after the last), biases optional.
+
+  Example: one layer w = [[2.]], no bias: fire_mlp([[0.5]], (w,), ()) -> [[1.]].
+  """
+  for i, w in enumerate(weights):
+    x = x @ w.astype(jnp.float32)
+    if biases:
+      x = x + biases[i].astype(jnp.float32)
+    if i + 1 < len(weights):
+      x = jax.nn.relu(x)
+  return x
+
+
+class FireEncoding(core.EncodingModule):
+  """FIRE, one module per layer. 'aba' (the Abacus paper's code, default): c init 0.1, L =
+  |λ·512| with λ learnable (init 1). 'pc': c init 0.1, L = L_sqrt² with L_sqrt init 16 (its
+  code's min(i, L) normalizer is a bug: this uses the paper's max(L, i)).
+
+  Randomized (Zhou et al. 2024, as the Abacus paper's code): in training the positions are a
+  sorted random subset of {0..L_max - 1}, one per sequence (per batch in an encoder); at
+  evaluation they are 0..T-1.
+  """
+  randomized: bool = False
+  fire_variant: str = 'aba'
+
+  @nn.compact
+  def __call__(self, num_positions: int, length: Array, inputs: Array,
+               deterministic: bool = True) -> core.AttentionEncoding:
+    del inputs
+    if self.fire_variant not in FIRE_VARIANTS:
+      raise ValueError(f'unknown fire_variant {self.fire_variant!r}; valid: '
+                       f'{", ".join(FIRE_VARIANTS)}')
+    # f_θ: 'aba' Linear(1, 32) + bias, ReLU, Linear(32, H) + bias (the Abacus paper's code,
+    # Flax's default initializers); 'pc' 1 -> 32 -> ReLU -> 32 -> ReLU -> H without biases,
+    # N(0, 1) then N(0, 1/32).
+    hidden, h = 32, self.num_heads
+    if self.fire_variant == 'aba':
+      init = nn.initializers.lecun_normal()
+      weights = (self.param('w1', init, (1, hidden), self.param_dtype),
+                 self.param('w2', init, (hidden, h), self.param_dtype))
+      bias_terms = (self.param('b1', nn.initializers.zeros, (hidden,), self.param_dtype),
+                    self.param('b2', nn.initializers.zeros, (h,), self.param_dtype))
+    else:
+      later = nn.initializers.normal(1 / math.sqrt(hidden))
+      weights = (self.param('w1', nn.initializers.normal(1.0), (1, hidden), self.param_dtype),
+                 self.param('w2', later, (hidden, hidden), self.param_dtype),
+                 self.param('w3', later, (hidden, h), self.param_dtype))
+      bias_terms = ()
+    mlp = lambda x: fire_mlp(x, weights, bias_terms)
+    c = self.param('c', nn.initializers.constant(0.1), (), self.param_dtype)
+    if self.fire_variant == 'aba':
+      threshold = jnp.abs(self.param('scale', nn.initializers.ones, (), self.param_dtype)
+                          * 512.0)
+    else:
+      threshold = self.param('threshold_sqrt', nn.initializers.constant(16.0), (),
+                             self.param_dtype) ** 2
+    if self.randomized and not deterministic:
+      positions = randomized_lib.random_positions(
+          self.make_rng('noise'), num_positions, max_position=self.max_position, length=length)
+    else:
+      positions = jnp.arange(num_positions)
+    bias = lambda q, k, qi, ki: core.with_batch(fire_bias(
+        randomized_lib.lookup(positions, qi, 1), randomized_lib.lookup(positions, ki, 1), mlp,
+        c=c, threshold=threshold))
+    return core.AttentionEncoding('fire', core.BIAS, bias=bias,
+                                  params={'positions': positions, 'c': c,
+                                          'threshold': threshold})

@@ -64,27 +64,75 @@ def positions_of(module: nn.Module, num_positions: int, length: Array) -> Array:
                                          max_position=module.max_position, length=length)
 
 
+def abacus_positions(tokens: Array, is_digit: Array) -> Array:
+  """Each digit's index within its number: 1, 2, 3, ... from the number's first token; 0 for
+  every other token (McLeish et al. 2024). A number is a maximal run of digit tokens.
+
+  Args:
+    tokens: int [..., T] (only for the shape).
+    is_digit: bool [..., T].
+
+  Returns:
+    int32 [..., T].
+
+  Example: `98+385=` with digits d -> [1, 2, 0, 1, 2, 3, 0].
+  """
+  t = jnp.arange(tokens.shape[-1])
+  previous = jnp.pad(is_digit, [(0, 0)] * (is_digit.ndim - 1) + [(1, 0)])[..., :-1]
+  start = jnp.where(is_digit & ~previous, t, 0)
+  run_start = jax.lax.cummax(start, axis=start.ndim - 1)
+  return jnp.where(is_digit, t - run_start + 1, 0).astype(jnp.int32)
+
+
 class SinCosEmbedding(nn.Module):
-  """S(0..T-1), or S(sorted random positions) if randomized: [T, D]."""
+  """S(0..T-1), or S(sorted random positions) if randomized: [T, D] ([B, T, D] for draws
+  per sequence)."""
   width: int
   max_position: int = 2048
   randomized: bool = False
   max_time: float = 10_000.0
 
-  def __call__(self, num_positions: int, length: Array) -> Array:
+  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
+               deterministic: bool = True) -> Array:
+    del tokens, deterministic
     return sinusoid(positions_of(self, num_positions, length), self.width,
                     max_time=self.max_time)
 
 
 class LearnedEmbedding(nn.Module):
   """E[0..T-1] (Embed(L, D), TruncNormal(1) init as hk.Embed), or E[sorted random positions]
-  if randomized: the "label-based" encoding. [T, D]."""
+  if randomized: the "label-based" encoding. [T, D] ([B, T, D] for draws per sequence)."""
   width: int
   max_position: int = 2048
   randomized: bool = False
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array) -> Array:
+  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
+               deterministic: bool = True) -> Array:
+    del tokens, deterministic
     table = self.param('embedding', nn.initializers.truncated_normal(1.0),
                        (self.max_position, self.width))
     return learned(positions_of(self, num_positions, length), table)
+
+
+class AbacusEmbedding(nn.Module):
+  """Abacus (McLeish et al. 2024): E[each digit's index within its number] from a learned
+  table of `max_position` rows; non-digits read row 0. In training one offset k ~ U{0..K}
+  per batch (from the 'noise' stream) is added to every digit's index, so the model sees
+  indices up to K + the longest number; at evaluation k = 0. [B, T, D] for tokens [B, T]."""
+  width: int
+  max_position: int = 2048
+  digit_ids: tuple[int, ...] = tuple(range(10))
+  abacus_offset: int = 99
+
+  @nn.compact
+  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
+               deterministic: bool = True) -> Array:
+    del num_positions, length
+    table = self.param('embedding', nn.initializers.truncated_normal(1.0),
+                       (self.max_position, self.width))
+    positions = abacus_positions(tokens, jnp.isin(tokens, jnp.asarray(self.digit_ids)))
+    if not deterministic:
+      k = jax.random.randint(self.make_rng('noise'), (), 0, self.abacus_offset + 1)
+      positions = jnp.where(positions > 0, positions + k, 0)
+    return learned(positions, table)

@@ -83,8 +83,9 @@ class GeometricEncoding(core.EncodingModule):
   geometric_normalize: bool = False
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array) -> core.AttentionEncoding:
-    del num_positions, length
+  def __call__(self, num_positions: int, length: Array, inputs: Array,
+               deterministic: bool = True) -> core.AttentionEncoding:
+    del num_positions, length, deterministic
     h, d = self.num_heads, self.head_dim
     u = self.param('u', nn.initializers.zeros, (h, d), self.param_dtype)
     gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(d)), (),

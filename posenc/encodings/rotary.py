@@ -50,8 +50,9 @@ class RotaryEncoding(core.EncodingModule):
   randomized: bool = False
   max_time: float = 10_000.0
 
-  def __call__(self, num_positions: int, length: Array, inputs: Array) -> core.AttentionEncoding:
-    del inputs
+  def __call__(self, num_positions: int, length: Array, inputs: Array,
+               deterministic: bool = True) -> core.AttentionEncoding:
+    del inputs, deterministic
     positions = embeddings.positions_of(self, num_positions, length)
     max_time = self.max_time
     return core.AttentionEncoding(

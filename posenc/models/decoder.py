@@ -45,7 +45,8 @@ class Decoder(stack.Architecture):
                q_idx: Array | None = None, cache: dict[str, Any] | None = None,
                num_positions: int | None = None, draw_length: Array | None = None,
                task: Array | None = None, recurrences: int | None = None,
-               window: tuple[Array, Array] | None = None) -> tuple[Array, dict[str, Any]]:
+               window: tuple[Array, Array] | None = None,
+               context: Array | None = None) -> tuple[Array, dict[str, Any]]:
     """Next-token logits of the given tokens.
 
     Args:
@@ -61,6 +62,8 @@ class Decoder(stack.Architecture):
         (default `lengths`).
       task: int [B]: each example's output head.
       recurrences, window: see `stack.body`.
+      context: int [B, S]: every token so far, with a cache, for encodings that read the
+        sequence (Abacus); the given tokens must be written in it at their indices.
 
     Returns:
       (logits [B, Q, V], cache): the keys and values of every layer application for the
@@ -82,7 +85,7 @@ class Decoder(stack.Architecture):
                              draw_positions=num_positions)
     h, new_cache = stack.body(self, embed, tokens, where, causal=True,
                               deterministic=deterministic, cache=cache, window=window,
-                              recurrences=recurrences)
+                              recurrences=recurrences, context=context)
     if self.tie_embeddings:
       logits = embed.attend(h)
     else:

@@ -134,7 +134,8 @@ class MultiHeadAttention(nn.Module):
 
   @nn.compact
   def __call__(self, x: Array, where: Positions, causal: bool,
-               cache: dict[str, Array] | None = None) -> tuple[Array, dict[str, Array]]:
+               cache: dict[str, Array] | None = None,
+               deterministic: bool = True) -> tuple[Array, dict[str, Array]]:
     b, t, d = x.shape
     head_dim = d // self.num_heads
     args = self.args
@@ -151,7 +152,7 @@ class MultiHeadAttention(nn.Module):
       enc = args.encoding.attention(
           max_position=args.max_position, num_heads=self.num_heads, head_dim=head_dim,
           param_dtype=self.param_dtype, **dict(args.encoding_kwargs), name='encoding')(
-              where.draw_positions, where.draw_length, x)
+              where.draw_positions, where.draw_length, x, deterministic)
     q_idx = jnp.arange(t) if where.q_idx is None else where.q_idx
     tau = None
     if args.temperature != 'none':
@@ -213,9 +214,9 @@ class Block(nn.Module):
       return nn.Dense(d, kernel_init=core.HAIKU_LINEAR_INIT, **types)(f)
 
     if self.norm == 'post':
-      a, kv = attend(x, where, causal, cache)
+      a, kv = attend(x, where, causal, cache, deterministic)
       x = norm()(x + drop(a))
       return norm()(x + drop(feed_forward(x))), kv
-    a, kv = attend(norm()(x), where, causal, cache)
+    a, kv = attend(norm()(x), where, causal, cache, deterministic)
     x = x + drop(a)
     return x + drop(feed_forward(norm()(x))), kv

@@ -129,8 +129,8 @@ class Architecture(nn.Module):
 
 def body(model: Architecture, embed: nn.Embed, tokens: Array, where: layers.Positions, *,
          causal: bool, deterministic: bool, cache: dict[str, Any] | None = None,
-         window: tuple[Array, Array] | None = None,
-         recurrences: int | None = None) -> tuple[Array, dict[str, Any]]:
+         window: tuple[Array, Array] | None = None, recurrences: int | None = None,
+         context: Array | None = None) -> tuple[Array, dict[str, Any]]:
   """Embeddings and layers, created in `model`'s scope: tokens [B, Q] -> hidden [B, Q, D].
 
   Args:
@@ -143,6 +143,8 @@ def body(model: Architecture, embed: nn.Embed, tokens: Array, where: layers.Posi
     cache: the keys and values of a decoding step (as returned); None over a whole sequence.
     window: (start, stop) recurrences to run (default all; looped stacks only).
     recurrences: R for this call (default `model.recurrences`; may differ at evaluation).
+    context: int [B, S]: every token of the sequences so far, for input encodings that
+      read the tokens (Abacus); default `tokens` (a whole sequence).
 
   Returns:
     The hidden states and the keys and values of every layer application (the new cache).
@@ -154,7 +156,8 @@ def body(model: Architecture, embed: nn.Embed, tokens: Array, where: layers.Posi
     _, embedding_options = encodings.resolve_options(model.encoding, model.encoding_options)
     table = spec.embedding(width=model.d_model, max_position=model.max_position,
                            **embedding_options, name='position_embed')(
-                               where.draw_positions, where.draw_length)
+                               where.draw_positions, where.draw_length,
+                               tokens if context is None else context, deterministic)
     q_idx = jnp.arange(tokens.shape[1]) if where.q_idx is None else where.q_idx
     pos = randomized.lookup(table, q_idx, 1) if table.ndim == 3 else table[q_idx]
     pos = pos if pos.ndim == 3 else pos[None]
