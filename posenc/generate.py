@@ -72,8 +72,11 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
   rows = jnp.arange(b)
   first = jnp.argmax(logits[rows, prompt_lengths - 1], -1).astype(jnp.int32)
   out = jnp.full((b, max_new), eos_id, jnp.int32).at[:, 0].set(first)
-  # Every token so far, for encodings that read the sequence (Abacus).
-  seq = jnp.zeros((b, total), jnp.int32).at[:, :prompts.shape[1]].set(prompts)
+  # Every token so far, for encodings that read the sequence (Abacus). Adding a zero derived
+  # from `first` gives it the same type as the loop's outputs inside a shard_map (varying
+  # over the population's devices).
+  seq = (jnp.zeros((b, total), jnp.int32).at[:, :prompts.shape[1]].set(prompts)
+         + jnp.zeros_like(first)[:, None])
 
   def cond(state):
     i, _, _, _, done = state
