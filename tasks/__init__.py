@@ -5,8 +5,8 @@
     batch = task.sample(key, batch_size=128, length=40)                 # shapes [128, 40]
     batch = task.sample_padded(key, 128, length, max_length=64)         # traced length
 
-`NAMES` lists the tasks in the study's order (regular, dcf, cs), `REGISTRY` maps a name to
-its task, `get(name)` looks one up. Every task follows `tasks.base.Task`; the padding
+`NAMES` lists the study's tasks in its order (regular, dcf, cs), `ARITHMETIC` the arithmetic
+study's sequence tasks, `REGISTRY` maps every name to its task, `get(name)` looks one up. Every task follows `tasks.base.Task`; the padding
 convention of `sample_padded` (one compiled program for every length <= max_length, zeros
 and zero masks past the valid part, the valid part distributed exactly as `sample`) is
 described in `tasks/base.py`.
@@ -14,6 +14,7 @@ described in `tasks/base.py`.
 Adding a task: subclass `base.Task` (fields, `_target`, `_sample_inputs` or `_sample`) and
 add one entry to `REGISTRY`.
 """
+from tasks import arithmetic
 from tasks import cs
 from tasks import dcf
 from tasks import regular
@@ -37,6 +38,10 @@ REGISTRY: dict[str, Task] = {
     'bucket_sort': cs.BucketSort(),
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
+# The arithmetic study's sequence tasks (McLeish et al. 2024; tasks/arithmetic.py): prompt,
+# answer and EOS as one token sequence, for decoders.
+ARITHMETIC: tuple[str, ...] = tuple(arithmetic.TASKS)
+REGISTRY.update(arithmetic.TASKS)
 
 
 def get(name: str) -> Task:
@@ -44,4 +49,5 @@ def get(name: str) -> Task:
   try:
     return REGISTRY[name]
   except KeyError:
-    raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(NAMES)}") from None
+    raise ValueError(f"unknown task {name!r}; valid tasks: "
+                     f"{', '.join(NAMES + ARITHMETIC)}") from None
