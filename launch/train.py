@@ -45,8 +45,12 @@ def main(argv: list[str]) -> None:
     raise SystemExit(common.PREEMPTED_EXIT) from None
   scores = [m['score'] for m in results['members'] if m['score'] is not None]
   best = f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
-  print(f'done: {results["task"]} / {results["encoding"]}: best score {best} over lengths '
-        f'{results["score_lengths"]}; results in {_WORKDIR.value}/results.json')
+  if results['evaluation'] == 'grid':
+    over = f'out-of-distribution cells (exact match) up to {results["grid"]["max"]}'
+  else:
+    over = f'lengths {results["score_lengths"]}'
+  print(f'done: {results["task"]} / {results["encoding"]}: best score {best} over {over}; '
+        f'results in {_WORKDIR.value}/results.json')
 
 
 if __name__ == '__main__':

@@ -25,6 +25,8 @@ class ConfigError(ValueError):
 
 POPULATION_LOOPS = ('auto', 'map', 'vmap')
 FAMILIES = ('encoder', 'decoder')
+OPTIMIZERS = ('adam', 'adamw')
+SCHEDULES = ('constant', 'trapezoid')
 LOSS_ON = ('answer', 'all')
 FUSED_IMPLEMENTATIONS = ('xla', 'cudnn')
 DTYPES = ('float32', 'bfloat16')
@@ -55,6 +57,13 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.bucket_size = 5
   c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
   c.train.max_grad_norm = 1.0
+  # 'adam' (the study's) or 'adamw' with decoupled weight decay; the learning rate follows
+  # a 'constant' or a 'trapezoid' schedule (linear warm-up and cool-down fractions).
+  c.train.optimizer = 'adam'
+  c.train.weight_decay = 0.0
+  c.train.schedule = 'constant'
+  c.train.warmup = 0.0
+  c.train.cooldown = 0.0
   # How a device runs its members: 'map' one after another (as fast as 'vmap' on CPU, with
   # one member's activations in memory at a time), 'vmap' batched (fills an accelerator),
   # or 'auto': map on CPU, vmap on GPU and TPU.
@@ -81,6 +90,13 @@ def base_config() -> ml_collections.ConfigDict:
   # unless this is set.
   c.eval.eval_dropout = False
   c.eval.seed = 1  # Evaluation data: identical for every model and every run.
+  # Sequence tasks (arithmetic): exact match per cell (a, b) of [1..grid_max]^2 (every
+  # grid_stride-th value and grid_max), samples_per_cell examples each, plus the equal
+  # lengths of `beyond` past grid_max; cells padded to multiples of eval.bucket_size.
+  c.eval.grid_max = 100
+  c.eval.grid_stride = 1
+  c.eval.samples_per_cell = 100
+  c.eval.beyond = []
 
   c.model = ml_collections.ConfigDict()
   # 'encoder' (the study's: outputs read off empty query tokens in one pass) or 'decoder'
@@ -235,8 +251,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   from posenc.models import layers
   from posenc.models import stack
 
-  if config.task not in tasks.NAMES:
-    raise _choices(config.task, 'task', list(tasks.NAMES))
+  if config.task not in tasks.REGISTRY:
+    raise _choices(config.task, 'task', list(tasks.NAMES + tasks.ARITHMETIC))
   try:
     spec = encodings.get(config.encoding)
   except ValueError as e:
@@ -290,6 +306,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
   if bad:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
   task = tasks.get(config.task)
+  if config.task in tasks.ARITHMETIC:
+    _validate_sequence_task(config, task, spec)
+    return
   longest = max(m, n)
   # The decoder's sequences add a separator and EOS; it is fed all but the last token.
   extra = 1 if config.model.family == 'decoder' else 0
@@ -307,6 +326,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
              'model.injection': (config.model.injection, stack.INJECTIONS),
              'model.temperature': (config.model.temperature, layers.TEMPERATURES),
              'train.loss_on': (config.train.loss_on, LOSS_ON),
+             'train.optimizer': (config.train.optimizer, OPTIMIZERS),
+             'train.schedule': (config.train.schedule, SCHEDULES),
              'model.attention_impl': (config.model.attention_impl, attention.IMPLS),
              'model.fused_implementation': (config.model.fused_implementation,
                                             FUSED_IMPLEMENTATIONS),
@@ -331,6 +352,15 @@ def validate(config: ml_collections.ConfigDict) -> None:
   if r_eval and r_eval != r and not looped:
     raise ConfigError(f'model.eval_recurrences={r_eval} needs a looped model '
                       '(model.recurrences > 1, model.injection or model.loop)')
+  fractions = {'train.warmup': config.train.warmup, 'train.cooldown': config.train.cooldown}
+  for key, value in fractions.items():
+    if not _is_number(value) or not 0 <= value <= 1:
+      raise ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
+  if config.train.warmup + config.train.cooldown > 1:
+    raise ConfigError(f'train.warmup + train.cooldown = '
+                      f'{config.train.warmup + config.train.cooldown} exceeds 1')
+  if not _is_number(config.train.weight_decay) or config.train.weight_decay < 0:
+    raise ConfigError(f'train.weight_decay={config.train.weight_decay!r} must be >= 0')
   alpha = config.train.progressive_alpha
   if not _is_number(alpha) or not 0 <= alpha <= 1:
     raise ConfigError(f'train.progressive_alpha={alpha!r} must be in [0, 1]')
@@ -344,6 +374,36 @@ def validate(config: ml_collections.ConfigDict) -> None:
   if mode not in ('symmetric', 'reference'):
     raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '
                       'symmetric, reference')
+
+
+def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+  """The arithmetic study's checks: a decoder, a sane grid, tables that cover it."""
+  if config.model.family != 'decoder':
+    raise ConfigError(f'task {config.task!r} is a token sequence for a decoder; set '
+                      'model.family=decoder')
+  for key in ('eval.grid_max', 'eval.grid_stride', 'eval.samples_per_cell'):
+    value = config.eval[key.split('.')[1]]
+    if not _is_int(value) or value < 1:
+      raise ConfigError(f'{key}={value!r} must be a positive integer')
+  m = config.eval.grid_max
+  bad = [x for x in config.eval.beyond if not (_is_int(x) and x > m)]
+  if bad:
+    raise ConfigError(f'eval.beyond {bad} must be integers past eval.grid_max={m}')
+  top = max([m, config.train.max_length, *config.eval.beyond])
+  if 'abacus' in config.encoding.split('+'):
+    # A digit's index reaches the longest number (an operand or an answer) plus the offset.
+    longest = max(top, task.max_answer(top, top) - 1)
+    need = longest + config.encoding_options.get('abacus_offset', 99) + 1
+    if config.model.max_position < need:
+      raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                        f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
+                        f'offsets up to {config.encoding_options.get("abacus_offset", 99)})')
+  tokens = task.max_prompt(top, top) + task.max_answer(top, top) - 1
+  if (spec.randomized or 'learned' in config.encoding.split('+')) and (
+      tokens > config.model.max_position):
+    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                      f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
+                      f'encoding {config.encoding!r} needs max_position >= {tokens}')
 
 
 def num_buckets(max_length: int, bucket_size: int) -> int:

@@ -82,12 +82,62 @@ class Objective(NamedTuple):
   counts: Callable[..., dict[str, Array]]
 
 
-def make(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: int) -> Objective:
-  """The family's objective for batches padded to `bucket` input tokens."""
+def is_sequence_task(task: Any) -> bool:
+  """Whether `task` samples token sequences `prompt ⊕ answer ⊕ EOS` itself (the arithmetic
+  tasks) rather than the study's (inputs, targets) pairs."""
+  return getattr(task, 'level', None) == 'arithmetic'
+
+
+def make(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: Any) -> Objective:
+  """The family's objective for batches padded to `bucket`: input tokens for the study's
+  tasks, (prompt width, answer width) for sequence tasks."""
+  if is_sequence_task(task):
+    return _sequence(config, task, model, bucket)
   max_output = int(task.output_length(bucket))
   if config.model.family == 'decoder':
     return _decoder(config, task, model, max_output)
   return _encoder(config, model, max_output)
+
+
+def _sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder,
+              shape: tuple[int, int]) -> Objective:
+  """Sequence tasks: teacher forcing on `tokens`, the loss on the answer and EOS (or on every
+  token); greedy generation after each prompt, exact match of the answer through EOS."""
+  prompt_width, answer_width = shape
+
+  def loss(params, batch, rngs, window=None):
+    tokens = batch['tokens']
+    inputs, labels = tokens[:, :-1], tokens[:, 1:]
+    lengths = batch['length'] - 1  # the tokens fed: all but the last
+    logits, _ = model.apply({'params': params}, inputs, lengths, deterministic=False,
+                            rngs=rngs, window=window)
+    j = jnp.arange(labels.shape[1])[None, :]
+    real = j < lengths[:, None]
+    answer = real & (j >= batch['prompt_length'][:, None] - 1)
+    weights = (real if config.train.loss_on == 'all' else answer).astype(jnp.float32)
+    ce = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+    correct = (jnp.argmax(logits, -1) == labels) & answer
+    return jnp.sum(ce * weights) / jnp.sum(weights), jnp.sum(correct) / jnp.sum(answer)
+
+  def counts(params, batch, rngs):
+    tokens, prompt_lengths = batch['tokens'], batch['prompt_length']
+    answer_lengths = batch['length'] - prompt_lengths  # with the EOS
+    column = jnp.arange(prompt_width)[None, :]
+    prompts = jnp.where(column < prompt_lengths[:, None], tokens[:, :prompt_width], 0)
+    out = generate.generate(model, {'params': params}, prompts, prompt_lengths,
+                            answer_width, task.eos_id, {'noise': rngs['noise']},
+                            answer_lengths=answer_lengths,
+                            recurrences=_eval_recurrences(config))
+    at = jnp.minimum(prompt_lengths[:, None] + jnp.arange(answer_width)[None, :],
+                     tokens.shape[1] - 1)
+    target = jnp.take_along_axis(tokens, at, axis=1)
+    valid = jnp.arange(answer_width)[None, :] < answer_lengths[:, None]
+    correct = (out == target) & valid
+    every = jnp.all(correct | ~valid, axis=-1)
+    return {'correct': jnp.sum(correct), 'total': jnp.sum(valid), 'exact': jnp.sum(every),
+            'examples': jnp.float32(tokens.shape[0])}
+
+  return Objective(loss, counts)
 
 
 def _encoder(config: ml_collections.ConfigDict, model: models.Encoder,

@@ -58,6 +58,7 @@ import orbax.checkpoint as ocp
 from posenc import attention
 from posenc import config as config_lib
 from posenc import encodings
+from posenc import grid_eval
 from posenc import io
 from posenc import models as model_lib
 from posenc import objectives
@@ -109,11 +110,13 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
   """The model of `config.model.family` for `task`, its attention backend resolved for
   `platform` (default: JAX's default backend)."""
   c = config.model
+  options = config.encoding_options.to_dict()
+  if hasattr(task, 'digit_ids'):  # Abacus reads which tokens are digits from the task
+    options['digit_ids'] = tuple(task.digit_ids)
   common = dict(
       encoding=config.encoding, num_layers=c.num_layers, d_model=c.d_model,
       num_heads=c.num_heads, ffn_size=c.ffn_size, dropout=c.dropout,
-      max_position=c.max_position,
-      encoding_options=tuple(sorted(config.encoding_options.to_dict().items())),
+      max_position=c.max_position, encoding_options=tuple(sorted(options.items())),
       norm=c.norm, ffn=c.ffn, recurrences=c.recurrences, injection=c.injection, loop=c.loop,
       attention_impl=attention.resolve(c.attention_impl, platform or platform_of()),
       attention_block=c.attention_block,
@@ -121,8 +124,9 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
       temperature=c.temperature, temperature_beta=c.temperature_beta,
       dtype=jnp.dtype(c.dtype), param_dtype=jnp.dtype(c.param_dtype))
   if c.family == 'decoder':
-    return model_lib.Decoder(vocab_size=objectives.decoder_vocab(task).size,
-                             tie_embeddings=c.tie_embeddings, **common)
+    vocab = (task.vocab_size if objectives.is_sequence_task(task)
+             else objectives.decoder_vocab(task).size)
+    return model_lib.Decoder(vocab_size=vocab, tie_embeddings=c.tie_embeddings, **common)
   return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.num_classes, **common)
 
 
@@ -135,9 +139,30 @@ def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
 
 
 def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
-  """Adam after global-norm clipping, without the learning rate (applied per member)."""
-  return optax.chain(optax.clip_by_global_norm(config.train.max_grad_norm),
-                     optax.scale_by_adam())
+  """Adam (the study's) or AdamW (decoupled weight decay) after global-norm clipping, without
+  the learning rate (applied per member, times `learning_rate_scale`)."""
+  parts = [optax.clip_by_global_norm(config.train.max_grad_norm), optax.scale_by_adam()]
+  if config.train.optimizer == 'adamw':
+    parts.append(optax.add_decayed_weights(config.train.weight_decay))
+  return optax.chain(*parts)
+
+
+def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> jax.Array:
+  """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), or a
+  trapezoid (Zhai et al. 2022): linear warm-up over `warmup` of the steps, constant, linear
+  cool-down to 0 over the last `cooldown`.
+
+  Example: 100 steps, warmup 0.1, cooldown 0.2: step 0 -> 0.1, 5 -> 0.6, 50 -> 1, 90 -> 0.5.
+  """
+  if config.train.schedule == 'constant':
+    return jnp.float32(1.0)
+  total = config.train.steps
+  warmup = max(1, round(config.train.warmup * total))
+  cooldown = max(1, round(config.train.cooldown * total))
+  t = step.astype(jnp.float32)
+  up = (t + 1) / warmup
+  down = (total - t) / cooldown
+  return jnp.clip(jnp.minimum(up, down), 0.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,7 +288,9 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   (traced) and the batch is sampled from the step's key on the device.
   """
   tx = optimizer(config)
-  objective = objectives.make(config, task, model, bucket)
+  sequences = objectives.is_sequence_task(task)
+  shape = train_shape(config, task) if sequences else bucket
+  objective = objectives.make(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
 
   def member_update(params, opt, diverged, learning_rate, key, batch, step):
@@ -288,8 +315,8 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
     if config.train.scale_block_gradients and 'block' in grads:
       grads = {**grads, 'block': jax.tree.map(lambda g: g / r, grads['block'])}
     updates, new_opt = tx.update(grads, opt, params)
-    new_params = jax.tree.map(lambda p, u: (p - learning_rate * u).astype(p.dtype),
-                              params, updates)
+    rate = learning_rate * learning_rate_scale(config, step)
+    new_params = jax.tree.map(lambda p, u: (p - rate * u).astype(p.dtype), params, updates)
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
     keep = lambda new, old: jnp.where(diverged, old, new)
@@ -297,8 +324,11 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
             diverged, loss, accuracy)
 
   def local_update(state, length, learning_rates, keys):
-    batch = task.sample_padded(jax.random.fold_in(batch_key, state['step']),
-                               config.train.batch_size, length, bucket)
+    key = jax.random.fold_in(batch_key, state['step'])
+    if sequences:  # every example its own lengths, drawn stratified over [1..n]^2
+      batch = task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
+    else:
+      batch = task.sample_padded(key, config.train.batch_size, length, bucket)
     members = (state['params'], state['opt'], state['diverged'], learning_rates, keys)
     one = lambda m: member_update(*m, batch, state['step'])
     if loop == 'map':
@@ -315,12 +345,29 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
 
 
 def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
-  """The padded input lengths training runs at, ascending.
+  """The padded input lengths training runs at, ascending (one, N, for sequence tasks, whose
+  batches mix every length up to N).
 
   Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
   """
   n, size = config.train.max_length, config.train.bucket_size
+  if objectives.is_sequence_task(tasks.get(config.task)):
+    return [n]
   return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+
+
+def bucket_of(config: ml_collections.ConfigDict, length: int) -> int:
+  """The training bucket of a step of curriculum length `length`."""
+  buckets = train_buckets(config)
+  if len(buckets) == 1:
+    return buckets[0]
+  return config_lib.bucket_of(length, config.train.max_length, config.train.bucket_size)
+
+
+def train_shape(config: ml_collections.ConfigDict, task: Any) -> tuple[int, int]:
+  """(prompt width, answer width) of a sequence task's training batches: its bounds at n."""
+  n = config.train.max_length
+  return task.max_prompt(n, n), task.max_answer(n, n)
 
 
 def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
@@ -706,7 +753,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       if offset == 0:
         lengths = np.asarray(curriculum_lengths(curriculum_key, jnp.int32(step), chunk, n))
       length = int(lengths[offset])
-      bucket = config_lib.bucket_of(length, n, config.train.bucket_size)
+      bucket = bucket_of(config, length)
       if bucket not in update_fns:
         update_fns[bucket] = make_update_fn(config, task, model, population, bucket,
                                             batch_key, traces)
@@ -746,23 +793,13 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   manager.wait_until_finished()
   train_seconds = time.time() - t_start
 
-  metrics_by_length = evaluate_population(config, task, model, population, state['params'],
-                                          eval_data_key, workdir, progress, traces,
-                                          should_stop)
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
-  eval_list = config_lib.eval_lengths(config)
-  unseen = [l for l in eval_list if l > n]
-  results_members = []
-  for i, member in enumerate(population.members):
-    by_length = {str(l): metrics_by_length[l]['accuracy'][i] for l in eval_list}
-    exact = {str(l): metrics_by_length[l].get('exact_match', [None] * (i + 1))[i]
-             for l in eval_list}
-    mean_unseen = lambda values: (float(np.mean([values[str(l)] for l in unseen]))
-                                  if unseen and not diverged[i] else None)
-    exact_score = None if None in exact.values() else mean_unseen(exact)
-    results_members.append({**member, 'diverged': bool(diverged[i]),
-                            'score': mean_unseen(by_length), 'accuracy_by_length': by_length,
-                            'exact_match_score': exact_score, 'exact_match_by_length': exact})
+  if objectives.is_sequence_task(task):
+    evaluation = _grid_results(config, task, model, population, state['params'],
+                               eval_data_key, workdir, progress, traces, should_stop, diverged)
+  else:
+    evaluation = _range_results(config, task, model, population, state['params'],
+                                eval_data_key, workdir, progress, traces, should_stop, diverged)
   # With steps_per_dispatch > 1 every bucket lives in one program.
   compiled = {'train': traces['train'],
               'train_buckets': sorted(update_fns) if multi_step is None else train_buckets(config),
@@ -770,10 +807,8 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   results = {
       'task': config.task, 'encoding': config.encoding, 'family': config.model.family,
       'encoding_options': encoding_options(config),
-      'num_params': num_params,
-      'train_steps': steps, 'train_length': n, 'eval_lengths': eval_list,
-      'score_lengths': [unseen[0], unseen[-1]] if unseen else None,
-      'versions': versions(), 'members': results_members,
+      'num_params': num_params, 'architecture': architecture(config),
+      'train_steps': steps, 'train_length': n, **evaluation, 'versions': versions(),
       'compiled_programs': compiled,
       'timing': {'first_update_s': first_update_s, 'train_s': train_seconds,
                  'resumed_from_step': start},
@@ -782,6 +817,60 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       'config': _config_json(config)}
   io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
   return results
+
+
+def architecture(config: ml_collections.ConfigDict) -> str:
+  """'standard', 'standard_ii' (with input injection) or 'looped LxR' (McLeish et al.).
+
+  Example: 8 layers, 2 recurrences -> 'looped 8x2'.
+  """
+  c = config.model
+  if c.recurrences > 1 or c.loop:
+    return f'looped {c.num_layers}x{c.recurrences}'
+  return 'standard' if c.injection == 'none' else 'standard_ii'
+
+
+def _range_results(config, task, model, population, params, data_key, workdir, progress,
+                   traces, should_stop, diverged) -> dict[str, Any]:
+  """results.json's evaluation of the study's tasks: per-length metrics per member."""
+  by = evaluate_population(config, task, model, population, params, data_key, workdir,
+                           progress, traces, should_stop)
+  eval_list = config_lib.eval_lengths(config)
+  unseen = [l for l in eval_list if l > config.train.max_length]
+  members = []
+  for i, member in enumerate(population.members):
+    by_length = {str(l): by[l]['accuracy'][i] for l in eval_list}
+    exact = {str(l): by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
+    mean_unseen = lambda values: (float(np.mean([values[str(l)] for l in unseen]))
+                                  if unseen and not diverged[i] else None)
+    exact_score = None if None in exact.values() else mean_unseen(exact)
+    members.append({**member, 'diverged': bool(diverged[i]), 'score': mean_unseen(by_length),
+                    'accuracy_by_length': by_length, 'exact_match_score': exact_score,
+                    'exact_match_by_length': exact})
+  return {'evaluation': 'range', 'eval_lengths': eval_list,
+          'score_lengths': [unseen[0], unseen[-1]] if unseen else None, 'members': members}
+
+
+def _grid_results(config, task, model, population, params, data_key, workdir, progress,
+                  traces, should_stop, diverged) -> dict[str, Any]:
+  """results.json's evaluation of sequence tasks: exact match per grid cell and region."""
+  by_cell = grid_eval.evaluate(config, task, model, population, params, data_key, workdir,
+                               progress, traces, should_stop)
+  regions = grid_eval.region_means(by_cell, config)
+  token_regions = grid_eval.region_means(by_cell, config, 'accuracy')
+  members = []
+  for i, member in enumerate(population.members):
+    cell = lambda metric: {f'{a},{b}': v[metric][i] for (a, b), v in by_cell.items()}
+    members.append({**member, 'diverged': bool(diverged[i]),
+                    'score': None if diverged[i] else regions[i]['ood'],
+                    'regions': regions[i], 'token_accuracy_regions': token_regions[i],
+                    'exact_match_by_cell': cell('exact_match'),
+                    'accuracy_by_cell': cell('accuracy')})
+  return {'evaluation': 'grid', 'axes': list(task.axes),
+          'grid': {'max': config.eval.grid_max, 'stride': config.eval.grid_stride,
+                   'beyond': list(config.eval.beyond),
+                   'samples_per_cell': config.eval.samples_per_cell},
+          'members': members}
 
 
 def evaluate_population(config: ml_collections.ConfigDict, task: Any, model: Any,

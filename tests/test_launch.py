@@ -81,7 +81,7 @@ TRAIN_CASES = [
     (['--config=experiments/rpe_table1.py:foo=bar'],
      "unknown config arg 'foo'; valid args: encoding, relative_mode, task, tiny"),
     (['--config=experiments/nope.py'], "config file 'experiments/nope.py' does not exist; "
-     'experiment files: experiments/quickstart.py'),
+     'experiment files: experiments/abacus_arithmetic.py'),
     (['--config={tmp}/broken.py'], 'does not import: SyntaxError'),
     (['--config={tmp}/noconfig.py'], 'has no get_config(arg)'),
     ([TINY, '--config.model.family=lstm'], "unknown model.family 'lstm'; valid: encoder, decoder"),

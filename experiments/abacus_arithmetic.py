@@ -1,0 +1,125 @@
+"""The arithmetic study (McLeish et al. 2024): Abacus, FIRE and no positions, standard and
+looped decoders, judged by exact match on a two-dimensional grid of operand lengths.
+
+  python -m launch.train \\
+      --config=experiments/abacus_arithmetic.py:task=addition,encoding=abacus,architecture=looped \\
+      --workdir=runs/addition__abacus__looped
+  python -m launch.sweep --config=experiments/abacus_arithmetic.py:cpu \\
+      --workdir=runs/abacus_cpu
+
+The paper's protocol: a causal decoder of width 1024 (16 heads, GELU-GLU feed-forward of
+2 x 1024, post-LayerNorm, tied embeddings), 16 layers (`standard`), 16 layers with input
+injection (`standard_ii`) or a looped block of 8 layers applied twice with input injection
+and the progressive loss at α = 1 (`looped`, `looped=LxR`); AdamW at 1e-4 with a trapezoid
+schedule (10% warm-up and cool-down: the paper does not give them); operands of up to n = 20
+digits drawn stratified over the grid; Abacus offsets k ~ U{0..99}; tested on every cell of
+[1..100]^2 with 100 samples and on equal lengths 101..160. The paper trains for 24 A4000
+hours (about 8 exaFLOP); at batch 8192 that is about 40,000 steps of the 16-layer model,
+the step count used here.
+
+Args: task=addition|multiplication|addition_subtraction|sorting|bitwise_or,
+encoding=NAME (abacus, fire, randomized_fire, none, abacus+fire, abacus+rotary, or any other
+of posenc.encodings), architecture=standard|standard_ii|looped, looped=LxR (default 8x2),
+and the bare flags `cpu` (minutes on a CPU: 5-6 digit additions tested to 18 digits; its
+grid compares Abacus, FIRE and no positions in a standard and a looped model;
+docs/arithmetic.md has the measured result) and `tiny` (seconds; what the tests run).
+
+`grid(arg)` lists the paper's Figure 3 (standard and standard_ii) and Figure 4 (L x R at
+effective depth 16) cells, or with `cpu` the small grid.
+"""
+
+from posenc import config as config_lib
+
+ARCHITECTURES = ('standard', 'standard_ii', 'looped')
+ENCODINGS = ('abacus', 'fire', 'none')
+PAPER_LOOPS = ((16, 1), (8, 2), (4, 4), (2, 8), (1, 16))
+
+
+def _arg(arg):
+  return config_lib.parse_arg(arg, task='addition', encoding='abacus', architecture='looped',
+                              looped='8x2', cpu=False, tiny=False)
+
+
+def _loop(text):
+  try:
+    layers, recurrences = (int(x) for x in text.lower().split('x'))
+  except ValueError:
+    raise config_lib.ConfigError(f'bad looped={text!r}; write layers x recurrences, e.g. '
+                                 'looped=8x2') from None
+  return layers, recurrences
+
+
+def architecture(config, name, layers, recurrences):
+  """Sets `name`'s structure: standard (layers), standard_ii (with input injection), looped
+  (layers x recurrences with input injection and the progressive loss at α = 1)."""
+  if name not in ARCHITECTURES:
+    raise config_lib.ConfigError(f'unknown architecture {name!r}; valid: '
+                                 f'{", ".join(ARCHITECTURES)}')
+  config.model.num_layers = layers
+  config.model.recurrences = recurrences if name == 'looped' else 1
+  config.model.injection = 'none' if name == 'standard' else 'layer'
+  config.train.progressive_alpha = 1.0 if name == 'looped' and recurrences > 1 else 0.0
+  return config
+
+
+def get_config(arg=None):
+  parsed = _arg(arg)
+  c = config_lib.base_config()
+  c.task = parsed.task
+  c.encoding = parsed.encoding
+  c.model.family = 'decoder'
+  c.model.d_model, c.model.num_heads, c.model.ffn_size = 1024, 16, 1024
+  c.model.ffn, c.model.norm, c.model.tie_embeddings = 'gelu_glu', 'post', True
+  c.model.dropout = 0.0
+  c.model.max_position = 1024  # the Abacus and learned tables: 160 digits + k <= 100
+  c.encoding_options.abacus_offset = 99
+  c.train.optimizer, c.train.weight_decay = 'adamw', 0.0
+  c.train.schedule, c.train.warmup, c.train.cooldown = 'trapezoid', 0.1, 0.1
+  c.seeds, c.learning_rates = [0, 1, 2], [1e-4]
+  c.train.steps, c.train.batch_size, c.train.max_length = 40_000, 8192, 20
+  c.train.log_every, c.checkpoint_every = 100, 1000
+  c.eval.grid_max, c.eval.samples_per_cell = 100, 100
+  c.eval.beyond = list(range(101, 161))
+  c.eval.bucket_size = 16
+  layers, recurrences = (16, 1) if parsed.architecture != 'looped' else _loop(parsed.looped)
+  if parsed.cpu:
+    c.model.d_model, c.model.num_heads, c.model.ffn_size = 64, 4, 128
+    layers, recurrences = (4, 1) if parsed.architecture != 'looped' else (2, 2)
+    c.model.max_position = 160
+    c.seeds, c.learning_rates = [0, 1], [1e-3]
+    c.train.steps, c.train.batch_size, c.train.max_length = 3000, 64, 6
+    c.train.log_every, c.checkpoint_every = 100, 500
+    c.eval.grid_max, c.eval.samples_per_cell, c.eval.beyond = 18, 16, [20, 24]
+    c.eval.bucket_size = 8
+  architecture(c, parsed.architecture, layers, recurrences)
+  if parsed.tiny:
+    c.model.d_model, c.model.num_heads, c.model.ffn_size = 16, 2, 32
+    architecture(c, parsed.architecture, *((2, 1) if parsed.architecture != 'looped'
+                                           else (1, 2)))
+    c.model.max_position = 64
+    c.seeds, c.learning_rates = [0, 1], [1e-3]
+    c.train.steps, c.train.batch_size, c.train.max_length = 20, 8, 3
+    c.train.log_every, c.checkpoint_every = 5, 10
+    c.encoding_options.abacus_offset = 9
+    c.eval.grid_max, c.eval.samples_per_cell, c.eval.beyond = 5, 4, [7]
+    c.eval.bucket_size = 4
+  return c
+
+
+def grid(arg=None):
+  """Cells as config overrides: task, encoding and the architecture's model fields."""
+  parsed = _arg(arg)
+
+  def cell(encoding, name, layers, recurrences):
+    config = architecture(config_lib.base_config(), name, layers, recurrences)
+    return {'task': parsed.task, 'encoding': encoding, 'model.num_layers': layers,
+            'model.recurrences': config.model.recurrences,
+            'model.injection': config.model.injection,
+            'train.progressive_alpha': config.train.progressive_alpha}
+
+  if parsed.cpu:
+    return [cell(e, name, *shape) for name, shape in (('standard', (4, 1)), ('looped', (2, 2)))
+            for e in ENCODINGS]
+  figure3 = [cell(e, name, 16, 1) for name in ('standard', 'standard_ii') for e in ENCODINGS]
+  figure4 = [cell(e, 'looped', layers, r) for layers, r in PAPER_LOOPS[1:] for e in ENCODINGS]
+  return figure3 + figure4

@@ -1,0 +1,140 @@
+"""Two-dimensional evaluation (McLeish et al. 2024): exact match of greedy generations per
+cell (a, b) of a sequence task's two axes, e.g. the digit counts of the two operands.
+
+Cells: every (a, b) in [1..M]² (with `eval.grid_stride`, the cells 1, 1 + s, ..., and M), and
+the equal lengths of `eval.beyond` past M (the paper's "100+"). Regions: **id** (both <= n,
+the training size), **ood** (some > n, both <= M), **beyond**. Each cell draws
+`eval.samples_per_cell` examples from a key of the cell alone, the same for every model; a
+cell's batch is padded to the widths of its bucket (`eval.bucket_size`), so a bounded number
+of programs serves the grid. Measured cells are appended to `workdir/grid.jsonl`; a resumed
+evaluation measures only the others.
+
+  >>> by_cell = evaluate(config, task, model, population, params, key, workdir)
+  >>> region_means(by_cell, config)    # per member: {'id': .., 'ood': .., 'beyond': ..}
+"""
+from __future__ import annotations
+
+import collections
+import os
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import io
+from posenc import objectives
+
+REGIONS = ('id', 'ood', 'beyond')
+
+
+def cells(config: ml_collections.ConfigDict) -> list[tuple[int, int]]:
+  """The evaluated cells, row-major, then the diagonal past M.
+
+  Example: M = 5, stride 2, beyond [7] -> (1,1) (1,3) (1,5) (3,1) ... (5,5) (7,7).
+  """
+  m, stride = config.eval.grid_max, max(config.eval.grid_stride, 1)
+  axis = sorted(set(range(1, m + 1, stride)) | {m})
+  return [(a, b) for a in axis for b in axis] + [(x, x) for x in config.eval.beyond]
+
+
+def region(a: int, b: int, n: int, m: int) -> str:
+  """'id' (both <= n), 'ood' (some > n, both <= m) or 'beyond'.
+
+  Example: region(3, 7, 5, 10) == 'ood'; region(12, 12, 5, 10) == 'beyond'.
+  """
+  if a <= n and b <= n:
+    return 'id'
+  return 'ood' if a <= m and b <= m else 'beyond'
+
+
+def widths(task: Any, a: int, b: int, bucket: int) -> tuple[int, int]:
+  """(prompt width, answer width) of cell (a, b): the task's bounds rounded up to `bucket`."""
+  up = lambda x: -(-x // bucket) * bucket
+  return up(task.max_prompt(a, b)), up(task.max_answer(a, b))
+
+
+def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+                 shape: tuple[int, int], data_key: jax.Array,
+                 traces: collections.Counter | None = None) -> Callable[..., dict]:
+  """The jitted evaluation of one cell padded to `shape`: f(params [P], a, b, eval_keys [P])
+  -> {'exact_match', 'accuracy'} [P]. Members run one after another."""
+  from posenc import train  # pylint: disable=g-import-not-at-top
+  objective = objectives.make(config, task, model, shape)
+  size = config.eval.samples_per_cell
+
+  def local(params, a, b, keys):
+    if traces is not None:
+      traces['eval'] += 1
+    batch = task.sample(jax.random.fold_in(jax.random.fold_in(data_key, a), b), size, a, b,
+                        *shape)
+
+    def member(args):
+      p, key = args
+      noise = jax.random.fold_in(jax.random.fold_in(key, a), b)
+      sums = objective.counts(p, batch, {'dropout': noise, 'noise': noise})
+      return {'exact_match': sums['exact'] / sums['examples'],
+              'accuracy': sums['correct'] / sums['total']}
+
+    return jax.lax.map(member, (params, keys))
+
+  P = jax.sharding.PartitionSpec
+  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+      config, model, population, abstract=True)['params'])
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
+                                      out_specs=P(train.POP)))
+
+
+def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+             params: Any, data_key: jax.Array, workdir: str,
+             progress: Callable[[str], None] = print,
+             traces: collections.Counter | None = None,
+             should_stop: Callable[[], bool] = lambda: False
+             ) -> dict[tuple[int, int], dict[str, list[float]]]:
+  """Every cell's metrics per member: {(a, b): {'exact_match': [..], 'accuracy': [..]}}."""
+  from posenc import train  # pylint: disable=g-import-not-at-top
+  path = os.path.join(workdir, 'grid.jsonl')
+  done = {tuple(r['cell']): {k: v for k, v in r.items() if k != 'cell'}
+          for r in io.read_jsonl(path, rewrite=True)}
+  wanted = cells(config)
+  todo = [c for c in wanted if c not in done]
+  fns: dict[tuple[int, int], Callable[..., dict]] = {}
+  t0 = time.time()
+  for k, (a, b) in enumerate(todo):
+    if should_stop():
+      raise train.Preempted(config.train.steps, f'preempted during evaluation, before cell '
+                            f'{a},{b}: the cells measured so far are kept')
+    shape = widths(task, a, b, config.eval.bucket_size)
+    if shape not in fns:
+      fns[shape] = make_cell_fn(config, task, model, population, shape, data_key, traces)
+    metrics = jax.device_get(fns[shape](params, jnp.int32(a), jnp.int32(b),
+                                        population.eval_keys))
+    metrics = {name: [float(x) for x in np.asarray(v)[:population.size]]
+               for name, v in metrics.items()}
+    io.append_jsonl(path, {'cell': [a, b], **metrics})
+    done[(a, b)] = metrics
+    if (k + 1) % 50 == 0 or k + 1 == len(todo):
+      elapsed = time.time() - t0
+      progress(f'eval cell {a},{b} ({k + 1}/{len(todo)}) | elapsed {elapsed:.0f} s | '
+               f'ETA {elapsed / (k + 1) * (len(todo) - k - 1):.0f} s')
+  return {c: done[c] for c in wanted}
+
+
+def region_means(by_cell: dict[tuple[int, int], dict[str, list[float]]],
+                 config: ml_collections.ConfigDict,
+                 metric: str = 'exact_match') -> list[dict[str, float | None]]:
+  """Per member, the mean of `metric` over each region's cells (None for an empty region).
+
+  Example: cells (1,1) id 1.0 and (9,9) ood 0.5 -> [{'id': 1.0, 'ood': 0.5, 'beyond': None}].
+  """
+  n, m = config.train.max_length, config.eval.grid_max
+  members = len(next(iter(by_cell.values()))[metric])
+  out = []
+  for i in range(members):
+    groups = collections.defaultdict(list)
+    for (a, b), metrics in by_cell.items():
+      groups[region(a, b, n, m)].append(metrics[metric][i])
+    out.append({r: float(np.mean(groups[r])) if groups[r] else None for r in REGIONS})
+  return out
