@@ -1,20 +1,26 @@
-"""The study's Table 1, Table 4 and Figure 4 from run directories.
+"""The study's Table 1, Table 4 and Figure 4, and the arithmetic study's region table and
+heatmaps, from run directories.
 
 Usage:
   python -m launch.report WORKDIR... [--out=DIR] [--full_grid] [--metric=accuracy|exact_match]
 
 Each WORKDIR is a run directory (holding results.json), a tree of them (a sweep directory) or a
-results.json file. Writes DIR/table1.md, DIR/table4.md and DIR/figure4_<task>.png (DIR defaults
-to ./report) and prints both tables. --metric=exact_match reports the share of examples whose
-every output token is right instead of the per-token accuracy; runs that predate that metric are
-then malformed. Malformed runs are skipped with a warning on stderr and listed in the tables'
-notes. Bad input (a missing path, no results.json, no well-formed run, an --out that is a file,
-an unknown --metric) gets a one-line error on stderr and exit status 2, before anything is
-written; each file is written atomically (a temporary file, then os.replace).
+results.json file. Range runs (the study's tasks) give DIR/table1.md, DIR/table4.md and
+DIR/figure4_<task>.png; grid runs (the arithmetic study: exact match on a grid of operand
+lengths) give DIR/arithmetic.md (exact match by region, per task, architecture and encoding)
+and one DIR/heatmap_<task>__<encoding>__<architecture>__seed<k>_lr<rate>.png per member. DIR
+defaults to ./report; every table is printed. --metric=exact_match makes the range tables and
+figures report the share of examples whose every output token is right instead of the
+per-token accuracy (range runs that predate that metric are then malformed); grid runs are
+always judged by exact match. Malformed runs are skipped with a warning on stderr and listed in
+the tables' notes. Bad input (a missing path, no results.json, no well-formed run, an --out
+that is a file, an unknown --metric) gets a one-line error on stderr and exit status 2, before
+anything is written; each file is written atomically (a temporary file, then os.replace).
 
 Example:
   python -m launch.report sweeps/table1 runs/extra_cell --out=report
   python -m launch.report sweeps/decoder --metric=exact_match --out=report_exact
+  python -m launch.report runs/abacus_cpu --out=runs/abacus_cpu/report
 """
 import argparse
 import os
@@ -35,7 +41,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
   parser = _Parser(prog='python -m launch.report',
-                   description='Tables 1 and 4 and Figure 4 of the study from run directories.')
+                   description=('Tables 1 and 4 and Figure 4 of the study, and the arithmetic '
+                                "study's region table and heatmaps, from run directories."))
   parser.add_argument('workdirs', nargs='+', metavar='WORKDIR',
                       help='run directories, sweep directories or results.json files')
   parser.add_argument('--out', default='report',
@@ -44,8 +51,9 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
                       help='every task and encoding of the study, not only those with runs; '
                            'missing cells shown as missing')
   parser.add_argument('--metric', choices=tuple(report_lib.METRICS), default='accuracy',
-                      help='the score of every table and figure: per-token accuracy (default) '
-                           'or exact match of the whole output')
+                      help='the score of the range tables and figures: per-token accuracy '
+                           '(default) or exact match of the whole output; grid runs are always '
+                           'judged by exact match')
   return parser.parse_args(argv)
 
 
@@ -71,10 +79,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     report_lib.write_files(out, report.files)
   except OSError as e:
     _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
-  print(report.table1)
-  print(report.table4)
-  figures = len(report.files) - 2
-  print(f'wrote {out}/table1.md, {out}/table4.md and {figures} figure{"s" * (figures != 1)}')
+  tables = [name for name in ('table1.md', 'table4.md', report_lib.ARITHMETIC_FILE)
+            if name in report.files]
+  for text in (report.table1, report.table4, report.arithmetic):
+    if text:
+      print(text)
+  written = [f'{out}/{name}' for name in tables]
+  if report.table1:
+    figures = sum(name.startswith('figure4_') for name in report.files)
+    written.append(f'{figures} figure{"s" * (figures != 1)}')
+  if report.arithmetic:
+    heatmaps = sum(name.startswith('heatmap_') for name in report.files)
+    written.append(f'{heatmaps} heatmap{"s" * (heatmaps != 1)}')
+  print(f'wrote {", ".join(written[:-1])} and {written[-1]}')
 
 
 if __name__ == '__main__':

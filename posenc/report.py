@@ -1,10 +1,12 @@
-"""The study's tables and curves from run directories (Ruoss et al. 2023, Tables 1, 4, Fig. 4).
+"""The study's tables and curves from run directories (Ruoss et al. 2023, Tables 1, 4, Fig. 4),
+and the arithmetic study's (McLeish et al. 2024, Figs. 3 and 4).
 
-A run directory holds the engine's `results.json` (docs/design.md, "engine"): one task, one
-encoding, one model family (`family`: 'encoder' or 'decoder'; 'encoder' when not recorded), a
-population of members (seeds × learning rates), each with its `score` (mean accuracy over the
-evaluated lengths N+1..M) and its `accuracy_by_length`, and likewise its `exact_match_score`
-and `exact_match_by_length` (the share of examples with every output token right). This module
+A run directory holds the engine's `results.json` (docs/design.md, "engine"). A range run's
+(`evaluation` 'range', or none: older files) holds one task, one encoding, one model family
+(`family`: 'encoder' or 'decoder'; 'encoder' when not recorded), a population of members
+(seeds × learning rates), each with its `score` (mean accuracy over the evaluated lengths
+N+1..M) and its `accuracy_by_length`, and likewise its `exact_match_score` and
+`exact_match_by_length` (the share of examples with every output token right). This module
 turns any set of them into:
 
 - Table 1: per task × encoding, the max score over all non-diverged members, in %;
@@ -16,9 +18,19 @@ turns any set of them into:
 The metric is chosen for the whole report: 'accuracy' (the study's) or 'exact_match', which
 reads the exact-match fields instead and names them in every title.
 
+A grid run (`evaluation` 'grid') holds a decoder judged by the exact match of its generated
+answers on a grid of cells (a, b), e.g. the digit counts of two operands: per member, its mean
+over each region (ID: both axes <= n, the training size; OOD: some axis > n, both <= M;
+beyond: equal lengths past M) and its `exact_match_by_cell`. Grid runs are kept apart from
+range runs (GridRun) and turn into:
+
+- the region table (arithmetic.md): per task, architecture (standard, standard_ii, looped LxR)
+  and encoding, mean ± sd over the members of their exact match in each region, in %;
+- heatmaps: per member, its exact match on every cell, the training region boxed.
+
 The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
-(`find_results`, `load_run`, `load_runs`, `build_report`), which read files; writing is left to
-the caller (`launch/report.py`).
+(`find_results`, `load_run`, `load_runs`, `load_all_runs`, `build_report`), which read files;
+writing is left to the caller (`launch/report.py`).
 
 Columns. Runs of one encoding with different encoding options (results.json's
 `encoding_options`, e.g. randomized_relative's `relative_mode`) are never merged: when the runs
@@ -35,6 +47,7 @@ identically in two runs (same seed, learning rate, divergence, score and per-len
 a copy of the same training) counts once and any other member counts separately, even with the
 same seed and learning rate. The tables' notes name every merged cell and any repeated
 (seed, learning rate) pair.
+Grid runs group by (task, architecture, column) into entries, their members merged likewise.
 
 Example:
   >>> runs, problems = load_runs(['workdir/sweep'])  # doctest: +SKIP
@@ -58,12 +71,16 @@ import re
 import tempfile
 from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
+from matplotlib import cm
 from matplotlib import colormaps
 from matplotlib import colors as mpl_colors
 from matplotlib import figure as mpl_figure
+from matplotlib import patches as mpl_patches
+import numpy as np
 
 from posenc import encodings as encodings_lib
 import tasks as tasks_lib
+from tasks import arithmetic as arithmetic_tasks
 
 # Rows and columns come from the registries: the study's tasks in order with their Chomsky
 # level as the tables print it, and the encodings of the grid in order.
@@ -81,6 +98,7 @@ STUDY_MAX_LENGTH = 500
 MISSING = '–'  # No run covers the cell.
 DIVERGED = 'div'  # Runs cover the cell, but every member diverged.
 RESULTS_FILE = 'results.json'
+ARITHMETIC_FILE = 'arithmetic.md'  # The region table of grid runs.
 
 
 class ReportError(ValueError):
@@ -178,6 +196,81 @@ class Cell:
   def family(self) -> str:
     """The model family of the cell's runs (one, as families are never merged)."""
     return self.runs[0].family
+
+
+# Grid runs' regions (posenc/grid_eval.py): 'id' (both axes <= n, the training size), 'ood'
+# (some axis > n, both <= M) and 'beyond' (equal lengths past M). The table shows them in the
+# order of GRID_REGIONS, the paper's headline (OOD) first.
+GRID_REGIONS: tuple[str, ...] = ('ood', 'beyond', 'id')
+REGION_NAMES = {'ood': 'OOD', 'beyond': 'beyond', 'id': 'ID'}
+ARITHMETIC_TASKS: tuple[str, ...] = tuple(arithmetic_tasks.NAMES)
+# Grid runs' columns: every encoding of the registry in its order (the arithmetic study's
+# abacus and FIRE among them), then any other name (e.g. a combination 'abacus+fire'), sorted.
+GRID_ENCODINGS: tuple[str, ...] = tuple(encodings_lib.ENCODINGS)
+
+
+@dataclasses.dataclass(frozen=True)
+class GridMember:
+  """One trained model of a grid run.
+
+  `regions` maps each of GRID_REGIONS to the member's mean exact match over the region's cells
+  (None for a region without cells, and for every region of a diverged member);
+  `exact_match_by_cell` maps (a, b) to the exact match of cell (a, b) (NaN where the engine
+  recorded none).
+  """
+  seed: int
+  learning_rate: float
+  diverged: bool
+  regions: Mapping[str, float | None]
+  exact_match_by_cell: Mapping[tuple[int, int], float]
+
+
+@dataclasses.dataclass(frozen=True)
+class GridRun:
+  """One grid run's results.json (`evaluation` 'grid'; the arithmetic study).
+
+  `architecture` is 'standard', 'standard_ii' or 'looped LxR' (L layers applied R times);
+  `train_length` is the training size n (both axes <= n is in distribution); the cells are
+  (a, b) for a, b in 1..`grid_max` at `grid_stride` (and `grid_max` itself), plus (x, x) for x
+  in `beyond`; `axes` names the two axes, e.g. ('digits_a', 'digits_b'). The other fields are
+  those of Run.
+  """
+  path: pathlib.Path
+  task: str
+  encoding: str
+  architecture: str
+  train_steps: int
+  planned_steps: int
+  train_length: int
+  axes: tuple[str, str]
+  grid_max: int
+  grid_stride: int
+  beyond: tuple[int, ...]
+  samples_per_cell: int
+  members: tuple[GridMember, ...]
+  num_params: int | None = None
+  versions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  encoding_options: Mapping[str, Any] | None = None
+  family: str = 'decoder'
+
+
+@dataclasses.dataclass(frozen=True)
+class GridEntry:
+  """The merged members of every grid run of one (task, architecture, column).
+
+  Members merge as a range Cell's do (the module docstring); `label` names the column as
+  `column_labels` does for the grid runs.
+  """
+  task: str
+  architecture: str
+  encoding: str
+  runs: tuple[GridRun, ...]
+  members: tuple[GridMember, ...]
+  label: str
+
+  @property
+  def converged(self) -> tuple[GridMember, ...]:
+    return tuple(m for m in self.members if not m.diverged)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,11 +372,15 @@ def _parse_member(data: Any, where: str, metric: str) -> Member:
                 dict(sorted(accuracy.items())))
 
 
-def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') -> Run:
+def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy'
+             ) -> Run | GridRun:
   """Reads and checks one results.json (the engine's schema, docs/design.md).
 
-  The members' scores and curves are those of `metric`: 'accuracy' reads `score` and
-  `accuracy_by_length`, 'exact_match' reads `exact_match_score` and `exact_match_by_length`.
+  A range run (`evaluation` 'range', or no `evaluation`: older files) gives a Run whose
+  members' scores and curves are those of `metric`: 'accuracy' reads `score` and
+  `accuracy_by_length`, 'exact_match' reads `exact_match_score` and `exact_match_by_length`. A
+  grid run (`evaluation` 'grid', the arithmetic study) gives a GridRun (`load_grid_run`), whose
+  exact-match regions and cells do not depend on `metric`.
 
   Example:
     >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
@@ -291,6 +388,8 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') 
     ('reverse_string', 'randomized_relative', 'decoder', 30)
     >>> run.members[0].score  # Its exact_match_score.
     0.87
+    >>> load_run('runs/addition__abacus__looped/results.json').architecture  # doctest: +SKIP
+    'looped 8x2'
 
   Raises:
     MalformedRunError: unreadable JSON or a missing/mistyped field, naming the file and field.
@@ -298,22 +397,85 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') 
   """
   _metric_fields(metric)  # An unknown metric is the caller's error, not the file's.
   path = pathlib.Path(results_path)
-  where = str(path)
+  data = _read_results(path)
+  evaluation = data.get('evaluation')
+  if evaluation == 'grid':
+    return _parse_grid_run(data, path)
+  if evaluation not in (None, 'range'):
+    raise MalformedRunError(f"{path}: evaluation is {evaluation!r}, expected 'range' or 'grid'")
+  return _parse_range_run(data, path, metric)
+
+
+def load_grid_run(results_path: str | os.PathLike[str]) -> GridRun:
+  """Reads and checks one grid run's results.json (`evaluation` 'grid').
+
+  Example:
+    >>> run = load_grid_run('runs/addition__abacus__looped/results.json')  # doctest: +SKIP
+    >>> run.architecture, run.train_length, run.grid_max, run.members[0].regions['ood']
+    ('looped 8x2', 20, 100, 0.929)
+
+  Raises:
+    MalformedRunError: unreadable JSON, not a grid run, or a missing/mistyped field, naming the
+      file and field.
+  """
+  path = pathlib.Path(results_path)
+  data = _read_results(path)
+  if data.get('evaluation') != 'grid':
+    raise MalformedRunError(f"{path}: evaluation is {data.get('evaluation')!r}, expected 'grid'")
+  return _parse_grid_run(data, path)
+
+
+def _read_results(path: pathlib.Path) -> dict[str, Any]:
+  """A results.json's top-level object."""
   try:
     data = json.loads(path.read_text())
   except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-    raise MalformedRunError(f'{where}: cannot read JSON ({e})') from None
+    raise MalformedRunError(f'{path}: cannot read JSON ({e})') from None
   if not isinstance(data, dict):
-    raise MalformedRunError(f'{where}: expected a JSON object')
+    raise MalformedRunError(f'{path}: expected a JSON object')
+  return data
+
+
+def _parse_header(data: Mapping[str, Any], where: str, default_family: str
+                  ) -> tuple[str, str, str]:
+  """(task, encoding, family) of a results.json; `default_family` when it records none."""
   task = _require(data, 'task', str, where)
   encoding = _require(data, 'encoding', str, where)
   if not task or not encoding:
     raise MalformedRunError(f'{where}: empty task or encoding name')
   family = data.get('family')
   if family is None:
-    family = 'encoder'  # Written before the engine had other model families.
+    family = default_family
   elif not isinstance(family, str) or not family:
     raise MalformedRunError(f'{where}: family is {family!r}, expected a model family name')
+  return task, encoding, family
+
+
+def _parse_extras(data: Mapping[str, Any], where: str, encoding: str, train_steps: int
+                  ) -> dict[str, Any]:
+  """The fields both kinds of run share past their evaluation, as keyword arguments."""
+  config = data.get('config')
+  train = config.get('train') if isinstance(config, dict) else None
+  planned_steps = train.get('steps') if isinstance(train, dict) else None
+  if not isinstance(planned_steps, int) or isinstance(planned_steps, bool):
+    planned_steps = train_steps
+  num_params = data.get('num_params')
+  versions = data.get('versions')
+  options = data.get('encoding_options')
+  if options is not None and not isinstance(options, dict):
+    raise MalformedRunError(f'{where}: encoding_options is {options!r}, expected an object')
+  if options is None:
+    options = _options_from_config(encoding, config)
+  return {'planned_steps': planned_steps,
+          'num_params': num_params if isinstance(num_params, int) else None,
+          'versions': versions if isinstance(versions, dict) else {},
+          'encoding_options': options}
+
+
+def _parse_range_run(data: Mapping[str, Any], path: pathlib.Path, metric: str) -> Run:
+  where = str(path)
+  # Written before the engine had other model families: an encoder.
+  task, encoding, family = _parse_header(data, where, 'encoder')
   train_steps = _require(data, 'train_steps', int, where)
   train_length = _require(data, 'train_length', int, where)
   eval_lengths = _require(data, 'eval_lengths', list, where)
@@ -328,25 +490,75 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') 
     raise MalformedRunError(f'{where}: members is empty')
   members = tuple(_parse_member(m, f'{where}: members[{i}]', metric)
                   for i, m in enumerate(raw_members))
-  config = data.get('config')
-  train = config.get('train') if isinstance(config, dict) else None
-  planned_steps = train.get('steps') if isinstance(train, dict) else None
-  if not isinstance(planned_steps, int) or isinstance(planned_steps, bool):
-    planned_steps = train_steps
-  num_params = data.get('num_params')
-  versions = data.get('versions')
-  options = data.get('encoding_options')
-  if options is not None and not isinstance(options, dict):
-    raise MalformedRunError(f'{where}: encoding_options is {options!r}, expected an object')
-  if options is None:
-    options = _options_from_config(encoding, config)
   return Run(
       path=path.parent, task=task, encoding=encoding, train_steps=train_steps,
-      planned_steps=planned_steps, train_length=train_length,
-      eval_lengths=tuple(sorted(set(eval_lengths))), members=members,
-      num_params=num_params if isinstance(num_params, int) else None,
-      versions=versions if isinstance(versions, dict) else {}, encoding_options=options,
-      family=family)
+      train_length=train_length, eval_lengths=tuple(sorted(set(eval_lengths))),
+      members=members, family=family, **_parse_extras(data, where, encoding, train_steps))
+
+
+def _parse_grid_run(data: Mapping[str, Any], path: pathlib.Path) -> GridRun:
+  where = str(path)
+  # Only decoders generate answers, so a grid run without a family is a decoder's.
+  task, encoding, family = _parse_header(data, where, 'decoder')
+  architecture = _require(data, 'architecture', str, where)
+  if not architecture:
+    raise MalformedRunError(f'{where}: empty architecture name')
+  train_steps = _require(data, 'train_steps', int, where)
+  train_length = _require(data, 'train_length', int, where)
+  axes = _require(data, 'axes', list, where)
+  if len(axes) != 2 or not all(isinstance(a, str) and a for a in axes):
+    raise MalformedRunError(f'{where}: axes is {axes!r}, expected two axis names')
+  grid = _require(data, 'grid', dict, where)
+  grid_where = f'{where}: grid'
+  grid_max = _require(grid, 'max', int, grid_where)
+  stride = _require(grid, 'stride', int, grid_where)
+  beyond = _require(grid, 'beyond', list, grid_where)
+  if not all(isinstance(x, int) and not isinstance(x, bool) for x in beyond):
+    raise MalformedRunError(f'{grid_where}: beyond must be a list of integers')
+  samples = _require(grid, 'samples_per_cell', int, grid_where)
+  raw_members = _require(data, 'members', list, where)
+  if not raw_members:
+    raise MalformedRunError(f'{where}: members is empty')
+  members = tuple(_parse_grid_member(m, f'{where}: members[{i}]')
+                  for i, m in enumerate(raw_members))
+  return GridRun(
+      path=path.parent, task=task, encoding=encoding, architecture=architecture,
+      train_steps=train_steps, train_length=train_length, axes=(axes[0], axes[1]),
+      grid_max=grid_max, grid_stride=stride, beyond=tuple(sorted(set(beyond))),
+      samples_per_cell=samples, members=members, family=family,
+      **_parse_extras(data, where, encoding, train_steps))
+
+
+def _parse_grid_member(data: Any, where: str) -> GridMember:
+  if not isinstance(data, dict):
+    raise MalformedRunError(f'{where}: expected an object, got {data!r}')
+  seed = _require(data, 'seed', int, where)
+  learning_rate = float(_require(data, 'learning_rate', (int, float), where))
+  where = f'{where} (seed {seed}, learning rate {learning_rate:g})'
+  diverged = _require(data, 'diverged', bool, where)
+  raw_regions = _require(data, 'regions', dict, where)
+  regions = {}
+  for name in GRID_REGIONS:
+    if name not in raw_regions:
+      raise MalformedRunError(f'{where}: regions has no {name!r}')
+    value = raw_regions[name]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+      raise MalformedRunError(f'{where}: regions.{name} is {value!r}, expected a number or null')
+    if value is not None and not diverged and not math.isfinite(value):
+      raise MalformedRunError(f'{where}: not diverged but its regions.{name} is {value}')
+    # Whatever a diverged member scored does not count.
+    regions[name] = None if diverged or value is None else float(value)
+  raw_cells = _require(data, 'exact_match_by_cell', dict, where)
+  cells = {}
+  for key, value in raw_cells.items():
+    match = re.fullmatch(r'\s*(\d+)\s*,\s*(\d+)\s*', key)
+    if not match:
+      raise MalformedRunError(f"{where}: exact_match_by_cell key {key!r} is not 'a,b'")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+      raise MalformedRunError(f'{where}: exact_match_by_cell[{key!r}] is {value!r}, expected a '
+                              'number or null')
+    cells[int(match[1]), int(match[2])] = math.nan if value is None else float(value)
+  return GridMember(seed, learning_rate, diverged, regions, dict(sorted(cells.items())))
 
 
 def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
@@ -362,10 +574,44 @@ def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
   return {**attention, **embedding}
 
 
+@dataclasses.dataclass(frozen=True)
+class LoadedRuns:
+  """Every results.json under some paths: range runs, grid runs, and one message per file
+  skipped as malformed."""
+  runs: tuple[Run, ...]
+  grid_runs: tuple[GridRun, ...]
+  problems: tuple[str, ...]
+
+
+def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+                  ) -> LoadedRuns:
+  """Loads every run under `paths` (`load_run`), range and grid runs apart; malformed ones are
+  skipped and described.
+
+  Example:
+    >>> loaded = load_all_runs(['sweep', 'runs/arithmetic'])  # doctest: +SKIP
+    >>> len(loaded.runs), len(loaded.grid_runs), loaded.problems
+    (30, 6, ())
+
+  Raises:
+    ReportError: from `find_results`, or an unknown metric.
+  """
+  runs, grid_runs, problems = [], [], []
+  for results_path in find_results(paths):
+    try:
+      run = load_run(results_path, metric=metric)
+    except MalformedRunError as e:
+      problems.append(str(e))
+    else:
+      (grid_runs if isinstance(run, GridRun) else runs).append(run)
+  return LoadedRuns(tuple(runs), tuple(grid_runs), tuple(problems))
+
+
 def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
               ) -> tuple[list[Run], list[str]]:
-  """Loads every run under `paths` for `metric` (`load_run`); malformed ones are skipped and
-  described.
+  """Loads every range run under `paths` for `metric` (`load_run`); malformed ones are skipped
+  and described. Grid runs load without a problem but are not among the runs: `load_all_runs`
+  returns them too.
 
   Example:
     >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
@@ -373,18 +619,13 @@ def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accurac
     ['sweep/cells/x__y/results.json: missing \\'members\\'']
 
   Returns:
-    (runs, problems): the runs that loaded and one message per skipped results.json.
+    (runs, problems): the range runs that loaded and one message per skipped results.json.
 
   Raises:
     ReportError: from `find_results`, or an unknown metric.
   """
-  runs, problems = [], []
-  for results_path in find_results(paths):
-    try:
-      runs.append(load_run(results_path, metric=metric))
-    except MalformedRunError as e:
-      problems.append(str(e))
-  return runs, problems
+  loaded = load_all_runs(paths, metric=metric)
+  return list(loaded.runs), list(loaded.problems)
 
 
 def _json_text(value: Any) -> str:
@@ -397,7 +638,7 @@ def _option_text(value: Any) -> str:
   return value if isinstance(value, str) else _json_text(value)
 
 
-def column_labels(runs: Sequence[Run]) -> list[str]:
+def column_labels(runs: Sequence[Run | GridRun]) -> list[str]:
   """Each run's column label: its encoding, plus its model family and the options that set it
   apart if need be.
 
@@ -420,7 +661,7 @@ def column_labels(runs: Sequence[Run]) -> list[str]:
      'randomized_relative (encoder, relative_mode=symmetric)', 'none (encoder)',
      'none (decoder)']
   """
-  def key(run: Run) -> tuple[str, str | None]:
+  def key(run: Run | GridRun) -> tuple[str, str | None]:
     options = run.encoding_options
     return run.family, None if options is None else _json_text(options)
 
@@ -959,16 +1200,464 @@ def figure_name(task: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Grid runs: the arithmetic study's regions and heatmaps (McLeish et al. 2024, Figs. 3 and 4).
+
+
+_REGION_DEFINITIONS = {'id': 'both axes ≤ n', 'ood': 'some axis > n, both ≤ M',
+                       'beyond': 'equal lengths past M'}
+
+
+def architecture_key(name: str) -> tuple[int, int, int, str]:
+  """Sort key of architectures: standard, standard_ii, looped by L descending (then by R), then
+  any other name alphabetically.
+
+  Example:
+    >>> sorted(['looped 4x4', 'standard_ii', 'looped 8x2', 'other', 'standard'],
+    ...        key=architecture_key)
+    ['standard', 'standard_ii', 'looped 8x2', 'looped 4x4', 'other']
+  """
+  if name == 'standard':
+    return 0, 0, 0, name
+  if name == 'standard_ii':
+    return 1, 0, 0, name
+  looped = re.fullmatch(r'looped (\d+)x(\d+)', name)
+  if looped:
+    return 2, -int(looped[1]), int(looped[2]), name
+  return 3, 0, 0, name
+
+
+def collect_grid_entries(grid_runs: Iterable[GridRun]
+                         ) -> dict[tuple[str, str, str], GridEntry]:
+  """Groups grid runs by (task, architecture, column label), merging their members.
+
+  Labels are those of `column_labels` over the grid runs (the encoding, unless its runs differ
+  in their options or the runs hold several model families). As in `collect_cells`, a member
+  found identically in two runs (same seed, learning rate, divergence, regions and cells)
+  counts once.
+
+  Example:
+    >>> entries = collect_grid_entries(load_all_runs(['runs/abacus']).grid_runs)  # doctest: +SKIP
+    >>> entries['addition', 'looped 8x2', 'abacus'].members  # Its 3 seeds.
+  """
+  runs = list(grid_runs)
+  grouped: dict[tuple[str, str, str], list[GridRun]] = collections.defaultdict(list)
+  for run, label in zip(runs, column_labels(runs)):
+    grouped[run.task, run.architecture, label].append(run)
+  entries = {}
+  for (task, architecture, label), entry_runs in grouped.items():
+    members, seen = [], set()
+    for run in entry_runs:
+      for member in run.members:
+        key = _grid_member_key(member)
+        if key not in seen:
+          seen.add(key)
+          members.append(member)
+    entries[task, architecture, label] = GridEntry(
+        task, architecture, entry_runs[0].encoding, tuple(entry_runs), tuple(members), label)
+  return entries
+
+
+def _grid_member_key(member: GridMember) -> tuple[Any, ...]:
+  # repr, so that the NaN cells of a member compare equal to their copy's.
+  return (member.seed, member.learning_rate, member.diverged,
+          repr(tuple(member.regions.items())), repr(tuple(member.exact_match_by_cell.items())))
+
+
+def grid_layout(entries: Mapping[tuple[str, str, str], GridEntry]
+                ) -> tuple[list[str], list[str], list[str]]:
+  """(tasks, architectures, columns) of the grid entries, in the region table's order.
+
+  Tasks follow the arithmetic registry, architectures `architecture_key`, columns their
+  encodings' registry order (GRID_ENCODINGS) with the columns of one encoding adjacent and
+  sorted; unknown tasks and encodings come after, sorted.
+
+  Example:
+    >>> grid_layout(entries)  # doctest: +SKIP
+    (['addition'], ['standard', 'looped 8x2'], ['none', 'abacus', 'fire'])
+  """
+  tasks = _ordered({e.task for e in entries.values()}, ARITHMETIC_TASKS, False)
+  architectures = sorted({e.architecture for e in entries.values()}, key=architecture_key)
+  labels: dict[str, set[str]] = collections.defaultdict(set)
+  for entry in entries.values():
+    labels[entry.encoding].add(entry.label)
+  encodings = _ordered(labels, GRID_ENCODINGS, False)
+  return tasks, architectures, [label for e in encodings for label in sorted(labels[e])]
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionStats:
+  """A region table entry: the members' exact match in one region, as fractions.
+
+  `sd` is the population standard deviation (ddof=0) over the `counted` of `total` members
+  (the others diverged, or their runs have no cell in the region).
+  """
+  mean: float
+  sd: float
+  counted: int
+  total: int
+
+
+def region_stats(entry: GridEntry, region: str) -> RegionStats | None:
+  """Mean ± sd over the entry's non-diverged members of their exact match in `region` (one of
+  GRID_REGIONS); None when no member has a value there.
+
+  Example:
+    >>> [m.regions['ood'] for m in entry.members]  # doctest: +SKIP
+    [0.9, 0.8, None]
+    >>> region_stats(entry, 'ood')  # doctest: +SKIP
+    RegionStats(mean=0.85, sd=0.05, counted=2, total=3)
+  """
+  values = [m.regions[region] for m in entry.converged if m.regions[region] is not None]
+  if not values:
+    return None
+  mean = math.fsum(values) / len(values)
+  sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+  return RegionStats(mean, sd, len(values), len(entry.members))
+
+
+def _region_entry(entry: GridEntry, region: str) -> str:
+  if not entry.converged:
+    return DIVERGED
+  stats = region_stats(entry, region)
+  if stats is None:
+    return MISSING
+  text = f'{_percent(stats.mean)} ± {_percent(stats.sd)}'
+  if stats.counted < stats.total:
+    text += f' ({stats.counted}/{stats.total})'
+  return text
+
+
+def region_table(entries: Mapping[tuple[str, str, str], GridEntry], *,
+                 skipped: Sequence[str] = ()) -> str:
+  """The arithmetic study's results as markdown: per task, exact match (%) by region.
+
+  The shape of the paper's Figures 3 and 4: per task, one table per region (OOD, beyond, ID),
+  rows the architectures and columns the encodings (`grid_layout`), each entry the mean ± sd
+  over the non-diverged members of their exact match in the region (`region_stats`).
+
+  Example:
+    >>> print(region_table(entries))  # doctest: +SKIP
+    # Arithmetic: exact match (%) by region, mean ± sd over members
+    <BLANKLINE>
+    ## addition
+    <BLANKLINE>
+    ### OOD: some axis > n, both ≤ M
+    <BLANKLINE>
+    | architecture | abacus | none |
+    |---|---|---|
+    | standard | 92.9 ± 1.2 | 3.1 ± 0.4 |
+    | looped 8x2 | 97.5 ± 0.3 | 4.0 ± 1.1 (2/3) |
+    ...
+  """
+  tasks, architectures, columns = grid_layout(entries)
+  lines = ['# Arithmetic: exact match (%) by region, mean ± sd over members', '']
+  for task in tasks:
+    rows = [a for a in architectures if any((task, a, c) in entries for c in columns)]
+    shown = [c for c in columns if any((task, a, c) in entries for a in architectures)]
+    lines += [f'## {task}', '']
+    for region in GRID_REGIONS:
+      lines += [f'### {REGION_NAMES[region]}: {_REGION_DEFINITIONS[region]}', '',
+                '| architecture | ' + ' | '.join(shown) + ' |', '|---|' + '---|' * len(shown)]
+      for architecture in rows:
+        row = [MISSING if (task, architecture, c) not in entries
+               else _region_entry(entries[task, architecture, c], region) for c in shown]
+        lines.append(f'| {architecture} | ' + ' | '.join(row) + ' |')
+      lines.append('')
+  return '\n'.join(lines + _format_notes(_grid_notes(entries, skipped))) + '\n'
+
+
+def _entry_name(entry: GridEntry) -> str:
+  return f'{entry.task}/{entry.architecture}/{entry.label}'
+
+
+def _which_entries(group: Sequence[GridEntry], total: int, limit: int = 8) -> str:
+  """'all N entries', or the entries' names, shortened past `limit`."""
+  if len(group) == total:
+    return f'all {total} entries'
+  names = [_entry_name(e) for e in group]
+  if len(names) > limit:
+    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
+  return ', '.join(names)
+
+
+def _grid_protocol(run: GridRun) -> str:
+  """The cells a grid run measured, e.g. 'n = 20, M = 100, cells (digits_a, digits_b) in
+  1..100 at stride 1, beyond 101..160 (every length, 60 lengths), 100 samples per cell'."""
+  stride = f' at stride {run.grid_stride} (and {run.grid_max})' if run.grid_stride > 1 else ''
+  beyond = (', '.join(map(str, run.beyond)) if len(run.beyond) <= 4
+            else describe_lengths(run.beyond)) if run.beyond else 'none'
+  return (f'n = {run.train_length}, M = {run.grid_max}, cells ({run.axes[0]}, {run.axes[1]}) '
+          f'in 1..{run.grid_max}{stride}, beyond {beyond}, {run.samples_per_cell} samples per '
+          'cell')
+
+
+def _grid_notes(entries: Mapping[tuple[str, str, str], GridEntry],
+                skipped: Sequence[str]) -> list[str]:
+  """The region table's notes: what an entry is, the regions and cells, members, training,
+  columns, merges and skipped runs."""
+  tasks, architectures, columns = grid_layout(entries)
+  ordered = [entries[t, a, c] for t in tasks for a in architectures for c in columns
+             if (t, a, c) in entries]
+  total = len(ordered)
+  notes = [
+      'Each entry is the mean ± sd over the non-diverged members (seeds × learning rates) of an '
+      'architecture and encoding of their exact match (the share of generated answers with '
+      'every token right) averaged over the cells of a region, in %; sd is the population '
+      'standard deviation (ddof=0). "(2/3)" marks an entry where only 2 of its 3 members count '
+      f'(the others diverged). {MISSING} = no run, or no cell in the region; {DIVERGED} = every '
+      'member diverged.']
+
+  by_protocol: dict[str, list[GridEntry]] = collections.defaultdict(list)
+  for entry in ordered:
+    for text in dict.fromkeys(_grid_protocol(r) for r in entry.runs):
+      by_protocol[text].append(entry)
+  notes.append(
+      'Regions of the cells (a, b): ID, both axes ≤ n (the training size); OOD, some axis > n '
+      'and both ≤ M; beyond, equal lengths a = b past M. Cells measured: ' + '; '.join(
+          f'{text} in {_which_entries(group, total)}' for text, group in by_protocol.items())
+      + '.')
+
+  by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
+  for entry in ordered:
+    seeds = {m.seed for m in entry.members}
+    rates = sorted({m.learning_rate for m in entry.members})
+    text = str(len(entry.members))
+    if len(seeds) * len(rates) == len(entry.members):
+      text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
+               f'{{{", ".join(f"{r:g}" for r in rates)}}})')
+    by_count[text].append(entry)
+  notes.append('Members per entry: ' + '; '.join(
+      f'{text} in {_which_entries(group, total)}' for text, group in by_count.items()) + '.')
+
+  diverged = [(e, sum(m.diverged for m in e.members)) for e in ordered]
+  listed = ', '.join(f'{_entry_name(e)} ({k} of {len(e.members)})' for e, k in diverged if k)
+  if listed:
+    notes.append(f'Diverged members, left out of the entries: {listed}.')
+
+  by_steps: dict[tuple[int, int], list[GridEntry]] = collections.defaultdict(list)
+  for entry in ordered:
+    for key in sorted({(r.train_steps, r.planned_steps) for r in entry.runs}):
+      by_steps[key].append(entry)
+  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
+    state = (f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
+             if steps < planned else f'Trained {steps:,} steps')
+    notes.append(f'{state}: {_which_entries(group, total)}.')
+
+  families = sorted({r.family for e in ordered for r in e.runs})
+  if len(families) > 1:
+    notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+                 'names its family; runs of different families are never merged.')
+  split: dict[str, set[str]] = collections.defaultdict(set)
+  for entry in ordered:
+    split[entry.encoding].add(entry.label)
+  for encoding, labels in split.items():
+    if len(labels) > len({r.family for e in ordered if e.encoding == encoding for r in e.runs}):
+      notes.append(f'{encoding} is split by encoding options into {len(labels)} columns '
+                   f'({"; ".join(sorted(labels))}); their runs are never merged.')
+
+  for entry in ordered:
+    if len(entry.runs) > 1:
+      notes.append(f'{_entry_name(entry)} merges the members of {len(entry.runs)} runs '
+                   f'({", ".join(str(r.path) for r in entry.runs)}); identical members count '
+                   'once.')
+
+  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered for r in e.runs})
+  runs = sum(len(e.runs) for e in ordered)
+  notes.append(f'Built from {runs} grid run{"s" * (runs != 1)} in {total} '
+               f'entr{"ies" if total != 1 else "y"} (devices: {", ".join(devices)}).')
+  if skipped:
+    notes.append(f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+                 + '; '.join(skipped) + '.')
+  return notes
+
+
+_HEATMAP_COLORMAP = 'viridis'
+_TRAINING_BOX = 'red'  # Stands out on every viridis shade.
+_MAX_TICKS = 20  # An axis with more measured lengths is ticked at round numbers.
+
+
+def _cell_edges(values: Sequence[int]) -> list[float]:
+  """The edges of the cells of sorted measured lengths: each from half a length below its
+  length to half a length below the next measured one (the last one length wide), so that on a
+  strided axis a cell stands for the lengths it skips.
+
+  Example: _cell_edges([1, 2, 3]) == [0.5, 1.5, 2.5, 3.5];
+  _cell_edges([1, 11, 20]) == [0.5, 10.5, 19.5, 20.5].
+  """
+  return [v - 0.5 for v in values] + [values[-1] + 0.5]
+
+
+def _ticks(values: Sequence[int]) -> list[int]:
+  """Tick positions for sorted measured lengths: all of them when few; else the first and the
+  multiples of a round step (1, 2 or 5 × 10^k) giving at most about ten ticks.
+
+  Example: _ticks(range(1, 19)) == [1, 2, ..., 18]; _ticks(range(1, 101)) == [1, 10, 20, ...,
+  100].
+  """
+  values = sorted(values)
+  if len(values) <= _MAX_TICKS:
+    return values
+  span = values[-1] - values[0]
+  step = 1
+  while span / step > 10:
+    step = _next_round(step)
+  first = -(-values[0] // step) * step
+  ticks = list(range(first, values[-1] + 1, step))
+  if not ticks or ticks[0] - values[0] >= step / 2:
+    ticks.insert(0, values[0])
+  return ticks
+
+
+def _next_round(step: int) -> int:
+  """The round step after `step` in 1, 2, 5, 10, 20, 50, ..."""
+  return step * 5 // 2 if str(step).startswith('2') else step * 2
+
+
+def grid_heatmap(run: GridRun, member: GridMember, *, label: str | None = None
+                 ) -> mpl_figure.Figure:
+  """A member's exact match (%) on every measured cell (a, b) ≤ M, and on the cells past M.
+
+  a (the run's first axis) runs up the y axis, b (the second) along the x axis; each measured
+  cell is drawn at its lengths and, on a strided grid, stretches up to the next measured
+  lengths (`_cell_edges`); a cell not measured is blank. A red box marks the training region
+  (both axes ≤ n). The equal lengths past M, when measured, are a strip of their own on the
+  right. The title names the task, column `label` (default: the encoding), architecture, seed,
+  learning rate and the member's region means. 800 × 660 pixels.
+
+  Example:
+    >>> fig = grid_heatmap(run, run.members[0])  # doctest: +SKIP
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    ('digits_b', 'digits_a')
+  """
+  label = run.encoding if label is None else label
+  m, n = run.grid_max, run.train_length
+  inside = {(a, b): v for (a, b), v in member.exact_match_by_cell.items() if a <= m and b <= m}
+  beyond = sorted((a, v) for (a, b), v in member.exact_match_by_cell.items()
+                  if a == b and a > m)
+  fig = mpl_figure.Figure(figsize=(8, 6.6), dpi=100, layout='constrained')
+  ratios = [20, 1.2, 0.8] if beyond else [20, 0.8]
+  layout = fig.add_gridspec(1, len(ratios), width_ratios=ratios)
+  ax = fig.add_subplot(layout[0])
+  cmap = colormaps[_HEATMAP_COLORMAP].with_extremes(bad='white')
+  norm = mpl_colors.Normalize(0, 100)
+  rows, columns = sorted({a for a, _ in inside}), sorted({b for _, b in inside})
+  if inside:
+    percent = np.full((len(rows), len(columns)), np.nan)
+    row_index = {a: i for i, a in enumerate(rows)}
+    column_index = {b: j for j, b in enumerate(columns)}
+    for (a, b), value in inside.items():
+      percent[row_index[a], column_index[b]] = 100 * value
+    ax.pcolormesh(_cell_edges(columns), _cell_edges(rows),
+                  np.ma.masked_invalid(percent), cmap=cmap, norm=norm)
+    ax.set_xticks(_ticks(columns))
+    ax.set_yticks(_ticks(rows))
+  else:
+    ax.text(0.5, 0.5, 'no cell measured', transform=ax.transAxes, ha='center', va='center')
+  ax.set_xlim(0.5, m + 0.5)
+  ax.set_ylim(0.5, m + 0.5)
+  ax.add_patch(mpl_patches.Rectangle((0.5, 0.5), min(n, m), min(n, m), fill=False,
+                                     edgecolor=_TRAINING_BOX, linewidth=2, zorder=3))
+  ax.text(min(n, m) + 0.5, min(n, m) + 0.5, f' training: both ≤ {n}', color=_TRAINING_BOX,
+          fontsize=9, ha='left', va='bottom', zorder=3,
+          bbox={'facecolor': 'white', 'alpha': 0.7, 'edgecolor': 'none', 'pad': 1})
+  ax.set_xlabel(run.axes[1])
+  ax.set_ylabel(run.axes[0])
+  ax.tick_params(labelsize=8)
+  if beyond:
+    strip = fig.add_subplot(layout[1])
+    values = np.ma.masked_invalid([[100 * v] for _, v in beyond])
+    strip.pcolormesh([0, 1], np.arange(len(beyond) + 1) - 0.5, values, cmap=cmap, norm=norm)
+    lengths = [a for a, _ in beyond]
+    shown = set(_ticks(lengths))
+    strip.set_yticks([i for i, a in enumerate(lengths) if a in shown],
+                     [str(a) for a in lengths if a in shown])
+    strip.set_xticks([])
+    strip.yaxis.tick_right()
+    strip.tick_params(labelsize=8)
+    strip.set_title(f'beyond\na = b > {m}', fontsize=8)
+  fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_subplot(layout[-1]),
+               label='exact match (%)')
+  regions = ', '.join(
+      f'{REGION_NAMES[r]} {MISSING if member.regions[r] is None else _percent(member.regions[r])}'
+      for r in ('id', 'ood', 'beyond'))
+  state = 'diverged' if member.diverged else f'exact match (%): {regions}'
+  fig.suptitle(f'{run.task}: {label}, {run.architecture}\nseed {member.seed}, learning rate '
+               f'{member.learning_rate:g}; {state}', fontsize=11)
+  return fig
+
+
+def grid_heatmap_png(run: GridRun, member: GridMember, *, label: str | None = None) -> bytes:
+  """`grid_heatmap` as PNG bytes.
+
+  Example:
+    >>> grid_heatmap_png(run, run.members[0])[:8] == b'\\x89PNG\\r\\n\\x1a\\n'  # doctest: +SKIP
+    True
+  """
+  buffer = io.BytesIO()
+  grid_heatmap(run, member, label=label).savefig(buffer, format='png')
+  return buffer.getvalue()
+
+
+def heatmap_name(task: str, label: str, architecture: str, seed: int,
+                 learning_rate: float) -> str:
+  """A heatmap's file name, safe for any name: spaces and other signs become '_'.
+
+  Example:
+    >>> heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4)
+    'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png'
+  """
+  stem = f'heatmap_{task}__{label}__{architecture}__seed{seed}_lr{learning_rate:g}'
+  return re.sub(r'[^A-Za-z0-9_.-]', '_', stem) + '.png'
+
+
+def grid_heatmaps(entries: Mapping[tuple[str, str, str], GridEntry]) -> dict[str, bytes]:
+  """One heatmap per member of every entry (`grid_heatmap_png`), by file name (`heatmap_name`).
+
+  A member found identically in two runs of an entry is drawn once; distinct members whose
+  names coincide (the same seed and learning rate twice) get '__2', '__3', ... appended.
+
+  Example:
+    >>> sorted(grid_heatmaps(entries))  # doctest: +SKIP
+    ['heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png', ...]
+  """
+  tasks, architectures, columns = grid_layout(entries)
+  files = {}
+  for key in ((t, a, c) for t in tasks for a in architectures for c in columns):
+    entry = entries.get(key)
+    if entry is None:
+      continue
+    seen = set()
+    for run in entry.runs:
+      for member in run.members:
+        if _grid_member_key(member) in seen:
+          continue
+        seen.add(_grid_member_key(member))
+        name = heatmap_name(entry.task, entry.label, entry.architecture, member.seed,
+                            member.learning_rate)
+        stem, copy = name.removesuffix('.png'), 1
+        while name in files:
+          copy += 1
+          name = f'{stem}__{copy}.png'
+        files[name] = grid_heatmap_png(run, member, label=entry.label)
+  return files
+
+
+# ---------------------------------------------------------------------------------------------
 # Everything at once.
 
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-  """A built report: `files` maps file names to contents; `skipped` lists malformed runs."""
+  """A built report: `files` maps file names to contents; `skipped` lists malformed runs.
+
+  `table1` and `table4` are empty without range runs, `arithmetic` (the region table) without
+  grid runs.
+  """
   table1: str
   table4: str
   files: Mapping[str, bytes]
   skipped: tuple[str, ...]
+  arithmetic: str = ''
 
 
 def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
@@ -1012,37 +1701,53 @@ def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
 def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
                  figures: bool = True, per_length: bool = False,
                  metric: str = 'accuracy') -> Report:
-  """Loads the runs under `paths` and renders both tables and every task's figure in memory.
+  """Loads the runs under `paths` and renders every table and figure in memory.
 
-  Every score, curve and title is that of `metric` ('accuracy' or 'exact_match'); under
-  'exact_match', a results.json without the exact-match fields is skipped as malformed.
+  Range runs give both tables (table1.md, table4.md), every task's figure
+  (figure4_<task>.png) and with `per_length` the per-length tables (lengths_<task>.md); there,
+  every score, curve and title is that of `metric` ('accuracy' or 'exact_match'), and under
+  'exact_match' a range results.json without the exact-match fields is skipped as malformed.
+  Grid runs give the region table (arithmetic.md, `region_table`: always exact match, the
+  arithmetic study's measure) and one heatmap per member (`grid_heatmaps`). `figures=False`
+  leaves out every PNG.
 
   Example:
-    >>> report = build_report(['sweep'], metric='exact_match')  # doctest: +SKIP
+    >>> report = build_report(['sweep', 'runs/abacus'], metric='exact_match')  # doctest: +SKIP
     >>> sorted(report.files)
-    ['figure4_reverse_string.png', 'table1.md', 'table4.md']
+    ['arithmetic.md', 'figure4_reverse_string.png',
+     'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png', 'table1.md', 'table4.md']
     >>> report.table1.splitlines()[0]
     '# Table 1: exact match (%) on unseen lengths, max over members'
 
   Raises:
-    ReportError: a path is missing, holds no results.json, no run is well formed, or `metric`
-      is unknown.
+    ReportError: a path is missing, holds no results.json, no run (range or grid) is well
+      formed, or `metric` is unknown.
   """
-  runs, skipped = load_runs(paths, metric=metric)
-  if not runs:
+  loaded = load_all_runs(paths, metric=metric)
+  runs, skipped = list(loaded.runs), list(loaded.problems)
+  if not runs and not loaded.grid_runs:
     raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
                       f'{skipped[0]}')
-  cells = collect_cells(runs)
-  text1 = table1(cells, full_grid=full_grid, skipped=skipped, metric=metric)
-  text4 = table4(cells, full_grid=full_grid, skipped=skipped, metric=metric)
-  files = {'table1.md': text1.encode(), 'table4.md': text4.encode()}
-  if figures:
-    for task in grid_axes(cells)[0]:
-      files[figure_name(task)] = figure4_png(cells, task, metric=metric)
-  if per_length:
-    for task in grid_axes(cells)[0]:
-      files[f'lengths_{task}.md'] = per_length_table(cells, task, metric=metric).encode()
-  return Report(text1, text4, files, tuple(skipped))
+  text1 = text4 = arithmetic = ''
+  files = {}
+  if runs:
+    cells = collect_cells(runs)
+    text1 = table1(cells, full_grid=full_grid, skipped=skipped, metric=metric)
+    text4 = table4(cells, full_grid=full_grid, skipped=skipped, metric=metric)
+    files.update({'table1.md': text1.encode(), 'table4.md': text4.encode()})
+    if figures:
+      for task in grid_axes(cells)[0]:
+        files[figure_name(task)] = figure4_png(cells, task, metric=metric)
+    if per_length:
+      for task in grid_axes(cells)[0]:
+        files[f'lengths_{task}.md'] = per_length_table(cells, task, metric=metric).encode()
+  if loaded.grid_runs:
+    entries = collect_grid_entries(loaded.grid_runs)
+    arithmetic = region_table(entries, skipped=skipped)
+    files[ARITHMETIC_FILE] = arithmetic.encode()
+    if figures:
+      files.update(grid_heatmaps(entries))
+  return Report(text1, text4, files, tuple(skipped), arithmetic)
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
@@ -1067,7 +1772,8 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
                  full_grid: bool = False, per_length: bool = False,
                  metric: str = 'accuracy') -> str:
   """Builds the report of `paths` for `metric` (`build_report`), writes it into `out`, returns
-  the text to print.
+  the text to print: the range tables, the per-length tables, then the region table (each when
+  present).
 
   Example:
     >>> print(write_report(['sweep'], 'sweep/report', metric='exact_match'))  # doctest: +SKIP
@@ -1076,6 +1782,8 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
   """
   report = build_report(paths, full_grid=full_grid, per_length=per_length, metric=metric)
   write_files(out, report.files)
-  texts = [report.table1, report.table4]
+  texts = [report.table1, report.table4] if report.table1 else []
   texts += [v.decode() for k, v in sorted(report.files.items()) if k.startswith('lengths_')]
+  if report.arithmetic:
+    texts.append(report.arithmetic)
   return '\n'.join(texts)

@@ -584,3 +584,281 @@ def test_cli_metric(tmp_path, capsys):
   assert len(err.splitlines()) == 1 and err.endswith('\n')
   assert err.startswith("error: argument --metric: invalid choice: 'bogus'")
   assert not (tmp_path / 'bogus').exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid runs (the arithmetic study).
+
+GRID_N, GRID_M = 3, 6  # Fabricated training size and grid side; beyond: 8 and 9.
+
+
+def grid_region(a: int, b: int) -> str:
+  if a <= GRID_N and b <= GRID_N:
+    return 'id'
+  return 'ood' if a <= GRID_M and b <= GRID_M else 'beyond'
+
+
+def write_grid_run(directory: pathlib.Path, task: str, encoding: str, architecture: str,
+                   members: list[tuple[int, float, tuple[float, float, float] | None]], *,
+                   stride: int = 1, beyond=(8, 9), train_steps: int = 100,
+                   options: dict | None = None) -> pathlib.Path:
+  """Writes a grid run's results.json; members are (seed, learning_rate, (id, ood, beyond)
+  exact match, or None if diverged).
+
+  Every cell of a region holds the member's value for that region, so each region value is the
+  mean over the region's cells, as the engine computes it. A diverged member's regions and
+  cells are NaN. The grid's cells are 1..GRID_M at `stride` (and GRID_M), plus (x, x) for x in
+  `beyond`.
+  """
+  axis = sorted(set(range(1, GRID_M + 1, stride)) | {GRID_M})
+  cells = [(a, b) for a in axis for b in axis] + [(x, x) for x in beyond]
+  results_members = []
+  for seed, lr, values in members:
+    regions = dict(zip(('id', 'ood', 'beyond'), values or (float('nan'),) * 3))
+    if not beyond:
+      regions['beyond'] = None
+    by_cell = {f'{a},{b}': regions[grid_region(a, b)] for a, b in cells}
+    results_members.append({
+        'seed': seed, 'learning_rate': lr, 'diverged': values is None,
+        'score': None if values is None else regions['ood'], 'regions': regions,
+        'token_accuracy_regions': regions, 'exact_match_by_cell': by_cell,
+        'accuracy_by_cell': by_cell})
+  results = {
+      'task': task, 'encoding': encoding, 'family': 'decoder', 'evaluation': 'grid',
+      'architecture': architecture, 'encoding_options': options or {}, 'num_params': 1234,
+      'train_steps': train_steps, 'train_length': GRID_N, 'axes': ['digits_a', 'digits_b'],
+      'grid': {'max': GRID_M, 'stride': stride, 'beyond': list(beyond), 'samples_per_cell': 4},
+      'versions': {'jax': '0', 'flax': '0', 'device_kind': 'cpu'},
+      'members': results_members, 'config': {'train': {'steps': train_steps}}}
+  directory.mkdir(parents=True, exist_ok=True)
+  (directory / 'results.json').write_text(json.dumps(results))
+  return directory
+
+
+def region_grids(markdown: str) -> dict[tuple[str, str], dict[tuple[str, str], str]]:
+  """The region table's sub-tables as {(task, region): {(architecture, column): entry}}."""
+  tables: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
+  task = region = header = None
+  for line in markdown.splitlines():
+    if line.startswith('## '):
+      task = line[3:]
+    elif line.startswith('### '):
+      region, header = line[4:].split(':')[0], None
+    elif line.startswith('|') and not line.startswith('|---'):
+      row = [c.strip() for c in line.strip('|').split('|')]
+      if header is None:
+        header = row
+        tables[task, region] = {}
+      else:
+        tables[task, region].update(
+            {(row[0], column): entry for column, entry in zip(header[1:], row[1:])})
+  return tables
+
+
+@pytest.fixture(name='grid_dir')
+def fixture_grid_dir(tmp_path: pathlib.Path) -> pathlib.Path:
+  """Grid runs of addition: abacus and none in a standard and a looped 8x2 model.
+
+  addition/standard/abacus: 3 members, one diverged; addition/looped 8x2/abacus: 2 members;
+  addition/standard/none: every member diverged; no looped/none run.
+  """
+  root = tmp_path / 'grid'
+  write_grid_run(root / 'std_abacus', 'addition', 'abacus', 'standard', [
+      (0, 1e-4, (1.0, 0.9, 0.3)), (1, 1e-4, (1.0, 0.8, 0.1)), (2, 1e-4, None)])
+  write_grid_run(root / 'loop_abacus', 'addition', 'abacus', 'looped 8x2', [
+      (0, 1e-4, (1.0, 0.95, 0.6)), (1, 1e-4, (0.98, 0.91, 0.5))])
+  write_grid_run(root / 'std_none', 'addition', 'none', 'standard', [(0, 1e-4, None)])
+  return root
+
+
+def test_grid_runs_load_apart_from_range_runs(workdirs, grid_dir):
+  loaded = report.load_all_runs(workdirs + [grid_dir])
+  assert len(loaded.runs) == 4 and len(loaded.grid_runs) == 3 and not loaded.problems
+  runs, skipped = report.load_runs(workdirs + [grid_dir])
+  assert len(runs) == 4 and not skipped  # Grid runs are no problem, only not range runs.
+  run = report.load_run(grid_dir / 'std_abacus' / 'results.json')
+  assert isinstance(run, report.GridRun)
+  assert (run.task, run.encoding, run.architecture, run.family) == (
+      'addition', 'abacus', 'standard', 'decoder')
+  assert (run.train_length, run.grid_max, run.grid_stride, run.beyond, run.axes) == (
+      GRID_N, GRID_M, 1, (8, 9), ('digits_a', 'digits_b'))
+  assert run.members[0].regions == {'ood': 0.9, 'beyond': 0.3, 'id': 1.0}
+  assert run.members[0].exact_match_by_cell[GRID_M, 1] == 0.9
+  assert run.members[2].diverged and run.members[2].regions['ood'] is None
+  assert len(run.members[0].exact_match_by_cell) == GRID_M ** 2 + 2
+
+
+def test_region_table_is_mean_and_sd_over_members(grid_dir):
+  entries = report.collect_grid_entries(report.load_all_runs([grid_dir]).grid_runs)
+  text = report.region_table(entries)
+  assert text.splitlines()[0] == (
+      '# Arithmetic: exact match (%) by region, mean ± sd over members')
+  tables = region_grids(text)
+  assert list(tables) == [('addition', 'OOD'), ('addition', 'beyond'), ('addition', 'ID')]
+  # standard/abacus: the 2 non-diverged members of 3.
+  assert tables['addition', 'OOD'] == {
+      ('standard', 'none'): 'div', ('standard', 'abacus'): '85.0 ± 5.0 (2/3)',
+      ('looped 8x2', 'none'): '–', ('looped 8x2', 'abacus'): '93.0 ± 2.0'}
+  assert tables['addition', 'beyond']['standard', 'abacus'] == '20.0 ± 10.0 (2/3)'
+  assert tables['addition', 'beyond']['looped 8x2', 'abacus'] == '55.0 ± 5.0'
+  assert tables['addition', 'ID']['looped 8x2', 'abacus'] == '99.0 ± 1.0'
+  stats = report.region_stats(entries['addition', 'looped 8x2', 'abacus'], 'ood')
+  assert stats == report.RegionStats(pytest.approx(0.93), pytest.approx(0.02), 2, 2)
+  assert ('Cells measured: n = 3, M = 6, cells (digits_a, digits_b) in 1..6, beyond 8, 9, '
+          '4 samples per cell in all 3 entries.') in text
+  assert ('Members per entry: 1 (1 seed × learning rates {0.0001}) in addition/standard/none; '
+          '3 (3 seeds × learning rates {0.0001}) in addition/standard/abacus; 2 (2 seeds × '
+          'learning rates {0.0001}) in addition/looped 8x2/abacus.') in text
+  assert ('Diverged members, left out of the entries: addition/standard/none (1 of 1), '
+          'addition/standard/abacus (1 of 3).') in text
+  assert 'Not fully trained' not in text and 'Trained 100 steps: all 3 entries.' in text
+
+
+def test_region_table_orders_architectures_encodings_and_tasks(tmp_path):
+  for architecture in ('looped 4x4', 'custom', 'standard_ii', 'looped 8x2', 'standard',
+                       'looped 8x1'):
+    for encoding in ('abacus+fire', 'fire', 'none', 'abacus'):
+      write_grid_run(tmp_path / 'mul' / f'{architecture}_{encoding}', 'multiplication',
+                     encoding, architecture, [(0, 1e-4, (1.0, 0.5, 0.1))])
+  write_grid_run(tmp_path / 'add', 'addition', 'fire', 'standard', [(0, 1e-4, (1.0, 0.5, 0.1))])
+  entries = report.collect_grid_entries(report.load_all_runs([tmp_path]).grid_runs)
+  tasks_, architectures, columns = report.grid_layout(entries)
+  assert tasks_ == ['addition', 'multiplication']
+  assert architectures == ['standard', 'standard_ii', 'looped 8x1', 'looped 8x2', 'looped 4x4',
+                           'custom']
+  assert columns == ['none', 'abacus', 'fire', 'abacus+fire']
+  text = report.region_table(entries)
+  # Each task's tables hold only its own rows and columns.
+  assert '## addition\n\n### OOD: some axis > n, both ≤ M\n\n| architecture | fire |\n' in text
+  rows = [line.split('|')[1].strip() for line in text.split('## multiplication')[1].splitlines()
+          if line.startswith('| ') and 'architecture' not in line]
+  assert rows[:6] == architectures
+
+
+def test_grid_members_merge_and_heatmaps_are_one_per_member(grid_dir):
+  # A copy of a member in a second run counts once; a distinct one with the same seed and rate
+  # counts too, and its heatmap gets a name of its own.
+  write_grid_run(grid_dir / 'more', 'addition', 'abacus', 'looped 8x2', [
+      (0, 1e-4, (1.0, 0.95, 0.6)), (0, 1e-4, (1.0, 0.5, 0.2))])
+  built = report.build_report([grid_dir])
+  heatmaps = sorted(name for name in built.files if name.endswith('.png'))
+  assert heatmaps == [
+      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png',
+      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001__2.png',
+      'heatmap_addition__abacus__looped_8x2__seed1_lr0.0001.png',
+      'heatmap_addition__abacus__standard__seed0_lr0.0001.png',
+      'heatmap_addition__abacus__standard__seed1_lr0.0001.png',
+      'heatmap_addition__abacus__standard__seed2_lr0.0001.png',
+      'heatmap_addition__none__standard__seed0_lr0.0001.png']
+  for name in heatmaps:
+    data = built.files[name]
+    assert data.startswith(PNG_SIGNATURE)
+    assert mpl_image.imread(io.BytesIO(data), format='png').shape == (660, 800, 4)
+  assert sorted(set(built.files) - set(heatmaps)) == ['arithmetic.md']
+  assert built.table1 == built.table4 == '' and not built.skipped
+  assert built.files['arithmetic.md'].decode() == built.arithmetic
+  tables = region_grids(built.arithmetic)
+  assert tables['addition', 'OOD']['looped 8x2', 'abacus'] == '78.7 ± 20.3'  # 95, 91 and 50.
+  assert 'addition/looped 8x2/abacus merges the members of 2 runs' in built.arithmetic
+  assert not report.build_report([grid_dir], figures=False).files.keys() - {'arithmetic.md'}
+
+
+def test_heatmap_draws_measured_cells_and_leaves_the_others_blank(tmp_path):
+  path = write_grid_run(tmp_path / 'strided', 'addition', 'abacus', 'looped 8x2',
+                        [(0, 1e-4, (1.0, 0.5, 0.25))], stride=2)
+  results = json.loads((path / 'results.json').read_text())
+  del results['members'][0]['exact_match_by_cell']['5,1']  # Never measured.
+  (path / 'results.json').write_text(json.dumps(results))
+  run = report.load_grid_run(path / 'results.json')
+  figure = report.grid_heatmap(run, run.members[0])
+  heat, strip = figure.axes[:2]
+  assert (heat.get_ylabel(), heat.get_xlabel()) == ('digits_a', 'digits_b')
+  cells = heat.collections[0].get_array()
+  assert cells.shape == (4, 4)  # Lengths 1, 3, 5 and 6 on each axis.
+  assert cells.mask.sum() == 1 and cells.mask[2, 0]
+  assert cells[0, 0] == 100 and cells[3, 3] == 50
+  assert list(heat.get_xticks()) == [1, 3, 5, 6]
+  assert strip.collections[0].get_array().ravel().tolist() == [25, 25]
+  box = [p for p in heat.patches if not p.get_fill()][0]
+  assert (box.get_x(), box.get_y(), box.get_width()) == (0.5, 0.5, GRID_N)
+  title = figure.get_suptitle()
+  assert title.startswith('addition: abacus, looped 8x2\nseed 0, learning rate 0.0001')
+  assert 'ID 100.0, OOD 50.0, beyond 25.0' in title
+
+
+def test_heatmap_ticks_stay_legible_on_a_large_grid():
+  assert report._ticks(list(range(1, 19))) == list(range(1, 19))
+  assert report._ticks(list(range(1, 101))) == [1] + list(range(10, 101, 10))
+  assert report._ticks(list(range(101, 161))) == [101] + list(range(110, 161, 10))
+  assert report.architecture_key('looped 16x1') < report.architecture_key('looped 8x2')
+  assert report.heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4) == (
+      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png')
+
+
+@pytest.mark.parametrize('change, message', [
+    (lambda r: r.pop('architecture'), "missing 'architecture'"),
+    (lambda r: r.update(evaluation='lattice'), "evaluation is 'lattice', expected 'range' or "
+                                                "'grid'"),
+    (lambda r: r.update(axes=['digits_a']), "axes is ['digits_a'], expected two axis names"),
+    (lambda r: r['grid'].pop('samples_per_cell'), "grid: missing 'samples_per_cell'"),
+    (lambda r: r['members'][0]['regions'].pop('beyond'),
+     "members[0] (seed 0, learning rate 0.0001): regions has no 'beyond'"),
+    (lambda r: r['members'][0]['regions'].update(ood=float('nan')),
+     'members[0] (seed 0, learning rate 0.0001): not diverged but its regions.ood is nan'),
+    (lambda r: r['members'][0]['exact_match_by_cell'].update({'1;2': 0.5}),
+     "members[0] (seed 0, learning rate 0.0001): exact_match_by_cell key '1;2' is not 'a,b'"),
+])
+def test_malformed_grid_run_is_skipped(grid_dir, change, message):
+  path = grid_dir / 'std_abacus' / 'results.json'
+  results = json.loads(path.read_text())
+  change(results)
+  path.write_text(json.dumps(results))
+  built = report.build_report([grid_dir], figures=False)
+  assert built.skipped == (f'{path}: {message}',)
+  assert f'Skipped 1 malformed run: {path}: {message}.' in built.arithmetic
+  assert ('addition', 'OOD') in region_grids(built.arithmetic)
+  with pytest.raises(report.ReportError, match='no well-formed run among 1 results.json'):
+    report.build_report([path])
+
+
+def test_mixed_report_writes_both_kinds(workdirs, grid_dir, tmp_path):
+  range_only = report.build_report(workdirs)
+  mixed = report.build_report(workdirs + [grid_dir])
+  # The range tables and figures do not change with grid runs beside them.
+  assert mixed.table1 == range_only.table1 and mixed.table4 == range_only.table4
+  for name, data in range_only.files.items():
+    assert mixed.files[name] == data
+  assert range_only.arithmetic == '' and 'arithmetic.md' not in range_only.files
+  assert sorted(set(mixed.files) - set(range_only.files)) == ['arithmetic.md'] + sorted(
+      n for n in mixed.files if n.startswith('heatmap_'))
+  assert len([n for n in mixed.files if n.startswith('heatmap_')]) == 6
+  out = tmp_path / 'out'
+  text = report.write_report(workdirs + [grid_dir], out)
+  assert text == '\n'.join([mixed.table1, mixed.table4, mixed.arithmetic])
+  assert (out / 'arithmetic.md').read_text() == mixed.arithmetic
+  assert (out / 'table1.md').read_text() == mixed.table1
+  assert report.write_report(workdirs, tmp_path / 'range') == '\n'.join(
+      [range_only.table1, range_only.table4])
+
+
+def test_cli_on_grid_runs_only(grid_dir, tmp_path):
+  result = run_cli(grid_dir, f'--out={tmp_path / "out"}', cwd=tmp_path)
+  assert result.returncode == 0, result.stderr
+  out = tmp_path / 'out'
+  names = sorted(p.name for p in out.iterdir())
+  assert names[0] == 'arithmetic.md' and len(names) == 7
+  assert all(n.startswith('heatmap_') and n.endswith('.png') for n in names[1:])
+  assert (out / 'arithmetic.md').read_text() in result.stdout
+  assert result.stdout.splitlines()[-1] == f'wrote {out}/arithmetic.md and 6 heatmaps'
+  assert result.stderr == ''
+
+
+def test_cli_mixed_summary_counts_every_file(workdirs, grid_dir, tmp_path, capsys):
+  out = tmp_path / 'out'
+  launch_report.main([*map(str, workdirs), str(grid_dir), f'--out={out}'])
+  printed = capsys.readouterr().out
+  assert printed.splitlines()[-1] == (
+      f'wrote {out}/table1.md, {out}/table4.md, {out}/arithmetic.md, 3 figures and 6 heatmaps')
+  assert (out / 'table1.md').read_text() in printed
+  assert (out / 'arithmetic.md').read_text() in printed
+  assert len(list(out.iterdir())) == 2 + 1 + 3 + 6
