@@ -15,7 +15,6 @@ from launch import common
 from posenc import io
 from posenc import config as config_lib
 from posenc import train
-import tasks
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
 _CELL = flags.DEFINE_string('cell', 'task=reverse_string,encoding=randomized_relative',
@@ -36,7 +35,7 @@ def _main(argv):
   if bad:
     common.fail(f'--lengths {bad} exceed eval.max_length={config.eval.max_length}')
   config.seeds, config.learning_rates = [0], [1e-4]
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   model = train.make_model(config, task)
   population = train.Population(config)
   _, _, data_key = train.data_keys(config)

@@ -22,7 +22,6 @@ from posenc import generate
 from posenc import io
 from posenc import models
 from posenc import objectives
-import tasks
 
 
 def time_generation(fn, model, variables, prompts, lengths, max_new) -> dict[str, float]:
@@ -61,7 +60,7 @@ def main(argv: list[str]) -> None:
   except config_lib.ConfigError as e:
     common.fail(e)
   from posenc import train  # pylint: disable=g-import-not-at-top
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   model = train.make_model(config, task)
   vocab = objectives.decoder_vocab(task)
   variables = jax.jit(lambda k: model.init(models.init_rngs(k), jnp.zeros((1, 4), jnp.int32),

@@ -23,7 +23,6 @@ from posenc import config as config_lib
 from posenc import cost
 from posenc import io
 from posenc import train
-import tasks
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
 _POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
@@ -70,7 +69,7 @@ def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) ->
     {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
      'gflops_per_s' (the products' achieved rate over the curriculum)}.
   """
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   n, size = config.train.max_length, config.train.bucket_size
   timers: dict[tuple[int, int, int], float] = {}  # each shape is timed once
 

@@ -23,7 +23,6 @@ Example:
   python -m launch.report runs/abacus_cpu --out=runs/abacus_cpu/report
 """
 import argparse
-import os
 import pathlib
 import sys
 from typing import NoReturn, Sequence

@@ -39,6 +39,8 @@ def base_config() -> ml_collections.ConfigDict:
   c.encoding = 'randomized_relative'
   # Options of the encoding itself, e.g. relative_mode for randomized_relative.
   c.encoding_options = ml_collections.ConfigDict({'relative_mode': 'symmetric'})
+  # Options of the task (`tasks.get(name, options)`), e.g. pad_probability for arithmetic.
+  c.task_options = ml_collections.ConfigDict()
   # The population: every (seed, learning rate) pair is one member. A seed fixes the
   # member's initialisation, dropout and position noise (the study's model_init_seed).
   c.seeds = list(range(10))
@@ -305,7 +307,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
   bad = [l for l in config.eval.lengths if not (_is_int(l) and 1 <= l <= m)]
   if bad:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
-  task = tasks.get(config.task)
+  try:
+    task = task_of(config)
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
   if config.task in tasks.ARITHMETIC:
     _validate_sequence_task(config, task, spec)
     return
@@ -390,6 +395,10 @@ def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: 
   if bad:
     raise ConfigError(f'eval.beyond {bad} must be integers past eval.grid_max={m}')
   top = max([m, config.train.max_length, *config.eval.beyond])
+  try:
+    task.check_cell(top, top)   # e.g. sorting: enough index symbols for the longest array
+  except ValueError as e:
+    raise ConfigError(f'{e} (the grid reaches {top} x {top})') from None
   if 'abacus' in config.encoding.split('+'):
     # A digit's index reaches the longest number (an operand or an answer) plus the offset.
     longest = max(top, task.max_answer(top, top) - 1)
@@ -404,6 +413,13 @@ def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: 
     raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                       f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
                       f'encoding {config.encoding!r} needs max_position >= {tokens}')
+
+
+def task_of(config: ml_collections.ConfigDict) -> Any:
+  """The config's task with its `task_options` (ValueError on a bad name or option)."""
+  import tasks
+  options = config.get('task_options')
+  return tasks.get(config.task, options.to_dict() if options else None)
 
 
 def num_buckets(max_length: int, bucket_size: int) -> int:

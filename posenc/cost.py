@@ -12,6 +12,11 @@ constants c_* come from the measurement. Tasks differ through T = L + O(L) (e.g.
 duplicate_string has O(L) = 2L); encodings are assumed to cost what the measured one
 costs (relative attention costs somewhat more than none) — an estimate, not a promise.
 
+Sequence tasks (the arithmetic study's decoders) are measured at a reduced batch (one
+member, 8 sequences per step, 8 samples of cell (n, n)) and scaled to the config's batch
+and to every grid cell by a decoder FLOP model (`decoder_flops`), so that a paper-scale
+model can be estimated on a small machine.
+
 Example:
   >>> print(format_estimate(estimate(config, cells, steps=20)))  # doctest: +SKIP
 """
@@ -30,7 +35,6 @@ import numpy as np
 from posenc import config as config_lib
 from posenc import sweep as sweep_lib
 from posenc import train
-import tasks
 
 
 def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
@@ -47,7 +51,7 @@ def tokens(task: Any, length: int, max_length: int, bucket_size: int) -> int:
 
 def cell_work(config: ml_collections.ConfigDict) -> tuple[float, float]:
   """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   n, m = config.train.max_length, config.eval.max_length
   per_step = np.mean([forward_flops(tokens(task, l, n, config.train.bucket_size), config)
                       for l in range(1, n + 1)]) * config.train.batch_size
@@ -63,7 +67,7 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
   timed. Returns the figures and, for callers that go on measuring, the final `state` and
   the timed `lengths`.
   """
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   population = train.Population(config)
   model = train.make_model(config, task, population.platform)
   curriculum, batch_key, _ = train.data_keys(config)
@@ -96,8 +100,8 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
     lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
     t0 = time.time()
     for length in lengths:
-      state, _ = fns[config_lib.bucket_of(int(length), n, size)](state, jnp.int32(length),
-                                                                   *members)
+      state, _ = fns[train.bucket_of(config, int(length))](state, jnp.int32(length),
+                                                             *members)
     jax.block_until_ready(state)
     seconds = time.time() - t0
   return {'population': population.size, 'steps': steps, 'seconds': seconds,
@@ -109,7 +113,7 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
 
 def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
   """Measured seconds per population step and per evaluated example-FLOP of `config`."""
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   figures = measure_training(config, steps)
   step_s = figures['seconds'] / steps
   n, size = config.train.max_length, config.train.bucket_size
@@ -135,12 +139,101 @@ def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
           'model_updates_per_s': population.size / step_s}
 
 
+def decoder_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
+  """FLOPs of one forward pass of a decoder over `tokens` tokens (matmuls only): effective
+  depth layers x recurrences, three feed-forward matrices for GELU-GLU, the output layer."""
+  d, f = config.model.d_model, config.model.ffn_size
+  ffn = 3 if config.model.ffn == 'gelu_glu' else 2
+  depth = config.model.num_layers * config.model.recurrences
+  vocab = config_lib.task_of(config).vocab_size
+  return 2.0 * (depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d)
+                + tokens * d * vocab)
+
+
+def measure_sequence(config: ml_collections.ConfigDict, steps: int = 3, batch: int = 8,
+                     samples: int = 8) -> dict[str, Any]:
+  """One member of a sequence-task `config` (arithmetic) timed on the local devices at a
+  reduced batch: seconds per training step of `batch` sequences (training batches are
+  padded to the widths at n), and seconds per generated example of grid cell (n, n)."""
+  from posenc import grid_eval  # pylint: disable=g-import-not-at-top
+  small = sweep_lib.cell_config(config, {
+      'seeds': config.seeds[:1], 'learning_rates': config.learning_rates[:1],
+      'train.batch_size': min(batch, config.train.batch_size),
+      'eval.samples_per_cell': min(samples, config.eval.samples_per_cell)})
+  figures = measure_training(small, steps)
+  task = config_lib.task_of(small)
+  population = train.Population(small)
+  model = train.make_model(small, task, population.platform)
+  _, _, data_key = train.data_keys(small)
+  n = small.train.max_length
+  shape = grid_eval.widths(task, n, n, small.eval.bucket_size)
+  evaluate = grid_eval.make_cell_fn(small, task, model, population, shape, data_key)
+  args = (figures['state']['params'], jnp.int32(n), jnp.int32(n), population.eval_keys)
+  jax.block_until_ready(evaluate(*args))
+  t0 = time.time()
+  jax.block_until_ready(evaluate(*args))
+  return {'batch': small.train.batch_size, 'samples': small.eval.samples_per_cell,
+          'step_s': figures['seconds'] / steps, 'warmup_compile_s': figures['warmup_compile_s'],
+          'example_s': (time.time() - t0) / small.eval.samples_per_cell,
+          'train_tokens': sum(train.train_shape(small, task)), 'eval_tokens': sum(shape)}
+
+
+def sequence_work(config: ml_collections.ConfigDict) -> tuple[float, float, float]:
+  """(training FLOPs per step, evaluation FLOPs of the grid, FLOPs per example at (n, n)) of
+  one member: training sequences padded to the widths at n, every grid cell's samples at
+  its padded widths."""
+  from posenc import grid_eval  # pylint: disable=g-import-not-at-top
+  task = config_lib.task_of(config)
+  n, size = config.train.max_length, config.eval.bucket_size
+  per_step = 3 * decoder_flops(sum(train.train_shape(config, task)), config)
+  per_step *= config.train.batch_size
+  per_eval = sum(decoder_flops(sum(grid_eval.widths(task, a, b, size)), config)
+                 for a, b in grid_eval.cells(config)) * config.eval.samples_per_cell
+  return per_step, per_eval, decoder_flops(sum(grid_eval.widths(task, n, n, size)), config)
+
+
+def _sequence_estimate(configs, cells, steps):
+  """`estimate` for sequence tasks: the first cell measured by `measure_sequence`; training
+  scaled by batch and FLOPs, evaluation by each cell's FLOPs (generation taken as
+  FLOP-bound, as it is on this CPU for wide models)."""
+  measured = measure_sequence(configs[0], steps)
+  base_step, _, base_example = sequence_work(configs[0])
+  step_s_per_flop = measured['step_s'] / (base_step / configs[0].train.batch_size
+                                          * measured['batch'])
+  example_s_per_flop = measured['example_s'] / base_example
+  rows = []
+  for overrides, config in zip(cells, configs):
+    per_step, per_eval, _ = sequence_work(config)
+    members = len(config_lib.members(config))
+    rows.append({'cell': sweep_lib.cell_name(overrides),
+                 'train_s': members * config.train.steps * per_step * step_s_per_flop,
+                 'eval_s': members * per_eval * example_s_per_flop})
+  return measured, rows
+
+
+def format_sequence_measurement(m: dict[str, Any]) -> str:
+  return (f'{m["step_s"]:.2f} s per training step of {m["batch"]} sequences of '
+          f'{m["train_tokens"]} tokens, {m["example_s"] * 1e3:.0f} ms per generated example '
+          f'of {m["eval_tokens"]} tokens (one member; scaled to the config\'s batch and '
+          'samples by FLOPs)')
+
+
 def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
              steps: int = 20) -> dict[str, Any]:
   """Measures the first cell, then predicts every cell of `cells` on this machine."""
+  from posenc import objectives  # pylint: disable=g-import-not-at-top
   configs = [sweep_lib.cell_config(base, c) for c in cells]
   for config in configs:
     config_lib.validate(config)
+  devices = jax.local_devices()
+  if objectives.is_sequence_task(config_lib.task_of(configs[0])):
+    measured, rows = _sequence_estimate(configs, cells, steps)
+    wall = sum(r['train_s'] + r['eval_s'] for r in rows)
+    return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,
+            'sequence': True, 'devices': len(devices), 'device_kind': devices[0].device_kind,
+            'cells': rows, 'wall_clock_s': wall, 'device_hours': wall * len(devices) / 3600,
+            'members_per_cell': len(config_lib.members(configs[0])),
+            'train_steps': configs[0].train.steps}
   measured = measure(configs[0], steps)
   rows = []
   for overrides, config in zip(cells, configs):
@@ -148,7 +241,6 @@ def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
     train_s = config.train.steps * per_step * measured['train_s_per_unit']
     eval_s = per_eval * measured['eval_s_per_unit']
     rows.append({'cell': sweep_lib.cell_name(overrides), 'train_s': train_s, 'eval_s': eval_s})
-  devices = jax.local_devices()
   wall = sum(r['train_s'] + r['eval_s'] for r in rows)
   return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,
           'devices': len(devices), 'device_kind': devices[0].device_kind,
@@ -171,13 +263,22 @@ def _by_task(cells: Sequence[dict[str, Any]]) -> list[str]:
 
 def format_estimate(est: dict[str, Any]) -> str:
   m = est['measured']
+  if est.get('sequence'):
+    speed = format_sequence_measurement(m)
+  else:
+    speed = (f'{est["members_per_cell"]} members: {1 / m["step_s"]:.2f} population steps/s = '
+             f'{m["model_updates_per_s"]:.1f} model-updates/s')
   lines = [
       f'measured on {est["devices"]} x {est["device_kind"]}: cell {est["measured_cell"]}, '
-      f'{est["members_per_cell"]} members: {1 / m["step_s"]:.2f} population steps/s = '
-      f'{m["model_updates_per_s"]:.1f} model-updates/s',
+      f'{speed}',
       f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
       f'{est["train_steps"]:,} steps, run one cell after another on all devices:']
-  lines += _by_task(est['cells'])
+  if est.get('sequence'):  # Few, expensive cells: each one, per member (one model).
+    members = est['members_per_cell']
+    lines += [f'  {r["cell"]:48s} one model: train {r["train_s"] / members / 3600:8.1f} h  '
+              f'eval {r["eval_s"] / members / 3600:8.1f} h' for r in est['cells']]
+  else:
+    lines += _by_task(est['cells'])
   wall = est['wall_clock_s']
   lines.append(f'total: wall-clock {wall / 3600:,.1f} h ({wall / 86400:,.1f} days), '
                f'{est["device_hours"]:,.1f} device-hours')
@@ -226,7 +327,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   """
   config = sweep_lib.cell_config(config, {'task': 'reverse_string', 'seeds': [0],
                                           'learning_rates': [1e-4]})
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   population = train.Population(config)
   model = train.make_model(config, task, 'gpu')
   _, batch_key, data_key = train.data_keys(config)
@@ -287,7 +388,7 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
       flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
       return max(flops / peak, nbytes / spec['bandwidth'])
 
-    task = tasks.get(config.task)
+    task = config_lib.task_of(config)
     n, m = config.train.max_length, config.eval.max_length
     step = np.mean([seconds('train', tokens(task, l, n, config.train.bucket_size))
                     for l in range(1, n + 1)])

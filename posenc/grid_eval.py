@@ -4,7 +4,8 @@ cell (a, b) of a sequence task's two axes, e.g. the digit counts of the two oper
 Cells: every (a, b) in [1..M]² (with `eval.grid_stride`, the cells 1, 1 + s, ..., and M), and
 the equal lengths of `eval.beyond` past M (the paper's "100+"). Regions: **id** (both <= n,
 the training size), **ood** (some > n, both <= M), **beyond**. Each cell draws
-`eval.samples_per_cell` examples from a key of the cell alone, the same for every model; a
+`eval.samples_per_cell` examples from a key of the cell alone, the same for every model
+(never randomly padded: the padding ablation pads training data only); a
 cell's batch is padded to the widths of its bucket (`eval.bucket_size`), so a bounded number
 of programs serves the grid. Measured cells are appended to `workdir/grid.jsonl`; a resumed
 evaluation measures only the others.
@@ -15,6 +16,7 @@ evaluation measures only the others.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import time
 from typing import Any, Callable
@@ -95,6 +97,10 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
              ) -> dict[tuple[int, int], dict[str, list[float]]]:
   """Every cell's metrics per member: {(a, b): {'exact_match': [..], 'accuracy': [..]}}."""
   from posenc import train  # pylint: disable=g-import-not-at-top
+  # The random-padding ablation pads training data only (as the paper's code does): test
+  # prompts are written plainly.
+  if getattr(task, 'pad_probability', 0):
+    task = dataclasses.replace(task, pad_probability=0.0)
   path = os.path.join(workdir, 'grid.jsonl')
   done = {tuple(r['cell']): {k: v for k, v in r.items() if k != 'cell'}
           for r in io.read_jsonl(path, rewrite=True)}

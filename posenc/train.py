@@ -62,7 +62,6 @@ from posenc import grid_eval
 from posenc import io
 from posenc import models as model_lib
 from posenc import objectives
-import tasks
 
 P = jax.sharding.PartitionSpec
 POP = 'pop'  # The mesh axis the population is sharded over.
@@ -351,7 +350,7 @@ def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
   Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
   """
   n, size = config.train.max_length, config.train.bucket_size
-  if objectives.is_sequence_task(tasks.get(config.task)):
+  if objectives.is_sequence_task(config_lib.task_of(config)):
     return [n]
   return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
 
@@ -690,7 +689,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
 
 
 def _train_and_evaluate(config, workdir, devices, progress, should_stop):
-  task = tasks.get(config.task)
+  task = config_lib.task_of(config)
   population = Population(config, devices)
   model = make_model(config, task, population.platform)
   prepare_workdir(config, workdir)

@@ -1,4 +1,5 @@
-"""The 15 length-generalization tasks of the study, as on-device jittable samplers.
+"""The tasks: the study's 15 length-generalization tasks and the arithmetic study's sequence
+tasks, as on-device jittable samplers.
 
     import tasks
     task = tasks.get('parity_check')
@@ -6,7 +7,8 @@
     batch = task.sample_padded(key, 128, length, max_length=64)         # traced length
 
 `NAMES` lists the study's tasks in its order (regular, dcf, cs), `ARITHMETIC` the arithmetic
-study's sequence tasks, `REGISTRY` maps every name to its task, `get(name)` looks one up. Every task follows `tasks.base.Task`; the padding
+study's sequence tasks, `REGISTRY` maps every name to its task, `get(name, options)` looks
+one up (options: `get`'s docstring). Every study task follows `tasks.base.Task`; the padding
 convention of `sample_padded` (one compiled program for every length <= max_length, zeros
 and zero masks past the valid part, the valid part distributed exactly as `sample`) is
 described in `tasks/base.py`.
@@ -14,6 +16,11 @@ described in `tasks/base.py`.
 Adding a task: subclass `base.Task` (fields, `_target`, `_sample_inputs` or `_sample`) and
 add one entry to `REGISTRY`.
 """
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
 from tasks import arithmetic
 from tasks import cs
 from tasks import dcf
@@ -44,10 +51,26 @@ ARITHMETIC: tuple[str, ...] = tuple(arithmetic.TASKS)
 REGISTRY.update(arithmetic.TASKS)
 
 
-def get(name: str) -> Task:
-  """The task called `name`; raises ValueError naming it and listing the valid names."""
+def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
+  """The task called `name`, with `options` replacing its option fields.
+
+  A task's options are the fields it lists in `OPTIONS` (the study's tasks have none; the
+  arithmetic tasks take `pad_probability`, sorting also `num_index_symbols`). Raises
+  ValueError naming a bad name or option and listing the valid ones.
+
+    >>> get('sorting', {'num_index_symbols': 100}).vocab_size
+    119
+  """
   try:
-    return REGISTRY[name]
+    task = REGISTRY[name]
   except KeyError:
     raise ValueError(f"unknown task {name!r}; valid tasks: "
                      f"{', '.join(NAMES + ARITHMETIC)}") from None
+  if not options:
+    return task
+  valid = getattr(task, 'OPTIONS', ())
+  for key in options:
+    if key not in valid:
+      raise ValueError(f"unknown option {key!r} of task {name!r}; valid options: "
+                       f"{', '.join(valid) or 'none'}")
+  return dataclasses.replace(task, **options)

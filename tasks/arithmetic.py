@@ -335,6 +335,8 @@ class SequenceTask:
   level: str = 'arithmetic'
   pad_probability: float = 0.0
   axes: ClassVar[tuple[str, str]] = ('a', 'b')
+  # The fields a config may set (`task_options`; `tasks.get(name, options)`).
+  OPTIONS: ClassVar[tuple[str, ...]] = ('pad_probability',)
 
   def __post_init__(self):
     if not 0.0 <= self.pad_probability <= 1.0:
@@ -370,12 +372,13 @@ class SequenceTask:
     """The longest unpadded prompt whose padded form always fits `prompt_width`."""
     return prompt_width // _MAX_PAD_FACTOR if self.pad_probability > 0 else prompt_width
 
-  def _check_cell(self, a: int, b: int) -> None:
+  def check_cell(self, a: int, b: int) -> None:
+    """Raises ValueError when cell (a, b) cannot be sampled (e.g. a < 1)."""
     if a < 1 or b < 1:
       raise ValueError(f'{self.name}: grid cells start at 1, got ({a}, {b})')
 
   def _check_widths(self, a: int, b: int, prompt_width: int, answer_width: int) -> None:
-    self._check_cell(a, b)
+    self.check_cell(a, b)
     need_p, need_a = self.max_prompt(a, b), self.max_answer(a, b)
     if prompt_width < need_p or answer_width < need_a:
       raise ValueError(f'{self.name}: cell ({a}, {b}) needs prompt_width >= {need_p} and '
@@ -561,6 +564,7 @@ class Sorting(SequenceTask):
   name: str = 'sorting'
   num_index_symbols: int = 64
   axes: ClassVar[tuple[str, str]] = ('count', 'digits')
+  OPTIONS: ClassVar[tuple[str, ...]] = ('pad_probability', 'num_index_symbols')
 
   def __post_init__(self):
     super().__post_init__()
@@ -577,8 +581,8 @@ class Sorting(SequenceTask):
   def max_answer(self, a, b):
     return 2 * a             # symbols and commas, then EOS
 
-  def _check_cell(self, a, b):
-    super()._check_cell(a, b)
+  def check_cell(self, a, b):
+    super().check_cell(a, b)
     if a > self.num_index_symbols:
       raise ValueError(f'sorting: {a} numbers need more than num_index_symbols='
                        f'{self.num_index_symbols} index symbols')

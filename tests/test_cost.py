@@ -5,6 +5,7 @@ import pytest
 
 from experiments import sweep_tiny
 from posenc import cost
+import tasks
 
 
 def test_flop_model_grows_quadratically_with_tokens():
@@ -35,7 +36,7 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
   assert fits['train'].shape == fits['eval'].shape == (2, 3)
   est = cost.roofline(config, cells, 'H100')
   spec = cost.DEVICES['H100']
-  task = cost.tasks.get('parity_check')
+  task = tasks.get('parity_check')
 
   def seconds(kind, t):
     flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[kind])
@@ -53,3 +54,24 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
   with pytest.raises(cost.config_lib.ConfigError, match="unknown --device 'B200'; valid "
                      'devices: H100, A100, v4, v5e'):
     cost.roofline(config, cells, 'B200')
+
+
+def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
+  from experiments import abacus_arithmetic
+  from posenc import sweep as sweep_lib
+  base = abacus_arithmetic.get_config('tiny')
+  cells = [{'encoding': 'abacus'}, {'encoding': 'abacus', 'train.batch_size': 16,
+                                    'eval.samples_per_cell': 8}]
+  est = cost.estimate(base, cells, steps=2)
+  assert est['sequence'] and est['measured']['batch'] == base.train.batch_size
+  small, big = est['cells']
+  # Twice the batch and the samples: twice the training and evaluation time.
+  assert big['train_s'] == pytest.approx(2 * small['train_s'])
+  assert big['eval_s'] == pytest.approx(2 * small['eval_s'])
+  assert 'one model: train' in cost.format_estimate(est)
+  # The FLOP model: effective depth is layers x recurrences; the grid adds every cell.
+  looped = sweep_lib.cell_config(base, {'model.recurrences': 4})
+  flat = sweep_lib.cell_config(base, {'model.recurrences': 1})
+  assert cost.sequence_work(looped)[0] > 3 * cost.sequence_work(flat)[0]
+  wider = sweep_lib.cell_config(base, {'eval.grid_max': 6})
+  assert cost.sequence_work(wider)[1] > cost.sequence_work(base)[1]

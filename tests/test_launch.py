@@ -70,6 +70,8 @@ def _bad(tmp_path):
   return tmp_path
 
 
+ARITH = '--config=experiments/abacus_arithmetic.py:tiny'
+
 TRAIN_CASES = [
     ([TINY, '--config.seeds=[0,0]'], 'seeds [0, 0] has duplicates'),
     ([TINY, '--config.learning_rates=(-1.0,)'], 'learning_rates [-1.0] must be'),
@@ -93,6 +95,26 @@ TRAIN_CASES = [
       '--config.model.max_position=16'],
      'model.max_position=16 is smaller than the longest sequence (25 tokens at length 12 of '
      'reverse_string for the decoder)'),
+    ([ARITH, '--config.model.max_position=16'], 'model.max_position=16 is smaller than the '
+     'Abacus table needs (18: numbers of up to 8 digits plus offsets up to 9)'),
+    ([ARITH.replace('tiny', 'tiny,encoding=learned'), '--config.model.max_position=20'],
+     'model.max_position=20 is smaller than the longest sequence (24 tokens at 7 x 7 of '
+     'addition)'),
+    ([ARITH.replace('tiny', 'tiny,task=sorting'), '--config.task_options.num_index_symbols=4'],
+     'sorting: 7 numbers need more than num_index_symbols=4 index symbols'),
+    ([ARITH, '--config.task_options.pad_probability=2.0'], 'pad_probability must be in [0, 1]'),
+    ([ARITH, '--config.task_options.width=3'], "unknown config field 'task_options.width'"),
+    ([ARITH.replace('tiny', 'tiny,task=division')], "unknown task 'division' for this study; "
+     'valid: addition, addition_subtraction, multiplication, sorting, bitwise_or'),
+    ([ARITH.replace('tiny', 'tiny,architecture=deep')], "unknown architecture 'deep'; valid: "
+     'standard, standard_ii, looped'),
+    ([ARITH.replace('tiny', 'tiny,looped=8by2')], "bad looped='8by2'"),
+    ([ARITH, '--config.eval.grid_max=0'], 'eval.grid_max=0 must be a positive integer'),
+    ([ARITH, '--config.train.max_length=0'], 'train.max_length=0'),
+    ([ARITH, '--config.eval.beyond=[3]'], 'eval.beyond [3] must be integers past '
+     'eval.grid_max=5'),
+    ([ARITH, '--config.model.family=encoder'], "task 'addition' is a token sequence for a "
+     'decoder'),
     ([TINY, '--workdir=/proc/nonexistent/x'], 'cannot be created or written'),
     ([TINY, '--workdir={tmp}/file'], 'is a file, not a directory'),
     ([TINY, '--workdir={tmp}/file/below'], 'cannot be created or written'),

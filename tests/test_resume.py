@@ -36,7 +36,7 @@ def _wait_for(path, proc, seconds=120):
 
 
 def _final_params(workdir, config):
-  model = train.make_model(config, train.tasks.get(config.task))
+  model = train.make_model(config, train.config_lib.task_of(config))
   population = train.Population(config)
   manager = train.checkpoint_manager(workdir)
   state, _ = train.restore_state(manager, manager.latest_step(), train.init_state(

@@ -26,7 +26,7 @@ def tiny(**overrides):
 
 
 def final_params(workdir, config):
-  task = train.tasks.get(config.task)
+  task = train.config_lib.task_of(config)
   model = train.make_model(config, task)
   population = train.Population(config)
   manager = train.checkpoint_manager(workdir)

@@ -1,7 +1,6 @@
 """Rotary position encoding (Su et al. 2021): q and k rotated by their positions."""
 from __future__ import annotations
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -28,7 +28,7 @@ def main():
     states = []
     for d, devices in ((d1, jax.local_devices()[:1]), (d8, None)):
       population = train.Population(config, devices)
-      model = train.make_model(config, train.tasks.get(config.task))
+      model = train.make_model(config, train.config_lib.task_of(config))
       manager = train.checkpoint_manager(d)
       state, _ = train.restore_state(manager, manager.latest_step(), (
           train.init_state(config, model, population, abstract=True)), population)
