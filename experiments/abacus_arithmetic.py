@@ -7,25 +7,30 @@ looped decoders, judged by exact match on a two-dimensional grid of operand leng
   python -m launch.sweep --config=experiments/abacus_arithmetic.py:cpu \\
       --workdir=runs/abacus_cpu
 
-The paper's protocol: a causal decoder of width 1024 (16 heads, GELU-GLU feed-forward of
-2 x 1024, post-LayerNorm, tied embeddings), 16 layers (`standard`), 16 layers with input
-injection (`standard_ii`) or a looped block of 8 layers applied twice with input injection
-and the progressive loss at α = 1 (`looped`, `looped=LxR`); AdamW at 1e-4 with a trapezoid
-schedule (10% warm-up and cool-down: the paper does not give them); operands of up to n = 20
-digits drawn stratified over the grid; Abacus offsets k ~ U{0..99}; tested on every cell of
-[1..100]^2 with 100 samples and on equal lengths 101..160. The paper trains for 24 A4000
-hours (about 8 exaFLOP); at batch 8192 that is about 40,000 steps of the 16-layer model,
-the step count used here.
+The paper's protocol for addition: a causal decoder of width 1024 (16 heads, GELU-GLU
+feed-forward of 2 x 1024, post-LayerNorm, tied embeddings), 16 layers (`standard`), 16
+layers with input injection (`standard_ii`) or a looped block of 8 layers applied twice with
+input injection and the progressive loss at α = 1 (`looped`, `looped=LxR`); AdamW at 1e-4
+with a trapezoid schedule (10% warm-up and cool-down: the paper does not give them);
+operands of up to n = 20 digits drawn stratified over the grid; Abacus offsets k ~ U{0..99};
+tested on every cell of [1..100]^2 with 100 samples and on equal lengths 101..160. The paper
+trains for 24 A4000 hours (about 8 exaFLOP); at batch 8192 that is about 40,000 steps of
+the 16-layer model, the step count used here. The other tasks follow `PAPER`: multiplication
+n = 15 with a 4x4 loop (6e-5 for FIRE), sorting n = 10 at depth 8 tested to 30 x 30, bitwise
+OR n = 20.
 
 Args: task=addition|multiplication|addition_subtraction|sorting|bitwise_or,
 encoding=NAME (abacus, fire, randomized_fire, none, abacus+fire, abacus+rotary, or any other
-of posenc.encodings), architecture=standard|standard_ii|looped, looped=LxR (default 8x2),
-and the bare flags `cpu` (minutes on a CPU: 5-6 digit additions tested to 18 digits; its
-grid compares Abacus, FIRE and no positions in a standard and a looped model;
-docs/arithmetic.md has the measured result) and `tiny` (seconds; what the tests run).
+of posenc.encodings), architecture=standard|standard_ii|looped, looped=LxR (default: the
+task's), and the bare flags `cpu` (minutes on a CPU: additions of up to 6 digits, tested to
+12 digits and at 16; its grid compares Abacus, FIRE and no positions in a standard 4-layer
+and a looped 2x2 model; docs/arithmetic.md has the measured result) and `tiny` (seconds;
+what the tests run).
 
 `grid(arg)` lists the paper's Figure 3 (standard and standard_ii) and Figure 4 (L x R at
-effective depth 16) cells, or with `cpu` the small grid.
+the task's effective depth) cells, or with `cpu` the small grid. The cost of one
+paper-scale model on this machine's devices:
+`python -m launch.sweep --config=experiments/abacus_arithmetic.py --cost --cost_steps=2`.
 """
 
 from posenc import config as config_lib

@@ -72,7 +72,7 @@ def main(argv):
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
   if _CONFIG.value is None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py')
-  if not _WORKDIR.value:
+  if not _WORKDIR.value and not _COST.value:  # --cost writes nothing.
     common.fail('--workdir is required, e.g. --workdir=sweeps/table1')
   try:
     cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value)
