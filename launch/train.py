@@ -14,6 +14,7 @@ from ml_collections import config_flags
 from launch import common
 from posenc import config as config_lib
 from posenc import io
+from posenc import receptive
 from posenc import train
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
@@ -32,6 +33,13 @@ def main(argv: list[str]) -> None:
   except config_lib.ConfigError as e:
     common.fail(e)
   common.make_dir(_WORKDIR.value, '--workdir')
+  config = _CONFIG.value
+  # Before training: does the bias family satisfy Qin et al.'s condition for extrapolation?
+  line = receptive.diagnostic(config.encoding, num_heads=config.model.num_heads,
+                              head_dim=config.model.d_model // config.model.num_heads,
+                              options=config.encoding_options.to_dict())
+  if line:
+    print(line, flush=True)
   preemption = common.Preemption()
   preemption.install()
   try:

@@ -257,6 +257,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise _choices(config.task, 'task', list(tasks.NAMES + tasks.ARITHMETIC))
   try:
     spec = encodings.get(config.encoding)
+    encodings.resolve_options(config.encoding, config.encoding_options.to_dict())
   except ValueError as e:
     raise ConfigError(str(e)) from None
   seeds, rates = list(config.seeds), list(config.learning_rates)

@@ -37,7 +37,9 @@ def prompts():
 NAMES = ['none', 'sin_cos', 'learned', 'rotary', 'alibi', 'relative', 'geometric',
          'geometric_directional', 'randomized_sin_cos', 'randomized_learned',
          'randomized_rotary', 'randomized_alibi', 'randomized_relative', 'sin_cos+alibi',
-         'abacus', 'fire', 'randomized_fire', 'abacus+fire']
+         'abacus', 'fire', 'randomized_fire', 'abacus+fire', 'kerple_log', 'kerple_power',
+         'sandwich', 'type1', 'randomized_type2', 'inverse_n_log_n', 'sliding_window', 't5',
+         'randomized_t5']
 
 
 # The CPU backend serves the prompt pass (steps run fused): every family it specializes in

@@ -369,8 +369,9 @@ def test_registry():
       'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos',
       'randomized_relative', 'randomized_alibi', 'randomized_rotary', 'randomized_learned',
       'geometric', 'geometric_directional')
-  assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {'abacus', 'fire',
-                                                              'randomized_fire'}
+  families = set(encodings.families.FAMILIES)
+  assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {
+      'abacus', 'fire', 'randomized_fire', *families, *{f'randomized_{f}' for f in families}}
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
   kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}

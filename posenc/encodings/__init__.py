@@ -15,7 +15,8 @@ module per encoding owns its parameters and draws and binds them into the functi
 `AttentionEncoding` for attention encodings); `posenc.attention` runs them on a backend.
 
 `ENCODINGS` maps a name to its `Encoding`; `NAMES` lists the randomized-encoding study's
-13 (the others: the arithmetic study's `abacus`, `fire`, `randomized_fire`). A name may also
+13 (the others: the arithmetic study's `abacus`, `fire`, `randomized_fire`; the bias
+families of `families`, e.g. `kerple_log`, `type1`, `t5`, each also `randomized_`). A name may also
 combine one input encoding and one attention encoding as `a+b`, e.g. `sin_cos+alibi`.
 Adding an encoding = one function, one module, one `ENCODINGS` entry.
 """
@@ -28,6 +29,7 @@ from typing import Any, Callable
 from posenc.encodings import biases
 from posenc.encodings import core
 from posenc.encodings import embeddings
+from posenc.encodings import families
 from posenc.encodings import geometric
 from posenc.encodings import randomized
 from posenc.encodings import rotary
@@ -73,7 +75,18 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'abacus_offset': 99,  # K: training offsets k ~ U{0..K}
     'digit_ids': tuple(range(10)),  # Abacus: the token ids that are digits (from the task)
     'fire_variant': 'aba',
+    # The distance-bias families (`families`).
+    'bias_two_sided': False,
+    'bias_r': None,  # fixed KERPLE r (None: learned per head)
+    'bias_k': None,  # fixed KERPLE k (None: learned per head)
+    'kerple_r_min': families.KERPLE_MIN,
+    'bias_window': 128,
+    'sandwich_dim': 0,  # 0: the head width
+    't5_buckets': 32,
+    't5_max_distance': 128,
 }
+_FAMILY_OPTIONS = ('bias_two_sided', 'bias_r', 'bias_k', 'kerple_r_min', 'bias_window',
+                   'sandwich_dim', 'max_time', 't5_buckets', 't5_max_distance')
 
 _p = functools.partial
 _RELATIVE = ('max_time', 'relative_mode', 'randomize_both_sides')
@@ -114,6 +127,15 @@ ENCODINGS: dict[str, Encoding] = {
                                                                    directional=True),
                                       attention_options=('geometric_normalize',)),
 }
+# Bias families of the distance (Qin et al. 2023, KERPLE, Sandwich, T5), plain and on
+# randomized positions.
+for _family in families.FAMILIES:
+  ENCODINGS[_family] = Encoding(core.BIAS, attention=_p(families.DistanceBiasEncoding,
+                                                        family=_family),
+                                attention_options=_FAMILY_OPTIONS)
+  ENCODINGS[f'randomized_{_family}'] = Encoding(
+      core.BIAS, attention=_p(families.DistanceBiasEncoding, family=_family, randomized=True),
+      attention_options=_FAMILY_OPTIONS, randomized=True)
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
 NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
                           'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',
@@ -168,5 +190,6 @@ def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()
     raise ValueError(
         f'relative_mode must be one of {RELATIVE_MODES}, got {given["relative_mode"]!r}')
   spec = get(name)
+  families.check_options(name, given)
   pick = lambda keys: {key: given.get(key, OPTION_DEFAULTS[key]) for key in keys}
   return pick(spec.attention_options), pick(spec.embedding_options)

@@ -83,3 +83,4 @@ class EncodingModule(nn.Module):
   num_heads: int = 8
   head_dim: int = 8
   param_dtype: Any = jnp.float32
+  causal: bool = False  # the model's: keys right of a query are masked

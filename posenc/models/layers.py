@@ -151,7 +151,8 @@ class MultiHeadAttention(nn.Module):
     else:
       enc = args.encoding.attention(
           max_position=args.max_position, num_heads=self.num_heads, head_dim=head_dim,
-          param_dtype=self.param_dtype, **dict(args.encoding_kwargs), name='encoding')(
+          param_dtype=self.param_dtype, causal=causal, **dict(args.encoding_kwargs),
+          name='encoding')(
               where.draw_positions, where.draw_length, x, deterministic)
     q_idx = jnp.arange(t) if where.q_idx is None else where.q_idx
     tau = None

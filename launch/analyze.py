@@ -1,0 +1,116 @@
+"""Analyses that need no training run: `python -m launch.analyze trf [flags]`.
+
+  python -m launch.analyze trf --encodings=type1,type2,alibi,inverse_n,inverse_n_log_n \
+      --out=analysis/trf
+
+trf: the theoretical receptive field of bias encodings (Qin et al. 2023) at their initial
+parameters: per encoding and head, TRF(ε) at each horizon of --horizons (ε in --eps) and
+whether it settles as the horizon grows (a convergent bias series, their condition for
+extrapolation). Writes DIR/trf.json and DIR/trf.png (TRF/m against ε at horizon m, 50
+values of ε from 1 to 0, the paper's plot; widest head) and prints a table.
+
+Bad input (an unknown analysis or encoding, ε outside (0, 1), a horizon < 2, an --out that is
+a file) is one line `error: ...`, exit status 2, nothing written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import NoReturn, Sequence
+
+import numpy as np
+
+from launch import common
+from posenc import io
+from posenc import receptive
+
+ANALYSES = ('trf',)
+
+
+class _Parser(argparse.ArgumentParser):
+
+  def error(self, message: str) -> NoReturn:
+    common.fail(f'{message} (usage: python -m launch.analyze {"|".join(ANALYSES)} [flags])')
+
+
+def _floats(text: str, flag: str) -> list[float]:
+  try:
+    values = [float(x) for x in text.split(',') if x]
+  except ValueError:
+    common.fail(f'{flag}={text} must be comma-separated numbers')
+  bad = [v for v in values if not 0 < v < 1]
+  if not values or bad:
+    common.fail(f'{flag}={text}: every ε must lie in (0, 1)')
+  return values
+
+
+def trf_main(args: argparse.Namespace) -> None:
+  names = [n for n in args.encodings.split(',') if n]
+  for name in names:
+    try:
+      receptive.family_of(name)
+    except ValueError as e:
+      common.fail(e)
+  eps = _floats(args.eps, '--eps')
+  horizons = common.positive_ints(args.horizons.split(','), '--horizons')
+  if min(horizons) < 2 or len(horizons) < 2:
+    common.fail(f'--horizons={args.horizons} needs at least two horizons, each >= 2')
+  horizons = sorted(horizons)
+  if os.path.exists(args.out) and not os.path.isdir(args.out):
+    common.fail(f'--out={args.out} is a file, not a directory')
+  kwargs = {'num_heads': args.num_heads, 'head_dim': args.head_dim}
+  results, curves = [], {}
+  grid = np.linspace(1, 0, 50)[1:-1]  # the paper's 50 values of ε from 1 to 0, open ends
+  for name in names:
+    per_eps = {str(e): receptive.convergence(name, e, horizons, **kwargs) for e in eps}
+    results.append({'encoding': name, 'eps': per_eps,
+                    'settles': all(r['settles'] for r in per_eps.values())})
+    w = receptive.weights(name, horizons[0], **kwargs)
+    curves[name] = receptive.trf(w, grid).max(axis=0) / horizons[0]
+    print(f'{name:22s} ' + '  '.join(
+        f'eps={e}: ' + '/'.join(f'{max(t):,}' for t in r['trf'])
+        for e, r in per_eps.items()) + ('' if results[-1]['settles'] else '  (does not settle)'))
+  shown = '/'.join(f'{h:,}' for h in horizons)
+  print(f"(the widest head's TRF at horizons {shown})")
+  common.make_dir(args.out, '--out')
+  io.write_json_atomic(os.path.join(args.out, 'trf.json'), {
+      'horizons': horizons, 'num_heads': args.num_heads, 'head_dim': args.head_dim,
+      'encodings': results})
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(6, 4))
+  for name, curve in curves.items():
+    ax.plot(grid, curve, label=name)
+  ax.set_xlabel('ε')
+  ax.set_ylabel(f'TRF / m (m = {horizons[0]:,})')
+  ax.set_title('Theoretical receptive field at initial parameters (widest head)')
+  ax.invert_xaxis()
+  ax.legend()
+  fig.tight_layout()
+  tmp = os.path.join(args.out, '.trf.png.tmp')
+  fig.savefig(tmp, format='png', dpi=120)
+  os.replace(tmp, os.path.join(args.out, 'trf.png'))
+  print(f'wrote {args.out}/trf.json and {args.out}/trf.png')
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  argv = sys.argv[1:] if argv is None else argv
+  if not argv or argv[0] not in ANALYSES:
+    got = argv[0] if argv else '(none)'
+    common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
+  parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
+  parser.add_argument('--encodings', default='type1,type2,alibi,kerple_log,inverse_n,'
+                      'inverse_n_log_n', help='bias encodings, comma-separated')
+  parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
+  parser.add_argument('--horizons', default=','.join(str(h) for h in receptive.HORIZONS))
+  parser.add_argument('--num_heads', type=int, default=8)
+  parser.add_argument('--head_dim', type=int, default=64)
+  parser.add_argument('--out', default='analysis/trf')
+  trf_main(parser.parse_args(argv[1:]))
+
+
+if __name__ == '__main__':
+  main()

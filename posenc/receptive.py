@@ -1,0 +1,154 @@
+"""Receptive fields of relative encodings (Qin et al. 2023).
+
+A Toeplitz bias r(t) at causal distance t weights key t by b_t = exp(r(t)). The theoretical
+receptive field (TRF) at ε is the smallest j whose nearest keys hold more than 1 - ε of the
+total weight within a horizon H:
+
+    TRF(ε, H) = min { j : Σ_{t<j} b_t > (1 - ε) Σ_{t<H} b_t }
+
+It needs no training. Qin et al. prove that a bias extrapolates when Σ_t b_t converges; then
+the TRF settles as H grows, while for a divergent series (1/n, 1/(n ln n)) it keeps growing
+with H. `convergence` turns that into a cheap test run before training.
+
+    >>> weights('type1', 512)[0, :3]              # 1, 1/4, 1/9
+    >>> trf(weights('type1', 10_000_000), 0.01)   # [61, ...]: settled (54 at H = 512)
+    >>> convergence('inverse_n')['settles']       # False
+
+Bias encodings covered: every family of `posenc.encodings.families` and ALiBi (r = -s_h t),
+at their initial parameters (a seed) or at given ones (e.g. a trained layer's). FIRE and
+the Transformer-XL bias depend on more than the distance and have no TRF.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from posenc import encodings
+from posenc.encodings import biases
+from posenc.encodings import families
+
+HORIZONS = (512, 10_000, 10_000_000)
+# A TRF that grows by more than this factor from the middle horizon to the last one marks
+# a series that does not converge (the digest's table: 1/(t+1) grows ~1,000x, 1/(n ln n)
+# ~800x; the convergent ones by at most 1.02x).
+GROWTH = 1.5
+# Distances are evaluated in chunks of this many, so a horizon of 10^7 stays small in memory.
+_CHUNK = 1 << 20
+
+
+def family_of(name: str) -> str:
+  """The bias family of encoding `name` ('alibi' or one of families.FAMILIES), or
+  ValueError naming the encodings that have one."""
+  base = name.split('+')[-1]
+  base = base[len('randomized_'):] if base.startswith('randomized_') else base
+  if base == 'alibi' or base in families.FAMILIES:
+    return base
+  valid = ['alibi', *families.FAMILIES]
+  raise ValueError(f'encoding {name!r} has no distance bias; valid: {", ".join(valid)} (or '
+                   'their randomized_ variants)')
+
+
+def initial_params(name: str, *, num_heads: int = 8, head_dim: int = 64, seed: int = 0,
+                   options: dict[str, Any] | None = None) -> dict[str, Any]:
+  """The parameters one layer of encoding `name` starts with (seed `seed`)."""
+  family = family_of(name)
+  if family == 'alibi':
+    return {}
+  attention, _ = encodings.resolve_options(family, options or {})
+  module = families.DistanceBiasEncoding(family=family, num_heads=num_heads, head_dim=head_dim,
+                                         causal=True, **attention)
+  variables = module.init(jax.random.key(seed), 1, 1, jnp.zeros((1, 1, 1)))
+  return jax.device_get(variables.get('params', {}))
+
+
+def log_weights(name: str, t: np.ndarray, *, num_heads: int = 8, head_dim: int = 64,
+                params: dict[str, Any] | None = None,
+                options: dict[str, Any] | None = None) -> np.ndarray:
+  """r(t) of encoding `name` per head at causal distances t: float64 [H, len(t)]."""
+  family = family_of(name)
+  t32 = jnp.asarray(t, jnp.float32)[None, :]  # one query against len(t) keys
+  if family == 'alibi':
+    slopes = biases.alibi_slopes(num_heads).astype(np.float64)
+    return -slopes[:, None] * np.asarray(t, np.float64)[None, :]
+  attention, _ = encodings.resolve_options(family, options or {})
+  module = types.SimpleNamespace(num_heads=num_heads, head_dim=head_dim, **attention)
+  params = initial_params(name, num_heads=num_heads, head_dim=head_dim,
+                          options=options) if params is None else params
+  if family == 't5':
+    out = families.t5_bias(-jnp.asarray(t, jnp.int32)[None, :], params['t5_table'],
+                           bidirectional=False, num_buckets=module.t5_buckets,
+                           max_distance=module.t5_max_distance)
+  else:
+    if family in families.LEARNED:  # the values the model uses: within KERPLE's range
+      low = max(families.KERPLE_MIN, module.kerple_r_min) if family == 'kerple_log' else (
+          families.KERPLE_MIN)
+      high = 2.0 if family == 'kerple_power' else np.inf
+      fixed = lambda key: params[key] if key in params else np.full(
+          num_heads, attention[f'bias_{key}'])  # fixed parameters are not in the tree
+      params = {'r': np.clip(fixed('r'), low, high),
+                'k': np.maximum(fixed('k'), families.KERPLE_MIN)}
+    out = families.family_bias(family, t32, params, module)
+  return np.asarray(out, np.float64)[:, 0, :]
+
+
+def weights(name: str, horizon: int, **kwargs: Any) -> np.ndarray:
+  """b_t = exp(r(t)) for t = 0..horizon-1 per head: float64 [H, horizon]."""
+  chunks = [np.exp(log_weights(name, np.arange(s, min(s + _CHUNK, horizon)), **kwargs))
+            for s in range(0, horizon, _CHUNK)]
+  return np.concatenate(chunks, axis=1)
+
+
+def trf(w: np.ndarray, eps: float | Sequence[float]) -> np.ndarray:
+  """TRF(ε) per head of weights w [H, T] (or one row [T]): smallest j with
+  Σ_{t<j} w_t > (1 - ε) Σ_t w_t. Returns int [H] ([H, E] for a sequence of ε).
+
+  Example: w = [1, 1, 1, 1], ε = 0.3 -> 3 (3 of 4 > 0.7·4 fails, ... 3 > 2.8).
+  """
+  w = np.atleast_2d(np.asarray(w, np.float64))
+  prefix = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(w, axis=1)], axis=1)
+  eps_arr = np.atleast_1d(np.asarray(eps, np.float64))
+  if ((eps_arr <= 0) | (eps_arr >= 1)).any():
+    raise ValueError(f'eps={eps!r} must lie in (0, 1)')
+  out = np.stack([[np.searchsorted(p, (1 - e) * p[-1], side='right') for e in eps_arr]
+                  for p in prefix])
+  return out[:, 0] if np.ndim(eps) == 0 else out
+
+
+def convergence(name: str, eps: float = 0.01, horizons: Sequence[int] = HORIZONS,
+                **kwargs: Any) -> dict[str, Any]:
+  """The TRF of every head at each horizon, and whether it settles: it grows by at most
+  GROWTH from the second-to-last horizon to the last, in every head.
+
+  Returns {'encoding', 'eps', 'horizons', 'trf': [[per head] per horizon], 'settles'}.
+  """
+  heads = kwargs.get('num_heads', 8)
+  if family_of(name) in families.SHARED:  # one head's series stands for all of them
+    kwargs = {**kwargs, 'num_heads': 1}
+  fields = [np.broadcast_to(trf(weights(name, h, **kwargs), eps), (heads,)) for h in horizons]
+  settles = bool(np.all(fields[-1] <= GROWTH * np.maximum(fields[-2], 1)))
+  return {'encoding': name, 'eps': eps, 'horizons': list(horizons),
+          'trf': [f.tolist() for f in fields], 'settles': settles}
+
+
+def diagnostic(name: str, **kwargs: Any) -> str | None:
+  """One line on whether `name`'s bias series converges at its initial parameters (None
+  for an encoding without a distance bias)."""
+  try:
+    family_of(name)
+  except ValueError:
+    return None
+  result = convergence(name, **kwargs)
+  first, last = (max(f) for f in (result['trf'][0], result['trf'][-1]))
+  horizons = result['horizons']
+  fields = (f'receptive field at eps={result["eps"]}, widest head: {first:,} keys at horizon '
+            f'{horizons[0]:,}, {last:,} at {horizons[-1]:,}')
+  if result['settles']:
+    return (f'{name}: at its initial parameters the bias series converges ({fields}): Qin et '
+            'al.\'s condition for extrapolation holds')
+  return (f'{name}: at its initial parameters the bias series has not settled by horizon '
+          f'{horizons[-1]:,} ({fields}): it diverges or converges too slowly for Qin et al.\'s '
+          'condition to help')

@@ -1,0 +1,107 @@
+"""Theoretical receptive fields against Qin et al.'s numbers and exact sums; the
+convergence diagnostic; `launch.analyze trf`."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from posenc import receptive
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The digest's table: TRF at ε = 0.1 and 0.01, horizons 512 / 9216 / 10^7 (1/(t+1) and
+# 1/(n ln n) at 10^7 given there to two digits: 1.9M, 8.5M, 5.1M).
+GOLDEN = {
+    'type1': ((6, 6, 6), (54, 60, 61)),
+    'type2': ((4, 4, 4), (9, 9, 9)),
+    'inverse_n': ((259, 3492, 1.9e6), (479, 8364, 8.5e6)),
+    'inverse_n_log_n': ((87, 538, 35925), (417, 6599, 5.1e6)),
+}
+HORIZONS = (512, 9216, 10_000_000)
+
+
+@pytest.mark.parametrize('name', sorted(GOLDEN))
+def test_trf_matches_the_papers_table(name):
+  for h, want_1, want_01 in zip(HORIZONS, *GOLDEN[name]):
+    got = receptive.trf(receptive.weights(name, h, num_heads=1), [0.1, 0.01])[0]
+    for value, want in zip(got, (want_1, want_01)):
+      if want >= 1e6:  # given to two significant digits
+        assert abs(value - want) <= 0.05e6, (name, h, value, want)
+      else:
+        assert value == want, (name, h, value, want)
+
+
+@pytest.mark.parametrize('slope, want', [(1.0, (3, 5)), (1 / 16, (37, 74))])
+def test_trf_of_alibi_against_exact_geometric_sums(slope, want):
+  for h in HORIZONS[:2]:
+    w = np.exp(-slope * np.arange(h))[None]
+    got = receptive.trf(w, [0.1, 0.01])[0]
+    assert tuple(got) == want
+    # B_j = (1 - e^{-kj}) / (1 - e^{-k}): the smallest j with B_j > (1 - ε) B_H.
+    for eps, value in zip((0.1, 0.01), got):
+      target = (1 - eps) * (1 - np.exp(-slope * h))
+      j = np.arange(1, h + 1)
+      assert value == j[np.argmax(1 - np.exp(-slope * j) > target)]
+
+def test_trf_of_the_registrys_alibi_heads():
+  # Slopes 2^(-8h/H): with H = 2, 1/16 and 1/256.
+  fields = receptive.trf(receptive.weights('alibi', 9216, num_heads=2), [0.1, 0.01])
+  np.testing.assert_array_equal(fields[0], (37, 74))
+  np.testing.assert_array_equal(fields[1], (590, 1179))
+
+
+def test_convergence_flags_the_negative_controls_and_passes_the_others():
+  for name in ('inverse_n', 'inverse_n_log_n', 't5'):
+    assert not receptive.convergence(name, num_heads=2)['settles'], name
+  for name in ('type1', 'type2', 'alibi', 'sliding_window'):
+    assert receptive.convergence(name, num_heads=2)['settles'], name
+  # kerple_log converges only for r > 1 (at r = 2, k = 1 it is Type 1).
+  fixed = lambda r: {'bias_r': r, 'bias_k': 1.0}
+  assert receptive.convergence('kerple_log', options=fixed(2.0), num_heads=2)['settles']
+  assert not receptive.convergence('kerple_log', options=fixed(0.5), num_heads=2)['settles']
+  assert receptive.convergence('kerple_power', options=fixed(1.0), num_heads=2)['settles']
+  assert 'condition for extrapolation holds' in receptive.diagnostic('type1', num_heads=2)
+  assert 'has not settled' in receptive.diagnostic('randomized_inverse_n', num_heads=2)
+  assert receptive.diagnostic('rotary') is None
+
+
+def test_trf_rejects_eps_outside_the_unit_interval():
+  with pytest.raises(ValueError, match='eps=1.0 must lie in'):
+    receptive.trf(np.ones((1, 4)), 1.0)
+  assert receptive.trf(np.ones(4), 0.3) == 3
+
+
+def test_analyze_trf_writes_json_and_plot_and_refuses_bad_input(tmp_path):
+  out = tmp_path / 'trf'
+  run = lambda *args: subprocess.run([sys.executable, '-m', 'launch.analyze', *args],
+                                     cwd=ROOT, capture_output=True, text=True)
+  proc = run('trf', '--encodings=type2,inverse_n', '--horizons=512,4096', f'--out={out}')
+  assert proc.returncode == 0, proc.stderr
+  data = json.load(open(out / 'trf.json'))
+  by_name = {r['encoding']: r for r in data['encodings']}
+  assert by_name['type2']['settles'] and not by_name['inverse_n']['settles']
+  assert by_name['type2']['eps']['0.01']['trf'][0] == [9] * 8
+  assert (out / 'trf.png').stat().st_size > 0
+  for args, needle in [(('nope',), "unknown analysis 'nope'; valid: trf"),
+                       (('trf', '--eps=0'), 'every ε must lie in (0, 1)'),
+                       (('trf', '--encodings=rotary'), "encoding 'rotary' has no distance"),
+                       (('trf', '--horizons=512'), 'needs at least two horizons'),
+                       (('trf', f'--out={out / "trf.json"}'), 'is a file, not a directory')]:
+    proc = run(*args)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, lines)
+
+
+def test_training_a_bias_family_prints_the_diagnostic_first(tmp_path):
+  proc = subprocess.run(
+      [sys.executable, '-m', 'launch.train',
+       '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_type2,tiny',
+       f'--workdir={tmp_path}', '--config.train.steps=2', '--config.seeds=[0]'],
+      cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  first = proc.stdout.splitlines()[0]
+  assert first.startswith('randomized_type2: at its initial parameters the bias series '
+                          'converges'), first
