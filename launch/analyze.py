@@ -1,7 +1,8 @@
-"""Analyses that need no training run: `python -m launch.analyze trf [flags]`.
+"""Analyses: `python -m launch.analyze trf|erf [flags]`.
 
   python -m launch.analyze trf --encodings=type1,type2,alibi,inverse_n,inverse_n_log_n \
       --out=analysis/trf
+  python -m launch.analyze erf --workdir=runs/my_run --length=64 --out=analysis/erf
 
 trf: the theoretical receptive field of bias encodings (Qin et al. 2023) at their initial
 parameters: per encoding and head, TRF(ε) at each horizon of --horizons (ε in --eps) and
@@ -9,7 +10,13 @@ whether it settles as the horizon grows (a convergent bias series, their conditi
 extrapolation). Writes DIR/trf.json and DIR/trf.png (TRF/m against ε at horizon m, 50
 values of ε from 1 to 0, the paper's plot; widest head) and prints a table.
 
-Bad input (an unknown analysis or encoding, ε outside (0, 1), a horizon < 2, an --out that is
+erf: the empirical receptive field of a trained run (its latest checkpoint, one member):
+the smallest number of nearest keys holding 1 - ε of each query's attention, per layer and
+head, mean and quantiles over queries of --examples inputs at --length (the weights of the
+readable attention definition). Writes DIR/erf.json and DIR/erf.png (ERF / keys attended
+against ε per layer, mean over heads and queries) and prints a table.
+
+Bad input (an unknown analysis or encoding, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2, an --out that is
 a file) is one line `error: ...`, exit status 2, nothing written.
 """
 from __future__ import annotations
@@ -26,7 +33,7 @@ from launch import common
 from posenc import io
 from posenc import receptive
 
-ANALYSES = ('trf',)
+ANALYSES = ('trf', 'erf')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,10 +97,59 @@ def trf_main(args: argparse.Namespace) -> None:
   ax.invert_xaxis()
   ax.legend()
   fig.tight_layout()
-  tmp = os.path.join(args.out, '.trf.png.tmp')
-  fig.savefig(tmp, format='png', dpi=120)
-  os.replace(tmp, os.path.join(args.out, 'trf.png'))
+  _save_plot(fig, args.out, 'trf.png')
   print(f'wrote {args.out}/trf.json and {args.out}/trf.png')
+
+
+def _save_plot(fig, out: str, name: str) -> None:
+  tmp = os.path.join(out, f'.{name}.tmp')
+  fig.savefig(tmp, format='png', dpi=120)
+  os.replace(tmp, os.path.join(out, name))
+
+
+def erf_main(args: argparse.Namespace) -> None:
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  eps = _floats(args.eps, '--eps')
+  if args.length < 1 or args.examples < 1:
+    common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
+  if not args.workdir:
+    common.fail('--workdir is required: a trained run directory')
+  if os.path.exists(args.out) and not os.path.isdir(args.out):
+    common.fail(f'--out={args.out} is a file, not a directory')
+  try:
+    run = analysis.load_run(args.workdir, args.member)
+    rows = analysis.attention_rows(run, args.length, args.examples, args.seed)
+  except (analysis.AnalysisError, ValueError) as e:
+    common.fail(e)
+  summary = analysis.erf_summary(rows, eps)
+  grid = np.linspace(1, 0, 50)[1:-1]
+  curves = analysis.erf_summary(rows, grid)['eps']
+  for e, result in summary['eps'].items():
+    for i, heads in enumerate(result['layers']):
+      print(f'eps={e} layer {i}: ' + '  '.join(
+          f'h{h}: {hd["mean"]:.1f} ({hd["mean_share"]:.2f})' for h, hd in enumerate(heads)))
+  print('(mean ERF in keys per head, and as a share of the keys attended)')
+  common.make_dir(args.out, '--out')
+  io.write_json_atomic(os.path.join(args.out, 'erf.json'), {
+      'workdir': args.workdir, 'step': run.step, 'member': run.member,
+      'encoding': run.config.encoding, 'length': args.length, 'examples': args.examples,
+      'causal': rows['causal'], **summary})
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(6, 4))
+  for i in range(len(rows['weights'])):
+    ax.plot(grid, [np.mean([hd['mean_share'] for hd in curves[str(e)]['layers'][i]])
+                   for e in grid], label=f'layer {i}')
+  ax.set_xlabel('ε')
+  ax.set_ylabel('ERF / keys attended')
+  ax.set_ylim(0, 1.02)
+  ax.set_title(f'{run.config.encoding}: empirical receptive field at length {args.length}')
+  ax.invert_xaxis()
+  ax.legend()
+  fig.tight_layout()
+  _save_plot(fig, args.out, 'erf.png')
+  print(f'wrote {args.out}/erf.json and {args.out}/erf.png')
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -102,6 +158,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
+  if argv[0] == 'erf':
+    parser.add_argument('--workdir', default='', help='a trained run directory')
+    parser.add_argument('--length', type=int, default=64, help='input length')
+    parser.add_argument('--examples', type=int, default=8, help='inputs drawn')
+    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
+    parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
+    parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
+    parser.add_argument('--out', default='analysis/erf')
+    erf_main(parser.parse_args(argv[1:]))
+    return
   parser.add_argument('--encodings', default='type1,type2,alibi,kerple_log,inverse_n,'
                       'inverse_n_log_n', help='bias encodings, comma-separated')
   parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')

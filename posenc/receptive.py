@@ -152,3 +152,38 @@ def diagnostic(name: str, **kwargs: Any) -> str | None:
   return (f'{name}: at its initial parameters the bias series has not settled by horizon '
           f'{horizons[-1]:,} ({fields}): it diverges or converges too slowly for Qin et al.\'s '
           'condition to help')
+
+
+def mass_by_distance(w: np.ndarray, causal: bool) -> np.ndarray:
+  """Each query's attention mass at each distance d = |i - j|: w [..., Q, S] (rows of
+  queries 0..Q-1 over keys 0..S-1) -> [..., Q, S]; in a bidirectional model a distance
+  d > 0 holds the keys at i - d and i + d.
+
+  Example (causal): the row [0.2, 0.3, 0.5] of query 2 -> [0.5, 0.3, 0.2].
+  """
+  w = np.asarray(w, np.float64)
+  q, s = w.shape[-2:]
+  i, d = np.arange(q)[:, None], np.arange(s)[None, :]
+  left = i - d
+  mass = np.where(left >= 0, np.take_along_axis(
+      w, np.broadcast_to(np.clip(left, 0, s - 1), w.shape[:-2] + (q, s)), axis=-1), 0.0)
+  if not causal:
+    right = i + d
+    mass = mass + np.where((right < s) & (d > 0), np.take_along_axis(
+        w, np.broadcast_to(np.clip(right, 0, s - 1), w.shape[:-2] + (q, s)), axis=-1), 0.0)
+  return mass
+
+
+def erf(w: np.ndarray, eps: float | Sequence[float], causal: bool) -> np.ndarray:
+  """The empirical receptive field of each query (Qin et al.): the smallest j whose j
+  nearest distances hold more than 1 - ε of its attention. w [..., Q, S] -> int [..., Q]
+  ([E, ..., Q] for a sequence of ε).
+
+  Example: a causal row [0.05, 0.15, 0.8] (query 2): ε = 0.1 -> 2 (0.8 + 0.15 > 0.9).
+  """
+  eps_arr = np.atleast_1d(np.asarray(eps, np.float64))
+  if ((eps_arr <= 0) | (eps_arr >= 1)).any():
+    raise ValueError(f'eps={eps!r} must lie in (0, 1)')
+  cum = np.cumsum(mass_by_distance(w, causal), axis=-1)
+  out = np.stack([np.sum(cum <= (1 - e) * cum[..., -1:], axis=-1) + 1 for e in eps_arr])
+  return out[0] if np.ndim(eps) == 0 else out

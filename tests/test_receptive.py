@@ -105,3 +105,61 @@ def test_training_a_bias_family_prints_the_diagnostic_first(tmp_path):
   first = proc.stdout.splitlines()[0]
   assert first.startswith('randomized_type2: at its initial parameters the bias series '
                           'converges'), first
+
+
+def test_erf_on_hand_built_attention_rows():
+  causal = np.array([[1.0, 0, 0, 0],
+                     [0.5, 0.5, 0, 0],
+                     [0.05, 0.15, 0.8, 0],
+                     [0.4, 0.3, 0.2, 0.1]])
+  # Query 3's mass by distance: 0.1, 0.2, 0.3, 0.4.
+  np.testing.assert_allclose(receptive.mass_by_distance(causal, True)[3], [0.1, 0.2, 0.3, 0.4])
+  np.testing.assert_array_equal(receptive.erf(causal, 0.1, True), [1, 2, 2, 4])
+  np.testing.assert_array_equal(receptive.erf(causal, [0.5, 0.05], True), [[1, 2, 1, 3],
+                                                                            [1, 2, 2, 4]])
+  # Bidirectional: distance d holds keys i - d and i + d.
+  both = np.full((3, 3), 1 / 3)
+  np.testing.assert_allclose(receptive.mass_by_distance(both, False),
+                             [[1 / 3, 1 / 3, 1 / 3], [1 / 3, 2 / 3, 0], [1 / 3, 1 / 3, 1 / 3]])
+  np.testing.assert_array_equal(receptive.erf(both, 0.1, False), [3, 2, 3])
+
+
+def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
+  from posenc import analysis
+  from posenc import sweep as sweep_lib
+  from posenc import train
+  from experiments import rpe_table1
+  config = sweep_lib.cell_config(
+      rpe_table1.get_config('task=reverse_string,encoding=alibi,tiny'),
+      {'train.steps': 4, 'seeds': [0, 1]})
+  train.train_and_evaluate(config, str(tmp_path / 'run'))
+  run = analysis.load_run(str(tmp_path / 'run'), member=1)
+  assert run.member['seed'] == 1
+  rows = analysis.attention_rows(run, length=6, examples=3)
+  assert len(rows['weights']) == config.model.num_layers and not rows['causal']
+  w = rows['weights'][0]
+  assert w.shape[:2] == (3, config.model.num_heads)
+  np.testing.assert_allclose(w.sum(-1)[:, :, :int(rows['lengths'][0])], 1, atol=1e-5)
+  summary = analysis.erf_summary(rows, (0.1,))['eps']['0.1']
+  for heads in summary['layers']:
+    for head in heads:
+      assert 1 <= head['q10'] <= head['q50'] <= head['q90'] <= w.shape[-1]
+      assert 0 < head['mean_share'] <= 1
+  # A workdir with a config but no checkpoint; a missing one.
+  (tmp_path / 'empty').mkdir()
+  (tmp_path / 'empty' / 'config.json').write_text((tmp_path / 'run' / 'config.json').read_text())
+  run_cli = lambda *args: subprocess.run([sys.executable, '-m', 'launch.analyze', 'erf', *args],
+                                         cwd=ROOT, capture_output=True, text=True)
+  for args, needle in [((f'--workdir={tmp_path / "empty"}',), 'has no checkpoint'),
+                       ((f'--workdir={tmp_path / "nope"}',), 'holds no run'),
+                       ((f'--workdir={tmp_path / "run"}', '--member=5'), '--member=5 is not'),
+                       ((f'--workdir={tmp_path / "run"}', '--eps=2'), 'must lie in (0, 1)')]:
+    proc = run_cli(*args, f'--out={tmp_path / "out"}')
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, lines)
+    assert not (tmp_path / 'out').exists()
+  proc = run_cli(f'--workdir={tmp_path / "run"}', '--length=6', f'--out={tmp_path / "out"}')
+  assert proc.returncode == 0, proc.stderr
+  data = json.load(open(tmp_path / 'out' / 'erf.json'))
+  assert data['encoding'] == 'alibi' and set(data['eps']) == {'0.1', '0.01'}
+  assert (tmp_path / 'out' / 'erf.png').stat().st_size > 0

@@ -30,6 +30,31 @@ def visible(q_idx: Array, k_idx: Array, key_valid: Array, causal: bool) -> Array
   return mask[:, None] if mask.ndim == 3 else mask[None, None]
 
 
+def weights(q: Array, k: Array, enc: core.AttentionEncoding, *, q_idx: Array, k_idx: Array,
+            key_valid: Array, causal: bool, temperature: Array | None = None) -> Array:
+  """The attention weights: softmax(τ (q·k / sqrt(K) + bias)) over the visible keys, or the
+  encoding's weights in place of the softmax. Arguments as `attend`.
+
+  Returns:
+    float32 [B, H, Q, S]; each row of a query with a visible key sums to 1 (geometric
+    attention without normalization: at most 1).
+  """
+  mask = visible(q_idx, k_idx, key_valid, causal)
+  tau = 1.0 if temperature is None else temperature[:, None, :, None]
+  if enc.kind == core.ROTATION:
+    q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
+  if enc.kind == core.GEOMETRIC:
+    w = enc.weights(tau * enc.scores(q, k, q_idx, k_idx), q_idx, k_idx, mask)
+    if enc.normalize:
+      w = w / (jnp.sum(w, axis=-1, keepdims=True) + 1e-30)
+    return w.astype(jnp.float32)
+  logits = jnp.einsum('bqhk,bshk->bhqs', q, k).astype(jnp.float32) / math.sqrt(q.shape[-1])
+  if enc.kind == core.BIAS:
+    logits = logits + enc.bias(q, k, q_idx, k_idx)
+  logits = jnp.where(mask, tau * logits, jnp.finfo(jnp.float32).min)
+  return jax.nn.softmax(logits, axis=-1)
+
+
 def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: Array,
            k_idx: Array, key_valid: Array, causal: bool,
            temperature: Array | None = None) -> Array:
@@ -50,18 +75,6 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
 
   Example: one query and one key: the output is v itself.
   """
-  mask = visible(q_idx, k_idx, key_valid, causal)
-  tau = 1.0 if temperature is None else temperature[:, None, :, None]
-  if enc.kind == core.ROTATION:
-    q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
-  if enc.kind == core.GEOMETRIC:
-    weights = enc.weights(tau * enc.scores(q, k, q_idx, k_idx), q_idx, k_idx, mask)
-    if enc.normalize:
-      weights = weights / (jnp.sum(weights, axis=-1, keepdims=True) + 1e-30)
-  else:
-    logits = jnp.einsum('bqhk,bshk->bhqs', q, k).astype(jnp.float32) / math.sqrt(q.shape[-1])
-    if enc.kind == core.BIAS:
-      logits = logits + enc.bias(q, k, q_idx, k_idx)
-    logits = jnp.where(mask, tau * logits, jnp.finfo(jnp.float32).min)
-    weights = jax.nn.softmax(logits, axis=-1)
-  return jnp.einsum('bhqs,bshk->bqhk', weights.astype(v.dtype), v)
+  w = weights(q, k, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid, causal=causal,
+              temperature=temperature)
+  return jnp.einsum('bhqs,bshk->bqhk', w.astype(v.dtype), v)

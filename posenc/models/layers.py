@@ -163,6 +163,11 @@ class MultiHeadAttention(nn.Module):
                           (), self.param_dtype)
       tau = attention.temperature(beta, q_idx, jnp.sum(where.key_valid, -1), causal)
     kv = {'k': k, 'v': v}
+    if cache is None and self.is_mutable_collection('intermediates'):
+      # Analysis (receptive fields, attention maps): the weights of the readable definition.
+      self.sow('intermediates', 'weights', attention.reference.weights(
+          q, k, enc, q_idx=q_idx, k_idx=jnp.arange(t), key_valid=where.key_valid,
+          causal=causal, temperature=tau))
     if cache is None:
       out = attention.attend(
           q, k, v, enc, key_valid=where.key_valid, causal=causal, impl=args.impl,

@@ -1,0 +1,140 @@
+"""Analyses of a trained run: its attention rows and empirical receptive fields.
+
+    >>> run = load_run('runs/parity_check__type1')            # config, task, model, params
+    >>> rows = attention_rows(run, length=64, examples=8)      # per layer [B, H, T, T]
+    >>> erf_summary(rows, run, eps=(0.1, 0.01))                # per layer and head
+
+The weights are those of the readable attention definition (`posenc.attention.reference`),
+recorded with `sow` by each layer's attention when the 'intermediates' collection is
+mutable. Inputs are drawn from the run's task at one length; a sequence task (arithmetic)
+draws the cell (length, length).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import config as config_lib
+from posenc import io
+from posenc import models
+from posenc import objectives
+from posenc import receptive
+from posenc import sweep as sweep_lib
+from posenc import train
+
+
+class AnalysisError(ValueError):
+  """A run that cannot be analysed (no config, no checkpoint, a looped model)."""
+
+
+@dataclasses.dataclass
+class Run:
+  config: ml_collections.ConfigDict
+  task: Any
+  model: Any
+  params: Any  # one member's parameters
+  member: dict[str, Any]
+  step: int
+
+
+def load_run(workdir: str, member: int = 0) -> Run:
+  """The run in `workdir` at its latest checkpoint, member `member` (seeds × learning
+  rates order), with a model on the reference attention backend."""
+  path = os.path.join(workdir, 'config.json')
+  if not os.path.isfile(path):
+    raise AnalysisError(f'{workdir} holds no run (no config.json)')
+  config = ml_collections.ConfigDict(io.read_json(path))
+  if config.model.recurrences > 1 or config.model.get('loop', False):
+    raise AnalysisError(f'{workdir} holds a looped model; attention rows are recorded for '
+                        'plain stacks only')
+  members = config_lib.members(config)
+  if not 0 <= member < len(members):
+    raise AnalysisError(f'--member={member} is not a member of {workdir} (0..{len(members) - 1})')
+  manager = train.checkpoint_manager(workdir)
+  step = manager.latest_step()
+  if step is None:
+    raise AnalysisError(f'{workdir} has no checkpoint to analyse (train it first)')
+  task = config_lib.task_of(config)
+  population = train.Population(config)
+  state, _ = train.restore_state(manager, step, train.init_state(
+      config, train.make_model(config, task), population, abstract=True), population)
+  params = jax.tree.map(lambda x: np.asarray(x)[member], jax.device_get(state['params']))
+  reference = sweep_lib.cell_config(config, {'model.attention_impl': 'reference'})
+  return Run(config, task, train.make_model(reference, task), params, members[member], step)
+
+
+def _inputs(run: Run, length: int, examples: int, key: jax.Array):
+  """(tokens [B, T], lengths, causal) of `examples` sequences at `length`."""
+  config, task = run.config, run.task
+  if objectives.is_sequence_task(task):
+    batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
+                        task.max_answer(length, length))
+    return batch['tokens'], batch['length'], True
+  batch = task.sample(key, examples, length)
+  max_output = batch['targets'].shape[1]
+  if config.model.family == 'decoder':
+    tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
+    return tokens, jnp.full((examples,), total), True
+  tokens, seq_length = models.empty_output_layout(
+      batch['inputs'], batch['length'], batch['output_length'], max_output,
+      run.model.vocab_size)
+  return tokens, seq_length, False
+
+
+def attention_rows(run: Run, length: int, examples: int = 8, seed: int = 0
+                   ) -> dict[str, Any]:
+  """Every layer's attention weights on `examples` inputs at `length`.
+
+  Returns {'weights': [per layer float32 [B, H, T, T]], 'lengths': int [B] (real tokens),
+  'causal': bool}.
+  """
+  data_key, noise = jax.random.split(jax.random.key(seed))
+  tokens, lengths, causal = _inputs(run, length, examples, data_key)
+  _, state = run.model.apply({'params': run.params}, tokens, lengths, deterministic=True,
+                             rngs={'noise': noise, 'dropout': noise}, mutable=['intermediates'])
+  found = {}
+  for path, leaf in jax.tree_util.tree_flatten_with_path(state['intermediates'])[0]:
+    names = [getattr(p, 'key', getattr(p, 'name', '')) for p in path]
+    layer = next((n for n in names if str(n).startswith('layer_')), None)
+    if layer is not None and 'weights' in names:
+      found[int(str(layer)[len('layer_'):])] = np.asarray(leaf)
+  lengths = np.broadcast_to(np.asarray(lengths), (tokens.shape[0],))
+  return {'weights': [found[i] for i in sorted(found)], 'lengths': lengths, 'causal': causal}
+
+
+def erf_summary(rows: dict[str, Any], eps: Sequence[float] = (0.1, 0.01),
+                quantiles: Sequence[float] = (0.1, 0.5, 0.9)) -> dict[str, Any]:
+  """The empirical receptive field of every real query, per layer and head: its mean and
+  quantiles over queries (and examples), in keys and as a share of the length attended
+  (i + 1 keys for query i of a causal model, the real length otherwise).
+
+  Returns {'eps': {str(ε): {'layers': [[{'mean', 'mean_share', 'q10', ...} per head] per
+  layer], 'mean_share': float}}}.
+  """
+  lengths = rows['lengths']
+  per_layer = [receptive.erf(w, list(eps), rows['causal']).astype(np.float64)
+               for w in rows['weights']]  # [E, B, H, Q] each
+  out = {}
+  for k, e in enumerate(eps):
+    layers = []
+    for fields_all in per_layer:
+      fields = fields_all[k]
+      b, h, q = fields.shape
+      real = np.arange(q)[None, :] < lengths[:, None]  # [B, Q]
+      span = (np.arange(q)[None, :] + 1.0 if rows['causal']
+              else np.broadcast_to(lengths[:, None], (b, q)).astype(np.float64))
+      heads = []
+      for head in range(h):
+        j, share = fields[:, head][real], (fields[:, head] / span)[real]
+        heads.append({'mean': float(j.mean()), 'mean_share': float(share.mean()),
+                      **{f'q{round(100 * p)}': float(np.quantile(j, p)) for p in quantiles}})
+      layers.append(heads)
+    share = float(np.mean([hd['mean_share'] for layer in layers for hd in layer]))
+    out[str(e)] = {'layers': layers, 'mean_share': share}
+  return {'eps': out}
