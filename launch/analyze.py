@@ -3,6 +3,8 @@
   python -m launch.analyze trf --encodings=type1,type2,alibi,inverse_n,inverse_n_log_n \
       --out=analysis/trf
   python -m launch.analyze erf --workdir=runs/my_run --length=64 --out=analysis/erf
+  python -m launch.analyze attention_maps --workdir=runs/my_run --lengths=40,100
+  python -m launch.analyze activation_pca --workdir=runs/my_run --lengths=40,100 --layer=-1
 
 trf: the theoretical receptive field of bias encodings (Qin et al. 2023) at their initial
 parameters: per encoding and head, TRF(ε) at each horizon of --horizons (ε in --eps) and
@@ -15,6 +17,12 @@ the smallest number of nearest keys holding 1 - ε of each query's attention, pe
 head, mean and quantiles over queries of --examples inputs at --length (the weights of the
 readable attention definition). Writes DIR/erf.json and DIR/erf.png (ERF / keys attended
 against ε per layer, mean over heads and queries) and prints a table.
+
+attention_maps: one example's attention per layer (maximum over heads) at each of
+--lengths, e.g. a training length and a longer one (Ruoss et al. Fig. 6): DIR/attention_maps.png.
+activation_pca: a 2-D PCA of one layer's activations fitted at the first of --lengths and
+applied at the others, tokens coloured by position (Ruoss et al. Fig. 5):
+DIR/activation_pca.png and .json (explained variance).
 
 Bad input (an unknown analysis or encoding, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2, an --out that is
 a file) is one line `error: ...`, exit status 2, nothing written.
@@ -33,7 +41,7 @@ from launch import common
 from posenc import io
 from posenc import receptive
 
-ANALYSES = ('trf', 'erf')
+ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,12 +160,97 @@ def erf_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/erf.json and {args.out}/erf.png')
 
 
+def _rows_at(args: argparse.Namespace) -> tuple[object, list[int], list[dict]]:
+  """(run, lengths, attention rows per length) for the analyses of a trained run."""
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  lengths = common.positive_ints(args.lengths.split(','), '--lengths')
+  if args.examples < 1:
+    common.fail(f'--examples={args.examples} must be a positive integer')
+  if not args.workdir:
+    common.fail('--workdir is required: a trained run directory')
+  if os.path.exists(args.out) and not os.path.isdir(args.out):
+    common.fail(f'--out={args.out} is a file, not a directory')
+  try:
+    run = analysis.load_run(args.workdir, args.member)
+    rows = [analysis.attention_rows(run, n, args.examples, args.seed) for n in lengths]
+  except (analysis.AnalysisError, ValueError) as e:
+    common.fail(e)
+  return run, lengths, rows
+
+
+def _pyplot():
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  return plt
+
+
+def maps_main(args: argparse.Namespace) -> None:
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  run, lengths, rows = _rows_at(args)
+  layers = len(rows[0]['weights'])
+  plt = _pyplot()
+  fig, axes = plt.subplots(len(lengths), layers, figsize=(2.6 * layers, 2.6 * len(lengths)),
+                           squeeze=False)
+  for r, (n, row) in enumerate(zip(lengths, rows)):
+    for layer in range(layers):
+      ax = axes[r][layer]
+      ax.imshow(analysis.attention_map(row, layer), cmap='viridis', vmin=0, vmax=1)
+      ax.set_title(f'length {n}, layer {layer}', fontsize=8)
+      ax.set_xticks([])
+      ax.set_yticks([])
+  fig.suptitle(f'{run.config.encoding}: attention, max over heads (rows: queries)')
+  fig.tight_layout()
+  common.make_dir(args.out, '--out')
+  _save_plot(fig, args.out, 'attention_maps.png')
+  print(f'wrote {args.out}/attention_maps.png ({len(lengths)} lengths x {layers} layers)')
+
+
+def pca_main(args: argparse.Namespace) -> None:
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  run, lengths, rows = _rows_at(args)
+  layers = len(rows[0]['hidden'])
+  if not -layers <= args.layer < layers:
+    common.fail(f'--layer={args.layer} is not a layer of the model (0..{layers - 1}, or '
+                'negative from the last)')
+  layer = args.layer % layers
+  result = analysis.activation_pca(rows[0], rows, layer)
+  plt = _pyplot()
+  fig, axes = plt.subplots(1, len(lengths), figsize=(3.6 * len(lengths), 3.4), squeeze=False)
+  for ax, n, points, pos in zip(axes[0], lengths, result['points'], result['positions']):
+    sc = ax.scatter(points[:, 0], points[:, 1], c=pos, s=4, cmap='viridis')
+    ax.set_title(f'length {n}', fontsize=9)
+    fig.colorbar(sc, ax=ax, label='position')
+  fig.suptitle(f'{run.config.encoding}: layer {layer} activations, PCA fitted at length '
+               f'{lengths[0]}')
+  fig.tight_layout()
+  common.make_dir(args.out, '--out')
+  _save_plot(fig, args.out, 'activation_pca.png')
+  io.write_json_atomic(os.path.join(args.out, 'activation_pca.json'), {
+      'workdir': args.workdir, 'step': run.step, 'member': run.member, 'layer': layer,
+      'lengths': lengths, 'explained_variance_ratio': result['explained']})
+  print(f'layer {layer}: the two components explain {result["explained"][0]:.1%} and '
+        f'{result["explained"][1]:.1%} at length {lengths[0]}; wrote {args.out}/activation_pca.png')
+
+
 def main(argv: Sequence[str] | None = None) -> None:
   argv = sys.argv[1:] if argv is None else argv
   if not argv or argv[0] not in ANALYSES:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
+  if argv[0] in ('attention_maps', 'activation_pca'):
+    parser.add_argument('--workdir', default='', help='a trained run directory')
+    parser.add_argument('--lengths', default='40,100', help='input lengths')
+    parser.add_argument('--examples', type=int, default=1 if argv[0] == 'attention_maps'
+                        else 8, help='inputs drawn per length')
+    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
+    parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
+    parser.add_argument('--layer', type=int, default=-1, help='activation_pca: the layer')
+    parser.add_argument('--out', default=f'analysis/{argv[0]}')
+    args = parser.parse_args(argv[1:])
+    (maps_main if argv[0] == 'attention_maps' else pca_main)(args)
+    return
   if argv[0] == 'erf':
     parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--length', type=int, default=64, help='input length')

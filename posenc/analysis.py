@@ -1,4 +1,5 @@
-"""Analyses of a trained run: its attention rows and empirical receptive fields.
+"""Analyses of a trained run: its attention rows, empirical receptive fields, attention
+maps and a PCA of its activations.
 
     >>> run = load_run('runs/parity_check__type1')            # config, task, model, params
     >>> rows = attention_rows(run, length=64, examples=8)      # per layer [B, H, T, T]
@@ -91,21 +92,24 @@ def attention_rows(run: Run, length: int, examples: int = 8, seed: int = 0
                    ) -> dict[str, Any]:
   """Every layer's attention weights on `examples` inputs at `length`.
 
-  Returns {'weights': [per layer float32 [B, H, T, T]], 'lengths': int [B] (real tokens),
-  'causal': bool}.
+  Returns {'weights': [per layer float32 [B, H, T, T]], 'hidden': [per layer the layer's
+  output [B, T, D]], 'lengths': int [B] (real tokens), 'causal': bool}.
   """
   data_key, noise = jax.random.split(jax.random.key(seed))
   tokens, lengths, causal = _inputs(run, length, examples, data_key)
   _, state = run.model.apply({'params': run.params}, tokens, lengths, deterministic=True,
                              rngs={'noise': noise, 'dropout': noise}, mutable=['intermediates'])
-  found = {}
+  found = {'weights': {}, 'output': {}}
   for path, leaf in jax.tree_util.tree_flatten_with_path(state['intermediates'])[0]:
-    names = [getattr(p, 'key', getattr(p, 'name', '')) for p in path]
-    layer = next((n for n in names if str(n).startswith('layer_')), None)
-    if layer is not None and 'weights' in names:
-      found[int(str(layer)[len('layer_'):])] = np.asarray(leaf)
+    names = [str(getattr(p, 'key', getattr(p, 'name', ''))) for p in path]
+    layer = next((n for n in names if n.startswith('layer_')), None)
+    kind = next((n for n in names if n in found), None)
+    if layer is not None and kind is not None:
+      found[kind][int(layer[len('layer_'):])] = np.asarray(leaf)
   lengths = np.broadcast_to(np.asarray(lengths), (tokens.shape[0],))
-  return {'weights': [found[i] for i in sorted(found)], 'lengths': lengths, 'causal': causal}
+  return {'weights': [found['weights'][i] for i in sorted(found['weights'])],
+          'hidden': [found['output'][i] for i in sorted(found['output'])],
+          'lengths': lengths, 'causal': causal}
 
 
 def erf_summary(rows: dict[str, Any], eps: Sequence[float] = (0.1, 0.01),
@@ -138,3 +142,35 @@ def erf_summary(rows: dict[str, Any], eps: Sequence[float] = (0.1, 0.01),
     share = float(np.mean([hd['mean_share'] for layer in layers for hd in layer]))
     out[str(e)] = {'layers': layers, 'mean_share': share}
   return {'eps': out}
+
+
+def attention_map(rows: dict[str, Any], layer: int, example: int = 0) -> np.ndarray:
+  """One example's attention at `layer`, the maximum over heads (Ruoss et al. Fig. 6):
+  [T, T] over its real tokens."""
+  n = int(rows['lengths'][example])
+  return rows['weights'][layer][example].max(axis=0)[:n, :n]
+
+
+def activation_pca(fit: dict[str, Any], apply: Sequence[dict[str, Any]], layer: int
+                   ) -> dict[str, Any]:
+  """A 2-D PCA of `layer`'s activations fitted on the real tokens of `fit` and applied to
+  each rows of `apply` (Ruoss et al. Fig. 5: fitted at the training length, applied to
+  longer ones). Returns {'explained': [2] variance ratios, 'points': [per entry of apply
+  [N, 2]], 'positions': [per entry [N]] (each token's position)}.
+  """
+  def tokens(rows):
+    h = rows['hidden'][layer]
+    real = np.arange(h.shape[1])[None, :] < rows['lengths'][:, None]
+    pos = np.broadcast_to(np.arange(h.shape[1])[None, :], real.shape)
+    return h[real].astype(np.float64), pos[real]
+
+  x, _ = tokens(fit)
+  mean = x.mean(axis=0)
+  _, s, vt = np.linalg.svd(x - mean, full_matrices=False)
+  explained = (s ** 2 / np.sum(s ** 2))[:2]
+  points, positions = [], []
+  for rows in apply:
+    y, pos = tokens(rows)
+    points.append((y - mean) @ vt[:2].T)
+    positions.append(pos)
+  return {'explained': explained.tolist(), 'points': points, 'positions': positions}

@@ -163,3 +163,34 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
   data = json.load(open(tmp_path / 'out' / 'erf.json'))
   assert data['encoding'] == 'alibi' and set(data['eps']) == {'0.1', '0.01'}
   assert (tmp_path / 'out' / 'erf.png').stat().st_size > 0
+  # The attention maps and the activation PCA of the same run.
+  for analysis_name, extra in (('attention_maps', ()), ('activation_pca', ('--layer=-1',))):
+    proc = subprocess.run([sys.executable, '-m', 'launch.analyze', analysis_name,
+                           f'--workdir={tmp_path / "run"}', '--lengths=4,8', *extra,
+                           f'--out={tmp_path / "out"}'], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / 'out' / f'{analysis_name}.png').stat().st_size > 0
+  pca = json.load(open(tmp_path / 'out' / 'activation_pca.json'))
+  assert pca['layer'] == config.model.num_layers - 1 and pca['lengths'] == [4, 8]
+  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'activation_pca',
+                         f'--workdir={tmp_path / "run"}', '--layer=9'], cwd=ROOT,
+                        capture_output=True, text=True)
+  assert proc.returncode == 2 and '--layer=9 is not a layer' in proc.stderr
+
+
+def test_activation_pca_and_attention_map_on_fabricated_rows():
+  from posenc import analysis
+  # Activations that vary along one direction with position: the first component has all
+  # the variance and orders the tokens by position.
+  direction = np.array([3.0, 4.0]) / 5
+  hidden = (np.arange(6)[:, None] * direction)[None]  # [1, 6, 2]
+  rows = {'hidden': [hidden], 'lengths': np.array([4]),
+          'weights': [np.random.default_rng(0).random((1, 2, 6, 6))]}
+  result = analysis.activation_pca(rows, [rows, {**rows, 'lengths': np.array([6])}], 0)
+  assert result['explained'][0] == pytest.approx(1.0)
+  first = result['points'][1][:, 0]
+  assert np.all(np.diff(first) > 0) or np.all(np.diff(first) < 0)
+  assert len(result['points'][0]) == 4 and len(result['points'][1]) == 6
+  m = analysis.attention_map(rows, 0)
+  np.testing.assert_array_equal(m, rows['weights'][0][0].max(axis=0)[:4, :4])

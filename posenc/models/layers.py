@@ -222,7 +222,11 @@ class Block(nn.Module):
     if self.norm == 'post':
       a, kv = attend(x, where, causal, cache, deterministic)
       x = norm()(x + drop(a))
-      return norm()(x + drop(feed_forward(x))), kv
-    a, kv = attend(norm()(x), where, causal, cache, deterministic)
-    x = x + drop(a)
-    return x + drop(feed_forward(norm()(x))), kv
+      out = norm()(x + drop(feed_forward(x)))
+    else:
+      a, kv = attend(norm()(x), where, causal, cache, deterministic)
+      x = x + drop(a)
+      out = x + drop(feed_forward(norm()(x)))
+    if cache is None and self.is_mutable_collection('intermediates'):
+      self.sow('intermediates', 'output', out)  # Analysis: the layer's activations.
+    return out, kv
