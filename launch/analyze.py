@@ -5,6 +5,7 @@
   python -m launch.analyze erf --workdir=runs/my_run --length=64 --out=analysis/erf
   python -m launch.analyze attention_maps --workdir=runs/my_run --lengths=40,100
   python -m launch.analyze activation_pca --workdir=runs/my_run --lengths=40,100 --layer=-1
+  python -m launch.analyze position_probe --workdir=runs/my_run --length=40 --test_length=60
 
 trf: the theoretical receptive field of bias encodings (Qin et al. 2023) at their initial
 parameters: per encoding and head, TRF(ε) at each horizon of --horizons (ε in --eps) and
@@ -23,6 +24,10 @@ attention_maps: one example's attention per layer (maximum over heads) at each o
 activation_pca: a 2-D PCA of one layer's activations fitted at the first of --lengths and
 applied at the others, tokens coloured by position (Ruoss et al. Fig. 5):
 DIR/activation_pca.png and .json (explained variance).
+position_probe: per layer, a 2-layer MLP trained on the frozen layer outputs of inputs at
+--length to name each token's absolute position (Haviv et al. 2022), tested on new inputs at
+--test_length (default: --length); the mean absolute distance per layer against random
+guessing, (N² - 1) / (3N), and the error per position: DIR/position_probe.json and .png.
 
 Bad input (an unknown analysis or encoding, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2, an --out that is
 a file) is one line `error: ...`, exit status 2, nothing written.
@@ -41,7 +46,7 @@ from launch import common
 from posenc import io
 from posenc import receptive
 
-ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca')
+ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -233,12 +238,65 @@ def pca_main(args: argparse.Namespace) -> None:
         f'{result["explained"][1]:.1%} at length {lengths[0]}; wrote {args.out}/activation_pca.png')
 
 
+def probe_main(args: argparse.Namespace) -> None:
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  from posenc import probe  # pylint: disable=g-import-not-at-top
+  test_length = args.test_length or args.length
+  for flag, value in (('--length', args.length), ('--test_length', test_length),
+                      ('--examples', args.examples), ('--steps', args.steps)):
+    if value < 1:
+      common.fail(f'{flag}={value} must be a positive integer')
+  if not args.workdir:
+    common.fail('--workdir is required: a trained run directory')
+  if os.path.exists(args.out) and not os.path.isdir(args.out):
+    common.fail(f'--out={args.out} is a file, not a directory')
+  try:
+    run = analysis.load_run(args.workdir, args.member)
+    train_rows = [analysis.attention_rows(run, args.length, args.examples, args.seed + i)
+                  for i in range(4)]
+    test_rows = [analysis.attention_rows(run, test_length, args.examples, args.seed + 100)]
+  except (analysis.AnalysisError, ValueError) as e:
+    common.fail(e)
+  layers = probe.probe_layers(train_rows, test_rows, steps=args.steps, seed=args.seed)
+  for i, r in enumerate(layers):
+    print(f'layer {i}: mean |predicted - true position| {r["mean_abs_distance"]:.2f} '
+          f'(random guessing {r["baseline"]:.2f}; train accuracy {r["train_accuracy"]:.2f})')
+  plt = _pyplot()
+  fig, ax = plt.subplots(figsize=(6, 4))
+  for i, r in enumerate(layers):
+    ax.plot([np.nan if v is None else v for v in r['by_position']], label=f'layer {i}')
+  ax.axhline(layers[0]['baseline'], color='gray', linestyle=':', label='random guessing')
+  ax.set_xlabel('position')
+  ax.set_ylabel('mean |error|')
+  ax.set_title(f'{run.config.encoding}: position probe, trained at length {args.length}')
+  ax.legend(fontsize=7)
+  fig.tight_layout()
+  common.make_dir(args.out, '--out')
+  _save_plot(fig, args.out, 'position_probe.png')
+  io.write_json_atomic(os.path.join(args.out, 'position_probe.json'), {
+      'workdir': args.workdir, 'step': run.step, 'member': run.member,
+      'encoding': run.config.encoding, 'length': args.length, 'test_length': test_length,
+      'layers': layers})
+  print(f'wrote {args.out}/position_probe.json and {args.out}/position_probe.png')
+
+
 def main(argv: Sequence[str] | None = None) -> None:
   argv = sys.argv[1:] if argv is None else argv
   if not argv or argv[0] not in ANALYSES:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
+  if argv[0] == 'position_probe':
+    parser.add_argument('--workdir', default='', help='a trained run directory')
+    parser.add_argument('--length', type=int, default=40, help='input length of the probe')
+    parser.add_argument('--test_length', type=int, default=0, help='test inputs (0: --length)')
+    parser.add_argument('--examples', type=int, default=32, help='inputs per batch')
+    parser.add_argument('--steps', type=int, default=500, help='probe training steps')
+    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
+    parser.add_argument('--seed', type=int, default=0, help='seed of inputs and probe')
+    parser.add_argument('--out', default='analysis/position_probe')
+    probe_main(parser.parse_args(argv[1:]))
+    return
   if argv[0] in ('attention_maps', 'activation_pca'):
     parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--lengths', default='40,100', help='input lengths')

@@ -177,6 +177,14 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
                          f'--workdir={tmp_path / "run"}', '--layer=9'], cwd=ROOT,
                         capture_output=True, text=True)
   assert proc.returncode == 2 and '--layer=9 is not a layer' in proc.stderr
+  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'position_probe',
+                         f'--workdir={tmp_path / "run"}', '--length=6', '--test_length=8',
+                         '--steps=20', f'--out={tmp_path / "out"}'], cwd=ROOT,
+                        capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  layers = json.load(open(tmp_path / 'out' / 'position_probe.json'))['layers']
+  assert len(layers) == config.model.num_layers
+  assert all(r['mean_abs_distance'] >= 0 and r['baseline'] > 0 for r in layers)
 
 
 def test_activation_pca_and_attention_map_on_fabricated_rows():
