@@ -8,7 +8,8 @@ Each WORKDIR is a run directory (holding results.json), a tree of them (a sweep 
 results.json file. Range runs (the study's tasks) give DIR/table1.md, DIR/table4.md and
 DIR/figure4_<task>.png; grid runs (the arithmetic study: exact match on a grid of operand
 lengths) give DIR/arithmetic.md (exact match by region, per task, architecture and encoding)
-and one DIR/heatmap_<task>__<encoding>__<architecture>__seed<k>_lr<rate>.png per member. DIR
+and one DIR/heatmap_<task>__<encoding>__<architecture>__seed<k>_lr<rate>.png per member;
+language-model runs (perplexity by length) give DIR/perplexity.md. DIR
 defaults to ./report; every table is printed. --metric=exact_match makes the range tables and
 figures report the share of examples whose every output token is right instead of the
 per-token accuracy (range runs that predate that metric are then malformed); grid runs are
@@ -78,9 +79,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     report_lib.write_files(out, report.files)
   except OSError as e:
     _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
-  tables = [name for name in ('table1.md', 'table4.md', report_lib.ARITHMETIC_FILE)
-            if name in report.files]
-  for text in (report.table1, report.table4, report.arithmetic):
+  tables = [name for name in ('table1.md', 'table4.md', report_lib.ARITHMETIC_FILE,
+                              report_lib.PERPLEXITY_FILE) if name in report.files]
+  for text in (report.table1, report.table4, report.arithmetic, report.perplexity):
     if text:
       print(text)
   written = [f'{out}/{name}' for name in tables]
@@ -90,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> None:
   if report.arithmetic:
     heatmaps = sum(name.startswith('heatmap_') for name in report.files)
     written.append(f'{heatmaps} heatmap{"s" * (heatmaps != 1)}')
-  print(f'wrote {", ".join(written[:-1])} and {written[-1]}')
+  print(f'wrote {", ".join(written[:-1])} and {written[-1]}' if len(written) > 1
+        else f'wrote {written[0]}')
 
 
 if __name__ == '__main__':

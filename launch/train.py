@@ -53,6 +53,12 @@ def main(argv: list[str]) -> None:
     raise SystemExit(common.PREEMPTED_EXIT) from None
   scores = [m['score'] for m in results['members'] if m['score'] is not None]
   best = f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
+  if results['evaluation'] == 'perplexity':
+    best = min(scores) if scores else None
+    print(f'done: {results["task"]} / {results["encoding"]}: best perplexity '
+          f'{"n/a" if best is None else f"{best:.3f}"} at length {max(results["eval_lengths"])} '
+          f'(non-overlapping windows); results in {_WORKDIR.value}/results.json')
+    return
   if results['evaluation'] == 'grid':
     over = f'out-of-distribution cells (exact match) up to {results["grid"]["max"]}'
   else:

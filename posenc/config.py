@@ -99,6 +99,10 @@ def base_config() -> ml_collections.ConfigDict:
   c.eval.grid_stride = 1
   c.eval.samples_per_cell = 100
   c.eval.beyond = []
+  # Language modelling (a text corpus): perplexity at eval.lengths of the first lm_tokens
+  # validation bytes, in non-overlapping windows and in windows sliding by sliding_stride.
+  c.eval.lm_tokens = 16_384
+  c.eval.sliding_stride = 64
 
   c.model = ml_collections.ConfigDict()
   # 'encoder' (the study's: outputs read off empty query tokens in one pass) or 'decoder'
@@ -254,7 +258,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   from posenc.models import stack
 
   if config.task not in tasks.REGISTRY:
-    raise _choices(config.task, 'task', list(tasks.NAMES + tasks.ARITHMETIC))
+    raise _choices(config.task, 'task', list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE))
   try:
     spec = encodings.get(config.encoding)
     encodings.resolve_options(config.encoding, config.encoding_options.to_dict())
@@ -314,6 +318,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise ConfigError(str(e)) from None
   if config.task in tasks.ARITHMETIC:
     _validate_sequence_task(config, task, spec)
+    return
+  if config.task in tasks.LANGUAGE:
+    _validate_language_task(config, task, spec)
     return
   longest = max(m, n)
   # The decoder's sequences add a separator and EOS; it is fed all but the last token.
@@ -414,6 +421,39 @@ def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: 
     raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                       f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
                       f'encoding {config.encoding!r} needs max_position >= {tokens}')
+
+
+def _validate_language_task(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+  """A text corpus: a decoder trained on every token, lengths that fit the text and tables."""
+  if config.model.family != 'decoder':
+    raise ConfigError(f'task {config.task!r} is a text corpus for a decoder; set '
+                      'model.family=decoder')
+  if config.train.loss_on != 'all':
+    raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
+  lengths = list(config.eval.lengths)
+  if not lengths or any(not _is_int(l) or l < 2 for l in lengths):
+    raise ConfigError(f'eval.lengths={lengths} must be a non-empty list of integers >= 2 '
+                      '(the perplexity lengths)')
+  for key in ('eval.lm_tokens', 'eval.sliding_stride'):
+    value = config.eval[key.split('.')[1]]
+    if not _is_int(value) or value < 1:
+      raise ConfigError(f'{key}={value!r} must be a positive integer')
+  longest = max(lengths + [config.train.max_length])
+  try:
+    task.check_cell(longest, longest)
+    _, valid = task.texts()
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
+  scored = min(config.eval.lm_tokens + 1, valid.size)
+  if scored < longest + 1:
+    raise ConfigError(f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
+                      f'split) holds no window of {longest}; lower eval.lengths or raise '
+                      'eval.lm_tokens')
+  if (spec.randomized or 'learned' in config.encoding.split('+')) and (
+      longest > config.model.max_position):
+    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                      f'longest window ({longest}); encoding {config.encoding!r} needs '
+                      f'max_position >= {longest}')
 
 
 def task_of(config: ml_collections.ConfigDict) -> Any:

@@ -84,8 +84,13 @@ class Objective(NamedTuple):
 
 def is_sequence_task(task: Any) -> bool:
   """Whether `task` samples token sequences `prompt ⊕ answer ⊕ EOS` itself (the arithmetic
-  tasks) rather than the study's (inputs, targets) pairs."""
-  return getattr(task, 'level', None) == 'arithmetic'
+  tasks and text corpora) rather than the study's (inputs, targets) pairs."""
+  return getattr(task, 'level', None) in ('arithmetic', 'language')
+
+
+def is_language_task(task: Any) -> bool:
+  """Whether `task` is a text corpus, judged by perplexity (`posenc.lm_eval`)."""
+  return getattr(task, 'level', None) == 'language'
 
 
 def make(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: Any) -> Objective:

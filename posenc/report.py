@@ -99,6 +99,7 @@ MISSING = '–'  # No run covers the cell.
 DIVERGED = 'div'  # Runs cover the cell, but every member diverged.
 RESULTS_FILE = 'results.json'
 ARITHMETIC_FILE = 'arithmetic.md'  # The region table of grid runs.
+PERPLEXITY_FILE = 'perplexity.md'  # Perplexity by length of language-model runs.
 
 
 class ReportError(ValueError):
@@ -401,6 +402,8 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy'
   evaluation = data.get('evaluation')
   if evaluation == 'grid':
     return _parse_grid_run(data, path)
+  if evaluation == 'perplexity':
+    return _parse_perplexity_run(data, path)
   if evaluation not in (None, 'range'):
     raise MalformedRunError(f"{path}: evaluation is {evaluation!r}, expected 'range' or 'grid'")
   return _parse_range_run(data, path, metric)
@@ -575,12 +578,70 @@ def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
 
 
 @dataclasses.dataclass(frozen=True)
+class PerplexityRun:
+  """One language-model run (`evaluation` 'perplexity'): per member, perplexity by window
+  mode and length (None for a diverged member)."""
+  task: str
+  encoding: str
+  train_length: int
+  lengths: tuple[int, ...]
+  members: tuple[Mapping[str, Mapping[int, float]] | None, ...]
+  path: str
+
+
+def _parse_perplexity_run(data: Mapping[str, Any], path: pathlib.Path) -> PerplexityRun:
+  where = str(path)
+  try:
+    lengths = tuple(int(l) for l in data['eval_lengths'])
+    members = []
+    for m in data['members']:
+      if m.get('diverged'):
+        members.append(None)
+        continue
+      members.append({mode: {int(l): float(v) for l, v in by.items()}
+                      for mode, by in m['perplexity_by_length'].items()})
+    return PerplexityRun(str(data['task']), str(data['encoding']), int(data['train_length']),
+                         lengths, tuple(members), where)
+  except (KeyError, TypeError, ValueError, AttributeError) as e:
+    raise MalformedRunError(f'{where}: not a perplexity run ({type(e).__name__}: {e})') from None
+
+
+def perplexity_table(runs: Sequence[PerplexityRun]) -> str:
+  """Perplexity by length (rows) and encoding (columns), mean ± sd over the non-diverged
+  members, for non-overlapping and sliding windows, per task, as markdown."""
+  lines = ['# Language models: perplexity (per byte) by evaluation length, mean ± sd over '
+           'members', '']
+  for task in sorted({r.task for r in runs}):
+    mine = sorted((r for r in runs if r.task == task), key=lambda r: r.encoding)
+    lengths = sorted({l for r in mine for l in r.lengths})
+    train = sorted({r.train_length for r in mine})
+    lines += [f'## {task} (trained at length {", ".join(map(str, train))})', '']
+    for mode, title in (('nonoverlapping', 'non-overlapping windows'),
+                        ('sliding', 'sliding windows')):
+      lines += [f'### {title}', '', '| length | ' + ' | '.join(r.encoding for r in mine) + ' |',
+                '|---|' + '---|' * len(mine)]
+      for length in lengths:
+        cells = []
+        for r in mine:
+          values = [m[mode][length] for m in r.members if m and length in m.get(mode, {})]
+          cells.append('–' if not values else f'{np.mean(values):.3f}' + (
+              f' ± {np.std(values):.3f}' if len(values) > 1 else ''))
+        lines.append(f'| {length} | ' + ' | '.join(cells) + ' |')
+      lines.append('')
+  lines.append('Notes: lower is better; a model extrapolates (Qin et al. 2023) when its '
+               'perplexity stays flat or falls past the training length. Built from '
+               f'{len(runs)} run(s).')
+  return '\n'.join(lines) + '\n'
+
+
+@dataclasses.dataclass(frozen=True)
 class LoadedRuns:
-  """Every results.json under some paths: range runs, grid runs, and one message per file
-  skipped as malformed."""
+  """Every results.json under some paths: range runs, grid runs, language-model runs, and
+  one message per file skipped as malformed."""
   runs: tuple[Run, ...]
   grid_runs: tuple[GridRun, ...]
   problems: tuple[str, ...]
+  lm_runs: tuple[PerplexityRun, ...] = ()
 
 
 def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
@@ -596,15 +657,18 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
   Raises:
     ReportError: from `find_results`, or an unknown metric.
   """
-  runs, grid_runs, problems = [], [], []
+  runs, grid_runs, lm_runs, problems = [], [], [], []
   for results_path in find_results(paths):
     try:
       run = load_run(results_path, metric=metric)
     except MalformedRunError as e:
       problems.append(str(e))
     else:
-      (grid_runs if isinstance(run, GridRun) else runs).append(run)
-  return LoadedRuns(tuple(runs), tuple(grid_runs), tuple(problems))
+      if isinstance(run, PerplexityRun):
+        lm_runs.append(run)
+      else:
+        (grid_runs if isinstance(run, GridRun) else runs).append(run)
+  return LoadedRuns(tuple(runs), tuple(grid_runs), tuple(problems), tuple(lm_runs))
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
@@ -1658,6 +1722,7 @@ class Report:
   files: Mapping[str, bytes]
   skipped: tuple[str, ...]
   arithmetic: str = ''
+  perplexity: str = ''
 
 
 def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
@@ -1725,7 +1790,7 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   """
   loaded = load_all_runs(paths, metric=metric)
   runs, skipped = list(loaded.runs), list(loaded.problems)
-  if not runs and not loaded.grid_runs:
+  if not runs and not loaded.grid_runs and not loaded.lm_runs:
     raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
                       f'{skipped[0]}')
   text1 = text4 = arithmetic = ''
@@ -1747,7 +1812,11 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
     files[ARITHMETIC_FILE] = arithmetic.encode()
     if figures:
       files.update(grid_heatmaps(entries))
-  return Report(text1, text4, files, tuple(skipped), arithmetic)
+  perplexity = ''
+  if loaded.lm_runs:
+    perplexity = perplexity_table(loaded.lm_runs)
+    files[PERPLEXITY_FILE] = perplexity.encode()
+  return Report(text1, text4, files, tuple(skipped), arithmetic, perplexity)
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
@@ -1786,4 +1855,6 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
   texts += [v.decode() for k, v in sorted(report.files.items()) if k.startswith('lengths_')]
   if report.arithmetic:
     texts.append(report.arithmetic)
+  if report.perplexity:
+    texts.append(report.perplexity)
   return '\n'.join(texts)

@@ -59,6 +59,7 @@ from posenc import attention
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import grid_eval
+from posenc import lm_eval
 from posenc import io
 from posenc import models as model_lib
 from posenc import objectives
@@ -793,7 +794,10 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   train_seconds = time.time() - t_start
 
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
-  if objectives.is_sequence_task(task):
+  if objectives.is_language_task(task):
+    evaluation = _perplexity_results(config, task, model, population, state['params'],
+                                     workdir, progress, traces, should_stop, diverged)
+  elif objectives.is_sequence_task(task):
     evaluation = _grid_results(config, task, model, population, state['params'],
                                eval_data_key, workdir, progress, traces, should_stop, diverged)
   else:
@@ -827,6 +831,28 @@ def architecture(config: ml_collections.ConfigDict) -> str:
   if c.recurrences > 1 or c.loop:
     return f'looped {c.num_layers}x{c.recurrences}'
   return 'standard' if c.injection == 'none' else 'standard_ii'
+
+
+def _perplexity_results(config, task, model, population, params, workdir, progress, traces,
+                        should_stop, diverged) -> dict[str, Any]:
+  """results.json's evaluation of a text corpus: perplexity per length and window mode."""
+  by = lm_eval.evaluate(config, task, model, population, params, workdir, progress, traces,
+                        should_stop)
+  lengths = list(config.eval.lengths)
+  n = config.train.max_length
+  members = []
+  for i, member in enumerate(population.members):
+    ppl = {mode: {str(l): by[l][mode][i] for l in lengths} for mode in lm_eval.MODES}
+    at_n = ppl['nonoverlapping'].get(str(n))
+    longest = ppl['nonoverlapping'][str(max(lengths))]
+    # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
+    members.append({**member, 'diverged': bool(diverged[i]),
+                    'score': None if diverged[i] else longest,
+                    'degradation': (None if diverged[i] or at_n is None
+                                    else abs(longest - at_n) / at_n),
+                    'perplexity_by_length': ppl})
+  return {'evaluation': 'perplexity', 'eval_lengths': lengths, 'corpus': task.split_info(),
+          'eval_seconds': {str(l): by[l]['seconds'] for l in lengths}, 'members': members}
 
 
 def _range_results(config, task, model, population, params, data_key, workdir, progress,

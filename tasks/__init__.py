@@ -22,6 +22,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from tasks import arithmetic
+from tasks import corpus
 from tasks import cs
 from tasks import dcf
 from tasks import regular
@@ -49,6 +50,9 @@ NAMES: tuple[str, ...] = tuple(REGISTRY)
 # answer and EOS as one token sequence, for decoders.
 ARITHMETIC: tuple[str, ...] = tuple(arithmetic.TASKS)
 REGISTRY.update(arithmetic.TASKS)
+# Language modelling on the Python standard library's source (tasks/corpus.py).
+LANGUAGE: tuple[str, ...] = tuple(corpus.TASKS)
+REGISTRY.update(corpus.TASKS)
 
 
 def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
@@ -65,7 +69,7 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
     task = REGISTRY[name]
   except KeyError:
     raise ValueError(f"unknown task {name!r}; valid tasks: "
-                     f"{', '.join(NAMES + ARITHMETIC)}") from None
+                     f"{', '.join(NAMES + ARITHMETIC + LANGUAGE)}") from None
   if not options:
     return task
   valid = getattr(task, 'OPTIONS', ())

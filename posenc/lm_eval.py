@@ -1,0 +1,120 @@
+"""Perplexity of a language model at lengths beyond its training length (Qin et al. 2023;
+Press et al. 2022).
+
+At each evaluated length L the validation text (its first `eval.lm_tokens` + 1 bytes) is
+scored two ways:
+- **non-overlapping** windows of L tokens: window k feeds text[kL : kL + L] and scores the
+  next token at every position, so a token sees between 0 and L - 1 tokens of context;
+- **sliding** windows of L tokens with stride S (`eval.sliding_stride`): window k starts at
+  kS and scores only its last S predictions (the first window all of them), so every
+  scored token but the first L - S sees at least L - S tokens of context. It costs about L/S
+  times more.
+Perplexity = exp(mean negative log-likelihood per scored byte). Each (L, mode) is one
+compiled program; measured lengths are appended to `workdir/perplexity.jsonl` and a resumed
+evaluation measures only the others. Wall time per mode is recorded.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import io
+
+MODES = ('nonoverlapping', 'sliding')
+
+
+def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
+  """(windows int32 [W, L + 1], scored float32 [W, L]) over `text`: window k is
+  text[k·stride : k·stride + L + 1] (inputs: its first L, labels: its last L); the first
+  window scores every label, the others their last `stride` (all when stride = L).
+
+  Example: text 0..6, L = 3, stride 3 -> windows [0..3], [3..6], each scoring 3 labels.
+  """
+  count = (len(text) - 1 - length) // stride + 1
+  if count < 1:
+    raise ValueError(f'a validation text of {len(text)} bytes holds no window of {length}')
+  starts = np.arange(count) * stride
+  idx = starts[:, None] + np.arange(length + 1)[None, :]
+  scored = np.ones((count, length), np.float32)
+  scored[1:, :length - stride] = 0.0
+  return text[idx].astype(np.int32), scored
+
+
+def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
+                  ) -> Callable[..., Any]:
+  """f(params [P], windows [G, Bg, L + 1], scored [G, Bg, L], keys [P]) -> (sum of negative
+  log-likelihoods [P], scored tokens [P]); members one after another."""
+  from posenc import train  # pylint: disable=g-import-not-at-top
+
+  def local(params, wins, scored, keys):
+    def member(args):
+      p, key = args
+
+      def group(g):
+        w, s = wins[g], scored[g]
+        inputs, labels = w[:, :-1], w[:, 1:]
+        lengths = jnp.full((w.shape[0],), inputs.shape[1])
+        logits, _ = model.apply({'params': p}, inputs, lengths, deterministic=True,
+                                rngs={'noise': jax.random.fold_in(key, g)})
+        logp = jax.nn.log_softmax(logits.astype(jnp.float32), -1)
+        nll = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
+        return jnp.sum(nll * s), jnp.sum(s)
+
+      nll, count = jax.lax.map(group, jnp.arange(wins.shape[0]))
+      return jnp.sum(nll), jnp.sum(count)
+
+    return jax.lax.map(member, (params, keys))
+
+  P = jax.sharding.PartitionSpec
+  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+      config, model, population, abstract=True)['params'])
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
+                                      out_specs=(P(train.POP), P(train.POP))))
+
+
+def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+             params: Any, workdir: str, progress: Callable[[str], None] = print,
+             traces: Any = None, should_stop: Callable[[], bool] = lambda: False
+             ) -> dict[int, dict[str, Any]]:
+  """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}."""
+  from posenc import train  # pylint: disable=g-import-not-at-top
+  path = os.path.join(workdir, 'perplexity.jsonl')
+  done = {r['length']: {k: v for k, v in r.items() if k != 'length'}
+          for r in io.read_jsonl(path, rewrite=True)}
+  _, valid = task.texts()
+  text = valid[:config.eval.lm_tokens + 1]
+  b = config.eval.batch_size
+  fn = make_score_fn(config, model, population)
+  for length in config.eval.lengths:
+    if length in done:
+      continue
+    if should_stop():
+      raise train.Preempted(config.train.steps, f'preempted during evaluation, before length '
+                            f'{length}: the lengths measured so far are kept')
+    row = {'seconds': {}}
+    for mode in MODES:
+      stride = length if mode == 'nonoverlapping' else min(config.eval.sliding_stride, length)
+      wins, scored = windows(text, length, stride)
+      groups = -(-len(wins) // b)
+      pad = groups * b - len(wins)
+      wins = np.concatenate([wins, np.zeros((pad, length + 1), np.int32)])
+      scored = np.concatenate([scored, np.zeros((pad, length), np.float32)])
+      if traces is not None:
+        traces['eval'] += 1
+      t0 = time.time()
+      nll, count = jax.device_get(fn(params, wins.reshape(groups, b, -1),
+                                     scored.reshape(groups, b, -1), population.eval_keys))
+      row['seconds'][mode] = time.time() - t0
+      row[mode] = [float(np.exp(x / c)) for x, c in
+                   zip(np.asarray(nll)[:population.size], np.asarray(count)[:population.size])]
+    io.append_jsonl(path, {'length': length, **row})
+    done[length] = row
+    progress(f'perplexity at length {length}: non-overlapping '
+             f'{np.mean(row["nonoverlapping"]):.3f}, sliding {np.mean(row["sliding"]):.3f}')
+  return {length: done[length] for length in config.eval.lengths}

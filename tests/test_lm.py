@@ -1,0 +1,83 @@
+"""Language modelling on the Python standard library: the corpus, perplexity windows, the
+experiment's tiny mode end to end with a resumed evaluation, the report."""
+import json
+import os
+import subprocess
+import sys
+import zlib
+
+import jax
+import numpy as np
+
+from posenc import io
+from posenc import lm_eval
+from tasks import corpus
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_windows_non_overlapping_and_sliding():
+  text = np.arange(7)
+  wins, scored = lm_eval.windows(text, 3, 3)
+  np.testing.assert_array_equal(wins, [[0, 1, 2, 3], [3, 4, 5, 6]])
+  assert scored.sum() == 6  # every byte after the first, once
+  wins, scored = lm_eval.windows(text, 3, 1)
+  np.testing.assert_array_equal(wins[:, 0], [0, 1, 2, 3])
+  np.testing.assert_array_equal(scored, [[1, 1, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1]])
+
+
+def test_corpus_split_by_file_is_deterministic_and_windows_come_from_the_training_text():
+  task = corpus.StdlibCorpus(max_train_bytes=200_000, max_valid_bytes=50_000)
+  info = task.split_info()
+  assert info['train']['bytes'] == 200_000 and info['valid']['bytes'] == 50_000
+  assert zlib.crc32(info['valid']['first_file'].encode()) % 100 < 10
+  assert zlib.crc32(info['train']['first_file'].encode()) % 100 >= 10
+  train, valid = task.texts()
+  batch = jax.jit(lambda k: task.sample_train(k, 8, 32, 1, 32))(jax.random.key(0))
+  assert batch['tokens'].shape == (8, 33) and (batch['length'] == 33).all()
+  raw = bytes(train)
+  for row in np.asarray(batch['tokens']):
+    assert bytes(row.astype(np.uint8)) in raw
+
+
+def _cmd(workdir):
+  return [sys.executable, '-m', 'launch.train', '--config=experiments/extrapolation_lm.py:tiny',
+          f'--workdir={workdir}']
+
+
+def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path):
+  run = tmp_path / 'run'
+  proc = subprocess.run(_cmd(run), cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  assert 'best perplexity' in proc.stdout
+  results = io.read_json(str(run / 'results.json'))
+  assert results['evaluation'] == 'perplexity' and results['corpus']['valid']['files'] > 0
+  member = results['members'][0]
+  assert set(member['perplexity_by_length']) == set(lm_eval.MODES)
+  assert all(1 < v < 256 for by in member['perplexity_by_length'].values()
+             for v in by.values())
+  # An evaluation stopped after its first length measures only the rest.
+  lines = (run / 'perplexity.jsonl').read_text().splitlines()
+  (run / 'perplexity.jsonl').write_text(lines[0] + '\n')
+  os.remove(run / 'results.json')
+  assert subprocess.run(_cmd(run), cwd=ROOT, capture_output=True).returncode == 0
+  again = [json.loads(l) for l in (run / 'perplexity.jsonl').read_text().splitlines()]
+  assert [r['length'] for r in again] == [16, 32]
+  assert again[1]['nonoverlapping'] == json.loads(lines[1])['nonoverlapping']
+  assert io.read_json(str(run / 'results.json'))['members'] == results['members']
+  proc = subprocess.run([sys.executable, '-m', 'launch.report', str(run),
+                         f'--out={tmp_path / "report"}'], cwd=ROOT, capture_output=True,
+                        text=True)
+  assert proc.returncode == 0, proc.stderr
+  table = (tmp_path / 'report' / 'perplexity.md').read_text()
+  assert '| 32 |' in table and 'sliding windows' in table
+
+
+def test_every_cell_of_the_experiment_validates():
+  from experiments import extrapolation_lm
+  from posenc import config as config_lib
+  from posenc import sweep as sweep_lib
+  for arg in ('', 'cpu', 'tiny'):
+    base = extrapolation_lm.get_config(arg)
+    for cell in extrapolation_lm.grid(arg):
+      config_lib.validate(sweep_lib.cell_config(base, cell))
