@@ -135,10 +135,20 @@ class StdlibCorpus:
                    answer_width: int) -> dict[str, jax.Array]:
     """Windows of n + 1 bytes at uniform offsets of the training text: tokens int32
     [B, prompt_width + answer_width] (= n + 1), prompt_length 1, length n + 1."""
-    train = jnp.asarray(self.texts()[0])
-    width = prompt_width + answer_width
-    offsets = jax.random.randint(key, (batch_size,), 0, train.shape[0] - width + 1)
-    tokens = jax.vmap(lambda o: jax.lax.dynamic_slice(train, (o,), (width,)))(offsets)
+    return self._windows(self.texts()[0], key, batch_size, n, prompt_width + answer_width)
+
+  def sample(self, key: jax.Array, batch_size: int, a: int, b: int, prompt_width: int,
+             answer_width: int) -> dict[str, jax.Array]:
+    """As `sample_train`, from the validation text (held-out windows of a + 1 bytes, e.g. for
+    the analyses of `posenc.analysis`)."""
+    del b
+    return self._windows(self.texts()[1], key, batch_size, a, prompt_width + answer_width)
+
+  def _windows(self, text: np.ndarray, key: jax.Array, batch_size: int, n: int,
+               width: int) -> dict[str, jax.Array]:
+    data = jnp.asarray(text)
+    offsets = jax.random.randint(key, (batch_size,), 0, data.shape[0] - width + 1)
+    tokens = jax.vmap(lambda o: jax.lax.dynamic_slice(data, (o,), (width,)))(offsets)
     return {'tokens': tokens.astype(jnp.int32),
             'prompt_length': jnp.ones((batch_size,), jnp.int32),
             'length': jnp.full((batch_size,), n + 1, jnp.int32)}

@@ -81,3 +81,12 @@ def test_every_cell_of_the_experiment_validates():
     base = extrapolation_lm.get_config(arg)
     for cell in extrapolation_lm.grid(arg):
       config_lib.validate(sweep_lib.cell_config(base, cell))
+
+
+def test_held_out_windows_come_from_the_validation_text():
+  task = corpus.StdlibCorpus(max_train_bytes=200_000, max_valid_bytes=50_000)
+  _, valid = task.texts()
+  batch = task.sample(jax.random.key(1), 4, 16, 16, 1, 16)
+  assert batch['tokens'].shape == (4, 17)
+  for row in np.asarray(batch['tokens']):
+    assert bytes(row.astype(np.uint8)) in bytes(valid)
