@@ -6,6 +6,7 @@
   python -m launch.analyze attention_maps --workdir=runs/my_run --lengths=40,100
   python -m launch.analyze activation_pca --workdir=runs/my_run --lengths=40,100 --layer=-1
   python -m launch.analyze position_probe --workdir=runs/my_run --length=40 --test_length=60
+  python -m launch.analyze prefix_shuffle --workdir=runs/lm_run --length=64
 
 trf: the theoretical receptive field of bias encodings (Qin et al. 2023) at their initial
 parameters: per encoding and head, TRF(ε) at each horizon of --horizons (ε in --eps) and
@@ -28,6 +29,8 @@ position_probe: per layer, a 2-layer MLP trained on the frozen layer outputs of 
 --length to name each token's absolute position (Haviv et al. 2022), tested on new inputs at
 --test_length (default: --length); the mean absolute distance per layer against random
 guessing, (N² - 1) / (3N), and the error per position: DIR/position_probe.json and .png.
+prefix_shuffle: a language model's loss at a token with the tokens before it in their order
+and shuffled (Haviv et al. App. B), on held-out text: DIR/prefix_shuffle.json.
 
 Bad input (an unknown analysis or encoding, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2, an --out that is
 a file) is one line `error: ...`, exit status 2, nothing written.
@@ -46,7 +49,8 @@ from launch import common
 from posenc import io
 from posenc import receptive
 
-ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe')
+ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe',
+            'prefix_shuffle')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -280,12 +284,44 @@ def probe_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/position_probe.json and {args.out}/position_probe.png')
 
 
+def shuffle_main(args: argparse.Namespace) -> None:
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  for flag, value in (('--length', args.length), ('--examples', args.examples)):
+    if value < 2:
+      common.fail(f'{flag}={value} must be an integer >= 2')
+  if not args.workdir:
+    common.fail('--workdir is required: a trained run directory')
+  if os.path.exists(args.out) and not os.path.isdir(args.out):
+    common.fail(f'--out={args.out} is a file, not a directory')
+  try:
+    run = analysis.load_run(args.workdir, args.member)
+    result = analysis.prefix_shuffle(run, args.length, args.examples, args.seed)
+  except (analysis.AnalysisError, ValueError) as e:
+    common.fail(e)
+  print(f'{run.config.encoding}: loss at position {args.length} {result["loss"]:.4f} as '
+        f'written, {result["shuffled_loss"]:.4f} with the prefix shuffled '
+        f'(+{result["increase"]:.4f})')
+  common.make_dir(args.out, '--out')
+  io.write_json_atomic(os.path.join(args.out, 'prefix_shuffle.json'), {
+      'workdir': args.workdir, 'step': run.step, 'member': run.member,
+      'encoding': run.config.encoding, **result})
+
+
 def main(argv: Sequence[str] | None = None) -> None:
   argv = sys.argv[1:] if argv is None else argv
   if not argv or argv[0] not in ANALYSES:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
+  if argv[0] == 'prefix_shuffle':
+    parser.add_argument('--workdir', default='', help='a trained language-model run')
+    parser.add_argument('--length', type=int, default=64, help='tokens before the scored one')
+    parser.add_argument('--examples', type=int, default=256, help='held-out sequences')
+    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
+    parser.add_argument('--seed', type=int, default=0, help='seed of the text and shuffles')
+    parser.add_argument('--out', default='analysis/prefix_shuffle')
+    shuffle_main(parser.parse_args(argv[1:]))
+    return
   if argv[0] == 'position_probe':
     parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--length', type=int, default=40, help='input length of the probe')

@@ -174,3 +174,38 @@ def activation_pca(fit: dict[str, Any], apply: Sequence[dict[str, Any]], layer: 
     points.append((y - mean) @ vt[:2].T)
     positions.append(pos)
   return {'explained': explained.tolist(), 'points': points, 'positions': positions}
+
+
+def prefix_shuffle(run: Run, length: int, examples: int = 256, seed: int = 0
+                   ) -> dict[str, Any]:
+  """The loss at a token when the tokens before it are shuffled (Haviv et al. App. B).
+
+  Held-out sequences of `length` + 1 tokens: the model predicts token `length` from the
+  `length` before it, once as written and once with the first `length` - 1 of them in a
+  random order (the token right before the prediction stays in place). A model that uses
+  the order of its context loses more with the shuffle. Decoders only.
+
+  Returns {'loss': mean NLL as written, 'shuffled_loss', 'increase', 'length', 'examples'}.
+  """
+  if run.config.model.family != 'decoder':
+    raise AnalysisError('prefix_shuffle needs a causal decoder (model.family=decoder)')
+  data_key, perm_key, noise = jax.random.split(jax.random.key(seed), 3)
+  if objectives.is_sequence_task(run.task):
+    tokens = run.task.sample(data_key, examples, length, length, 1, length)['tokens']
+  else:
+    raise AnalysisError(f'prefix_shuffle needs a text corpus, not task {run.config.task!r}')
+  inputs, label = tokens[:, :length], tokens[:, length]
+  order = jax.vmap(lambda k: jax.random.permutation(k, length - 1))(
+      jax.random.split(perm_key, examples))
+  shuffled = inputs.at[:, :length - 1].set(jnp.take_along_axis(inputs[:, :length - 1], order,
+                                                               axis=1))
+
+  def loss(x):
+    logits, _ = run.model.apply({'params': run.params}, x, jnp.full((examples,), length),
+                                deterministic=True, rngs={'noise': noise})
+    logp = jax.nn.log_softmax(logits[:, -1].astype(jnp.float32), -1)
+    return float(-jnp.mean(jnp.take_along_axis(logp, label[:, None], -1)))
+
+  plain, mixed = loss(inputs), loss(shuffled)
+  return {'loss': plain, 'shuffled_loss': mixed, 'increase': mixed - plain, 'length': length,
+          'examples': examples}

@@ -71,6 +71,14 @@ def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path)
   assert proc.returncode == 0, proc.stderr
   table = (tmp_path / 'report' / 'perplexity.md').read_text()
   assert '| 32 |' in table and 'sliding windows' in table
+  # The prefix-shuffle analysis of the same run.
+  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'prefix_shuffle',
+                         f'--workdir={run}', '--length=16', '--examples=8',
+                         f'--out={tmp_path / "shuffle"}'], cwd=ROOT, capture_output=True,
+                        text=True)
+  assert proc.returncode == 0, proc.stderr
+  result = json.loads((tmp_path / 'shuffle' / 'prefix_shuffle.json').read_text())
+  assert result['shuffled_loss'] - result['loss'] == result['increase'] and result['loss'] > 0
 
 
 def test_every_cell_of_the_experiment_validates():

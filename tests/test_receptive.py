@@ -177,6 +177,11 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
                          f'--workdir={tmp_path / "run"}', '--layer=9'], cwd=ROOT,
                         capture_output=True, text=True)
   assert proc.returncode == 2 and '--layer=9 is not a layer' in proc.stderr
+  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'prefix_shuffle',
+                         f'--workdir={tmp_path / "run"}', f'--out={tmp_path / "shuf"}'],
+                        cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 2 and 'needs a causal decoder' in proc.stderr
+  assert not (tmp_path / 'shuf').exists()
   proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'position_probe',
                          f'--workdir={tmp_path / "run"}', '--length=6', '--test_length=8',
                          '--steps=20', f'--out={tmp_path / "out"}'], cwd=ROOT,
