@@ -38,7 +38,6 @@ a file) is one line `error: ...`, exit status 2, nothing written.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import NoReturn, Sequence
@@ -124,19 +123,35 @@ def _save_plot(fig, out: str, name: str) -> None:
   os.replace(tmp, os.path.join(out, name))
 
 
-def erf_main(args: argparse.Namespace) -> None:
+def _load(args: argparse.Namespace):
+  """The checks every analysis of a trained run shares, then its run (one-line errors)."""
   from posenc import analysis  # pylint: disable=g-import-not-at-top
-  eps = _floats(args.eps, '--eps')
-  if args.length < 1 or args.examples < 1:
-    common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
   if not args.workdir:
     common.fail('--workdir is required: a trained run directory')
   if os.path.exists(args.out) and not os.path.isdir(args.out):
     common.fail(f'--out={args.out} is a file, not a directory')
   try:
-    run = analysis.load_run(args.workdir, args.member)
-    rows = analysis.attention_rows(run, args.length, args.examples, args.seed)
+    return analysis.load_run(args.workdir, args.member)
   except (analysis.AnalysisError, ValueError) as e:
+    common.fail(e)
+
+
+def _run_flags(parser: argparse.ArgumentParser, name: str) -> None:
+  parser.add_argument('--workdir', default='', help='a trained run directory')
+  parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
+  parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
+  parser.add_argument('--out', default=f'analysis/{name}')
+
+
+def erf_main(args: argparse.Namespace) -> None:
+  from posenc import analysis  # pylint: disable=g-import-not-at-top
+  eps = _floats(args.eps, '--eps')
+  if args.length < 1 or args.examples < 1:
+    common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
+  run = _load(args)
+  try:
+    rows = analysis.attention_rows(run, args.length, args.examples, args.seed)
+  except ValueError as e:
     common.fail(e)
   summary = analysis.erf_summary(rows, eps)
   grid = np.linspace(1, 0, 50)[1:-1]
@@ -175,14 +190,10 @@ def _rows_at(args: argparse.Namespace) -> tuple[object, list[int], list[dict]]:
   lengths = common.positive_ints(args.lengths.split(','), '--lengths')
   if args.examples < 1:
     common.fail(f'--examples={args.examples} must be a positive integer')
-  if not args.workdir:
-    common.fail('--workdir is required: a trained run directory')
-  if os.path.exists(args.out) and not os.path.isdir(args.out):
-    common.fail(f'--out={args.out} is a file, not a directory')
+  run = _load(args)
   try:
-    run = analysis.load_run(args.workdir, args.member)
     rows = [analysis.attention_rows(run, n, args.examples, args.seed) for n in lengths]
-  except (analysis.AnalysisError, ValueError) as e:
+  except ValueError as e:
     common.fail(e)
   return run, lengths, rows
 
@@ -250,16 +261,12 @@ def probe_main(args: argparse.Namespace) -> None:
                       ('--examples', args.examples), ('--steps', args.steps)):
     if value < 1:
       common.fail(f'{flag}={value} must be a positive integer')
-  if not args.workdir:
-    common.fail('--workdir is required: a trained run directory')
-  if os.path.exists(args.out) and not os.path.isdir(args.out):
-    common.fail(f'--out={args.out} is a file, not a directory')
+  run = _load(args)
   try:
-    run = analysis.load_run(args.workdir, args.member)
     train_rows = [analysis.attention_rows(run, args.length, args.examples, args.seed + i)
                   for i in range(4)]
     test_rows = [analysis.attention_rows(run, test_length, args.examples, args.seed + 100)]
-  except (analysis.AnalysisError, ValueError) as e:
+  except ValueError as e:
     common.fail(e)
   layers = probe.probe_layers(train_rows, test_rows, steps=args.steps, seed=args.seed)
   for i, r in enumerate(layers):
@@ -289,12 +296,8 @@ def shuffle_main(args: argparse.Namespace) -> None:
   for flag, value in (('--length', args.length), ('--examples', args.examples)):
     if value < 2:
       common.fail(f'{flag}={value} must be an integer >= 2')
-  if not args.workdir:
-    common.fail('--workdir is required: a trained run directory')
-  if os.path.exists(args.out) and not os.path.isdir(args.out):
-    common.fail(f'--out={args.out} is a file, not a directory')
+  run = _load(args)
   try:
-    run = analysis.load_run(args.workdir, args.member)
     result = analysis.prefix_shuffle(run, args.length, args.examples, args.seed)
   except (analysis.AnalysisError, ValueError) as e:
     common.fail(e)
@@ -314,45 +317,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
   if argv[0] == 'prefix_shuffle':
-    parser.add_argument('--workdir', default='', help='a trained language-model run')
     parser.add_argument('--length', type=int, default=64, help='tokens before the scored one')
     parser.add_argument('--examples', type=int, default=256, help='held-out sequences')
-    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
-    parser.add_argument('--seed', type=int, default=0, help='seed of the text and shuffles')
-    parser.add_argument('--out', default='analysis/prefix_shuffle')
+    _run_flags(parser, 'prefix_shuffle')
     shuffle_main(parser.parse_args(argv[1:]))
     return
   if argv[0] == 'position_probe':
-    parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--length', type=int, default=40, help='input length of the probe')
     parser.add_argument('--test_length', type=int, default=0, help='test inputs (0: --length)')
     parser.add_argument('--examples', type=int, default=32, help='inputs per batch')
     parser.add_argument('--steps', type=int, default=500, help='probe training steps')
-    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
-    parser.add_argument('--seed', type=int, default=0, help='seed of inputs and probe')
-    parser.add_argument('--out', default='analysis/position_probe')
+    _run_flags(parser, 'position_probe')
     probe_main(parser.parse_args(argv[1:]))
     return
   if argv[0] in ('attention_maps', 'activation_pca'):
-    parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--lengths', default='40,100', help='input lengths')
     parser.add_argument('--examples', type=int, default=1 if argv[0] == 'attention_maps'
                         else 8, help='inputs drawn per length')
-    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
-    parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
     parser.add_argument('--layer', type=int, default=-1, help='activation_pca: the layer')
-    parser.add_argument('--out', default=f'analysis/{argv[0]}')
+    _run_flags(parser, argv[0])
     args = parser.parse_args(argv[1:])
     (maps_main if argv[0] == 'attention_maps' else pca_main)(args)
     return
   if argv[0] == 'erf':
-    parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--length', type=int, default=64, help='input length')
     parser.add_argument('--examples', type=int, default=8, help='inputs drawn')
-    parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
-    parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
     parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
-    parser.add_argument('--out', default='analysis/erf')
+    _run_flags(parser, 'erf')
     erf_main(parser.parse_args(argv[1:]))
     return
   parser.add_argument('--encodings', default='type1,type2,alibi,kerple_log,inverse_n,'

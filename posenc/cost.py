@@ -72,7 +72,7 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
   model = train.make_model(config, task, population.platform)
   curriculum, batch_key, _ = train.data_keys(config)
   state = train.init_state(config, model, population)
-  n, size = config.train.max_length, config.train.bucket_size
+  n = config.train.max_length
   buckets = train.train_buckets(config)
   traces: collections.Counter = collections.Counter()
   members = (population.learning_rates, population.train_keys)

@@ -517,21 +517,14 @@ class Multiplication(SequenceTask):
 
 
 @dataclasses.dataclass(frozen=True)
-class AdditionSubtraction(SequenceTask):
+class AdditionSubtraction(Addition):
   """With probability 1/2 a + b, else a - b, reversed. Axes: the digits of a and of b.
 
   The answer reverses the usual written form, so a negative result ends with '-' and zero
   is `0`. Examples: `321+654=` -> `975`; `321-654=` -> `333-` (123 - 456 = -333);
   `21-21=` -> `0`.
   """
-  name: str = 'addition_subtraction'
-  axes: ClassVar[tuple[str, str]] = ('digits_a', 'digits_b')
-
-  def _max_raw_prompt(self, a, b):
-    return a + b + 2
-
-  def max_answer(self, a, b):
-    return max(a, b) + 2
+  name: str = 'addition_subtraction'  # addition's sizes: |a - b| has at most max(a, b) digits
 
   def _rows(self, key, a, b, prompt_width, answer_width):
     width = _operand_width(prompt_width, answer_width)
