@@ -13,10 +13,13 @@ bytes instead of BPE tokens, the Python standard library instead of WikiText-103
 download), and a trapezoid schedule with 8% warm-up (their inverse square root with 4,000
 warm-up steps is not implemented). Perplexity is per byte.
 
-Args: encoding=NAME (any of posenc.encodings; `none` is Haviv et al.'s NoPos), and the bare
+Args: encoding=NAME (any of posenc.encodings; `none` is Haviv et al.'s NoPos),
+family=decoder|encoder (a causal language model, or a bidirectional masked one: 15% of the
+bytes masked, scored by the perplexity of the masked bytes; Haviv et al.'s Table 4), and the bare
 flags `cpu` (minutes on a CPU: a 2-layer decoder of width 64 trained at length 64 for 1,500
 steps, tested at 64..512; its grid compares the bias families, their divergent controls,
-sin/cos, learned positions and none; docs/lm.md has the measured table) and `tiny` (seconds; what the
+sin/cos, learned positions, none and two randomized encodings; docs/lm.md has the measured
+table) and `tiny` (seconds; what the
 tests run).
 """
 
@@ -25,13 +28,17 @@ from ml_collections import config_dict
 from posenc import config as config_lib
 
 CPU_ENCODINGS = ('none', 'learned', 'sin_cos', 'alibi', 'kerple_log', 'type1', 'type2',
-                 'inverse_n', 'inverse_n_log_n')
+                 'inverse_n', 'inverse_n_log_n', 'randomized_sin_cos', 'randomized_type1')
 PAPER_LENGTHS = (512, 768, 1024, 1280, 1536, 1792, 2048, 3072, 4096, 5120, 6144, 7168, 8192,
                  9216)
 
 
 def _arg(arg):
-  return config_lib.parse_arg(arg, encoding='type1', cpu=False, tiny=False)
+  parsed = config_lib.parse_arg(arg, encoding='type1', family='decoder', cpu=False, tiny=False)
+  if parsed.family not in ('decoder', 'encoder'):
+    raise config_lib.ConfigError(f'unknown family {parsed.family!r}; valid: decoder (a causal '
+                                 'language model), encoder (a masked language model)')
+  return parsed
 
 
 def get_config(arg=None):
@@ -47,7 +54,8 @@ def get_config(arg=None):
   c.task_options.valid_percent = 10
   c.task_options.max_train_bytes = 4_000_000
   c.task_options.max_valid_bytes = 400_000
-  c.model.family = 'decoder'
+  # decoder: a causal LM; encoder: a bidirectional masked LM (Haviv et al.'s Table 4 shape).
+  c.model.family = parsed.family
   c.model.d_model, c.model.num_heads, c.model.ffn_size, c.model.num_layers = 512, 8, 2048, 6
   c.model.norm, c.model.dropout = 'pre', 0.1
   c.model.max_position = 10_240  # learned and randomized tables: the longest test length
@@ -85,9 +93,14 @@ def get_config(arg=None):
 
 
 def grid(arg=None):
-  """Cells as config overrides: one encoding each (the CPU grid, or the paper's seven)."""
+  """Cells as config overrides: one encoding each (the CPU grid, or the paper's seven).
+  With family=encoder: Haviv et al.'s masked-LM comparison (none, learned, sin/cos, ALiBi)."""
   parsed = _arg(arg)
+  if parsed.family == 'encoder':
+    return [{'task': 'python_stdlib', 'encoding': name, 'model.family': 'encoder'}
+            for name in ('none', 'learned', 'sin_cos', 'alibi')]
   names = CPU_ENCODINGS if parsed.cpu or parsed.tiny else (
       'sin_cos', 'alibi', 'kerple_log', 'kerple_power', 'sandwich', 'type1', 'type2',
-      'inverse_n', 'inverse_n_log_n', 'none', 'learned')
+      'inverse_n', 'inverse_n_log_n', 'none', 'learned', 'randomized_sin_cos',
+      'randomized_alibi', 'randomized_kerple_log', 'randomized_type1', 'randomized_type2')
   return [{'task': 'python_stdlib', 'encoding': name} for name in names]

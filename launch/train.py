@@ -57,7 +57,8 @@ def main(argv: list[str]) -> None:
     best = min(scores) if scores else None
     print(f'done: {results["task"]} / {results["encoding"]}: best perplexity '
           f'{"n/a" if best is None else f"{best:.3f}"} at length {max(results["eval_lengths"])} '
-          f'(non-overlapping windows); results in {_WORKDIR.value}/results.json')
+          f'({next(iter(results["members"][0]["perplexity_by_length"]))} windows); results in '
+          f'{_WORKDIR.value}/results.json')
     return
   if results['evaluation'] == 'grid':
     over = f'out-of-distribution cells (exact match) up to {results["grid"]["max"]}'

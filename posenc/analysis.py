@@ -76,6 +76,8 @@ def _inputs(run: Run, length: int, examples: int, key: jax.Array):
   if objectives.is_sequence_task(task):
     batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
                         task.max_answer(length, length))
+    if config.model.family == 'encoder':  # a masked LM reads whole windows of one length
+      return batch['tokens'], jnp.int32(batch['tokens'].shape[1]), False
     return batch['tokens'], batch['length'], True
   batch = task.sample(key, examples, length)
   max_output = batch['targets'].shape[1]

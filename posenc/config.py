@@ -424,11 +424,9 @@ def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: 
 
 
 def _validate_language_task(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
-  """A text corpus: a decoder trained on every token, lengths that fit the text and tables."""
-  if config.model.family != 'decoder':
-    raise ConfigError(f'task {config.task!r} is a text corpus for a decoder; set '
-                      'model.family=decoder')
-  if config.train.loss_on != 'all':
+  """A text corpus: a decoder trained on every token (or an encoder as a masked language
+  model), lengths that fit the text and tables."""
+  if config.model.family == 'decoder' and config.train.loss_on != 'all':
     raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
   lengths = list(config.eval.lengths)
   if not lengths or any(not _is_int(l) or l < 2 for l in lengths):

@@ -27,6 +27,9 @@ import numpy as np
 from posenc import io
 
 MODES = ('nonoverlapping', 'sliding')
+# An encoder (a masked language model) is scored on non-overlapping windows with a fixed
+# MASK_RATE of their bytes masked: the perplexity of the masked bytes.
+MASKED = 'masked'
 
 
 def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,11 +81,52 @@ def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
                                       out_specs=(P(train.POP), P(train.POP))))
 
 
+def make_masked_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
+                         ) -> Callable[..., Any]:
+  """As `make_score_fn` for a masked language model: f(params [P], windows [G, Bg, L + 1],
+  scored [G, Bg, L] (unused: the masks are drawn from eval.seed), keys [P]) -> (sum of the
+  masked bytes' negative log-likelihoods [P], masked bytes [P]); every member sees the
+  same masks."""
+  from posenc import objectives  # pylint: disable=g-import-not-at-top
+  from posenc import train  # pylint: disable=g-import-not-at-top
+  mask_key = jax.random.key(config.eval.seed)
+
+  def local(params, wins, scored, keys):
+    del scored
+
+    def member(args):
+      p, key = args
+
+      def group(g):
+        tokens = wins[g][:, 1:]
+        mask = objectives.mask_positions(jax.random.fold_in(mask_key, g), tokens.shape)
+        nll, _ = objectives.masked_nll(model, p, tokens, mask,
+                                       {'noise': jax.random.fold_in(key, g)}, True)
+        return jnp.sum(nll * mask), jnp.sum(mask.astype(jnp.float32))
+
+      nll, count = jax.lax.map(group, jnp.arange(wins.shape[0]))
+      return jnp.sum(nll), jnp.sum(count)
+
+    return jax.lax.map(member, (params, keys))
+
+  P = jax.sharding.PartitionSpec
+  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+      config, model, population, abstract=True)['params'])
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
+                                      out_specs=(P(train.POP), P(train.POP))))
+
+
+def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
+  """The window modes of `config`'s family: MODES for a decoder, (MASKED,) for an encoder."""
+  return (MASKED,) if config.model.family == 'encoder' else MODES
+
+
 def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
              params: Any, workdir: str, progress: Callable[[str], None] = print,
              traces: Any = None, should_stop: Callable[[], bool] = lambda: False
              ) -> dict[int, dict[str, Any]]:
-  """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}."""
+  """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
+  (an encoder: {'masked': [...]})."""
   from posenc import train  # pylint: disable=g-import-not-at-top
   path = os.path.join(workdir, 'perplexity.jsonl')
   done = {r['length']: {k: v for k, v in r.items() if k != 'length'}
@@ -90,7 +134,8 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
   _, valid = task.texts()
   text = valid[:config.eval.lm_tokens + 1]
   b = config.eval.batch_size
-  fn = make_score_fn(config, model, population)
+  masked = config.model.family == 'encoder'
+  fn = (make_masked_score_fn if masked else make_score_fn)(config, model, population)
   for length in config.eval.lengths:
     if length in done:
       continue
@@ -98,8 +143,8 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
       raise train.Preempted(config.train.steps, f'preempted during evaluation, before length '
                             f'{length}: the lengths measured so far are kept')
     row = {'seconds': {}}
-    for mode in MODES:
-      stride = length if mode == 'nonoverlapping' else min(config.eval.sliding_stride, length)
+    for mode in modes(config):
+      stride = length if mode != 'sliding' else min(config.eval.sliding_stride, length)
       wins, scored = windows(text, length, stride)
       groups = -(-len(wins) // b)
       pad = groups * b - len(wins)
@@ -115,6 +160,6 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
                    zip(np.asarray(nll)[:population.size], np.asarray(count)[:population.size])]
     io.append_jsonl(path, {'length': length, **row})
     done[length] = row
-    progress(f'perplexity at length {length}: non-overlapping '
-             f'{np.mean(row["nonoverlapping"]):.3f}, sliding {np.mean(row["sliding"]):.3f}')
+    progress(f'perplexity at length {length}: ' + ', '.join(
+        f'{mode} {np.mean(row[mode]):.3f}' for mode in modes(config)))
   return {length: done[length] for length in config.eval.lengths}

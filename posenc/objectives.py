@@ -96,6 +96,8 @@ def is_language_task(task: Any) -> bool:
 def make(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: Any) -> Objective:
   """The family's objective for batches padded to `bucket`: input tokens for the study's
   tasks, (prompt width, answer width) for sequence tasks."""
+  if is_language_task(task) and config.model.family == 'encoder':
+    return _masked(config, task, model, bucket)
   if is_sequence_task(task):
     return _sequence(config, task, model, bucket)
   max_output = int(task.output_length(bucket))
@@ -140,6 +142,57 @@ def _sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decode
     correct = (out == target) & valid
     every = jnp.all(correct | ~valid, axis=-1)
     return {'correct': jnp.sum(correct), 'total': jnp.sum(valid), 'exact': jnp.sum(every),
+            'examples': jnp.float32(tokens.shape[0])}
+
+  return Objective(loss, counts)
+
+
+# Masked language modelling (Haviv et al.'s bidirectional models): the share of positions
+# masked, each replaced by the mask token (the encoder's extra id, vocab_size).
+MASK_RATE = 0.15
+
+
+def mask_positions(key: Array, shape: tuple[int, ...]) -> Array:
+  """bool [B, T]: MASK_RATE of the positions, and at least the first drawn one per row."""
+  u = jax.random.uniform(key, shape)
+  return (u < MASK_RATE) | (u == u.min(axis=-1, keepdims=True))
+
+
+def masked_nll(model: models.Encoder, params: Any, tokens: Array, mask: Array, rngs: Any,
+               deterministic: bool) -> tuple[Array, Array]:
+  """(negative log-likelihood [B, T] of each token given the masked input, its argmax
+  prediction [B, T]): tokens [B, T] with `mask` positions replaced by the mask token."""
+  inputs = jnp.where(mask, model.vocab_size, tokens)
+  logits = model.apply({'params': params}, inputs, jnp.int32(tokens.shape[1]),
+                       deterministic=deterministic,
+                       rngs=rngs).astype(jnp.float32)
+  nll = optax.softmax_cross_entropy_with_integer_labels(logits, tokens)
+  return nll, jnp.argmax(logits, -1)
+
+
+def _masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
+            shape: tuple[int, int]) -> Objective:
+  """A text corpus for an encoder: masked language modelling. Each training window loses
+  MASK_RATE of its bytes to the mask token (all of them replaced; BERT's 80/10/10 split is
+  not used) and the loss is the cross-entropy at those positions."""
+  del task, shape
+
+  def loss(params, batch, rngs, window=None):
+    del window
+    tokens = batch['tokens'][:, 1:]  # the n bytes of the window after its one-byte "prompt"
+    mask = mask_positions(jax.random.fold_in(rngs['dropout'], 1), tokens.shape)
+    nll, pred = masked_nll(model, params, tokens, mask, rngs, deterministic=False)
+    weights = mask.astype(jnp.float32)
+    return (jnp.sum(nll * weights) / jnp.sum(weights),
+            jnp.sum((pred == tokens) * weights) / jnp.sum(weights))
+
+  def counts(params, batch, rngs):  # perplexity (posenc.lm_eval) is the study's measure
+    tokens = batch['tokens'][:, 1:]
+    mask = mask_positions(rngs['noise'], tokens.shape)
+    _, pred = masked_nll(model, params, tokens, mask, rngs, deterministic=True)
+    right = (pred == tokens) & mask
+    return {'correct': jnp.sum(right), 'total': jnp.sum(mask),
+            'exact': jnp.sum(jnp.all(right | ~mask, axis=-1)),
             'examples': jnp.float32(tokens.shape[0])}
 
   return Objective(loss, counts)

@@ -587,6 +587,11 @@ class PerplexityRun:
   lengths: tuple[int, ...]
   members: tuple[Mapping[str, Mapping[int, float]] | None, ...]
   path: str
+  family: str = 'decoder'
+
+  @property
+  def label(self) -> str:
+    return self.encoding if self.family == 'decoder' else f'{self.encoding} ({self.family})'
 
 
 def _parse_perplexity_run(data: Mapping[str, Any], path: pathlib.Path) -> PerplexityRun:
@@ -601,7 +606,7 @@ def _parse_perplexity_run(data: Mapping[str, Any], path: pathlib.Path) -> Perple
       members.append({mode: {int(l): float(v) for l, v in by.items()}
                       for mode, by in m['perplexity_by_length'].items()})
     return PerplexityRun(str(data['task']), str(data['encoding']), int(data['train_length']),
-                         lengths, tuple(members), where)
+                         lengths, tuple(members), where, str(data.get('family', 'decoder')))
   except (KeyError, TypeError, ValueError, AttributeError) as e:
     raise MalformedRunError(f'{where}: not a perplexity run ({type(e).__name__}: {e})') from None
 
@@ -616,18 +621,37 @@ def perplexity_table(runs: Sequence[PerplexityRun]) -> str:
     lengths = sorted({l for r in mine for l in r.lengths})
     train = sorted({r.train_length for r in mine})
     lines += [f'## {task} (trained at length {", ".join(map(str, train))})', '']
-    for mode, title in (('nonoverlapping', 'non-overlapping windows'),
-                        ('sliding', 'sliding windows')):
-      lines += [f'### {title}', '', '| length | ' + ' | '.join(r.encoding for r in mine) + ' |',
-                '|---|' + '---|' * len(mine)]
+    titles = {'nonoverlapping': 'non-overlapping windows', 'sliding': 'sliding windows',
+              'masked': 'masked language models (encoders), masked bytes'}
+    present = [mode for mode in titles if any(mm and mode in mm for r in mine
+                                                for mm in r.members)]
+    for mode in present:
+      title = titles[mode]
+      cols = [r for r in mine if any(mm and mode in mm for mm in r.members)]
+      lines += [f'### {title}', '', '| length | ' + ' | '.join(r.label for r in cols) + ' |',
+                '|---|' + '---|' * len(cols)]
       for length in lengths:
         cells = []
-        for r in mine:
+        for r in cols:
           values = [m[mode][length] for m in r.members if m and length in m.get(mode, {})]
           cells.append('–' if not values else f'{np.mean(values):.3f}' + (
               f' ± {np.std(values):.3f}' if len(values) > 1 else ''))
         lines.append(f'| {length} | ' + ' | '.join(cells) + ' |')
       lines.append('')
+    m = min(train)
+    lines += [f'### relative change |ppl_L − ppl_m| / ppl_m (the first windows above, m = {m})',
+              '',
+              '| length | ' + ' | '.join(r.label for r in mine) + ' |',
+              '|---|' + '---|' * len(mine)]
+    for length in lengths:
+      cells = []
+      for r in mine:
+        values = [abs(x[length] - x[m]) / x[m] for x in
+                  (next(iter(mm.values())) for mm in r.members if mm)
+                  if length in x and m in x]
+        cells.append('–' if not values else f'{np.mean(values):.3f}')
+      lines.append(f'| {length} | ' + ' | '.join(cells) + ' |')
+    lines.append('')
   lines.append('Notes: lower is better; a model extrapolates (Qin et al. 2023) when its '
                'perplexity stays flat or falls past the training length. Built from '
                f'{len(runs)} run(s).')

@@ -127,6 +127,8 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
     vocab = (task.vocab_size if objectives.is_sequence_task(task)
              else objectives.decoder_vocab(task).size)
     return model_lib.Decoder(vocab_size=vocab, tie_embeddings=c.tie_embeddings, **common)
+  if objectives.is_language_task(task):  # masked LM: id vocab_size is the mask token
+    return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.vocab_size, **common)
   return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.num_classes, **common)
 
 
@@ -842,9 +844,9 @@ def _perplexity_results(config, task, model, population, params, workdir, progre
   n = config.train.max_length
   members = []
   for i, member in enumerate(population.members):
-    ppl = {mode: {str(l): by[l][mode][i] for l in lengths} for mode in lm_eval.MODES}
-    at_n = ppl['nonoverlapping'].get(str(n))
-    longest = ppl['nonoverlapping'][str(max(lengths))]
+    ppl = {mode: {str(l): by[l][mode][i] for l in lengths} for mode in lm_eval.modes(config)}
+    first = ppl[lm_eval.modes(config)[0]]
+    at_n, longest = first.get(str(n)), first[str(max(lengths))]
     # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
     members.append({**member, 'diverged': bool(diverged[i]),
                     'score': None if diverged[i] else longest,

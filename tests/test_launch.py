@@ -121,6 +121,8 @@ TRAIN_CASES = [
       '--config.eval.max_length=4096'], 'holds no window of 4096'),
     (['--config=experiments/extrapolation_lm.py:tiny', '--config.encoding_options.bias_r=-1.0'],
      'bias_r=-1.0 must be > 0'),
+    (['--config=experiments/extrapolation_lm.py:tiny,family=lstm'], "unknown family 'lstm'; "
+     'valid: decoder'),
     (['--config=experiments/extrapolation_lm.py:tiny', '--config.train.loss_on=answer'],
      'trains on every token: set train.loss_on=all'),
     (['--config=experiments/extrapolation_lm.py:tiny', '--config.encoding_options.bias_window=0'],

@@ -98,3 +98,28 @@ def test_held_out_windows_come_from_the_validation_text():
   assert batch['tokens'].shape == (4, 17)
   for row in np.asarray(batch['tokens']):
     assert bytes(row.astype(np.uint8)) in bytes(valid)
+
+
+def test_masked_language_model_of_the_same_data(tmp_path):
+  run = tmp_path / 'mlm'
+  proc = subprocess.run([sys.executable, '-m', 'launch.train',
+                         '--config=experiments/extrapolation_lm.py:tiny,family=encoder,'
+                         'encoding=none', f'--workdir={run}'], cwd=ROOT, capture_output=True,
+                        text=True)
+  assert proc.returncode == 0, proc.stderr
+  member = io.read_json(str(run / 'results.json'))['members'][0]
+  assert set(member['perplexity_by_length']) == {lm_eval.MASKED}
+  assert all(1 < v < 256 for v in member['perplexity_by_length']['masked'].values())
+  proc = subprocess.run([sys.executable, '-m', 'launch.report', str(run),
+                         f'--out={tmp_path / "report"}'], cwd=ROOT, capture_output=True,
+                        text=True)
+  assert proc.returncode == 0, proc.stderr
+  table = (tmp_path / 'report' / 'perplexity.md').read_text()
+  assert 'masked language models' in table and 'none (encoder)' in table
+
+
+def test_masks_cover_the_rate_and_at_least_one_position():
+  from posenc import objectives
+  mask = np.asarray(objectives.mask_positions(jax.random.key(0), (64, 200)))
+  assert mask.any(axis=1).all()
+  assert abs(mask.mean() - objectives.MASK_RATE) < 0.02
