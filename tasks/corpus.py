@@ -36,6 +36,7 @@ _SKIP = ('site-packages', '__pycache__', 'test', 'tests', 'idlelib', 'turtledemo
 
 @functools.lru_cache(maxsize=None)
 def _files(root: str) -> tuple[str, ...]:
+  """The corpus files under `root`: relative paths of `.py` files, sorted."""
   out = []
   for directory, dirs, names in os.walk(root):
     dirs[:] = sorted(d for d in dirs if d not in _SKIP)
@@ -43,13 +44,19 @@ def _files(root: str) -> tuple[str, ...]:
   return tuple(sorted(out))
 
 
+def split_files(root: str, valid_percent: int) -> dict[str, list[str]]:
+  """{'train': [...], 'valid': [...]}: the corpus files under `root` (relative paths,
+  sorted), a file in 'valid' when crc32 of its path mod 100 < valid_percent."""
+  parts = {'train': [], 'valid': []}
+  for rel in _files(root):
+    parts['valid' if zlib.crc32(rel.encode()) % 100 < valid_percent else 'train'].append(rel)
+  return parts
+
+
 @functools.lru_cache(maxsize=None)
 def _split(root: str, valid_percent: int, max_train: int, max_valid: int
            ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-  parts = {'train': [], 'valid': []}
-  for rel in _files(root):
-    which = 'valid' if zlib.crc32(rel.encode()) % 100 < valid_percent else 'train'
-    parts[which].append(rel)
+  parts = split_files(root, valid_percent)
   texts, info = {}, {'python': platform.python_version(), 'root': root,
                      'valid_percent': valid_percent}
   for which, budget in (('train', max_train), ('valid', max_valid)):

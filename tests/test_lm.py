@@ -123,3 +123,18 @@ def test_masks_cover_the_rate_and_at_least_one_position():
   mask = np.asarray(objectives.mask_positions(jax.random.key(0), (64, 200)))
   assert mask.any(axis=1).all()
   assert abs(mask.mean() - objectives.MASK_RATE) < 0.02
+
+
+def test_the_split_is_disjoint_covers_every_file_and_is_the_same_in_another_process():
+  import sysconfig
+  root = sysconfig.get_paths()['stdlib']
+  parts = corpus.split_files(root, 10)
+  train, valid = set(parts['train']), set(parts['valid'])
+  assert train and valid and not train & valid
+  assert train | valid == set(corpus._files(root))
+  assert 0.05 < len(valid) / (len(train) + len(valid)) < 0.15
+  code = ('import json, sysconfig; from tasks import corpus; '
+          'print(json.dumps(corpus.split_files(sysconfig.get_paths()["stdlib"], 10)))')
+  other = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
+                         text=True)
+  assert json.loads(other.stdout) == parts
