@@ -49,27 +49,19 @@ def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.
   return text[idx].astype(np.int32), scored
 
 
-def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
-                  ) -> Callable[..., Any]:
+def _population_scorer(config: ml_collections.ConfigDict, model: Any, population: Any,
+                       group: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
   """f(params [P], windows [G, Bg, L + 1], scored [G, Bg, L], keys [P]) -> (sum of negative
-  log-likelihoods [P], scored tokens [P]); members one after another."""
+  log-likelihoods [P], scored tokens [P]): `group(params, window group, its scored mask,
+  key)` summed over the groups, members one after another, sharded like the population."""
   from posenc import train  # pylint: disable=g-import-not-at-top
 
   def local(params, wins, scored, keys):
     def member(args):
       p, key = args
-
-      def group(g):
-        w, s = wins[g], scored[g]
-        inputs, labels = w[:, :-1], w[:, 1:]
-        lengths = jnp.full((w.shape[0],), inputs.shape[1])
-        logits, _ = model.apply({'params': p}, inputs, lengths, deterministic=True,
-                                rngs={'noise': jax.random.fold_in(key, g)})
-        logp = jax.nn.log_softmax(logits.astype(jnp.float32), -1)
-        nll = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
-        return jnp.sum(nll * s), jnp.sum(s)
-
-      nll, count = jax.lax.map(group, jnp.arange(wins.shape[0]))
+      nll, count = jax.lax.map(
+          lambda g: group(p, wins[g], scored[g], jax.random.fold_in(key, g), g),
+          jnp.arange(wins.shape[0]))
       return jnp.sum(nll), jnp.sum(count)
 
     return jax.lax.map(member, (params, keys))
@@ -79,41 +71,41 @@ def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
       config, model, population, abstract=True)['params'])
   return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
                                       out_specs=(P(train.POP), P(train.POP))))
+
+
+def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
+                  ) -> Callable[..., Any]:
+  """A causal model's scorer (`_population_scorer`): each window feeds its first L tokens
+  and scores the next token at the positions marked in `scored`."""
+
+  def group(p, w, s, key, g):
+    del g
+    inputs, labels = w[:, :-1], w[:, 1:]
+    lengths = jnp.full((w.shape[0],), inputs.shape[1])
+    logits, _ = model.apply({'params': p}, inputs, lengths, deterministic=True,
+                            rngs={'noise': key})
+    logp = jax.nn.log_softmax(logits.astype(jnp.float32), -1)
+    nll = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
+    return jnp.sum(nll * s), jnp.sum(s)
+
+  return _population_scorer(config, model, population, group)
 
 
 def make_masked_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
                          ) -> Callable[..., Any]:
-  """As `make_score_fn` for a masked language model: f(params [P], windows [G, Bg, L + 1],
-  scored [G, Bg, L] (unused: the masks are drawn from eval.seed), keys [P]) -> (sum of the
-  masked bytes' negative log-likelihoods [P], masked bytes [P]); every member sees the
-  same masks."""
+  """A masked language model's scorer (`_population_scorer`; `scored` unused): the masks
+  are drawn from eval.seed, the same for every member, and the masked bytes are scored."""
   from posenc import objectives  # pylint: disable=g-import-not-at-top
-  from posenc import train  # pylint: disable=g-import-not-at-top
   mask_key = jax.random.key(config.eval.seed)
 
-  def local(params, wins, scored, keys):
-    del scored
+  def group(p, w, s, key, g):
+    del s
+    tokens = w[:, 1:]
+    mask = objectives.mask_positions(jax.random.fold_in(mask_key, g), tokens.shape)
+    nll, _ = objectives.masked_nll(model, p, tokens, mask, {'noise': key}, True)
+    return jnp.sum(nll * mask), jnp.sum(mask.astype(jnp.float32))
 
-    def member(args):
-      p, key = args
-
-      def group(g):
-        tokens = wins[g][:, 1:]
-        mask = objectives.mask_positions(jax.random.fold_in(mask_key, g), tokens.shape)
-        nll, _ = objectives.masked_nll(model, p, tokens, mask,
-                                       {'noise': jax.random.fold_in(key, g)}, True)
-        return jnp.sum(nll * mask), jnp.sum(mask.astype(jnp.float32))
-
-      nll, count = jax.lax.map(group, jnp.arange(wins.shape[0]))
-      return jnp.sum(nll), jnp.sum(count)
-
-    return jax.lax.map(member, (params, keys))
-
-  P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
-      config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
-                                      out_specs=(P(train.POP), P(train.POP))))
+  return _population_scorer(config, model, population, group)
 
 
 def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
