@@ -1035,6 +1035,20 @@ def _ordinal(n: int) -> str:
   return f'{n}{suffix}'
 
 
+def _members_text(members: Sequence[Any]) -> str:
+  """'N', or 'N (S seeds × learning rates {...})' when the members are a full product.
+
+  Example: seeds 0, 1 at 1e-3 -> '2 (2 seeds × learning rates {0.001})'.
+  """
+  seeds = {m.seed for m in members}
+  rates = sorted({m.learning_rate for m in members})
+  text = str(len(members))
+  if len(seeds) * len(rates) == len(members):
+    text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
+             f'{{{", ".join(f"{r:g}" for r in rates)}}})')
+  return text
+
+
 def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
                   metric: str = 'accuracy') -> list[str]:
   """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
@@ -1063,13 +1077,7 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
   # Members per cell, as seeds × learning rates where the cell is a full product.
   by_count: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
-    seeds = {m.seed for m in cell.members}
-    rates = sorted({m.learning_rate for m in cell.members})
-    text = str(len(cell.members))
-    if len(seeds) * len(rates) == len(cell.members):
-      text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
-               f'{{{", ".join(f"{r:g}" for r in rates)}}})')
-    by_count[text].append(cell)
+    by_count[_members_text(cell.members)].append(cell)
   notes.append('Members per cell: ' + '; '.join(
       f'{text} in {_which(group, total)}' for text, group in by_count.items()) + '.')
 
@@ -1507,13 +1515,7 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], GridEntry],
 
   by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
-    seeds = {m.seed for m in entry.members}
-    rates = sorted({m.learning_rate for m in entry.members})
-    text = str(len(entry.members))
-    if len(seeds) * len(rates) == len(entry.members):
-      text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
-               f'{{{", ".join(f"{r:g}" for r in rates)}}})')
-    by_count[text].append(entry)
+    by_count[_members_text(entry.members)].append(entry)
   notes.append('Members per entry: ' + '; '.join(
       f'{text} in {_which_entries(group, total)}' for text, group in by_count.items()) + '.')
 
