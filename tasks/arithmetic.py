@@ -46,6 +46,7 @@ by less than k / 2**64.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import numbers
@@ -320,7 +321,7 @@ def train_cells(key: Array, batch_size: int, n: int) -> tuple[Array, Array]:
 
 # ========================================================================= tasks
 @dataclasses.dataclass(frozen=True)
-class SequenceTask:
+class SequenceTask(abc.ABC):
   """Base class: a task samples `prompt answer EOS` sequences on a grid of cells (a, b).
 
   Subclasses set `name` and `axes` and implement `_max_raw_prompt`, `max_answer` and `_rows`.
@@ -361,12 +362,13 @@ class SequenceTask:
     raw = self._max_raw_prompt(a, b)
     return _MAX_PAD_FACTOR * raw if self.pad_probability > 0 else raw
 
+  @abc.abstractmethod
   def max_answer(self, a: int, b: int) -> int:
     """Answer tokens, EOS included, of any cell up to (a, b)."""
-    raise NotImplementedError
 
+  @abc.abstractmethod
   def _max_raw_prompt(self, a: int, b: int) -> int:
-    raise NotImplementedError
+    """Prompt tokens ('=' included) of any cell up to (a, b), without padding."""
 
   def _raw_width(self, prompt_width: int) -> int:
     """The longest unpadded prompt whose padded form always fits `prompt_width`."""
@@ -426,13 +428,13 @@ class SequenceTask:
       prompt = _fit(prompt, prompt_width)
     return _assemble(prompt, prompt_length, answer, answer_length)
 
+  @abc.abstractmethod
   def _rows(self, key: Array, a: Array, b: Array, prompt_width: int,
             answer_width: int) -> tuple[Array, Array, Array, Array]:
     """(prompt [B, prompt_width], its length [B], answer [B, answer_width], its length [B]).
 
     Unpadded; zeros past each length; the answer length counts the EOS.
     """
-    raise NotImplementedError
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 5, 6))
