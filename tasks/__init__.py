@@ -11,7 +11,7 @@ study's sequence tasks, `REGISTRY` maps every name to its task, `get(name, optio
 one up (options: `get`'s docstring). Every study task follows `tasks.base.Task`; the padding
 convention of `sample_padded` (one compiled program for every length <= max_length, zeros
 and zero masks past the valid part, the valid part distributed exactly as `sample`) is
-described in `tasks/base.py`.
+described in `tasks/base.py`. `HINTING` lists the task-hinting study's tasks (tasks/hinting.py).
 
 Adding a task: subclass `base.Task` (fields, `_target`, `_sample_inputs` or `_sample`) and
 add one entry to `REGISTRY`.
@@ -25,6 +25,7 @@ from tasks import arithmetic
 from tasks import corpus
 from tasks import cs
 from tasks import dcf
+from tasks import hinting
 from tasks import regular
 from tasks.base import Task
 
@@ -53,6 +54,10 @@ REGISTRY.update(arithmetic.TASKS)
 # Language modelling on the Python standard library's source (tasks/corpus.py).
 LANGUAGE: tuple[str, ...] = tuple(corpus.TASKS)
 REGISTRY.update(corpus.TASKS)
+# The task-hinting study's tasks (Awasthi & Gupta 2023; tasks/hinting.py): sorting and
+# increment, and their hint tasks, as `prompt answer` sequences without EOS.
+HINTING: tuple[str, ...] = tuple(hinting.TASKS)
+REGISTRY.update(hinting.TASKS)
 
 
 def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
@@ -69,7 +74,7 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
     task = REGISTRY[name]
   except KeyError:
     raise ValueError(f"unknown task {name!r}; valid tasks: "
-                     f"{', '.join(NAMES + ARITHMETIC + LANGUAGE)}") from None
+                     f"{', '.join(NAMES + ARITHMETIC + LANGUAGE + HINTING)}") from None
   if not options:
     return task
   valid = getattr(task, 'OPTIONS', ())

@@ -73,7 +73,8 @@ def _inputs(name, length, batch=20000, seed=0):
 def test_registry():
   assert tasks.NAMES == tuple(TABLE)
   assert isinstance(tasks.REGISTRY, dict)
-  assert list(tasks.REGISTRY) == list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE)
+  assert list(tasks.REGISTRY) == list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE
+                                      + tasks.HINTING)
   for name, level in zip(tasks.NAMES, LEVELS):
     task = tasks.get(name)
     assert task.name == name and task.level == level
