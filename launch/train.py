@@ -62,6 +62,10 @@ def main(argv: list[str]) -> None:
     return
   if results['evaluation'] == 'grid':
     over = f'out-of-distribution cells (exact match) up to {results["grid"]["max"]}'
+  elif results['evaluation'] == 'lengths':
+    hints = '+'.join(results['hints']) or 'no hint'
+    over = (f'{results["score_distribution"]} lengths {results["score_lengths"]} (full-sequence '
+            f'accuracy, {hints})')
   else:
     over = f'lengths {results["score_lengths"]}'
   print(f'done: {results["task"]} / {results["encoding"]}: best score {best} over {over}; '

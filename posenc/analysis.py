@@ -73,6 +73,9 @@ def load_run(workdir: str, member: int = 0) -> Run:
 def _inputs(run: Run, length: int, examples: int, key: jax.Array):
   """(tokens [B, T], lengths, causal) of `examples` sequences at `length`."""
   config, task = run.config, run.task
+  if objectives.is_hinting_task(task):  # the main task's head (head 0) reads these
+    batch = task.sample(key, examples, length, task.max_prompt(length), task.max_answer(length))
+    return batch['tokens'], batch['length'], True
   if objectives.is_sequence_task(task):
     batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
                         task.max_answer(length, length))

@@ -26,7 +26,7 @@ class ConfigError(ValueError):
 POPULATION_LOOPS = ('auto', 'map', 'vmap')
 FAMILIES = ('encoder', 'decoder')
 OPTIMIZERS = ('adam', 'adamw')
-SCHEDULES = ('constant', 'trapezoid')
+SCHEDULES = ('constant', 'trapezoid', 'cosine')
 LOSS_ON = ('answer', 'all')
 FUSED_IMPLEMENTATIONS = ('xla', 'cudnn')
 DTYPES = ('float32', 'bfloat16')
@@ -41,6 +41,9 @@ def base_config() -> ml_collections.ConfigDict:
   c.encoding_options = ml_collections.ConfigDict({'relative_mode': 'symmetric'})
   # Options of the task (`tasks.get(name, options)`), e.g. pad_probability for arithmetic.
   c.task_options = ml_collections.ConfigDict()
+  # Task hinting (Awasthi & Gupta 2023; posenc/multitask.py): auxiliary tasks trained on the
+  # same backbone, each with its own output head (head 0 is the main task's).
+  c.hints = []
   # The population: every (seed, learning rate) pair is one member. A seed fixes the
   # member's initialisation, dropout and position noise (the study's model_init_seed).
   c.seeds = list(range(10))
@@ -60,7 +63,8 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
   c.train.max_grad_norm = 1.0
   # 'adam' (the study's) or 'adamw' with decoupled weight decay; the learning rate follows
-  # a 'constant' or a 'trapezoid' schedule (linear warm-up and cool-down fractions).
+  # a 'constant' or a 'trapezoid' schedule (linear warm-up and cool-down fractions), or
+  # 'cosine' (one cycle: linear warm-up from 0, then cosine decay to 0).
   c.train.optimizer = 'adam'
   c.train.weight_decay = 0.0
   c.train.schedule = 'constant'
@@ -80,6 +84,11 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.progressive_alpha = 0.0
   c.train.scale_block_gradients = False  # divide the looped block's gradients by R
   c.train.loss_on = 'answer'  # decoder: 'answer' (and its EOS) or 'all' tokens
+  # With hints: 'alternate' steps between the tasks, or 'mixed' batches of every task.
+  c.train.hint_schedule = 'alternate'
+  # Hinting tasks: 0 draws a fresh example every time; D > 0 a fixed training set of D
+  # examples, split equally between the tasks, drawn with replacement.
+  c.train.dataset_size = 0
 
   c.eval = ml_collections.ConfigDict()
   c.eval.max_length = 500  # M.
@@ -103,6 +112,9 @@ def base_config() -> ml_collections.ConfigDict:
   # validation bytes, in non-overlapping windows and in windows sliding by sliding_stride.
   c.eval.lm_tokens = 16_384
   c.eval.sliding_stride = 64
+  # Hinting tasks: full-sequence accuracy and edit distance at each of eval.lengths (every
+  # example exactly that long) under each test distribution of the main task.
+  c.eval.distributions = ['uniform']
 
   c.model = ml_collections.ConfigDict()
   # 'encoder' (the study's: outputs read off empty query tokens in one pass) or 'decoder'
@@ -258,7 +270,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   from posenc.models import stack
 
   if config.task not in tasks.REGISTRY:
-    raise _choices(config.task, 'task', list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE))
+    raise _choices(config.task, 'task',
+                   list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE + tasks.HINTING))
   try:
     spec = encodings.get(config.encoding)
     encodings.resolve_options(config.encoding, config.encoding_options.to_dict())
@@ -318,20 +331,25 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise ConfigError(str(e)) from None
   if config.task in tasks.ARITHMETIC:
     _validate_sequence_task(config, task, spec)
-    return
-  if config.task in tasks.LANGUAGE:
+  elif config.task in tasks.LANGUAGE:
     _validate_language_task(config, task, spec)
-    return
-  longest = max(m, n)
-  # The decoder's sequences add a separator and EOS; it is fed all but the last token.
-  extra = 1 if config.model.family == 'decoder' else 0
-  tokens = longest + int(task.output_length(longest)) + extra
-  uses_positions = spec.randomized or 'learned' in config.encoding.split('+')
-  if uses_positions and tokens > config.model.max_position:
-    raise ConfigError(
-        f'model.max_position={config.model.max_position} is smaller than the longest sequence '
-        f'({tokens} tokens at length {longest} of {config.task} for the '
-        f'{config.model.family}); encoding {config.encoding!r} needs max_position >= {tokens}')
+  elif config.task in tasks.HINTING:
+    _validate_hinting_task(config, spec)
+  else:
+    longest = max(m, n)
+    # The decoder's sequences add a separator and EOS; it is fed all but the last token.
+    extra = 1 if config.model.family == 'decoder' else 0
+    tokens = longest + int(task.output_length(longest)) + extra
+    uses_positions = spec.randomized or 'learned' in config.encoding.split('+')
+    if uses_positions and tokens > config.model.max_position:
+      raise ConfigError(
+          f'model.max_position={config.model.max_position} is smaller than the longest '
+          f'sequence ({tokens} tokens at length {longest} of {config.task} for the '
+          f'{config.model.family}); encoding {config.encoding!r} needs max_position >= '
+          f'{tokens}')
+  if config.get('hints') and config.task not in tasks.HINTING:
+    raise ConfigError(f'hints {list(config.hints)} need a task of the hinting study; valid '
+                      f'tasks: {", ".join(t for t in tasks.HINTING if tasks.get(t).HINTS)}')
   choices = {'train.population_loop': (config.train.population_loop, POPULATION_LOOPS),
              'model.family': (config.model.family, FAMILIES),
              'model.norm': (config.model.norm, layers.NORMS),
@@ -349,6 +367,12 @@ def validate(config: ml_collections.ConfigDict) -> None:
   for key, (value, valid) in choices.items():
     if value not in valid:
       raise ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
+  beta = config.model.temperature_beta
+  if config.model.temperature != 'none' and not _is_number(beta):
+    raise ConfigError(f'model.temperature_beta={beta!r} must be a number')
+  if config.model.temperature == 'fixed' and beta < 0:
+    raise ConfigError(f'model.temperature_beta={beta} is negative: a fixed attention '
+                      'temperature β ln(n) needs β >= 0')
   if config.model.fused_implementation == 'cudnn' and config.model.dtype != 'bfloat16':
     raise ConfigError("model.fused_implementation='cudnn' needs model.dtype='bfloat16' "
                       '(cuDNN flash attention has no float32 kernels)')
@@ -454,9 +478,62 @@ def _validate_language_task(config: ml_collections.ConfigDict, task: Any, spec: 
                       f'max_position >= {longest}')
 
 
+def _validate_hinting_task(config: ml_collections.ConfigDict, spec: Any) -> None:
+  """The task-hinting study: a decoder, a known schedule, test lengths and distributions the
+  main task can sample, tables that cover the longest sequence."""
+  from posenc import multitask
+  task_list = multitask.tasks_of(config)
+  main = task_list[0]
+  if config.model.family != 'decoder':
+    raise ConfigError(f'task {config.task!r} is a token sequence for a decoder; set '
+                      'model.family=decoder')
+  if config.train.hint_schedule not in multitask.SCHEDULES:
+    raise _choices(config.train.hint_schedule, 'train.hint_schedule', list(multitask.SCHEDULES))
+  size = config.train.dataset_size
+  if not _is_int(size) or size < 0 or 0 < size < len(task_list):
+    raise ConfigError(f'train.dataset_size={size!r} must be 0 (fresh examples) or an integer '
+                      f'>= the {len(task_list)} tasks it is split between')
+  if config.train.hint_schedule == 'mixed' and config.train.batch_size < len(task_list):
+    raise ConfigError(f'train.batch_size={config.train.batch_size} cannot be split between '
+                      f'{len(task_list)} tasks (train.hint_schedule=mixed)')
+  n = config.train.max_length
+  for task in task_list:
+    if n < task.min_length:
+      raise ConfigError(f'train.max_length={n} is below task {task.name!r}\'s shortest '
+                        f'training length {task.min_length}')
+  distributions, lengths = list(config.eval.distributions), list(config.eval.lengths)
+  if not distributions:
+    raise ConfigError(f'eval.distributions is empty; valid: {", ".join(main.DISTRIBUTIONS)}')
+  for d in distributions:
+    if d not in main.DISTRIBUTIONS:
+      raise ConfigError(f'unknown eval.distributions entry {d!r} of task {config.task!r}; '
+                        f'valid: {", ".join(main.DISTRIBUTIONS)}')
+  if len(set(distributions)) != len(distributions):
+    raise ConfigError(f'eval.distributions {distributions} has duplicates')
+  if not lengths:
+    raise ConfigError('eval.lengths is empty; give the test lengths, e.g. '
+                      "--config.eval.lengths='[10, 50, 100]'")
+  for d in distributions:
+    for length in lengths:
+      try:
+        main.check_length(length, d)
+      except ValueError as e:
+        raise ConfigError(f'eval.lengths: {e}') from None
+  longest = max([t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
+                + [main.max_prompt(l) + main.max_answer(l) - 1 for l in lengths])
+  if (spec.randomized or 'learned' in config.encoding.split('+')) and (
+      longest > config.model.max_position):
+    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                      f'longest sequence ({longest} tokens); encoding {config.encoding!r} '
+                      f'needs max_position >= {longest}')
+
+
 def task_of(config: ml_collections.ConfigDict) -> Any:
   """The config's task with its `task_options` (ValueError on a bad name or option)."""
   import tasks
+  if getattr(tasks.REGISTRY.get(config.task), 'level', None) == 'hinting':
+    from posenc import multitask  # the options may belong to the hints
+    return multitask.tasks_of(config)[0]
   options = config.get('task_options')
   return tasks.get(config.task, options.to_dict() if options else None)
 

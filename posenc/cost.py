@@ -150,43 +150,67 @@ def decoder_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
                 + tokens * d * vocab)
 
 
+def _is_hinting(config: ml_collections.ConfigDict) -> bool:
+  from posenc import objectives  # pylint: disable=g-import-not-at-top
+  return objectives.is_hinting_task(config_lib.task_of(config))
+
+
+def _eval_fn(config, task, model, population, data_key):
+  """(the evaluation program of the cell at the training size n, its args, its widths)."""
+  from posenc import grid_eval  # pylint: disable=g-import-not-at-top
+  from posenc import length_eval  # pylint: disable=g-import-not-at-top
+  n = config.train.max_length
+  if _is_hinting(config):  # a test length of the main task, its first distribution
+    fn = length_eval.make_length_fn(config, task, model, population, n, data_key)
+    return fn, (jnp.int32(0), population.eval_keys), (task.max_prompt(n), task.max_answer(n))
+  shape = grid_eval.widths(task, n, n, config.eval.bucket_size)
+  fn = grid_eval.make_cell_fn(config, task, model, population, shape, data_key)
+  return fn, (jnp.int32(n), jnp.int32(n), population.eval_keys), shape
+
+
 def measure_sequence(config: ml_collections.ConfigDict, steps: int = 3, batch: int = 8,
                      samples: int = 8) -> dict[str, Any]:
-  """One member of a sequence-task `config` (arithmetic) timed on the local devices at a
-  reduced batch: seconds per training step of `batch` sequences (training batches are
-  padded to the widths at n), and seconds per generated example of grid cell (n, n)."""
-  from posenc import grid_eval  # pylint: disable=g-import-not-at-top
+  """One member of a sequence-task `config` (arithmetic, task hinting) timed on the local
+  devices at a reduced batch: seconds per training step of `batch` sequences (training
+  batches are padded to the widths at n), and seconds per generated example at n (grid cell
+  (n, n), or test length n)."""
+  samples = min(samples, config.eval.samples_per_cell, config.eval.batch_size)
   small = sweep_lib.cell_config(config, {
       'seeds': config.seeds[:1], 'learning_rates': config.learning_rates[:1],
       'train.batch_size': min(batch, config.train.batch_size),
-      'eval.samples_per_cell': min(samples, config.eval.samples_per_cell)})
+      'eval.samples_per_cell': samples, 'eval.batch_size': samples,
+      'eval.examples_per_length': samples})
   figures = measure_training(small, steps)
   task = config_lib.task_of(small)
   population = train.Population(small)
   model = train.make_model(small, task, population.platform)
   _, _, data_key = train.data_keys(small)
-  n = small.train.max_length
-  shape = grid_eval.widths(task, n, n, small.eval.bucket_size)
-  evaluate = grid_eval.make_cell_fn(small, task, model, population, shape, data_key)
-  args = (figures['state']['params'], jnp.int32(n), jnp.int32(n), population.eval_keys)
+  evaluate, args, shape = _eval_fn(small, task, model, population, data_key)
+  args = (figures['state']['params'], *args)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
   jax.block_until_ready(evaluate(*args))
-  return {'batch': small.train.batch_size, 'samples': small.eval.samples_per_cell,
+  return {'batch': small.train.batch_size, 'samples': samples,
           'step_s': figures['seconds'] / steps, 'warmup_compile_s': figures['warmup_compile_s'],
-          'example_s': (time.time() - t0) / small.eval.samples_per_cell,
+          'example_s': (time.time() - t0) / samples,
           'train_tokens': sum(train.train_shape(small, task)), 'eval_tokens': sum(shape)}
 
 
 def sequence_work(config: ml_collections.ConfigDict) -> tuple[float, float, float]:
-  """(training FLOPs per step, evaluation FLOPs of the grid, FLOPs per example at (n, n)) of
-  one member: training sequences padded to the widths at n, every grid cell's samples at
-  its padded widths."""
+  """(training FLOPs per step, evaluation FLOPs, FLOPs per example at n) of one member:
+  training sequences padded to the widths at n; every grid cell's samples at its padded
+  widths (arithmetic), or every test length's examples under every distribution (task
+  hinting)."""
   from posenc import grid_eval  # pylint: disable=g-import-not-at-top
   task = config_lib.task_of(config)
   n, size = config.train.max_length, config.eval.bucket_size
   per_step = 3 * decoder_flops(sum(train.train_shape(config, task)), config)
   per_step *= config.train.batch_size
+  if _is_hinting(config):
+    widths = lambda l: task.max_prompt(l) + task.max_answer(l)
+    per_eval = sum(decoder_flops(widths(l), config) for l in config.eval.lengths)
+    per_eval *= config.eval.examples_per_length * len(config.eval.distributions)
+    return per_step, per_eval, decoder_flops(widths(n), config)
   per_eval = sum(decoder_flops(sum(grid_eval.widths(task, a, b, size)), config)
                  for a, b in grid_eval.cells(config)) * config.eval.samples_per_cell
   return per_step, per_eval, decoder_flops(sum(grid_eval.widths(task, n, n, size)), config)

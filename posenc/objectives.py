@@ -83,9 +83,15 @@ class Objective(NamedTuple):
 
 
 def is_sequence_task(task: Any) -> bool:
-  """Whether `task` samples token sequences `prompt ⊕ answer ⊕ EOS` itself (the arithmetic
-  tasks and text corpora) rather than the study's (inputs, targets) pairs."""
-  return getattr(task, 'level', None) in ('arithmetic', 'language')
+  """Whether `task` samples token sequences `prompt ⊕ answer (⊕ EOS)` itself (the arithmetic
+  and hinting tasks and text corpora) rather than the study's (inputs, targets) pairs."""
+  return getattr(task, 'level', None) in ('arithmetic', 'language', 'hinting')
+
+
+def is_hinting_task(task: Any) -> bool:
+  """Whether `task` is one of the task-hinting study's (tasks/hinting.py): no EOS, trained
+  with its hints (`posenc.multitask`), judged per test length and distribution."""
+  return getattr(task, 'level', None) == 'hinting'
 
 
 def is_language_task(task: Any) -> bool:
@@ -109,7 +115,8 @@ def make(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: Any) 
 def _sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder,
               shape: tuple[int, int]) -> Objective:
   """Sequence tasks: teacher forcing on `tokens`, the loss on the answer and EOS (or on every
-  token); greedy generation after each prompt, exact match of the answer through EOS."""
+  token), each example through its output head `batch['task']` when the batch has one;
+  greedy generation after each prompt, exact match of the answer through EOS."""
   prompt_width, answer_width = shape
 
   def loss(params, batch, rngs, window=None):
@@ -117,7 +124,7 @@ def _sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decode
     inputs, labels = tokens[:, :-1], tokens[:, 1:]
     lengths = batch['length'] - 1  # the tokens fed: all but the last
     logits, _ = model.apply({'params': params}, inputs, lengths, deterministic=False,
-                            rngs=rngs, window=window)
+                            rngs=rngs, window=window, task=batch.get('task'))
     j = jnp.arange(labels.shape[1])[None, :]
     real = j < lengths[:, None]
     answer = real & (j >= batch['prompt_length'][:, None] - 1)

@@ -35,10 +35,12 @@ COMPLETE, PARTIAL, PENDING, FAILED = 'complete', 'partial', 'pending', 'failed'
 def cell_name(overrides: dict[str, Any]) -> str:
   """The directory name of a cell: its override values joined, task first.
 
-  Example: {'task': 'even_pairs', 'encoding': 'none'} -> 'even_pairs__none'.
+  Example: {'task': 'even_pairs', 'encoding': 'none'} -> 'even_pairs__none'; a list value
+  joins with '+' ({'hints': ['count', 'fill']} -> 'count+fill'; [] -> 'none').
   """
   keys = sorted(overrides, key=lambda k: (k != 'task', k != 'encoding', k))
-  return '__'.join(str(overrides[k]).replace('/', '_') for k in keys)
+  text = lambda v: ('+'.join(map(str, v)) or 'none') if isinstance(v, (list, tuple)) else str(v)
+  return '__'.join(text(overrides[k]).replace('/', '_') for k in keys)
 
 
 def select_cells(grid: Sequence[dict[str, Any]], tasks: Sequence[str] | None = None,

@@ -59,9 +59,11 @@ from posenc import attention
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import grid_eval
+from posenc import length_eval
 from posenc import lm_eval
 from posenc import io
 from posenc import models as model_lib
+from posenc import multitask
 from posenc import objectives
 
 P = jax.sharding.PartitionSpec
@@ -72,6 +74,8 @@ POP = 'pop'  # The mesh axis the population is sharded over.
 _DATA, _MEMBER, _EVAL_DATA = 0, 1, 2
 # Folded into a member's step key for the progressive loss's draws.
 _PROGRESSIVE = 3
+# Folded into the data seed's key for a fixed training set.
+_DATASET = 4
 
 # On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
 # the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
@@ -126,7 +130,10 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
   if c.family == 'decoder':
     vocab = (task.vocab_size if objectives.is_sequence_task(task)
              else objectives.decoder_vocab(task).size)
-    return model_lib.Decoder(vocab_size=vocab, tie_embeddings=c.tie_embeddings, **common)
+    # A head per task: the main task's, then each hint's (posenc.multitask).
+    heads = 1 + len(config.get('hints', []) or []) if objectives.is_hinting_task(task) else 1
+    return model_lib.Decoder(vocab_size=vocab, tie_embeddings=c.tie_embeddings,
+                             num_outputs=heads, **common)
   if objectives.is_language_task(task):  # masked LM: id vocab_size is the mask token
     return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.vocab_size, **common)
   return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.num_classes, **common)
@@ -150,15 +157,19 @@ def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation
 
 
 def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> jax.Array:
-  """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), or a
+  """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), a
   trapezoid (Zhai et al. 2022): linear warm-up over `warmup` of the steps, constant, linear
-  cool-down to 0 over the last `cooldown`.
+  cool-down to 0 over the last `cooldown`; or 'cosine' (Awasthi & Gupta's one-cycle cosine):
+  linear warm-up from 0 over `warmup` of the steps, then cosine decay to 0 at the last step.
 
   Example: 100 steps, warmup 0.1, cooldown 0.2: step 0 -> 0.1, 5 -> 0.6, 50 -> 1, 90 -> 0.5.
   """
   if config.train.schedule == 'constant':
     return jnp.float32(1.0)
   total = config.train.steps
+  if config.train.schedule == 'cosine':
+    return optax.warmup_cosine_decay_schedule(
+        0.0, 1.0, round(config.train.warmup * total), total)(step).astype(jnp.float32)
   warmup = max(1, round(config.train.warmup * total))
   cooldown = max(1, round(config.train.cooldown * total))
   t = step.astype(jnp.float32)
@@ -220,6 +231,12 @@ class Population:
 
   def state_sharding(self, state: Any) -> Any:
     return jax.tree.map(lambda x: self.sharded if x.ndim else self.replicated, state)
+
+
+def dataset_key(config: ml_collections.ConfigDict) -> jax.Array:
+  """The key of a fixed training set (`train.dataset_size` > 0): example i of task t is drawn
+  from fold_in(fold_in(key, t), i)."""
+  return jax.random.fold_in(jax.random.key(config.data_seed), _DATASET)
 
 
 def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -291,6 +308,8 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   """
   tx = optimizer(config)
   sequences = objectives.is_sequence_task(task)
+  hinting = objectives.is_hinting_task(task)
+  task_list = multitask.tasks_of(config) if hinting else [task]
   shape = train_shape(config, task) if sequences else bucket
   objective = objectives.make(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
@@ -327,7 +346,10 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
 
   def local_update(state, length, learning_rates, keys):
     key = jax.random.fold_in(batch_key, state['step'])
-    if sequences:  # every example its own lengths, drawn stratified over [1..n]^2
+    if hinting:  # the main task and its hints, each through its own head
+      batch = multitask.train_batch(config, task_list, key, dataset_key(config),
+                                    state['step'], shape)
+    elif sequences:  # every example its own lengths, drawn stratified over [1..n]^2
       batch = task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
     else:
       batch = task.sample_padded(key, config.train.batch_size, length, bucket)
@@ -367,8 +389,11 @@ def bucket_of(config: ml_collections.ConfigDict, length: int) -> int:
 
 
 def train_shape(config: ml_collections.ConfigDict, task: Any) -> tuple[int, int]:
-  """(prompt width, answer width) of a sequence task's training batches: its bounds at n."""
+  """(prompt width, answer width) of a sequence task's training batches: its bounds at n
+  (a hinting task's: the widest of it and its hints)."""
   n = config.train.max_length
+  if objectives.is_hinting_task(task):
+    return multitask.train_shape(multitask.tasks_of(config), n)
   return task.max_prompt(n, n), task.max_answer(n, n)
 
 
@@ -796,7 +821,11 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   train_seconds = time.time() - t_start
 
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
-  if objectives.is_language_task(task):
+  if objectives.is_hinting_task(task):
+    evaluation = _length_results(config, task, model, population, state['params'],
+                                 eval_data_key, workdir, progress, traces, should_stop,
+                                 diverged)
+  elif objectives.is_language_task(task):
     evaluation = _perplexity_results(config, task, model, population, state['params'],
                                      workdir, progress, traces, should_stop, diverged)
   elif objectives.is_sequence_task(task):
@@ -855,6 +884,29 @@ def _perplexity_results(config, task, model, population, params, workdir, progre
                     'perplexity_by_length': ppl})
   return {'evaluation': 'perplexity', 'eval_lengths': lengths, 'corpus': task.split_info(),
           'eval_seconds': {str(l): by[l]['seconds'] for l in lengths}, 'members': members}
+
+
+def _length_results(config, task, model, population, params, data_key, workdir, progress,
+                    traces, should_stop, diverged) -> dict[str, Any]:
+  """results.json's evaluation of a hinting task: the main head's full-sequence accuracy,
+  edit distance and token accuracy per test distribution and length, per member."""
+  by_cell = length_eval.evaluate(config, task, model, population, params, data_key, workdir,
+                                 progress, traces, should_stop)
+  lengths = [int(n) for n in config.eval.lengths]
+  unseen = [n for n in lengths if n > config.train.max_length]
+  first = config.eval.distributions[0]
+  members = []
+  for i, member in enumerate(population.members):
+    table = {metric: {d: {str(n): by_cell[(d, n)][metric][i] for n in lengths}
+                      for d in config.eval.distributions} for metric in length_eval.METRICS}
+    score = (float(np.mean([table['exact_match'][first][str(n)] for n in unseen]))
+             if unseen and not diverged[i] else None)
+    members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
+                    **{f'{metric}_by_length': table[metric] for metric in length_eval.METRICS}})
+  return {'evaluation': 'lengths', 'hints': list(config.hints),
+          'hint_schedule': config.train.hint_schedule, 'eval_lengths': lengths,
+          'distributions': list(config.eval.distributions), 'score_distribution': first,
+          'score_lengths': unseen, 'members': members}
 
 
 def _range_results(config, task, model, population, params, data_key, workdir, progress,

@@ -1,0 +1,172 @@
+"""Evaluation per test length and test distribution (Awasthi & Gupta 2023): full-sequence
+accuracy and mean edit distance of greedy generations, through the main task's head.
+
+A cell is (distribution, n): `eval.examples_per_length` examples, every one of input length n
+drawn from the main task's test distribution (sorting: 'uniform', or rep(n, r) as 'rep2'..
+'rep5'), in sub-batches of `eval.batch_size`, from a key of the cell and sub-batch alone (the
+same data for every model). The model decodes exactly as many tokens as the true answer has
+(the tasks have no EOS: the paper decodes exactly n tokens after ⊥). Per cell and member:
+
+  exact_match    the share of examples whose whole answer is right (full-sequence accuracy)
+  edit_distance  the mean Levenshtein distance between the generated and the true answer
+  accuracy       the share of answer tokens right at their position
+
+One compiled program per test length serves every distribution (a switch over the
+samplers), so a run compiles at most len(eval.lengths) evaluation programs. Measured cells
+are appended to `workdir/lengths.jsonl`; a resumed evaluation measures only the others.
+
+  >>> by_cell = evaluate(config, task, model, population, params, key, workdir)
+  >>> by_cell[('rep2', 50)]['exact_match']    # one value per member
+"""
+from __future__ import annotations
+
+import collections
+import os
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+import ml_collections
+import numpy as np
+
+from posenc import generate
+from posenc import io
+
+Array = jax.Array
+METRICS = ('exact_match', 'edit_distance', 'accuracy')
+# Never emitted (ids are >= 0): generation runs to each answer's full length.
+_NO_EOS = -1
+
+
+def edit_distance(a: Array, b: Array, len_a: Array, len_b: Array) -> Array:
+  """Levenshtein distance between a[i, :len_a[i]] and b[i, :len_b[i]] (unit costs).
+
+  Args:
+    a: int [B, N]; b: int [B, M]; len_a, len_b: int [B], at most N and M.
+
+  Returns:
+    int32 [B].
+
+  The dynamic programme runs over the rows of a (a scan of N steps); within a row the
+  insertion chain D[i, j] = min_k<=j (E[k] + j - k) is one cumulative minimum, so a row is a
+  handful of vector operations over every example at once.
+
+  Example: 'kitten' vs 'sitting' -> 3; [1, 2, 3] vs [1, 3] -> 1.
+  """
+  batch, m = b.shape
+  j = jnp.arange(m + 1, dtype=jnp.int32)
+  # The zero derived from `a` gives the carry a's type inside a shard_map (varying over the
+  # population's devices when a is).
+  first = jnp.broadcast_to(j, (batch, m + 1)) + jnp.zeros_like(a[:, :1], jnp.int32)
+
+  def row(prev, inputs):
+    i, a_i = inputs
+    substitute = prev[:, :-1] + (a_i[:, None] != b).astype(jnp.int32)
+    delete = prev[:, 1:] + 1
+    e = jnp.concatenate([jnp.full((batch, 1), i, jnp.int32),
+                         jnp.minimum(substitute, delete)], axis=1)
+    new = j + lax.cummin(e - j, axis=1)
+    return new, new
+
+  _, rows = lax.scan(row, first, (jnp.arange(1, a.shape[1] + 1, dtype=jnp.int32), a.T))
+  rows = jnp.concatenate([first[None], rows])            # [N + 1, B, M + 1]
+  return rows[len_a, jnp.arange(batch), len_b]
+
+
+def cells(config: ml_collections.ConfigDict) -> list[tuple[str, int]]:
+  """The evaluated cells: every distribution at every length, in config order.
+
+  Example: distributions [uniform, rep2], lengths [10, 50] -> (uniform, 10) (uniform, 50)
+    (rep2, 10) (rep2, 50).
+  """
+  return [(d, int(n)) for d in config.eval.distributions for n in config.eval.lengths]
+
+
+def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+                   length: int, data_key: Array,
+                   traces: collections.Counter | None = None) -> Callable[..., dict]:
+  """The jitted evaluation of every distribution at one `length`.
+
+  f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}.
+  """
+  from posenc import train  # pylint: disable=g-import-not-at-top
+  distributions = list(config.eval.distributions)
+  size = config.eval.batch_size
+  num_sub = config.eval.examples_per_length // size
+  width_p, width_a = task.max_prompt(length), task.max_answer(length)
+
+  def local(params, d, keys):
+    if traces is not None:
+      traces['eval'] += 1
+
+    def sub_batch(j):
+      key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(data_key, d), length), j)
+      batch = lax.switch(d, [lambda k, dist=dist: task.sample(k, size, length, width_p,
+                                                               width_a, dist)
+                             for dist in distributions], key)
+      tokens, prompt_lengths = batch['tokens'], batch['prompt_length']
+      answer_lengths = batch['length'] - prompt_lengths
+      column = jnp.arange(width_p)[None, :]
+      prompts = jnp.where(column < prompt_lengths[:, None], tokens[:, :width_p], 0)
+      at = jnp.minimum(prompt_lengths[:, None] + jnp.arange(width_a)[None, :],
+                       tokens.shape[1] - 1)
+      target = jnp.take_along_axis(tokens, at, axis=1)
+      valid = jnp.arange(width_a)[None, :] < answer_lengths[:, None]
+
+      def member(args):
+        p, member_key = args
+        noise = jax.random.fold_in(jax.random.fold_in(member_key, length), j)
+        out = generate.generate(model, {'params': p}, prompts, prompt_lengths, width_a,
+                                _NO_EOS, {'noise': noise}, answer_lengths=answer_lengths,
+                                task=jnp.zeros_like(prompt_lengths))
+        right = (out == target) & valid
+        return {'exact_match': jnp.mean(jnp.all(right | ~valid, axis=-1)),
+                'edit_distance': jnp.mean(edit_distance(out, target, answer_lengths,
+                                                        answer_lengths).astype(jnp.float32)),
+                'accuracy': jnp.sum(right) / jnp.sum(valid)}
+
+      return lax.map(member, (params, keys))
+
+    return jax.tree.map(lambda x: jnp.mean(x, axis=0), lax.map(sub_batch, jnp.arange(num_sub)))
+
+  P = jax.sharding.PartitionSpec
+  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+      config, model, population, abstract=True)['params'])
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(train.POP)),
+                                      out_specs=P(train.POP)))
+
+
+def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+             params: Any, data_key: Array, workdir: str,
+             progress: Callable[[str], None] = print,
+             traces: collections.Counter | None = None,
+             should_stop: Callable[[], bool] = lambda: False
+             ) -> dict[tuple[str, int], dict[str, list[float]]]:
+  """Every cell's metrics per member: {(distribution, n): {metric: [member i]}}."""
+  from posenc import train  # pylint: disable=g-import-not-at-top
+  path = os.path.join(workdir, 'lengths.jsonl')
+  done = {(r['distribution'], r['length']): {k: r[k] for k in METRICS}
+          for r in io.read_jsonl(path, rewrite=True)}
+  wanted = cells(config)
+  todo = [c for c in wanted if c not in done]
+  index = {d: i for i, d in enumerate(config.eval.distributions)}
+  fns: dict[int, Callable[..., dict]] = {}
+  t0 = time.time()
+  for k, (dist, n) in enumerate(todo):
+    if should_stop():
+      raise train.Preempted(config.train.steps, f'preempted during evaluation, before '
+                            f'{dist} at length {n}: the cells measured so far are kept')
+    if n not in fns:
+      fns[n] = make_length_fn(config, task, model, population, n, data_key, traces)
+    metrics = jax.device_get(fns[n](params, jnp.int32(index[dist]), population.eval_keys))
+    metrics = {name: [float(x) for x in np.asarray(metrics[name])[:population.size]]
+               for name in METRICS}
+    io.append_jsonl(path, {'distribution': dist, 'length': n, **metrics})
+    done[(dist, n)] = metrics
+    elapsed = time.time() - t0
+    progress(f'eval {dist} length {n} ({k + 1}/{len(todo)}) | exact match '
+             f'{np.mean(metrics["exact_match"]):.3f} | elapsed {elapsed:.0f} s | ETA '
+             f'{elapsed / (k + 1) * (len(todo) - k - 1):.0f} s')
+  return {c: done[c] for c in wanted}
