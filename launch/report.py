@@ -9,7 +9,9 @@ results.json file. Range runs (the study's tasks) give DIR/table1.md, DIR/table4
 DIR/figure4_<task>.png; grid runs (the arithmetic study: exact match on a grid of operand
 lengths) give DIR/arithmetic.md (exact match by region, per task, architecture and encoding)
 and one DIR/heatmap_<task>__<encoding>__<architecture>__seed<k>_lr<rate>.png per member;
-language-model runs (perplexity by length) give DIR/perplexity.md. DIR
+language-model runs (perplexity by length) give DIR/perplexity.md; task-hinting runs
+(accuracy and edit distance by test length and distribution) give DIR/hints.md and one
+DIR/hints_<task>.png per task. DIR
 defaults to ./report; every table is printed. --metric=exact_match makes the range tables and
 figures report the share of examples whose every output token is right instead of the
 per-token accuracy (range runs that predate that metric are then malformed); grid runs are
@@ -28,6 +30,7 @@ import pathlib
 import sys
 from typing import NoReturn, Sequence
 
+from posenc import hint_report
 from posenc import report as report_lib
 
 
@@ -80,8 +83,10 @@ def main(argv: Sequence[str] | None = None) -> None:
   except OSError as e:
     _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
   tables = [name for name in ('table1.md', 'table4.md', report_lib.ARITHMETIC_FILE,
-                              report_lib.PERPLEXITY_FILE) if name in report.files]
-  for text in (report.table1, report.table4, report.arithmetic, report.perplexity):
+                              report_lib.PERPLEXITY_FILE, hint_report.FILE)
+            if name in report.files]
+  for text in (report.table1, report.table4, report.arithmetic, report.perplexity,
+               report.hints):
     if text:
       print(text)
   written = [f'{out}/{name}' for name in tables]
@@ -91,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> None:
   if report.arithmetic:
     heatmaps = sum(name.startswith('heatmap_') for name in report.files)
     written.append(f'{heatmaps} heatmap{"s" * (heatmaps != 1)}')
+  if report.hints:
+    plots = sum(name.startswith('hints_') for name in report.files)
+    written.append(f'{plots} accuracy-by-length figure{"s" * (plots != 1)}')
   print(f'wrote {", ".join(written[:-1])} and {written[-1]}' if len(written) > 1
         else f'wrote {written[0]}')
 

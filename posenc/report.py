@@ -79,6 +79,7 @@ from matplotlib import patches as mpl_patches
 import numpy as np
 
 from posenc import encodings as encodings_lib
+from posenc import hint_report
 import tasks as tasks_lib
 from tasks import arithmetic as arithmetic_tasks
 
@@ -404,8 +405,15 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy'
     return _parse_grid_run(data, path)
   if evaluation == 'perplexity':
     return _parse_perplexity_run(data, path)
+  if evaluation == 'lengths':
+    try:
+      return hint_report.parse_run(data, str(path))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+      raise MalformedRunError(f'{path}: not a task-hinting run ({type(e).__name__}: {e})'
+                              ) from None
   if evaluation not in (None, 'range'):
-    raise MalformedRunError(f"{path}: evaluation is {evaluation!r}, expected 'range' or 'grid'")
+    raise MalformedRunError(f"{path}: evaluation is {evaluation!r}, expected 'range', 'grid', "
+                            "'perplexity' or 'lengths'")
   return _parse_range_run(data, path, metric)
 
 
@@ -666,6 +674,7 @@ class LoadedRuns:
   grid_runs: tuple[GridRun, ...]
   problems: tuple[str, ...]
   lm_runs: tuple[PerplexityRun, ...] = ()
+  hint_runs: tuple[hint_report.HintRun, ...] = ()
 
 
 def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
@@ -681,7 +690,7 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
   Raises:
     ReportError: from `find_results`, or an unknown metric.
   """
-  runs, grid_runs, lm_runs, problems = [], [], [], []
+  runs, grid_runs, lm_runs, hint_runs, problems = [], [], [], [], []
   for results_path in find_results(paths):
     try:
       run = load_run(results_path, metric=metric)
@@ -690,9 +699,12 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
     else:
       if isinstance(run, PerplexityRun):
         lm_runs.append(run)
+      elif isinstance(run, hint_report.HintRun):
+        hint_runs.append(run)
       else:
         (grid_runs if isinstance(run, GridRun) else runs).append(run)
-  return LoadedRuns(tuple(runs), tuple(grid_runs), tuple(problems), tuple(lm_runs))
+  return LoadedRuns(tuple(runs), tuple(grid_runs), tuple(problems), tuple(lm_runs),
+                    tuple(hint_runs))
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
@@ -1749,6 +1761,7 @@ class Report:
   skipped: tuple[str, ...]
   arithmetic: str = ''
   perplexity: str = ''
+  hints: str = ''
 
 
 def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
@@ -1816,7 +1829,7 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   """
   loaded = load_all_runs(paths, metric=metric)
   runs, skipped = list(loaded.runs), list(loaded.problems)
-  if not runs and not loaded.grid_runs and not loaded.lm_runs:
+  if not runs and not loaded.grid_runs and not loaded.lm_runs and not loaded.hint_runs:
     raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
                       f'{skipped[0]}')
   text1 = text4 = arithmetic = ''
@@ -1842,7 +1855,14 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   if loaded.lm_runs:
     perplexity = perplexity_table(loaded.lm_runs)
     files[PERPLEXITY_FILE] = perplexity.encode()
-  return Report(text1, text4, files, tuple(skipped), arithmetic, perplexity)
+  hints = ''
+  if loaded.hint_runs:
+    hints = hint_report.table(loaded.hint_runs)
+    files[hint_report.FILE] = hints.encode()
+    if figures:
+      for task in sorted({r.task for r in loaded.hint_runs}):
+        files[f'hints_{task}.png'] = hint_report.figure_png(loaded.hint_runs, task)
+  return Report(text1, text4, files, tuple(skipped), arithmetic, perplexity, hints)
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
@@ -1883,4 +1903,6 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
     texts.append(report.arithmetic)
   if report.perplexity:
     texts.append(report.perplexity)
+  if report.hints:
+    texts.append(report.hints)
   return '\n'.join(texts)

@@ -1,0 +1,154 @@
+"""The task-hinting study's report: full-sequence accuracy and edit distance against test
+length, per variant (hints, encoding, attention temperature), on every test distribution.
+
+`posenc.report.build_report` calls this for results.json files whose `evaluation` is
+'lengths'; it writes `hints.md` and one `hints_<task>.png` per main task.
+
+  >>> runs = [parse_run(json.load(open(p)), p) for p in paths]   # doctest: +SKIP
+  >>> print(table(runs))
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+from typing import Any, Mapping, Sequence
+
+from matplotlib import figure as mpl_figure
+import numpy as np
+
+FILE = 'hints.md'
+METRICS = ('exact_match', 'edit_distance')
+
+
+@dataclasses.dataclass(frozen=True)
+class HintRun:
+  """One run: its variant and, per member (None when diverged), {metric: {distribution:
+  {length: value}}}."""
+  task: str
+  encoding: str
+  hints: tuple[str, ...]
+  schedule: str
+  temperature: str
+  train_length: int
+  lengths: tuple[int, ...]
+  distributions: tuple[str, ...]
+  members: tuple[dict[str, dict[str, dict[int, float]]] | None, ...]
+  source: str
+
+  @property
+  def label(self) -> str:
+    """e.g. 'successor · rotary' or 'none · none · τ learned (β₀ 0.3)'."""
+    hints = '+'.join(self.hints) or 'no hint'
+    if len(self.hints) > 1 or (self.hints and self.schedule != 'alternate'):
+      hints += f' ({self.schedule})'
+    parts = [hints, self.encoding]
+    if self.temperature != 'none':
+      parts.append(f'τ {self.temperature}')
+    return ' · '.join(parts)
+
+
+def temperature_text(config: Mapping[str, Any]) -> str:
+  """'none', or 'fixed β=1' / 'learned β₀=0.3' from a run's config.json contents."""
+  model = config.get('model', {})
+  kind = model.get('temperature', 'none')
+  if kind == 'none':
+    return 'none'
+  beta = model.get('temperature_beta', 1.0)
+  return f'fixed β={beta:g}' if kind == 'fixed' else f'learned β₀={beta:g}'
+
+
+def parse_run(data: Mapping[str, Any], where: str) -> HintRun:
+  """A HintRun from a results.json object; KeyError/TypeError/ValueError when malformed."""
+  lengths = tuple(int(n) for n in data['eval_lengths'])
+  distributions = tuple(str(d) for d in data['distributions'])
+  members = []
+  for m in data['members']:
+    if m.get('diverged'):
+      members.append(None)
+      continue
+    members.append({metric: {d: {int(n): float(v) for n, v in m[f'{metric}_by_length'][d].items()}
+                             for d in distributions} for metric in METRICS})
+  config = data.get('config', {})
+  return HintRun(str(data['task']), str(data['encoding']), tuple(data.get('hints', ())),
+                 str(data.get('hint_schedule', 'alternate')), temperature_text(config),
+                 int(data['train_length']), lengths, distributions, tuple(members), where)
+
+
+def _stats(values: Sequence[float], scale: float, digits: int) -> str:
+  if not values:
+    return '–'
+  text = f'{np.mean(values) * scale:.{digits}f}'
+  return text + (f' ± {np.std(values) * scale:.{digits}f}' if len(values) > 1 else '')
+
+
+def _ordered(runs: Sequence[HintRun]) -> list[HintRun]:
+  """No hint first, then by hints, encoding and temperature."""
+  return sorted(runs, key=lambda r: (bool(r.hints), r.hints, r.encoding, r.temperature))
+
+
+def table(runs: Sequence[HintRun]) -> str:
+  """Per main task and test distribution: exact match (%) and mean edit distance against
+  test length (rows) per variant (columns), mean ± sd over the non-diverged members, as
+  markdown. Lengths past training are marked '*'."""
+  lines = ['# Task hinting: full-sequence accuracy and edit distance against test length', '']
+  for task in sorted({r.task for r in runs}):
+    mine = _ordered([r for r in runs if r.task == task])
+    train = max(r.train_length for r in mine)
+    lengths = sorted({n for r in mine for n in r.lengths})
+    distributions = list(dict.fromkeys(d for r in mine for d in r.distributions))
+    counts = ', '.join(f'{r.label}: {sum(m is not None for m in r.members)}/{len(r.members)}'
+                       for r in mine)
+    lines += [f'## {task} (trained at lengths up to {train}; members per variant: {counts})',
+              '']
+    for metric, title, scale, digits in (('exact_match', 'full-sequence accuracy (%)', 100, 1),
+                                         ('edit_distance', 'mean edit distance', 1, 2)):
+      for d in distributions:
+        cols = [r for r in mine if d in r.distributions]
+        lines += [f'### {title}, {d} inputs', '',
+                  '| length | ' + ' | '.join(r.label for r in cols) + ' |',
+                  '|---|' + '---|' * len(cols)]
+        for n in lengths:
+          cells = [_stats([m[metric][d][n] for m in r.members if m and n in m[metric][d]],
+                          scale, digits) for r in cols]
+          lines.append(f'| {n}{"*" if n > train else ""} | ' + ' | '.join(cells) + ' |')
+        lines.append('')
+  lines.append('Notes: * marks lengths past training. rep2..rep5 are rep(i, r) (Awasthi & '
+               'Gupta 2023, §3.1): floor(i/r) distinct values each repeated r times, the rest '
+               f'uniform, shuffled. Built from {len(runs)} run(s).')
+  return '\n'.join(lines) + '\n'
+
+
+def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
+  """Exact match against test length, one panel per test distribution, one line per variant
+  (the mean over members, the band their range), as PNG bytes."""
+  mine = _ordered([r for r in runs if r.task == task])
+  distributions = list(dict.fromkeys(d for r in mine for d in r.distributions))
+  fig = mpl_figure.Figure(figsize=(3.2 * len(distributions) + 1.5, 3.4))
+  axes = fig.subplots(1, len(distributions), squeeze=False)[0]
+  train = max(r.train_length for r in mine)
+  for ax, d in zip(axes, distributions):
+    for r in mine:
+      if d not in r.distributions:
+        continue
+      members = [m for m in r.members if m]
+      if not members:
+        continue
+      lengths = sorted(r.lengths)
+      values = np.array([[m['exact_match'][d][n] * 100 for n in lengths] for m in members])
+      line, = ax.plot(lengths, values.mean(0), marker='o', markersize=3, label=r.label)
+      if len(members) > 1:
+        ax.fill_between(lengths, values.min(0), values.max(0), alpha=0.15,
+                        color=line.get_color())
+    ax.axvline(train, color='grey', linestyle=':', linewidth=1)
+    ax.set_title(d, fontsize=9)
+    ax.set_xlabel('test length')
+    ax.set_ylim(-3, 103)
+    ax.grid(alpha=0.3)
+  axes[0].set_ylabel('full-sequence accuracy (%)')
+  axes[-1].legend(fontsize=7, loc='best')
+  fig.suptitle(f'{task}: accuracy against test length (dotted: longest training length)',
+               fontsize=10)
+  fig.tight_layout()
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format='png', dpi=110, metadata={'Software': None})
+  return buffer.getvalue()
