@@ -1,0 +1,267 @@
+"""The task-hinting study: edit distance, the multi-task schedules and heads, the fixed
+training set, the cosine schedule, bad input, and the experiment's tiny mode end to end
+(killed, resumed, reported)."""
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import sorting_hints
+from posenc import config as config_lib
+from posenc import io
+from posenc import length_eval
+from posenc import multitask
+from posenc import train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _levenshtein(a, b):
+  row = list(range(len(b) + 1))
+  for i, x in enumerate(a, 1):
+    prev, row[0] = row[0], i
+    for j, y in enumerate(b, 1):
+      prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+  return row[-1]
+
+
+def _pad(rows, width):
+  return jnp.array([list(r) + [0] * (width - len(r)) for r in rows], jnp.int32)
+
+
+def test_edit_distance_on_known_pairs_and_against_the_textbook_recurrence():
+  pairs = [('kitten', 'sitting', 3), ('', 'abc', 3), ('abc', '', 3), ('abc', 'abc', 0),
+           ('flaw', 'lawn', 2), ('intention', 'execution', 5)]
+  a = _pad([[ord(c) for c in x] for x, _, _ in pairs], 9)
+  b = _pad([[ord(c) for c in y] for _, y, _ in pairs], 9)
+  got = length_eval.edit_distance(a, b, jnp.array([len(x) for x, _, _ in pairs]),
+                                  jnp.array([len(y) for _, y, _ in pairs]))
+  assert got.tolist() == [d for _, _, d in pairs]
+  rng = np.random.default_rng(0)
+  xs = [rng.integers(0, 4, rng.integers(0, 12)).tolist() for _ in range(64)]
+  ys = [rng.integers(0, 4, rng.integers(0, 12)).tolist() for _ in range(64)]
+  got = jax.jit(length_eval.edit_distance)(_pad(xs, 12), _pad(ys, 12),
+                                           jnp.array([len(x) for x in xs]),
+                                           jnp.array([len(y) for y in ys]))
+  assert got.tolist() == [_levenshtein(x, y) for x, y in zip(xs, ys)]
+
+
+def _config(arg='tiny,hint=successor', **overrides):
+  config = sorting_hints.get_config(arg)
+  for key, value in overrides.items():
+    node = config
+    *path, leaf = key.split('.')
+    for part in path:
+      node = node[part]
+    node[leaf] = value
+  return config
+
+
+def _batch(config, step):
+  task_list = multitask.tasks_of(config)
+  shape = multitask.train_shape(task_list, config.train.max_length)
+  return multitask.train_batch(config, task_list, jax.random.key(step),
+                               train.dataset_key(config), jnp.int32(step), shape)
+
+
+def test_alternating_steps_train_one_task_each_in_turn():
+  config = _config('tiny,hint=all')
+  heads = []
+  for step in range(6):
+    batch = _batch(config, step)
+    assert len(set(batch['task'].tolist())) == 1
+    heads.append(int(batch['task'][0]))
+    answers = (batch['length'] - batch['prompt_length']).tolist()
+    if heads[-1] in (1, 2):   # successor and count answer with one token
+      assert set(answers) == {1}
+  assert heads == [0, 1, 2, 3, 0, 1]
+
+
+def test_mixed_batches_split_every_step_between_the_tasks():
+  config = _config('tiny,hint=all,schedule=mixed')
+  config.train.batch_size = 10
+  batch = _batch(config, 3)
+  assert batch['task'].tolist() == [0] * 3 + [1] * 3 + [2] * 2 + [3] * 2
+  assert multitask.split_sizes(10, 3) == [4, 3, 3]
+
+
+def test_a_fixed_training_set_repeats_its_examples():
+  config = _config(**{'train.dataset_size': 2})       # one example per task
+  rows = {tuple(r) for step in (0, 2, 4) for r in _batch(config, step)['tokens'].tolist()}
+  assert len(rows) == 1
+  config.train.dataset_size = 0
+  rows = {tuple(r) for r in _batch(config, 0)['tokens'].tolist()}
+  assert len(rows) > 1
+
+
+def _head_kernel(state):
+  return np.asarray(state['params']['heads']['kernel'])   # [P, D, heads, V]
+
+
+def test_an_alternate_step_updates_only_its_tasks_head():
+  config = _config()
+  config.seeds, config.train.schedule = [0], 'constant'   # (the cosine's first rate is 0)
+  config_lib.validate(config)
+  task = config_lib.task_of(config)
+  population = train.Population(config)
+  model = train.make_model(config, task)
+  assert model.num_outputs == 2
+  _, batch_key, _ = train.data_keys(config)
+  update = train.make_update_fn(config, task, model, population, config.train.max_length,
+                                batch_key)
+  state = train.init_state(config, model, population)
+  before = _head_kernel(state)
+  for step in range(2):
+    state, _ = update(state, jnp.int32(0), population.learning_rates, population.train_keys)
+    after = _head_kernel(state)
+    changed = [not np.array_equal(before[:, :, h], after[:, :, h]) for h in range(2)]
+    # Step 0 trains the sorting head only; step 1 the successor head (Adam's momentum still
+    # moves the sorting head a little: one optimizer state serves every head).
+    assert changed == [True, False] if step == 0 else changed[1]
+    before = after
+
+
+def test_the_cosine_schedule_warms_up_then_decays_to_zero():
+  config = config_lib.base_config()
+  config.train.schedule, config.train.steps, config.train.warmup = 'cosine', 100, 0.1
+  scale = [float(train.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)]
+  np.testing.assert_allclose(scale, [0.0, 0.5, 1.0, 0.5, 0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize('overrides, message', [
+    ({'hints': ['carry']}, "unknown hint 'carry' for task 'sorting_hinted'; valid hints: "
+                           'successor, count, fill'),
+    ({'model.temperature': 'fixed', 'model.temperature_beta': -0.5}, 'is negative'),
+    ({'eval.distributions': ['zipf']}, "unknown eval.distributions entry 'zipf'"),
+    ({'eval.lengths': [4, 60]}, 'eval.lengths'),   # rep2 at 60 needs 30 > 10 values
+    ({'eval.lengths': []}, 'eval.lengths is empty'),
+    ({'train.dataset_size': 1}, 'train.dataset_size=1'),
+    ({'train.hint_schedule': 'random'}, "train.hint_schedule 'random'"),
+    ({'task_options.num_values': 1}, 'num_values'),
+    ({'task_options.colour': 1}, "unknown option 'colour'"),
+    ({'model.family': 'encoder'}, 'model.family=decoder'),
+    ({'encoding': 'learned', 'model.max_position': 12}, 'model.max_position=12'),
+])
+def test_bad_hinting_configs_are_one_line_errors(overrides, message):
+  config = _config(**{k: v for k, v in overrides.items() if not k.startswith('task_options')})
+  for key, value in overrides.items():
+    if key.startswith('task_options.'):
+      config.task_options[key.split('.', 1)[1]] = value
+  with pytest.raises(config_lib.ConfigError, match=None) as e:
+    config_lib.validate(config)
+  assert message in str(e.value) and '\n' not in str(e.value)
+
+
+def test_hints_on_a_task_without_any_are_refused():
+  config = config_lib.base_config()
+  config.hints = ['successor']
+  with pytest.raises(config_lib.ConfigError, match='need a task of the hinting study'):
+    config_lib.validate(config)
+
+
+@pytest.mark.parametrize('arg', ['tiny,hint=colour', 'tiny,task=parity', 'tiny,temperature=hot',
+                                 'tiny,beta=-1,temperature=fixed'])
+def test_bad_experiment_args_exit_2_with_one_line_and_write_nothing(tmp_path, arg):
+  workdir = tmp_path / 'run'
+  proc = subprocess.run([sys.executable, '-m', 'launch.train',
+                         f'--config=experiments/sorting_hints.py:{arg}', f'--workdir={workdir}'],
+                        cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stderr.count('\n') == 1 and proc.stderr.startswith('error: ')
+  assert not workdir.exists()
+
+
+def test_every_mode_of_the_experiment_validates():
+  for arg in ('', 'cpu', 'tiny', 'hint=all', 'task=increment', 'task=increment,hint=carry',
+              'temperature=learned,beta=0.5', 'modified,hint=successor', 'schedule=mixed,hint=all'):
+    config_lib.validate(sorting_hints.get_config(arg))
+  cells = sorting_hints.grid()
+  assert {tuple(c['hints']) for c in cells} == {(), ('successor',), ('count',), ('fill',),
+                                                ('successor', 'count', 'fill')}
+  assert [c['hints'] for c in sorting_hints.grid('cpu')] == [[], ['successor']]
+
+
+def _cmd(workdir, arg='tiny,hint=successor'):
+  return [sys.executable, '-m', 'launch.train', f'--config=experiments/sorting_hints.py:{arg}',
+          f'--workdir={workdir}']
+
+
+def _rows(workdir):
+  with open(os.path.join(workdir, 'lengths.jsonl')) as f:
+    return [json.loads(line) for line in f]
+
+
+def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path):
+  straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
+  done = subprocess.run(_cmd(straight), cwd=ROOT, capture_output=True, text=True)
+  assert done.returncode == 0, done.stderr
+  assert 'full-sequence accuracy, successor' in done.stdout
+  proc = subprocess.Popen(_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  deadline = time.time() + 120
+  while not os.path.exists(os.path.join(killed, 'checkpoints', '10')):
+    assert proc.poll() is None and time.time() < deadline
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
+  a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
+  assert a['evaluation'] == 'lengths' and a['hints'] == ['successor']
+  assert a['members'] == b['members']
+  config = sorting_hints.get_config('tiny,hint=successor')
+  assert [(r['distribution'], r['length']) for r in _rows(straight)] == (
+      length_eval.cells(config))
+  member = a['members'][0]
+  for metric in length_eval.METRICS:
+    table = member[f'{metric}_by_length']
+    assert set(table) == set(config.eval.distributions)
+  assert all(0 <= v <= 1 for d in member['exact_match_by_length'].values() for v in d.values())
+  # Evaluation compiles one program per test length, whatever the distributions.
+  assert a['compiled_programs']['eval'] == len(config.eval.lengths)
+  # An evaluation stopped half-way measures only what it has not measured.
+  rows = _rows(killed)
+  with open(os.path.join(killed, 'lengths.jsonl'), 'w') as f:
+    f.writelines(json.dumps(r) + '\n' for r in rows[:len(rows) // 2])
+  os.remove(os.path.join(killed, 'results.json'))
+  assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
+  assert _rows(killed) == rows
+  # The report: the accuracy and edit-distance tables per distribution, and the figure.
+  plain = str(tmp_path / 'plain')
+  assert subprocess.run(_cmd(plain, 'tiny'), cwd=ROOT, capture_output=True).returncode == 0
+  out = str(tmp_path / 'report')
+  proc = subprocess.run([sys.executable, '-m', 'launch.report', straight, plain,
+                         f'--out={out}'], cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  text = open(os.path.join(out, 'hints.md')).read()
+  for needle in ('full-sequence accuracy (%), uniform inputs', 'mean edit distance, rep2 inputs',
+                 'no hint · none', 'successor · none', '| 8* |'):
+    assert needle in text
+  assert os.path.exists(os.path.join(out, 'hints_sorting_hinted.png'))
+
+
+def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerators():
+  config = _config('tiny,hint=successor,temperature=learned')
+  task = config_lib.task_of(config)
+  shape = multitask.train_shape(multitask.tasks_of(config), config.train.max_length)
+  batch = _batch(config, 1)
+  for platform in ('cuda', 'tpu'):
+    model = train.make_model(config, task, platform='gpu' if platform == 'cuda' else 'tpu')
+    params = model.init({'params': jax.random.key(0)}, jnp.zeros((1, 4), jnp.int32),
+                        jnp.int32(4), deterministic=True)['params']
+
+    def loss(p, tokens, lengths, heads):
+      logits, _ = model.apply({'params': p}, tokens, lengths, deterministic=True, task=heads)
+      return jnp.mean(logits)
+
+    exported = jax.export.export(jax.jit(jax.grad(loss)), platforms=[platform])(
+        params, batch['tokens'][:, :sum(shape) - 1], batch['length'] - 1, batch['task'])
+    assert exported.platforms == (platform,)
+    assert 'temperature_beta' in str(params['layer_0']['attention'].keys())
