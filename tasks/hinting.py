@@ -199,6 +199,11 @@ def repeated_values(key: Array, n: Any, r: Any, width: int, num_values: int) -> 
   return ordered[random_order(k_order, n, width)]
 
 
+def _repeats(distribution: str) -> int:
+  """r of a repetition distribution: 'rep3' -> 3; 'distinct' -> 1 (rep(n, 1))."""
+  return 1 if distribution == 'distinct' else int(distribution[3:])
+
+
 def _fit(x: Array, width: int) -> Array:
   """x [N] cropped or zero-padded on the right to [width]."""
   n = x.shape[0]
@@ -470,7 +475,7 @@ class _RepeatedInputs(_SortingFamily):
   def _test_values(self, key: Array, n: Array, distribution: str, width: int) -> Array:
     if distribution == 'uniform':
       return uniform_values(key, n, width, self.num_values)
-    return repeated_values(key, n, int(distribution[3:]), width, self.num_values)
+    return repeated_values(key, n, _repeats(distribution), width, self.num_values)
 
   def _train_values(self, key: Array, n: Array, width: int) -> Array:
     k_uniform, k_repeat, k_r, k_pick = jax.random.split(key, 4)
@@ -488,15 +493,16 @@ class SortingHinted(_RepeatedInputs):
   """Sort n values of 1..V, non-decreasing; the main task of the sorting family.
 
   Training inputs are iid uniform values (with replacement, so with duplicates), a share
-  `repeat_share` of them rep(n, r) instead. Test distributions: 'uniform', and 'rep2' ..
-  'rep5' = rep(n, r) (`repeated_values`).
+  `repeat_share` of them rep(n, r) instead. Test distributions: 'uniform', 'rep2' .. 'rep5' =
+  rep(n, r) (`repeated_values`), and 'distinct' = rep(n, 1), n distinct values (ours, not
+  the paper's: it separates length generalization from the handling of duplicates).
 
   Example: `17 5 92 5 ⊥` answer `5 5 17 92`.
   """
   name: str = 'sorting_hinted'
   HINTS: ClassVar[tuple[str, ...]] = ('successor', 'count', 'fill')
   DISTRIBUTIONS: ClassVar[tuple[str, ...]] = ('uniform',) + tuple(
-      f'rep{r}' for r in range(_REP_RANGE[0], _REP_RANGE[1] + 1))
+      f'rep{r}' for r in range(_REP_RANGE[0], _REP_RANGE[1] + 1)) + ('distinct',)
 
   def max_prompt(self, n):
     return n + 1
@@ -507,7 +513,7 @@ class SortingHinted(_RepeatedInputs):
   def check_length(self, n, distribution='uniform'):
     super().check_length(n, distribution)
     if distribution != 'uniform':
-      self._check_repeats(n, int(distribution[3:]))
+      self._check_repeats(n, _repeats(distribution))
 
   def _rows(self, key, n, distribution, prompt_width, answer_width):
     values = self._test_values(key, n, distribution, prompt_width)

@@ -242,7 +242,7 @@ def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path):
   assert proc.returncode == 0, proc.stderr
   text = open(os.path.join(out, 'hints.md')).read()
   for needle in ('full-sequence accuracy (%), uniform inputs', 'mean edit distance, rep2 inputs',
-                 'no hint · none', 'successor · none', '| 8* |'):
+                 'no hint · fire', 'successor · fire', '| 8* |'):
     assert needle in text
   assert os.path.exists(os.path.join(out, 'hints_sorting_hinted.png'))
 

@@ -143,7 +143,7 @@ def test_registry():
   assert tasks.get('sorting_hinted').HINTS == ('successor', 'count', 'fill')
   assert tasks.get('increment').HINTS == ('carry',)
   assert tasks.get('sorting_hinted').DISTRIBUTIONS == ('uniform', 'rep2', 'rep3', 'rep4',
-                                                       'rep5')
+                                                       'rep5', 'distinct')
   assert tasks.get('increment').DISTRIBUTIONS == ('uniform', 'nines')
   # The paper's q = 103; one vocabulary per family.
   for name in ('sorting_hinted', 'successor', 'count', 'fill'):
@@ -486,3 +486,13 @@ def test_bad_lengths_and_widths():
   small = hinting.SortingHinted(num_values=4, repeat_share=0.1)
   with pytest.raises(ValueError, match=r'rep2 at length 10 needs 5 distinct values'):
     small.sample_train_keys(jax.random.split(key, 2), 10, 11, 10)
+
+
+def test_distinct_inputs_are_n_different_values():
+  task = tasks.get('sorting_hinted', {'num_values': 30})
+  for n in (1, 7, 30):
+    batch = task.sample(jax.random.key(n), 200, n, *_widths(task, n), 'distinct')
+    for row in np.asarray(batch['tokens'])[:, :n]:
+      assert len(set(row.tolist())) == n and 1 <= row.min() and row.max() <= 30
+  with pytest.raises(ValueError, match='needs 31 distinct values'):
+    task.check_length(31, 'distinct')
