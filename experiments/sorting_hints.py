@@ -116,7 +116,8 @@ def get_config(arg=None):
     c.train.steps, c.train.batch_size, c.train.max_length = 20, 8, 6
     c.train.log_every, c.checkpoint_every = 5, 10
     c.train.dataset_size = 0 if parsed.dataset < 0 else parsed.dataset
-    c.task_options.num_values = 10
+    if sorting:
+      c.task_options.num_values = 10
     c.eval.distributions = c.eval.distributions[:2]
     c.eval.lengths = [4, 8]
     c.eval.examples_per_length, c.eval.batch_size = 8, 4

@@ -265,3 +265,18 @@ def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerat
         params, batch['tokens'][:, :sum(shape) - 1], batch['length'] - 1, batch['task'])
     assert exported.platforms == (platform,)
     assert 'temperature_beta' in str(params['layer_0']['attention'].keys())
+
+
+@pytest.mark.parametrize('arg, hints, distributions', [
+    ('tiny,task=increment,hint=carry', ['carry'], ['uniform', 'nines']),
+    ('tiny,hint=all,schedule=mixed,temperature=learned,dataset=64',
+     ['successor', 'count', 'fill'], ['uniform', 'rep2']),
+])
+def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
+  config = sorting_hints.get_config(arg)
+  config.seeds = [0]
+  results = train.train_and_evaluate(config, str(tmp_path), progress=lambda _: None)
+  assert results['hints'] == hints and results['distributions'] == distributions
+  member = results['members'][0]
+  assert set(member['edit_distance_by_length']) == set(distributions)
+  assert results['num_params'] > 0 and not member['diverged']

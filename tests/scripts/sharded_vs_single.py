@@ -10,11 +10,15 @@ import jax
 import numpy as np
 
 from experiments import rpe_table1
+from experiments import sorting_hints
 from posenc import train
 
 
 def main():
-  config = rpe_table1.get_config(f'task=parity_check,encoding={sys.argv[1]},tiny')
+  if sys.argv[1] == 'hints':  # sorting with the successor hint: two heads, alternating steps
+    config = sorting_hints.get_config('tiny,hint=successor')
+  else:
+    config = rpe_table1.get_config(f'task=parity_check,encoding={sys.argv[1]},tiny')
   if len(sys.argv) > 2:
     config.model.family = sys.argv[2]
   config.seeds = [0, 1, 2]  # 3 seeds x 2 lrs = 6 members: padded to 8 on 8 devices.
