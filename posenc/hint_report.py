@@ -119,12 +119,17 @@ def table(runs: Sequence[HintRun]) -> str:
 
 
 def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
-  """Exact match against test length, one panel per test distribution, one line per variant
-  (the mean over members, the band their range), as PNG bytes."""
+  """Exact match against test length, one panel per test distribution (three to a row), one
+  line per variant (the mean over members, the band their range), as PNG bytes."""
   mine = _ordered([r for r in runs if r.task == task])
   distributions = list(dict.fromkeys(d for r in mine for d in r.distributions))
-  fig = mpl_figure.Figure(figsize=(3.2 * len(distributions) + 1.5, 3.4))
-  axes = fig.subplots(1, len(distributions), squeeze=False)[0]
+  cols = min(3, len(distributions))
+  rows = -(-len(distributions) // cols)
+  fig = mpl_figure.Figure(figsize=(3.4 * cols + 1.0, 2.9 * rows + 0.6))
+  grid = fig.subplots(rows, cols, squeeze=False)
+  for ax in grid.flat[len(distributions):]:
+    ax.set_visible(False)
+  axes = list(grid.flat[:len(distributions)])
   train = max(r.train_length for r in mine)
   for ax, d in zip(axes, distributions):
     for r in mine:
@@ -144,7 +149,8 @@ def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
     ax.set_xlabel('test length')
     ax.set_ylim(-3, 103)
     ax.grid(alpha=0.3)
-  axes[0].set_ylabel('full-sequence accuracy (%)')
+  for row in grid:
+    row[0].set_ylabel('full-sequence accuracy (%)')
   axes[-1].legend(fontsize=7, loc='best')
   fig.suptitle(f'{task}: accuracy against test length (dotted: longest training length)',
                fontsize=10)
