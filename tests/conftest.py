@@ -7,7 +7,10 @@ Both are set in the environment so that `python -m launch.*` subprocesses the te
 import atexit
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 
 # Tiny models: XLA's optimisation passes cost more than they save (flax's lm1b tests do
 # the same).
@@ -27,3 +30,27 @@ import jax  # noqa: E402
 
 jax.config.update('jax_disable_most_optimizations',
                   os.environ['JAX_DISABLE_MOST_OPTIMIZATIONS'] == 'true')
+
+
+import pytest  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def kill_after_checkpoint():
+  """kill(cmd, workdir, step): runs `cmd` from the project root and SIGKILLs it as soon as
+  `workdir` holds the checkpoint of `step` (a run killed at a random moment after it); fails
+  if the run ends first or takes over `timeout` seconds."""
+
+  def kill(cmd, workdir, step, timeout=120):
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while not os.path.exists(os.path.join(workdir, 'checkpoints', str(step))):
+      assert proc.poll() is None and time.time() < deadline
+      time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+  return kill

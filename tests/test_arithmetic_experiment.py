@@ -2,10 +2,8 @@
 grid evaluation resumed cell by cell; the report's region table and heatmaps."""
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
@@ -25,20 +23,13 @@ def _grid_rows(workdir):
     return [json.loads(line) for line in f]
 
 
-def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path):
+def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path, kill_after_checkpoint):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   done = subprocess.run(_cmd(straight), cwd=ROOT, capture_output=True, text=True)
   assert done.returncode == 0, done.stderr
   assert 'out-of-distribution cells (exact match) up to 5' in done.stdout
   # Killed after its first checkpoint, then started again: the same results.
-  proc = subprocess.Popen(_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-  deadline = time.time() + 120
-  while not os.path.exists(os.path.join(killed, 'checkpoints', '10')):
-    assert proc.poll() is None and time.time() < deadline
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  kill_after_checkpoint(_cmd(killed), killed, 10)
   assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
   a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
   assert a['evaluation'] == 'grid' and a['members'] == b['members']

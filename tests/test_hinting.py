@@ -4,10 +4,8 @@ training set, the cosine schedule, bad input, and the experiment's tiny mode end
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +17,7 @@ from posenc import config as config_lib
 from posenc import io
 from posenc import length_eval
 from posenc import multitask
+from posenc import sweep as sweep_lib
 from posenc import train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,14 +54,7 @@ def test_edit_distance_on_known_pairs_and_against_the_textbook_recurrence():
 
 
 def _config(arg='tiny,hint=successor', **overrides):
-  config = sorting_hints.get_config(arg)
-  for key, value in overrides.items():
-    node = config
-    *path, leaf = key.split('.')
-    for part in path:
-      node = node[part]
-    node[leaf] = value
-  return config
+  return sweep_lib.cell_config(sorting_hints.get_config(arg), overrides)
 
 
 def _batch(config, step):
@@ -199,19 +191,12 @@ def _rows(workdir):
     return [json.loads(line) for line in f]
 
 
-def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path):
+def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path, kill_after_checkpoint):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   done = subprocess.run(_cmd(straight), cwd=ROOT, capture_output=True, text=True)
   assert done.returncode == 0, done.stderr
   assert 'full-sequence accuracy, successor' in done.stdout
-  proc = subprocess.Popen(_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-  deadline = time.time() + 120
-  while not os.path.exists(os.path.join(killed, 'checkpoints', '10')):
-    assert proc.poll() is None and time.time() < deadline
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  kill_after_checkpoint(_cmd(killed), killed, 10)
   assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
   a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
   assert a['evaluation'] == 'lengths' and a['hints'] == ['successor']

@@ -195,17 +195,10 @@ def _decoder_cmd(workdir):
           '--config.checkpoint_every=10', '--config.train.log_every=5']
 
 
-def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(tmp_path):
+def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(tmp_path, kill_after_checkpoint):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   assert subprocess.run(_decoder_cmd(straight), cwd=ROOT, capture_output=True).returncode == 0
-  proc = subprocess.Popen(_decoder_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-  deadline = time.time() + 120
-  while not os.path.exists(os.path.join(killed, 'checkpoints', '20')):
-    assert proc.poll() is None and time.time() < deadline
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  kill_after_checkpoint(_decoder_cmd(killed), killed, 20)
   assert subprocess.run(_decoder_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
   a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
   assert a['family'] == 'decoder' and a['members'] == b['members']
