@@ -309,7 +309,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   tx = optimizer(config)
   sequences = objectives.is_sequence_task(task)
   hinting = objectives.is_hinting_task(task)
-  task_list = multitask.tasks_of(config) if hinting else [task]
+  task_list = multitask.tasks_of(config) if hinting else None
   shape = train_shape(config, task) if sequences else bucket
   objective = objectives.make(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
