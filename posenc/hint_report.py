@@ -82,8 +82,18 @@ def _stats(values: Sequence[float], scale: float, digits: int) -> str:
 
 
 def _ordered(runs: Sequence[HintRun]) -> list[HintRun]:
-  """No hint first, then by hints, encoding and temperature."""
-  return sorted(runs, key=lambda r: (bool(r.hints), r.hints, r.encoding, r.temperature))
+  """One run per variant (runs of the same task, variant and training length, e.g. more
+  seeds in another sweep, pooled: their members together), no hint first, then by hints,
+  encoding and temperature."""
+  groups: dict[tuple[Any, ...], list[HintRun]] = {}
+  for r in runs:
+    groups.setdefault((r.task, r.label, r.train_length), []).append(r)
+  pooled = [dataclasses.replace(
+      group[0], members=tuple(m for r in group for m in r.members),
+      lengths=tuple(sorted({n for r in group for n in r.lengths})),
+      distributions=tuple(dict.fromkeys(d for r in group for d in r.distributions)),
+      source=', '.join(r.source for r in group)) for group in groups.values()]
+  return sorted(pooled, key=lambda r: (bool(r.hints), r.hints, r.encoding, r.temperature))
 
 
 def table(runs: Sequence[HintRun]) -> str:
@@ -108,13 +118,14 @@ def table(runs: Sequence[HintRun]) -> str:
                   '| length | ' + ' | '.join(r.label for r in cols) + ' |',
                   '|---|' + '---|' * len(cols)]
         for n in lengths:
-          cells = [_stats([m[metric][d][n] for m in r.members if m and n in m[metric][d]],
-                          scale, digits) for r in cols]
+          cells = [_stats([m[metric][d][n] for m in r.members
+                           if m and n in m[metric].get(d, {})], scale, digits) for r in cols]
           lines.append(f'| {n}{"*" if n > train else ""} | ' + ' | '.join(cells) + ' |')
         lines.append('')
   lines.append('Notes: * marks lengths past training. rep2..rep5 are rep(i, r) (Awasthi & '
                'Gupta 2023, §3.1): floor(i/r) distinct values each repeated r times, the rest '
-               f'uniform, shuffled. Built from {len(runs)} run(s).')
+               f'uniform, shuffled. Built from {len(runs)} run(s); the runs of one variant are '
+               'pooled.')
   return '\n'.join(lines) + '\n'
 
 
@@ -135,10 +146,11 @@ def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
     for r in mine:
       if d not in r.distributions:
         continue
-      members = [m for m in r.members if m]
+      lengths = sorted(r.lengths)
+      members = [m for m in r.members
+                 if m and all(n in m['exact_match'].get(d, {}) for n in lengths)]
       if not members:
         continue
-      lengths = sorted(r.lengths)
       values = np.array([[m['exact_match'][d][n] * 100 for n in lengths] for m in members])
       line, = ax.plot(lengths, values.mean(0), marker='o', markersize=3, label=r.label)
       if len(members) > 1:

@@ -14,6 +14,7 @@ import pytest
 
 from experiments import sorting_hints
 from posenc import config as config_lib
+from posenc import hint_report
 from posenc import io
 from posenc import length_eval
 from posenc import multitask
@@ -265,3 +266,13 @@ def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
   member = results['members'][0]
   assert set(member['edit_distance_by_length']) == set(distributions)
   assert results['num_params'] > 0 and not member['diverged']
+
+
+def test_the_report_pools_runs_of_one_variant():
+  member = {metric: {'uniform': {10: 0.5, 30: 0.25}} for metric in hint_report.METRICS}
+  run = lambda seed_value, hints=(): hint_report.HintRun(
+      'sorting_hinted', 'fire', hints, 'alternate', 'none', 20, (10, 30), ('uniform',),
+      ({**member, 'exact_match': {'uniform': {10: seed_value, 30: 0.0}}},), f'run{seed_value}')
+  text = hint_report.table([run(0.5), run(1.0), run(0.25, ('successor',))])
+  assert 'no hint · fire: 2/2, successor · fire: 1/1' in text
+  assert '| 10 | 75.0 ± 25.0 | 25.0 |' in text and '| 30* |' in text
