@@ -188,11 +188,11 @@ def _cmd(workdir, arg='tiny,hint=successor'):
 
 
 def _rows(workdir):
-  with open(os.path.join(workdir, 'lengths.jsonl')) as f:
-    return [json.loads(line) for line in f]
+  return io.read_jsonl(os.path.join(workdir, 'lengths.jsonl'))
 
 
-def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path, kill_after_checkpoint):
+def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path,
+                                                                     kill_after_checkpoint):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   done = subprocess.run(_cmd(straight), cwd=ROOT, capture_output=True, text=True)
   assert done.returncode == 0, done.stderr

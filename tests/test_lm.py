@@ -65,11 +65,7 @@ def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path)
   assert [r['length'] for r in again] == [16, 32]
   assert again[1]['nonoverlapping'] == json.loads(lines[1])['nonoverlapping']
   assert io.read_json(str(run / 'results.json'))['members'] == results['members']
-  proc = subprocess.run([sys.executable, '-m', 'launch.report', str(run),
-                         f'--out={tmp_path / "report"}'], cwd=ROOT, capture_output=True,
-                        text=True)
-  assert proc.returncode == 0, proc.stderr
-  table = (tmp_path / 'report' / 'perplexity.md').read_text()
+  table = _perplexity_report(run, tmp_path / 'report')
   assert '| 32 |' in table and 'sliding windows' in table
   # The prefix-shuffle analysis of the same run.
   proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'prefix_shuffle',
@@ -79,6 +75,14 @@ def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path)
   assert proc.returncode == 0, proc.stderr
   result = json.loads((tmp_path / 'shuffle' / 'prefix_shuffle.json').read_text())
   assert result['shuffled_loss'] - result['loss'] == result['increase'] and result['loss'] > 0
+
+
+def _perplexity_report(run, out):
+  """perplexity.md of `launch.report` on `run`, written to `out`."""
+  proc = subprocess.run([sys.executable, '-m', 'launch.report', str(run), f'--out={out}'],
+                        cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  return (out / 'perplexity.md').read_text()
 
 
 def test_every_cell_of_the_experiment_validates():
@@ -110,11 +114,7 @@ def test_masked_language_model_of_the_same_data(tmp_path):
   member = io.read_json(str(run / 'results.json'))['members'][0]
   assert set(member['perplexity_by_length']) == {lm_eval.MASKED}
   assert all(1 < v < 256 for v in member['perplexity_by_length']['masked'].values())
-  proc = subprocess.run([sys.executable, '-m', 'launch.report', str(run),
-                         f'--out={tmp_path / "report"}'], cwd=ROOT, capture_output=True,
-                        text=True)
-  assert proc.returncode == 0, proc.stderr
-  table = (tmp_path / 'report' / 'perplexity.md').read_text()
+  table = _perplexity_report(run, tmp_path / 'report')
   assert 'masked language models' in table and 'none (encoder)' in table
 
 

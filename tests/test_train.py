@@ -195,7 +195,8 @@ def _decoder_cmd(workdir):
           '--config.checkpoint_every=10', '--config.train.log_every=5']
 
 
-def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(tmp_path, kill_after_checkpoint):
+def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(
+    tmp_path, kill_after_checkpoint):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   assert subprocess.run(_decoder_cmd(straight), cwd=ROOT, capture_output=True).returncode == 0
   kill_after_checkpoint(_decoder_cmd(killed), killed, 20)
