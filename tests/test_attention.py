@@ -24,8 +24,9 @@ def attention_names():
 
 
 @functools.lru_cache(maxsize=None)
-def setup(name, t=T):
-  """(module or None, params, q, k, v, x) for encoding `name` at sequence length t."""
+def setup(name, t=T, causal=False):
+  """(module or None, params, q, k, v, x) for encoding `name` at sequence length t, in its
+  causal or bidirectional form."""
   spec = encodings.get(name)
   keys = jax.random.split(jax.random.key(0), 5)
   q, k, v = (jax.random.normal(kk, (B, t, H, K)) for kk in keys[:3])
@@ -33,7 +34,7 @@ def setup(name, t=T):
   if spec.attention is None:
     return None, {}, q, k, v, x
   options, _ = encodings.resolve_options(name)
-  module = spec.attention(max_position=64, num_heads=H, head_dim=K, **options)
+  module = spec.attention(max_position=64, num_heads=H, head_dim=K, causal=causal, **options)
   params = module.init({'params': keys[4], 'noise': jax.random.key(7)}, t, LENGTH, x)
   params = jax.tree.map(lambda p: p + 0.3 * jax.random.normal(keys[4], p.shape),
                         params.get('params', {}))  # away from the zero inits
@@ -42,7 +43,7 @@ def setup(name, t=T):
 
 def run(name, impl, params, q, k, v, x, *, causal, key_valid, q_idx=None, k_idx=None, block=4):
   """x: the layer input of the queries."""
-  module = setup(name, q.shape[1] if q_idx is None else k.shape[1])[0]
+  module = setup(name, q.shape[1] if q_idx is None else k.shape[1], causal)[0]
   if module is None:
     enc = encodings.AttentionEncoding('content', 'content')
   else:
@@ -56,7 +57,7 @@ def run(name, impl, params, q, k, v, x, *, causal, key_valid, q_idx=None, k_idx=
 @pytest.mark.parametrize('impl', ['xla_fused', 'cpu_blocked'])
 @pytest.mark.parametrize('name', attention_names())
 def test_backend_equals_reference_values_and_gradients(name, impl, causal):
-  _, params, q, k, v, x = setup(name)
+  _, params, q, k, v, x = setup(name, causal=causal)
   key_valid = jnp.arange(T) < LENGTH
 
   def loss(impl, params, q, k, v, x):
@@ -80,7 +81,7 @@ def test_backend_equals_reference_values_and_gradients(name, impl, causal):
 @pytest.mark.parametrize('name', attention_names())
 def test_one_decoding_step_equals_the_whole_sequence(name, impl):
   # Query t against keys 0..t of a causal sequence: row t of the whole sequence's output.
-  _, params, q, k, v, x = setup(name)
+  _, params, q, k, v, x = setup(name, causal=True)
   key_valid = jnp.ones(T, bool)
   whole = run(name, 'reference', params, q, k, v, x, causal=True, key_valid=key_valid)
   for t in (0, 4, T - 1):
@@ -93,9 +94,9 @@ def test_one_decoding_step_equals_the_whole_sequence(name, impl):
 def test_cpu_blocks_on_long_sequences_equal_one_block(name):
   # Per-head query blocks (sequential heads for relative, ALiBi, geometric) give the same
   # function as one block, on a padded batch.
-  _, params, q, k, v, x = setup(name)
   key_valid = jnp.arange(T) < LENGTH
   for causal in (False, True):
+    _, params, q, k, v, x = setup(name, causal=causal)
     whole = run(name, 'cpu_blocked', params, q, k, v, x, causal=causal, key_valid=key_valid,
                 block=0)
     blocked = jax.jit(lambda p, q, k, v, x: run(name, 'cpu_blocked', p, q, k, v, x,

@@ -61,6 +61,25 @@ def test_cached_generation_equals_uncached_redecoding(name, impl):
   np.testing.assert_array_equal(cached, uncached)
 
 
+def test_decoder_alibi_weights_are_press_et_al():
+  # With q = 0 the logits are the bias alone: row i must be softmax_j<=i(-m_h (i - j)), with
+  # nothing left on the diagonal (the bidirectional form leaves it -m_h / 2 behind). The
+  # backends equal this readable definition (tests/test_attention.py).
+  model = decoder('alibi', num_layers=1)
+  params = traverse_util.flatten_dict(variables('alibi', num_layers=1))
+  params[('params', 'layer_0', 'attention', 'query', 'kernel')] *= 0
+  params = traverse_util.unflatten_dict(params)
+  tokens = jax.random.randint(jax.random.key(2), (1, 6), 0, EOS)
+  _, state = model.apply(params, tokens, jnp.array([6]), deterministic=True,
+                         mutable='intermediates')
+  weights = np.asarray(jax.tree.leaves(state['intermediates'])[0])[0]  # [H, Q, S]
+  slopes = encodings.alibi_slopes(TINY['num_heads'])
+  i, j = np.arange(6)[:, None], np.arange(6)[None, :]
+  logits = np.where(j <= i, -slopes[:, None, None] * (i - j), -np.inf)
+  want = np.exp(logits - logits.max(-1, keepdims=True))
+  np.testing.assert_allclose(weights, want / want.sum(-1, keepdims=True), atol=1e-6)
+
+
 def test_cached_decoding_step_logits_equal_the_whole_sequence():
   # Logits of token t from a decoding step against the cache = row t of the whole sequence.
   model = decoder('randomized_relative', attention_impl='cpu_blocked')

@@ -50,6 +50,33 @@ def test_alibi_matrix():
                                 got[:, 1:3])
 
 
+def press_alibi(num_queries, num_keys, slopes, distance=lambda d: d):
+  """Press et al. (2022), written out: query i attends to key j <= i with bias -m_h (i - j)."""
+  bias = np.full((len(slopes), num_queries, num_keys), np.nan)
+  for h, m in enumerate(slopes):
+    for i in range(num_queries):
+      for j in range(i + 1):
+        bias[h, i, j] = -m * distance(i - j)
+  return bias
+
+
+def test_causal_alibi_is_press_et_al():
+  slopes = encodings.alibi_slopes(4)
+  got = np.asarray(encodings.alibi_bias(jnp.arange(6), jnp.arange(6), slopes, causal=True))
+  want = press_alibi(6, 6, slopes)
+  visible = ~np.isnan(want)
+  np.testing.assert_allclose(got[visible], want[visible], rtol=1e-6)
+  np.testing.assert_allclose(
+      encodings.alibi_bias(jnp.arange(4), jnp.arange(4), np.ones(1), causal=True)[0, 3],
+      [-3, -2, -1, 0])
+  # Randomized: the drawn distance of each offset, and still nothing on the diagonal.
+  table = np.array([0, 2, 3, 7, 9, 12])
+  got = np.asarray(encodings.alibi_bias(jnp.arange(6), jnp.arange(6), slopes, causal=True,
+                                        distances=jnp.asarray(table)))
+  want = press_alibi(6, 6, slopes, lambda d: table[d])
+  np.testing.assert_allclose(got[visible], want[visible], rtol=1e-6)
+
+
 def test_randomized_alibi_uses_distance_table():
   # The reference's ALiBi: with distances q = [0, 1, 4, 6, 10] row 0 is 0 -1 -4 -6 -10 and row
   # 2 is -3.5 -0.5 0 -1 -4 (÷ slope).

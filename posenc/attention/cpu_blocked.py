@@ -274,7 +274,8 @@ def _alibi_scores(q, k, enc, key_valid, causal):
 
   def bias(heads, queries):  # made per block, not sliced from all heads' bias (XLA copies)
     b = biases.alibi_bias(positions[queries], positions, take_heads(p['slopes'], heads),
-                          distances=p['distances'], left_distances=p['left_distances'])
+                          distances=p['distances'], left_distances=p['left_distances'],
+                          causal=p['causal'])
     return b[:, None] if b.ndim == 3 else b.transpose(1, 0, 2, 3)  # [h, B or 1, Q, T]
 
   return _dot_product_scores(q, k, key_valid, causal, bias, sequential_heads=True)

@@ -41,12 +41,17 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
 
 def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | None = None,
-               left_distances: Array | None = None) -> Array:
-  """Bidirectional ALiBi: bias[h, i, j] = s_h (-dist(|j - i|) + 0.5 [j < i]), 0 for j = i.
+               left_distances: Array | None = None, causal: bool = False) -> Array:
+  """ALiBi: bias[h, i, j] = -s_h dist(|j - i|), plus s_h / 2 on keys left of the query in the
+  bidirectional form; 0 for j = i.
 
-  dist(d) = d, or `distances[d]` for randomized ALiBi (Ruoss et al. 2023). The +0.5 on keys
-  left of the query breaks the left/right symmetry of the bidirectional encoder; in a causal
-  model every key is on the left and it shifts a whole row, which softmax ignores.
+  dist(d) = d, or `distances[d]` for randomized ALiBi (Ruoss et al. 2023).
+  - `causal=False` (encoders): the reference encoder's form, s_h (-dist(|j - i|) + 0.5 [j < i])
+    for j != i. The +0.5 on keys left of the query breaks the left/right symmetry of a
+    bidirectional model.
+  - `causal=True` (decoders): Press et al.'s ALiBi, -s_h dist(i - j) for j <= i. The
+    bidirectional form would not do here: its +0.5 reaches every key but the query's own, so
+    it is no constant shift of the row and leaves the diagonal a relative penalty of s_h / 2.
 
   Args:
     q_pos: int [Q] query positions; k_pos: int [S] key positions (or [B, Q], [B, S]: one
@@ -61,8 +66,10 @@ def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | 
     float32 [H, Q, S] ([B, H, Q, S] if anything is per sequence), added to the
     1/sqrt(K)-scaled logits.
 
-  Example (slope 1, positions 0..3):
+  Example (slope 1, positions 0..3), bidirectional:
     [[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]]
+  causal (keys right of the query are masked by the model, so their bias does not matter):
+    row 3 is [-3, -2, -1, 0].
   """
   offset = jnp.abs(k_pos[..., None, :] - q_pos[..., :, None])  # [(B,) Q, S]
   left = k_pos[..., None, :] < q_pos[..., :, None]
@@ -72,7 +79,7 @@ def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | 
     left_distances = distances if left_distances is None else left_distances
     dist = jnp.where(left, randomized_lib.lookup(left_distances, offset, 2),
                      randomized_lib.lookup(distances, offset, 2)).astype(jnp.float32)
-  bias = jnp.where(offset == 0, 0.0, -dist + 0.5 * left)
+  bias = -dist if causal else jnp.where(offset == 0, 0.0, -dist + 0.5 * left)
   return jnp.asarray(slopes, jnp.float32)[:, None, None] * bias[..., None, :, :]
 
 
@@ -135,8 +142,10 @@ class AlibiEncoding(core.EncodingModule):
     return core.AttentionEncoding(
         'alibi', core.BIAS,
         bias=lambda q, k, qi, ki: core.with_batch(alibi_bias(
-            qi, ki, slopes, distances=distances, left_distances=left)),
-        params={'slopes': slopes, 'distances': distances, 'left_distances': left})
+            qi, ki, slopes, distances=distances, left_distances=left, causal=self.causal)),
+        # The form (causal or bidirectional) is the encoding's, not the backend's.
+        params={'slopes': slopes, 'distances': distances, 'left_distances': left,
+                'causal': self.causal})
 
 
 class RelativeEncoding(core.EncodingModule):
