@@ -40,7 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
@@ -88,13 +88,15 @@ def trf_main(args: argparse.Namespace) -> None:
   grid = np.linspace(1, 0, 50)[1:-1]  # the paper's 50 values of ε from 1 to 0, open ends
   for name in names:
     per_eps = {str(e): receptive.convergence(name, e, horizons, **kwargs) for e in eps}
-    results.append({'encoding': name, 'eps': per_eps,
+    first = next(iter(per_eps.values()))
+    results.append({'encoding': name, 'eps': per_eps, 'converges': first['converges'],
+                    'basis': first['basis'],
                     'settles': all(r['settles'] for r in per_eps.values())})
     w = receptive.weights(name, horizons[0], **kwargs)
     curves[name] = receptive.trf(w, grid).max(axis=0) / horizons[0]
     print(f'{name:22s} ' + '  '.join(
         f'eps={e}: ' + '/'.join(f'{max(t):,}' for t in r['trf'])
-        for e, r in per_eps.items()) + ('' if results[-1]['settles'] else '  (does not settle)'))
+        for e, r in per_eps.items()) + _verdict(results[-1]))
   shown = '/'.join(f'{h:,}' for h in horizons)
   print(f"(the widest head's TRF at horizons {shown})")
   common.make_dir(args.out, '--out')
@@ -115,6 +117,13 @@ def trf_main(args: argparse.Namespace) -> None:
   fig.tight_layout()
   _save_plot(fig, args.out, 'trf.png')
   print(f'wrote {args.out}/trf.json and {args.out}/trf.png')
+
+
+def _verdict(result: dict[str, Any]) -> str:
+  """'' for a convergent series whose TRF settles, else a short note for the table."""
+  if not result['converges']:
+    return '  (diverges)' if result['basis'] == 'closed form' else '  (does not settle)'
+  return '' if result['settles'] else '  (converges slowly)'
 
 
 def _save_plot(fig, out: str, name: str) -> None:

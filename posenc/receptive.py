@@ -8,11 +8,17 @@ total weight within a horizon H:
 
 It needs no training. Qin et al. prove that a bias extrapolates when Σ_t b_t converges; then
 the TRF settles as H grows, while for a divergent series (1/n, 1/(n ln n)) it keeps growing
-with H. `convergence` turns that into a cheap test run before training.
+with H. `convergence` turns that into a cheap test run before training. Whether the series
+converges is decided from the family's closed form where it has one (`SERIES`: a geometric
+series, a p-series, finite support, a constant tail); the TRF at growing horizons then says
+how fast (a convergent series whose TRF still grows at 10^7 "converges slowly", as the
+p-series Σ t^-1.01 does). Only a family without a closed form (Sandwich) is judged by its TRF
+alone.
 
     >>> weights('type1', 512)[0, :3]              # 1, 1/4, 1/9
     >>> trf(weights('type1', 10_000_000), 0.01)   # [61, ...]: settled (54 at H = 512)
-    >>> convergence('inverse_n')['settles']       # False
+    >>> convergence('inverse_n')['converges']     # False
+    >>> convergence('kerple_log', options={'bias_r': 1.5, 'bias_k': 1.0})['converges']  # True
 
 Bias encodings covered: every family of `posenc.encodings.families` and ALiBi (r = -s_h t),
 at their initial parameters (a seed) or at given ones (e.g. a trained layer's). FIRE and
@@ -32,9 +38,9 @@ from posenc.encodings import biases
 from posenc.encodings import families
 
 HORIZONS = (512, 10_000, 10_000_000)
-# A TRF that grows by more than this factor from the middle horizon to the last one marks
-# a series that does not converge (the digest's table: 1/(t+1) grows ~1,000x, 1/(n ln n)
-# ~800x; the convergent ones by at most 1.02x).
+# A TRF that grows by more than this factor from the middle horizon to the last one has not
+# settled (1/(t+1) grows ~1,000x, 1/(n ln n) ~800x, the fast convergent ones by at most
+# 1.02x; a slowly convergent series such as Σ t^-1.5 grows too, its TRF being ~5.6k keys).
 GROWTH = 1.5
 # Distances are evaluated in chunks of this many, so a horizon of 10^7 stays small in memory.
 _CHUNK = 1 << 20
@@ -65,34 +71,64 @@ def initial_params(name: str, *, num_heads: int = 8, head_dim: int = 64, seed: i
   return jax.device_get(variables.get('params', {}))
 
 
+def _used_params(name: str, num_heads: int, head_dim: int, params: dict[str, Any] | None,
+                 options: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+  """(the parameters the model uses, the module's options): the initial ones unless given,
+  KERPLE's clipped to their range (fixed KERPLE parameters filled in)."""
+  family = family_of(name)
+  attention, _ = encodings.resolve_options(family, options or {})
+  module = types.SimpleNamespace(num_heads=num_heads, head_dim=head_dim, **attention)
+  if family == 'alibi':
+    return {'slopes': biases.alibi_slopes(num_heads).astype(np.float64)}, module
+  params = initial_params(name, num_heads=num_heads, head_dim=head_dim,
+                          options=options) if params is None else params
+  if family in families.LEARNED:
+    low = max(families.KERPLE_MIN, module.kerple_r_min) if family == 'kerple_log' else (
+        families.KERPLE_MIN)
+    high = 2.0 if family == 'kerple_power' else np.inf
+    fixed = lambda key: params[key] if key in params else np.full(
+        num_heads, attention[f'bias_{key}'])  # fixed parameters are not in the tree
+    params = {'r': np.clip(np.asarray(fixed('r'), np.float64), low, high),
+              'k': np.maximum(np.asarray(fixed('k'), np.float64), families.KERPLE_MIN)}
+  return params, module
+
+
 def log_weights(name: str, t: np.ndarray, *, num_heads: int = 8, head_dim: int = 64,
                 params: dict[str, Any] | None = None,
                 options: dict[str, Any] | None = None) -> np.ndarray:
   """r(t) of encoding `name` per head at causal distances t: float64 [H, len(t)]."""
   family = family_of(name)
-  t32 = jnp.asarray(t, jnp.float32)[None, :]  # one query against len(t) keys
+  params, module = _used_params(name, num_heads, head_dim, params, options)
   if family == 'alibi':
-    slopes = biases.alibi_slopes(num_heads).astype(np.float64)
-    return -slopes[:, None] * np.asarray(t, np.float64)[None, :]
-  attention, _ = encodings.resolve_options(family, options or {})
-  module = types.SimpleNamespace(num_heads=num_heads, head_dim=head_dim, **attention)
-  params = initial_params(name, num_heads=num_heads, head_dim=head_dim,
-                          options=options) if params is None else params
+    return -params['slopes'][:, None] * np.asarray(t, np.float64)[None, :]
+  t32 = jnp.asarray(t, jnp.float32)[None, :]  # one query against len(t) keys
   if family == 't5':
     out = families.t5_bias(-jnp.asarray(t, jnp.int32)[None, :], params['t5_table'],
                            bidirectional=False, num_buckets=module.t5_buckets,
                            max_distance=module.t5_max_distance)
   else:
-    if family in families.LEARNED:  # the values the model uses: within KERPLE's range
-      low = max(families.KERPLE_MIN, module.kerple_r_min) if family == 'kerple_log' else (
-          families.KERPLE_MIN)
-      high = 2.0 if family == 'kerple_power' else np.inf
-      fixed = lambda key: params[key] if key in params else np.full(
-          num_heads, attention[f'bias_{key}'])  # fixed parameters are not in the tree
-      params = {'r': np.clip(fixed('r'), low, high),
-                'k': np.maximum(fixed('k'), families.KERPLE_MIN)}
     out = families.family_bias(family, t32, params, module)
   return np.asarray(out, np.float64)[:, 0, :]
+
+
+def _always(value: bool) -> Any:
+  return lambda params, num_heads: np.full(num_heads, value)
+
+
+# Whether Σ_t exp(r(t)) converges, per head, from each family's closed form (Qin et al.
+# 2023, Table 1): params (those the model uses) -> bool [H]. Sandwich has none: its proof's
+# bound is loose and as printed inconsistent, so its TRF alone decides.
+SERIES = {
+    'alibi': _always(True),           # Σ e^{-m t}: geometric, ratio e^{-m} < 1 (m > 0)
+    'kerple_log': lambda p, h: np.broadcast_to(p['r'] > 1, (h,)),  # (1 + k t)^-r ~ p-series
+    'kerple_power': _always(True),    # e^{-k t^r}, k, r > 0: below every p-series
+    'type1': _always(True),           # 1 / n^2: p-series, p = 2
+    'type2': _always(True),           # e^{-ln^2 n}: below every p-series
+    'inverse_n': _always(False),      # 1 / n: the harmonic series
+    'inverse_n_log_n': _always(False),  # 1 / (n ln n): diverges by the integral test
+    'sliding_window': _always(True),  # finite support
+    't5': _always(False),             # the last bucket's constant weight beyond max_distance
+}
 
 
 def weights(name: str, horizon: int, **kwargs: Any) -> np.ndarray:
@@ -120,23 +156,42 @@ def trf(w: np.ndarray, eps: float | Sequence[float]) -> np.ndarray:
 
 def convergence(name: str, eps: float = 0.01, horizons: Sequence[int] = HORIZONS,
                 **kwargs: Any) -> dict[str, Any]:
-  """The TRF of every head at each horizon, and whether it settles: it grows by at most
-  GROWTH from the second-to-last horizon to the last, in every head.
+  """Whether `name`'s bias series converges, and its TRF at each horizon.
 
-  Returns {'encoding', 'eps', 'horizons', 'trf': [[per head] per horizon], 'settles'}.
+  Returns {'encoding', 'eps', 'horizons', 'trf': [[per head] per horizon],
+  'settles': the TRF grows by at most GROWTH from the second-to-last horizon to the last in
+  every head, 'converges': per SERIES in every head (closed form) or else `settles`,
+  'basis': 'closed form' or 'TRF', 'divergent_heads': [head indices]}.
+
+  Example: kerple_log with r = 1.5, k = 1 (Σ (1 + t)^-1.5): converges, but its TRF at
+  ε = 0.01 is ~5.6k keys, so at horizon 10^4 it has not settled: 'settles' is False.
   """
   heads = kwargs.get('num_heads', 8)
-  if family_of(name) in families.SHARED:  # one head's series stands for all of them
+  family = family_of(name)
+  if family in families.SHARED:  # one head's series stands for all of them
     kwargs = {**kwargs, 'num_heads': 1}
   fields = [np.broadcast_to(trf(weights(name, h, **kwargs), eps), (heads,)) for h in horizons]
   settles = bool(np.all(fields[-1] <= GROWTH * np.maximum(fields[-2], 1)))
+  if family in SERIES:
+    params, _ = _used_params(name, heads, kwargs.get('head_dim', 64), kwargs.get('params'),
+                             kwargs.get('options'))
+    per_head = np.asarray(SERIES[family](params, heads), bool)
+    basis = 'closed form'
+  else:
+    per_head, basis = np.full(heads, settles), 'TRF'
   return {'encoding': name, 'eps': eps, 'horizons': list(horizons),
-          'trf': [f.tolist() for f in fields], 'settles': settles}
+          'trf': [f.tolist() for f in fields], 'settles': settles,
+          'converges': bool(per_head.all()), 'basis': basis,
+          'divergent_heads': np.flatnonzero(~per_head).tolist()}
 
 
 def diagnostic(name: str, **kwargs: Any) -> str | None:
   """One line on whether `name`'s bias series converges at its initial parameters (None
-  for an encoding without a distance bias)."""
+  for an encoding without a distance bias).
+
+  Example: 'kerple_log: at its initial parameters the bias series diverges in 3 of 8 heads
+  (r <= 1: ...)'.
+  """
   try:
     family_of(name)
   except ValueError:
@@ -146,12 +201,21 @@ def diagnostic(name: str, **kwargs: Any) -> str | None:
   horizons = result['horizons']
   fields = (f'receptive field at eps={result["eps"]}, widest head: {first:,} keys at horizon '
             f'{horizons[0]:,}, {last:,} at {horizons[-1]:,}')
-  if result['settles']:
-    return (f'{name}: at its initial parameters the bias series converges ({fields}): Qin et '
-            'al.\'s condition for extrapolation holds')
-  return (f'{name}: at its initial parameters the bias series has not settled by horizon '
-          f'{horizons[-1]:,} ({fields}): it diverges or converges too slowly for Qin et al.\'s '
-          'condition to help')
+  head = f'{name}: at its initial parameters the bias series'
+  if result['basis'] == 'TRF' and not result['settles']:
+    return (f'{head} has not settled by horizon {horizons[-1]:,} ({fields}): it diverges or '
+            "converges too slowly for Qin et al.'s condition to help (no closed form decides)")
+  if not result['converges']:
+    bad, heads = len(result['divergent_heads']), len(result['trf'][0])
+    where = 'in every head' if bad == heads else f'in {bad} of {heads} heads'
+    return (f'{head} diverges {where} ({fields}): Qin et al.\'s condition for extrapolation '
+            'fails there')
+  if not result['settles']:
+    mid = max(result['trf'][-2])
+    return (f'{head} converges, slowly ({fields}; it still widens from {mid:,} keys at '
+            f'horizon {horizons[-2]:,}): Qin et al.\'s condition for extrapolation holds, '
+            'over more keys than the horizons it is trained at')
+  return (f'{head} converges ({fields}): Qin et al.\'s condition for extrapolation holds')
 
 
 def mass_by_distance(w: np.ndarray, causal: bool) -> np.ndarray:

@@ -55,17 +55,49 @@ def test_trf_of_the_registrys_alibi_heads():
 
 def test_convergence_flags_the_negative_controls_and_passes_the_others():
   for name in ('inverse_n', 'inverse_n_log_n', 't5'):
-    assert not receptive.convergence(name, num_heads=2)['settles'], name
+    result = receptive.convergence(name, num_heads=2)
+    assert not result['converges'] and not result['settles'], name
   for name in ('type1', 'type2', 'alibi', 'sliding_window'):
-    assert receptive.convergence(name, num_heads=2)['settles'], name
-  # kerple_log converges only for r > 1 (at r = 2, k = 1 it is Type 1).
-  fixed = lambda r: {'bias_r': r, 'bias_k': 1.0}
-  assert receptive.convergence('kerple_log', options=fixed(2.0), num_heads=2)['settles']
-  assert not receptive.convergence('kerple_log', options=fixed(0.5), num_heads=2)['settles']
-  assert receptive.convergence('kerple_power', options=fixed(1.0), num_heads=2)['settles']
+    result = receptive.convergence(name, num_heads=2)
+    assert result['converges'] and result['settles'], name
   assert 'condition for extrapolation holds' in receptive.diagnostic('type1', num_heads=2)
-  assert 'has not settled' in receptive.diagnostic('randomized_inverse_n', num_heads=2)
+  assert 'diverges in every head' in receptive.diagnostic('randomized_inverse_n', num_heads=2)
   assert receptive.diagnostic('rotary') is None
+
+
+@pytest.mark.parametrize('p, converges, settles', [
+    (2.0, True, True), (1.5, True, False), (1.01, True, False), (1.0, False, False),
+    (0.5, False, False)])
+def test_convergence_of_p_series_is_decided_by_p(p, converges, settles):
+  # kerple_log with k = 1 is the p-series Σ (1 + t)^-p: it converges iff p > 1, however slowly
+  # its receptive field settles (p = 1.5: ~5.6k keys at ε = 0.01; p = 1.01: past 10^7).
+  options = {'bias_r': p, 'bias_k': 1.0}
+  result = receptive.convergence('kerple_log', options=options, num_heads=2)
+  assert (result['converges'], result['settles'], result['basis']) == (
+      converges, settles, 'closed form')
+  if p == 1.5:
+    assert 5_000 < max(result['trf'][-1]) < 6_000
+  line = receptive.diagnostic('kerple_log', options=options, num_heads=2)
+  want = {(True, True): 'converges (', (True, False): 'converges, slowly',
+          (False, False): 'diverges in every head'}[converges, settles]
+  assert want in line and 'has not settled' not in line, line
+
+
+def test_convergence_per_head_at_kerples_initialisation():
+  # KERPLE-log starts at r ~ U(0, 2): the heads with r <= 1 diverge, the others converge.
+  # KERPLE-power's e^{-k t^r} converges for every k, r > 0, slowly for small r.
+  params, _ = receptive._used_params('kerple_log', 8, 64, None, None)  # pylint: disable=protected-access
+  result = receptive.convergence('kerple_log', num_heads=8)
+  assert result['divergent_heads'] == np.flatnonzero(params['r'] <= 1).tolist()
+  assert 0 < len(result['divergent_heads']) < 8 and not result['converges']
+  power = receptive.convergence('kerple_power', num_heads=8)
+  assert power['converges'] and power['divergent_heads'] == []
+  assert 'converges, slowly' in receptive.diagnostic('kerple_power', num_heads=8)
+
+
+def test_sandwich_has_no_closed_form_and_is_judged_by_its_trf():
+  result = receptive.convergence('sandwich', num_heads=2)
+  assert result['basis'] == 'TRF' and result['converges'] == result['settles']
 
 
 def test_trf_rejects_eps_outside_the_unit_interval():
