@@ -329,6 +329,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
     task = task_of(config)
   except ValueError as e:
     raise ConfigError(str(e)) from None
+  if spec.reads_digits and getattr(task, 'digit_ids', None) is None:
+    with_digits = [name for name, t in tasks.REGISTRY.items() if hasattr(t, 'digit_ids')]
+    raise ConfigError(f'encoding {config.encoding!r} reads digit tokens and task '
+                      f'{config.task!r} has none; tasks with digits: {", ".join(with_digits)}')
   if config.task in tasks.ARITHMETIC:
     _validate_sequence_task(config, task, spec)
   elif config.task in tasks.LANGUAGE:

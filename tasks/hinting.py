@@ -694,6 +694,11 @@ class _IncrementFamily(HintingTask):
     return 12
 
   @property
+  def digit_ids(self) -> tuple[int, ...]:
+    """The digits' ids, for encodings that read digits (Abacus)."""
+    return tuple(range(10))
+
+  @property
   def sep_id(self) -> int:
     return INCREMENT_SEP
 

@@ -161,7 +161,8 @@ def test_hints_on_a_task_without_any_are_refused():
 
 
 @pytest.mark.parametrize('arg', ['tiny,hint=colour', 'tiny,task=parity', 'tiny,temperature=hot',
-                                 'tiny,beta=-1,temperature=fixed'])
+                                 'tiny,beta=-1,temperature=fixed', 'tiny,encoding=abacus',
+                                 'tiny,encoding=abacus+fire'])
 def test_bad_experiment_args_exit_2_with_one_line_and_write_nothing(tmp_path, arg):
   workdir = tmp_path / 'run'
   proc = subprocess.run([sys.executable, '-m', 'launch.train',
@@ -174,7 +175,8 @@ def test_bad_experiment_args_exit_2_with_one_line_and_write_nothing(tmp_path, ar
 
 def test_every_mode_of_the_experiment_validates():
   for arg in ('', 'cpu', 'tiny', 'hint=all', 'task=increment', 'task=increment,hint=carry',
-              'temperature=learned,beta=0.5', 'modified,hint=successor', 'schedule=mixed,hint=all'):
+              'temperature=learned,beta=0.5', 'modified,hint=successor', 'schedule=mixed,hint=all',
+              'task=increment,encoding=abacus'):
     config_lib.validate(sorting_hints.get_config(arg))
   cells = sorting_hints.grid()
   assert {tuple(c['hints']) for c in cells} == {(), ('successor',), ('count',), ('fill',),

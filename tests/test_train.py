@@ -138,6 +138,8 @@ def test_rerun_with_other_config_is_refused(tmp_path):
     ('--config.train.steps=abc', 'train.steps'),
     ('--config.model.max_position=10', 'max_position'),
     ('--config.model.attention_block=-1', 'model.attention_block=-1 must be'),
+    ('--config.encoding=abacus', "encoding 'abacus' reads digit tokens and task 'reverse_string' "
+                                 'has none; tasks with digits: addition'),
     ('--bogus_flag=1', 'bogus_flag'),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, override, needle):

@@ -57,6 +57,8 @@ class Encoding:
       inputs) -> AttentionEncoding` with the layer input [B, T, D]. None: content only.
     embedding_options, attention_options: the names of `encoding_options` each part takes.
     randomized: draws from the 'noise' RNG stream (at evaluation too).
+    reads_digits: reads which tokens are digits (the task's `digit_ids`): a task without
+      digits cannot use it.
   """
   kind: str
   embedding: Callable[..., Any] | None = None
@@ -64,6 +66,7 @@ class Encoding:
   embedding_options: tuple[str, ...] = ()
   attention_options: tuple[str, ...] = ()
   randomized: bool = False
+  reads_digits: bool = False
 
 
 # Every encoding option and its default; an encoding ignores options it does not take.
@@ -116,7 +119,7 @@ ENCODINGS: dict[str, Encoding] = {
     # The arithmetic study's (McLeish et al. 2024): a digit's position within its number,
     # and FIRE (Li et al. 2023), plain or on randomized positions (Zhou et al. 2024).
     'abacus': Encoding(core.EMBEDDING, embeddings.AbacusEmbedding,
-                       embedding_options=('abacus_offset', 'digit_ids')),
+                       embedding_options=('abacus_offset', 'digit_ids'), reads_digits=True),
     'fire': Encoding(core.BIAS, attention=biases.FireEncoding,
                      attention_options=('fire_variant',)),
     'randomized_fire': Encoding(core.BIAS, attention=_p(biases.FireEncoding, randomized=True),
@@ -157,7 +160,8 @@ def _combine(name: str) -> Encoding:
                      'attention encoding (any other)')
   (emb,), (att,) = inputs, attention
   return Encoding(att.kind, emb.embedding, att.attention, emb.embedding_options,
-                  att.attention_options, emb.randomized or att.randomized)
+                  att.attention_options, emb.randomized or att.randomized,
+                  emb.reads_digits or att.reads_digits)
 
 
 def get(name: str) -> Encoding:
