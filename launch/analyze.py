@@ -140,7 +140,7 @@ def _load(args: argparse.Namespace):
   if os.path.exists(args.out) and not os.path.isdir(args.out):
     common.fail(f'--out={args.out} is a file, not a directory')
   try:
-    return analysis.load_run(args.workdir, args.member)
+    return analysis.load_run(args.workdir, args.member, progress=print)
   except (analysis.AnalysisError, ValueError) as e:
     common.fail(e)
 

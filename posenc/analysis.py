@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from absl import logging
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -44,9 +45,11 @@ class Run:
   step: int
 
 
-def load_run(workdir: str, member: int = 0) -> Run:
-  """The run in `workdir` at its latest checkpoint, member `member` (seeds × learning
-  rates order), with a model on the reference attention backend."""
+def load_run(workdir: str, member: int = 0,
+             progress: Callable[[str], None] = logging.warning) -> Run:
+  """The run in `workdir` at its newest checkpoint that restores (`progress` hears of any
+  damaged one), member `member` (seeds × learning rates order), with a model on the
+  reference attention backend."""
   path = os.path.join(workdir, 'config.json')
   if not os.path.isfile(path):
     raise AnalysisError(f'{workdir} holds no run (no config.json)')
@@ -58,13 +61,18 @@ def load_run(workdir: str, member: int = 0) -> Run:
   if not 0 <= member < len(members):
     raise AnalysisError(f'--member={member} is not a member of {workdir} (0..{len(members) - 1})')
   manager = train.checkpoint_manager(workdir)
-  step = manager.latest_step()
-  if step is None:
+  if manager.latest_step() is None:
     raise AnalysisError(f'{workdir} has no checkpoint to analyse (train it first)')
   task = config_lib.task_of(config)
   population = train.Population(config)
-  state, _ = train.restore_state(manager, step, train.init_state(
-      config, train.make_model(config, task), population, abstract=True), population)
+  # A reader leaves damaged checkpoints where they are (rerunning training sets them aside).
+  step, state, _, damaged = train.restore_newest(manager, train.init_state(
+      config, train.make_model(config, task), population, abstract=True), population,
+      lambda step: os.path.join(workdir, 'checkpoints', str(step)))
+  if step is None:
+    raise AnalysisError(f'no checkpoint of {workdir} restores: ' + '; '.join(damaged))
+  if damaged:
+    progress(f'damaged: {"; ".join(damaged)}; analysing the checkpoint at step {step}')
   params = jax.tree.map(lambda x: np.asarray(x)[member], jax.device_get(state['params']))
   reference = sweep_lib.cell_config(config, {'model.attention_impl': 'reference'})
   return Run(config, task, train.make_model(reference, task), params, members[member], step)

@@ -43,6 +43,7 @@ import functools
 import json
 import math
 import os
+import sys
 import time
 from typing import Any, Callable
 
@@ -610,7 +611,8 @@ def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
 
 
 def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
-  """Orbax manager of `workdir/checkpoints`: synchronous, the last two steps kept.
+  """Orbax manager of `workdir/checkpoints`: synchronous, the last three steps kept (a
+  damaged newest one leaves two to fall back on: `restore_newest`).
 
   In a multi-process job each process trains its own populations (its shard of a sweep)
   on its local devices, so its manager involves only itself: no cross-process barriers.
@@ -623,7 +625,7 @@ def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
   directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
   os.makedirs(directory, exist_ok=True)
   options = ocp.CheckpointManagerOptions(
-      max_to_keep=2, create=False, enable_async_checkpointing=False, **kwargs)
+      max_to_keep=3, create=False, enable_async_checkpointing=False, **kwargs)
   return ocp.CheckpointManager(directory, options=options)
 
 
@@ -648,6 +650,67 @@ def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any,
   restored = manager.restore(step, args=ocp.args.Composite(
       state=ocp.args.StandardRestore(target), run=ocp.args.JsonRestore()))
   return population.pad(restored['state'], abstract), restored['run']['device_history']
+
+
+# What a damaged checkpoint raises on restore: tensorstore's read errors (a data file
+# truncated or missing: OUT_OF_RANGE, FAILED_PRECONDITION) and orbax's structure errors (its
+# metadata missing) are ValueErrors; a missing item directory is a KeyError ('Item "state"
+# was not found'); a missing file elsewhere an OSError.
+DAMAGED = (ValueError, KeyError, OSError)
+
+
+def restore_newest(manager: ocp.CheckpointManager, abstract: Any, population: Population,
+                   set_aside: Callable[[int], str]
+                   ) -> tuple[int | None, Any, list[dict[str, Any]], list[str]]:
+  """(step, state, device history, damage notes) of the newest checkpoint that restores,
+  step None when none does (then state and history are None).
+
+  Each checkpoint that fails to restore is handed to `set_aside(step)`, which returns where
+  it now is (training moves it out of the manager's way; a reader leaves it), and noted as
+  'checkpoint 40 (OUT_OF_RANGE: Error reading ...) kept in W/checkpoints_damaged/40'.
+  """
+  notes = []
+  for step in sorted(manager.all_steps(), reverse=True):
+    try:
+      state, history = restore_state(manager, step, abstract, population)
+      return step, state, history, notes
+    except DAMAGED as e:
+      _drop_closed_loop_callbacks()
+      reason = ' '.join(str(e).split())
+      reason = reason if len(reason) <= 100 else reason[:97] + '...'
+      notes.append(f'checkpoint {step} ({type(e).__name__}: {reason}) kept in {set_aside(step)}')
+  return None, None, None, notes
+
+
+def _drop_closed_loop_callbacks() -> None:
+  """Silences the reads a failed restore leaves in flight: when one read fails, orbax's
+  event loop closes under the others, and each of their completions reports 'Event loop is
+  closed' through sys.unraisablehook (milliseconds later, hundreds of tracebacks). Every
+  other unraisable exception still reaches the previous hook. Installed once per process."""
+  previous = sys.unraisablehook
+  if getattr(previous, 'drops_closed_loop', False):
+    return
+
+  def hook(unraisable: Any) -> None:
+    if not (unraisable.exc_type is RuntimeError
+            and str(unraisable.exc_value) == 'Event loop is closed'):
+      previous(unraisable)
+
+  hook.drops_closed_loop = True
+  sys.unraisablehook = hook
+
+
+def set_aside_damaged(workdir: str, step: int) -> str:
+  """Moves `workdir/checkpoints/step` to `workdir/checkpoints_damaged/step` (a free name:
+  step.1, step.2, ... if a damaged copy of that step is there already) and returns it."""
+  aside = os.path.join(workdir, 'checkpoints_damaged')
+  os.makedirs(aside, exist_ok=True)
+  target, k = os.path.join(aside, str(step)), 0
+  while os.path.exists(target):
+    k += 1
+    target = os.path.join(aside, f'{step}.{k}')
+  os.replace(os.path.join(workdir, 'checkpoints', str(step)), target)
+  return target
 
 
 def versions() -> dict[str, Any]:
@@ -724,20 +787,24 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   curriculum_key, batch_key, eval_data_key = data_keys(config)
   here = {'devices': population.num_devices, 'platform': population.platform}
 
-  # 1. Latest checkpoint, else 2. scratch.
+  # 1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch.
   manager = checkpoint_manager(workdir)
-  latest = manager.latest_step()
+  latest, state, history, damaged = restore_newest(
+      manager, init_state(config, model, population, abstract=True), population,
+      functools.partial(set_aside_damaged, workdir))
+  if damaged:
+    manager.reload()
+    damaged = 'damaged: ' + '; '.join(damaged) + ', and '
   if latest is None:
     state = init_state(config, model, population)
     history = [{'from_step': 0, **here}]
+    if damaged:
+      progress(damaged + 'no other checkpoint: started from scratch')
   else:
-    state, history = restore_state(manager, latest,
-                                   init_state(config, model, population, abstract=True),
-                                   population)
     moved = {k: history[-1][k] for k in here} != here
     if moved:
       history.append({'from_step': latest, **here})
-    progress(f'resumed from the checkpoint at step {latest}' + (
+    progress((damaged or '') + f'resumed from the checkpoint at step {latest}' + (
         f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
         f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
         'rounding, not bit for bit' if moved else ''))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from experiments import rpe_table1
 from experiments import sweep_tiny
+from posenc import analysis
 from posenc import io
 from posenc import sweep
 from posenc import train
@@ -176,3 +178,86 @@ def test_run_checkpointed_on_one_device_count_resumes_on_another(tmp_path, befor
   assert [h['devices'] for h in finished['devices']['history']] == [before, after]
   assert [h['from_step'] for h in finished['devices']['history']] == [0, 10]
   assert len(finished['members']) == 6
+
+
+# ---------------------------------------------------------------------------------------
+# A damaged checkpoint: the run falls back to the newest one that restores.
+
+
+def _damage_config():
+  config = rpe_table1.get_config('task=parity_check,encoding=randomized_rotary,tiny')
+  config.train.steps, config.checkpoint_every, config.train.log_every = 30, 10, 5
+  return config
+
+
+@pytest.fixture(scope='module')
+def straight_run(tmp_path_factory):
+  """An uninterrupted run: checkpoints 10, 20, 30, metrics, evaluation, results."""
+  workdir = str(tmp_path_factory.mktemp('straight'))
+  train.train_and_evaluate(_damage_config(), workdir)
+  return workdir
+
+
+def _largest_data_file(step_dir):
+  files = [os.path.join(root, f) for root, _, fs in os.walk(os.path.join(step_dir, 'state'))
+           for f in fs if os.sep + 'd' + os.sep in os.path.join(root, f) + os.sep]
+  return max(files, key=os.path.getsize)
+
+
+DAMAGE = {
+    'truncated_data_file': lambda d: os.truncate(_largest_data_file(d), 10),
+    'missing_data_file': lambda d: os.remove(_largest_data_file(d)),
+    'missing_metadata': lambda d: os.remove(os.path.join(d, 'state', '_METADATA')),
+    'missing_state': lambda d: shutil.rmtree(os.path.join(d, 'state')),
+}
+
+
+@pytest.mark.parametrize('damage', sorted(DAMAGE))
+def test_damaged_latest_checkpoint_falls_back_and_ends_equal(tmp_path, straight_run, damage):
+  # Killed after its last checkpoint (no results yet), the newest checkpoint then damaged:
+  # the rerun sets it aside, resumes from the one before and ends as the straight run did.
+  workdir = str(tmp_path / 'run')
+  shutil.copytree(straight_run, workdir)
+  os.remove(os.path.join(workdir, 'results.json'))
+  DAMAGE[damage](os.path.join(workdir, 'checkpoints', '30'))
+  lines = []
+  train.train_and_evaluate(_damage_config(), workdir, progress=lines.append)
+  assert lines[0].startswith('damaged: checkpoint 30 (') and lines[0].endswith(
+      'resumed from the checkpoint at step 20'), lines[0]
+  assert os.path.isdir(os.path.join(workdir, 'checkpoints_damaged', '30'))
+  config = _damage_config()
+  for x, y in zip(jax.tree.leaves(_final_params(straight_run, config)),
+                  jax.tree.leaves(_final_params(workdir, config))):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
+  read = lambda d, f: io.read_jsonl(os.path.join(d, f))
+  assert strip(read(workdir, 'metrics.jsonl')) == strip(read(straight_run, 'metrics.jsonl'))
+  members = lambda d: io.read_json(os.path.join(d, 'results.json'))['members']
+  assert members(workdir) == members(straight_run)
+
+
+def test_no_checkpoint_restores_then_the_run_starts_again(tmp_path, straight_run):
+  workdir = str(tmp_path / 'run')
+  shutil.copytree(straight_run, workdir)
+  os.remove(os.path.join(workdir, 'results.json'))
+  for step in ('10', '20', '30'):
+    if os.path.isdir(os.path.join(workdir, 'checkpoints', step)):
+      DAMAGE['missing_metadata'](os.path.join(workdir, 'checkpoints', step))
+  lines = []
+  train.train_and_evaluate(_damage_config(), workdir, progress=lines.append)
+  assert lines[0].endswith('no other checkpoint: started from scratch'), lines[0]
+  assert sorted(os.listdir(os.path.join(workdir, 'checkpoints_damaged'))) == sorted(
+      s for s in ('10', '20', '30') if os.path.isdir(os.path.join(straight_run, 'checkpoints', s)))
+  members = lambda d: io.read_json(os.path.join(d, 'results.json'))['members']
+  assert members(workdir) == members(straight_run)
+
+
+def test_analysis_reads_the_newest_checkpoint_that_restores_and_moves_nothing(tmp_path,
+                                                                           straight_run):
+  workdir = str(tmp_path / 'run')
+  shutil.copytree(straight_run, workdir)
+  DAMAGE['missing_metadata'](os.path.join(workdir, 'checkpoints', '30'))
+  lines = []
+  run = analysis.load_run(workdir, progress=lines.append)
+  assert run.step == 20 and len(lines) == 1 and 'analysing the checkpoint at step 20' in lines[0]
+  assert os.path.isdir(os.path.join(workdir, 'checkpoints', '30'))
