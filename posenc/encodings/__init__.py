@@ -74,6 +74,9 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'max_time': 10_000.0,
     'relative_mode': 'symmetric',
     'randomize_both_sides': False,
+    # ALiBi under a causal mask: False, Press et al.'s -s (i - j); True, the reference
+    # encoder's bidirectional form (+s/2 left of the query) as its causal_masking ran it.
+    'alibi_reference_form': False,
     'geometric_normalize': False,
     'abacus_offset': 99,  # K: training offsets k ~ U{0..K}
     'digit_ids': tuple(range(10)),  # Abacus: the token ids that are digits (from the task)
@@ -99,7 +102,8 @@ ENCODINGS: dict[str, Encoding] = {
                         embedding_options=('max_time',)),
     'relative': Encoding(core.BIAS, attention=biases.RelativeEncoding,
                          attention_options=('max_time',)),
-    'alibi': Encoding(core.BIAS, attention=biases.AlibiEncoding),
+    'alibi': Encoding(core.BIAS, attention=biases.AlibiEncoding,
+                      attention_options=('alibi_reference_form',)),
     'rotary': Encoding(core.ROTATION, attention=rotary.RotaryEncoding,
                        attention_options=('max_time',)),
     'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding),
@@ -110,7 +114,8 @@ ENCODINGS: dict[str, Encoding] = {
                                                             randomized=True),
                                     attention_options=_RELATIVE, randomized=True),
     'randomized_alibi': Encoding(core.BIAS, attention=_p(biases.AlibiEncoding, randomized=True),
-                                 attention_options=('randomize_both_sides',), randomized=True),
+                                 attention_options=('randomize_both_sides', 'alibi_reference_form'),
+                                 randomized=True),
     'randomized_rotary': Encoding(core.ROTATION, attention=_p(rotary.RotaryEncoding,
                                                               randomized=True),
                                   attention_options=('max_time',), randomized=True),

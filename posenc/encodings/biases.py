@@ -130,22 +130,29 @@ def _distances(module: nn.Module, num_positions: int, length: Array):
 
 
 class AlibiEncoding(core.EncodingModule):
-  """ALiBi; randomized: distances d -> r_d, one draw per layer."""
+  """ALiBi; randomized: distances d -> r_d, one draw per layer.
+
+  The form follows the mask: Press et al.'s when causal, the reference encoder's when
+  bidirectional; `alibi_reference_form` keeps the reference's form under a causal mask too
+  (the reference encoder's `causal_masking` option ran it that way).
+  """
   randomized: bool = False
   randomize_both_sides: bool = False
+  alibi_reference_form: bool = False
 
   def __call__(self, num_positions: int, length: Array, inputs: Array,
                deterministic: bool = True) -> core.AttentionEncoding:
     del inputs, deterministic
     distances, left = _distances(self, num_positions, length)
     slopes = jnp.asarray(alibi_slopes(self.num_heads))
+    press = self.causal and not self.alibi_reference_form
     return core.AttentionEncoding(
         'alibi', core.BIAS,
         bias=lambda q, k, qi, ki: core.with_batch(alibi_bias(
-            qi, ki, slopes, distances=distances, left_distances=left, causal=self.causal)),
+            qi, ki, slopes, distances=distances, left_distances=left, causal=press)),
         # The form (causal or bidirectional) is the encoding's, not the backend's.
         params={'slopes': slopes, 'distances': distances, 'left_distances': left,
-                'causal': self.causal})
+                'causal': press})
 
 
 class RelativeEncoding(core.EncodingModule):
