@@ -68,7 +68,6 @@ import math
 import os
 import pathlib
 import re
-import tempfile
 from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 from matplotlib import cm
@@ -80,6 +79,7 @@ import numpy as np
 
 from posenc import encodings as encodings_lib
 from posenc import hint_report
+from posenc import io as io_lib
 import tasks as tasks_lib
 from tasks import arithmetic as arithmetic_tasks
 
@@ -1866,21 +1866,12 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
-  """Writes each file into `out` (created) atomically: a temporary file, then os.replace."""
+  """Writes each file into `out` (created) atomically (`posenc.io.write_bytes_atomic`: mode
+  0666 & ~umask, like any file a user writes)."""
   out = pathlib.Path(out)
   out.mkdir(parents=True, exist_ok=True)
   for name, data in files.items():
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f'.{name}.', suffix='.tmp')
-    try:
-      with os.fdopen(fd, 'wb') as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(tmp, out / name)
-    except BaseException:
-      if os.path.exists(tmp):
-        os.unlink(tmp)
-      raise
+    io_lib.write_bytes_atomic(out / name, data)
 
 
 def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
