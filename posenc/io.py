@@ -132,7 +132,12 @@ STALE_AFTER_S = 300.0
 
 
 class DirectoryBusy(RuntimeError):
-  """Another live process holds the directory's lock; the message names it."""
+  """Another live process holds the directory's lock; the message names it, and `holder`
+  alone ('process 123 on host a', or 'another process') for summaries."""
+
+  def __init__(self, message: str, holder: str = 'another process'):
+    super().__init__(message)
+    self.holder = holder
 
 
 def _holder(fd: int) -> dict[str, Any]:
@@ -143,10 +148,16 @@ def _holder(fd: int) -> dict[str, Any]:
     return {}
 
 
-def _describe(holder: dict[str, Any]) -> str:
+def _who(holder: dict[str, Any]) -> str:
   if not holder:
     return 'another process'
-  return (f'process {holder.get("pid")} on host {holder.get("host")} '
+  return f'process {holder.get("pid")} on host {holder.get("host")}'
+
+
+def _describe(holder: dict[str, Any]) -> str:
+  if not holder:
+    return _who(holder)
+  return (f'{_who(holder)} '
           f'(since {time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))})')
 
 
@@ -183,7 +194,7 @@ class DirectoryLock:
         holder = _holder(fd)
         os.close(fd)
         raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
-                            'wait for it to end, or stop it') from None
+                            'wait for it to end, or stop it', _who(holder)) from None
       # Its previous holder may have removed the file between our open and our flock.
       try:
         if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
@@ -197,7 +208,7 @@ class DirectoryLock:
       os.close(fd)
       raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
                           f'its lock is taken over once {STALE_AFTER_S:.0f} s pass without '
-                          'a heartbeat')
+                          'a heartbeat', _who(holder))
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, json.dumps({'pid': pid, 'host': host, 'since': time.time()}).encode())
