@@ -36,6 +36,7 @@ checkpoint at its next step and the sweep exit with status 143; the rerun resume
 """
 
 import os
+import time
 
 from absl import flags
 import jax
@@ -43,6 +44,7 @@ from ml_collections import config_flags
 
 from launch import common
 from posenc import config as config_lib
+from posenc import io
 from posenc import sweep as sweep_lib
 from posenc import train
 
@@ -135,7 +137,26 @@ def main(argv):
 
 
 def _report(cells, skipped: dict[str, str]) -> None:
-  """Writes DIR/report from the complete cells of the grid, listing the others and why."""
+  """Writes DIR/report from the complete cells of the grid, listing the others and why.
+
+  Two sweeps of one directory take turns (the lock of DIR/index), and each reads the cells'
+  states inside its turn: the last report written is built from the most complete state, and
+  a sweep that ends first cannot write its partial report over a later, whole one.
+  """
+  waiting = False
+  while True:
+    try:
+      with io.DirectoryLock(os.path.join(_WORKDIR.value, 'index')):
+        _write_report(cells, skipped)
+      return
+    except io.DirectoryBusy as e:
+      if not waiting:
+        print(f'report: waiting for {e.holder}, which is writing the report', flush=True)
+      waiting = True
+      time.sleep(2)
+
+
+def _write_report(cells, skipped: dict[str, str]) -> None:
   from posenc import report as report_lib  # Deferred: matplotlib.
   # Read again now: a cell another process held may have completed since it was skipped.
   rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
