@@ -145,8 +145,9 @@ def status(sweep_dir: str, cells: Sequence[dict[str, Any]],
   the sweep asks for is 'config differs', its `changes` as `config.describe_changes` text.
 
   Example:
-    >>> [r['state'] for r in status('sweeps/tiny', sweep_tiny.grid(), sweep_tiny.get_config())]
-    ['complete', 'config differs', 'partial', 'pending']                  # doctest: +SKIP
+    >>> rows = status('sweeps/tiny', sweep_tiny.grid(), sweep_tiny.get_config())  # doctest: +SKIP
+    >>> [r['state'] for r in rows]                                                # doctest: +SKIP
+    ['complete', 'config differs', 'partial', 'pending']
   """
   rows = []
   for overrides in cells:
