@@ -38,6 +38,7 @@ a file) is one line `error: ...`, exit status 2, nothing written.
 from __future__ import annotations
 
 import argparse
+import io as io_buffer
 import os
 import sys
 from typing import Any, NoReturn, Sequence
@@ -127,9 +128,9 @@ def _verdict(result: dict[str, Any]) -> str:
 
 
 def _save_plot(fig, out: str, name: str) -> None:
-  tmp = os.path.join(out, f'.{name}.tmp')
-  fig.savefig(tmp, format='png', dpi=120)
-  os.replace(tmp, os.path.join(out, name))
+  buffer = io_buffer.BytesIO()
+  fig.savefig(buffer, format='png', dpi=120)
+  io.write_bytes_atomic(os.path.join(out, name), buffer.getvalue())
 
 
 def _load(args: argparse.Namespace):

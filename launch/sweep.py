@@ -20,13 +20,23 @@ process writes only its own cells and DIR/index/shard-i-of-n.json.
              (and --chips=N), a roofline estimate for that accelerator instead, from XLA's
              cost analysis of the accelerator programs.
   --report   after the sweep, write DIR/report (Table 1, Table 4, Figure 4, per-length
-             table) and print it. Default on.
+             table) from the complete cells of the grid and print it; the cells it leaves
+             out (held by another process, failed, unfinished) are listed with the reason
+             at the end of every table and of the printout. Default on.
 
-A cell another live process is running is skipped. SIGTERM makes the running cell
+A cell is done when its run is complete and of the same config (the resumable fields such
+as --config.train.log_every aside). If cells hold runs of another config -- the same
+command with a changed override -- the sweep names them and their changed fields and
+refuses (exit status 2) before running anything: give a fresh --workdir for the new runs.
+--status shows such cells as "config differs".
+
+A cell another live process is running is skipped; the closing line counts the cells run,
+already done, skipped (naming the holding process) and failed. SIGTERM makes the running cell
 checkpoint at its next step and the sweep exit with status 143; the rerun resumes it.
 """
 
 import os
+import time
 
 from absl import flags
 import jax
@@ -34,6 +44,7 @@ from ml_collections import config_flags
 
 from launch import common
 from posenc import config as config_lib
+from posenc import io
 from posenc import sweep as sweep_lib
 from posenc import train
 
@@ -85,12 +96,11 @@ def main(argv):
                                  process_id=_PROCESS_ID.value)
       shard = (jax.process_index(), jax.process_count())
     if _STATUS.value:
-      rows = sweep_lib.status(_WORKDIR.value, cells)
+      rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
       for row in rows:
-        print(f'{row["cell"]:50s} {row["state"]}' + (f'  {row["error"]}' if 'error' in row else ''))
-      counts = {s: sum(r['state'] == s for r in rows) for s in
-                (sweep_lib.COMPLETE, sweep_lib.PARTIAL, sweep_lib.PENDING, sweep_lib.FAILED)}
-      print(' | '.join(f'{k}: {v}' for k, v in counts.items()))
+        detail = row.get('error') or row.get('changes')
+        print(f'{row["cell"]:50s} {row["state"]}' + (f'  {detail}' if detail else ''))
+      print(' | '.join(f'{s}: {sum(r["state"] == s for r in rows)}' for s in sweep_lib.STATES))
       return
     if _COST.value:
       from posenc import cost  # Deferred: only --cost measures.
@@ -123,16 +133,51 @@ def main(argv):
   for row in failed:
     print(f'failed: {row["cell"]}: {row["error"]}')
   if _REPORT.value and shard[1] == 1:
-    from posenc import report as report_lib  # Deferred: matplotlib.
-    out = os.path.join(_WORKDIR.value, 'report')
-    try:
-      text = report_lib.write_report([_WORKDIR.value], out, per_length=True)
-    except report_lib.ReportError as e:
-      print(f'no report: {e}')
-    else:
-      print(text)
-      print(f'report written to {out}/')
+    _report(cells, {r['cell']: r['skipped'] for r in rows if 'skipped' in r})
 
+
+def _report(cells, skipped: dict[str, str]) -> None:
+  """Writes DIR/report from the complete cells of the grid, listing the others and why.
+
+  Two sweeps of one directory take turns (the lock of DIR/index), and each reads the cells'
+  states inside its turn: the last report written is built from the most complete state, and
+  a sweep that ends first cannot write its partial report over a later, whole one.
+  """
+  waiting = False
+  while True:
+    try:
+      with io.DirectoryLock(os.path.join(_WORKDIR.value, 'index')):
+        _write_report(cells, skipped)
+      return
+    except io.DirectoryBusy as e:
+      if not waiting:
+        print(f'report: waiting for {e.holder}, which is writing the report', flush=True)
+      waiting = True
+      time.sleep(2)
+
+
+def _write_report(cells, skipped: dict[str, str]) -> None:
+  from posenc import report as report_lib  # Deferred: matplotlib.
+  # Read again now: a cell another process held may have completed since it was skipped.
+  rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
+  complete = [os.path.join(_WORKDIR.value, 'cells', r['cell']) for r in rows
+              if r['state'] == sweep_lib.COMPLETE]
+  missing = sweep_lib.missing_from_report(rows, skipped)
+  out = os.path.join(_WORKDIR.value, 'report')
+  if not complete:
+    print('no report: no cell of the grid is complete')
+    for line in missing:
+      print(f'  {line}')
+    return
+  try:
+    text = report_lib.write_report(complete, out, per_length=True, absent=missing)
+  except report_lib.ReportError as e:
+    print(f'no report: {e}')
+  else:
+    print(text)
+    print(f'report written to {out}/' + (
+        f' from {len(complete)} of {len(rows)} cells (the others are listed above)'
+        if missing else ''))
 
 if __name__ == '__main__':
   common.run(main)

@@ -13,8 +13,9 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import ml_collections
 
@@ -530,6 +531,80 @@ def _validate_hinting_task(config: ml_collections.ConfigDict, spec: Any) -> None
     raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                       f'longest sequence ({longest} tokens); encoding {config.encoding!r} '
                       f'needs max_position >= {longest}')
+
+
+# ---------------------------------------------------------------------------------------
+# A recorded run's config against a requested one.
+
+# Keys a rerun may change without invalidating the run's checkpoints or results.
+RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every')
+
+
+class _Absent:
+  """The value of a field one side of a comparison lacks (a config of another version)."""
+
+  def __repr__(self) -> str:
+    return 'absent'
+
+
+ABSENT = _Absent()
+
+
+def as_json(config: ml_collections.ConfigDict) -> dict[str, Any]:
+  """The config as config.json records it (JSON types: tuples become lists)."""
+  return json.loads(config.to_json())
+
+
+def flatten(d: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+  """Nested dicts as one dict of dotted keys.
+
+  Example: flatten({'train': {'steps': 10}, 'task': 'x'}) == {'train.steps': 10, 'task': 'x'}.
+  """
+  out = {}
+  for k, v in d.items():
+    if isinstance(v, Mapping):
+      out.update(flatten(v, f'{prefix}{k}.'))
+    else:
+      out[f'{prefix}{k}'] = v
+  return out
+
+
+def config_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]
+                   ) -> list[tuple[str, Any, Any]]:
+  """The fields (dotted, sorted) in which a recorded config and a requested one differ, as
+  (key, recorded value, requested value), leaving out the RESUMABLE_CHANGES; a field one
+  side lacks has the value ABSENT there. Both are JSON dicts (config.json, `as_json`).
+
+  This is the one test of whether a run directory holds the requested run: training
+  refuses to resume a run that differs, and a sweep counts only an equal run as done.
+
+  Example:
+    >>> config_changes({'train': {'steps': 2000, 'log_every': 100}},
+    ...                {'train': {'steps': 4000, 'log_every': 10}})
+    [('train.steps', 2000, 4000)]
+  """
+  old, new = flatten(recorded), flatten(requested)
+  return [(k, old.get(k, ABSENT), new.get(k, ABSENT)) for k in sorted(set(old) | set(new))
+          if old.get(k, ABSENT) != new.get(k, ABSENT) and k not in RESUMABLE_CHANGES]
+
+
+def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4,
+                     width: int = 40) -> str:
+  """`config_changes` as one short phrase: 'key old -> new' for the first `limit` fields,
+  each value cut to `width` characters.
+
+  Example:
+    >>> describe_changes([('train.steps', 2000, 4000), ('seeds', [0, 1], [0])])
+    'train.steps 2000 -> 4000, seeds [0, 1] -> [0]'
+  """
+  def text(value: Any) -> str:
+    out = repr(value) if value is ABSENT else json.dumps(value, separators=(', ', ': '))
+    return out if len(out) <= width else out[:width - 3] + '...'
+
+  parts = [f'{k} {text(a)} -> {text(b)}' for k, a, b in changes[:limit]]
+  if len(changes) > limit:
+    parts.append(f'and {len(changes) - limit} more field{"s" * (len(changes) - limit > 1)}')
+  return ', '.join(parts)
 
 
 def task_of(config: ml_collections.ConfigDict) -> Any:

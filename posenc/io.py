@@ -1,29 +1,63 @@
-"""Small file helpers: atomic JSON writes, crash-tolerant JSON-lines logs, and the lock that
-keeps a run directory to one writer."""
+"""Small file helpers: atomic writes, crash-tolerant JSON-lines logs, and the lock that keeps a
+run directory to one writer.
+
+Every file written here gets the mode an ordinary `open(path, 'w')` gives it, 0666 & ~umask:
+the temporary file of an atomic write is created with mode 0666 and the kernel applies the
+process's umask at creation (`tempfile.mkstemp` would give 0600, which colleagues sharing a
+machine cannot read). Nothing reads the umask, so nothing races with a thread that creates
+files while it is being read.
+
+Example:
+  >>> write_json_atomic('run/results.json', {'score': 0.9})   # mode 0644 under umask 022
+  >>> append_jsonl('run/eval.jsonl', {'length': 41, 'accuracy': 0.5})
+  >>> read_jsonl('run/eval.jsonl')
+  [{'length': 41, 'accuracy': 0.5}]
+"""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import secrets
 import socket
-import tempfile
 import threading
 import time
 from typing import Any, Callable
 
+# The mode of every file posenc creates, before the umask: that of open(path, 'w').
+FILE_MODE = 0o666
 
-def write_json_atomic(path: str, obj: Any) -> None:
-  """Writes `obj` as JSON so that `path` holds either the old or the new file, never half.
 
-  The temporary file lives in the same directory so `os.replace` is a rename.
+def _create_temporary(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
+  """(fd, path) of a new file in `directory`, created exclusively with mode FILE_MODE & ~umask.
+
+  Like `tempfile.mkstemp`, but with the usual mode instead of 0600.
   """
+  for _ in range(100):
+    path = os.path.join(directory, f'{prefix}{secrets.token_hex(6)}{suffix}')
+    try:
+      return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), path
+    except FileExistsError:
+      continue
+  raise FileExistsError(f'no free temporary file name in {directory}')
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+  """Writes `data` so that `path` holds either the old or the new file, never half of one.
+
+  The temporary file lives in the same directory (hidden, `.NAME.*.tmp`), so `os.replace`
+  is a rename; it is removed again if the write fails. The file gets mode 0666 & ~umask.
+
+  Example:
+    >>> write_bytes_atomic('report/figure.png', png)  # a reader sees the old or the new PNG
+  """
+  path = os.fspath(path)
   directory = os.path.dirname(os.path.abspath(path))
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp-', suffix='.json')
+  fd, tmp = _create_temporary(directory, f'.{os.path.basename(path)}.', '.tmp')
   try:
-    with os.fdopen(fd, 'w') as f:
-      json.dump(obj, f, indent=1, sort_keys=False)
-      f.write('\n')
+    with os.fdopen(fd, 'wb') as f:
+      f.write(data)
       f.flush()
       os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -31,6 +65,20 @@ def write_json_atomic(path: str, obj: Any) -> None:
     if os.path.exists(tmp):
       os.unlink(tmp)
     raise
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+  """`write_bytes_atomic` of `text` in UTF-8."""
+  write_bytes_atomic(path, text.encode())
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+  """Writes `obj` as indented JSON (one trailing newline) with `write_bytes_atomic`.
+
+  Example:
+    >>> write_json_atomic('run/config.json', {'task': 'parity_check'})
+  """
+  write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=False) + '\n')
 
 
 def read_json(path: str) -> Any:
@@ -68,14 +116,7 @@ def read_jsonl(path: str, keep: Callable[[dict[str, Any]], bool] = lambda r: Tru
       if keep(record):
         records.append(record)
   if rewrite:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp-', suffix='.jsonl')
-    with os.fdopen(fd, 'w') as f:
-      for record in records:
-        f.write(json.dumps(record) + '\n')
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, ''.join(json.dumps(record) + '\n' for record in records))
   return records
 
 
@@ -91,7 +132,12 @@ STALE_AFTER_S = 300.0
 
 
 class DirectoryBusy(RuntimeError):
-  """Another live process holds the directory's lock; the message names it."""
+  """Another live process holds the directory's lock; the message names it, and `holder`
+  alone ('process 123 on host a', or 'another process') for summaries."""
+
+  def __init__(self, message: str, holder: str = 'another process'):
+    super().__init__(message)
+    self.holder = holder
 
 
 def _holder(fd: int) -> dict[str, Any]:
@@ -102,10 +148,16 @@ def _holder(fd: int) -> dict[str, Any]:
     return {}
 
 
-def _describe(holder: dict[str, Any]) -> str:
+def _who(holder: dict[str, Any]) -> str:
   if not holder:
     return 'another process'
-  return (f'process {holder.get("pid")} on host {holder.get("host")} '
+  return f'process {holder.get("pid")} on host {holder.get("host")}'
+
+
+def _describe(holder: dict[str, Any]) -> str:
+  if not holder:
+    return _who(holder)
+  return (f'{_who(holder)} '
           f'(since {time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))})')
 
 
@@ -135,14 +187,14 @@ class DirectoryLock:
   def __enter__(self) -> 'DirectoryLock':
     host, pid = socket.gethostname(), os.getpid()
     while True:
-      fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+      fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
       try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
       except OSError:
         holder = _holder(fd)
         os.close(fd)
         raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
-                            'wait for it to end, or stop it') from None
+                            'wait for it to end, or stop it', _who(holder)) from None
       # Its previous holder may have removed the file between our open and our flock.
       try:
         if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
@@ -156,7 +208,7 @@ class DirectoryLock:
       os.close(fd)
       raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
                           f'its lock is taken over once {STALE_AFTER_S:.0f} s pass without '
-                          'a heartbeat')
+                          'a heartbeat', _who(holder))
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, json.dumps({'pid': pid, 'host': host, 'since': time.time()}).encode())

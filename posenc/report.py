@@ -68,7 +68,6 @@ import math
 import os
 import pathlib
 import re
-import tempfile
 from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 from matplotlib import cm
@@ -80,6 +79,7 @@ import numpy as np
 
 from posenc import encodings as encodings_lib
 from posenc import hint_report
+from posenc import io as io_lib
 import tasks as tasks_lib
 from tasks import arithmetic as arithmetic_tasks
 
@@ -1762,6 +1762,7 @@ class Report:
   arithmetic: str = ''
   perplexity: str = ''
   hints: str = ''
+  absent: str = ''  # The "Not in this report" section, '' when nothing is left out.
 
 
 def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
@@ -1802,9 +1803,28 @@ def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
           f'(1..{n})\n\n' + '\n'.join(rows) + '\n')
 
 
+def absent_section(absent: Sequence[str]) -> str:
+  """The markdown section that lists what a report leaves out and why ('' for nothing).
+
+  Example:
+    >>> print(absent_section(['parity_check__none: held by process 7 on host a']), end='')
+    <BLANKLINE>
+    ## Not in this report
+    <BLANKLINE>
+    1 cell of the grid is not in the tables and figures above:
+    - parity_check__none: held by process 7 on host a
+  """
+  if not absent:
+    return ''
+  n = len(absent)
+  return (f'\n## Not in this report\n\n{n} cell{"s" * (n != 1)} of the grid '
+          f'{"is" if n == 1 else "are"} not in the tables and figures above:\n'
+          + ''.join(f'- {line}\n' for line in absent))
+
+
 def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
                  figures: bool = True, per_length: bool = False,
-                 metric: str = 'accuracy') -> Report:
+                 metric: str = 'accuracy', absent: Sequence[str] = ()) -> Report:
   """Loads the runs under `paths` and renders every table and figure in memory.
 
   Range runs give both tables (table1.md, table4.md), every task's figure
@@ -1813,7 +1833,10 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   'exact_match' a range results.json without the exact-match fields is skipped as malformed.
   Grid runs give the region table (arithmetic.md, `region_table`: always exact match, the
   arithmetic study's measure) and one heatmap per member (`grid_heatmaps`). `figures=False`
-  leaves out every PNG.
+  leaves out every PNG. `absent` lists what the caller knows is missing from `paths` ('cell:
+  why', e.g. a sweep's cells that are not complete): every markdown file then ends with a
+  "Not in this report" section that lists them (`absent_section`), so a partial report never
+  reads as a whole one.
 
   Example:
     >>> report = build_report(['sweep', 'runs/abacus'], metric='exact_match')  # doctest: +SKIP
@@ -1862,47 +1885,45 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
     if figures:
       for task in sorted({r.task for r in loaded.hint_runs}):
         files[f'hints_{task}.png'] = hint_report.figure_png(loaded.hint_runs, task)
-  return Report(text1, text4, files, tuple(skipped), arithmetic, perplexity, hints)
+  section = absent_section(absent)
+  files = {name: data + section.encode() if name.endswith('.md') else data
+           for name, data in files.items()}
+  return Report(text1, text4, files, tuple(skipped), arithmetic, perplexity, hints, section)
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
-  """Writes each file into `out` (created) atomically: a temporary file, then os.replace."""
+  """Writes each file into `out` (created) atomically (`posenc.io.write_bytes_atomic`: mode
+  0666 & ~umask, like any file a user writes)."""
   out = pathlib.Path(out)
   out.mkdir(parents=True, exist_ok=True)
   for name, data in files.items():
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f'.{name}.', suffix='.tmp')
-    try:
-      with os.fdopen(fd, 'wb') as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(tmp, out / name)
-    except BaseException:
-      if os.path.exists(tmp):
-        os.unlink(tmp)
-      raise
+    io_lib.write_bytes_atomic(out / name, data)
 
 
 def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
                  full_grid: bool = False, per_length: bool = False,
-                 metric: str = 'accuracy') -> str:
+                 metric: str = 'accuracy', absent: Sequence[str] = ()) -> str:
   """Builds the report of `paths` for `metric` (`build_report`), writes it into `out`, returns
   the text to print: the range tables, the per-length tables, then the region table (each when
-  present).
+  present), and last, once, the "Not in this report" section of `absent`.
 
   Example:
     >>> print(write_report(['sweep'], 'sweep/report', metric='exact_match'))  # doctest: +SKIP
     # Table 1: exact match (%) on unseen lengths, max over members
     ...
   """
-  report = build_report(paths, full_grid=full_grid, per_length=per_length, metric=metric)
+  report = build_report(paths, full_grid=full_grid, per_length=per_length, metric=metric,
+                        absent=absent)
   write_files(out, report.files)
   texts = [report.table1, report.table4] if report.table1 else []
-  texts += [v.decode() for k, v in sorted(report.files.items()) if k.startswith('lengths_')]
+  texts += [v.decode().removesuffix(report.absent) for k, v in sorted(report.files.items())
+            if k.startswith('lengths_')]
   if report.arithmetic:
     texts.append(report.arithmetic)
   if report.perplexity:
     texts.append(report.perplexity)
   if report.hints:
     texts.append(report.hints)
+  if report.absent:
+    texts.append(report.absent.lstrip('\n'))
   return '\n'.join(texts)

@@ -11,6 +11,12 @@ A cell's state is read from its directory, so any process can tell the whole swe
 state (`status`) without coordination; each shard writes only its own cells and its own
 index file, so shards never race.
 
+A cell is done only if its run is complete and its config.json equals the config the sweep
+asks for (`config.config_changes`, the test training applies before resuming a run; the
+resumable fields such as train.log_every may differ). A sweep whose cells hold runs of
+another config (e.g. a changed `--config.train.steps`) refuses before running anything
+(`check_configs`): the new runs belong in a fresh sweep directory.
+
 Example:
   >>> cells = select_cells(rpe_table1.grid(), tasks=['parity_check'], encodings=None)
   >>> mine = shard_cells(cells, index=0, count=2)
@@ -30,6 +36,9 @@ from posenc import config as config_lib
 from posenc import io
 
 COMPLETE, PARTIAL, PENDING, FAILED = 'complete', 'partial', 'pending', 'failed'
+# The cell's directory holds a run of another config than the one asked for.
+DIFFERS = 'config differs'
+STATES = (COMPLETE, PARTIAL, PENDING, FAILED, DIFFERS)
 
 
 def cell_name(overrides: dict[str, Any]) -> str:
@@ -94,8 +103,31 @@ def cell_config(base: ml_collections.ConfigDict,
   return config
 
 
-def cell_state(workdir: str) -> str:
-  """complete (results.json), failed (error.json), partial (started) or pending."""
+def recorded_changes(workdir: str, config: ml_collections.ConfigDict
+                     ) -> list[tuple[str, Any, Any]] | None:
+  """How the run recorded in `workdir` differs from `config` (`config.config_changes`), [] if
+  it does not, None if `workdir` holds no run.
+
+  Raises:
+    ConfigError: config.json cannot be read.
+  """
+  path = os.path.join(workdir, 'config.json')
+  if not os.path.exists(path):
+    return None
+  try:
+    recorded = io.read_json(path)
+  except (OSError, ValueError) as e:
+    raise config_lib.ConfigError(
+        f'cannot read {path}: {getattr(e, "strerror", None) or e}; remove that cell '
+        'directory to run the cell again') from None
+  return config_lib.config_changes(recorded, config_lib.as_json(config))
+
+
+def cell_state(workdir: str, config: ml_collections.ConfigDict | None = None) -> str:
+  """complete (results.json), failed (error.json), partial (started) or pending; with the
+  requested `config`, 'config differs' first if the recorded run is of another config."""
+  if config is not None and recorded_changes(workdir, config):
+    return DIFFERS
   if os.path.exists(os.path.join(workdir, 'results.json')):
     return COMPLETE
   if os.path.exists(os.path.join(workdir, 'error.json')):
@@ -105,17 +137,95 @@ def cell_state(workdir: str) -> str:
   return PENDING
 
 
-def status(sweep_dir: str, cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-  """The state of every cell: [{'cell', 'overrides', 'state', 'error'?}]."""
+def status(sweep_dir: str, cells: Sequence[dict[str, Any]],
+           base: ml_collections.ConfigDict | None = None) -> list[dict[str, Any]]:
+  """The state of every cell: [{'cell', 'overrides', 'state', 'error'?, 'changes'?}].
+
+  With the experiment's `base` config, a cell whose run has another config than the one
+  the sweep asks for is 'config differs', its `changes` as `config.describe_changes` text.
+
+  Example:
+    >>> rows = status('sweeps/tiny', sweep_tiny.grid(), sweep_tiny.get_config())  # doctest: +SKIP
+    >>> [r['state'] for r in rows]                                                # doctest: +SKIP
+    ['complete', 'config differs', 'partial', 'pending']
+  """
   rows = []
   for overrides in cells:
     name = cell_name(overrides)
     workdir = os.path.join(sweep_dir, 'cells', name)
-    row = {'cell': name, 'overrides': overrides, 'state': cell_state(workdir)}
+    changes = None if base is None else recorded_changes(workdir, cell_config(base, overrides))
+    row = {'cell': name, 'overrides': overrides,
+           'state': DIFFERS if changes else cell_state(workdir)}
+    if changes:
+      row['changes'] = config_lib.describe_changes(changes)
     if row['state'] == FAILED:
       row['error'] = io.read_json(os.path.join(workdir, 'error.json'))['error']
     rows.append(row)
   return rows
+
+
+def _names(names: Sequence[str], limit: int = 3) -> str:
+  more = len(names) - limit
+  return ', '.join(names[:limit]) + (f' and {more} more' if more > 0 else '')
+
+
+def check_configs(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
+                  sweep_dir: str) -> None:
+  """Refuses a sweep some of whose cells hold runs of another config than it asks for.
+
+  Such a cell is neither done (its results answer another question) nor resumable (training
+  refuses it), so the sweep would otherwise report it done or fail on it.
+
+  Raises:
+    ConfigError: one line naming the cells and their changed fields (old -> new), cells
+      with the same changes grouped, e.g. "1 of 2 cells in runs/qs hold runs of a different
+      config: even_pairs__rotary (train.steps 2000 -> 4000); ...".
+  """
+  groups: dict[str, list[str]] = {}
+  for overrides in cells:
+    name = cell_name(overrides)
+    changes = recorded_changes(os.path.join(sweep_dir, 'cells', name),
+                               cell_config(base, overrides))
+    if changes:
+      groups.setdefault(config_lib.describe_changes(changes), []).append(name)
+  if groups:
+    count = sum(len(names) for names in groups.values())
+    listed = '; '.join(f'{_names(names)} ({changes})' for changes, names in groups.items())
+    raise config_lib.ConfigError(
+        f'{count} of {len(cells)} cells in {sweep_dir} '
+        f'{"holds a run" if count == 1 else "hold runs"} of a different config: '
+        f'{listed}; a sweep neither counts nor reruns them: give a fresh --workdir for the '
+        'new runs (or the recorded config to resume these); --status lists them')
+
+
+def missing_from_report(rows: Sequence[dict[str, Any]],
+                        skipped: dict[str, str] | None = None) -> list[str]:
+  """'cell: why' for every row (of `status`) that is not complete: what a report built from
+  the complete cells leaves out. `skipped` maps cells this process found held by another
+  to the holder ('process 7 on host a').
+
+  Example:
+    >>> missing_from_report([{'cell': 'a', 'state': 'pending'}], {'a': 'process 7 on host h'})
+    ['a: held by process 7 on host h (another sweep or run is training it)']
+  """
+  skipped = skipped or {}
+  out = []
+  for row in rows:
+    state, name = row['state'], row['cell']
+    if state == COMPLETE:
+      continue
+    if name in skipped:
+      why = f'held by {skipped[name]} (another sweep or run is training it)'
+    elif state == FAILED:
+      why = f'failed: {row["error"]}'
+    elif state == DIFFERS:
+      why = f'holds a run of a different config ({row["changes"]})'
+    elif state == PARTIAL:
+      why = 'incomplete: started, not finished'
+    else:
+      why = 'not run'
+    out.append(f'{name}: {why}')
+  return out
 
 
 def _duration(seconds: float) -> str:
@@ -132,9 +242,12 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
               should_stop: Callable[[], bool] = lambda: False) -> list[dict[str, Any]]:
   """Runs this shard's cells: skips complete ones, resumes partial ones, records failures.
 
-  A cell that another live process is running (its lock is held) is skipped. `should_stop`
-  is passed to every cell's run; its `Preempted` ends the sweep (the cell resumes on the
-  next run).
+  A cell that another live process is running (its lock is held) is skipped: its row gets
+  `skipped`, the holder ('process 7 on host a'). `should_stop` is passed to every cell's
+  run; its `Preempted` ends the sweep (the cell resumes on the next run). The last progress
+  line counts the cells run, already done, skipped and failed, e.g.
+  'sweep shard 0/1: 4 cells: 2 run, 1 already done, 1 skipped (held by process 7 on host
+  a), 0 failed'.
 
   Args:
     base: the experiment's config; each cell applies its overrides to a copy.
@@ -148,7 +261,11 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     should_stop: see `posenc.train.train_and_evaluate`.
 
   Returns:
-    This shard's index rows after the sweep.
+    This shard's index rows (`status`) after the sweep, with `skipped` on the held cells.
+
+  Raises:
+    ConfigError: a cell's config is impossible, or a cell holds a run of another config
+      (`check_configs`); nothing has run or been written then.
   """
   from posenc import train  # Deferred: status and cell selection need no JAX.
   if run_cell is None:
@@ -158,20 +275,34 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
   configs = [cell_config(base, overrides) for overrides in mine]
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
     config_lib.validate(config)
+  check_configs(base, mine, sweep_dir)
   index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
   os.makedirs(os.path.dirname(index_path), exist_ok=True)
+  skipped: dict[str, str] = {}
+
+  def rows():
+    out = status(sweep_dir, mine, base)
+    for row in out:
+      if row['cell'] in skipped:
+        row['skipped'] = skipped[row['cell']]
+    return out
 
   def write_index():
     io.write_json_atomic(index_path, {'shard': list(shard), 'updated': time.time(),
-                                      'cells': status(sweep_dir, mine)})
+                                      'cells': rows()})
 
   write_index()
+  before = {cell_name(o): cell_state(os.path.join(sweep_dir, 'cells', cell_name(o)))
+            for o in mine}
   todo = [(o, c) for o, c in zip(mine, configs)
-          if cell_state(os.path.join(sweep_dir, 'cells', cell_name(o))) != COMPLETE
-          and (retry_failed or cell_state(os.path.join(sweep_dir, 'cells', cell_name(o)))
-               != FAILED)]
-  progress(f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells, '
-           f'{len(mine) - len(todo)} already done, {len(todo)} to run')
+          if before[cell_name(o)] != COMPLETE
+          and (retry_failed or before[cell_name(o)] != FAILED)]
+  done = sum(state == COMPLETE for state in before.values())
+  not_retried = len(mine) - done - len(todo)
+  progress(f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells, {done} already done'
+           + (f', {not_retried} failed before (not retried)' if not_retried else '')
+           + f', {len(todo)} to run')
+  ran = failed = 0
   t0 = time.time()
   for k, (overrides, config) in enumerate(todo):
     name = cell_name(overrides)
@@ -183,18 +314,26 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
       write_index()
       raise
     except io.DirectoryBusy as e:
+      skipped[name] = e.holder
       progress(f'cell {name} skipped: {e}')
     except Exception as e:  # pylint: disable=broad-except
       # A failing cell must not stop the sweep: record it and go on.
+      failed += 1
       os.makedirs(workdir, exist_ok=True)
       io.write_json_atomic(os.path.join(workdir, 'error.json'), {
           'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()})
       progress(f'cell {name} failed: {type(e).__name__}: {e}')
     else:
+      ran += 1
       if os.path.exists(os.path.join(workdir, 'error.json')):
         os.unlink(os.path.join(workdir, 'error.json'))
     write_index()
     elapsed = time.time() - t0
-    progress(f'sweep: {k + 1}/{len(todo)} cells run | elapsed {_duration(elapsed)} | '
+    progress(f'sweep: {k + 1}/{len(todo)} cells tried | elapsed {_duration(elapsed)} | '
              f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}')
-  return status(sweep_dir, mine)
+  holders = ', '.join(dict.fromkeys(skipped.values()))
+  progress(f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {ran} run, {done} already '
+           f'done, {len(skipped)} skipped' + (f' (held by {holders})' if skipped else '')
+           + f', {failed + not_retried} failed'
+           + (f' ({not_retried} before, not retried)' if not_retried else ''))
+  return rows()

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import json
 import math
 import os
 import sys
@@ -576,36 +575,17 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
 # The work directory.
 
 
-def _config_json(config: ml_collections.ConfigDict) -> dict[str, Any]:
-  return json.loads(config.to_json())
-
-
-# Keys a rerun may change without invalidating the run's checkpoints or results.
-_RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every')
-
-
-def _flatten(d: dict[str, Any], prefix: str = '') -> dict[str, Any]:
-  out = {}
-  for k, v in d.items():
-    if isinstance(v, dict):
-      out.update(_flatten(v, f'{prefix}{k}.'))
-    else:
-      out[f'{prefix}{k}'] = v
-  return out
-
-
 def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
-  """Creates `workdir` with config.json, or checks a rerun asks for the same run."""
+  """Creates `workdir` with config.json, or checks a rerun asks for the same run
+  (`config.config_changes`: equal but for the resumable fields)."""
   path = os.path.join(workdir, 'config.json')
-  new = _config_json(config)
+  new = config_lib.as_json(config)
   if os.path.exists(path):
-    old_flat, new_flat = _flatten(io.read_json(path)), _flatten(new)
-    changed = sorted(k for k in set(old_flat) | set(new_flat)
-                     if old_flat.get(k) != new_flat.get(k) and k not in _RESUMABLE_CHANGES)
-    if changed:
+    changes = config_lib.config_changes(io.read_json(path), new)
+    if changes:
       raise config_lib.ConfigError(
-          f'workdir {workdir} holds a run with a different config ({", ".join(changed)}); '
-          'use a new --workdir or the same config')
+          f'workdir {workdir} holds a run with a different config '
+          f'({config_lib.describe_changes(changes)}); use a new --workdir or the same config')
   os.makedirs(workdir, exist_ok=True)
   io.write_json_atomic(path, new)
 
@@ -915,7 +895,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
                  'resumed_from_step': start},
       'devices': {'history': history,
                   'count_changed': len({h['devices'] for h in history}) > 1},
-      'config': _config_json(config)}
+      'config': config_lib.as_json(config)}
   io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
   return results
 

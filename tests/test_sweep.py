@@ -1,7 +1,9 @@
 """The sweep: sharding of cells, failure recording, kill-and-rerun, the report of a sweep."""
 
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,7 +44,7 @@ def test_filters_and_bad_filters():
 
 def _fake_results(config, workdir):
   os.makedirs(workdir, exist_ok=True)
-  io.write_json_atomic(os.path.join(workdir, 'config.json'), {})
+  io.write_json_atomic(os.path.join(workdir, 'config.json'), config_lib.as_json(config))
   if config.encoding == 'none' and config.task == 'reverse_string':
     raise RuntimeError('boom')
   io.write_json_atomic(os.path.join(workdir, 'results.json'), {'task': config.task})
@@ -98,3 +100,145 @@ def test_killed_sweep_reruns_exactly_the_missing_cells(tmp_path):
   b = report.build_report([killed / 'cells'], figures=False)
   assert a.table1 == b.table1 and a.table4 == b.table4
   assert (killed / 'report' / 'table1.md').exists()
+
+
+def _complete_tiny_sweep(sweep_dir, base=None):
+  base = base or sweep_tiny.get_config()
+  sweep.run_sweep(base, sweep_tiny.grid(), str(sweep_dir), run_cell=_fake_results,
+                  progress=lambda _: None)
+  return base
+
+
+def test_a_changed_override_is_refused_before_anything_runs(tmp_path):
+  _complete_tiny_sweep(tmp_path)
+  changed = sweep_tiny.get_config()
+  changed.train.steps = 12
+  calls = []
+  with pytest.raises(config_lib.ConfigError) as e:
+    sweep.run_sweep(changed, sweep_tiny.grid(), str(tmp_path),
+                    run_cell=lambda config, workdir: calls.append(workdir),
+                    progress=lambda _: None)
+  message = str(e.value)
+  assert calls == [] and '\n' not in message
+  assert message.startswith(f'4 of 4 cells in {tmp_path} hold runs of a different config: '
+                            'parity_check__none, parity_check__randomized_relative, '
+                            'reverse_string__none and 1 more (train.steps 10 -> 12)')
+  assert 'fresh --workdir' in message
+  rows = sweep.status(str(tmp_path), sweep_tiny.grid(), changed)
+  assert {r['state'] for r in rows} == {sweep.DIFFERS}
+  assert rows[0]['changes'] == 'train.steps 10 -> 12'
+  # Without the requested config, the state is read from the files alone.
+  assert {r['state'] for r in sweep.status(str(tmp_path), sweep_tiny.grid())} == {
+      sweep.COMPLETE, sweep.FAILED}
+
+
+def test_resumable_fields_may_change_and_the_cells_stay_done(tmp_path):
+  _complete_tiny_sweep(tmp_path)
+  changed = sweep_tiny.get_config()
+  changed.train.log_every = 3
+  lines, calls = [], []
+  sweep.run_sweep(changed, sweep_tiny.grid(), str(tmp_path), retry_failed=False,
+                  run_cell=lambda config, workdir: calls.append(workdir), progress=lines.append)
+  assert calls == []
+  assert lines[0] == ('sweep shard 0/1: 4 cells, 3 already done, 1 failed before (not '
+                      'retried), 0 to run')
+
+
+def test_closing_summary_counts_run_done_skipped_and_failed(tmp_path):
+  cells = sweep_tiny.grid()
+  _complete_tiny_sweep(tmp_path)  # reverse_string__none fails; the other three complete.
+  done = tmp_path / 'cells' / 'parity_check__none'
+  os.unlink(done / 'results.json')  # Two cells to run again, one held by "another" process.
+  held = tmp_path / 'cells' / 'parity_check__randomized_relative'
+  os.unlink(held / 'results.json')
+
+  def run(config, workdir):
+    with io.DirectoryLock(workdir):  # As training does.
+      _fake_results(config, workdir)
+
+  lines = []
+  with io.DirectoryLock(str(held)):
+    rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run,
+                           progress=lines.append)
+  who = f'process {os.getpid()} on host {socket.gethostname()}'
+  assert lines[-1] == (f'sweep shard 0/1: 4 cells: 1 run, 1 already done, 1 skipped (held by '
+                       f'{who}), 1 failed')
+  assert [r.get('skipped') for r in rows] == [None, who, None, None]
+  assert sweep.missing_from_report(rows, {r['cell']: r['skipped'] for r in rows
+                                          if 'skipped' in r}) == [
+      f'parity_check__randomized_relative: held by {who} (another sweep or run is training '
+      'it)', 'reverse_string__none: failed: RuntimeError: boom']
+
+
+@pytest.fixture(scope='module')
+def one_cell_sweep(tmp_path_factory):
+  """A tiny sweep directory whose cell parity_check__none is complete, trained under umask
+  077; each test copies it."""
+  workdir = tmp_path_factory.mktemp('one_cell') / 'sweep'
+  subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check', '--encodings=none'), cwd=ROOT,
+                 check=True, capture_output=True, preexec_fn=lambda: os.umask(0o077))
+  return workdir
+
+
+def _modes(directory):
+  return {oct(os.stat(os.path.join(d, n)).st_mode & 0o777)
+          for d, _, names in os.walk(directory) for n in names}
+
+
+def test_files_of_a_sweep_under_umask_077_are_private(one_cell_sweep):
+  # Training (config, metrics, checkpoints, results), the index and the report.
+  assert _modes(one_cell_sweep) == {'0o600'}
+
+
+def test_sweep_with_a_changed_override_refuses_and_status_says_config_differs(one_cell_sweep,
+                                                                              tmp_path):
+  workdir = tmp_path / 'sweep'
+  shutil.copytree(one_cell_sweep, workdir)
+  changed = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check',
+                                      '--config.train.steps=12'),
+                           cwd=ROOT, capture_output=True, text=True)
+  assert changed.returncode == 2 and changed.stdout == ''
+  assert changed.stderr == (
+      f'error: 1 of 2 cells in {workdir} holds a run of a different config: '
+      'parity_check__none (train.steps 10 -> 12); a sweep neither counts nor reruns them: '
+      'give a fresh --workdir for the new runs (or the recorded config to resume these); '
+      '--status lists them\n')
+  assert not (workdir / 'cells' / 'parity_check__randomized_relative').exists()
+  status = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check', '--status',
+                                     '--config.train.steps=12'),
+                          cwd=ROOT, check=True, capture_output=True, text=True).stdout
+  assert status.splitlines()[0].split() == ['parity_check__none', 'config', 'differs',
+                                            'train.steps', '10', '->', '12']
+  assert status.splitlines()[-1].endswith('config differs: 1')
+  # The same config, but for a resumable field: the cell is done.
+  same = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check', '--encodings=none',
+                                   '--config.train.log_every=3'),
+                        cwd=ROOT, check=True, capture_output=True, text=True).stdout
+  assert '1 cells, 1 already done, 0 to run' in same
+
+
+def test_sweep_reports_only_complete_cells_and_lists_the_held_one(one_cell_sweep, tmp_path):
+  workdir = tmp_path / 'sweep'
+  shutil.copytree(one_cell_sweep, workdir)
+  held = workdir / 'cells' / 'parity_check__randomized_relative'
+  held.mkdir()
+  with io.DirectoryLock(str(held)):
+    out = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check'), cwd=ROOT, check=True,
+                         capture_output=True, text=True,
+                         preexec_fn=lambda: os.umask(0o022)).stdout
+  who = f'process {os.getpid()} on host {socket.gethostname()}'
+  why = f'parity_check__randomized_relative: held by {who} (another sweep or run is training it)'
+  assert (f'sweep shard 0/1: 2 cells: 0 run, 1 already done, 1 skipped (held by {who}), '
+          '0 failed') in out
+  assert (f'## Not in this report\n\n1 cell of the grid is not in the tables and figures '
+          f'above:\n- {why}\n') in out
+  assert 'report written to' in out and 'from 1 of 2 cells' in out
+  for name in ('table1.md', 'table4.md', 'lengths_parity_check.md'):
+    text = (workdir / 'report' / name).read_text()
+    assert text.endswith(f'## Not in this report\n\n1 cell of the grid is not in the tables '
+                         f'and figures above:\n- {why}\n')
+    tables = text.split('## Not in this report')[0]
+    assert 'randomized_relative' not in tables
+    header = '| level | task | none |' if name.startswith('table') else '| length | none |'
+    assert header in tables.splitlines()
+  assert _modes(workdir / 'report') == {'0o644'}

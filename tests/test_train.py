@@ -223,3 +223,13 @@ def test_looped_decoder_with_progressive_loss_trains(tmp_path):
   assert results['members'][0]['score'] is not None
   params = final_params(str(tmp_path), config)['params']
   assert 'block' in params and 'layer_0' in params['block'] and 'head' not in params
+
+
+def test_rerun_with_another_config_is_refused_naming_the_changed_fields(tmp_path):
+  train.prepare_workdir(tiny(**{'train.steps': 10}), str(tmp_path))
+  with pytest.raises(config_lib.ConfigError,
+                     match=r'holds a run with a different config \(train.steps 10 -> 12\)'):
+    train.prepare_workdir(tiny(**{'train.steps': 12}), str(tmp_path))
+  # The resumable fields may change: the same run, now logging more often.
+  train.prepare_workdir(tiny(**{'train.steps': 10, 'train.log_every': 1}), str(tmp_path))
+  assert io.read_json(str(tmp_path / 'config.json'))['train']['log_every'] == 1
