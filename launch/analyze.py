@@ -47,6 +47,7 @@ import numpy as np
 
 from launch import common
 from posenc import io
+from posenc import plots
 from posenc import receptive
 
 ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe',
@@ -56,7 +57,7 @@ ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe',
 class _Parser(argparse.ArgumentParser):
 
   def error(self, message: str) -> NoReturn:
-    common.fail(f'{message} (usage: python -m launch.analyze {"|".join(ANALYSES)} [flags])')
+    common.fail(f'{self.prog}: {message} (see {self.prog} --help)')
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -84,6 +85,9 @@ def trf_main(args: argparse.Namespace) -> None:
   horizons = sorted(horizons)
   if os.path.exists(args.out) and not os.path.isdir(args.out):
     common.fail(f'--out={args.out} is a file, not a directory')
+  for flag, value in (('--num_heads', args.num_heads), ('--head_dim', args.head_dim)):
+    if value < 1:
+      common.fail(f'{flag}={value} must be a positive integer')
   kwargs = {'num_heads': args.num_heads, 'head_dim': args.head_dim}
   results, curves = [], {}
   grid = np.linspace(1, 0, 50)[1:-1]  # the paper's 50 values of ε from 1 to 0, open ends
@@ -107,14 +111,17 @@ def trf_main(args: argparse.Namespace) -> None:
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  fig, ax = plt.subplots(figsize=(6, 4))
+  fig, ax = plt.subplots(figsize=(6.5, 4))
   for name, curve in curves.items():
-    ax.plot(grid, curve, label=name)
+    ax.plot(grid, curve, label=name, markevery=7, **plots.encoding_style(name, figure=curves))
   ax.set_xlabel('ε')
-  ax.set_ylabel(f'TRF / m (m = {horizons[0]:,})')
+  ax.set_ylabel(f'TRF / m (m = {horizons[0]:,}, log scale)')
+  # TRF/m spans decades: a few keys for Type 1/2 at m = 512, all m keys for 1/n.
+  ax.set_yscale('log')
   ax.set_title('Theoretical receptive field at initial parameters (widest head)')
   ax.invert_xaxis()
-  ax.legend()
+  ax.grid(alpha=0.3, which='both')
+  ax.legend(fontsize='small')
   fig.tight_layout()
   _save_plot(fig, args.out, 'trf.png')
   print(f'wrote {args.out}/trf.json and {args.out}/trf.png')
@@ -151,6 +158,14 @@ def _run_flags(parser: argparse.ArgumentParser, name: str) -> None:
   parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
   parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
   parser.add_argument('--out', default=f'analysis/{name}')
+  parser.add_argument('--max_memory_gb', type=float, default=8.0,
+                      help='refuse inputs whose attention weights would need more (GiB)')
+
+
+def _max_bytes(args: argparse.Namespace) -> float:
+  if not args.max_memory_gb > 0:
+    common.fail(f'--max_memory_gb={args.max_memory_gb} must be a positive number')
+  return args.max_memory_gb * 2**30
 
 
 def erf_main(args: argparse.Namespace) -> None:
@@ -160,7 +175,8 @@ def erf_main(args: argparse.Namespace) -> None:
     common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
   run = _load(args)
   try:
-    rows = analysis.attention_rows(run, args.length, args.examples, args.seed)
+    rows = analysis.attention_rows(run, args.length, args.examples, args.seed,
+                                   _max_bytes(args))
   except ValueError as e:
     common.fail(e)
   summary = analysis.erf_summary(rows, eps)
@@ -182,7 +198,7 @@ def erf_main(args: argparse.Namespace) -> None:
   fig, ax = plt.subplots(figsize=(6, 4))
   for i in range(len(rows['weights'])):
     ax.plot(grid, [np.mean([hd['mean_share'] for hd in curves[str(e)]['layers'][i]])
-                   for e in grid], label=f'layer {i}')
+                   for e in grid], label=f'layer {i}', markevery=7, **plots.series_style(i))
   ax.set_xlabel('ε')
   ax.set_ylabel('ERF / keys attended')
   ax.set_ylim(0, 1.02)
@@ -202,7 +218,8 @@ def _rows_at(args: argparse.Namespace) -> tuple[object, list[int], list[dict]]:
     common.fail(f'--examples={args.examples} must be a positive integer')
   run = _load(args)
   try:
-    rows = [analysis.attention_rows(run, n, args.examples, args.seed) for n in lengths]
+    rows = [analysis.attention_rows(run, n, args.examples, args.seed, _max_bytes(args))
+            for n in lengths]
   except ValueError as e:
     common.fail(e)
   return run, lengths, rows
@@ -220,17 +237,20 @@ def maps_main(args: argparse.Namespace) -> None:
   run, lengths, rows = _rows_at(args)
   layers = len(rows[0]['weights'])
   plt = _pyplot()
-  fig, axes = plt.subplots(len(lengths), layers, figsize=(2.6 * layers, 2.6 * len(lengths)),
-                           squeeze=False)
+  fig, axes = plt.subplots(len(lengths), layers, figsize=(2.6 * layers + 1.2,
+                                                         2.6 * len(lengths) + 0.4),
+                           squeeze=False, layout='constrained')
   for r, (n, row) in enumerate(zip(lengths, rows)):
     for layer in range(layers):
       ax = axes[r][layer]
-      ax.imshow(analysis.attention_map(row, layer), cmap='viridis', vmin=0, vmax=1)
+      image = ax.imshow(analysis.attention_map(row, layer), cmap='viridis', vmin=0, vmax=1)
       ax.set_title(f'length {n}, layer {layer}', fontsize=8)
+      ax.set_xlabel('key', fontsize=7)
+      ax.set_ylabel('query', fontsize=7)
       ax.set_xticks([])
       ax.set_yticks([])
+  fig.colorbar(image, ax=axes, label='attention weight (max over heads)', shrink=0.8)
   fig.suptitle(f'{run.config.encoding}: attention, max over heads (rows: queries)')
-  fig.tight_layout()
   common.make_dir(args.out, '--out')
   _save_plot(fig, args.out, 'attention_maps.png')
   print(f'wrote {args.out}/attention_maps.png ({len(lengths)} lengths x {layers} layers)')
@@ -273,9 +293,10 @@ def probe_main(args: argparse.Namespace) -> None:
       common.fail(f'{flag}={value} must be a positive integer')
   run = _load(args)
   try:
-    train_rows = [analysis.attention_rows(run, args.length, args.examples, args.seed + i)
-                  for i in range(4)]
-    test_rows = [analysis.attention_rows(run, test_length, args.examples, args.seed + 100)]
+    train_rows = [analysis.attention_rows(run, args.length, args.examples, args.seed + i,
+                                          _max_bytes(args)) for i in range(4)]
+    test_rows = [analysis.attention_rows(run, test_length, args.examples, args.seed + 100,
+                                         _max_bytes(args))]
   except ValueError as e:
     common.fail(e)
   layers = probe.probe_layers(train_rows, test_rows, steps=args.steps, seed=args.seed)
@@ -285,8 +306,9 @@ def probe_main(args: argparse.Namespace) -> None:
   plt = _pyplot()
   fig, ax = plt.subplots(figsize=(6, 4))
   for i, r in enumerate(layers):
-    ax.plot([np.nan if v is None else v for v in r['by_position']], label=f'layer {i}')
-  ax.axhline(layers[0]['baseline'], color='gray', linestyle=':', label='random guessing')
+    ax.plot([np.nan if v is None else v for v in r['by_position']], label=f'layer {i}',
+            markevery=max(1, len(r['by_position']) // 12), **plots.series_style(i))
+  ax.axhline(layers[0]['baseline'], **plots.CHANCE_LINE, label='random guessing')
   ax.set_xlabel('position')
   ax.set_ylabel('mean |error|')
   ax.set_title(f'{run.config.encoding}: position probe, trained at length {args.length}')
@@ -322,6 +344,9 @@ def shuffle_main(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
   argv = sys.argv[1:] if argv is None else argv
+  if argv and argv[0] in common.HELP_FLAGS:
+    print(__doc__.strip() + '\n\n`python -m launch.analyze NAME --help` lists the flags of one.')
+    sys.exit(0)
   if not argv or argv[0] not in ANALYSES:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')

@@ -41,6 +41,11 @@ def available() -> list[str]:
 
 def main() -> None:
   names = available()
+  if len(sys.argv) >= 2 and sys.argv[1] in ('-h', '-help', '--help', '--helpshort',
+                                           '--helpfull'):
+    print(__doc__.strip() + f'\n\nbenchmarks: {", ".join(names)}; '
+          '`python -m launch.bench NAME --help` lists the flags of one.')
+    sys.exit(0)
   if len(sys.argv) < 2 or sys.argv[1] not in names:
     got = sys.argv[1] if len(sys.argv) > 1 else '(none)'
     print(f'error: unknown benchmark {got!r}; choose one of {", ".join(names)}', file=sys.stderr)

@@ -49,6 +49,9 @@ def fail(message: Any) -> NoReturn:
 class ListParser(flags.ArgumentParser):
   """Parses `[0,1]`, `(0, 1)`, `0,1` or `0` into a list of Python literals.
 
+  Elements are Python literals, or the bare words nan and inf (floats, so that the config's
+  check can say why they are refused); any other element is an error naming it.
+
   Example: ListParser().parse('[1e-3, 3e-4]') == [0.001, 0.0003]; parse('7') == [7].
   """
 
@@ -56,15 +59,32 @@ class ListParser(flags.ArgumentParser):
     if isinstance(argument, (list, tuple)):
       return list(argument)
     text = str(argument).strip()
+    inner = text
+    if text[:1] in '[(':
+      closing = ']' if text[0] == '[' else ')'
+      if not text.endswith(closing):
+        raise ValueError(f'{text!r} is not a list: it opens with {text[0]!r} and does not '
+                         f'end with {closing!r}; write it as [a,b,...] or a,b,...')
+      inner = text[1:-1]
     try:
-      if text[:1] in '[(':
-        value = ast.literal_eval(text)
-        if not isinstance(value, (list, tuple)):
-          raise ValueError
-        return list(value)
-      return [ast.literal_eval(item.strip()) for item in text.split(',') if item.strip()]
+      value = ast.literal_eval(f'[{inner}]')
+      if isinstance(value, list):
+        return value
     except (ValueError, SyntaxError):
-      raise ValueError(f'{text!r} is not a list; write it as [a,b,...] or a,b,...') from None
+      pass
+    return [self._element(item.strip(), text) for item in inner.split(',') if item.strip()]
+
+  @staticmethod
+  def _element(item: str, text: str) -> Any:
+    try:
+      return ast.literal_eval(item)
+    except (ValueError, SyntaxError):
+      pass
+    try:
+      return float(item)  # nan, inf, -inf
+    except ValueError:
+      raise ValueError(f'element {item!r} of {text!r} is not a number or a quoted string; '
+                       'write the list as [a,b,...] or a,b,...') from None
 
   def flag_type(self) -> str:
     return 'list'
@@ -249,8 +269,44 @@ def quiet_logging() -> None:
     logging.set_verbosity(logging.WARNING)
 
 
+HELP_FLAGS = ('-h', '-help', '--help', '--helpshort', '--helpfull')
+
+
+def wants_help(argv: Sequence[str]) -> bool:
+  """Whether `argv` (without the program name) asks for help before any `--`."""
+  for arg in argv:
+    if arg == '--':
+      return False
+    if arg in HELP_FLAGS:
+      return True
+  return False
+
+
+def print_help(module: Any, full: bool = False) -> NoReturn:
+  """The module's docstring and its flags (`full`: every library's too) on stdout, then
+  exit status 0.
+
+  `module` is the entry point's module object, or '__main__'.
+  """
+  doc = (sys.modules[module].__doc__ if isinstance(module, str) else module.__doc__) or ''
+  if full:
+    text = flags.FLAGS.get_help()
+  else:
+    text = (flags.FLAGS.main_module_help() if module == '__main__'
+            else flags.FLAGS.module_help(module))
+  print(doc.strip() + ('\n\nflags:\n' + text if text else ''))
+  sys.exit(0)
+
+
 def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> None:
-  """`absl.app.run` with one-line flag errors (exit status 2) and quiet library logs."""
+  """`absl.app.run` with one-line flag errors (exit status 2), quiet library logs, and
+  `--help` (or -h, --helpshort, --helpfull) printing the entry point's docstring and flags
+  with exit status 0."""
+  args = (sys.argv if argv is None else argv)[1:]
+  if wants_help(args):
+    print_help(sys.modules[main.__module__] if main.__module__ != '__main__' else '__main__',
+               full='--helpfull' in args)
+
   def quiet_main(args):
     quiet_logging()
     main(args)

@@ -101,13 +101,51 @@ def _inputs(run: Run, length: int, examples: int, key: jax.Array):
   return tokens, seq_length, False
 
 
-def attention_rows(run: Run, length: int, examples: int = 8, seed: int = 0
-                   ) -> dict[str, Any]:
+# What `attention_rows` may hold by default: the weights of every layer stay in memory.
+MAX_BYTES = 8 * 2**30
+
+
+def check_inputs(run: Run, length: int, examples: int = 1, max_bytes: float | None = None
+                 ) -> int:
+  """The number of tokens T of an input at `length`, after checking that the run's encoding
+  can encode it and (with `max_bytes`) that the attention weights of `examples` inputs fit.
+
+  The weights recorded are float32 [B, H, T, T] per layer, and the forward pass holds about
+  two more layers' worth of scores while it runs.
+
+  Raises:
+    AnalysisError: T exceeds a bounded encoding's max_position (a learned table, randomized
+      positions), or the weights would take more than `max_bytes`.
+  """
+  tokens = jax.eval_shape(lambda key: _inputs(run, length, 1, key)[0], jax.random.key(0))
+  t = int(tokens.shape[1])
+  limit = run.model.max_position
+  if run.model.encoding_spec.bounded and t > limit:
+    raise AnalysisError(f'--length={length} gives inputs of {t} tokens, beyond '
+                        f'model.max_position={limit} of the run\'s encoding '
+                        f'{run.config.encoding!r} (its positions stop there); use a shorter '
+                        '--length')
+  need = 4.0 * examples * run.model.num_heads * t * t * (run.model.num_layers + 2)
+  if max_bytes is not None and need > max_bytes:
+    raise AnalysisError(
+        f'--length={length} with --examples={examples} needs about {need / 2**30:.1f} GiB '
+        f'for the attention weights ({run.model.num_layers} layers x {examples} x '
+        f'{run.model.num_heads} heads x {t}^2 float32), above --max_memory_gb='
+        f'{max_bytes / 2**30:g}; lower --examples or --length, or raise --max_memory_gb')
+  return t
+
+
+def attention_rows(run: Run, length: int, examples: int = 8, seed: int = 0,
+                   max_bytes: float | None = MAX_BYTES) -> dict[str, Any]:
   """Every layer's attention weights on `examples` inputs at `length`.
 
   Returns {'weights': [per layer float32 [B, H, T, T]], 'hidden': [per layer the layer's
   output [B, T, D]], 'lengths': int [B] (real tokens), 'causal': bool}.
+
+  Raises:
+    AnalysisError: see `check_inputs` (`max_bytes=None`: no memory check).
   """
+  check_inputs(run, length, examples, max_bytes)
   data_key, noise = jax.random.split(jax.random.key(seed))
   tokens, lengths, causal = _inputs(run, length, examples, data_key)
   _, state = run.model.apply({'params': run.params}, tokens, lengths, deterministic=True,
@@ -207,6 +245,11 @@ def prefix_shuffle(run: Run, length: int, examples: int = 256, seed: int = 0
     tokens = run.task.sample(data_key, examples, length, length, 1, length)['tokens']
   else:
     raise AnalysisError(f'prefix_shuffle needs a text corpus, not task {run.config.task!r}')
+  if run.model.encoding_spec.bounded and length > run.model.max_position:
+    raise AnalysisError(f'--length={length} is beyond model.max_position='
+                        f'{run.model.max_position} of the run\'s encoding '
+                        f'{run.config.encoding!r} (its positions stop there); use a shorter '
+                        '--length')
   inputs, label = tokens[:, :length], tokens[:, length]
   order = jax.vmap(lambda k: jax.random.permutation(k, length - 1))(
       jax.random.split(perm_key, examples))

@@ -281,12 +281,17 @@ def validate(config: ml_collections.ConfigDict) -> None:
   seeds, rates = list(config.seeds), list(config.learning_rates)
   if not seeds:
     raise ConfigError("seeds is empty; give at least one seed, e.g. --config.seeds='[0]'")
-  if any(not _is_int(s) or not 0 <= s < 2**32 for s in seeds):
-    raise ConfigError(f'seeds {seeds} must be integers in 0..2^32-1')
+  bad = [s for s in seeds if not _is_int(s) or not 0 <= s < 2**32]
+  if bad:
+    raise ConfigError(f'seeds {seeds}: {bad[0]!r} is not an integer in 0..2^32-1; seeds '
+                      'must be integers in 0..2^32-1')
   if len(set(seeds)) != len(seeds):
     raise ConfigError(f'seeds {seeds} has duplicates; each seed must be unique')
-  if not rates or any(not _is_number(lr) or not 0 < lr < math.inf for lr in rates):
-    raise ConfigError(f'learning_rates {rates} must be a non-empty list of positive numbers')
+  bad = [lr for lr in rates if not _is_number(lr) or not 0 < lr < math.inf]
+  if not rates or bad:
+    why = f': {bad[0]!r} is not a positive finite number' if bad else ' is empty'
+    raise ConfigError(f'learning_rates {rates}{why}; learning_rates must be a non-empty list '
+                      'of positive numbers')
   if len(set(rates)) != len(rates):
     raise ConfigError(f'learning_rates {rates} has duplicates; each rate must be unique')
   positive = {'train.steps': config.train.steps, 'train.batch_size': config.train.batch_size,
@@ -345,8 +350,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
     # The decoder's sequences add a separator and EOS; it is fed all but the last token.
     extra = 1 if config.model.family == 'decoder' else 0
     tokens = longest + int(task.output_length(longest)) + extra
-    uses_positions = spec.randomized or 'learned' in config.encoding.split('+')
-    if uses_positions and tokens > config.model.max_position:
+    if spec.bounded and tokens > config.model.max_position:
       raise ConfigError(
           f'model.max_position={config.model.max_position} is smaller than the longest '
           f'sequence ({tokens} tokens at length {longest} of {config.task} for the '
@@ -445,7 +449,7 @@ def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: 
                         f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
                         f'offsets up to {config.encoding_options.get("abacus_offset", 99)})')
   tokens = task.max_prompt(top, top) + task.max_answer(top, top) - 1
-  if (spec.randomized or 'learned' in config.encoding.split('+')) and (
+  if spec.bounded and (
       tokens > config.model.max_position):
     raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                       f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
@@ -476,7 +480,7 @@ def _validate_language_task(config: ml_collections.ConfigDict, task: Any, spec: 
     raise ConfigError(f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
                       f'split) holds no window of {longest}; lower eval.lengths or raise '
                       'eval.lm_tokens')
-  if (spec.randomized or 'learned' in config.encoding.split('+')) and (
+  if spec.bounded and (
       longest > config.model.max_position):
     raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                       f'longest window ({longest}); encoding {config.encoding!r} needs '
@@ -526,7 +530,7 @@ def _validate_hinting_task(config: ml_collections.ConfigDict, spec: Any) -> None
         raise ConfigError(f'eval.lengths: {e}') from None
   longest = max([t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
                 + [main.max_prompt(l) + main.max_answer(l) - 1 for l in lengths])
-  if (spec.randomized or 'learned' in config.encoding.split('+')) and (
+  if spec.bounded and (
       longest > config.model.max_position):
     raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                       f'longest sequence ({longest} tokens); encoding {config.encoding!r} '

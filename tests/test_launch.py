@@ -53,7 +53,8 @@ def test_readme_override_examples_run_as_written(tmp_path):
 
 @pytest.mark.parametrize('text, value', [
     ('[0,1]', [0, 1]), ('(0, 1)', [0, 1]), ('0,1', [0, 1]), ('7', [7]),
-    ('[1e-3,3e-4]', [1e-3, 3e-4]), ('(-1.0,)', [-1.0]), ("['a']", ['a'])])
+    ('[1e-3,3e-4]', [1e-3, 3e-4]), ('(-1.0,)', [-1.0]), ("['a']", ['a']), ('[]', []),
+    ('[1,inf]', [1, float('inf')])])
 def test_list_parser(text, value):
   assert common.ListParser().parse(text) == value
 
@@ -74,8 +75,11 @@ ARITH = '--config=experiments/abacus_arithmetic.py:tiny'
 
 TRAIN_CASES = [
     ([TINY, '--config.seeds=[0,0]'], 'seeds [0, 0] has duplicates'),
-    ([TINY, '--config.learning_rates=(-1.0,)'], 'learning_rates [-1.0] must be'),
-    ([TINY, '--config.learning_rates=[0]'], 'learning_rates [0] must be'),
+    ([TINY, '--config.learning_rates=(-1.0,)'], 'learning_rates [-1.0]: -1.0 is not a positive'),
+    ([TINY, '--config.learning_rates=[0]'], 'learning_rates [0]: 0 is not a positive finite'),
+    ([TINY, '--config.learning_rates=[nan]'], 'learning_rates [nan]: nan is not a positive'),
+    ([TINY, '--config.seeds=[a]'], "element 'a' of '[a]' is not a number or a quoted string"),
+    ([TINY, '--config.seeds=[0.5]'], 'seeds [0.5]: 0.5 is not an integer in 0..2^32-1'),
     ([TINY, '--config.seeds=[0,'], "'[0,' is not a list"),
     ([TINY, '--config.foo=1'], "unknown config field 'foo'; valid fields of config: "),
     ([TINY, '--config.train.foo=1'], "unknown config field 'train.foo'; valid fields of "
@@ -205,6 +209,23 @@ ENTRY_POINTS = {'train': ['launch.train', '--workdir={tmp}/run'],
 CASES = [(entry, args, needle) for entry, cases in (
     ('train', TRAIN_CASES), ('sweep', SWEEP_CASES), ('report', REPORT_CASES),
     ('bench', BENCH_CASES)) for args, needle in cases]
+
+
+def _help_commands() -> list[list[str]]:
+  from launch import analyze
+  from launch import bench
+  return ([['launch.train'], ['launch.sweep'], ['launch.report'], ['launch.analyze'],
+           ['launch.bench']] + [['launch.analyze', name] for name in analyze.ANALYSES]
+          + [['launch.bench', name] for name in bench.available()])
+
+
+@pytest.mark.parametrize('command', _help_commands(), ids=' '.join)
+def test_help_prints_usage_and_exits_0(command):
+  proc = _run(['-m', *command, '--help'])
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout.strip() and not proc.stderr.strip(), proc.stderr
+  # Every entry point shows its own usage: the module name or the subcommand appears.
+  assert command[-1].split('.')[-1] in proc.stdout
 
 
 @pytest.mark.parametrize('entry, args, needle', CASES)

@@ -1,5 +1,6 @@
 """Theoretical receptive fields against Qin et al.'s numbers and exact sums; the
 convergence diagnostic; `launch.analyze trf`."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -121,6 +122,9 @@ def test_analyze_trf_writes_json_and_plot_and_refuses_bad_input(tmp_path):
                        (('trf', '--eps=0'), 'every ε must lie in (0, 1)'),
                        (('trf', '--encodings=rotary'), "encoding 'rotary' has no distance"),
                        (('trf', '--horizons=512'), 'needs at least two horizons'),
+                       (('trf', '--num_heads=0'), '--num_heads=0 must be a positive integer'),
+                       (('trf', '--head_dim=-4'), '--head_dim=-4 must be a positive integer'),
+                       (('trf', '--bogus'), 'analyze trf: unrecognized arguments: --bogus'),
                        (('trf', f'--out={out / "trf.json"}'), 'is a file, not a directory')]:
     proc = run(*args)
     lines = proc.stderr.strip().splitlines()
@@ -172,6 +176,12 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
   w = rows['weights'][0]
   assert w.shape[:2] == (3, config.model.num_heads)
   np.testing.assert_allclose(w.sum(-1)[:, :, :int(rows['lengths'][0])], 1, atol=1e-5)
+  # A learned table ends at max_position: longer inputs are refused, not clamped.
+  bounded = dataclasses.replace(run, model=run.model.clone(encoding='learned', max_position=8))
+  assert analysis.check_inputs(bounded, 4) == 8  # reverse_string: input and output
+  with pytest.raises(analysis.AnalysisError, match='gives inputs of 10 tokens, beyond '
+                     'model.max_position=8'):
+    analysis.attention_rows(bounded, length=5, examples=1)
   summary = analysis.erf_summary(rows, (0.1,))['eps']['0.1']
   for heads in summary['layers']:
     for head in heads:
@@ -185,7 +195,11 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
   for args, needle in [((f'--workdir={tmp_path / "empty"}',), 'has no checkpoint'),
                        ((f'--workdir={tmp_path / "nope"}',), 'holds no run'),
                        ((f'--workdir={tmp_path / "run"}', '--member=5'), '--member=5 is not'),
-                       ((f'--workdir={tmp_path / "run"}', '--eps=2'), 'must lie in (0, 1)')]:
+                       ((f'--workdir={tmp_path / "run"}', '--eps=2'), 'must lie in (0, 1)'),
+                       ((f'--workdir={tmp_path / "run"}', '--length=6', '--max_memory_gb=1e-6'),
+                        'needs about 0.0 GiB for the attention weights (2 layers x 8 x'),
+                       ((f'--workdir={tmp_path / "run"}', '--max_memory_gb=0'),
+                        '--max_memory_gb=0.0 must be a positive number')]:
     proc = run_cli(*args, f'--out={tmp_path / "out"}')
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, lines)

@@ -59,6 +59,7 @@ class Encoding:
     randomized: draws from the 'noise' RNG stream (at evaluation too).
     reads_digits: reads which tokens are digits (the task's `digit_ids`): a task without
       digits cannot use it.
+    learned_table: positions index a learned table of `max_position` rows.
   """
   kind: str
   embedding: Callable[..., Any] | None = None
@@ -67,6 +68,13 @@ class Encoding:
   attention_options: tuple[str, ...] = ()
   randomized: bool = False
   reads_digits: bool = False
+  learned_table: bool = False
+
+  @property
+  def bounded(self) -> bool:
+    """Sequences longer than `max_position` cannot be encoded: positions are drawn from
+    {0..max_position-1}, or index a table of that many rows."""
+    return self.randomized or self.learned_table
 
 
 # Every encoding option and its default; an encoding ignores options it does not take.
@@ -106,7 +114,7 @@ ENCODINGS: dict[str, Encoding] = {
                       attention_options=('alibi_reference_form',)),
     'rotary': Encoding(core.ROTATION, attention=rotary.RotaryEncoding,
                        attention_options=('max_time',)),
-    'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding),
+    'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding, learned_table=True),
     'randomized_sin_cos': Encoding(core.EMBEDDING, _p(embeddings.SinCosEmbedding,
                                                       randomized=True),
                                    embedding_options=('max_time',), randomized=True),
@@ -120,7 +128,8 @@ ENCODINGS: dict[str, Encoding] = {
                                                               randomized=True),
                                   attention_options=('max_time',), randomized=True),
     'randomized_learned': Encoding(core.EMBEDDING, _p(embeddings.LearnedEmbedding,
-                                                      randomized=True), randomized=True),
+                                                      randomized=True), randomized=True,
+                                   learned_table=True),
     # The arithmetic study's (McLeish et al. 2024): a digit's position within its number,
     # and FIRE (Li et al. 2023), plain or on randomized positions (Zhou et al. 2024).
     'abacus': Encoding(core.EMBEDDING, embeddings.AbacusEmbedding,
@@ -166,7 +175,7 @@ def _combine(name: str) -> Encoding:
   (emb,), (att,) = inputs, attention
   return Encoding(att.kind, emb.embedding, att.attention, emb.embedding_options,
                   att.attention_options, emb.randomized or att.randomized,
-                  emb.reads_digits or att.reads_digits)
+                  emb.reads_digits or att.reads_digits, emb.learned_table or att.learned_table)
 
 
 def get(name: str) -> Encoding:
