@@ -10,11 +10,12 @@ length, per variant (hints, encoding, attention temperature), on every test dist
 from __future__ import annotations
 
 import dataclasses
-import io
 from typing import Any, Mapping, Sequence
 
 from matplotlib import figure as mpl_figure
 import numpy as np
+
+from posenc import plots
 
 FILE = 'hints.md'
 METRICS = ('exact_match', 'edit_distance')
@@ -143,7 +144,7 @@ def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
   axes = list(grid.flat[:len(distributions)])
   train = max(r.train_length for r in mine)
   for ax, d in zip(axes, distributions):
-    for r in mine:
+    for k, r in enumerate(mine):
       if d not in r.distributions:
         continue
       lengths = sorted(r.lengths)
@@ -152,11 +153,11 @@ def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
       if not members:
         continue
       values = np.array([[m['exact_match'][d][n] * 100 for n in lengths] for m in members])
-      line, = ax.plot(lengths, values.mean(0), marker='o', markersize=3, label=r.label)
+      line, = ax.plot(lengths, values.mean(0), label=r.label, **plots.series_style(k))
       if len(members) > 1:
         ax.fill_between(lengths, values.min(0), values.max(0), alpha=0.15,
                         color=line.get_color())
-    ax.axvline(train, color='grey', linestyle=':', linewidth=1)
+    ax.axvline(train, **plots.TRAINING_LINE)
     ax.set_title(d, fontsize=9)
     ax.set_xlabel('test length')
     ax.set_ylim(-3, 103)
@@ -164,9 +165,7 @@ def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
   for row in grid:
     row[0].set_ylabel('full-sequence accuracy (%)')
   axes[-1].legend(fontsize=7, loc='best')
-  fig.suptitle(f'{task}: accuracy against test length (dotted: longest training length)',
-               fontsize=10)
+  fig.suptitle(f'{task}: accuracy against test length (black dashes: longest training '
+               'length)', fontsize=10)
   fig.tight_layout()
-  buffer = io.BytesIO()
-  fig.savefig(buffer, format='png', dpi=110, metadata={'Software': None})
-  return buffer.getvalue()
+  return plots.png(fig)

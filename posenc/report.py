@@ -80,6 +80,7 @@ import numpy as np
 from posenc import encodings as encodings_lib
 from posenc import hint_report
 from posenc import io as io_lib
+from posenc import plots
 import tasks as tasks_lib
 from tasks import arithmetic as arithmetic_tasks
 
@@ -1163,58 +1164,16 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
 # Figure 4.
 
 
-# Each family of encodings has one tab10 hue and one marker, the same in every figure. A
-# randomized encoding draws solid in the full hue with filled markers, its standard counterpart
-# dashed in a lighter shade with hollow markers: a pair reads as a pair, yet each curve has a
-# colour of its own. Red and pink are left for unknown encodings; the training-length line is
-# black, a colour no encoding uses.
-_FAMILY_STYLES = {'sin_cos': (0, 'o'), 'relative': (1, 's'), 'alibi': (2, '^'),
-                  'rotary': (4, 'D'), 'learned': (5, 'v'), 'none': (7, 'X'),
-                  'geometric': (8, 'P'), 'geometric_directional': (9, '*')}
-_SPARE_STYLES = ((3, 'h'), (6, 'p'))  # Unknown encodings, dash-dotted.
-_VARIANT_MARKERS = ('<', '>', 'd', 'H', '8')  # The 2nd, 3rd, ... columns of one encoding.
-_LIGHTER = 0.45  # How far a standard encoding's shade moves from its hue towards white.
-_DARKER = 0.3  # How far an encoding's last variant column moves towards black.
-_DASHES = (0, (3, 3))  # A standard encoding's line: dashes as long as the gaps (see figure4).
 _MARKS_PER_CURVE = 12  # A denser curve is marked at about this many lengths.
 _Y_MARGIN = 0.03  # Room beyond 0 and 1, so curves at exactly 0% or 100% leave the frame.
 
 
-def _mix(color: Any, other: Any, amount: float) -> tuple[float, float, float]:
-  """`color` moved `amount` (0..1) of the way towards `other`, as RGB."""
-  rgb, target = mpl_colors.to_rgb(color), mpl_colors.to_rgb(other)
-  return tuple((1 - amount) * a + amount * b for a, b in zip(rgb, target))
-
-
-def _line_style(encoding: str, variant: int, variants: int,
-                unknown: Sequence[str]) -> dict[str, Any]:
-  """matplotlib line keywords for the `variant`-th of an encoding's `variants` columns.
-
-  Example: 'rotary' (whose randomized version is in the grid) is a dashed light purple with
-  hollow diamonds, 'randomized_rotary' solid purple with filled diamonds; a second column of
-  'randomized_rotary' would be a darker purple with other markers.
-  """
-  palette = colormaps['tab10']
-  family = encoding.removeprefix('randomized_')
-  standard = False
-  if family in _FAMILY_STYLES:
-    hue, marker = _FAMILY_STYLES[family]
-    color = palette(hue)
-    standard = encoding == family and f'randomized_{family}' in ENCODINGS
-    linestyle = _DASHES if standard else '-'
-    if standard:
-      color = _mix(color, 'white', _LIGHTER)
-  else:
-    hue, marker = _SPARE_STYLES[list(unknown).index(encoding) % len(_SPARE_STYLES)]
-    color, linestyle = palette(hue), '-.'
-  if variants > 1:
-    color = _mix(color, 'black', _DARKER * variant / (variants - 1))
-  if variant:
-    marker = _VARIANT_MARKERS[(variant - 1) % len(_VARIANT_MARKERS)]
-  # Dashed lines go on top, so where a pair coincides both colours show.
-  return {'color': color, 'linestyle': linestyle, 'marker': marker, 'markersize': 4.5,
-          'markerfacecolor': 'white' if standard else color, 'markeredgecolor': color,
-          'zorder': 2.5 if standard else 2}
+def chance(task: str, metric: str) -> float | None:
+  """The per-token accuracy of uniform guessing, 1/C, for a task of the study with C output
+  classes; None for exact match (its chance vanishes with the length) and other tasks."""
+  if metric != 'accuracy' or task not in tasks_lib.REGISTRY:
+    return None
+  return 1.0 / tasks_lib.REGISTRY[task].num_classes
 
 
 def best_member(cell: Cell) -> Member | None:
@@ -1243,8 +1202,6 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
   label_y = metric_label(metric)
   _, columns = grid_axes(cells)
   encoding_of = {cell.label: cell.encoding for cell in cells.values()}
-  unknown = list(dict.fromkeys(encoding_of[c] for c in columns
-                               if encoding_of[c] not in ENCODINGS))
   fig = mpl_figure.Figure(figsize=(10, 5), dpi=100)  # The Agg canvas; no pyplot state.
   ax = fig.add_subplot()
   train_lengths = set()
@@ -1256,7 +1213,8 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
     train_lengths.update(r.train_length for r in cell.runs)
     # The variant index counts over every task, so a column has one style in all figures.
     siblings = [c for c in columns if encoding_of[c] == cell.encoding]
-    style = _line_style(cell.encoding, siblings.index(label), len(siblings), unknown)
+    style = plots.encoding_style(cell.encoding, siblings.index(label), len(siblings),
+                                 [encoding_of[c] for c in columns])
     member = best_member(cell)
     if member is None:
       ax.plot([], [], **style, label=f'{label}: {DIVERGED}')
@@ -1267,11 +1225,13 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
     markevery = (index * step // len(columns), step)
     (line,) = ax.plot(lengths, [member.accuracy_by_length[n] for n in lengths], lw=1.6,
                       markevery=markevery, **style, label=f'{label}: {_percent(member.score)}')
-    if style['linestyle'] == _DASHES:
+    if style['linestyle'] == plots.DASHES:
       dashed.append((line, 2 * (index % 3)))
   for i, n in enumerate(sorted(train_lengths)):
-    ax.axvline(n, color='black', linestyle=(0, (2, 2)), lw=1, zorder=1,
-               label=None if i else 'training length N')
+    ax.axvline(n, **plots.TRAINING_LINE, label=None if i else 'training length N')
+  level = chance(task, metric)
+  if level is not None:
+    ax.axhline(level, **plots.CHANCE_LINE, label=f'chance (1/C = {_percent(level)}%)')
   ax.set_ylim(-_Y_MARGIN, 1 + _Y_MARGIN)
   ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1])
   ax.set_xlabel('sequence length')
@@ -1283,7 +1243,7 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
   for line, phase in dashed:
     # Shifted after the legend copied the plain dashes: dashed curves lying on each other (two
     # encodings at chance, say) then show every colour, alternately.
-    line.set_linestyle((phase, _DASHES[1]))
+    line.set_linestyle((phase, plots.DASHES[1]))
   fig.tight_layout()  # Counts the legend, so the axes shrink to leave it room.
   return fig
 

@@ -14,6 +14,7 @@ import pytest
 
 from launch import report as launch_report
 from posenc import encodings
+from posenc import plots
 from posenc import report
 import tasks
 
@@ -862,3 +863,31 @@ def test_cli_mixed_summary_counts_every_file(workdirs, grid_dir, tmp_path, capsy
   assert (out / 'table1.md').read_text() in printed
   assert (out / 'arithmetic.md').read_text() in printed
   assert len(list(out.iterdir())) == 2 + 1 + 3 + 6
+
+
+def test_every_encoding_of_the_study_has_a_style_of_its_own():
+  styles = {name: plots.encoding_style(name) for name in encodings.NAMES}
+  hues = {mpl_colors.to_hex(s['color']) for s in styles.values()}
+  assert len(hues) == len(encodings.NAMES)
+  assert not hues & {'#000000', '#808080'}  # the training-length and chance lines' colours
+  for name in encodings.NAMES:
+    if name.startswith('randomized_'):
+      standard = styles[name.removeprefix('randomized_')]
+      assert standard['marker'] == styles[name]['marker']  # a pair reads as a pair
+      assert standard['linestyle'] != styles[name]['linestyle']
+  # Encodings outside the study take hues no encoding of the figure has.
+  figure = ['alibi', 'type1', 'type2', 'kerple_log']
+  colors = [mpl_colors.to_hex(plots.encoding_style(e, figure=figure)['color']) for e in figure]
+  assert len(set(colors)) == len(figure)
+  series = [plots.series_style(i) for i in range(7)]
+  assert len({(s['color'], s['marker'], str(s['linestyle'])) for s in series}) == 7
+
+
+def test_figure4_draws_chance_for_per_token_accuracy_only(tmp_path):
+  write_run(tmp_path / 'r', 'modular_arithmetic', 'rotary', [(0, 1e-4, 0.5)], exact_match=0.3)
+  cells = report.collect_cells(report.load_runs([tmp_path])[0])
+  lines = lines_by_label(report.figure4(cells, 'modular_arithmetic'))
+  assert list(lines['chance (1/C = 20.0%)'].get_ydata()) == [0.2, 0.2]
+  exact = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0])
+  assert not any(k.startswith('chance') for k in
+                 lines_by_label(report.figure4(exact, 'modular_arithmetic', metric='exact_match')))
