@@ -5,10 +5,12 @@ Both are set in the environment so that `python -m launch.*` subprocesses the te
 """
 
 import atexit
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -54,3 +56,33 @@ def kill_after_checkpoint():
     proc.wait()
 
   return kill
+
+
+class CliServer:
+  """`python -m MODULE ARGS` for many commands, each forked from one process that has the
+  libraries imported (tests/scripts/cli_server.py): the same exit status and output as the
+  command line, without paying for JAX's import in every command."""
+
+  def __init__(self):
+    self.proc = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, 'tests', 'scripts', 'cli_server.py')], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+  def run(self, argv, cwd=ROOT) -> subprocess.CompletedProcess:
+    """Runs `python -m argv[0] argv[1:]` in `cwd`."""
+    self.proc.stdin.write(json.dumps({'argv': list(argv), 'cwd': str(cwd)}) + '\n')
+    self.proc.stdin.flush()
+    reply = json.loads(self.proc.stdout.readline())
+    return subprocess.CompletedProcess(['python', '-m', *argv], reply['returncode'],
+                                       reply['stdout'], reply['stderr'])
+
+  def close(self):
+    self.proc.stdin.close()
+    self.proc.wait(timeout=60)
+
+
+@pytest.fixture(scope='session')
+def cli():
+  server = CliServer()
+  yield server
+  server.close()

@@ -21,11 +21,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (['samplers', '--bogus'], 'unrecognized arguments: --bogus'),
     (['forward', '--encodings=nope'], "unknown encoding 'nope'; valid encodings: none"),
 ])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, needle):
   out = tmp_path / 'out.json'
   extra = [f'--out={out}'] if args[0] in ('samplers', 'forward') else []
-  proc = subprocess.run([sys.executable, '-m', 'launch.bench', *args, *extra], cwd=ROOT,
-                        capture_output=True, text=True)
+  proc = cli.run(['launch.bench', *args, *extra])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines

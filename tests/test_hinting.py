@@ -163,11 +163,10 @@ def test_hints_on_a_task_without_any_are_refused():
 @pytest.mark.parametrize('arg', ['tiny,hint=colour', 'tiny,task=parity', 'tiny,temperature=hot',
                                  'tiny,beta=-1,temperature=fixed', 'tiny,encoding=abacus',
                                  'tiny,encoding=abacus+fire'])
-def test_bad_experiment_args_exit_2_with_one_line_and_write_nothing(tmp_path, arg):
+def test_bad_experiment_args_exit_2_with_one_line_and_write_nothing(cli, tmp_path, arg):
   workdir = tmp_path / 'run'
-  proc = subprocess.run([sys.executable, '-m', 'launch.train',
-                         f'--config=experiments/sorting_hints.py:{arg}', f'--workdir={workdir}'],
-                        cwd=ROOT, capture_output=True, text=True)
+  proc = cli.run(['launch.train', f'--config=experiments/sorting_hints.py:{arg}',
+                  f'--workdir={workdir}'])
   assert proc.returncode == 2, proc.stderr
   assert proc.stderr.count('\n') == 1 and proc.stderr.startswith('error: ')
   assert not workdir.exists()

@@ -220,8 +220,8 @@ def _help_commands() -> list[list[str]]:
 
 
 @pytest.mark.parametrize('command', _help_commands(), ids=' '.join)
-def test_help_prints_usage_and_exits_0(command):
-  proc = _run(['-m', *command, '--help'])
+def test_help_prints_usage_and_exits_0(cli, command):
+  proc = cli.run([*command, '--help'])
   assert proc.returncode == 0, proc.stderr
   assert proc.stdout.strip() and not proc.stderr.strip(), proc.stderr
   # Every entry point shows its own usage: the module name or the subcommand appears.
@@ -229,11 +229,10 @@ def test_help_prints_usage_and_exits_0(command):
 
 
 @pytest.mark.parametrize('entry, args, needle', CASES)
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, entry, args, needle):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, entry, args, needle):
   tmp = _bad(tmp_path)
   before = sorted(p.relative_to(tmp) for p in tmp.rglob('*'))
-  argv = ['-m', *[a.format(tmp=tmp) for a in ENTRY_POINTS[entry] + args]]
-  proc = _run(argv)
+  proc = cli.run([a.format(tmp=tmp) for a in ENTRY_POINTS[entry] + args])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines

@@ -107,10 +107,9 @@ def test_trf_rejects_eps_outside_the_unit_interval():
   assert receptive.trf(np.ones(4), 0.3) == 3
 
 
-def test_analyze_trf_writes_json_and_plot_and_refuses_bad_input(tmp_path):
+def test_analyze_trf_writes_json_and_plot_and_refuses_bad_input(cli, tmp_path):
   out = tmp_path / 'trf'
-  run = lambda *args: subprocess.run([sys.executable, '-m', 'launch.analyze', *args],
-                                     cwd=ROOT, capture_output=True, text=True)
+  run = lambda *args: cli.run(['launch.analyze', *args])
   proc = run('trf', '--encodings=type2,inverse_n', '--horizons=512,4096', f'--out={out}')
   assert proc.returncode == 0, proc.stderr
   data = json.load(open(out / 'trf.json'))
@@ -160,7 +159,7 @@ def test_erf_on_hand_built_attention_rows():
   np.testing.assert_array_equal(receptive.erf(both, 0.1, False), [3, 2, 3])
 
 
-def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
+def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
   from posenc import analysis
   from posenc import sweep as sweep_lib
   from posenc import train
@@ -190,8 +189,7 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
   # A workdir with a config but no checkpoint; a missing one.
   (tmp_path / 'empty').mkdir()
   (tmp_path / 'empty' / 'config.json').write_text((tmp_path / 'run' / 'config.json').read_text())
-  run_cli = lambda *args: subprocess.run([sys.executable, '-m', 'launch.analyze', 'erf', *args],
-                                         cwd=ROOT, capture_output=True, text=True)
+  run_cli = lambda *args: cli.run(['launch.analyze', 'erf', *args])
   for args, needle in [((f'--workdir={tmp_path / "empty"}',), 'has no checkpoint'),
                        ((f'--workdir={tmp_path / "nope"}',), 'holds no run'),
                        ((f'--workdir={tmp_path / "run"}', '--member=5'), '--member=5 is not'),
@@ -211,27 +209,21 @@ def test_erf_of_a_trained_run_and_its_bad_input(tmp_path):
   assert (tmp_path / 'out' / 'erf.png').stat().st_size > 0
   # The attention maps and the activation PCA of the same run.
   for analysis_name, extra in (('attention_maps', ()), ('activation_pca', ('--layer=-1',))):
-    proc = subprocess.run([sys.executable, '-m', 'launch.analyze', analysis_name,
-                           f'--workdir={tmp_path / "run"}', '--lengths=4,8', *extra,
-                           f'--out={tmp_path / "out"}'], cwd=ROOT, capture_output=True,
-                          text=True)
+    proc = cli.run(['launch.analyze', analysis_name, f'--workdir={tmp_path / "run"}',
+                    '--lengths=4,8', *extra, f'--out={tmp_path / "out"}'])
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / 'out' / f'{analysis_name}.png').stat().st_size > 0
   pca = json.load(open(tmp_path / 'out' / 'activation_pca.json'))
   assert pca['layer'] == config.model.num_layers - 1 and pca['lengths'] == [4, 8]
-  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'activation_pca',
-                         f'--workdir={tmp_path / "run"}', '--layer=9'], cwd=ROOT,
-                        capture_output=True, text=True)
+  proc = cli.run(['launch.analyze', 'activation_pca', f'--workdir={tmp_path / "run"}',
+                  '--layer=9'])
   assert proc.returncode == 2 and '--layer=9 is not a layer' in proc.stderr
-  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'prefix_shuffle',
-                         f'--workdir={tmp_path / "run"}', f'--out={tmp_path / "shuf"}'],
-                        cwd=ROOT, capture_output=True, text=True)
+  proc = cli.run(['launch.analyze', 'prefix_shuffle', f'--workdir={tmp_path / "run"}',
+                  f'--out={tmp_path / "shuf"}'])
   assert proc.returncode == 2 and 'needs a causal decoder' in proc.stderr
   assert not (tmp_path / 'shuf').exists()
-  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'position_probe',
-                         f'--workdir={tmp_path / "run"}', '--length=6', '--test_length=8',
-                         '--steps=20', f'--out={tmp_path / "out"}'], cwd=ROOT,
-                        capture_output=True, text=True)
+  proc = cli.run(['launch.analyze', 'position_probe', f'--workdir={tmp_path / "run"}',
+                  '--length=6', '--test_length=8', '--steps=20', f'--out={tmp_path / "out"}'])
   assert proc.returncode == 0, proc.stderr
   layers = json.load(open(tmp_path / 'out' / 'position_probe.json'))['layers']
   assert len(layers) == config.model.num_layers

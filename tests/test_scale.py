@@ -13,9 +13,11 @@ from posenc import io
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize('encoding, family', [('randomized_relative', 'encoder'),
-                                              ('randomized_rotary', 'decoder'),
-                                              ('hints', 'decoder')])
+# The decoder's population sharding runs in the hinting case too, so its plain case is slow.
+@pytest.mark.parametrize('encoding, family', [
+    ('randomized_relative', 'encoder'),
+    pytest.param('randomized_rotary', 'decoder', marks=pytest.mark.slow),
+    ('hints', 'decoder')])
 def test_sharded_population_matches_single_device(encoding, family):
   env = {**os.environ, 'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
   proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py', encoding,

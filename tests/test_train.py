@@ -142,11 +142,10 @@ def test_rerun_with_other_config_is_refused(tmp_path):
                                  'has none; tasks with digits: addition'),
     ('--bogus_flag=1', 'bogus_flag'),
 ])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, override, needle):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, override, needle):
   workdir = tmp_path / 'run'
-  proc = subprocess.run(
-      [sys.executable, '-m', 'launch.train', '--config=experiments/rpe_table1.py:tiny',
-       f'--workdir={workdir}', override], cwd=ROOT, capture_output=True, text=True)
+  proc = cli.run(['launch.train', '--config=experiments/rpe_table1.py:tiny',
+                  f'--workdir={workdir}', override])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and needle in lines[0], proc.stderr
