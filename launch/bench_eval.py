@@ -12,8 +12,9 @@ import jax
 import jax.numpy as jnp
 
 from launch import common
-from posenc import io
 from posenc import config as config_lib
+from posenc import io
+from posenc import population as population_lib
 from posenc import train
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
@@ -37,9 +38,9 @@ def _main(argv):
   config.seeds, config.learning_rates = [0], [1e-4]
   task = config_lib.task_of(config)
   model = train.make_model(config, task)
-  population = train.Population(config)
-  _, _, data_key = train.data_keys(config)
-  params = train.init_state(config, model, population)['params']
+  population = population_lib.Population(config)
+  _, _, data_key = population_lib.data_keys(config)
+  params = population_lib.init_state(config, model, population)['params']
   rows = []
   for length in lengths:
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)

@@ -43,10 +43,10 @@ import jax
 from ml_collections import config_flags
 
 from launch import common
+from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import io
 from posenc import sweep as sweep_lib
-from posenc import train
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Sweep directory (created or resumed).')
@@ -126,7 +126,7 @@ def main(argv):
                                should_stop=preemption)
   except config_lib.ConfigError as e:
     common.fail(e)
-  except train.Preempted as e:
+  except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume the sweep', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   failed = [r for r in rows if r['state'] == sweep_lib.FAILED]

@@ -12,6 +12,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from launch import common
+from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import io
 from posenc import receptive
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> None:
                                        should_stop=preemption)
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)
-  except train.Preempted as e:
+  except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   scores = [m['score'] for m in results['members'] if m['score'] is not None]

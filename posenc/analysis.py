@@ -22,10 +22,12 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import io
 from posenc import models
 from posenc import objectives
+from posenc import population as population_lib
 from posenc import receptive
 from posenc import sweep as sweep_lib
 from posenc import train
@@ -60,13 +62,13 @@ def load_run(workdir: str, member: int = 0,
   members = config_lib.members(config)
   if not 0 <= member < len(members):
     raise AnalysisError(f'--member={member} is not a member of {workdir} (0..{len(members) - 1})')
-  manager = train.checkpoint_manager(workdir)
+  manager = checkpoint.checkpoint_manager(workdir)
   if manager.latest_step() is None:
     raise AnalysisError(f'{workdir} has no checkpoint to analyse (train it first)')
   task = config_lib.task_of(config)
-  population = train.Population(config)
+  population = population_lib.Population(config)
   # A reader leaves damaged checkpoints where they are (rerunning training sets them aside).
-  step, state, _, damaged = train.restore_newest(manager, train.init_state(
+  step, state, _, damaged = checkpoint.restore_newest(manager, population_lib.init_state(
       config, train.make_model(config, task), population, abstract=True), population,
       lambda step: os.path.join(workdir, 'checkpoints', str(step)))
   if step is None:

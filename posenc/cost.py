@@ -33,6 +33,7 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import population as population_lib
 from posenc import sweep as sweep_lib
 from posenc import train
 
@@ -68,10 +69,10 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
   the timed `lengths`.
   """
   task = config_lib.task_of(config)
-  population = train.Population(config)
+  population = population_lib.Population(config)
   model = train.make_model(config, task, population.platform)
-  curriculum, batch_key, _ = train.data_keys(config)
-  state = train.init_state(config, model, population)
+  curriculum, batch_key, _ = population_lib.data_keys(config)
+  state = population_lib.init_state(config, model, population)
   n = config.train.max_length
   buckets = train.train_buckets(config)
   traces: collections.Counter = collections.Counter()
@@ -119,9 +120,9 @@ def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
   n, size = config.train.max_length, config.train.bucket_size
   measured_work = np.mean([forward_flops(tokens(task, int(l), n, size), config)
                            for l in figures['lengths']]) * config.train.batch_size
-  population = train.Population(config)
+  population = population_lib.Population(config)
   model = train.make_model(config, task, population.platform)
-  _, _, eval_key = train.data_keys(config)
+  _, _, eval_key = population_lib.data_keys(config)
   state = figures['state']
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
@@ -182,9 +183,9 @@ def measure_sequence(config: ml_collections.ConfigDict, steps: int = 3, batch: i
       'eval.examples_per_length': samples})
   figures = measure_training(small, steps)
   task = config_lib.task_of(small)
-  population = train.Population(small)
+  population = population_lib.Population(small)
   model = train.make_model(small, task, population.platform)
-  _, _, data_key = train.data_keys(small)
+  _, _, data_key = population_lib.data_keys(small)
   evaluate, args, shape = _eval_fn(small, task, model, population, data_key)
   args = (figures['state']['params'], *args)
   jax.block_until_ready(evaluate(*args))
@@ -352,10 +353,10 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   config = sweep_lib.cell_config(config, {'task': 'reverse_string', 'seeds': [0],
                                           'learning_rates': [1e-4]})
   task = config_lib.task_of(config)
-  population = train.Population(config)
+  population = population_lib.Population(config)
   model = train.make_model(config, task, 'gpu')
-  _, batch_key, data_key = train.data_keys(config)
-  state = train.init_state(config, model, population, abstract=True)
+  _, batch_key, data_key = population_lib.data_keys(config)
+  state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   one_batch = sweep_lib.cell_config(config, {'eval.examples_per_length':
                                              config.eval.batch_size})

@@ -26,8 +26,10 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from posenc import checkpoint
 from posenc import io
 from posenc import objectives
+from posenc import population as population_lib
 
 REGIONS = ('id', 'ood', 'beyond')
 
@@ -63,7 +65,6 @@ def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, popul
                  traces: collections.Counter | None = None) -> Callable[..., dict]:
   """The jitted evaluation of one cell padded to `shape`: f(params [P], a, b, eval_keys [P])
   -> {'exact_match', 'accuracy'} [P]. Members run one after another."""
-  from posenc import train  # pylint: disable=g-import-not-at-top
   objective = objectives.make(config, task, model, shape)
   size = config.eval.samples_per_cell
 
@@ -83,10 +84,10 @@ def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, popul
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+  specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
       config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
-                                      out_specs=P(train.POP)))
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(population_lib.POP)),
+                                      out_specs=P(population_lib.POP)))
 
 
 def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
@@ -96,7 +97,6 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
              should_stop: Callable[[], bool] = lambda: False
              ) -> dict[tuple[int, int], dict[str, list[float]]]:
   """Every cell's metrics per member: {(a, b): {'exact_match': [..], 'accuracy': [..]}}."""
-  from posenc import train  # pylint: disable=g-import-not-at-top
   # The random-padding ablation pads training data only (as the paper's code does): test
   # prompts are written plainly.
   if getattr(task, 'pad_probability', 0):
@@ -110,7 +110,7 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
   t0 = time.time()
   for k, (a, b) in enumerate(todo):
     if should_stop():
-      raise train.Preempted(config.train.steps, f'preempted during evaluation, before cell '
+      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before cell '
                             f'{a},{b}: the cells measured so far are kept')
     shape = widths(task, a, b, config.eval.bucket_size)
     if shape not in fns:

@@ -31,8 +31,10 @@ from jax import lax
 import ml_collections
 import numpy as np
 
+from posenc import checkpoint
 from posenc import generate
 from posenc import io
+from posenc import population as population_lib
 
 Array = jax.Array
 METRICS = ('exact_match', 'edit_distance', 'accuracy')
@@ -91,7 +93,6 @@ def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, pop
 
   f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}.
   """
-  from posenc import train  # pylint: disable=g-import-not-at-top
   distributions = list(config.eval.distributions)
   size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // size
@@ -132,10 +133,10 @@ def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, pop
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), lax.map(sub_batch, jnp.arange(num_sub)))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+  specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
       config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(train.POP)),
-                                      out_specs=P(train.POP)))
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(population_lib.POP)),
+                                      out_specs=P(population_lib.POP)))
 
 
 def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
@@ -145,7 +146,6 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
              should_stop: Callable[[], bool] = lambda: False
              ) -> dict[tuple[str, int], dict[str, list[float]]]:
   """Every cell's metrics per member: {(distribution, n): {metric: [member i]}}."""
-  from posenc import train  # pylint: disable=g-import-not-at-top
   path = os.path.join(workdir, 'lengths.jsonl')
   done = {(r['distribution'], r['length']): {k: r[k] for k in METRICS}
           for r in io.read_jsonl(path, rewrite=True)}
@@ -156,7 +156,7 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
   t0 = time.time()
   for k, (dist, n) in enumerate(todo):
     if should_stop():
-      raise train.Preempted(config.train.steps, f'preempted during evaluation, before '
+      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before '
                             f'{dist} at length {n}: the cells measured so far are kept')
     if n not in fns:
       fns[n] = make_length_fn(config, task, model, population, n, data_key, traces)

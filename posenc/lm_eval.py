@@ -24,7 +24,10 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from posenc import checkpoint
 from posenc import io
+from posenc import objectives
+from posenc import population as population_lib
 
 MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
@@ -54,7 +57,6 @@ def _population_scorer(config: ml_collections.ConfigDict, model: Any, population
   """f(params [P], windows [G, Bg, L + 1], scored [G, Bg, L], keys [P]) -> (sum of negative
   log-likelihoods [P], scored tokens [P]): `group(params, window group, its scored mask,
   key)` summed over the groups, members one after another, sharded like the population."""
-  from posenc import train  # pylint: disable=g-import-not-at-top
 
   def local(params, wins, scored, keys):
     def member(args):
@@ -67,10 +69,10 @@ def _population_scorer(config: ml_collections.ConfigDict, model: Any, population
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(train.POP), train.init_state(
+  specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
       config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(train.POP)),
-                                      out_specs=(P(train.POP), P(train.POP))))
+  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(population_lib.POP)),
+                                      out_specs=(P(population_lib.POP), P(population_lib.POP))))
 
 
 def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
@@ -95,7 +97,6 @@ def make_masked_score_fn(config: ml_collections.ConfigDict, model: Any, populati
                          ) -> Callable[..., Any]:
   """A masked language model's scorer (`_population_scorer`; `scored` unused): the masks
   are drawn from eval.seed, the same for every member, and the masked bytes are scored."""
-  from posenc import objectives  # pylint: disable=g-import-not-at-top
   mask_key = jax.random.key(config.eval.seed)
 
   def group(p, w, s, key, g):
@@ -119,7 +120,6 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
              ) -> dict[int, dict[str, Any]]:
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
   (an encoder: {'masked': [...]})."""
-  from posenc import train  # pylint: disable=g-import-not-at-top
   path = os.path.join(workdir, 'perplexity.jsonl')
   done = {r['length']: {k: v for k, v in r.items() if k != 'length'}
           for r in io.read_jsonl(path, rewrite=True)}
@@ -132,7 +132,7 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
     if length in done:
       continue
     if should_stop():
-      raise train.Preempted(config.train.steps, f'preempted during evaluation, before length '
+      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before length '
                             f'{length}: the lengths measured so far are kept')
     row = {'seconds': {}}
     for mode in modes(config):

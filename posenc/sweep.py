@@ -268,6 +268,7 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
       (`check_configs`); nothing has run or been written then.
   """
   from posenc import train  # Deferred: status and cell selection need no JAX.
+  from posenc import checkpoint  # Deferred, as train.
   if run_cell is None:
     run_cell = lambda config, workdir: train.train_and_evaluate(
         config, workdir, progress=progress, should_stop=should_stop)
@@ -310,7 +311,7 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     progress(f'cell {name} ({k + 1}/{len(todo)})')
     try:
       run_cell(config, workdir)
-    except train.Preempted:
+    except checkpoint.Preempted:
       write_index()
       raise
     except io.DirectoryBusy as e:

@@ -6,17 +6,8 @@ entry point:
   python -m launch.train --config=experiments/rpe_table1.py:task=reverse_string,tiny \
       --workdir=/tmp/run
 
-A population of P members (every seed x learning rate of the config) is trained by one
-compiled update: the member axis is vmapped inside a `shard_map` over all local devices,
-so P = 1 on one CPU and P = 30 on eight devices are the same code path. Members share
-each step's batch and length (as the reference's runs share their data seed); each has
-its own initialisation, dropout and position-noise keys and its own learning rate.
-
-RNG, one story: every draw comes from `jax.random.key`s derived here, split per purpose
-and folded with the step (or length and sub-batch) on the device:
-  data_seed  -> curriculum key (step -> length)  and  batch key (step -> batch)
-  seed       -> init key, train key (step -> dropout, noise), eval key (length, j -> ...)
-  eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
+The population (members, keys, devices, state, optimizer: `posenc.population`) is trained
+by one compiled update; checkpoints and `Preempted` are `posenc.checkpoint`'s.
 
 Resume precedence: 1. the latest checkpoint in `workdir/checkpoints`, 2. scratch. A run
 killed at any moment and restarted with the same command ends bit for bit where the
@@ -42,7 +33,6 @@ import collections
 import functools
 import math
 import os
-import sys
 import time
 from typing import Any, Callable
 
@@ -56,8 +46,8 @@ import optax
 import orbax.checkpoint as ocp
 
 from posenc import attention
+from posenc import checkpoint
 from posenc import config as config_lib
-from posenc import encodings
 from posenc import grid_eval
 from posenc import length_eval
 from posenc import lm_eval
@@ -65,17 +55,10 @@ from posenc import io
 from posenc import models as model_lib
 from posenc import multitask
 from posenc import objectives
+from posenc import population as population_lib
 
-P = jax.sharding.PartitionSpec
-POP = 'pop'  # The mesh axis the population is sharded over.
-
-# Purpose tags folded into root keys so that streams never coincide, e.g. when
-# data_seed == seed.
-_DATA, _MEMBER, _EVAL_DATA = 0, 1, 2
-# Folded into a member's step key for the progressive loss's draws.
-_PROGRESSIVE = 3
-# Folded into the data seed's key for a fixed training set.
-_DATASET = 4
+P = population_lib.P
+POP = population_lib.POP
 
 # On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
 # the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
@@ -92,23 +75,6 @@ _DEFAULT_DEVICE_MEMORY = 16 * 2**30
 # Model and metrics.
 
 
-def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
-  """The options `config.encoding` takes, with their values (defaults filled in).
-
-  Example: randomized_relative -> {'max_time': 10000.0, 'relative_mode': 'reference',
-    'randomize_both_sides': False}; none -> {}.
-  """
-  attention, embedding = encodings.resolve_options(config.encoding,
-                                                   config.encoding_options.to_dict())
-  return {**attention, **embedding}
-
-
-def platform_of(devices: list[Any] | None = None) -> str:
-  """The platform ('cpu', 'gpu', 'tpu') the programs are built for: that of `devices`, by
-  default JAX's default backend."""
-  return devices[0].platform if devices else jax.default_backend()
-
-
 def make_model(config: ml_collections.ConfigDict, task: Any,
                platform: str | None = None) -> Any:
   """The model of `config.model.family` for `task`, its attention backend resolved for
@@ -122,7 +88,7 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
       num_heads=c.num_heads, ffn_size=c.ffn_size, dropout=c.dropout,
       max_position=c.max_position, encoding_options=tuple(sorted(options.items())),
       norm=c.norm, ffn=c.ffn, recurrences=c.recurrences, injection=c.injection, loop=c.loop,
-      attention_impl=attention.resolve(c.attention_impl, platform or platform_of()),
+      attention_impl=attention.resolve(c.attention_impl, platform or population_lib.platform_of()),
       attention_block=c.attention_block,
       fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
       temperature=c.temperature, temperature_beta=c.temperature_beta,
@@ -139,114 +105,6 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
   return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.num_classes, **common)
 
 
-def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
-  """'map' or 'vmap': `train.population_loop`, with 'auto' resolved for `platform`."""
-  loop = config.train.population_loop
-  if loop == 'auto':
-    return 'map' if platform == 'cpu' else 'vmap'
-  return loop
-
-
-def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
-  """Adam (the study's) or AdamW (decoupled weight decay) after global-norm clipping, without
-  the learning rate (applied per member, times `learning_rate_scale`)."""
-  parts = [optax.clip_by_global_norm(config.train.max_grad_norm), optax.scale_by_adam()]
-  if config.train.optimizer == 'adamw':
-    parts.append(optax.add_decayed_weights(config.train.weight_decay))
-  return optax.chain(*parts)
-
-
-def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> jax.Array:
-  """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), a
-  trapezoid (Zhai et al. 2022): linear warm-up over `warmup` of the steps, constant, linear
-  cool-down to 0 over the last `cooldown`; or 'cosine' (Awasthi & Gupta's one-cycle cosine):
-  linear warm-up from 0 over `warmup` of the steps, then cosine decay to 0 at the last step.
-
-  Example: 100 steps, warmup 0.1, cooldown 0.2: step 0 -> 0.1, 5 -> 0.6, 50 -> 1, 90 -> 0.5.
-  """
-  if config.train.schedule == 'constant':
-    return jnp.float32(1.0)
-  total = config.train.steps
-  if config.train.schedule == 'cosine':
-    return optax.warmup_cosine_decay_schedule(
-        0.0, 1.0, round(config.train.warmup * total), total)(step).astype(jnp.float32)
-  warmup = max(1, round(config.train.warmup * total))
-  cooldown = max(1, round(config.train.cooldown * total))
-  t = step.astype(jnp.float32)
-  up = (t + 1) / warmup
-  down = (total - t) / cooldown
-  return jnp.clip(jnp.minimum(up, down), 0.0, 1.0)
-
-
-# ---------------------------------------------------------------------------------------
-# The population and its devices.
-
-
-class Population:
-  """The member table, its keys, and how it is laid out on the local devices.
-
-  P members are padded to a multiple of the device count with copies of member 0;
-  padding members train like the others and are dropped from every output.
-  """
-
-  def __init__(self, config: ml_collections.ConfigDict, devices: list[Any] | None = None):
-    self.members = config_lib.members(config)
-    self.size = len(self.members)
-    devices = list(devices or jax.local_devices())
-    self.platform = devices[0].platform
-    self.mesh = jax.sharding.Mesh(np.array(devices), (POP,))
-    self.padded_size = math.ceil(self.size / len(devices)) * len(devices)
-    table = self.members + [self.members[0]] * (self.padded_size - self.size)
-    self.sharded = jax.sharding.NamedSharding(self.mesh, P(POP))
-    self.replicated = jax.sharding.NamedSharding(self.mesh, P())
-    keys = jax.vmap(lambda s: jax.random.split(
-        jax.random.fold_in(jax.random.key(s), _MEMBER), 3))(
-            jnp.array([m['seed'] for m in table], jnp.uint32))
-    self.init_keys, self.train_keys, self.eval_keys = (
-        jax.device_put(keys[:, i], self.sharded) for i in range(3))
-    self.learning_rates = jax.device_put(
-        jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded)
-
-  @property
-  def num_devices(self) -> int:
-    return self.mesh.devices.size
-
-  def unpad(self, state: Any) -> Any:
-    """Host copies of `state` with the padding members dropped: what a checkpoint holds,
-    so that it can be restored on any number of devices."""
-    return jax.tree.map(lambda x: np.asarray(x)[:self.size] if np.ndim(x) else np.asarray(x),
-                        jax.device_get(state))
-
-  def pad(self, host_state: Any, abstract: Any) -> Any:
-    """`unpad`'s inverse: the padding members are copies of member 0 (they train like the
-    others and are dropped from every output), placed like `abstract`."""
-    def place(x, s):
-      if np.ndim(x):
-        x = np.concatenate([x] + [x[:1]] * (self.padded_size - self.size))
-      return jax.device_put(x.astype(s.dtype), s.sharding)
-    return jax.tree.map(place, host_state, abstract)
-
-  def shard_map(self, f: Callable[..., Any], in_specs: Any, out_specs: Any) -> Callable:
-    return jax.shard_map(f, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs)
-
-  def state_sharding(self, state: Any) -> Any:
-    return jax.tree.map(lambda x: self.sharded if x.ndim else self.replicated, state)
-
-
-def dataset_key(config: ml_collections.ConfigDict) -> jax.Array:
-  """The key of a fixed training set (`train.dataset_size` > 0): example i of task t is drawn
-  from fold_in(fold_in(key, t), i)."""
-  return jax.random.fold_in(jax.random.key(config.data_seed), _DATASET)
-
-
-def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """(curriculum key, training batch key, evaluation data key)."""
-  curriculum, batches = jax.random.split(
-      jax.random.fold_in(jax.random.key(config.data_seed), _DATA))
-  evaluation = jax.random.fold_in(jax.random.key(config.eval.seed), _EVAL_DATA)
-  return curriculum, batches, evaluation
-
-
 @functools.partial(jax.jit, static_argnames=('count', 'max_length'))
 def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
                        max_length: int) -> jax.Array:
@@ -257,40 +115,6 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
   steps = start + jnp.arange(count)
   return jax.vmap(lambda s: jax.random.randint(
       jax.random.fold_in(key, s), (), 1, max_length + 1))(steps)
-
-
-# ---------------------------------------------------------------------------------------
-# State.
-
-
-def init_state(config: ml_collections.ConfigDict, model: model_lib.Encoder,
-               population: Population, abstract: bool = False) -> dict[str, Any]:
-  """The population's training state: a plain dict of arrays with a leading member axis.
-
-  {'params', 'opt', 'diverged' [P], 'sums': {'loss', 'accuracy'} [P], 'count', 'step'}
-  `sums` / `count` accumulate the metrics of the current log interval.
-  """
-  tx = optimizer(config)
-
-  def init_one(key):
-    tokens = jnp.zeros((1, 4), jnp.int32)
-    params = model.init({'params': key, 'noise': key, 'dropout': key}, tokens,
-                        jnp.int32(4), deterministic=True)['params']
-    return params, tx.init(params)
-
-  def init(keys):
-    params, opt = jax.vmap(init_one)(keys)
-    zeros = jnp.zeros(keys.shape, jnp.float32)
-    return {'params': params, 'opt': opt, 'diverged': jnp.zeros(keys.shape, bool),
-            'sums': {'loss': zeros, 'accuracy': zeros}, 'count': jnp.int32(0),
-            'step': jnp.int32(0)}
-
-  shapes = jax.eval_shape(init, population.init_keys)
-  sharding = population.state_sharding(shapes)
-  if abstract:
-    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
-                        shapes, sharding)
-  return jax.jit(init, out_shardings=sharding)(population.init_keys)
 
 
 # ---------------------------------------------------------------------------------------
@@ -306,7 +130,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   accuracy} [p]), for the p members on this device; `length` is the step's real length
   (traced) and the batch is sampled from the step's key on the device.
   """
-  tx = optimizer(config)
+  tx = population_lib.optimizer(config)
   sequences = objectives.is_sequence_task(task)
   hinting = objectives.is_hinting_task(task)
   task_list = multitask.tasks_of(config) if hinting else None
@@ -323,7 +147,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
       if alpha == 0:
         return objective.loss(p, batch, rngs)
       # The progressive loss: n recurrences without gradient, then k with.
-      k_n, k_k = jax.random.split(jax.random.fold_in(member_step, _PROGRESSIVE))
+      k_n, k_k = jax.random.split(jax.random.fold_in(member_step, population_lib.PROGRESSIVE))
       n = jax.random.randint(k_n, (), 0, r)
       k = jax.random.randint(k_k, (), 1, jnp.maximum(1, jnp.minimum(r - n, r // 2)) + 1)
       loss, accuracy = objective.loss(p, batch, rngs, window=(n, n + k))
@@ -336,7 +160,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
     if config.train.scale_block_gradients and 'block' in grads:
       grads = {**grads, 'block': jax.tree.map(lambda g: g / r, grads['block'])}
     updates, new_opt = tx.update(grads, opt, params)
-    rate = learning_rate * learning_rate_scale(config, step)
+    rate = learning_rate * population_lib.learning_rate_scale(config, step)
     new_params = jax.tree.map(lambda p, u: (p - rate * u).astype(p.dtype), params, updates)
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
@@ -347,7 +171,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   def local_update(state, length, learning_rates, keys):
     key = jax.random.fold_in(batch_key, state['step'])
     if hinting:  # the main task and its hints, each through its own head
-      batch = multitask.train_batch(config, task_list, key, dataset_key(config),
+      batch = multitask.train_batch(config, task_list, key, population_lib.dataset_key(config),
                                     state['step'], shape)
     elif sequences:  # every example its own lengths, drawn stratified over [1..n]^2
       batch = task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
@@ -398,7 +222,7 @@ def train_shape(config: ml_collections.ConfigDict, task: Any) -> tuple[int, int]
 
 
 def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
-                   population: Population, bucket: int, batch_key: jax.Array,
+                   population: population_lib.Population, bucket: int, batch_key: jax.Array,
                    traces: collections.Counter | None = None,
                    platform: str | None = None) -> Callable[..., Any]:
   """The jitted update for batches padded to `bucket` input tokens.
@@ -409,7 +233,7 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
   often it is traced (= compiled).
   """
   local = _local_update(config, task, model, bucket, batch_key,
-                        population_loop(config, platform or population.platform))
+                        population_lib.population_loop(config, platform or population.platform))
 
   def local_update(*args):
     if traces is not None:
@@ -417,7 +241,7 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
     return local(*args)
 
   state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
-                             init_state(config, model, population, abstract=True))
+                             population_lib.init_state(config, model, population, abstract=True))
   update = population.shard_map(
       local_update, in_specs=(state_specs, P(), P(POP), P(POP)),
       out_specs=(state_specs, P(POP)))
@@ -425,7 +249,7 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
 
 
 def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
-                       model: model_lib.Encoder, population: Population,
+                       model: model_lib.Encoder, population: population_lib.Population,
                        curriculum_key: jax.Array, batch_key: jax.Array,
                        traces: collections.Counter | None = None,
                        platform: str | None = None) -> Callable[..., Any]:
@@ -438,7 +262,7 @@ def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
   Step for step the same computation as `make_update_fn`'s programs.
   """
   k, n, size = config.train.steps_per_dispatch, config.train.max_length, config.train.bucket_size
-  loop = population_loop(config, platform or population.platform)
+  loop = population_lib.population_loop(config, platform or population.platform)
   buckets = train_buckets(config)
   branches = [_local_update(config, task, model, b, batch_key, loop) for b in buckets]
 
@@ -457,7 +281,7 @@ def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
     return jax.lax.scan(one_step, state, jnp.arange(k))[0]
 
   state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
-                             init_state(config, model, population, abstract=True))
+                             population_lib.init_state(config, model, population, abstract=True))
   update = population.shard_map(local_multi, in_specs=(state_specs, P(), P(POP), P(POP)),
                                 out_specs=state_specs)
   return jax.jit(update, donate_argnums=0)
@@ -502,7 +326,7 @@ def eval_micro_batch(batch_size: int, num_heads: int, tokens: int, platform: str
 
 
 def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
-                 population: Population, bucket: int, data_key: jax.Array,
+                 population: population_lib.Population, bucket: int, data_key: jax.Array,
                  traces: collections.Counter | None = None,
                  platform: str | None = None) -> Callable[..., dict[str, jax.Array]]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
@@ -565,7 +389,7 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
                         jax.lax.map(sub_batch, jnp.arange(num_sub)))
 
   param_specs = jax.tree.map(lambda _: P(POP),
-                             init_state(config, model, population, abstract=True)['params'])
+                             population_lib.init_state(config, model, population, abstract=True)['params'])
   evaluate = population.shard_map(local_eval, in_specs=(param_specs, P(), P(POP)),
                                   out_specs=P(POP))
   return jax.jit(evaluate)
@@ -588,109 +412,6 @@ def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
           f'({config_lib.describe_changes(changes)}); use a new --workdir or the same config')
   os.makedirs(workdir, exist_ok=True)
   io.write_json_atomic(path, new)
-
-
-def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
-  """Orbax manager of `workdir/checkpoints`: synchronous, the last three steps kept (a
-  damaged newest one leaves two to fall back on: `restore_newest`).
-
-  In a multi-process job each process trains its own populations (its shard of a sweep)
-  on its local devices, so its manager involves only itself: no cross-process barriers.
-  """
-  kwargs = {}
-  if jax.process_count() > 1:
-    me = jax.process_index()
-    kwargs['multiprocessing_options'] = ocp.options.MultiprocessingOptions(
-        primary_host=me, active_processes={me}, barrier_sync_key_prefix=f'process{me}')
-  directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
-  os.makedirs(directory, exist_ok=True)
-  options = ocp.CheckpointManagerOptions(
-      max_to_keep=3, create=False, enable_async_checkpointing=False, **kwargs)
-  return ocp.CheckpointManager(directory, options=options)
-
-
-# The state is checkpointed as host NumPy arrays of the real members only: a population
-# lives on one process's local devices (orbax only writes jax.Arrays that are global in a
-# multi-process job), and without the padding members a checkpoint written on D devices
-# restores on any other count. Next to it, `run` records the device counts the run has
-# trained on: [{'from_step', 'devices', 'platform'}].
-
-
-def save_state(manager: ocp.CheckpointManager, step: int, state: Any,
-               population: Population, history: list[dict[str, Any]]) -> None:
-  manager.save(step, args=ocp.args.Composite(
-      state=ocp.args.StandardSave(population.unpad(state)),
-      run=ocp.args.JsonSave({'device_history': history})))
-
-
-def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any,
-                  population: Population) -> tuple[Any, list[dict[str, Any]]]:
-  """(the checkpointed state at `step` padded and placed like `abstract`, device history)."""
-  target = population.unpad(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract))
-  restored = manager.restore(step, args=ocp.args.Composite(
-      state=ocp.args.StandardRestore(target), run=ocp.args.JsonRestore()))
-  return population.pad(restored['state'], abstract), restored['run']['device_history']
-
-
-# What a damaged checkpoint raises on restore: tensorstore's read errors (a data file
-# truncated or missing: OUT_OF_RANGE, FAILED_PRECONDITION) and orbax's structure errors (its
-# metadata missing) are ValueErrors; a missing item directory is a KeyError ('Item "state"
-# was not found'); a missing file elsewhere an OSError.
-DAMAGED = (ValueError, KeyError, OSError)
-
-
-def restore_newest(manager: ocp.CheckpointManager, abstract: Any, population: Population,
-                   set_aside: Callable[[int], str]
-                   ) -> tuple[int | None, Any, list[dict[str, Any]], list[str]]:
-  """(step, state, device history, damage notes) of the newest checkpoint that restores,
-  step None when none does (then state and history are None).
-
-  Each checkpoint that fails to restore is handed to `set_aside(step)`, which returns where
-  it now is (training moves it out of the manager's way; a reader leaves it), and noted as
-  'checkpoint 40 (OUT_OF_RANGE: Error reading ...) kept in W/checkpoints_damaged/40'.
-  """
-  notes = []
-  for step in sorted(manager.all_steps(), reverse=True):
-    try:
-      state, history = restore_state(manager, step, abstract, population)
-      return step, state, history, notes
-    except DAMAGED as e:
-      _drop_closed_loop_callbacks()
-      reason = ' '.join(str(e).split())
-      reason = reason if len(reason) <= 100 else reason[:97] + '...'
-      notes.append(f'checkpoint {step} ({type(e).__name__}: {reason}) kept in {set_aside(step)}')
-  return None, None, None, notes
-
-
-def _drop_closed_loop_callbacks() -> None:
-  """Silences the reads a failed restore leaves in flight: when one read fails, orbax's
-  event loop closes under the others, and each of their completions reports 'Event loop is
-  closed' through sys.unraisablehook (milliseconds later, hundreds of tracebacks). Every
-  other unraisable exception still reaches the previous hook. Installed once per process."""
-  previous = sys.unraisablehook
-  if getattr(previous, 'drops_closed_loop', False):
-    return
-
-  def hook(unraisable: Any) -> None:
-    if not (unraisable.exc_type is RuntimeError
-            and str(unraisable.exc_value) == 'Event loop is closed'):
-      previous(unraisable)
-
-  hook.drops_closed_loop = True
-  sys.unraisablehook = hook
-
-
-def set_aside_damaged(workdir: str, step: int) -> str:
-  """Moves `workdir/checkpoints/step` to `workdir/checkpoints_damaged/step` (a free name:
-  step.1, step.2, ... if a damaged copy of that step is there already) and returns it."""
-  aside = os.path.join(workdir, 'checkpoints_damaged')
-  os.makedirs(aside, exist_ok=True)
-  target, k = os.path.join(aside, str(step)), 0
-  while os.path.exists(target):
-    k += 1
-    target = os.path.join(aside, f'{step}.{k}')
-  os.replace(os.path.join(workdir, 'checkpoints', str(step)), target)
-  return target
 
 
 def versions() -> dict[str, Any]:
@@ -719,15 +440,6 @@ def _duration(seconds: float) -> str:
 
 # ---------------------------------------------------------------------------------------
 # The loop.
-
-
-class Preempted(Exception):
-  """The run stopped at a step boundary on request (SIGTERM) after writing a checkpoint;
-  rerunning it resumes there."""
-
-  def __init__(self, step: int, message: str):
-    super().__init__(message)
-    self.step = step
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
@@ -761,22 +473,22 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
 
 def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   task = config_lib.task_of(config)
-  population = Population(config, devices)
+  population = population_lib.Population(config, devices)
   model = make_model(config, task, population.platform)
   prepare_workdir(config, workdir)
-  curriculum_key, batch_key, eval_data_key = data_keys(config)
+  curriculum_key, batch_key, eval_data_key = population_lib.data_keys(config)
   here = {'devices': population.num_devices, 'platform': population.platform}
 
   # 1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch.
-  manager = checkpoint_manager(workdir)
-  latest, state, history, damaged = restore_newest(
-      manager, init_state(config, model, population, abstract=True), population,
-      functools.partial(set_aside_damaged, workdir))
+  manager = checkpoint.checkpoint_manager(workdir)
+  latest, state, history, damaged = checkpoint.restore_newest(
+      manager, population_lib.init_state(config, model, population, abstract=True), population,
+      functools.partial(checkpoint.set_aside_damaged, workdir))
   if damaged:
     manager.reload()
     damaged = 'damaged: ' + '; '.join(damaged) + ', and '
   if latest is None:
-    state = init_state(config, model, population)
+    state = population_lib.init_state(config, model, population)
     history = [{'from_step': 0, **here}]
     if damaged:
       progress(damaged + 'no other checkpoint: started from scratch')
@@ -818,9 +530,9 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   while step < steps:
     if should_stop():
       if step > start:  # The checkpoint at `start` already exists.
-        save_state(manager, step, state, population, history)
+        checkpoint.save_state(manager, step, state, population, history)
         manager.wait_until_finished()
-      raise Preempted(step, f'preempted at step {step} of training: checkpoint written')
+      raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint written')
     if multi_step is None:
       # One program per length bucket; the host reads the curriculum to pick it.
       offset = (step - start) % chunk
@@ -862,7 +574,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
                f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:
-      save_state(manager, done, state, population, history)
+      checkpoint.save_state(manager, done, state, population, history)
     step = done
   manager.wait_until_finished()
   train_seconds = time.time() - t_start
@@ -887,7 +599,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
               'eval': traces['eval']}
   results = {
       'task': config.task, 'encoding': config.encoding, 'family': config.model.family,
-      'encoding_options': encoding_options(config),
+      'encoding_options': population_lib.encoding_options(config),
       'num_params': num_params, 'architecture': architecture(config),
       'train_steps': steps, 'train_length': n, **evaluation, 'versions': versions(),
       'compiled_programs': compiled,
@@ -1000,7 +712,7 @@ def _grid_results(config, task, model, population, params, data_key, workdir, pr
 
 
 def evaluate_population(config: ml_collections.ConfigDict, task: Any, model: Any,
-                        population: Population, params: Any, data_key: jax.Array, workdir: str,
+                        population: population_lib.Population, params: Any, data_key: jax.Array, workdir: str,
                         progress: Callable[[str], None] = logging.info,
                         traces: collections.Counter | None = None,
                         should_stop: Callable[[], bool] = lambda: False
@@ -1022,7 +734,7 @@ def evaluate_population(config: ml_collections.ConfigDict, task: Any, model: Any
   todo = [l for l in wanted if l not in done]
   for k, length in enumerate(todo):
     if should_stop():
-      raise Preempted(config.train.steps, f'preempted during evaluation, before length '
+      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before length '
                       f'{length}: the lengths measured so far are kept')
     bucket = config_lib.bucket_of(length, m, config.eval.bucket_size)
     if bucket not in eval_fns:

@@ -15,6 +15,7 @@ import pytest
 
 from experiments import rpe_table1
 from posenc import encodings
+from posenc import population as population_lib
 from posenc import train
 import tasks
 
@@ -28,10 +29,10 @@ def exported(name, family='encoder'):
   config.seeds, config.learning_rates = [0, 1], [1e-4]
   config.model.family = family
   task = tasks.get(config.task)
-  population = train.Population(config)
+  population = population_lib.Population(config)
   model = train.make_model(config, task, 'gpu')
-  _, batch_key, data_key = train.data_keys(config)
-  state = train.init_state(config, model, population, abstract=True)
+  _, batch_key, data_key = population_lib.data_keys(config)
+  state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   update = train.make_update_fn(config, task, model, population, 40, batch_key, platform='gpu')
   evaluate = train.make_eval_fn(config, task, model, population, EVAL_BUCKET, data_key,

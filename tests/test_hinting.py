@@ -18,6 +18,7 @@ from posenc import hint_report
 from posenc import io
 from posenc import length_eval
 from posenc import multitask
+from posenc import population as population_lib
 from posenc import sweep as sweep_lib
 from posenc import train
 
@@ -62,7 +63,7 @@ def _batch(config, step):
   task_list = multitask.tasks_of(config)
   shape = multitask.train_shape(task_list, config.train.max_length)
   return multitask.train_batch(config, task_list, jax.random.key(step),
-                               train.dataset_key(config), jnp.int32(step), shape)
+                               population_lib.dataset_key(config), jnp.int32(step), shape)
 
 
 def test_alternating_steps_train_one_task_each_in_turn():
@@ -104,13 +105,13 @@ def test_an_alternate_step_updates_only_its_tasks_head():
   config.seeds, config.train.schedule = [0], 'constant'   # (the cosine's first rate is 0)
   config_lib.validate(config)
   task = config_lib.task_of(config)
-  population = train.Population(config)
+  population = population_lib.Population(config)
   model = train.make_model(config, task)
   assert model.num_outputs == 2
-  _, batch_key, _ = train.data_keys(config)
+  _, batch_key, _ = population_lib.data_keys(config)
   update = train.make_update_fn(config, task, model, population, config.train.max_length,
                                 batch_key)
-  state = train.init_state(config, model, population)
+  state = population_lib.init_state(config, model, population)
   before = _head_kernel(state)
   for step in range(2):
     state, _ = update(state, jnp.int32(0), population.learning_rates, population.train_keys)
@@ -125,7 +126,7 @@ def test_an_alternate_step_updates_only_its_tasks_head():
 def test_the_cosine_schedule_warms_up_then_decays_to_zero():
   config = config_lib.base_config()
   config.train.schedule, config.train.steps, config.train.warmup = 'cosine', 100, 0.1
-  scale = [float(train.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)]
+  scale = [float(population_lib.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)]
   np.testing.assert_allclose(scale, [0.0, 0.5, 1.0, 0.5, 0.0], atol=1e-6)
 
 

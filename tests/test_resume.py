@@ -16,7 +16,9 @@ import pytest
 from experiments import rpe_table1
 from experiments import sweep_tiny
 from posenc import analysis
+from posenc import checkpoint
 from posenc import io
+from posenc import population as population_lib
 from posenc import sweep
 from posenc import train
 
@@ -39,9 +41,9 @@ def _wait_for(path, proc, seconds=120):
 
 def _final_params(workdir, config):
   model = train.make_model(config, train.config_lib.task_of(config))
-  population = train.Population(config)
-  manager = train.checkpoint_manager(workdir)
-  state, _ = train.restore_state(manager, manager.latest_step(), train.init_state(
+  population = population_lib.Population(config)
+  manager = checkpoint.checkpoint_manager(workdir)
+  state, _ = checkpoint.restore_state(manager, manager.latest_step(), population_lib.init_state(
       config, model, population, abstract=True), population)
   return jax.device_get(state['params'])
 

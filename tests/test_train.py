@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from experiments import rpe_table1
+from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import io
+from posenc import population as population_lib
 from posenc import sweep
 from posenc import train
 
@@ -28,10 +30,10 @@ def tiny(**overrides):
 def final_params(workdir, config):
   task = train.config_lib.task_of(config)
   model = train.make_model(config, task)
-  population = train.Population(config)
-  manager = train.checkpoint_manager(workdir)
-  state, _ = train.restore_state(manager, manager.latest_step(), (
-      train.init_state(config, model, population, abstract=True)), population)
+  population = population_lib.Population(config)
+  manager = checkpoint.checkpoint_manager(workdir)
+  state, _ = checkpoint.restore_state(manager, manager.latest_step(), (
+      population_lib.init_state(config, model, population, abstract=True)), population)
   return jax.device_get(state)
 
 

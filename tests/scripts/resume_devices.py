@@ -11,6 +11,7 @@ import sys
 import jax
 
 from experiments import rpe_table1
+from posenc import checkpoint
 from posenc import train
 
 
@@ -29,7 +30,7 @@ def main():
   stop = (lambda: next(polls) >= 10) if phase == 'stop' else (lambda: False)
   try:
     results = train.train_and_evaluate(config(), workdir, should_stop=stop)
-  except train.Preempted as e:
+  except checkpoint.Preempted as e:
     print(json.dumps({'preempted_at': e.step, 'devices': jax.local_device_count()}))
     return
   print(json.dumps({'devices': results['devices'],

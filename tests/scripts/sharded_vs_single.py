@@ -11,6 +11,8 @@ import numpy as np
 
 from experiments import rpe_table1
 from experiments import sorting_hints
+from posenc import checkpoint
+from posenc import population as population_lib
 from posenc import train
 
 
@@ -31,11 +33,11 @@ def main():
     r8 = train.train_and_evaluate(config, d8)
     states = []
     for d, devices in ((d1, jax.local_devices()[:1]), (d8, None)):
-      population = train.Population(config, devices)
+      population = population_lib.Population(config, devices)
       model = train.make_model(config, train.config_lib.task_of(config))
-      manager = train.checkpoint_manager(d)
-      state, _ = train.restore_state(manager, manager.latest_step(), (
-          train.init_state(config, model, population, abstract=True)), population)
+      manager = checkpoint.checkpoint_manager(d)
+      state, _ = checkpoint.restore_state(manager, manager.latest_step(), (
+          population_lib.init_state(config, model, population, abstract=True)), population)
       states.append(jax.tree.map(lambda x: np.asarray(x)[:population.size]
                                  if np.ndim(x) else np.asarray(x), state['params']))
     diffs = [float(np.max(np.abs(a - b))) for a, b in
@@ -43,7 +45,7 @@ def main():
     out = {'members': len(r8['members']), 'max_param_diff': max(diffs),
            'bitwise_params': all(d == 0 for d in diffs),
            'same_results': r1['members'] == r8['members'],
-           'padded_size': train.Population(config).padded_size}
+           'padded_size': population_lib.Population(config).padded_size}
   print(json.dumps(out))
 
 

@@ -1,0 +1,195 @@
+"""A population of models trained as one, apart from the loop that trains it.
+
+A population of P members (every seed x learning rate of the config) lives on the local
+devices: the member axis is sharded over the mesh axis `POP` and vmapped (or mapped)
+inside a `shard_map`, so P = 1 on one CPU and P = 30 on eight devices are the same code
+path. Members share each step's data; each has its own initialisation, dropout and
+position-noise keys and its own learning rate.
+
+RNG, one story: every draw comes from `jax.random.key`s derived here, split per purpose
+(the tags below) and folded with the step (or length and sub-batch) on the device:
+  data_seed  -> curriculum key (step -> length)  and  batch key (step -> batch)
+  seed       -> init key, train key (step -> dropout, noise), eval key (length, j -> ...)
+  eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
+
+Example:
+  >>> population = Population(config)          # members, keys, mesh
+  >>> state = init_state(config, model, population)
+  >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size
+  True
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from posenc import config as config_lib
+from posenc import encodings
+
+P = jax.sharding.PartitionSpec
+POP = 'pop'  # The mesh axis the population is sharded over.
+
+# Purpose tags folded into root keys so that streams never coincide, e.g. when
+# data_seed == seed.
+DATA, MEMBER, EVAL_DATA = 0, 1, 2
+# Folded into a member's step key for the progressive loss's draws.
+PROGRESSIVE = 3
+# Folded into the data seed's key for a fixed training set.
+DATASET = 4
+
+
+def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
+  """The options `config.encoding` takes, with their values (defaults filled in).
+
+  Example: randomized_relative -> {'max_time': 10000.0, 'relative_mode': 'reference',
+    'randomize_both_sides': False}; none -> {}.
+  """
+  attention, embedding = encodings.resolve_options(config.encoding,
+                                                   config.encoding_options.to_dict())
+  return {**attention, **embedding}
+
+
+def platform_of(devices: list[Any] | None = None) -> str:
+  """The platform ('cpu', 'gpu', 'tpu') the programs are built for: that of `devices`, by
+  default JAX's default backend."""
+  return devices[0].platform if devices else jax.default_backend()
+
+
+def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
+  """'map' or 'vmap': `train.population_loop`, with 'auto' resolved for `platform`."""
+  loop = config.train.population_loop
+  if loop == 'auto':
+    return 'map' if platform == 'cpu' else 'vmap'
+  return loop
+
+
+def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
+  """Adam (the study's) or AdamW (decoupled weight decay) after global-norm clipping, without
+  the learning rate (applied per member, times `learning_rate_scale`)."""
+  parts = [optax.clip_by_global_norm(config.train.max_grad_norm), optax.scale_by_adam()]
+  if config.train.optimizer == 'adamw':
+    parts.append(optax.add_decayed_weights(config.train.weight_decay))
+  return optax.chain(*parts)
+
+
+def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> jax.Array:
+  """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), a
+  trapezoid (Zhai et al. 2022): linear warm-up over `warmup` of the steps, constant, linear
+  cool-down to 0 over the last `cooldown`; or 'cosine' (Awasthi & Gupta's one-cycle cosine):
+  linear warm-up from 0 over `warmup` of the steps, then cosine decay to 0 at the last step.
+
+  Example: 100 steps, warmup 0.1, cooldown 0.2: step 0 -> 0.1, 5 -> 0.6, 50 -> 1, 90 -> 0.5.
+  """
+  if config.train.schedule == 'constant':
+    return jnp.float32(1.0)
+  total = config.train.steps
+  if config.train.schedule == 'cosine':
+    return optax.warmup_cosine_decay_schedule(
+        0.0, 1.0, round(config.train.warmup * total), total)(step).astype(jnp.float32)
+  warmup = max(1, round(config.train.warmup * total))
+  cooldown = max(1, round(config.train.cooldown * total))
+  t = step.astype(jnp.float32)
+  up = (t + 1) / warmup
+  down = (total - t) / cooldown
+  return jnp.clip(jnp.minimum(up, down), 0.0, 1.0)
+
+
+class Population:
+  """The member table, its keys, and how it is laid out on the local devices.
+
+  P members are padded to a multiple of the device count with copies of member 0;
+  padding members train like the others and are dropped from every output.
+  """
+
+  def __init__(self, config: ml_collections.ConfigDict, devices: list[Any] | None = None):
+    self.members = config_lib.members(config)
+    self.size = len(self.members)
+    devices = list(devices or jax.local_devices())
+    self.platform = devices[0].platform
+    self.mesh = jax.sharding.Mesh(np.array(devices), (POP,))
+    self.padded_size = math.ceil(self.size / len(devices)) * len(devices)
+    table = self.members + [self.members[0]] * (self.padded_size - self.size)
+    self.sharded = jax.sharding.NamedSharding(self.mesh, P(POP))
+    self.replicated = jax.sharding.NamedSharding(self.mesh, P())
+    keys = jax.vmap(lambda s: jax.random.split(
+        jax.random.fold_in(jax.random.key(s), MEMBER), 3))(
+            jnp.array([m['seed'] for m in table], jnp.uint32))
+    self.init_keys, self.train_keys, self.eval_keys = (
+        jax.device_put(keys[:, i], self.sharded) for i in range(3))
+    self.learning_rates = jax.device_put(
+        jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded)
+
+  @property
+  def num_devices(self) -> int:
+    return self.mesh.devices.size
+
+  def unpad(self, state: Any) -> Any:
+    """Host copies of `state` with the padding members dropped: what a checkpoint holds,
+    so that it can be restored on any number of devices."""
+    return jax.tree.map(lambda x: np.asarray(x)[:self.size] if np.ndim(x) else np.asarray(x),
+                        jax.device_get(state))
+
+  def pad(self, host_state: Any, abstract: Any) -> Any:
+    """`unpad`'s inverse: the padding members are copies of member 0 (they train like the
+    others and are dropped from every output), placed like `abstract`."""
+    def place(x, s):
+      if np.ndim(x):
+        x = np.concatenate([x] + [x[:1]] * (self.padded_size - self.size))
+      return jax.device_put(x.astype(s.dtype), s.sharding)
+    return jax.tree.map(place, host_state, abstract)
+
+  def shard_map(self, f: Callable[..., Any], in_specs: Any, out_specs: Any) -> Callable:
+    return jax.shard_map(f, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs)
+
+  def state_sharding(self, state: Any) -> Any:
+    return jax.tree.map(lambda x: self.sharded if x.ndim else self.replicated, state)
+
+
+def dataset_key(config: ml_collections.ConfigDict) -> jax.Array:
+  """The key of a fixed training set (`train.dataset_size` > 0): example i of task t is drawn
+  from fold_in(fold_in(key, t), i)."""
+  return jax.random.fold_in(jax.random.key(config.data_seed), DATASET)
+
+
+def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """(curriculum key, training batch key, evaluation data key)."""
+  curriculum, batches = jax.random.split(
+      jax.random.fold_in(jax.random.key(config.data_seed), DATA))
+  evaluation = jax.random.fold_in(jax.random.key(config.eval.seed), EVAL_DATA)
+  return curriculum, batches, evaluation
+
+
+def init_state(config: ml_collections.ConfigDict, model: Any,
+               population: Population, abstract: bool = False) -> dict[str, Any]:
+  """The population's training state: a plain dict of arrays with a leading member axis.
+
+  {'params', 'opt', 'diverged' [P], 'sums': {'loss', 'accuracy'} [P], 'count', 'step'}
+  `sums` / `count` accumulate the metrics of the current log interval.
+  """
+  tx = optimizer(config)
+
+  def init_one(key):
+    tokens = jnp.zeros((1, 4), jnp.int32)
+    params = model.init({'params': key, 'noise': key, 'dropout': key}, tokens,
+                        jnp.int32(4), deterministic=True)['params']
+    return params, tx.init(params)
+
+  def init(keys):
+    params, opt = jax.vmap(init_one)(keys)
+    zeros = jnp.zeros(keys.shape, jnp.float32)
+    return {'params': params, 'opt': opt, 'diverged': jnp.zeros(keys.shape, bool),
+            'sums': {'loss': zeros, 'accuracy': zeros}, 'count': jnp.int32(0),
+            'step': jnp.int32(0)}
+
+  shapes = jax.eval_shape(init, population.init_keys)
+  sharding = population.state_sharding(shapes)
+  if abstract:
+    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                        shapes, sharding)
+  return jax.jit(init, out_shardings=sharding)(population.init_keys)

@@ -1,0 +1,72 @@
+"""The package's structure: imports run one way (no module of posenc imports one that
+imports it back, at module level or inside a function)."""
+
+import ast
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def module_name(path: str) -> str:
+  rel = os.path.relpath(path, ROOT)[:-len('.py')].replace(os.sep, '.')
+  return rel.removesuffix('.__init__')
+
+
+def import_graph(package: str = 'posenc') -> dict[str, set[str]]:
+  """{module: the posenc modules it imports}, every import statement counted."""
+  modules = {}
+  for directory, _, files in os.walk(os.path.join(ROOT, package)):
+    for name in files:
+      if name.endswith('.py'):
+        path = os.path.join(directory, name)
+        modules[module_name(path)] = path
+  graph = {}
+  for module, path in modules.items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    targets = set()
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Import):
+        targets.update(a.name for a in node.names)
+      elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        # `from posenc import train` names a module; `from posenc.x import y` may name one.
+        targets.add(node.module)
+        targets.update(f'{node.module}.{a.name}' for a in node.names)
+    graph[module] = {t for t in targets if t in modules and t != module
+                     and not module.startswith(t + '.')}
+  return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+  """One import cycle as [a, b, ..., a], or None."""
+  state = {}
+
+  def visit(node, path):
+    state[node] = 'open'
+    for nxt in sorted(graph[node]):
+      if state.get(nxt) == 'open':
+        return path[path.index(nxt):] + [nxt]
+      if nxt not in state:
+        found = visit(nxt, path + [nxt])
+        if found:
+          return found
+    state[node] = 'done'
+    return None
+
+  for start in sorted(graph):
+    if start not in state:
+      found = visit(start, [start])
+      if found:
+        return found
+  return None
+
+
+def test_find_cycle_finds_one():
+  assert find_cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
+  assert find_cycle({'a': {'b'}, 'b': set()}) is None
+
+
+def test_posenc_imports_have_no_cycle():
+  graph = import_graph()
+  assert 'posenc.train' in graph and 'posenc.population' in graph['posenc.train']
+  assert find_cycle(graph) is None, ' -> '.join(find_cycle(graph))
