@@ -16,6 +16,7 @@ from posenc import config as config_lib
 from posenc import io
 from posenc import population as population_lib
 from posenc import train
+from posenc.evaluate import range as range_protocol
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
 _CELL = flags.DEFINE_string('cell', 'task=reverse_string,encoding=randomized_relative',
@@ -44,7 +45,7 @@ def _main(argv):
   rows = []
   for length in lengths:
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-    fn = train.make_eval_fn(config, task, model, population, bucket, data_key)
+    fn = range_protocol.make_eval_fn(config, task, model, population, bucket, data_key)
     args = (params, jnp.int32(length), population.eval_keys)
     t0 = time.time()
     compiled = fn.lower(*args).compile()

@@ -10,7 +10,7 @@ examples with randomized relative (the study's model); the target is <= 30 s.
       [--out=f.json]
 
 By default a sub-batch runs in the micro-batches the evaluator uses at this length
-(`posenc.train.eval_micro_batch`: 1 example at T = 1,000), so the figures are those of a
+(`posenc.evaluate.eval_micro_batch`: 1 example at T = 1,000), so the figures are those of a
 study's evaluation.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from posenc.attention import geometric_prefix
 from posenc import io
 from posenc import encodings
 from posenc import models as model_lib
-from posenc import train
+from posenc import evaluate
 
 
 def bench_one(name: str, *, batch: int, sub_batch: int, chunk: int, length: int,
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> None:
     parser.error('--batch must be a multiple of --sub_batch')
   study = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='none')  # its shape
   if args.chunk is None:
-    args.chunk = train.eval_micro_batch(args.sub_batch, study.num_heads, 2 * args.length)
+    args.chunk = evaluate.eval_micro_batch(args.sub_batch, study.num_heads, 2 * args.length)
   for name in args.encodings.split(','):
     if name not in encodings.NAMES:
       parser.error(f'unknown encoding {name!r}; valid encodings: {", ".join(encodings.NAMES)}')

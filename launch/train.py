@@ -14,6 +14,7 @@ from ml_collections import config_flags
 from launch import common
 from posenc import checkpoint
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc import io
 from posenc import receptive
 from posenc import train
@@ -52,26 +53,9 @@ def main(argv: list[str]) -> None:
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  scores = [m['score'] for m in results['members'] if m['score'] is not None]
-  best = f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
-  if results['evaluation'] == 'perplexity':
-    best = min(scores) if scores else None
-    print(f'done: {results["task"]} / {results["encoding"]}: best perplexity '
-          f'{"n/a" if best is None else f"{best:.3f}"} at length {max(results["eval_lengths"])} '
-          f'({next(iter(results["members"][0]["perplexity_by_length"]))} windows); results in '
-          f'{_WORKDIR.value}/results.json')
-    return
-  if results['evaluation'] == 'grid':
-    over = f'out-of-distribution cells (exact match) up to {results["grid"]["max"]}'
-  elif results['evaluation'] == 'lengths':
-    hints = '+'.join(results['hints']) or 'no hint'
-    over = (f'{results["score_distribution"]} lengths {results["score_lengths"]} (full-sequence '
-            f'accuracy, {hints})')
-  else:
-    over = f'lengths {results["score_lengths"]}'
-  print(f'done: {results["task"]} / {results["encoding"]}: best score {best} over {over}; '
-        f'results in {_WORKDIR.value}/results.json')
-
+  summary = evaluate.PROTOCOLS[results['evaluation']].summary(results)
+  print(f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
+        f'{_WORKDIR.value}/results.json')
 
 if __name__ == '__main__':
   common.run(main)

@@ -36,6 +36,9 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import sweep as sweep_lib
 from posenc import train
+from posenc.evaluate import grid as grid_protocol
+from posenc.evaluate import lengths as lengths_protocol
+from posenc.evaluate import range as range_protocol
 
 
 def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
@@ -126,7 +129,7 @@ def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
   state = figures['state']
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-  evaluate = train.make_eval_fn(config, task, model, population, bucket, eval_key)
+  evaluate = range_protocol.make_eval_fn(config, task, model, population, bucket, eval_key)
   args = (state['params'], jnp.int32(length), population.eval_keys)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
@@ -158,14 +161,12 @@ def _is_hinting(config: ml_collections.ConfigDict) -> bool:
 
 def _eval_fn(config, task, model, population, data_key):
   """(the evaluation program of the cell at the training size n, its args, its widths)."""
-  from posenc import grid_eval  # pylint: disable=g-import-not-at-top
-  from posenc import length_eval  # pylint: disable=g-import-not-at-top
   n = config.train.max_length
   if _is_hinting(config):  # a test length of the main task, its first distribution
-    fn = length_eval.make_length_fn(config, task, model, population, n, data_key)
+    fn = lengths_protocol.make_length_fn(config, task, model, population, n, data_key)
     return fn, (jnp.int32(0), population.eval_keys), (task.max_prompt(n), task.max_answer(n))
-  shape = grid_eval.widths(task, n, n, config.eval.bucket_size)
-  fn = grid_eval.make_cell_fn(config, task, model, population, shape, data_key)
+  shape = grid_protocol.widths(task, n, n, config.eval.bucket_size)
+  fn = grid_protocol.make_cell_fn(config, task, model, population, shape, data_key)
   return fn, (jnp.int32(n), jnp.int32(n), population.eval_keys), shape
 
 
@@ -202,7 +203,6 @@ def sequence_work(config: ml_collections.ConfigDict) -> tuple[float, float, floa
   training sequences padded to the widths at n; every grid cell's samples at its padded
   widths (arithmetic), or every test length's examples under every distribution (task
   hinting)."""
-  from posenc import grid_eval  # pylint: disable=g-import-not-at-top
   task = config_lib.task_of(config)
   n, size = config.train.max_length, config.eval.bucket_size
   per_step = 3 * decoder_flops(sum(train.train_shape(config, task)), config)
@@ -212,9 +212,9 @@ def sequence_work(config: ml_collections.ConfigDict) -> tuple[float, float, floa
     per_eval = sum(decoder_flops(widths(l), config) for l in config.eval.lengths)
     per_eval *= config.eval.examples_per_length * len(config.eval.distributions)
     return per_step, per_eval, decoder_flops(widths(n), config)
-  per_eval = sum(decoder_flops(sum(grid_eval.widths(task, a, b, size)), config)
-                 for a, b in grid_eval.cells(config)) * config.eval.samples_per_cell
-  return per_step, per_eval, decoder_flops(sum(grid_eval.widths(task, n, n, size)), config)
+  per_eval = sum(decoder_flops(sum(grid_protocol.widths(task, a, b, size)), config)
+                 for a, b in grid_protocol.cells(config)) * config.eval.samples_per_cell
+  return per_step, per_eval, decoder_flops(sum(grid_protocol.widths(task, n, n, size)), config)
 
 
 def _sequence_estimate(configs, cells, steps):
@@ -367,7 +367,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     points['train'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
         fn, state, length, population.learning_rates, population.train_keys)))
   for bucket in _FIT_EVAL_BUCKETS:
-    fn = train.make_eval_fn(one_batch, task, model, population, bucket, data_key,
+    fn = range_protocol.make_eval_fn(one_batch, task, model, population, bucket, data_key,
                             platform='gpu')
     points['eval'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
         fn, state['params'], length, population.eval_keys)))

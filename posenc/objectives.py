@@ -95,7 +95,7 @@ def is_hinting_task(task: Any) -> bool:
 
 
 def is_language_task(task: Any) -> bool:
-  """Whether `task` is a text corpus, judged by perplexity (`posenc.lm_eval`)."""
+  """Whether `task` is a text corpus, judged by perplexity (`posenc.evaluate.perplexity`)."""
   return getattr(task, 'level', None) == 'language'
 
 
@@ -193,7 +193,7 @@ def _masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
     return (jnp.sum(nll * weights) / jnp.sum(weights),
             jnp.sum((pred == tokens) * weights) / jnp.sum(weights))
 
-  def counts(params, batch, rngs):  # perplexity (posenc.lm_eval) is the study's measure
+  def counts(params, batch, rngs):  # perplexity (posenc.evaluate.perplexity) is the study's measure
     tokens = batch['tokens'][:, 1:]
     mask = mask_positions(rngs['noise'], tokens.shape)
     _, pred = masked_nll(model, params, tokens, mask, rngs, deterministic=True)

@@ -201,7 +201,7 @@ class Cell:
     return self.runs[0].family
 
 
-# Grid runs' regions (posenc/grid_eval.py): 'id' (both axes <= n, the training size), 'ood'
+# Grid runs' regions (posenc/evaluate/grid.py): 'id' (both axes <= n, the training size), 'ood'
 # (some axis > n, both <= M) and 'beyond' (equal lengths past M). The table shows them in the
 # order of GRID_REGIONS, the paper's headline (OOD) first.
 GRID_REGIONS: tuple[str, ...] = ('ood', 'beyond', 'id')

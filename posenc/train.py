@@ -48,27 +48,15 @@ import orbax.checkpoint as ocp
 from posenc import attention
 from posenc import checkpoint
 from posenc import config as config_lib
-from posenc import grid_eval
-from posenc import length_eval
-from posenc import lm_eval
+from posenc import evaluate
 from posenc import io
 from posenc import models as model_lib
-from posenc import multitask
 from posenc import objectives
 from posenc import population as population_lib
 
 P = population_lib.P
 POP = population_lib.POP
 
-# On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
-# the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
-_CPU_ATTENTION_BUDGET = 2**21
-# On GPU and TPU a micro-batch's attention weights may take this share of device memory
-# (a layer's logits, weights and one temporary live at once).
-_ACCELERATOR_MEMORY_SHARE = 0.5
-# Device memory assumed when the device does not report it (a program exported for an
-# accelerator from another machine): 16 GiB, the smallest of the common ones (TPU v5e).
-_DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
 # ---------------------------------------------------------------------------------------
@@ -93,16 +81,10 @@ def make_model(config: ml_collections.ConfigDict, task: Any,
       fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
       temperature=c.temperature, temperature_beta=c.temperature_beta,
       dtype=jnp.dtype(c.dtype), param_dtype=jnp.dtype(c.param_dtype))
+  sizes = evaluate.of(task).model_sizes(config, task)
   if c.family == 'decoder':
-    vocab = (task.vocab_size if objectives.is_sequence_task(task)
-             else objectives.decoder_vocab(task).size)
-    # A head per task: the main task's, then each hint's (posenc.multitask).
-    heads = 1 + len(config.get('hints', []) or []) if objectives.is_hinting_task(task) else 1
-    return model_lib.Decoder(vocab_size=vocab, tie_embeddings=c.tie_embeddings,
-                             num_outputs=heads, **common)
-  if objectives.is_language_task(task):  # masked LM: id vocab_size is the mask token
-    return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.vocab_size, **common)
-  return model_lib.Encoder(vocab_size=task.vocab_size, num_classes=task.num_classes, **common)
+    return model_lib.Decoder(tie_embeddings=c.tie_embeddings, **sizes, **common)
+  return model_lib.Encoder(**sizes, **common)
 
 
 @functools.partial(jax.jit, static_argnames=('count', 'max_length'))
@@ -131,10 +113,8 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   (traced) and the batch is sampled from the step's key on the device.
   """
   tx = population_lib.optimizer(config)
-  sequences = objectives.is_sequence_task(task)
-  hinting = objectives.is_hinting_task(task)
-  task_list = multitask.tasks_of(config) if hinting else None
-  shape = train_shape(config, task) if sequences else bucket
+  protocol = evaluate.of(task)
+  shape = protocol.train_shape(config, task, bucket)
   objective = objectives.make(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
 
@@ -170,13 +150,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
 
   def local_update(state, length, learning_rates, keys):
     key = jax.random.fold_in(batch_key, state['step'])
-    if hinting:  # the main task and its hints, each through its own head
-      batch = multitask.train_batch(config, task_list, key, population_lib.dataset_key(config),
-                                    state['step'], shape)
-    elif sequences:  # every example its own lengths, drawn stratified over [1..n]^2
-      batch = task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
-    else:
-      batch = task.sample_padded(key, config.train.batch_size, length, bucket)
+    batch = protocol.train_batch(config, task, key, state['step'], length, shape)
     members = (state['params'], state['opt'], state['diverged'], learning_rates, keys)
     one = lambda m: member_update(*m, batch, state['step'])
     if loop == 'map':
@@ -193,15 +167,12 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
 
 
 def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
-  """The padded input lengths training runs at, ascending (one, N, for sequence tasks, whose
-  batches mix every length up to N).
+  """The padded input lengths training runs at, ascending (the protocol's: length buckets
+  of the curriculum, or one for sequence tasks, whose batches mix every length up to N).
 
   Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
   """
-  n, size = config.train.max_length, config.train.bucket_size
-  if objectives.is_sequence_task(config_lib.task_of(config)):
-    return [n]
-  return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+  return evaluate.of(config_lib.task_of(config)).train_buckets(config)
 
 
 def bucket_of(config: ml_collections.ConfigDict, length: int) -> int:
@@ -213,12 +184,8 @@ def bucket_of(config: ml_collections.ConfigDict, length: int) -> int:
 
 
 def train_shape(config: ml_collections.ConfigDict, task: Any) -> tuple[int, int]:
-  """(prompt width, answer width) of a sequence task's training batches: its bounds at n
-  (a hinting task's: the widest of it and its hints)."""
-  n = config.train.max_length
-  if objectives.is_hinting_task(task):
-    return multitask.train_shape(multitask.tasks_of(config), n)
-  return task.max_prompt(n, n), task.max_answer(n, n)
+  """(prompt width, answer width) of a sequence task's training batches."""
+  return evaluate.of(task).train_shape(config, task, config.train.max_length)
 
 
 def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
@@ -291,110 +258,6 @@ def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
 # Range evaluation.
 
 
-def _divisor_at_most(n: int, limit: int) -> int:
-  """The largest divisor of n that is <= limit (at least 1)."""
-  return max(d for d in range(1, n + 1) if n % d == 0 and d <= max(limit, 1))
-
-
-def device_memory(platform: str) -> int:
-  """Bytes of memory of one local device of `platform`, or `_DEFAULT_DEVICE_MEMORY` when no
-  such device is here or it does not say."""
-  try:
-    stats = jax.local_devices(backend=platform)[0].memory_stats() or {}
-  except RuntimeError:
-    stats = {}
-  return int(stats.get('bytes_limit', _DEFAULT_DEVICE_MEMORY))
-
-
-def eval_micro_batch(batch_size: int, num_heads: int, tokens: int, platform: str = 'cpu',
-                     memory_bytes: int | None = None) -> int:
-  """Examples per evaluation micro-batch, a divisor of `batch_size`.
-
-  On CPU: the most whose [H, T, T] attention weights fit `_CPU_ATTENTION_BUDGET` floats, so
-  each pass over them stays in cache. On GPU and TPU: the most whose weights (with the
-  logits and a temporary) fit `_ACCELERATOR_MEMORY_SHARE` of the device's memory: the whole
-  sub-batch unless sequences are very long.
-
-  Example: eval_micro_batch(64, 8, 1000) -> 1; eval_micro_batch(64, 8, 100) -> 16;
-    eval_micro_batch(64, 8, 1000, 'tpu', 16 * 2**30) -> 64.
-  """
-  if platform == 'cpu':
-    return _divisor_at_most(batch_size, _CPU_ATTENTION_BUDGET // (num_heads * tokens * tokens))
-  memory = device_memory(platform) if memory_bytes is None else memory_bytes
-  per_example = 3 * 4 * num_heads * tokens * tokens
-  return _divisor_at_most(batch_size, int(_ACCELERATOR_MEMORY_SHARE * memory) // per_example)
-
-
-def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
-                 population: population_lib.Population, bucket: int, data_key: jax.Array,
-                 traces: collections.Counter | None = None,
-                 platform: str | None = None) -> Callable[..., dict[str, jax.Array]]:
-  """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
-
-  evaluate(params [P], length, eval_keys [P]) -> {'accuracy', 'exact_match'} [P]: the mean
-  over examples_per_length / batch_size sub-batches of the pooled per-token accuracy and of
-  the share of examples whose every masked output is right (`objectives`: the encoder reads
-  its outputs in one pass, the decoder generates them greedily). The data of (length,
-  sub-batch j) is the same for every model; randomized positions and (with eval_dropout)
-  dropout are redrawn per sub-batch.
-
-  Members run one after another, and a sub-batch runs in micro-batches sized for the
-  platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
-  2 GB per attention pass through memory. All micro-batches of a sub-batch share its
-  position draw (the 'noise' key), so the result is that of one call on the sub-batch.
-  """
-  batch_size = config.eval.batch_size
-  num_sub = config.eval.examples_per_length // batch_size
-  max_output = int(task.output_length(bucket))
-  tokens = bucket + max_output
-  micro = eval_micro_batch(batch_size, config.model.num_heads, tokens,
-                           platform or population.platform)
-  objective = objectives.make(config, task, model, bucket)
-
-  def local_eval(params, length, keys):
-    if traces is not None:
-      traces['eval'] += 1
-
-    def sub_batch(j):
-      batch = task.sample_padded(
-          jax.random.fold_in(jax.random.fold_in(data_key, length), j), batch_size, length,
-          bucket)
-      per_example = {k: v for k, v in batch.items() if k not in ('length', 'output_length')}
-      micro_batches = jax.tree.map(
-          lambda x: x.reshape(batch_size // micro, micro, *x.shape[1:]), per_example)
-
-      def member(args):
-        p, key = args
-        dropout, noise = jax.random.split(
-            jax.random.fold_in(jax.random.fold_in(key, length), j))
-
-        def counts(args):
-          i, mb = args
-          mb = {**mb, 'length': batch['length'], 'output_length': batch['output_length']}
-          return objective.counts(p, mb, {'dropout': jax.random.fold_in(dropout, i),
-                                          'noise': noise})
-
-        if micro == batch_size:
-          sums = counts((0, jax.tree.map(lambda x: x[0], micro_batches)))
-        else:
-          with jax.named_scope('eval_micro_batches'):
-            sums = jax.tree.map(jnp.sum, jax.lax.map(
-                counts, (jnp.arange(batch_size // micro), micro_batches)))
-        return {'accuracy': sums['correct'] / sums['total'],
-                'exact_match': sums['exact'] / sums['examples']}
-
-      return jax.lax.map(member, (params, keys))
-
-    return jax.tree.map(lambda x: jnp.mean(x, axis=0),
-                        jax.lax.map(sub_batch, jnp.arange(num_sub)))
-
-  param_specs = jax.tree.map(lambda _: P(POP),
-                             population_lib.init_state(config, model, population, abstract=True)['params'])
-  evaluate = population.shard_map(local_eval, in_specs=(param_specs, P(), P(POP)),
-                                  out_specs=P(POP))
-  return jax.jit(evaluate)
-
-
 # ---------------------------------------------------------------------------------------
 # The work directory.
 
@@ -429,13 +292,6 @@ def _finite_or_none(x: float) -> float | None:
 def _next_multiple(step: int, every: int) -> int:
   """The first multiple of `every` after `step`. Example: _next_multiple(10, 5) == 15."""
   return (step // every + 1) * every
-
-
-def _duration(seconds: float) -> str:
-  seconds = int(seconds)
-  h, rem = divmod(seconds, 3600)
-  m, s = divmod(rem, 60)
-  return f'{h}h{m:02d}m{s:02d}s' if h else f'{m}m{s:02d}s'
 
 
 # ---------------------------------------------------------------------------------------
@@ -473,6 +329,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
 
 def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   task = config_lib.task_of(config)
+  protocol = evaluate.of(task)
   population = population_lib.Population(config, devices)
   model = make_model(config, task, population.platform)
   prepare_workdir(config, workdir)
@@ -570,7 +427,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       elapsed = now - t_start
       eta = (steps - done) * elapsed / max(done - start, 1)
       progress(f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
-               f'model-updates/s) | elapsed {_duration(elapsed)} | ETA {_duration(eta)} | '
+               f'model-updates/s) | elapsed {evaluate.core.duration(elapsed)} | ETA {evaluate.core.duration(eta)} | '
                f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:
@@ -580,19 +437,9 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
   train_seconds = time.time() - t_start
 
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
-  if objectives.is_hinting_task(task):
-    evaluation = _length_results(config, task, model, population, state['params'],
-                                 eval_data_key, workdir, progress, traces, should_stop,
-                                 diverged)
-  elif objectives.is_language_task(task):
-    evaluation = _perplexity_results(config, task, model, population, state['params'],
-                                     workdir, progress, traces, should_stop, diverged)
-  elif objectives.is_sequence_task(task):
-    evaluation = _grid_results(config, task, model, population, state['params'],
-                               eval_data_key, workdir, progress, traces, should_stop, diverged)
-  else:
-    evaluation = _range_results(config, task, model, population, state['params'],
-                                eval_data_key, workdir, progress, traces, should_stop, diverged)
+  evaluation = protocol.evaluate(evaluate.EvalContext(
+      config, task, model, population, state['params'], eval_data_key, workdir, progress,
+      traces, should_stop, diverged))
   # With steps_per_dispatch > 1 every bucket lives in one program.
   compiled = {'train': traces['train'],
               'train_buckets': sorted(update_fns) if multi_step is None else train_buckets(config),
@@ -621,133 +468,3 @@ def architecture(config: ml_collections.ConfigDict) -> str:
   if c.recurrences > 1 or c.loop:
     return f'looped {c.num_layers}x{c.recurrences}'
   return 'standard' if c.injection == 'none' else 'standard_ii'
-
-
-def _perplexity_results(config, task, model, population, params, workdir, progress, traces,
-                        should_stop, diverged) -> dict[str, Any]:
-  """results.json's evaluation of a text corpus: perplexity per length and window mode."""
-  by = lm_eval.evaluate(config, task, model, population, params, workdir, progress, traces,
-                        should_stop)
-  lengths = list(config.eval.lengths)
-  n = config.train.max_length
-  members = []
-  for i, member in enumerate(population.members):
-    ppl = {mode: {str(l): by[l][mode][i] for l in lengths} for mode in lm_eval.modes(config)}
-    first = ppl[lm_eval.modes(config)[0]]
-    at_n, longest = first.get(str(n)), first[str(max(lengths))]
-    # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
-    members.append({**member, 'diverged': bool(diverged[i]),
-                    'score': None if diverged[i] else longest,
-                    'degradation': (None if diverged[i] or at_n is None
-                                    else abs(longest - at_n) / at_n),
-                    'perplexity_by_length': ppl})
-  return {'evaluation': 'perplexity', 'eval_lengths': lengths, 'corpus': task.split_info(),
-          'eval_seconds': {str(l): by[l]['seconds'] for l in lengths}, 'members': members}
-
-
-def _length_results(config, task, model, population, params, data_key, workdir, progress,
-                    traces, should_stop, diverged) -> dict[str, Any]:
-  """results.json's evaluation of a hinting task: the main head's full-sequence accuracy,
-  edit distance and token accuracy per test distribution and length, per member."""
-  by_cell = length_eval.evaluate(config, task, model, population, params, data_key, workdir,
-                                 progress, traces, should_stop)
-  lengths = [int(n) for n in config.eval.lengths]
-  unseen = [n for n in lengths if n > config.train.max_length]
-  first = config.eval.distributions[0]
-  members = []
-  for i, member in enumerate(population.members):
-    table = {metric: {d: {str(n): by_cell[(d, n)][metric][i] for n in lengths}
-                      for d in config.eval.distributions} for metric in length_eval.METRICS}
-    score = (float(np.mean([table['exact_match'][first][str(n)] for n in unseen]))
-             if unseen and not diverged[i] else None)
-    members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
-                    **{f'{metric}_by_length': table[metric] for metric in length_eval.METRICS}})
-  return {'evaluation': 'lengths', 'hints': list(config.hints),
-          'hint_schedule': config.train.hint_schedule, 'eval_lengths': lengths,
-          'distributions': list(config.eval.distributions), 'score_distribution': first,
-          'score_lengths': unseen, 'members': members}
-
-
-def _range_results(config, task, model, population, params, data_key, workdir, progress,
-                   traces, should_stop, diverged) -> dict[str, Any]:
-  """results.json's evaluation of the study's tasks: per-length metrics per member."""
-  by = evaluate_population(config, task, model, population, params, data_key, workdir,
-                           progress, traces, should_stop)
-  eval_list = config_lib.eval_lengths(config)
-  unseen = [l for l in eval_list if l > config.train.max_length]
-  members = []
-  for i, member in enumerate(population.members):
-    by_length = {str(l): by[l]['accuracy'][i] for l in eval_list}
-    exact = {str(l): by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
-    mean_unseen = lambda values: (float(np.mean([values[str(l)] for l in unseen]))
-                                  if unseen and not diverged[i] else None)
-    exact_score = None if None in exact.values() else mean_unseen(exact)
-    members.append({**member, 'diverged': bool(diverged[i]), 'score': mean_unseen(by_length),
-                    'accuracy_by_length': by_length, 'exact_match_score': exact_score,
-                    'exact_match_by_length': exact})
-  return {'evaluation': 'range', 'eval_lengths': eval_list,
-          'score_lengths': [unseen[0], unseen[-1]] if unseen else None, 'members': members}
-
-
-def _grid_results(config, task, model, population, params, data_key, workdir, progress,
-                  traces, should_stop, diverged) -> dict[str, Any]:
-  """results.json's evaluation of sequence tasks: exact match per grid cell and region."""
-  by_cell = grid_eval.evaluate(config, task, model, population, params, data_key, workdir,
-                               progress, traces, should_stop)
-  regions = grid_eval.region_means(by_cell, config)
-  token_regions = grid_eval.region_means(by_cell, config, 'accuracy')
-  members = []
-  for i, member in enumerate(population.members):
-    cell = lambda metric: {f'{a},{b}': v[metric][i] for (a, b), v in by_cell.items()}
-    members.append({**member, 'diverged': bool(diverged[i]),
-                    'score': None if diverged[i] else regions[i]['ood'],
-                    'regions': regions[i], 'token_accuracy_regions': token_regions[i],
-                    'exact_match_by_cell': cell('exact_match'),
-                    'accuracy_by_cell': cell('accuracy')})
-  return {'evaluation': 'grid', 'axes': list(task.axes),
-          'grid': {'max': config.eval.grid_max, 'stride': config.eval.grid_stride,
-                   'beyond': list(config.eval.beyond),
-                   'samples_per_cell': config.eval.samples_per_cell},
-          'members': members}
-
-
-def evaluate_population(config: ml_collections.ConfigDict, task: Any, model: Any,
-                        population: population_lib.Population, params: Any, data_key: jax.Array, workdir: str,
-                        progress: Callable[[str], None] = logging.info,
-                        traces: collections.Counter | None = None,
-                        should_stop: Callable[[], bool] = lambda: False
-                        ) -> dict[int, dict[str, list[float]]]:
-  """Per-length metrics of every member: {length: {'accuracy': [member i], 'exact_match':
-  [member i]}}.
-
-  Lengths already in `workdir/eval.jsonl` (from an interrupted evaluation of the same
-  final parameters) are not measured again. `should_stop` is polled between lengths
-  (raises `Preempted`).
-  """
-  path = os.path.join(workdir, 'eval.jsonl')
-  wanted = config_lib.eval_lengths(config)
-  done = {r['length']: {k: v for k, v in r.items() if k != 'length'}
-          for r in io.read_jsonl(path, rewrite=True)}
-  eval_fns: dict[int, Callable[..., Any]] = {}
-  m = config.eval.max_length
-  t0 = time.time()
-  todo = [l for l in wanted if l not in done]
-  for k, length in enumerate(todo):
-    if should_stop():
-      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before length '
-                      f'{length}: the lengths measured so far are kept')
-    bucket = config_lib.bucket_of(length, m, config.eval.bucket_size)
-    if bucket not in eval_fns:
-      eval_fns[bucket] = make_eval_fn(config, task, model, population, bucket, data_key,
-                                      traces)
-    metrics = jax.device_get(eval_fns[bucket](params, jnp.int32(length),
-                                              population.eval_keys))
-    metrics = {name: [float(a) for a in np.asarray(values)[:population.size]]
-               for name, values in metrics.items()}
-    io.append_jsonl(path, {'length': length, **metrics})
-    done[length] = metrics
-    if (k + 1) % 25 == 0 or k + 1 == len(todo):
-      elapsed = time.time() - t0
-      progress(f'eval length {length} ({k + 1}/{len(todo)}) | elapsed {_duration(elapsed)} | '
-               f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}')
-  return {l: done[l] for l in wanted}

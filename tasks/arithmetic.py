@@ -334,6 +334,7 @@ class SequenceTask(abc.ABC):
   """
   name: str = ''
   level: str = 'arithmetic'
+  protocol: ClassVar[str] = 'grid'
   pad_probability: float = 0.0
   axes: ClassVar[tuple[str, str]] = ('a', 'b')
   # The fields a config may set (`task_options`; `tasks.get(name, options)`).

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -52,6 +52,8 @@ class Task:
   """
   name: str = ''
   level: str = ''
+  # How the task is trained and judged (`posenc.evaluate.PROTOCOLS`).
+  protocol: ClassVar[str] = 'range'
   vocab_size: int = 0
   num_classes: int = 0
 

@@ -85,6 +85,7 @@ class StdlibCorpus:
   """
   name: str = 'python_stdlib'
   level: str = 'language'
+  protocol: ClassVar[str] = 'perplexity'
   valid_percent: int = 10
   max_train_bytes: int = 4_000_000
   max_valid_bytes: int = 400_000

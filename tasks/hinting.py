@@ -240,6 +240,7 @@ class HintingTask(abc.ABC):
   """
   name: str = ''
   level: str = 'hinting'
+  protocol: ClassVar[str] = 'lengths'
   min_length: int = 2
   short_max: int = 5
   short_share: float = 0.8

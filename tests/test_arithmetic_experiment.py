@@ -7,7 +7,7 @@ import sys
 
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
-from posenc import grid_eval
+from posenc.evaluate import grid as grid_eval
 from posenc import io
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,7 +16,9 @@ import pytest
 from experiments import rpe_table1
 from posenc import encodings
 from posenc import population as population_lib
+from posenc import evaluate
 from posenc import train
+from posenc.evaluate import range as range_protocol
 import tasks
 
 EVAL_BUCKET = 512  # reverse_string at length 500: T = 1,024 positions
@@ -35,7 +37,7 @@ def exported(name, family='encoder'):
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   update = train.make_update_fn(config, task, model, population, 40, batch_key, platform='gpu')
-  evaluate = train.make_eval_fn(config, task, model, population, EVAL_BUCKET, data_key,
+  evaluate = range_protocol.make_eval_fn(config, task, model, population, EVAL_BUCKET, data_key,
                                 platform='gpu')
   platforms = ['cuda', 'tpu']
   step = export.export(update, platforms=platforms)(
@@ -63,10 +65,10 @@ def test_accelerator_programs_take_the_fused_path(name):
 
 
 def test_accelerator_micro_batch_comes_from_device_memory():
-  assert train.eval_micro_batch(64, 8, 1024, 'cpu') == 1
-  assert train.eval_micro_batch(64, 8, 1024, 'gpu', 16 * 2**30) == 64
-  assert train.eval_micro_batch(64, 8, 1024, 'tpu', 2 * 2**30) == 8
-  assert train.eval_micro_batch(64, 8, 1024, 'gpu', 80 * 2**30) == 64
+  assert evaluate.eval_micro_batch(64, 8, 1024, 'cpu') == 1
+  assert evaluate.eval_micro_batch(64, 8, 1024, 'gpu', 16 * 2**30) == 64
+  assert evaluate.eval_micro_batch(64, 8, 1024, 'tpu', 2 * 2**30) == 8
+  assert evaluate.eval_micro_batch(64, 8, 1024, 'gpu', 80 * 2**30) == 64
 
 
 @pytest.mark.parametrize('name', encodings.NAMES)

@@ -16,7 +16,7 @@ from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc import hint_report
 from posenc import io
-from posenc import length_eval
+from posenc.evaluate import lengths as length_eval
 from posenc import multitask
 from posenc import population as population_lib
 from posenc import sweep as sweep_lib

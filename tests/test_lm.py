@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from posenc import io
-from posenc import lm_eval
+from posenc.evaluate import perplexity as lm_eval
 from tasks import corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

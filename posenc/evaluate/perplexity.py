@@ -15,7 +15,6 @@ evaluation measures only the others. Wall time per mode is recorded.
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable
 
@@ -24,10 +23,9 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from posenc import checkpoint
-from posenc import io
 from posenc import objectives
 from posenc import population as population_lib
+from posenc.evaluate import core
 
 MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
@@ -114,26 +112,17 @@ def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
   return (MASKED,) if config.model.family == 'encoder' else MODES
 
 
-def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-             params: Any, workdir: str, progress: Callable[[str], None] = print,
-             traces: Any = None, should_stop: Callable[[], bool] = lambda: False
-             ) -> dict[int, dict[str, Any]]:
+def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
-  (an encoder: {'masked': [...]})."""
-  path = os.path.join(workdir, 'perplexity.jsonl')
-  done = {r['length']: {k: v for k, v in r.items() if k != 'length'}
-          for r in io.read_jsonl(path, rewrite=True)}
-  _, valid = task.texts()
+  (an encoder: {'masked': [...]}), resuming from `workdir/perplexity.jsonl`."""
+  config, population = ctx.config, ctx.population
+  _, valid = ctx.task.texts()
   text = valid[:config.eval.lm_tokens + 1]
   b = config.eval.batch_size
   masked = config.model.family == 'encoder'
-  fn = (make_masked_score_fn if masked else make_score_fn)(config, model, population)
-  for length in config.eval.lengths:
-    if length in done:
-      continue
-    if should_stop():
-      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before length '
-                            f'{length}: the lengths measured so far are kept')
+  fn = (make_masked_score_fn if masked else make_score_fn)(config, ctx.model, population)
+
+  def measure(length):
     row = {'seconds': {}}
     for mode in modes(config):
       stride = length if mode != 'sliding' else min(config.eval.sliding_stride, length)
@@ -142,16 +131,57 @@ def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, populatio
       pad = groups * b - len(wins)
       wins = np.concatenate([wins, np.zeros((pad, length + 1), np.int32)])
       scored = np.concatenate([scored, np.zeros((pad, length), np.float32)])
-      if traces is not None:
-        traces['eval'] += 1
+      if ctx.traces is not None:
+        ctx.traces['eval'] += 1
       t0 = time.time()
-      nll, count = jax.device_get(fn(params, wins.reshape(groups, b, -1),
+      nll, count = jax.device_get(fn(ctx.params, wins.reshape(groups, b, -1),
                                      scored.reshape(groups, b, -1), population.eval_keys))
       row['seconds'][mode] = time.time() - t0
       row[mode] = [float(np.exp(x / c)) for x, c in
                    zip(np.asarray(nll)[:population.size], np.asarray(count)[:population.size])]
-    io.append_jsonl(path, {'length': length, **row})
-    done[length] = row
-    progress(f'perplexity at length {length}: ' + ', '.join(
-        f'{mode} {np.mean(row[mode]):.3f}' for mode in modes(config)))
-  return {length: done[length] for length in config.eval.lengths}
+    return row
+
+  return core.run_cells(
+      ctx, 'perplexity.jsonl', list(config.eval.lengths), lambda n: {'length': n}, measure,
+      lambda n: f'perplexity at length {n}',
+      note=lambda row: ': ' + ', '.join(f'{m} {np.mean(row[m]):.3f}' for m in modes(config)))
+
+
+def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
+  """results.json's evaluation of a text corpus: perplexity per length and window mode."""
+  config, task, population, diverged = ctx.config, ctx.task, ctx.population, ctx.diverged
+  by = evaluate_lengths(ctx)
+  lengths = list(config.eval.lengths)
+  n = config.train.max_length
+  members = []
+  for i, member in enumerate(population.members):
+    ppl = {mode: {str(l): by[l][mode][i] for l in lengths} for mode in modes(config)}
+    first = ppl[modes(config)[0]]
+    at_n, longest = first.get(str(n)), first[str(max(lengths))]
+    # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
+    members.append({**member, 'diverged': bool(diverged[i]),
+                    'score': None if diverged[i] else longest,
+                    'degradation': (None if diverged[i] or at_n is None
+                                    else abs(longest - at_n) / at_n),
+                    'perplexity_by_length': ppl})
+  return {'evaluation': 'perplexity', 'eval_lengths': lengths, 'corpus': task.split_info(),
+          'eval_seconds': {str(l): by[l]['seconds'] for l in lengths}, 'members': members}
+
+
+def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+  """A causal LM predicts the next byte; a masked LM's id vocab_size is the mask token."""
+  if config.model.family == 'decoder':
+    return {'vocab_size': task.vocab_size, 'num_outputs': 1}
+  return {'vocab_size': task.vocab_size, 'num_classes': task.vocab_size}
+
+
+def summary(results: dict[str, Any]) -> str:
+  scores = [m['score'] for m in results['members'] if m['score'] is not None]
+  best = f'{min(scores):.3f}' if scores else 'n/a'
+  mode = next(iter(results['members'][0]['perplexity_by_length']))
+  return f'best perplexity {best} at length {max(results["eval_lengths"])} ({mode} windows)'
+
+
+PROTOCOL = core.Protocol(
+    name='perplexity', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
+    train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes)

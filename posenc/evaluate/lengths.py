@@ -15,14 +15,12 @@ One compiled program per test length serves every distribution (a switch over th
 samplers), so a run compiles at most len(eval.lengths) evaluation programs. Measured cells
 are appended to `workdir/lengths.jsonl`; a resumed evaluation measures only the others.
 
-  >>> by_cell = evaluate(config, task, model, population, params, key, workdir)
+  >>> by_cell = evaluate_cells(ctx)
   >>> by_cell[('rep2', 50)]['exact_match']    # one value per member
 """
 from __future__ import annotations
 
 import collections
-import os
-import time
 from typing import Any, Callable
 
 import jax
@@ -31,10 +29,11 @@ from jax import lax
 import ml_collections
 import numpy as np
 
-from posenc import checkpoint
 from posenc import generate
-from posenc import io
+from posenc import multitask
 from posenc import population as population_lib
+from posenc.evaluate import core
+from posenc.evaluate import range as range_lib
 
 Array = jax.Array
 METRICS = ('exact_match', 'edit_distance', 'accuracy')
@@ -139,34 +138,74 @@ def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, pop
                                       out_specs=P(population_lib.POP)))
 
 
-def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-             params: Any, data_key: Array, workdir: str,
-             progress: Callable[[str], None] = print,
-             traces: collections.Counter | None = None,
-             should_stop: Callable[[], bool] = lambda: False
-             ) -> dict[tuple[str, int], dict[str, list[float]]]:
+def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, list[float]]]:
   """Every cell's metrics per member: {(distribution, n): {metric: [member i]}}."""
-  path = os.path.join(workdir, 'lengths.jsonl')
-  done = {(r['distribution'], r['length']): {k: r[k] for k in METRICS}
-          for r in io.read_jsonl(path, rewrite=True)}
-  wanted = cells(config)
-  todo = [c for c in wanted if c not in done]
+  config, population = ctx.config, ctx.population
   index = {d: i for i, d in enumerate(config.eval.distributions)}
   fns: dict[int, Callable[..., dict]] = {}
-  t0 = time.time()
-  for k, (dist, n) in enumerate(todo):
-    if should_stop():
-      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before '
-                            f'{dist} at length {n}: the cells measured so far are kept')
+
+  def measure(cell):
+    dist, n = cell
     if n not in fns:
-      fns[n] = make_length_fn(config, task, model, population, n, data_key, traces)
-    metrics = jax.device_get(fns[n](params, jnp.int32(index[dist]), population.eval_keys))
-    metrics = {name: [float(x) for x in np.asarray(metrics[name])[:population.size]]
-               for name in METRICS}
-    io.append_jsonl(path, {'distribution': dist, 'length': n, **metrics})
-    done[(dist, n)] = metrics
-    elapsed = time.time() - t0
-    progress(f'eval {dist} length {n} ({k + 1}/{len(todo)}) | exact match '
-             f'{np.mean(metrics["exact_match"]):.3f} | elapsed {elapsed:.0f} s | ETA '
-             f'{elapsed / (k + 1) * (len(todo) - k - 1):.0f} s')
-  return {c: done[c] for c in wanted}
+      fns[n] = make_length_fn(config, ctx.task, ctx.model, population, n, ctx.data_key,
+                              ctx.traces)
+    metrics = fns[n](ctx.params, jnp.int32(index[dist]), population.eval_keys)
+    return {name: core.member_values(metrics[name], population.size) for name in METRICS}
+
+  return core.run_cells(
+      ctx, 'lengths.jsonl', cells(config), lambda c: {'distribution': c[0], 'length': c[1]},
+      measure, lambda c: f'{c[0]} length {c[1]}',
+      note=lambda m: f' | exact match {np.mean(m["exact_match"]):.3f}')
+
+
+def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
+  """results.json's evaluation of a hinting task: the main head's full-sequence accuracy,
+  edit distance and token accuracy per test distribution and length, per member."""
+  config, population, diverged = ctx.config, ctx.population, ctx.diverged
+  by_cell = evaluate_cells(ctx)
+  lengths = [int(n) for n in config.eval.lengths]
+  unseen = [n for n in lengths if n > config.train.max_length]
+  first = config.eval.distributions[0]
+  members = []
+  for i, member in enumerate(population.members):
+    table = {metric: {d: {str(n): by_cell[(d, n)][metric][i] for n in lengths}
+                      for d in config.eval.distributions} for metric in METRICS}
+    score = (float(np.mean([table['exact_match'][first][str(n)] for n in unseen]))
+             if unseen and not diverged[i] else None)
+    members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
+                    **{f'{metric}_by_length': table[metric] for metric in METRICS}})
+  return {'evaluation': 'lengths', 'hints': list(config.hints),
+          'hint_schedule': config.train.hint_schedule, 'eval_lengths': lengths,
+          'distributions': list(config.eval.distributions), 'score_distribution': first,
+          'score_lengths': unseen, 'members': members}
+
+
+def train_batch(config: ml_collections.ConfigDict, task: Any, key: Array, step: Array,
+                length: Array, shape: tuple[int, int]) -> dict[str, Array]:
+  """The main task and its hints, each example through its own head (`multitask`)."""
+  del task, length
+  return multitask.train_batch(config, multitask.tasks_of(config), key,
+                               population_lib.dataset_key(config), step, shape)
+
+
+def train_shape(config: ml_collections.ConfigDict, task: Any, bucket: int) -> tuple[int, int]:
+  """The widest (prompt, answer) of the main task and its hints at N."""
+  del task, bucket
+  return multitask.train_shape(multitask.tasks_of(config), config.train.max_length)
+
+
+def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+  """A head per task: the main task's, then each hint's."""
+  return {'vocab_size': task.vocab_size,
+          'num_outputs': 1 + len(config.get('hints', []) or [])}
+
+
+def summary(results: dict[str, Any]) -> str:
+  hints = '+'.join(results['hints']) or 'no hint'
+  return (f'best score {range_lib.best_score(results)} over {results["score_distribution"]} '
+          f'lengths {results["score_lengths"]} (full-sequence accuracy, {hints})')
+
+
+PROTOCOL = core.Protocol(
+    name='lengths', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
+    train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes)

@@ -10,15 +10,13 @@ cell's batch is padded to the widths of its bucket (`eval.bucket_size`), so a bo
 of programs serves the grid. Measured cells are appended to `workdir/grid.jsonl`; a resumed
 evaluation measures only the others.
 
-  >>> by_cell = evaluate(config, task, model, population, params, key, workdir)
+  >>> by_cell = evaluate_cells(ctx)     # {(a, b): {'exact_match': [per member], ...}}
   >>> region_means(by_cell, config)    # per member: {'id': .., 'ood': .., 'beyond': ..}
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
-import os
-import time
 from typing import Any, Callable
 
 import jax
@@ -26,10 +24,10 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from posenc import checkpoint
-from posenc import io
 from posenc import objectives
 from posenc import population as population_lib
+from posenc.evaluate import core
+from posenc.evaluate import range as range_lib
 
 REGIONS = ('id', 'ood', 'beyond')
 
@@ -90,42 +88,27 @@ def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, popul
                                       out_specs=P(population_lib.POP)))
 
 
-def evaluate(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-             params: Any, data_key: jax.Array, workdir: str,
-             progress: Callable[[str], None] = print,
-             traces: collections.Counter | None = None,
-             should_stop: Callable[[], bool] = lambda: False
-             ) -> dict[tuple[int, int], dict[str, list[float]]]:
+def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[int, int], dict[str, list[float]]]:
   """Every cell's metrics per member: {(a, b): {'exact_match': [..], 'accuracy': [..]}}."""
+  config, population = ctx.config, ctx.population
+  task = ctx.task
   # The random-padding ablation pads training data only (as the paper's code does): test
   # prompts are written plainly.
   if getattr(task, 'pad_probability', 0):
     task = dataclasses.replace(task, pad_probability=0.0)
-  path = os.path.join(workdir, 'grid.jsonl')
-  done = {tuple(r['cell']): {k: v for k, v in r.items() if k != 'cell'}
-          for r in io.read_jsonl(path, rewrite=True)}
-  wanted = cells(config)
-  todo = [c for c in wanted if c not in done]
   fns: dict[tuple[int, int], Callable[..., dict]] = {}
-  t0 = time.time()
-  for k, (a, b) in enumerate(todo):
-    if should_stop():
-      raise checkpoint.Preempted(config.train.steps, f'preempted during evaluation, before cell '
-                            f'{a},{b}: the cells measured so far are kept')
+
+  def measure(cell):
+    a, b = cell
     shape = widths(task, a, b, config.eval.bucket_size)
     if shape not in fns:
-      fns[shape] = make_cell_fn(config, task, model, population, shape, data_key, traces)
-    metrics = jax.device_get(fns[shape](params, jnp.int32(a), jnp.int32(b),
-                                        population.eval_keys))
-    metrics = {name: [float(x) for x in np.asarray(v)[:population.size]]
-               for name, v in metrics.items()}
-    io.append_jsonl(path, {'cell': [a, b], **metrics})
-    done[(a, b)] = metrics
-    if (k + 1) % 50 == 0 or k + 1 == len(todo):
-      elapsed = time.time() - t0
-      progress(f'eval cell {a},{b} ({k + 1}/{len(todo)}) | elapsed {elapsed:.0f} s | '
-               f'ETA {elapsed / (k + 1) * (len(todo) - k - 1):.0f} s')
-  return {c: done[c] for c in wanted}
+      fns[shape] = make_cell_fn(config, task, ctx.model, population, shape, ctx.data_key,
+                                ctx.traces)
+    metrics = fns[shape](ctx.params, jnp.int32(a), jnp.int32(b), population.eval_keys)
+    return {name: core.member_values(v, population.size) for name, v in metrics.items()}
+
+  return core.run_cells(ctx, 'grid.jsonl', cells(config), lambda c: {'cell': list(c)}, measure,
+                        lambda c: f'cell {c[0]},{c[1]}', every=50)
 
 
 def region_means(by_cell: dict[tuple[int, int], dict[str, list[float]]],
@@ -144,3 +127,35 @@ def region_means(by_cell: dict[tuple[int, int], dict[str, list[float]]],
       groups[region(a, b, n, m)].append(metrics[metric][i])
     out.append({r: float(np.mean(groups[r])) if groups[r] else None for r in REGIONS})
   return out
+
+
+def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
+  """results.json's evaluation of sequence tasks: exact match per grid cell and region."""
+  config, task, population, diverged = ctx.config, ctx.task, ctx.population, ctx.diverged
+  by_cell = evaluate_cells(ctx)
+  regions = region_means(by_cell, config)
+  token_regions = region_means(by_cell, config, 'accuracy')
+  members = []
+  for i, member in enumerate(population.members):
+    cell = lambda metric: {f'{a},{b}': v[metric][i] for (a, b), v in by_cell.items()}
+    members.append({**member, 'diverged': bool(diverged[i]),
+                    'score': None if diverged[i] else regions[i]['ood'],
+                    'regions': regions[i], 'token_accuracy_regions': token_regions[i],
+                    'exact_match_by_cell': cell('exact_match'),
+                    'accuracy_by_cell': cell('accuracy')})
+  return {'evaluation': 'grid', 'axes': list(task.axes),
+          'grid': {'max': config.eval.grid_max, 'stride': config.eval.grid_stride,
+                   'beyond': list(config.eval.beyond),
+                   'samples_per_cell': config.eval.samples_per_cell},
+          'members': members}
+
+
+def summary(results: dict[str, Any]) -> str:
+  return (f'best score {range_lib.best_score(results)} over out-of-distribution cells (exact '
+          f'match) up to {results["grid"]["max"]}')
+
+
+PROTOCOL = core.Protocol(
+    name='grid', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
+    train_shape=core.sequence_shape, train_batch=core.sequence_batch,
+    model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1})

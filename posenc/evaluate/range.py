@@ -1,0 +1,175 @@
+"""The study's protocol (Ruoss et al. 2023): accuracy per input length.
+
+Training runs a curriculum of lengths ~ U{1..N} in length buckets (one program each);
+evaluation measures every length of `config_lib.eval_lengths` (41..500 in the study) on
+`eval.examples_per_length` examples in sub-batches, the same data for every model, and
+scores a member by its mean accuracy over the lengths past N. Measured lengths are kept in
+`workdir/eval.jsonl`.
+
+  >>> fields = PROTOCOL.evaluate(ctx)    # {'evaluation': 'range', 'eval_lengths', 'members'}
+  >>> fields['members'][0]['accuracy_by_length']['41']
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import config as config_lib
+from posenc import objectives
+from posenc import population as population_lib
+from posenc.evaluate import core
+
+P = jax.sharding.PartitionSpec
+POP = population_lib.POP
+
+
+def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
+  """The padded input lengths training runs at, ascending.
+
+  Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
+  """
+  n, size = config.train.max_length, config.train.bucket_size
+  return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+
+
+def train_batch(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
+                step: jax.Array, length: jax.Array, bucket: int) -> dict[str, jax.Array]:
+  """`train.batch_size` examples of the step's (traced) length, padded to `bucket`."""
+  del step
+  return task.sample_padded(key, config.train.batch_size, length, bucket)
+
+
+def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+  """An encoder reads its classes off empty query tokens; a decoder writes them as tokens."""
+  if config.model.family == 'decoder':
+    return {'vocab_size': objectives.decoder_vocab(task).size, 'num_outputs': 1}
+  return {'vocab_size': task.vocab_size, 'num_classes': task.num_classes}
+
+
+def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
+                 population: Any, bucket: int, data_key: jax.Array,
+                 traces: collections.Counter | None = None,
+                 platform: str | None = None) -> Callable[..., dict[str, jax.Array]]:
+  """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
+
+  evaluate(params [P], length, eval_keys [P]) -> {'accuracy', 'exact_match'} [P]: the mean
+  over examples_per_length / batch_size sub-batches of the pooled per-token accuracy and of
+  the share of examples whose every masked output is right (`objectives`: the encoder reads
+  its outputs in one pass, the decoder generates them greedily). The data of (length,
+  sub-batch j) is the same for every model; randomized positions and (with eval_dropout)
+  dropout are redrawn per sub-batch.
+
+  Members run one after another, and a sub-batch runs in micro-batches sized for the
+  platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
+  2 GB per attention pass through memory. All micro-batches of a sub-batch share its
+  position draw (the 'noise' key), so the result is that of one call on the sub-batch.
+  """
+  batch_size = config.eval.batch_size
+  num_sub = config.eval.examples_per_length // batch_size
+  max_output = int(task.output_length(bucket))
+  tokens = bucket + max_output
+  micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens,
+                           platform or population.platform)
+  objective = objectives.make(config, task, model, bucket)
+
+  def local_eval(params, length, keys):
+    if traces is not None:
+      traces['eval'] += 1
+
+    def sub_batch(j):
+      batch = task.sample_padded(
+          jax.random.fold_in(jax.random.fold_in(data_key, length), j), batch_size, length,
+          bucket)
+      per_example = {k: v for k, v in batch.items() if k not in ('length', 'output_length')}
+      micro_batches = jax.tree.map(
+          lambda x: x.reshape(batch_size // micro, micro, *x.shape[1:]), per_example)
+
+      def member(args):
+        p, key = args
+        dropout, noise = jax.random.split(
+            jax.random.fold_in(jax.random.fold_in(key, length), j))
+
+        def counts(args):
+          i, mb = args
+          mb = {**mb, 'length': batch['length'], 'output_length': batch['output_length']}
+          return objective.counts(p, mb, {'dropout': jax.random.fold_in(dropout, i),
+                                          'noise': noise})
+
+        if micro == batch_size:
+          sums = counts((0, jax.tree.map(lambda x: x[0], micro_batches)))
+        else:
+          with jax.named_scope('eval_micro_batches'):
+            sums = jax.tree.map(jnp.sum, jax.lax.map(
+                counts, (jnp.arange(batch_size // micro), micro_batches)))
+        return {'accuracy': sums['correct'] / sums['total'],
+                'exact_match': sums['exact'] / sums['examples']}
+
+      return jax.lax.map(member, (params, keys))
+
+    return jax.tree.map(lambda x: jnp.mean(x, axis=0),
+                        jax.lax.map(sub_batch, jnp.arange(num_sub)))
+
+  param_specs = jax.tree.map(lambda _: P(POP), population_lib.init_state(
+      config, model, population, abstract=True)['params'])
+  evaluate = population.shard_map(local_eval, in_specs=(param_specs, P(), P(POP)),
+                                  out_specs=P(POP))
+  return jax.jit(evaluate)
+
+
+def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]:
+  """Per-length metrics of every member: {length: {'accuracy': [member i], 'exact_match':
+  [member i]}}, resuming from `workdir/eval.jsonl`."""
+  config, population = ctx.config, ctx.population
+  fns: dict[int, Callable[..., Any]] = {}
+
+  def measure(length):
+    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+    if bucket not in fns:
+      fns[bucket] = make_eval_fn(config, ctx.task, ctx.model, population, bucket, ctx.data_key,
+                                 ctx.traces)
+    metrics = fns[bucket](ctx.params, jnp.int32(length), population.eval_keys)
+    return {name: core.member_values(v, population.size) for name, v in metrics.items()}
+
+  return core.run_cells(ctx, 'eval.jsonl', config_lib.eval_lengths(config),
+                        lambda n: {'length': n}, measure, lambda n: f'length {n}', every=25)
+
+
+def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
+  """results.json's evaluation of the study's tasks: per-length metrics per member."""
+  config, diverged = ctx.config, ctx.diverged
+  by = evaluate_lengths(ctx)
+  eval_list = config_lib.eval_lengths(config)
+  unseen = [l for l in eval_list if l > config.train.max_length]
+  members = []
+  for i, member in enumerate(ctx.population.members):
+    by_length = {str(l): by[l]['accuracy'][i] for l in eval_list}
+    exact = {str(l): by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
+    mean_unseen = lambda values: (float(np.mean([values[str(l)] for l in unseen]))
+                                  if unseen and not diverged[i] else None)
+    exact_score = None if None in exact.values() else mean_unseen(exact)
+    members.append({**member, 'diverged': bool(diverged[i]), 'score': mean_unseen(by_length),
+                    'accuracy_by_length': by_length, 'exact_match_score': exact_score,
+                    'exact_match_by_length': exact})
+  return {'evaluation': 'range', 'eval_lengths': eval_list,
+          'score_lengths': [unseen[0], unseen[-1]] if unseen else None, 'members': members}
+
+
+def best_score(results: dict[str, Any]) -> str:
+  """The best member's score, or why there is none."""
+  scores = [m['score'] for m in results['members'] if m['score'] is not None]
+  return f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
+
+
+def summary(results: dict[str, Any]) -> str:
+  return f'best score {best_score(results)} over lengths {results["score_lengths"]}'
+
+
+PROTOCOL = core.Protocol(
+    name='range', evaluate=evaluate, summary=summary, train_buckets=train_buckets,
+    train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,
+    model_sizes=model_sizes)
