@@ -24,9 +24,8 @@ import numpy as np
 
 from posenc import checkpoint
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc import io
-from posenc import models
-from posenc import objectives
 from posenc import population as population_lib
 from posenc import receptive
 from posenc import sweep as sweep_lib
@@ -81,26 +80,8 @@ def load_run(workdir: str, member: int = 0,
 
 
 def _inputs(run: Run, length: int, examples: int, key: jax.Array):
-  """(tokens [B, T], lengths, causal) of `examples` sequences at `length`."""
-  config, task = run.config, run.task
-  if objectives.is_hinting_task(task):  # the main task's head (head 0) reads these
-    batch = task.sample(key, examples, length, task.max_prompt(length), task.max_answer(length))
-    return batch['tokens'], batch['length'], True
-  if objectives.is_sequence_task(task):
-    batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
-                        task.max_answer(length, length))
-    if config.model.family == 'encoder':  # a masked LM reads whole windows of one length
-      return batch['tokens'], jnp.int32(batch['tokens'].shape[1]), False
-    return batch['tokens'], batch['length'], True
-  batch = task.sample(key, examples, length)
-  max_output = batch['targets'].shape[1]
-  if config.model.family == 'decoder':
-    tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
-    return tokens, jnp.full((examples,), total), True
-  tokens, seq_length = models.empty_output_layout(
-      batch['inputs'], batch['length'], batch['output_length'], max_output,
-      run.model.vocab_size)
-  return tokens, seq_length, False
+  """(tokens [B, T], lengths, causal) of `examples` inputs at `length` (the protocol's)."""
+  return evaluate.of(run.task).inputs(run.config, run.task, key, examples, length)
 
 
 # What `attention_rows` may hold by default: the weights of every layer stay in memory.
@@ -243,10 +224,9 @@ def prefix_shuffle(run: Run, length: int, examples: int = 256, seed: int = 0
   if run.config.model.family != 'decoder':
     raise AnalysisError('prefix_shuffle needs a causal decoder (model.family=decoder)')
   data_key, perm_key, noise = jax.random.split(jax.random.key(seed), 3)
-  if objectives.is_sequence_task(run.task):
-    tokens = run.task.sample(data_key, examples, length, length, 1, length)['tokens']
-  else:
+  if not hasattr(run.task, 'texts'):
     raise AnalysisError(f'prefix_shuffle needs a text corpus, not task {run.config.task!r}')
+  tokens = run.task.sample(data_key, examples, length, length, 1, length)['tokens']
   if run.model.encoding_spec.bounded and length > run.model.max_position:
     raise AnalysisError(f'--length={length} is beyond model.max_position='
                         f'{run.model.max_position} of the run\'s encoding '

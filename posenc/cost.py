@@ -36,8 +36,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import sweep as sweep_lib
 from posenc import train
-from posenc.evaluate import grid as grid_protocol
-from posenc.evaluate import lengths as lengths_protocol
+from posenc import evaluate as protocol_lib
 from posenc.evaluate import range as range_protocol
 
 
@@ -154,22 +153,6 @@ def decoder_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
                 + tokens * d * vocab)
 
 
-def _is_hinting(config: ml_collections.ConfigDict) -> bool:
-  from posenc import objectives  # pylint: disable=g-import-not-at-top
-  return objectives.is_hinting_task(config_lib.task_of(config))
-
-
-def _eval_fn(config, task, model, population, data_key):
-  """(the evaluation program of the cell at the training size n, its args, its widths)."""
-  n = config.train.max_length
-  if _is_hinting(config):  # a test length of the main task, its first distribution
-    fn = lengths_protocol.make_length_fn(config, task, model, population, n, data_key)
-    return fn, (jnp.int32(0), population.eval_keys), (task.max_prompt(n), task.max_answer(n))
-  shape = grid_protocol.widths(task, n, n, config.eval.bucket_size)
-  fn = grid_protocol.make_cell_fn(config, task, model, population, shape, data_key)
-  return fn, (jnp.int32(n), jnp.int32(n), population.eval_keys), shape
-
-
 def measure_sequence(config: ml_collections.ConfigDict, steps: int = 3, batch: int = 8,
                      samples: int = 8) -> dict[str, Any]:
   """One member of a sequence-task `config` (arithmetic, task hinting) timed on the local
@@ -187,7 +170,7 @@ def measure_sequence(config: ml_collections.ConfigDict, steps: int = 3, batch: i
   population = population_lib.Population(small)
   model = train.make_model(small, task, population.platform)
   _, _, data_key = population_lib.data_keys(small)
-  evaluate, args, shape = _eval_fn(small, task, model, population, data_key)
+  evaluate, args, shape = protocol_lib.of(task).probe(small, task, model, population, data_key)
   args = (figures['state']['params'], *args)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
@@ -204,17 +187,11 @@ def sequence_work(config: ml_collections.ConfigDict) -> tuple[float, float, floa
   widths (arithmetic), or every test length's examples under every distribution (task
   hinting)."""
   task = config_lib.task_of(config)
-  n, size = config.train.max_length, config.eval.bucket_size
   per_step = 3 * decoder_flops(sum(train.train_shape(config, task)), config)
   per_step *= config.train.batch_size
-  if _is_hinting(config):
-    widths = lambda l: task.max_prompt(l) + task.max_answer(l)
-    per_eval = sum(decoder_flops(widths(l), config) for l in config.eval.lengths)
-    per_eval *= config.eval.examples_per_length * len(config.eval.distributions)
-    return per_step, per_eval, decoder_flops(widths(n), config)
-  per_eval = sum(decoder_flops(sum(grid_protocol.widths(task, a, b, size)), config)
-                 for a, b in grid_protocol.cells(config)) * config.eval.samples_per_cell
-  return per_step, per_eval, decoder_flops(sum(grid_protocol.widths(task, n, n, size)), config)
+  groups, at_n = protocol_lib.of(task).eval_sequences(config, task)
+  per_eval = sum(decoder_flops(tokens, config) * count for tokens, count in groups)
+  return per_step, per_eval, decoder_flops(at_n, config)
 
 
 def _sequence_estimate(configs, cells, steps):
@@ -246,12 +223,11 @@ def format_sequence_measurement(m: dict[str, Any]) -> str:
 def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
              steps: int = 20) -> dict[str, Any]:
   """Measures the first cell, then predicts every cell of `cells` on this machine."""
-  from posenc import objectives  # pylint: disable=g-import-not-at-top
   configs = [sweep_lib.cell_config(base, c) for c in cells]
   for config in configs:
     config_lib.validate(config)
   devices = jax.local_devices()
-  if objectives.is_sequence_task(config_lib.task_of(configs[0])):
+  if protocol_lib.of(config_lib.task_of(configs[0])).probe is not None:
     measured, rows = _sequence_estimate(configs, cells, steps)
     wall = sum(r['train_s'] + r['eval_s'] for r in rows)
     return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,

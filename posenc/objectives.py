@@ -8,7 +8,10 @@
   `inputs ⊕ SEP` with a KV cache: per-token accuracy under the task's mask, and exact match
   (every masked answer token right).
 
-`make(config, task, model, bucket)` gives both functions for a batch padded to `bucket`.
+Each returns an `Objective` (loss for training, counts for evaluation): `study(config, task,
+model, bucket)` for the study's tasks, `sequence(config, task, model, shape)` for tasks that
+sample `prompt ⊕ answer (⊕ EOS)` themselves, `masked(...)` for masked language modelling.
+The evaluation protocol of a task (`posenc.evaluate`) picks one.
 """
 from __future__ import annotations
 
@@ -82,37 +85,17 @@ class Objective(NamedTuple):
   counts: Callable[..., dict[str, Array]]
 
 
-def is_sequence_task(task: Any) -> bool:
-  """Whether `task` samples token sequences `prompt ⊕ answer (⊕ EOS)` itself (the arithmetic
-  and hinting tasks and text corpora) rather than the study's (inputs, targets) pairs."""
-  return getattr(task, 'level', None) in ('arithmetic', 'language', 'hinting')
-
-
-def is_hinting_task(task: Any) -> bool:
-  """Whether `task` is one of the task-hinting study's (tasks/hinting.py): no EOS, trained
-  with its hints (`posenc.multitask`), judged per test length and distribution."""
-  return getattr(task, 'level', None) == 'hinting'
-
-
-def is_language_task(task: Any) -> bool:
-  """Whether `task` is a text corpus, judged by perplexity (`posenc.evaluate.perplexity`)."""
-  return getattr(task, 'level', None) == 'language'
-
-
-def make(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: Any) -> Objective:
-  """The family's objective for batches padded to `bucket`: input tokens for the study's
-  tasks, (prompt width, answer width) for sequence tasks."""
-  if is_language_task(task) and config.model.family == 'encoder':
-    return _masked(config, task, model, bucket)
-  if is_sequence_task(task):
-    return _sequence(config, task, model, bucket)
+def study(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: int) -> Objective:
+  """The study's tasks for the model family: the encoder reads its outputs off empty query
+  tokens in one pass, the decoder writes them after a separator (inputs padded to
+  `bucket`)."""
   max_output = int(task.output_length(bucket))
   if config.model.family == 'decoder':
     return _decoder(config, task, model, max_output)
   return _encoder(config, model, max_output)
 
 
-def _sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder,
+def sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder,
               shape: tuple[int, int]) -> Objective:
   """Sequence tasks: teacher forcing on `tokens`, the loss on the answer and EOS (or on every
   token), each example through its output head `batch['task']` when the batch has one;
@@ -177,7 +160,7 @@ def masked_nll(model: models.Encoder, params: Any, tokens: Array, mask: Array, r
   return nll, jnp.argmax(logits, -1)
 
 
-def _masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
+def masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
             shape: tuple[int, int]) -> Objective:
   """A text corpus for an encoder: masked language modelling. Each training window loses
   MASK_RATE of its bytes to the mask token (all of them replaced; BERT's 80/10/10 split is
@@ -193,7 +176,8 @@ def _masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
     return (jnp.sum(nll * weights) / jnp.sum(weights),
             jnp.sum((pred == tokens) * weights) / jnp.sum(weights))
 
-  def counts(params, batch, rngs):  # perplexity (posenc.evaluate.perplexity) is the study's measure
+  # Perplexity (posenc.evaluate.perplexity) is the study's measure; these are for training.
+  def counts(params, batch, rngs):
     tokens = batch['tokens'][:, 1:]
     mask = mask_positions(rngs['noise'], tokens.shape)
     _, pred = masked_nll(model, params, tokens, mask, rngs, deterministic=True)

@@ -51,7 +51,6 @@ from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
 from posenc import models as model_lib
-from posenc import objectives
 from posenc import population as population_lib
 
 P = population_lib.P
@@ -115,7 +114,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   tx = population_lib.optimizer(config)
   protocol = evaluate.of(task)
   shape = protocol.train_shape(config, task, bucket)
-  objective = objectives.make(config, task, model, shape)
+  objective = protocol.objective(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
 
   def member_update(params, opt, diverged, learning_rate, key, batch, step):

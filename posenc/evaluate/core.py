@@ -67,6 +67,15 @@ class Protocol:
     train_batch: (config, task, key, step, length, shape) -> one training batch.
     model_sizes: (config, task) -> the model's vocab_size and its output sizes
       (num_classes for an encoder, num_outputs for a decoder).
+    objective: (config, task, model, shape) -> the `objectives.Objective` of batches padded
+      to `shape` (a bucket, or prompt and answer widths).
+    inputs: (config, task, key, examples, length) -> (tokens [B, T], real lengths, causal):
+      model inputs at one length, for the analyses of a trained run.
+    probe: for the cost model of sequence tasks, (config, task, model, population, data_key)
+      -> (the evaluation program of the cell at the training size, its arguments after the
+      parameters, its widths); None for a protocol costed by lengths.
+    eval_sequences: with `probe`, (config, task) -> ([(tokens, examples)] of every
+      evaluated group of sequences, the tokens of one at the training size).
   """
   name: str
   evaluate: Callable[[EvalContext], dict[str, Any]]
@@ -75,6 +84,10 @@ class Protocol:
   train_shape: Callable[..., Any]
   train_batch: Callable[..., dict[str, jax.Array]]
   model_sizes: Callable[[ml_collections.ConfigDict, Any], dict[str, int]]
+  objective: Callable[..., Any]
+  inputs: Callable[..., tuple[jax.Array, jax.Array, bool]]
+  probe: Callable[..., tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]] | None = None
+  eval_sequences: Callable[..., tuple[list[tuple[int, int]], int]] | None = None
 
 
 def duration(seconds: float) -> str:
@@ -194,6 +207,17 @@ def sequence_shape(config: ml_collections.ConfigDict, task: Any, bucket: int
   del bucket
   n = config.train.max_length
   return task.max_prompt(n, n), task.max_answer(n, n)
+
+
+def sequence_inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
+                    examples: int, length: int) -> tuple[jax.Array, jax.Array, bool]:
+  """Sequences of the cell (length, length): a decoder reads them causally; a masked
+  language model (an encoder) reads whole windows of one length."""
+  batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
+                      task.max_answer(length, length))
+  if config.model.family == 'encoder':
+    return batch['tokens'], jax.numpy.int32(batch['tokens'].shape[1]), False
+  return batch['tokens'], batch['length'], True
 
 
 def sequence_batch(config: ml_collections.ConfigDict, task: Any, key: jax.Array,

@@ -63,7 +63,7 @@ def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, popul
                  traces: collections.Counter | None = None) -> Callable[..., dict]:
   """The jitted evaluation of one cell padded to `shape`: f(params [P], a, b, eval_keys [P])
   -> {'exact_match', 'accuracy'} [P]. Members run one after another."""
-  objective = objectives.make(config, task, model, shape)
+  objective = objectives.sequence(config, task, model, shape)
   size = config.eval.samples_per_cell
 
   def local(params, a, b, keys):
@@ -155,7 +155,28 @@ def summary(results: dict[str, Any]) -> str:
           f'match) up to {results["grid"]["max"]}')
 
 
+def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+          data_key: jax.Array) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+  """The program of the cell (n, n) at the training size n, its arguments after the
+  parameters, and its widths (for the cost model)."""
+  n = config.train.max_length
+  shape = widths(task, n, n, config.eval.bucket_size)
+  fn = make_cell_fn(config, task, model, population, shape, data_key)
+  return fn, (jnp.int32(n), jnp.int32(n), population.eval_keys), shape
+
+
+def eval_sequences(config: ml_collections.ConfigDict, task: Any
+                   ) -> tuple[list[tuple[int, int]], int]:
+  """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
+  n, size = config.train.max_length, config.eval.bucket_size
+  groups = [(sum(widths(task, a, b, size)), config.eval.samples_per_cell)
+            for a, b in cells(config)]
+  return groups, sum(widths(task, n, n, size))
+
+
 PROTOCOL = core.Protocol(
     name='grid', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch,
-    model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1})
+    model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1},
+    objective=objectives.sequence, inputs=core.sequence_inputs, probe=probe,
+    eval_sequences=eval_sequences)

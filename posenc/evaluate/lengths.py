@@ -31,6 +31,7 @@ import numpy as np
 
 from posenc import generate
 from posenc import multitask
+from posenc import objectives
 from posenc import population as population_lib
 from posenc.evaluate import core
 from posenc.evaluate import range as range_lib
@@ -206,6 +207,34 @@ def summary(results: dict[str, Any]) -> str:
           f'lengths {results["score_lengths"]} (full-sequence accuracy, {hints})')
 
 
+def inputs(config: ml_collections.ConfigDict, task: Any, key: Array, examples: int,
+           length: int) -> tuple[Array, Array, bool]:
+  """Sequences of the main task at input length n, read through its head (head 0)."""
+  del config
+  batch = task.sample(key, examples, length, task.max_prompt(length), task.max_answer(length))
+  return batch['tokens'], batch['length'], True
+
+
+def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
+          data_key: Array) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+  """The program of test length n (the training size), first distribution, for the cost
+  model: it, its arguments after the parameters, and its widths."""
+  n = config.train.max_length
+  fn = make_length_fn(config, task, model, population, n, data_key)
+  return fn, (jnp.int32(0), population.eval_keys), (task.max_prompt(n), task.max_answer(n))
+
+
+def eval_sequences(config: ml_collections.ConfigDict, task: Any
+                   ) -> tuple[list[tuple[int, int]], int]:
+  """Every test length's examples under every distribution, and the tokens at n."""
+  tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
+  count = config.eval.examples_per_length * len(config.eval.distributions)
+  return ([(tokens(n), count) for n in config.eval.lengths],
+          tokens(config.train.max_length))
+
+
 PROTOCOL = core.Protocol(
     name='lengths', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
-    train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes)
+    train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes,
+    objective=objectives.sequence, inputs=inputs, probe=probe,
+    eval_sequences=eval_sequences)

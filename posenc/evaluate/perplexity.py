@@ -182,6 +182,15 @@ def summary(results: dict[str, Any]) -> str:
   return f'best perplexity {best} at length {max(results["eval_lengths"])} ({mode} windows)'
 
 
+def objective(config: ml_collections.ConfigDict, task: Any, model: Any,
+              shape: tuple[int, int]) -> objectives.Objective:
+  """Next-byte prediction for a decoder, masked language modelling for an encoder."""
+  if config.model.family == 'encoder':
+    return objectives.masked(config, task, model, shape)
+  return objectives.sequence(config, task, model, shape)
+
+
 PROTOCOL = core.Protocol(
     name='perplexity', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
-    train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes)
+    train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes,
+    objective=objective, inputs=core.sequence_inputs)

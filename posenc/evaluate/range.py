@@ -20,6 +20,7 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import models
 from posenc import objectives
 from posenc import population as population_lib
 from posenc.evaluate import core
@@ -75,7 +76,7 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
   tokens = bucket + max_output
   micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens,
                            platform or population.platform)
-  objective = objectives.make(config, task, model, bucket)
+  objective = objectives.study(config, task, model, bucket)
 
   def local_eval(params, length, keys):
     if traces is not None:
@@ -169,7 +170,21 @@ def summary(results: dict[str, Any]) -> str:
   return f'best score {best_score(results)} over lengths {results["score_lengths"]}'
 
 
+def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int,
+           length: int) -> tuple[jax.Array, jax.Array, bool]:
+  """The family's layout of `examples` inputs at `length`: the decoder's inputs ⊕ SEP ⊕
+  answer ⊕ EOS (causal), or the encoder's inputs and empty query tokens."""
+  batch = task.sample(key, examples, length)
+  max_output = batch['targets'].shape[1]
+  if config.model.family == 'decoder':
+    tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
+    return tokens, jnp.full((examples,), total), True
+  tokens, seq_length = models.empty_output_layout(
+      batch['inputs'], batch['length'], batch['output_length'], max_output, task.vocab_size)
+  return tokens, seq_length, False
+
+
 PROTOCOL = core.Protocol(
     name='range', evaluate=evaluate, summary=summary, train_buckets=train_buckets,
     train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,
-    model_sizes=model_sizes)
+    model_sizes=model_sizes, objective=objectives.study, inputs=inputs)
