@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from launch import common
 from posenc import config as config_lib
 from posenc import cost
+from posenc import evaluate
 from posenc import generate
 from posenc import io
 from posenc import models
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> None:
   config.seeds, config.learning_rates = [0], [1e-4]
   config.model.max_position = max(config.model.max_position, 2 * max(lengths) + 2)
   try:
-    config_lib.validate(config)
+    evaluate.validate(config)
   except config_lib.ConfigError as e:
     common.fail(e)
   from posenc import train  # pylint: disable=g-import-not-at-top

@@ -21,6 +21,7 @@ from experiments import rpe_table1
 from launch import common
 from posenc import config as config_lib
 from posenc import cost
+from posenc import evaluate
 from posenc import io
 from posenc import train
 
@@ -134,7 +135,7 @@ def _main(argv):
   common.check_output_file(_OUT.value, '--out')
   common.cell_config(_CELL.value)
   try:
-    config_lib.validate(population_config(1))
+    evaluate.validate(population_config(1))
   except config_lib.ConfigError as e:
     common.fail(e)
   populations = common.positive_ints(_POPULATIONS.value, '--populations')

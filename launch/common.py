@@ -210,9 +210,10 @@ def make_dir(path: str, flag: str) -> None:
 def cell_config(arg: str, flag: str = '--cell') -> Any:
   """The validated rpe_table1 config of a benchmark's `--cell` arg, or a one-line failure."""
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
+  from posenc import evaluate  # pylint: disable=g-import-not-at-top
   try:
     config = rpe_table1.get_config(arg)
-    config_lib.validate(config)
+    evaluate.validate(config)
   except config_lib.ConfigError as e:
     fail(f'{flag}={arg}: {e}')
   return config

@@ -45,6 +45,7 @@ from ml_collections import config_flags
 from launch import common
 from posenc import checkpoint
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc import io
 from posenc import sweep as sweep_lib
 
@@ -116,7 +117,7 @@ def main(argv):
     if _DEVICE.value:
       common.fail('--device needs --cost (it estimates what a grid costs on that device)')
     for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
-      config_lib.validate(sweep_lib.cell_config(_CONFIG.value, cell))
+      evaluate.validate(sweep_lib.cell_config(_CONFIG.value, cell))
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()

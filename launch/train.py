@@ -31,7 +31,7 @@ def main(argv: list[str]) -> None:
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
   try:
-    config_lib.validate(_CONFIG.value)
+    evaluate.validate(_CONFIG.value)
   except config_lib.ConfigError as e:
     common.fail(e)
   common.make_dir(_WORKDIR.value, '--workdir')

@@ -250,20 +250,21 @@ def members(config: ml_collections.ConfigDict) -> list[dict[str, Any]]:
           for s in config.seeds for lr in config.learning_rates]
 
 
-def _is_int(x: Any) -> bool:
+def is_int(x: Any) -> bool:
   return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
   return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
+def choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
   return ConfigError(f'unknown {name} {bad!r}; valid {name}s: {", ".join(valid)}')
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
-  """Raises ConfigError (one line) if `config` cannot be run."""
+  """Raises ConfigError (one line) if `config` cannot be run, before the checks of its
+  task's protocol (`posenc.evaluate.validate` runs both)."""
   import tasks  # Deferred: keeps `posenc.config` importable without the registries.
   from posenc import attention
   from posenc import encodings
@@ -271,7 +272,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   from posenc.models import stack
 
   if config.task not in tasks.REGISTRY:
-    raise _choices(config.task, 'task',
+    raise choices(config.task, 'task',
                    list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE + tasks.HINTING))
   try:
     spec = encodings.get(config.encoding)
@@ -281,13 +282,13 @@ def validate(config: ml_collections.ConfigDict) -> None:
   seeds, rates = list(config.seeds), list(config.learning_rates)
   if not seeds:
     raise ConfigError("seeds is empty; give at least one seed, e.g. --config.seeds='[0]'")
-  bad = [s for s in seeds if not _is_int(s) or not 0 <= s < 2**32]
+  bad = [s for s in seeds if not is_int(s) or not 0 <= s < 2**32]
   if bad:
     raise ConfigError(f'seeds {seeds}: {bad[0]!r} is not an integer in 0..2^32-1; seeds '
                       'must be integers in 0..2^32-1')
   if len(set(seeds)) != len(seeds):
     raise ConfigError(f'seeds {seeds} has duplicates; each seed must be unique')
-  bad = [lr for lr in rates if not _is_number(lr) or not 0 < lr < math.inf]
+  bad = [lr for lr in rates if not is_number(lr) or not 0 < lr < math.inf]
   if not rates or bad:
     why = f': {bad[0]!r} is not a positive finite number' if bad else ' is empty'
     raise ConfigError(f'learning_rates {rates}{why}; learning_rates must be a non-empty list '
@@ -327,8 +328,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   if config.eval.examples_per_length % config.eval.batch_size:
     raise ConfigError(f'eval.examples_per_length={config.eval.examples_per_length} is not a '
                       f'multiple of eval.batch_size={config.eval.batch_size}')
-  m, n = config.eval.max_length, config.train.max_length
-  bad = [l for l in config.eval.lengths if not (_is_int(l) and 1 <= l <= m)]
+  m = config.eval.max_length
+  bad = [l for l in config.eval.lengths if not (is_int(l) and 1 <= l <= m)]
   if bad:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
   try:
@@ -339,27 +340,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
     with_digits = [name for name, t in tasks.REGISTRY.items() if hasattr(t, 'digit_ids')]
     raise ConfigError(f'encoding {config.encoding!r} reads digit tokens and task '
                       f'{config.task!r} has none; tasks with digits: {", ".join(with_digits)}')
-  if config.task in tasks.ARITHMETIC:
-    _validate_sequence_task(config, task, spec)
-  elif config.task in tasks.LANGUAGE:
-    _validate_language_task(config, task, spec)
-  elif config.task in tasks.HINTING:
-    _validate_hinting_task(config, spec)
-  else:
-    longest = max(m, n)
-    # The decoder's sequences add a separator and EOS; it is fed all but the last token.
-    extra = 1 if config.model.family == 'decoder' else 0
-    tokens = longest + int(task.output_length(longest)) + extra
-    if spec.bounded and tokens > config.model.max_position:
-      raise ConfigError(
-          f'model.max_position={config.model.max_position} is smaller than the longest '
-          f'sequence ({tokens} tokens at length {longest} of {config.task} for the '
-          f'{config.model.family}); encoding {config.encoding!r} needs max_position >= '
-          f'{tokens}')
-  if config.get('hints') and config.task not in tasks.HINTING:
+  if config.get('hints') and not getattr(task, 'HINTS', ()):
     raise ConfigError(f'hints {list(config.hints)} need a task of the hinting study; valid '
-                      f'tasks: {", ".join(t for t in tasks.HINTING if tasks.get(t).HINTS)}')
-  choices = {'train.population_loop': (config.train.population_loop, POPULATION_LOOPS),
+                      'tasks: ' + ', '.join(name for name, t in tasks.REGISTRY.items()
+                                            if getattr(t, 'HINTS', ())))
+  enums = {'train.population_loop': (config.train.population_loop, POPULATION_LOOPS),
              'model.family': (config.model.family, FAMILIES),
              'model.norm': (config.model.norm, layers.NORMS),
              'model.ffn': (config.model.ffn, layers.FFNS),
@@ -373,11 +358,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
                                             FUSED_IMPLEMENTATIONS),
              'model.dtype': (config.model.dtype, DTYPES),
              'model.param_dtype': (config.model.param_dtype, DTYPES)}
-  for key, (value, valid) in choices.items():
+  for key, (value, valid) in enums.items():
     if value not in valid:
       raise ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
   beta = config.model.temperature_beta
-  if config.model.temperature != 'none' and not _is_number(beta):
+  if config.model.temperature != 'none' and not is_number(beta):
     raise ConfigError(f'model.temperature_beta={beta!r} must be a number')
   if config.model.temperature == 'fixed' and beta < 0:
     raise ConfigError(f'model.temperature_beta={beta} is negative: a fixed attention '
@@ -386,12 +371,12 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise ConfigError("model.fused_implementation='cudnn' needs model.dtype='bfloat16' "
                       '(cuDNN flash attention has no float32 kernels)')
   k = config.train.steps_per_dispatch
-  if not _is_int(k) or k < 1:
+  if not is_int(k) or k < 1:
     raise ConfigError(f'train.steps_per_dispatch={k!r} must be a positive integer')
   r, r_eval = config.model.recurrences, config.model.eval_recurrences
-  if not _is_int(r) or r < 1:
+  if not is_int(r) or r < 1:
     raise ConfigError(f'model.recurrences={r!r} must be an integer >= 1')
-  if not _is_int(r_eval) or r_eval < 0:
+  if not is_int(r_eval) or r_eval < 0:
     raise ConfigError(f'model.eval_recurrences={r_eval!r} must be an integer >= 1 (or 0: '
                       'the training recurrences)')
   looped = config.model.loop or r > 1 or config.model.injection != 'none'
@@ -400,15 +385,15 @@ def validate(config: ml_collections.ConfigDict) -> None:
                       '(model.recurrences > 1, model.injection or model.loop)')
   fractions = {'train.warmup': config.train.warmup, 'train.cooldown': config.train.cooldown}
   for key, value in fractions.items():
-    if not _is_number(value) or not 0 <= value <= 1:
+    if not is_number(value) or not 0 <= value <= 1:
       raise ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
   if config.train.warmup + config.train.cooldown > 1:
     raise ConfigError(f'train.warmup + train.cooldown = '
                       f'{config.train.warmup + config.train.cooldown} exceeds 1')
-  if not _is_number(config.train.weight_decay) or config.train.weight_decay < 0:
+  if not is_number(config.train.weight_decay) or config.train.weight_decay < 0:
     raise ConfigError(f'train.weight_decay={config.train.weight_decay!r} must be >= 0')
   alpha = config.train.progressive_alpha
-  if not _is_number(alpha) or not 0 <= alpha <= 1:
+  if not is_number(alpha) or not 0 <= alpha <= 1:
     raise ConfigError(f'train.progressive_alpha={alpha!r} must be in [0, 1]')
   if alpha > 0 and not looped:
     raise ConfigError(f'train.progressive_alpha={alpha} needs a looped model '
@@ -420,121 +405,6 @@ def validate(config: ml_collections.ConfigDict) -> None:
   if mode not in ('symmetric', 'reference'):
     raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '
                       'symmetric, reference')
-
-
-def _validate_sequence_task(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
-  """The arithmetic study's checks: a decoder, a sane grid, tables that cover it."""
-  if config.model.family != 'decoder':
-    raise ConfigError(f'task {config.task!r} is a token sequence for a decoder; set '
-                      'model.family=decoder')
-  for key in ('eval.grid_max', 'eval.grid_stride', 'eval.samples_per_cell'):
-    value = config.eval[key.split('.')[1]]
-    if not _is_int(value) or value < 1:
-      raise ConfigError(f'{key}={value!r} must be a positive integer')
-  m = config.eval.grid_max
-  bad = [x for x in config.eval.beyond if not (_is_int(x) and x > m)]
-  if bad:
-    raise ConfigError(f'eval.beyond {bad} must be integers past eval.grid_max={m}')
-  top = max([m, config.train.max_length, *config.eval.beyond])
-  try:
-    task.check_cell(top, top)   # e.g. sorting: enough index symbols for the longest array
-  except ValueError as e:
-    raise ConfigError(f'{e} (the grid reaches {top} x {top})') from None
-  if 'abacus' in config.encoding.split('+'):
-    # A digit's index reaches the longest number (an operand or an answer) plus the offset.
-    longest = max(top, task.max_answer(top, top) - 1)
-    need = longest + config.encoding_options.get('abacus_offset', 99) + 1
-    if config.model.max_position < need:
-      raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                        f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
-                        f'offsets up to {config.encoding_options.get("abacus_offset", 99)})')
-  tokens = task.max_prompt(top, top) + task.max_answer(top, top) - 1
-  if spec.bounded and (
-      tokens > config.model.max_position):
-    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                      f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
-                      f'encoding {config.encoding!r} needs max_position >= {tokens}')
-
-
-def _validate_language_task(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
-  """A text corpus: a decoder trained on every token (or an encoder as a masked language
-  model), lengths that fit the text and tables."""
-  if config.model.family == 'decoder' and config.train.loss_on != 'all':
-    raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
-  lengths = list(config.eval.lengths)
-  if not lengths or any(not _is_int(l) or l < 2 for l in lengths):
-    raise ConfigError(f'eval.lengths={lengths} must be a non-empty list of integers >= 2 '
-                      '(the perplexity lengths)')
-  for key in ('eval.lm_tokens', 'eval.sliding_stride'):
-    value = config.eval[key.split('.')[1]]
-    if not _is_int(value) or value < 1:
-      raise ConfigError(f'{key}={value!r} must be a positive integer')
-  longest = max(lengths + [config.train.max_length])
-  try:
-    task.check_cell(longest, longest)
-    _, valid = task.texts()
-  except ValueError as e:
-    raise ConfigError(str(e)) from None
-  scored = min(config.eval.lm_tokens + 1, valid.size)
-  if scored < longest + 1:
-    raise ConfigError(f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
-                      f'split) holds no window of {longest}; lower eval.lengths or raise '
-                      'eval.lm_tokens')
-  if spec.bounded and (
-      longest > config.model.max_position):
-    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                      f'longest window ({longest}); encoding {config.encoding!r} needs '
-                      f'max_position >= {longest}')
-
-
-def _validate_hinting_task(config: ml_collections.ConfigDict, spec: Any) -> None:
-  """The task-hinting study: a decoder, a known schedule, test lengths and distributions the
-  main task can sample, tables that cover the longest sequence."""
-  from posenc import multitask
-  task_list = multitask.tasks_of(config)
-  main = task_list[0]
-  if config.model.family != 'decoder':
-    raise ConfigError(f'task {config.task!r} is a token sequence for a decoder; set '
-                      'model.family=decoder')
-  if config.train.hint_schedule not in multitask.SCHEDULES:
-    raise _choices(config.train.hint_schedule, 'train.hint_schedule', list(multitask.SCHEDULES))
-  size = config.train.dataset_size
-  if not _is_int(size) or size < 0 or 0 < size < len(task_list):
-    raise ConfigError(f'train.dataset_size={size!r} must be 0 (fresh examples) or an integer '
-                      f'>= the {len(task_list)} tasks it is split between')
-  if config.train.hint_schedule == 'mixed' and config.train.batch_size < len(task_list):
-    raise ConfigError(f'train.batch_size={config.train.batch_size} cannot be split between '
-                      f'{len(task_list)} tasks (train.hint_schedule=mixed)')
-  n = config.train.max_length
-  for task in task_list:
-    if n < task.min_length:
-      raise ConfigError(f'train.max_length={n} is below task {task.name!r}\'s shortest '
-                        f'training length {task.min_length}')
-  distributions, lengths = list(config.eval.distributions), list(config.eval.lengths)
-  if not distributions:
-    raise ConfigError(f'eval.distributions is empty; valid: {", ".join(main.DISTRIBUTIONS)}')
-  for d in distributions:
-    if d not in main.DISTRIBUTIONS:
-      raise ConfigError(f'unknown eval.distributions entry {d!r} of task {config.task!r}; '
-                        f'valid: {", ".join(main.DISTRIBUTIONS)}')
-  if len(set(distributions)) != len(distributions):
-    raise ConfigError(f'eval.distributions {distributions} has duplicates')
-  if not lengths:
-    raise ConfigError('eval.lengths is empty; give the test lengths, e.g. '
-                      "--config.eval.lengths='[10, 50, 100]'")
-  for d in distributions:
-    for length in lengths:
-      try:
-        main.check_length(length, d)
-      except ValueError as e:
-        raise ConfigError(f'eval.lengths: {e}') from None
-  longest = max([t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
-                + [main.max_prompt(l) + main.max_answer(l) - 1 for l in lengths])
-  if spec.bounded and (
-      longest > config.model.max_position):
-    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                      f'longest sequence ({longest} tokens); encoding {config.encoding!r} '
-                      f'needs max_position >= {longest}')
 
 
 # ---------------------------------------------------------------------------------------

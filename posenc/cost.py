@@ -33,6 +33,7 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc import population as population_lib
 from posenc import sweep as sweep_lib
 from posenc import train
@@ -225,7 +226,7 @@ def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
   """Measures the first cell, then predicts every cell of `cells` on this machine."""
   configs = [sweep_lib.cell_config(base, c) for c in cells]
   for config in configs:
-    config_lib.validate(config)
+    evaluate.validate(config)
   devices = jax.local_devices()
   if protocol_lib.of(config_lib.task_of(configs[0])).probe is not None:
     measured, rows = _sequence_estimate(configs, cells, steps)
@@ -370,7 +371,7 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
   spec = DEVICES[device]
   configs = [sweep_lib.cell_config(base, c) for c in cells]
   for config in configs:
-    config_lib.validate(config)
+    evaluate.validate(config)
     if config.model.family != 'encoder':
       # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
       # trip count: the estimate would leave out most of the evaluation.

@@ -267,7 +267,8 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     ConfigError: a cell's config is impossible, or a cell holds a run of another config
       (`check_configs`); nothing has run or been written then.
   """
-  from posenc import train  # Deferred: status and cell selection need no JAX.
+  from posenc import evaluate  # Deferred: status and cell selection need no JAX.
+  from posenc import train  # Deferred, as evaluate.
   from posenc import checkpoint  # Deferred, as train.
   if run_cell is None:
     run_cell = lambda config, workdir: train.train_and_evaluate(
@@ -275,7 +276,7 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
   mine = shard_cells(cells, *shard)
   configs = [cell_config(base, overrides) for overrides in mine]
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
-    config_lib.validate(config)
+    evaluate.validate(config)
   check_configs(base, mine, sweep_dir)
   index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
   os.makedirs(os.path.dirname(index_path), exist_ok=True)

@@ -320,7 +320,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     io.DirectoryBusy: another live process is running in `workdir`.
     Preempted: `should_stop` asked the run to stop.
   """
-  config_lib.validate(config)
+  evaluate.validate(config)
   os.makedirs(workdir, exist_ok=True)
   with io.DirectoryLock(workdir):
     return _train_and_evaluate(config, workdir, devices, progress, should_stop)
@@ -424,9 +424,10 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
           'accuracy': [_finite_or_none(x) for x in accuracy], 'steps_per_s': rate})
       state = reset_interval(state)
       elapsed = now - t_start
+      duration = evaluate.core.duration
       eta = (steps - done) * elapsed / max(done - start, 1)
       progress(f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
-               f'model-updates/s) | elapsed {evaluate.core.duration(elapsed)} | ETA {evaluate.core.duration(eta)} | '
+               f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
                f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:

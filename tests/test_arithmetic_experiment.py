@@ -7,6 +7,7 @@ import sys
 
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc.evaluate import grid as grid_eval
 from posenc import io
 
@@ -68,7 +69,7 @@ def test_grid_lists_the_papers_figures():
   assert {(c['model.num_layers'], c['model.recurrences'])
           for c in abacus_arithmetic.grid('task=sorting')} >= {(8, 1), (4, 2), (2, 4), (1, 8)}
   for arg in ('', 'cpu', 'tiny', 'task=sorting', 'task=multiplication,encoding=fire'):
-    config_lib.validate(abacus_arithmetic.get_config(arg))
+    evaluate.validate(abacus_arithmetic.get_config(arg))
   assert abacus_arithmetic.get_config('task=multiplication,encoding=fire').learning_rates == [
       6e-5]
   assert abacus_arithmetic.get_config('task=multiplication').model.recurrences == 4

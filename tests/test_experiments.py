@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from posenc import config as config_lib
+from posenc import evaluate
 from posenc import train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -19,11 +19,11 @@ def test_experiment_configs_validate(name):
   module = importlib.import_module(f'experiments.{name}')
   for arg in ('', 'tiny'):
     config = module.get_config(arg if name != 'sweep_tiny' else None)
-    config_lib.validate(config)
+    evaluate.validate(config)
     if hasattr(module, 'grid'):
       from posenc import sweep
       for cell in module.grid():
-        config_lib.validate(sweep.cell_config(config, cell))
+        evaluate.validate(sweep.cell_config(config, cell))
 
 
 def test_rpe_table1_is_the_study_protocol():

@@ -9,6 +9,7 @@ import pytest
 
 from posenc import config as config_lib
 from posenc import encodings
+from posenc import evaluate
 from posenc.encodings import families
 from experiments import rpe_table1
 
@@ -137,7 +138,7 @@ def test_bad_fixed_parameters_are_config_errors(options, needle):
     config.encoding_options[key] = value
   with pytest.raises(config_lib.ConfigError, match=needle.replace('(', r'\(').replace(
       ')', r'\)')):
-    config_lib.validate(config)
+    evaluate.validate(config)
 
 
 def test_power_exponent_above_two_is_refused_for_the_power_family_only():

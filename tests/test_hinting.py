@@ -14,6 +14,7 @@ import pytest
 
 from experiments import sorting_hints
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc import hint_report
 from posenc import io
 from posenc.evaluate import lengths as length_eval
@@ -103,7 +104,7 @@ def _head_kernel(state):
 def test_an_alternate_step_updates_only_its_tasks_head():
   config = _config()
   config.seeds, config.train.schedule = [0], 'constant'   # (the cosine's first rate is 0)
-  config_lib.validate(config)
+  evaluate.validate(config)
   task = config_lib.task_of(config)
   population = population_lib.Population(config)
   model = train.make_model(config, task)
@@ -150,7 +151,7 @@ def test_bad_hinting_configs_are_one_line_errors(overrides, message):
     if key.startswith('task_options.'):
       config.task_options[key.split('.', 1)[1]] = value
   with pytest.raises(config_lib.ConfigError, match=None) as e:
-    config_lib.validate(config)
+    evaluate.validate(config)
   assert message in str(e.value) and '\n' not in str(e.value)
 
 
@@ -158,7 +159,7 @@ def test_hints_on_a_task_without_any_are_refused():
   config = config_lib.base_config()
   config.hints = ['successor']
   with pytest.raises(config_lib.ConfigError, match='need a task of the hinting study'):
-    config_lib.validate(config)
+    evaluate.validate(config)
 
 
 @pytest.mark.parametrize('arg', ['tiny,hint=colour', 'tiny,task=parity', 'tiny,temperature=hot',
@@ -177,7 +178,7 @@ def test_every_mode_of_the_experiment_validates():
   for arg in ('', 'cpu', 'tiny', 'hint=all', 'task=increment', 'task=increment,hint=carry',
               'temperature=learned,beta=0.5', 'modified,hint=successor', 'schedule=mixed,hint=all',
               'task=increment,encoding=abacus'):
-    config_lib.validate(sorting_hints.get_config(arg))
+    evaluate.validate(sorting_hints.get_config(arg))
   cells = sorting_hints.grid()
   assert {tuple(c['hints']) for c in cells} == {(), ('successor',), ('count',), ('fill',),
                                                 ('successor', 'count', 'fill')}

@@ -9,6 +9,7 @@ import zlib
 import jax
 import numpy as np
 
+from posenc import evaluate
 from posenc import io
 from posenc.evaluate import perplexity as lm_eval
 from tasks import corpus
@@ -87,12 +88,11 @@ def _perplexity_report(run, out):
 
 def test_every_cell_of_the_experiment_validates():
   from experiments import extrapolation_lm
-  from posenc import config as config_lib
   from posenc import sweep as sweep_lib
   for arg in ('', 'cpu', 'tiny'):
     base = extrapolation_lm.get_config(arg)
     for cell in extrapolation_lm.grid(arg):
-      config_lib.validate(sweep_lib.cell_config(base, cell))
+      evaluate.validate(sweep_lib.cell_config(base, cell))
 
 
 def test_held_out_windows_come_from_the_validation_text():

@@ -19,12 +19,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_collections
+
+from posenc import config as config_lib
+from posenc import encodings
 from posenc.evaluate import core  # pylint: disable=unused-import
 from posenc.evaluate import grid
 from posenc.evaluate import lengths
 from posenc.evaluate import perplexity
 from posenc.evaluate import range as range_protocol
-from posenc.evaluate.core import EvalContext, Protocol, eval_micro_batch  # pylint: disable=unused-import
+# Re-exported: the names a caller of the protocols uses.
+from posenc.evaluate.core import EvalContext  # pylint: disable=unused-import
+from posenc.evaluate.core import Protocol
+from posenc.evaluate.core import eval_micro_batch  # pylint: disable=unused-import
 
 PROTOCOLS: dict[str, Protocol] = {
     'range': range_protocol.PROTOCOL,
@@ -41,3 +48,21 @@ def of(task: Any) -> Protocol:
     raise ValueError(f'task {getattr(task, "name", task)!r} names an unknown protocol {name!r}; '
                      f'valid: {", ".join(PROTOCOLS)}')
   return PROTOCOLS[name]
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+  """Raises `config.ConfigError` (one line) if `config` cannot be run: the general checks
+  (`config.validate`), then those of its task's protocol."""
+  import tasks  # pylint: disable=g-import-not-at-top
+  if config.task in tasks.REGISTRY:
+    task = tasks.REGISTRY[config.task]
+    families = of(task).families
+    if config.model.family in config_lib.FAMILIES and config.model.family not in families:
+      raise config_lib.ConfigError(
+          f'task {config.task!r} is a token sequence for a decoder; set model.family='
+          f'{families[0]}' if families == ('decoder',) else
+          f'task {config.task!r} runs on model.family {", ".join(families)}, not '
+          f'{config.model.family!r}')
+  config_lib.validate(config)
+  task = config_lib.task_of(config)
+  of(task).validate(config, task, encodings.get(config.encoding))

@@ -58,6 +58,8 @@ class Protocol:
 
   Attributes:
     name: results.json's `evaluation` ('range', 'grid', 'lengths', 'perplexity').
+    validate: (config, task, encoding spec) -> None, or `config.ConfigError` (one line) for
+      what the protocol cannot run (after `config.validate`'s general checks).
     evaluate: ctx -> results.json's evaluation fields: 'evaluation', its axes, and
       'members' (per member its score and metrics).
     summary: results -> the end of the run's closing line, e.g. 'best score 0.9531 over
@@ -76,8 +78,10 @@ class Protocol:
       parameters, its widths); None for a protocol costed by lengths.
     eval_sequences: with `probe`, (config, task) -> ([(tokens, examples)] of every
       evaluated group of sequences, the tokens of one at the training size).
+    families: the model families it can train (`model.family`), checked first.
   """
   name: str
+  validate: Callable[[ml_collections.ConfigDict, Any, Any], None]
   evaluate: Callable[[EvalContext], dict[str, Any]]
   summary: Callable[[dict[str, Any]], str]
   train_buckets: Callable[[ml_collections.ConfigDict], list[int]]
@@ -88,6 +92,7 @@ class Protocol:
   inputs: Callable[..., tuple[jax.Array, jax.Array, bool]]
   probe: Callable[..., tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]] | None = None
   eval_sequences: Callable[..., tuple[list[tuple[int, int]], int]] | None = None
+  families: tuple[str, ...] = ('encoder', 'decoder')
 
 
 def duration(seconds: float) -> str:

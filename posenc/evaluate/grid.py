@@ -25,11 +25,14 @@ import ml_collections
 import numpy as np
 
 from posenc import objectives
+from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc.evaluate import core
 from posenc.evaluate import range as range_lib
 
 REGIONS = ('id', 'ood', 'beyond')
+
+ConfigError = config_lib.ConfigError
 
 
 def cells(config: ml_collections.ConfigDict) -> list[tuple[int, int]]:
@@ -174,9 +177,42 @@ def eval_sequences(config: ml_collections.ConfigDict, task: Any
   return groups, sum(widths(task, n, n, size))
 
 
+def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+  """The arithmetic study's checks: a decoder, a sane grid, tables that cover it."""
+  for key in ('eval.grid_max', 'eval.grid_stride', 'eval.samples_per_cell'):
+    value = config.eval[key.split('.')[1]]
+    if not config_lib.is_int(value) or value < 1:
+      raise ConfigError(f'{key}={value!r} must be a positive integer')
+  m = config.eval.grid_max
+  bad = [x for x in config.eval.beyond if not (config_lib.is_int(x) and x > m)]
+  if bad:
+    raise ConfigError(f'eval.beyond {bad} must be integers past eval.grid_max={m}')
+  top = max([m, config.train.max_length, *config.eval.beyond])
+  try:
+    task.check_cell(top, top)   # e.g. sorting: enough index symbols for the longest array
+  except ValueError as e:
+    raise ConfigError(f'{e} (the grid reaches {top} x {top})') from None
+  if 'abacus' in config.encoding.split('+'):
+    # A digit's index reaches the longest number (an operand or an answer) plus the offset.
+    longest = max(top, task.max_answer(top, top) - 1)
+    need = longest + config.encoding_options.get('abacus_offset', 99) + 1
+    if config.model.max_position < need:
+      raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                        f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
+                        f'offsets up to {config.encoding_options.get("abacus_offset", 99)})')
+  tokens = task.max_prompt(top, top) + task.max_answer(top, top) - 1
+  if spec.bounded and (
+      tokens > config.model.max_position):
+    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                      f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
+                      f'encoding {config.encoding!r} needs max_position >= {tokens}')
+
+
 PROTOCOL = core.Protocol(
-    name='grid', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
+    name='grid', validate=validate, evaluate=evaluate, summary=summary,
+    train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch,
     model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1},
-    objective=objectives.sequence, inputs=core.sequence_inputs, probe=probe,
+    families=('decoder',), objective=objectives.sequence, inputs=core.sequence_inputs,
+    probe=probe,
     eval_sequences=eval_sequences)

@@ -32,6 +32,7 @@ import numpy as np
 from posenc import generate
 from posenc import multitask
 from posenc import objectives
+from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc.evaluate import core
 from posenc.evaluate import range as range_lib
@@ -40,6 +41,8 @@ Array = jax.Array
 METRICS = ('exact_match', 'edit_distance', 'accuracy')
 # Never emitted (ids are >= 0): generation runs to each answer's full length.
 _NO_EOS = -1
+
+ConfigError = config_lib.ConfigError
 
 
 def edit_distance(a: Array, b: Array, len_a: Array, len_b: Array) -> Array:
@@ -233,8 +236,57 @@ def eval_sequences(config: ml_collections.ConfigDict, task: Any
           tokens(config.train.max_length))
 
 
+def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+  """The task-hinting study: a decoder, a known schedule, test lengths and distributions the
+  main task can sample, tables that cover the longest sequence."""
+  del task  # the main task is the first of `multitask.tasks_of`
+  task_list = multitask.tasks_of(config)
+  main = task_list[0]
+  if config.train.hint_schedule not in multitask.SCHEDULES:
+    raise config_lib.choices(config.train.hint_schedule, 'train.hint_schedule',
+                             list(multitask.SCHEDULES))
+  size = config.train.dataset_size
+  if not config_lib.is_int(size) or size < 0 or 0 < size < len(task_list):
+    raise ConfigError(f'train.dataset_size={size!r} must be 0 (fresh examples) or an integer '
+                      f'>= the {len(task_list)} tasks it is split between')
+  if config.train.hint_schedule == 'mixed' and config.train.batch_size < len(task_list):
+    raise ConfigError(f'train.batch_size={config.train.batch_size} cannot be split between '
+                      f'{len(task_list)} tasks (train.hint_schedule=mixed)')
+  n = config.train.max_length
+  for task in task_list:
+    if n < task.min_length:
+      raise ConfigError(f'train.max_length={n} is below task {task.name!r}\'s shortest '
+                        f'training length {task.min_length}')
+  distributions, lengths = list(config.eval.distributions), list(config.eval.lengths)
+  if not distributions:
+    raise ConfigError(f'eval.distributions is empty; valid: {", ".join(main.DISTRIBUTIONS)}')
+  for d in distributions:
+    if d not in main.DISTRIBUTIONS:
+      raise ConfigError(f'unknown eval.distributions entry {d!r} of task {config.task!r}; '
+                        f'valid: {", ".join(main.DISTRIBUTIONS)}')
+  if len(set(distributions)) != len(distributions):
+    raise ConfigError(f'eval.distributions {distributions} has duplicates')
+  if not lengths:
+    raise ConfigError('eval.lengths is empty; give the test lengths, e.g. '
+                      "--config.eval.lengths='[10, 50, 100]'")
+  for d in distributions:
+    for length in lengths:
+      try:
+        main.check_length(length, d)
+      except ValueError as e:
+        raise ConfigError(f'eval.lengths: {e}') from None
+  longest = max([t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
+                + [main.max_prompt(l) + main.max_answer(l) - 1 for l in lengths])
+  if spec.bounded and (
+      longest > config.model.max_position):
+    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                      f'longest sequence ({longest} tokens); encoding {config.encoding!r} '
+                      f'needs max_position >= {longest}')
+
+
 PROTOCOL = core.Protocol(
-    name='lengths', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
+    name='lengths', validate=validate, evaluate=evaluate, summary=summary,
+    train_buckets=core.sequence_buckets,
     train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes,
-    objective=objectives.sequence, inputs=inputs, probe=probe,
+    families=('decoder',), objective=objectives.sequence, inputs=inputs, probe=probe,
     eval_sequences=eval_sequences)

@@ -24,6 +24,7 @@ import ml_collections
 import numpy as np
 
 from posenc import objectives
+from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc.evaluate import core
 
@@ -31,6 +32,8 @@ MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
 # MASK_RATE of their bytes masked: the perplexity of the masked bytes.
 MASKED = 'masked'
+
+ConfigError = config_lib.ConfigError
 
 
 def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
@@ -190,7 +193,39 @@ def objective(config: ml_collections.ConfigDict, task: Any, model: Any,
   return objectives.sequence(config, task, model, shape)
 
 
+def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+  """A text corpus: a decoder trained on every token (or an encoder as a masked language
+  model), lengths that fit the text and tables."""
+  if config.model.family == 'decoder' and config.train.loss_on != 'all':
+    raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
+  lengths = list(config.eval.lengths)
+  if not lengths or any(not config_lib.is_int(l) or l < 2 for l in lengths):
+    raise ConfigError(f'eval.lengths={lengths} must be a non-empty list of integers >= 2 '
+                      '(the perplexity lengths)')
+  for key in ('eval.lm_tokens', 'eval.sliding_stride'):
+    value = config.eval[key.split('.')[1]]
+    if not config_lib.is_int(value) or value < 1:
+      raise ConfigError(f'{key}={value!r} must be a positive integer')
+  longest = max(lengths + [config.train.max_length])
+  try:
+    task.check_cell(longest, longest)
+    _, valid = task.texts()
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
+  scored = min(config.eval.lm_tokens + 1, valid.size)
+  if scored < longest + 1:
+    raise ConfigError(f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
+                      f'split) holds no window of {longest}; lower eval.lengths or raise '
+                      'eval.lm_tokens')
+  if spec.bounded and (
+      longest > config.model.max_position):
+    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
+                      f'longest window ({longest}); encoding {config.encoding!r} needs '
+                      f'max_position >= {longest}')
+
+
 PROTOCOL = core.Protocol(
-    name='perplexity', evaluate=evaluate, summary=summary, train_buckets=core.sequence_buckets,
+    name='perplexity', validate=validate, evaluate=evaluate, summary=summary,
+    train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes,
     objective=objective, inputs=core.sequence_inputs)

@@ -28,6 +28,8 @@ from posenc.evaluate import core
 P = jax.sharding.PartitionSpec
 POP = population_lib.POP
 
+ConfigError = config_lib.ConfigError
+
 
 def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
   """The padded input lengths training runs at, ascending.
@@ -184,7 +186,22 @@ def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, example
   return tokens, seq_length, False
 
 
+def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+  """Tables that cover the longest sequence: inputs and outputs at the longest length."""
+  longest = max(config.eval.max_length, config.train.max_length)
+  # The decoder's sequences add a separator and EOS; it is fed all but the last token.
+  extra = 1 if config.model.family == 'decoder' else 0
+  tokens = longest + int(task.output_length(longest)) + extra
+  if spec.bounded and tokens > config.model.max_position:
+    raise ConfigError(
+        f'model.max_position={config.model.max_position} is smaller than the longest '
+        f'sequence ({tokens} tokens at length {longest} of {config.task} for the '
+        f'{config.model.family}); encoding {config.encoding!r} needs max_position >= '
+        f'{tokens}')
+
+
 PROTOCOL = core.Protocol(
-    name='range', evaluate=evaluate, summary=summary, train_buckets=train_buckets,
+    name='range', validate=validate, evaluate=evaluate, summary=summary,
+    train_buckets=train_buckets,
     train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,
     model_sizes=model_sizes, objective=objectives.study, inputs=inputs)
