@@ -85,7 +85,7 @@ def _arithmetic_rows(names: list[str], grid_sizes: list[int], batch: int, repeat
         f'{"best ex/s":>12s} {"target":>8s} {"steal%":>6s}')
   for name in names:
     for n in grid_sizes:
-      task = arithmetic.get(name)
+      task = tasks.get(name)
       if isinstance(task, arithmetic.Sorting) and n > task.num_index_symbols:
         task = dataclasses.replace(task, num_index_symbols=n)
       widths = task.max_prompt(n, n), task.max_answer(n, n)
@@ -113,7 +113,7 @@ def _arithmetic_rows(names: list[str], grid_sizes: list[int], batch: int, repeat
 
 def main(argv: Sequence[str]) -> None:
   study = [name for name in tasks.NAMES if name not in arithmetic.TASKS]
-  valid = study + list(arithmetic.NAMES)
+  valid = study + list(arithmetic.TASKS)
   parser = common.ArgumentParser(prog='python -m launch.bench samplers')
   parser.add_argument('--tasks', default=','.join(valid), help='comma-separated')
   parser.add_argument('--lengths', default='40,500', help='comma-separated input lengths')

@@ -272,8 +272,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   from posenc.models import stack
 
   if config.task not in tasks.REGISTRY:
-    raise choices(config.task, 'task',
-                   list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE + tasks.HINTING))
+    raise choices(config.task, 'task', list(tasks.REGISTRY))
   try:
     spec = encodings.get(config.encoding)
     encodings.resolve_options(config.encoding, config.encoding_options.to_dict())
@@ -322,7 +321,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
     raise ConfigError(f'model.d_model={config.model.d_model} is not divisible by '
                       f'model.num_heads={config.model.num_heads}')
   head = config.model.d_model // config.model.num_heads
-  if 'rotary' in config.encoding and head % 2:
+  if spec.even_head_dim and head % 2:
     raise ConfigError(f'encoding {config.encoding!r} needs an even head size; '
                       f'd_model/num_heads = {head}')
   if config.eval.examples_per_length % config.eval.batch_size:

@@ -82,7 +82,6 @@ from posenc import hint_report
 from posenc import io as io_lib
 from posenc import plots
 import tasks as tasks_lib
-from tasks import arithmetic as arithmetic_tasks
 
 # Rows and columns come from the registries: the study's tasks in order with their Chomsky
 # level as the tables print it, and the encodings of the grid in order.
@@ -206,7 +205,7 @@ class Cell:
 # order of GRID_REGIONS, the paper's headline (OOD) first.
 GRID_REGIONS: tuple[str, ...] = ('ood', 'beyond', 'id')
 REGION_NAMES = {'ood': 'OOD', 'beyond': 'beyond', 'id': 'ID'}
-ARITHMETIC_TASKS: tuple[str, ...] = tuple(arithmetic_tasks.NAMES)
+ARITHMETIC_TASKS: tuple[str, ...] = tuple(tasks_lib.ARITHMETIC)
 # Grid runs' columns: every encoding of the registry in its order (the arithmetic study's
 # abacus and FIRE among them), then any other name (e.g. a combination 'abacus+fire'), sorted.
 GRID_ENCODINGS: tuple[str, ...] = tuple(encodings_lib.ENCODINGS)

@@ -29,7 +29,9 @@ from tasks import hinting
 from tasks import regular
 from tasks.base import Task
 
-REGISTRY: dict[str, Task] = {
+# Every task, by name: the one registry. Each module of a study contributes its tasks.
+REGISTRY: dict[str, Any] = {
+    # The randomized-encoding study's 15 (Ruoss et al. 2023), in its order: regular, dcf, cs.
     'even_pairs': regular.EvenPairs(),
     'modular_arithmetic': regular.ModularArithmetic(),
     'parity_check': regular.ParityCheck(),
@@ -45,19 +47,20 @@ REGISTRY: dict[str, Task] = {
     'binary_multiplication': cs.BinaryMultiplication(),
     'compute_sqrt': cs.ComputeSqrt(),
     'bucket_sort': cs.BucketSort(),
+    # The arithmetic study's sequence tasks (McLeish et al. 2024; tasks/arithmetic.py):
+    # prompt, answer and EOS as one token sequence, for decoders.
+    **arithmetic.TASKS,
+    # Language modelling on the Python standard library's source (tasks/corpus.py).
+    **corpus.TASKS,
+    # The task-hinting study's tasks (Awasthi & Gupta 2023; tasks/hinting.py): sorting and
+    # increment, and their hint tasks, as `prompt answer` sequences without EOS.
+    **hinting.TASKS,
 }
-NAMES: tuple[str, ...] = tuple(REGISTRY)
-# The arithmetic study's sequence tasks (McLeish et al. 2024; tasks/arithmetic.py): prompt,
-# answer and EOS as one token sequence, for decoders.
+# Each study's names, in registry order.
+NAMES: tuple[str, ...] = tuple(n for n, t in REGISTRY.items() if isinstance(t, Task))
 ARITHMETIC: tuple[str, ...] = tuple(arithmetic.TASKS)
-REGISTRY.update(arithmetic.TASKS)
-# Language modelling on the Python standard library's source (tasks/corpus.py).
 LANGUAGE: tuple[str, ...] = tuple(corpus.TASKS)
-REGISTRY.update(corpus.TASKS)
-# The task-hinting study's tasks (Awasthi & Gupta 2023; tasks/hinting.py): sorting and
-# increment, and their hint tasks, as `prompt answer` sequences without EOS.
 HINTING: tuple[str, ...] = tuple(hinting.TASKS)
-REGISTRY.update(hinting.TASKS)
 
 
 def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
@@ -73,8 +76,7 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
   try:
     task = REGISTRY[name]
   except KeyError:
-    raise ValueError(f"unknown task {name!r}; valid tasks: "
-                     f"{', '.join(NAMES + ARITHMETIC + LANGUAGE + HINTING)}") from None
+    raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(REGISTRY)}") from None
   if not options:
     return task
   valid = getattr(task, 'OPTIONS', ())

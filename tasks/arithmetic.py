@@ -4,8 +4,9 @@
 mixed addition/subtraction, sorting and bitwise OR, each example one sequence
 `prompt answer EOS` for a causal decoder, numbers written least-significant digit first.
 
+    import tasks
     from tasks import arithmetic
-    task = arithmetic.get('addition')
+    task = tasks.get('addition')
     width_p, width_a = task.max_prompt(20, 20), task.max_answer(20, 20)     # 42, 22
     batch = task.sample_train(key, 512, 20, width_p, width_a)  # cells stratified over [1..20]^2
     batch = task.sample(key, 64, a, b, width_p, width_a)      # every example at cell (a, b)
@@ -59,6 +60,7 @@ from jax import lax
 import numpy as np
 
 from tasks import base
+from tasks import digits as digits_lib
 
 Array = jax.Array
 Batch = dict[str, Array]
@@ -111,132 +113,6 @@ def encode(text: str) -> list[int]:
   return ids
 
 
-# ========================================================================= digit arithmetic
-# Numbers are little-endian digit arrays int32 [B, W] (index i = weight 10**i), zero above
-# their length. Carries are resolved by parallel-prefix look-ahead (log2 W vectorised steps),
-# not by a sequential loop over the digits.
-def _fit(x: Array, width: int) -> Array:
-  """x [B, N] cropped or zero-padded on the right to [B, width]."""
-  n = x.shape[1]
-  return x[:, :width] if n >= width else jnp.pad(x, ((0, 0), (0, width - n)))
-
-
-def _shift_up(x: Array, k: int) -> Array:
-  """y[:, i] = x[:, i - k] (zero/False for i < k): multiplication by 10**k, cropped."""
-  if k == 0:
-    return x
-  if k >= x.shape[1]:
-    return jnp.zeros_like(x)
-  return jnp.pad(x, ((0, 0), (k, 0)))[:, :x.shape[1]]
-
-
-def _carry_out(generate: Array, propagate: Array) -> Array:
-  """Carry out of every position, bool [B, W], with no carry into position 0.
-
-  Position i emits a carry if it generates one, or propagates the carry coming in; the
-  prefix is combined in ceil(log2 W) doubling steps (Kogge-Stone).
-  """
-  step = 1
-  while step < generate.shape[1]:
-    generate = generate | (propagate & _shift_up(generate, step))
-    propagate = propagate & _shift_up(propagate, step)
-    step *= 2
-  return generate
-
-
-def resolve_carries(columns: Array, bound: int) -> Array:
-  """The decimal digits of sum_k columns[:, k] * 10**k.
-
-  Args:
-    columns: int32 [B, W], entries in [0, bound]; the value must be below 10**W.
-    bound: a static upper bound of the entries.
-
-  Returns:
-    int32 [B, W], digits 0..9, little-endian.
-
-  Example: [[10, 9, 9, 1, 0]] (1999 + 1, digit-wise) -> [[0, 0, 0, 2, 0]] (2000).
-  """
-  # Each round moves the tens of every column one position up, so entries shrink to at
-  # most 9 + bound // 10; at <= 18 at most one carry can enter or leave a column.
-  while bound > 18:
-    columns = columns % 10 + _shift_up(columns // 10, 1)
-    bound = 9 + bound // 10
-  carry = _shift_up(_carry_out(columns >= 10, columns == 9), 1).astype(jnp.int32)
-  total = columns + carry
-  return jnp.where(total >= 10, total - 10, total)
-
-
-def add_digits(x: Array, y: Array) -> Array:
-  """x + y for little-endian digit arrays [B, W] -> [B, W + 1].
-
-  Example: add_digits([[9, 9, 9]], [[1, 0, 0]]) == [[0, 0, 0, 1]] (999 + 1 = 1000).
-  """
-  width = max(x.shape[1], y.shape[1]) + 1
-  return resolve_carries(_fit(x, width) + _fit(y, width), 18)
-
-
-def subtract_digits(x: Array, y: Array) -> tuple[Array, Array]:
-  """(|x - y| as digits [B, W], x < y as bool [B]) for little-endian digit arrays [B, W].
-
-  Example: subtract_digits([[3, 2, 1]], [[6, 5, 4]]) == ([[3, 3, 3]], [True]) (123 - 456).
-  """
-  width = max(x.shape[1], y.shape[1])
-  x, y = _fit(x, width), _fit(y, width)
-  # The highest differing digit decides the sign: a reduction, cheaper than a second
-  # look-ahead.
-  pos = base.positions(width)
-  top = jnp.max(jnp.where(x != y, pos, -1), axis=1)
-  negative = base.take_per_row(x, top) < base.take_per_row(y, top)
-  big = jnp.where(negative[:, None], y, x)
-  small = jnp.where(negative[:, None], x, y)
-  diff = big - small
-  borrow = _shift_up(_carry_out(diff < 0, diff == 0), 1).astype(jnp.int32)
-  diff = diff - borrow
-  return jnp.where(diff < 0, diff + 10, diff), negative
-
-
-def multiply_digits(x: Array, y: Array, width: int, count: Any = None) -> Array:
-  """x * y as little-endian digits [B, width]; the product must be below 10**width.
-
-  Args:
-    x: int32 [B, Wx] digits (the loop runs over its columns: pass the shorter operand).
-    y: int32 [B, Wy] digits.
-    width: static output width.
-    count: how many low columns of x can be nonzero (static or traced, <= Wx; default Wx).
-
-  Example: multiply_digits([[9, 9]], [[9, 9]], 4) == [[1, 0, 8, 9]] (99 * 99 = 9801).
-  """
-  wx = x.shape[1]
-  count = wx if count is None else count
-  ypad = jnp.pad(_fit(y, width), ((0, 0), (width, 0)))
-
-  def body(i, columns):
-    shifted = lax.dynamic_slice_in_dim(ypad, width - i, width, axis=1)    # y * 10**i
-    return columns + lax.dynamic_index_in_dim(x, i, axis=1) * shifted
-
-  columns = lax.fori_loop(0, count, body, jnp.zeros((x.shape[0], width), jnp.int32))
-  return resolve_carries(columns, 81 * max(1, min(wx, y.shape[1])))
-
-
-def num_digits(x: Array) -> Array:
-  """int32 [B]: the number of digits of little-endian digit arrays [B, W] (1 for zero)."""
-  nonzero = jnp.where(x != 0, base.positions(x.shape[1]) + 1, 0)
-  return jnp.maximum(jnp.max(nonzero, axis=1), 1)
-
-
-def draw_operands(key: Array, lengths: Array, width: int) -> Array:
-  """Uniform numbers of exactly `lengths` digits, as little-endian digits [B, width].
-
-  The top digit (index length - 1) is uniform in 1..9, the others in 0..9, so the number is
-  uniform in [10**(l-1), 10**l - 1]. `lengths` int32 [B], 1 <= lengths <= width.
-  """
-  k_low, k_top = jax.random.split(key)
-  low = base.uniform_digits(k_low, (lengths.shape[0], width), 10)
-  top = 1 + base.uniform_digits(k_top, (lengths.shape[0], 1), 9)
-  pos, top_pos = base.positions(width), lengths[:, None] - 1
-  return jnp.where(pos < top_pos, low, jnp.where(pos == top_pos, top, 0))
-
-
 # ========================================================================= assembly
 def _binary_prompt(x: Array, len_x: Array, op: Any, y: Array, len_y: Array,
                    width: int) -> tuple[Array, Array]:
@@ -246,9 +122,9 @@ def _binary_prompt(x: Array, len_x: Array, op: Any, y: Array, len_y: Array,
   """
   pos = base.positions(width)
   lx, ly = len_x[:, None], len_y[:, None]
-  y_at = jnp.take_along_axis(_fit(y, width), jnp.clip(pos - lx - 1, 0, width - 1), axis=1)
+  y_at = jnp.take_along_axis(digits_lib.fit(y, width), jnp.clip(pos - lx - 1, 0, width - 1), axis=1)
   tokens = jnp.where(
-      pos < lx, _fit(x, width),
+      pos < lx, digits_lib.fit(x, width),
       jnp.where(pos == lx, op,
                 jnp.where(pos <= lx + ly, y_at, jnp.where(pos == lx + ly + 1, EQUALS, 0))))
   return tokens, len_x + len_y + 2
@@ -259,9 +135,9 @@ def _number_answer(digits: Array, negative: Array | None, width: int) -> tuple[A
 
   Reversing the usual form puts a minus sign last: -333 is written `333-`.
   """
-  size = num_digits(digits)[:, None]
+  size = digits_lib.num_digits(digits)[:, None]
   pos = base.positions(width)
-  tokens = jnp.where(pos < size, _fit(digits, width), 0)
+  tokens = jnp.where(pos < size, digits_lib.fit(digits, width), 0)
   end = size
   if negative is not None:
     neg = negative[:, None]
@@ -426,7 +302,7 @@ class SequenceTask(abc.ABC):
       prompt, prompt_length = _pad_prompt(k_pad, prompt, prompt_length,
                                           self.pad_probability, prompt_width)
     else:
-      prompt = _fit(prompt, prompt_width)
+      prompt = digits_lib.fit(prompt, prompt_width)
     return _assemble(prompt, prompt_length, answer, answer_length)
 
   @abc.abstractmethod
@@ -480,9 +356,9 @@ class Addition(SequenceTask):
   def _rows(self, key, a, b, prompt_width, answer_width):
     width = _operand_width(prompt_width, answer_width)
     k_x, k_y = jax.random.split(key)
-    x, y = draw_operands(k_x, a, width), draw_operands(k_y, b, width)
+    x, y = digits_lib.draw_operands(k_x, a, width), digits_lib.draw_operands(k_y, b, width)
     prompt, prompt_length = _binary_prompt(x, a, PLUS, y, b, prompt_width)
-    answer, answer_length = _number_answer(add_digits(x, y), None, answer_width)
+    answer, answer_length = _number_answer(digits_lib.add_digits(x, y), None, answer_width)
     return prompt, prompt_length, answer, answer_length
 
 
@@ -507,14 +383,14 @@ class Multiplication(SequenceTask):
     # min(l_a, l_b) <= (l_a + l_b) / 2, and l_a + l_b fits both widths.
     short_width = max(1, min(width, min(prompt_width - 2, answer_width - 1) // 2))
     k_x, k_y = jax.random.split(key)
-    x, y = draw_operands(k_x, a, width), draw_operands(k_y, b, width)
+    x, y = digits_lib.draw_operands(k_x, a, width), digits_lib.draw_operands(k_y, b, width)
     prompt, prompt_length = _binary_prompt(x, a, TIMES, y, b, prompt_width)
     # The loop runs over the digits of the shorter operand, and only as far as the longest
     # of those in the batch.
     swap = (a > b)[:, None]
     short, long = jnp.where(swap, y, x)[:, :short_width], jnp.where(swap, x, y)
     count = jnp.clip(jnp.max(jnp.minimum(a, b)), 0, short_width)
-    product = multiply_digits(short, long, product_width, count)
+    product = digits_lib.multiply_digits(short, long, product_width, count)
     answer, answer_length = _number_answer(product, None, answer_width)
     return prompt, prompt_length, answer, answer_length
 
@@ -532,12 +408,12 @@ class AdditionSubtraction(Addition):
   def _rows(self, key, a, b, prompt_width, answer_width):
     width = _operand_width(prompt_width, answer_width)
     k_x, k_y, k_op = jax.random.split(key, 3)
-    x, y = draw_operands(k_x, a, width), draw_operands(k_y, b, width)
+    x, y = digits_lib.draw_operands(k_x, a, width), digits_lib.draw_operands(k_y, b, width)
     is_sum = base.uniform_digits(k_op, (a.shape[0], 1), 2) == 1
     prompt, prompt_length = _binary_prompt(x, a, jnp.where(is_sum, PLUS, MINUS), y, b,
                                            prompt_width)
-    difference, negative = subtract_digits(x, y)
-    result = jnp.where(is_sum, add_digits(x, y), _fit(difference, width + 1))
+    difference, negative = digits_lib.subtract_digits(x, y)
+    result = jnp.where(is_sum, digits_lib.add_digits(x, y), digits_lib.fit(difference, width + 1))
     answer, answer_length = _number_answer(result, negative & ~is_sum[:, 0], answer_width)
     return prompt, prompt_length, answer, answer_length
 
@@ -707,6 +583,7 @@ class BitwiseOr(SequenceTask):
     return prompt, prompt_length, answer, longest[:, 0] + 1
 
 
+# This module's tasks, registered in `tasks.REGISTRY`.
 TASKS: dict[str, SequenceTask] = {
     'addition': Addition(),
     'multiplication': Multiplication(),
@@ -714,13 +591,3 @@ TASKS: dict[str, SequenceTask] = {
     'sorting': Sorting(),
     'bitwise_or': BitwiseOr(),
 }
-NAMES: tuple[str, ...] = tuple(TASKS)
-
-
-def get(name: str) -> SequenceTask:
-  """The task called `name`; raises ValueError naming it and listing the valid names."""
-  try:
-    return TASKS[name]
-  except KeyError:
-    raise ValueError(f"unknown arithmetic task {name!r}; valid tasks: {', '.join(NAMES)}"
-                     ) from None

@@ -84,8 +84,8 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 
-from tasks import arithmetic
 from tasks import base
+from tasks import digits as digits_lib
 
 Array = jax.Array
 Batch = dict[str, Array]
@@ -728,7 +728,7 @@ class _IncrementFamily(HintingTask):
   @staticmethod
   def _number(key: Array, n: Array, width: int) -> Array:
     """A uniform n-digit number as little-endian digits [width]."""
-    return arithmetic.draw_operands(key, n[None], width)[0]
+    return digits_lib.draw_operands(key, n[None], width)[0]
 
   @staticmethod
   def _end_in_nines(key: Array, digits: Array, n: Array) -> Array:
@@ -741,8 +741,8 @@ class _IncrementFamily(HintingTask):
     big_endian = jnp.take(digits, jnp.clip(n - 1 - pos, 0, digits.shape[0] - 1))
     prompt = jnp.where(pos < n, big_endian, jnp.where(pos == n, self.sep_id, PAD))
     one = (_positions(digits.shape[0]) == 0).astype(jnp.int32)
-    result = arithmetic.add_digits(digits[None], one[None])[0]       # [W + 1]
-    size = arithmetic.num_digits(result[None])[0]                    # n, or n + 1 for 9..9
+    result = digits_lib.add_digits(digits[None], one[None])[0]       # [W + 1]
+    size = digits_lib.num_digits(result[None])[0]                    # n, or n + 1 for 9..9
     answer, answer_length = self._answer(digits, result, size, answer_width)
     return prompt, n + 1, answer, answer_length
 
@@ -806,4 +806,3 @@ TASKS: dict[str, HintingTask] = {
     'increment': Increment(),
     'carry': Carry(),
 }
-NAMES: tuple[str, ...] = tuple(TASKS)

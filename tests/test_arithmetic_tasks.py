@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import tasks
 from tasks import arithmetic
 from tasks import base
+from tasks import digits as digits_lib
 
 P_MIN = 1e-4
 Z_MAX = 4.5
@@ -181,15 +183,15 @@ def test_registry_and_task_attributes():
   assert NAMES == ('addition', 'multiplication', 'addition_subtraction', 'sorting',
                    'bitwise_or')
   for name in NAMES:
-    task = arithmetic.get(name)
+    task = tasks.get(name)
     assert task.name == name and task.level == 'arithmetic' and task.pad_probability == 0
     assert task.digit_ids == tuple(range(10)) and task.eos_id == 18
     assert len(task.axes) == 2 and all(isinstance(x, str) for x in task.axes)
     assert task.vocab_size == (19 + 64 if name == 'sorting' else 19)
     hash(task)     # a static argument of jit
   assert arithmetic.Sorting(num_index_symbols=100).vocab_size == 119
-  with pytest.raises(ValueError, match=r"unknown arithmetic task 'nope'.*addition.*bitwise_or"):
-    arithmetic.get('nope')
+  with pytest.raises(ValueError, match=r"unknown task 'nope'.*addition.*bitwise_or"):
+    tasks.get('nope')
   with pytest.raises(ValueError, match='pad_probability'):
     arithmetic.Addition(pad_probability=1.5)
 
@@ -202,14 +204,14 @@ def test_registry_and_task_attributes():
     ('bitwise_or', 3, 5, 10, 6),
 ])
 def test_max_sizes(name, a, b, prompt, answer):
-  task = arithmetic.get(name)
+  task = tasks.get(name)
   assert (task.max_prompt(a, b), task.max_answer(a, b)) == (prompt, answer)
   padded = dataclasses.replace(task, pad_probability=0.1)
   assert (padded.max_prompt(a, b), padded.max_answer(a, b)) == (3 * prompt, answer)
 
 
 def test_width_and_cell_checks():
-  task = arithmetic.get('addition')
+  task = tasks.get('addition')
   key = jax.random.key(0)
   with pytest.raises(ValueError, match=r'needs prompt_width >= 12 and answer_width >= 7'):
     task.sample(key, 4, 5, 5, 11, 7)
@@ -254,11 +256,11 @@ def test_add_digits_carry_chains():
   width = 60
   xs = [10**k - 1 for k in range(1, width + 1)] + [1, 5, 10**59]
   ys = [1] * width + [10**width - 1, 5, 10**59]
-  got = _from_digits(arithmetic.add_digits(_to_digits(xs, width), _to_digits(ys, width)))
+  got = _from_digits(digits_lib.add_digits(_to_digits(xs, width), _to_digits(ys, width)))
   assert got == [x + y for x, y in zip(xs, ys)]
   rng = np.random.default_rng(0)
   xs, ys = _adversarial_numbers(rng, 3000, width), _adversarial_numbers(rng, 3000, width)
-  got = _from_digits(arithmetic.add_digits(_to_digits(xs, width), _to_digits(ys, width)))
+  got = _from_digits(digits_lib.add_digits(_to_digits(xs, width), _to_digits(ys, width)))
   assert got == [x + y for x, y in zip(xs, ys)]
 
 
@@ -267,7 +269,7 @@ def test_subtract_digits_borrow_chains_and_signs():
   rng = np.random.default_rng(1)
   xs = [10**k for k in range(1, width)] + [123, 5, 7] + _adversarial_numbers(rng, 3000, width)
   ys = [1] * (width - 1) + [456, 5, 10**59] + _adversarial_numbers(rng, 3000, width)
-  diff, negative = arithmetic.subtract_digits(_to_digits(xs, width), _to_digits(ys, width))
+  diff, negative = digits_lib.subtract_digits(_to_digits(xs, width), _to_digits(ys, width))
   assert _from_digits(diff) == [abs(x - y) for x, y in zip(xs, ys)]
   assert np.asarray(negative).tolist() == [x < y for x, y in zip(xs, ys)]
 
@@ -282,14 +284,14 @@ def test_multiply_digits_max_length_products(width_x, width_y):
       width_x - 1, 18))), 10**width_y - 1 - int(rng.integers(10**min(width_y - 1, 18))))
             for _ in range(500)]
   xs, ys = zip(*pairs)
-  product = arithmetic.multiply_digits(_to_digits(xs, width_x), _to_digits(ys, width_y),
+  product = digits_lib.multiply_digits(_to_digits(xs, width_x), _to_digits(ys, width_y),
                                        width_x + width_y)
   assert _from_digits(product) == [x * y for x, y in pairs]
   assert _from_digits(product)[0] == (10**width_x - 1) * (10**width_y - 1)
 
 
 def test_resolve_carries_docstring_example():
-  got = arithmetic.resolve_carries(jnp.asarray([[10, 9, 9, 1, 0]]), 18)
+  got = digits_lib.resolve_carries(jnp.asarray([[10, 9, 9, 1, 0]]), 18)
   assert np.asarray(got).tolist() == [[0, 0, 0, 2, 0]]
 
 
@@ -298,7 +300,7 @@ def test_resolve_carries_docstring_example():
 def test_sample_train_against_oracle(name):
   """Three training batches of 1024 over the grid [1..8]**2, every answer checked; the
   cells read back from the text are the ones `train_cells` assigns."""
-  task = arithmetic.get(name)
+  task = tasks.get(name)
   widths = _train_widths(task)
   for seed in range(3):
     key = jax.random.key(100 + seed)
@@ -317,7 +319,7 @@ def test_sample_train_against_oracle(name):
 @pytest.mark.parametrize('name', NAMES)
 def test_sample_at_cells_against_oracle(name):
   """`sample` at corner and interior cells up to (30, 30), one compiled program."""
-  task = arithmetic.get(name)
+  task = tasks.get(name)
   cells = [(1, 1), (CELL_MAX, CELL_MAX), (1, CELL_MAX), (CELL_MAX, 1), (20, 20), (7, 13)]
   for i, (a, b) in enumerate(cells):
     batch = _sample(task, 200 + i, a, b)
@@ -341,8 +343,8 @@ def _all_nines_or_power(key, lengths, width):
 def test_forced_extreme_operands_end_to_end(monkeypatch, name):
   """99..9 + 99..9, 99..9 + 10**k (carries through every digit), 10**k - 99..9 (borrows),
   99..9 * 99..9 (the longest products) through the whole sampler, checked by the oracle."""
-  monkeypatch.setattr(arithmetic, 'draw_operands', _all_nines_or_power)
-  task = dataclasses.replace(arithmetic.get(name), name=name + '_forced')  # a fresh compile
+  monkeypatch.setattr(digits_lib, 'draw_operands', _all_nines_or_power)
+  task = dataclasses.replace(tasks.get(name), name=name + '_forced')  # a fresh compile
   seen = set()
   for i, (a, b) in enumerate([(20, 20), (CELL_MAX, 1), (1, CELL_MAX), (13, 29)]):
     batch = _sample(task, 300 + i, a, b, batch_size=64)
@@ -357,7 +359,7 @@ def test_forced_extreme_operands_end_to_end(monkeypatch, name):
 def test_operand_law():
   """Exact digit counts, no leading zeros (checked by the oracle), uniform digits: the top
   digit on 1..9, the others on 0..9; a 1-digit operand on 1..9."""
-  task = arithmetic.get('addition')
+  task = tasks.get('addition')
   texts = [p for p, _ in _examples(_sample(task, 400, 1, 3))]
   x, y = zip(*(re.fullmatch(r'(\d+)\+(\d+)=', p).groups() for p in texts))
   assert {len(s) for s in x} == {1} and {len(s) for s in y} == {3}
@@ -372,7 +374,7 @@ def test_operand_law():
 
 
 def test_addition_subtraction_operator_law():
-  task = arithmetic.get('addition_subtraction')
+  task = tasks.get('addition_subtraction')
   texts = [p for p, _ in _examples(_sample(task, 410, 5, 5))]
   _binomial_ok(sum('+' in p for p in texts), len(texts), 0.5)
   answers = [a for _, a in _examples(_sample(task, 411, 1, 1))]
@@ -394,7 +396,7 @@ def test_train_cells_stratified_law():
 def test_sample_train_stratified_law_of_operand_lengths(name):
   """Chi-square of the (l_1, l_2) read from the tokens over 3,000 batches of 7 examples
   (7 is prime to the 16 cells, so batches do not tile the grid)."""
-  task, n, batch_size = arithmetic.get(name), 4, 7
+  task, n, batch_size = tasks.get(name), 4, 7
   widths = _train_widths(task, n)
   keys = jax.random.split(jax.random.key(430), 3000)
   tokens = np.asarray(jax.jit(jax.vmap(
@@ -413,7 +415,7 @@ def test_shapes_zeros_and_traced_cells(name):
   """Shapes, dtypes and zeros past `length` at traced (a, b): one compiled program for all
   cells (jit of `sample` with a, b as arguments), prompt_length and length as the oracle
   reads them."""
-  task = arithmetic.get(name)
+  task = tasks.get(name)
   widths = _cell_widths(task, 9, 9)
   fn = jax.jit(lambda k, a, b: task.sample(k, 16, a, b, *widths))
   shapes = jax.eval_shape(fn, jax.random.key(0), 3, 4)
@@ -446,7 +448,7 @@ def test_sample_compiles_once_for_all_cells():
 def test_sorting_symbols_and_lengths_law():
   """m = 30 labels from an offset uniform on 0..34; each number's length uniform on
   1..j; top digits uniform on 1..9."""
-  task = arithmetic.get('sorting')
+  task = tasks.get('sorting')
   texts = [p for p, _ in _examples(_sample(task, 500, 30, 4))]
   offsets, lengths, tops = [], [], []
   for prompt in texts:
@@ -463,7 +465,7 @@ def test_sorting_symbols_and_lengths_law():
 def test_sorting_ties_are_stable():
   """One-digit numbers, 30 of them: many ties, broken by position (checked by the oracle,
   which sorts by (value, position))."""
-  task = arithmetic.get('sorting')
+  task = tasks.get('sorting')
   examples = _examples(_sample(task, 510, CELL_MAX, 1))
   for prompt, answer in examples:
     assert answer == oracle_sorting(prompt)[0]
@@ -482,7 +484,7 @@ def test_sorting_more_index_symbols():
 
 # ============================================================================ bitwise or
 def test_bitwise_or_law():
-  task = arithmetic.get('bitwise_or')
+  task = tasks.get('bitwise_or')
   texts = [p for p, _ in _examples(_sample(task, 530, 5, 5))]
   x = [re.fullmatch(r'([01]+)\|([01]+)=', p).group(1) for p in texts]
   _binomial_ok(sum('1' in s for s in x), len(x), 0.5)
@@ -511,7 +513,7 @@ def test_random_padding(name):
   with spaces in the prompt only, 0-2 of them before each prompt character, one or more
   with probability p and two with probability 0.1 p**2."""
   p = 0.3
-  plain = arithmetic.get(name)
+  plain = tasks.get(name)
   padded = dataclasses.replace(plain, pad_probability=p)
   a, b = (12, 9) if name == 'addition' else (6, 5)
   width_p, width_a = plain.max_prompt(a, b), plain.max_answer(a, b)
@@ -548,7 +550,7 @@ def test_random_padding_worst_case_fits():
 def test_sample_train_paper_scale_grid_against_oracle(name):
   """Training batches over the grid [1..100]**2, the paper's evaluation range (sorting: up
   to 100 numbers of up to 100 digits, with 100 index symbols), then the corner cell."""
-  task = arithmetic.get(name)
+  task = tasks.get(name)
   kwargs = {}
   if name == 'sorting':
     task = arithmetic.Sorting(num_index_symbols=100)

@@ -115,7 +115,7 @@ def oracle_carry(task, prompt):
   return n, out
 
 
-ORACLES = {name: globals()[f'oracle_{name}'] for name in hinting.NAMES}
+ORACLES = {name: globals()[f'oracle_{name}'] for name in tuple(hinting.TASKS)}
 
 
 def _check(task, batch):
@@ -130,10 +130,10 @@ def _check(task, batch):
 
 # ============================================================================ registry
 def test_registry():
-  assert hinting.NAMES == ('sorting_hinted', 'successor', 'count', 'fill', 'increment',
+  assert tuple(hinting.TASKS) == ('sorting_hinted', 'successor', 'count', 'fill', 'increment',
                            'carry')
-  assert tasks.HINTING == hinting.NAMES
-  for name in hinting.NAMES:
+  assert tasks.HINTING == tuple(hinting.TASKS)
+  for name in tuple(hinting.TASKS):
     task = tasks.get(name)
     assert task is tasks.REGISTRY[name] and task.name == name and task.level == 'hinting'
     hash(task)                                   # static argument of jit
@@ -192,7 +192,7 @@ def test_sample_matches_oracle(name, distribution):
         assert prompt[-2] == '9'
 
 
-@pytest.mark.parametrize('name', hinting.NAMES)
+@pytest.mark.parametrize('name', tuple(hinting.TASKS))
 def test_sample_train_matches_oracle(name):
   task = hinting.TASKS[name]
   width_p, width_a = _widths(task, TRAIN_MAX)

@@ -60,6 +60,7 @@ class Encoding:
     reads_digits: reads which tokens are digits (the task's `digit_ids`): a task without
       digits cannot use it.
     learned_table: positions index a learned table of `max_position` rows.
+    even_head_dim: rotates pairs of coordinates: the head width must be even.
   """
   kind: str
   embedding: Callable[..., Any] | None = None
@@ -69,6 +70,7 @@ class Encoding:
   randomized: bool = False
   reads_digits: bool = False
   learned_table: bool = False
+  even_head_dim: bool = False
 
   @property
   def bounded(self) -> bool:
@@ -113,7 +115,7 @@ ENCODINGS: dict[str, Encoding] = {
     'alibi': Encoding(core.BIAS, attention=biases.AlibiEncoding,
                       attention_options=('alibi_reference_form',)),
     'rotary': Encoding(core.ROTATION, attention=rotary.RotaryEncoding,
-                       attention_options=('max_time',)),
+                       attention_options=('max_time',), even_head_dim=True),
     'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding, learned_table=True),
     'randomized_sin_cos': Encoding(core.EMBEDDING, _p(embeddings.SinCosEmbedding,
                                                       randomized=True),
@@ -126,7 +128,8 @@ ENCODINGS: dict[str, Encoding] = {
                                  randomized=True),
     'randomized_rotary': Encoding(core.ROTATION, attention=_p(rotary.RotaryEncoding,
                                                               randomized=True),
-                                  attention_options=('max_time',), randomized=True),
+                                  attention_options=('max_time',), randomized=True,
+                                  even_head_dim=True),
     'randomized_learned': Encoding(core.EMBEDDING, _p(embeddings.LearnedEmbedding,
                                                       randomized=True), randomized=True,
                                    learned_table=True),
@@ -175,7 +178,8 @@ def _combine(name: str) -> Encoding:
   (emb,), (att,) = inputs, attention
   return Encoding(att.kind, emb.embedding, att.attention, emb.embedding_options,
                   att.attention_options, emb.randomized or att.randomized,
-                  emb.reads_digits or att.reads_digits, emb.learned_table or att.learned_table)
+                  emb.reads_digits or att.reads_digits, emb.learned_table or att.learned_table,
+                  att.even_head_dim)
 
 
 def get(name: str) -> Encoding:

@@ -192,8 +192,8 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     task.check_cell(top, top)   # e.g. sorting: enough index symbols for the longest array
   except ValueError as e:
     raise ConfigError(f'{e} (the grid reaches {top} x {top})') from None
-  if 'abacus' in config.encoding.split('+'):
-    # A digit's index reaches the longest number (an operand or an answer) plus the offset.
+  if spec.reads_digits:
+    # Abacus: a digit's index reaches the longest number (an operand or an answer) plus the offset.
     longest = max(top, task.max_answer(top, top) - 1)
     need = longest + config.encoding_options.get('abacus_offset', 99) + 1
     if config.model.max_position < need:
