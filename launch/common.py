@@ -248,6 +248,29 @@ def check_output_file(path: str, flag: str) -> None:
 # Running an entry point.
 
 
+# Fault injection for testing resumption: the process kills itself (SIGKILL, no cleanup)
+# right after writing the checkpoint of this step, as a crash would.
+KILL_AFTER_CHECKPOINT = 'POSENC_KILL_AFTER_CHECKPOINT'
+
+
+def checkpoint_hook() -> Callable[[int], None]:
+  """`train_and_evaluate`'s `checkpointed`: nothing, or with POSENC_KILL_AFTER_CHECKPOINT=N
+  in the environment, a SIGKILL of this process once the checkpoint of step N is written."""
+  value = os.environ.get(KILL_AFTER_CHECKPOINT, '')
+  if not value:
+    return lambda step: None
+  try:
+    at = int(value)
+  except ValueError:
+    fail(f'{KILL_AFTER_CHECKPOINT}={value!r} must be a step number')
+
+  def hook(step: int) -> None:
+    if step == at:
+      os.kill(os.getpid(), signal.SIGKILL)
+
+  return hook
+
+
 class Preemption:
   """Set by SIGTERM: the run checkpoints at the next step boundary and stops."""
 

@@ -47,7 +47,8 @@ def main(argv: list[str]) -> None:
   try:
     results = train.train_and_evaluate(_CONFIG.value, _WORKDIR.value,
                                        progress=lambda line: print(line, flush=True),
-                                       should_stop=preemption)
+                                       should_stop=preemption,
+                                       checkpointed=common.checkpoint_hook())
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)
   except checkpoint.Preempted as e:

@@ -300,7 +300,9 @@ def _next_multiple(step: int, every: int) -> int:
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
                        devices: list[Any] | None = None,
                        progress: Callable[[str], None] = logging.info,
-                       should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+                       should_stop: Callable[[], bool] = lambda: False,
+                       checkpointed: Callable[[int], None] = lambda step: None
+                       ) -> dict[str, Any]:
   """Trains the config's population in `workdir` (resuming it) and evaluates it.
 
   Args:
@@ -311,6 +313,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     should_stop: polled at every step boundary and between evaluation lengths; when it
       returns True the run writes a checkpoint (training) or keeps its measured lengths
       (evaluation) and raises `Preempted`.
+    checkpointed: called with the step of every checkpoint once it is written.
 
   Returns:
     The contents of results.json.
@@ -323,10 +326,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   evaluate.validate(config)
   os.makedirs(workdir, exist_ok=True)
   with io.DirectoryLock(workdir):
-    return _train_and_evaluate(config, workdir, devices, progress, should_stop)
+    return _train_and_evaluate(config, workdir, devices, progress, should_stop, checkpointed)
 
 
-def _train_and_evaluate(config, workdir, devices, progress, should_stop):
+def _train_and_evaluate(config, workdir, devices, progress, should_stop, checkpointed):
   task = config_lib.task_of(config)
   protocol = evaluate.of(task)
   population = population_lib.Population(config, devices)
@@ -432,6 +435,7 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop):
       t_log, step_log = now, done
     if done % config.checkpoint_every == 0 or done == steps:
       checkpoint.save_state(manager, done, state, population, history)
+      checkpointed(done)
     step = done
   manager.wait_until_finished()
   train_seconds = time.time() - t_start

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 # Tiny models: XLA's optimisation passes cost more than they save (flax's lm1b tests do
 # the same).
@@ -41,19 +40,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture
 def kill_after_checkpoint():
-  """kill(cmd, workdir, step): runs `cmd` from the project root and SIGKILLs it as soon as
-  `workdir` holds the checkpoint of `step` (a run killed at a random moment after it); fails
-  if the run ends first or takes over `timeout` seconds."""
+  """kill(cmd, workdir, step): runs the `launch.train` command `cmd` from the project root,
+  which kills itself with SIGKILL right after writing the checkpoint of `step`
+  (POSENC_KILL_AFTER_CHECKPOINT): a crash at a known point, without a race."""
 
-  def kill(cmd, workdir, step, timeout=120):
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.time() + timeout
-    while not os.path.exists(os.path.join(workdir, 'checkpoints', str(step))):
-      assert proc.poll() is None and time.time() < deadline
-      time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+  def kill(cmd, workdir, step, timeout=300):
+    env = dict(os.environ, POSENC_KILL_AFTER_CHECKPOINT=str(step))
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert os.path.exists(os.path.join(workdir, 'checkpoints', str(step)))
+    assert not os.path.exists(os.path.join(workdir, 'results.json'))
 
   return kill
 

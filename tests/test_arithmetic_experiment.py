@@ -1,61 +1,13 @@
-"""The arithmetic study end to end: the experiment's tiny mode trained, killed, resumed; the
-grid evaluation resumed cell by cell; the report's region table and heatmaps."""
-import json
+"""The arithmetic study's experiment: its configs, grids and ablations (its tiny mode end to
+end, killed and resumed: tests/test_kill_resume.py)."""
 import os
-import subprocess
-import sys
 
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc.evaluate import grid as grid_eval
-from posenc import io
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _cmd(workdir, arg='tiny'):
-  return [sys.executable, '-m', 'launch.train',
-          f'--config=experiments/abacus_arithmetic.py:{arg}', f'--workdir={workdir}']
-
-
-def _grid_rows(workdir):
-  return io.read_jsonl(os.path.join(workdir, 'grid.jsonl'))
-
-
-def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path,
-                                                                     kill_after_checkpoint):
-  straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
-  done = subprocess.run(_cmd(straight), cwd=ROOT, capture_output=True, text=True)
-  assert done.returncode == 0, done.stderr
-  assert 'out-of-distribution cells (exact match) up to 5' in done.stdout
-  # Killed after its first checkpoint, then started again: the same results.
-  kill_after_checkpoint(_cmd(killed), killed, 10)
-  assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
-  a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
-  assert a['evaluation'] == 'grid' and a['members'] == b['members']
-  config = abacus_arithmetic.get_config('tiny')
-  cells = grid_eval.cells(config)
-  assert [tuple(r['cell']) for r in _grid_rows(straight)] == cells
-  member = a['members'][0]
-  assert set(member['regions']) == set(grid_eval.REGIONS)
-  assert all(0 <= v <= 1 for v in member['regions'].values())
-  # An evaluation stopped half-way measures only the cells it has not measured.
-  rows = _grid_rows(killed)
-  with open(os.path.join(killed, 'grid.jsonl'), 'w') as f:
-    f.writelines(json.dumps(r) + '\n' for r in rows[:len(rows) // 2])
-  os.remove(os.path.join(killed, 'results.json'))
-  assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
-  assert _grid_rows(killed) == rows
-  assert io.read_json(os.path.join(killed, 'results.json'))['members'] == a['members']
-  # The report: the region table and one heatmap per member.
-  out = str(tmp_path / 'report')
-  proc = subprocess.run([sys.executable, '-m', 'launch.report', straight, f'--out={out}'],
-                        cwd=ROOT, capture_output=True, text=True)
-  assert proc.returncode == 0, proc.stderr
-  table = open(os.path.join(out, 'arithmetic.md')).read()
-  assert 'OOD' in table and 'abacus' in table and 'looped' in table
-  assert sum(name.endswith('.png') for name in os.listdir(out)) >= len(config.seeds)
 
 
 def test_grid_lists_the_papers_figures():

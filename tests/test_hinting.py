@@ -1,11 +1,7 @@
 """The task-hinting study: edit distance, the multi-task schedules and heads, the fixed
-training set, the cosine schedule, bad input, and the experiment's tiny mode end to end
-(killed, resumed, reported)."""
-import itertools
-import json
+training set, the cosine schedule and bad input (the experiment's tiny mode end to end,
+killed, resumed and reported: tests/test_kill_resume.py)."""
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +12,6 @@ from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc import hint_report
-from posenc import io
 from posenc.evaluate import lengths as length_eval
 from posenc import multitask
 from posenc import population as population_lib
@@ -183,57 +178,6 @@ def test_every_mode_of_the_experiment_validates():
   assert {tuple(c['hints']) for c in cells} == {(), ('successor',), ('count',), ('fill',),
                                                 ('successor', 'count', 'fill')}
   assert [c['hints'] for c in sorting_hints.grid('cpu')] == [[], ['successor']]
-
-
-def _cmd(workdir, arg='tiny,hint=successor'):
-  return [sys.executable, '-m', 'launch.train', f'--config=experiments/sorting_hints.py:{arg}',
-          f'--workdir={workdir}']
-
-
-def _rows(workdir):
-  return io.read_jsonl(os.path.join(workdir, 'lengths.jsonl'))
-
-
-def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(tmp_path,
-                                                                     kill_after_checkpoint):
-  straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
-  done = subprocess.run(_cmd(straight), cwd=ROOT, capture_output=True, text=True)
-  assert done.returncode == 0, done.stderr
-  assert 'full-sequence accuracy, successor' in done.stdout
-  kill_after_checkpoint(_cmd(killed), killed, 10)
-  assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
-  a, b = (io.read_json(os.path.join(d, 'results.json')) for d in (straight, killed))
-  assert a['evaluation'] == 'lengths' and a['hints'] == ['successor']
-  assert a['members'] == b['members']
-  config = sorting_hints.get_config('tiny,hint=successor')
-  assert [(r['distribution'], r['length']) for r in _rows(straight)] == (
-      length_eval.cells(config))
-  member = a['members'][0]
-  for metric in length_eval.METRICS:
-    table = member[f'{metric}_by_length']
-    assert set(table) == set(config.eval.distributions)
-  assert all(0 <= v <= 1 for d in member['exact_match_by_length'].values() for v in d.values())
-  # Evaluation compiles one program per test length, whatever the distributions.
-  assert a['compiled_programs']['eval'] == len(config.eval.lengths)
-  # An evaluation stopped half-way measures only what it has not measured.
-  rows = _rows(killed)
-  with open(os.path.join(killed, 'lengths.jsonl'), 'w') as f:
-    f.writelines(json.dumps(r) + '\n' for r in rows[:len(rows) // 2])
-  os.remove(os.path.join(killed, 'results.json'))
-  assert subprocess.run(_cmd(killed), cwd=ROOT, capture_output=True).returncode == 0
-  assert _rows(killed) == rows
-  # The report: the accuracy and edit-distance tables per distribution, and the figure.
-  plain = str(tmp_path / 'plain')
-  assert subprocess.run(_cmd(plain, 'tiny'), cwd=ROOT, capture_output=True).returncode == 0
-  out = str(tmp_path / 'report')
-  proc = subprocess.run([sys.executable, '-m', 'launch.report', straight, plain,
-                         f'--out={out}'], cwd=ROOT, capture_output=True, text=True)
-  assert proc.returncode == 0, proc.stderr
-  text = open(os.path.join(out, 'hints.md')).read()
-  for needle in ('full-sequence accuracy (%), uniform inputs', 'mean edit distance, rep2 inputs',
-                 'no hint · fire', 'successor · fire', '| 8* |'):
-    assert needle in text
-  assert os.path.exists(os.path.join(out, 'hints_sorting_hinted.png'))
 
 
 def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerators():

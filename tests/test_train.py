@@ -2,10 +2,8 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import jax
 import numpy as np
@@ -93,26 +91,22 @@ def test_divergent_member_is_marked_and_others_go_on(tmp_path):
   assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(state['params']))
 
 
+def _launch_cmd(workdir, *extra):
+  return [sys.executable, '-m', 'launch.train',
+          '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny',
+          f'--workdir={workdir}', '--config.train.steps=80', '--config.checkpoint_every=10',
+          '--config.train.log_every=5', *extra]
+
+
 def _launch(workdir, *extra):
-  cmd = [sys.executable, '-m', 'launch.train',
-         '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny',
-         f'--workdir={workdir}', '--config.train.steps=80', '--config.checkpoint_every=10',
-         '--config.train.log_every=5', *extra]
-  return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+  return subprocess.Popen(_launch_cmd(workdir, *extra), cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
 
 
-def test_killed_run_resumes_bit_for_bit(tmp_path):
+def test_killed_run_resumes_bit_for_bit(tmp_path, kill_after_checkpoint):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   assert _launch(straight).wait() == 0
-  proc = _launch(killed)
-  deadline = time.time() + 120
-  while not os.path.exists(os.path.join(killed, 'checkpoints', '20')):
-    assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
-  assert not os.path.exists(os.path.join(killed, 'results.json'))
+  kill_after_checkpoint(_launch_cmd(killed), killed, 20)
   assert _launch(killed).wait() == 0
   config = rpe_table1.get_config('task=parity_check,encoding=randomized_rotary,tiny')
   config.train.steps, config.checkpoint_every, config.train.log_every = 80, 10, 5
