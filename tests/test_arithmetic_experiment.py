@@ -1,13 +1,11 @@
 """The arithmetic study's experiment: its configs, grids and ablations (its tiny mode end to
 end, killed and resumed: tests/test_kill_resume.py)."""
-import os
 
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc.evaluate import grid as grid_eval
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_grid_lists_the_papers_figures():

@@ -1,7 +1,6 @@
 """The task-hinting study: edit distance, the multi-task schedules and heads, the fixed
 training set, the cosine schedule and bad input (the experiment's tiny mode end to end,
 killed, resumed and reported: tests/test_kill_resume.py)."""
-import os
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +17,6 @@ from posenc import population as population_lib
 from posenc import sweep as sweep_lib
 from posenc import train
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _levenshtein(a, b):
