@@ -30,7 +30,7 @@ import pathlib
 import sys
 from typing import NoReturn, Sequence
 
-from posenc import hint_report
+from posenc.report import lengths as hint_report
 from posenc import report as report_lib
 
 

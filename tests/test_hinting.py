@@ -10,7 +10,7 @@ import pytest
 from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc import evaluate
-from posenc import hint_report
+from posenc.report import lengths as hint_report
 from posenc.evaluate import lengths as length_eval
 from posenc import multitask
 from posenc import population as population_lib

@@ -788,9 +788,9 @@ def test_heatmap_draws_measured_cells_and_leaves_the_others_blank(tmp_path):
 
 
 def test_heatmap_ticks_stay_legible_on_a_large_grid():
-  assert report._ticks(list(range(1, 19))) == list(range(1, 19))
-  assert report._ticks(list(range(1, 101))) == [1] + list(range(10, 101, 10))
-  assert report._ticks(list(range(101, 161))) == [101] + list(range(110, 161, 10))
+  assert report.grid._ticks(list(range(1, 19))) == list(range(1, 19))
+  assert report.grid._ticks(list(range(1, 101))) == [1] + list(range(10, 101, 10))
+  assert report.grid._ticks(list(range(101, 161))) == [101] + list(range(110, 161, 10))
   assert report.architecture_key('looped 16x1') < report.architecture_key('looped 8x2')
   assert report.heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4) == (
       'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png')

@@ -1,0 +1,461 @@
+"""The grid runs' sections (McLeish et al. 2024, Figs. 3 and 4): the region table
+(arithmetic.md) and a heatmap per member."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import io
+import math
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from matplotlib import cm
+from matplotlib import colormaps
+from matplotlib import colors as mpl_colors
+from matplotlib import figure as mpl_figure
+from matplotlib import patches as mpl_patches
+import numpy as np
+
+from posenc.report import load
+from posenc.report import range as range_section
+from posenc.report import records
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid runs: the arithmetic study's regions and heatmaps (McLeish et al. 2024, Figs. 3 and 4).
+
+
+_REGION_DEFINITIONS = {'id': 'both axes ≤ n', 'ood': 'some axis > n, both ≤ M',
+                       'beyond': 'equal lengths past M'}
+
+
+def architecture_key(name: str) -> tuple[int, int, int, str]:
+  """Sort key of architectures: standard, standard_ii, looped by L descending (then by R), then
+  any other name alphabetically.
+
+  Example:
+    >>> sorted(['looped 4x4', 'standard_ii', 'looped 8x2', 'other', 'standard'],
+    ...        key=architecture_key)
+    ['standard', 'standard_ii', 'looped 8x2', 'looped 4x4', 'other']
+  """
+  if name == 'standard':
+    return 0, 0, 0, name
+  if name == 'standard_ii':
+    return 1, 0, 0, name
+  looped = re.fullmatch(r'looped (\d+)x(\d+)', name)
+  if looped:
+    return 2, -int(looped[1]), int(looped[2]), name
+  return 3, 0, 0, name
+
+
+def collect_grid_entries(grid_runs: Iterable[records.GridRun]
+                         ) -> dict[tuple[str, str, str], records.GridEntry]:
+  """Groups grid runs by (task, architecture, column label), merging their members.
+
+  Labels are those of `column_labels` over the grid runs (the encoding, unless its runs differ
+  in their options or the runs hold several model families). As in `collect_cells`, a member
+  found identically in two runs (same seed, learning rate, divergence, regions and cells)
+  counts once.
+
+  Example:
+    >>> entries = collect_grid_entries(load_all_runs(['runs/abacus']).grid_runs)  # doctest: +SKIP
+    >>> entries['addition', 'looped 8x2', 'abacus'].members  # Its 3 seeds.
+  """
+  runs = list(grid_runs)
+  grouped: dict[tuple[str, str, str], list[records.GridRun]] = collections.defaultdict(list)
+  for run, label in zip(runs, load.column_labels(runs)):
+    grouped[run.task, run.architecture, label].append(run)
+  entries = {}
+  for (task, architecture, label), entry_runs in grouped.items():
+    members, seen = [], set()
+    for run in entry_runs:
+      for member in run.members:
+        key = _grid_member_key(member)
+        if key not in seen:
+          seen.add(key)
+          members.append(member)
+    entries[task, architecture, label] = records.GridEntry(
+        task, architecture, entry_runs[0].encoding, tuple(entry_runs), tuple(members), label)
+  return entries
+
+
+def _grid_member_key(member: records.GridMember) -> tuple[Any, ...]:
+  # repr, so that the NaN cells of a member compare equal to their copy's.
+  return (member.seed, member.learning_rate, member.diverged,
+          repr(tuple(member.regions.items())), repr(tuple(member.exact_match_by_cell.items())))
+
+
+def grid_layout(entries: Mapping[tuple[str, str, str], records.GridEntry]
+                ) -> tuple[list[str], list[str], list[str]]:
+  """(tasks, architectures, columns) of the grid entries, in the region table's order.
+
+  Tasks follow the arithmetic registry, architectures `architecture_key`, columns their
+  encodings' registry order (GRID_ENCODINGS) with the columns of one encoding adjacent and
+  sorted; unknown tasks and encodings come after, sorted.
+
+  Example:
+    >>> grid_layout(entries)  # doctest: +SKIP
+    (['addition'], ['standard', 'looped 8x2'], ['none', 'abacus', 'fire'])
+  """
+  tasks = range_section.ordered_names({e.task for e in entries.values()},
+                                      records.ARITHMETIC_TASKS, False)
+  architectures = sorted({e.architecture for e in entries.values()}, key=architecture_key)
+  labels: dict[str, set[str]] = collections.defaultdict(set)
+  for entry in entries.values():
+    labels[entry.encoding].add(entry.label)
+  encodings = range_section.ordered_names(labels, records.GRID_ENCODINGS, False)
+  return tasks, architectures, [label for e in encodings for label in sorted(labels[e])]
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionStats:
+  """A region table entry: the members' exact match in one region, as fractions.
+
+  `sd` is the population standard deviation (ddof=0) over the `counted` of `total` members
+  (the others diverged, or their runs have no cell in the region).
+  """
+  mean: float
+  sd: float
+  counted: int
+  total: int
+
+
+def region_stats(entry: records.GridEntry, region: str) -> RegionStats | None:
+  """Mean ± sd over the entry's non-diverged members of their exact match in `region` (one of
+  GRID_REGIONS); None when no member has a value there.
+
+  Example:
+    >>> [m.regions['ood'] for m in entry.members]  # doctest: +SKIP
+    [0.9, 0.8, None]
+    >>> region_stats(entry, 'ood')  # doctest: +SKIP
+    RegionStats(mean=0.85, sd=0.05, counted=2, total=3)
+  """
+  values = [m.regions[region] for m in entry.converged if m.regions[region] is not None]
+  if not values:
+    return None
+  mean = math.fsum(values) / len(values)
+  sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+  return RegionStats(mean, sd, len(values), len(entry.members))
+
+
+def _region_entry(entry: records.GridEntry, region: str) -> str:
+  if not entry.converged:
+    return records.DIVERGED
+  stats = region_stats(entry, region)
+  if stats is None:
+    return records.MISSING
+  text = f'{range_section.percent_text(stats.mean)} ± {range_section.percent_text(stats.sd)}'
+  if stats.counted < stats.total:
+    text += f' ({stats.counted}/{stats.total})'
+  return text
+
+
+def region_table(entries: Mapping[tuple[str, str, str], records.GridEntry], *,
+                 skipped: Sequence[str] = ()) -> str:
+  """The arithmetic study's results as markdown: per task, exact match (%) by region.
+
+  The shape of the paper's Figures 3 and 4: per task, one table per region (OOD, beyond, ID),
+  rows the architectures and columns the encodings (`grid_layout`), each entry the mean ± sd
+  over the non-diverged members of their exact match in the region (`region_stats`).
+
+  Example:
+    >>> print(region_table(entries))  # doctest: +SKIP
+    # Arithmetic: exact match (%) by region, mean ± sd over members
+    <BLANKLINE>
+    ## addition
+    <BLANKLINE>
+    ### OOD: some axis > n, both ≤ M
+    <BLANKLINE>
+    | architecture | abacus | none |
+    |---|---|---|
+    | standard | 92.9 ± 1.2 | 3.1 ± 0.4 |
+    | looped 8x2 | 97.5 ± 0.3 | 4.0 ± 1.1 (2/3) |
+    ...
+  """
+  tasks, architectures, columns = grid_layout(entries)
+  lines = ['# Arithmetic: exact match (%) by region, mean ± sd over members', '']
+  for task in tasks:
+    rows = [a for a in architectures if any((task, a, c) in entries for c in columns)]
+    shown = [c for c in columns if any((task, a, c) in entries for a in architectures)]
+    lines += [f'## {task}', '']
+    for region in records.GRID_REGIONS:
+      lines += [f'### {records.REGION_NAMES[region]}: {_REGION_DEFINITIONS[region]}', '',
+                '| architecture | ' + ' | '.join(shown) + ' |', '|---|' + '---|' * len(shown)]
+      for architecture in rows:
+        row = [records.MISSING if (task, architecture, c) not in entries
+               else _region_entry(entries[task, architecture, c], region) for c in shown]
+        lines.append(f'| {architecture} | ' + ' | '.join(row) + ' |')
+      lines.append('')
+  return '\n'.join(lines + range_section.format_notes(_grid_notes(entries, skipped))) + '\n'
+
+
+def _entry_name(entry: records.GridEntry) -> str:
+  return f'{entry.task}/{entry.architecture}/{entry.label}'
+
+
+def _which_entries(group: Sequence[records.GridEntry], total: int, limit: int = 8) -> str:
+  """'all N entries', or the entries' names, shortened past `limit`."""
+  if len(group) == total:
+    return f'all {total} entries'
+  names = [_entry_name(e) for e in group]
+  if len(names) > limit:
+    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
+  return ', '.join(names)
+
+
+def _grid_protocol(run: records.GridRun) -> str:
+  """The cells a grid run measured, e.g. 'n = 20, M = 100, cells (digits_a, digits_b) in
+  1..100 at stride 1, beyond 101..160 (every length, 60 lengths), 100 samples per cell'."""
+  stride = f' at stride {run.grid_stride} (and {run.grid_max})' if run.grid_stride > 1 else ''
+  beyond = (', '.join(map(str, run.beyond)) if len(run.beyond) <= 4
+            else range_section.describe_lengths(run.beyond)) if run.beyond else 'none'
+  return (f'n = {run.train_length}, M = {run.grid_max}, cells ({run.axes[0]}, {run.axes[1]}) '
+          f'in 1..{run.grid_max}{stride}, beyond {beyond}, {run.samples_per_cell} samples per '
+          'cell')
+
+
+def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
+                skipped: Sequence[str]) -> list[str]:
+  """The region table's notes: what an entry is, the regions and cells, members, training,
+  columns, merges and skipped runs."""
+  tasks, architectures, columns = grid_layout(entries)
+  ordered = [entries[t, a, c] for t in tasks for a in architectures for c in columns
+             if (t, a, c) in entries]
+  total = len(ordered)
+  notes = [
+      'Each entry is the mean ± sd over the non-diverged members (seeds × learning rates) of an '
+      'architecture and encoding of their exact match (the share of generated answers with '
+      'every token right) averaged over the cells of a region, in %; sd is the population '
+      'standard deviation (ddof=0). "(2/3)" marks an entry where only 2 of its 3 members count '
+      f'(the others diverged). {records.MISSING} = no run, or no cell in the region; '
+      f'{records.DIVERGED} = every '
+      'member diverged.']
+
+  by_protocol: dict[str, list[records.GridEntry]] = collections.defaultdict(list)
+  for entry in ordered:
+    for text in dict.fromkeys(_grid_protocol(r) for r in entry.runs):
+      by_protocol[text].append(entry)
+  notes.append(
+      'Regions of the cells (a, b): ID, both axes ≤ n (the training size); OOD, some axis > n '
+      'and both ≤ M; beyond, equal lengths a = b past M. Cells measured: ' + '; '.join(
+          f'{text} in {_which_entries(group, total)}' for text, group in by_protocol.items())
+      + '.')
+
+  by_count: dict[str, list[records.GridEntry]] = collections.defaultdict(list)
+  for entry in ordered:
+    by_count[range_section.members_text(entry.members)].append(entry)
+  notes.append('Members per entry: ' + '; '.join(
+      f'{text} in {_which_entries(group, total)}' for text, group in by_count.items()) + '.')
+
+  diverged = [(e, sum(m.diverged for m in e.members)) for e in ordered]
+  listed = ', '.join(f'{_entry_name(e)} ({k} of {len(e.members)})' for e, k in diverged if k)
+  if listed:
+    notes.append(f'Diverged members, left out of the entries: {listed}.')
+
+  by_steps: dict[tuple[int, int], list[records.GridEntry]] = collections.defaultdict(list)
+  for entry in ordered:
+    for key in sorted({(r.train_steps, r.planned_steps) for r in entry.runs}):
+      by_steps[key].append(entry)
+  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
+    state = (f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
+             if steps < planned else f'Trained {steps:,} steps')
+    notes.append(f'{state}: {_which_entries(group, total)}.')
+
+  families = sorted({r.family for e in ordered for r in e.runs})
+  if len(families) > 1:
+    notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+                 'names its family; runs of different families are never merged.')
+  split: dict[str, set[str]] = collections.defaultdict(set)
+  for entry in ordered:
+    split[entry.encoding].add(entry.label)
+  for encoding, labels in split.items():
+    if len(labels) > len({r.family for e in ordered if e.encoding == encoding for r in e.runs}):
+      notes.append(f'{encoding} is split by encoding options into {len(labels)} columns '
+                   f'({"; ".join(sorted(labels))}); their runs are never merged.')
+
+  for entry in ordered:
+    if len(entry.runs) > 1:
+      notes.append(f'{_entry_name(entry)} merges the members of {len(entry.runs)} runs '
+                   f'({", ".join(str(r.path) for r in entry.runs)}); identical members count '
+                   'once.')
+
+  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered for r in e.runs})
+  runs = sum(len(e.runs) for e in ordered)
+  notes.append(f'Built from {runs} grid run{"s" * (runs != 1)} in {total} '
+               f'entr{"ies" if total != 1 else "y"} (devices: {", ".join(devices)}).')
+  if skipped:
+    notes.append(f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+                 + '; '.join(skipped) + '.')
+  return notes
+
+
+_HEATMAP_COLORMAP = 'viridis'
+_TRAINING_BOX = 'red'  # Stands out on every viridis shade.
+_MAX_TICKS = 20  # An axis with more measured lengths is ticked at round numbers.
+
+
+def _cell_edges(values: Sequence[int]) -> list[float]:
+  """The edges of the cells of sorted measured lengths: each from half a length below its
+  length to half a length below the next measured one (the last one length wide), so that on a
+  strided axis a cell stands for the lengths it skips.
+
+  Example: _cell_edges([1, 2, 3]) == [0.5, 1.5, 2.5, 3.5];
+  _cell_edges([1, 11, 20]) == [0.5, 10.5, 19.5, 20.5].
+  """
+  return [v - 0.5 for v in values] + [values[-1] + 0.5]
+
+
+def _ticks(values: Sequence[int]) -> list[int]:
+  """Tick positions for sorted measured lengths: all of them when few; else the first and the
+  multiples of a round step (1, 2 or 5 × 10^k) giving at most about ten ticks.
+
+  Example: _ticks(range(1, 19)) == [1, 2, ..., 18]; _ticks(range(1, 101)) == [1, 10, 20, ...,
+  100].
+  """
+  values = sorted(values)
+  if len(values) <= _MAX_TICKS:
+    return values
+  span = values[-1] - values[0]
+  step = 1
+  while span / step > 10:
+    step = _next_round(step)
+  first = -(-values[0] // step) * step
+  ticks = list(range(first, values[-1] + 1, step))
+  if not ticks or ticks[0] - values[0] >= step / 2:
+    ticks.insert(0, values[0])
+  return ticks
+
+
+def _next_round(step: int) -> int:
+  """The round step after `step` in 1, 2, 5, 10, 20, 50, ..."""
+  return step * 5 // 2 if str(step).startswith('2') else step * 2
+
+
+def grid_heatmap(run: records.GridRun, member: records.GridMember, *, label: str | None = None
+                 ) -> mpl_figure.Figure:
+  """A member's exact match (%) on every measured cell (a, b) ≤ M, and on the cells past M.
+
+  a (the run's first axis) runs up the y axis, b (the second) along the x axis; each measured
+  cell is drawn at its lengths and, on a strided grid, stretches up to the next measured
+  lengths (`_cell_edges`); a cell not measured is blank. A red box marks the training region
+  (both axes ≤ n). The equal lengths past M, when measured, are a strip of their own on the
+  right. The title names the task, column `label` (default: the encoding), architecture, seed,
+  learning rate and the member's region means. 800 × 660 pixels.
+
+  Example:
+    >>> fig = grid_heatmap(run, run.members[0])  # doctest: +SKIP
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    ('digits_b', 'digits_a')
+  """
+  label = run.encoding if label is None else label
+  m, n = run.grid_max, run.train_length
+  inside = {(a, b): v for (a, b), v in member.exact_match_by_cell.items() if a <= m and b <= m}
+  beyond = sorted((a, v) for (a, b), v in member.exact_match_by_cell.items()
+                  if a == b and a > m)
+  fig = mpl_figure.Figure(figsize=(8, 6.6), dpi=100, layout='constrained')
+  ratios = [20, 1.2, 0.8] if beyond else [20, 0.8]
+  layout = fig.add_gridspec(1, len(ratios), width_ratios=ratios)
+  ax = fig.add_subplot(layout[0])
+  cmap = colormaps[_HEATMAP_COLORMAP].with_extremes(bad='white')
+  norm = mpl_colors.Normalize(0, 100)
+  rows, columns = sorted({a for a, _ in inside}), sorted({b for _, b in inside})
+  if inside:
+    percent = np.full((len(rows), len(columns)), np.nan)
+    row_index = {a: i for i, a in enumerate(rows)}
+    column_index = {b: j for j, b in enumerate(columns)}
+    for (a, b), value in inside.items():
+      percent[row_index[a], column_index[b]] = 100 * value
+    ax.pcolormesh(_cell_edges(columns), _cell_edges(rows),
+                  np.ma.masked_invalid(percent), cmap=cmap, norm=norm)
+    ax.set_xticks(_ticks(columns))
+    ax.set_yticks(_ticks(rows))
+  else:
+    ax.text(0.5, 0.5, 'no cell measured', transform=ax.transAxes, ha='center', va='center')
+  ax.set_xlim(0.5, m + 0.5)
+  ax.set_ylim(0.5, m + 0.5)
+  ax.add_patch(mpl_patches.Rectangle((0.5, 0.5), min(n, m), min(n, m), fill=False,
+                                     edgecolor=_TRAINING_BOX, linewidth=2, zorder=3))
+  ax.text(min(n, m) + 0.5, min(n, m) + 0.5, f' training: both ≤ {n}', color=_TRAINING_BOX,
+          fontsize=9, ha='left', va='bottom', zorder=3,
+          bbox={'facecolor': 'white', 'alpha': 0.7, 'edgecolor': 'none', 'pad': 1})
+  ax.set_xlabel(run.axes[1])
+  ax.set_ylabel(run.axes[0])
+  ax.tick_params(labelsize=8)
+  if beyond:
+    strip = fig.add_subplot(layout[1])
+    values = np.ma.masked_invalid([[100 * v] for _, v in beyond])
+    strip.pcolormesh([0, 1], np.arange(len(beyond) + 1) - 0.5, values, cmap=cmap, norm=norm)
+    lengths = [a for a, _ in beyond]
+    shown = set(_ticks(lengths))
+    strip.set_yticks([i for i, a in enumerate(lengths) if a in shown],
+                     [str(a) for a in lengths if a in shown])
+    strip.set_xticks([])
+    strip.yaxis.tick_right()
+    strip.tick_params(labelsize=8)
+    strip.set_title(f'beyond\na = b > {m}', fontsize=8)
+  fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_subplot(layout[-1]),
+               label='exact match (%)')
+  shown = lambda v: records.MISSING if v is None else range_section.percent_text(v)
+  regions = ', '.join(f'{records.REGION_NAMES[r]} {shown(member.regions[r])}'
+                      for r in ('id', 'ood', 'beyond'))
+  state = 'diverged' if member.diverged else f'exact match (%): {regions}'
+  fig.suptitle(f'{run.task}: {label}, {run.architecture}\nseed {member.seed}, learning rate '
+               f'{member.learning_rate:g}; {state}', fontsize=11)
+  return fig
+
+
+def grid_heatmap_png(run: records.GridRun, member: records.GridMember, *,
+                     label: str | None = None) -> bytes:
+  """`grid_heatmap` as PNG bytes.
+
+  Example:
+    >>> grid_heatmap_png(run, run.members[0])[:8] == b'\\x89PNG\\r\\n\\x1a\\n'  # doctest: +SKIP
+    True
+  """
+  buffer = io.BytesIO()
+  grid_heatmap(run, member, label=label).savefig(buffer, format='png')
+  return buffer.getvalue()
+
+
+def heatmap_name(task: str, label: str, architecture: str, seed: int,
+                 learning_rate: float) -> str:
+  """A heatmap's file name, safe for any name: spaces and other signs become '_'.
+
+  Example:
+    >>> heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4)
+    'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png'
+  """
+  stem = f'heatmap_{task}__{label}__{architecture}__seed{seed}_lr{learning_rate:g}'
+  return re.sub(r'[^A-Za-z0-9_.-]', '_', stem) + '.png'
+
+
+def grid_heatmaps(entries: Mapping[tuple[str, str, str], records.GridEntry]) -> dict[str, bytes]:
+  """One heatmap per member of every entry (`grid_heatmap_png`), by file name (`heatmap_name`).
+
+  A member found identically in two runs of an entry is drawn once; distinct members whose
+  names coincide (the same seed and learning rate twice) get '__2', '__3', ... appended.
+
+  Example:
+    >>> sorted(grid_heatmaps(entries))  # doctest: +SKIP
+    ['heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png', ...]
+  """
+  tasks, architectures, columns = grid_layout(entries)
+  files = {}
+  for key in ((t, a, c) for t in tasks for a in architectures for c in columns):
+    entry = entries.get(key)
+    if entry is None:
+      continue
+    seen = set()
+    for run in entry.runs:
+      for member in run.members:
+        if _grid_member_key(member) in seen:
+          continue
+        seen.add(_grid_member_key(member))
+        name = heatmap_name(entry.task, entry.label, entry.architecture, member.seed,
+                            member.learning_rate)
+        stem, copy = name.removesuffix('.png'), 1
+        while name in files:
+          copy += 1
+          name = f'{stem}__{copy}.png'
+        files[name] = grid_heatmap_png(run, member, label=entry.label)
+  return files

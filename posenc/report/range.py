@@ -1,0 +1,503 @@
+"""The range runs' sections (Ruoss et al. 2023): Table 1, Table 4, their notes, Figure 4 and
+the per-length tables."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import io
+import math
+import re
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from matplotlib import figure as mpl_figure
+
+from posenc import plots
+from posenc.report import load
+from posenc.report import records
+import tasks as tasks_lib
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics.
+
+
+def best_score(cell: records.Cell) -> float | None:
+  """Table 1's entry: the max score over non-diverged members (None if all diverged)."""
+  scores = [m.score for m in cell.converged]
+  return max(scores) if scores else None
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedStats:
+  """Table 4's entry: score statistics over the seeds at the best learning rate.
+
+  `sd` is the population standard deviation (numpy's default, ddof=0); `converged` of `total`
+  members at that learning rate did not diverge and enter the statistics.
+  """
+  learning_rate: float
+  mean: float
+  sd: float
+  converged: int
+  total: int
+
+
+def seed_stats(cell: records.Cell) -> SeedStats | None:
+  """Mean ± sd over seeds at the learning rate with the best mean (None if all diverged).
+
+  Diverged members are left out of the mean and counted in `total` only. Ties go to the
+  smallest learning rate.
+
+  Example:
+    >>> seed_stats(cell)  # doctest: +SKIP
+    SeedStats(learning_rate=0.0003, mean=0.9, sd=0.05, converged=10, total=10)
+  """
+  by_rate: dict[float, list[records.Member]] = collections.defaultdict(list)
+  for member in cell.members:
+    by_rate[member.learning_rate].append(member)
+  best = None
+  for rate in sorted(by_rate):
+    scores = [m.score for m in by_rate[rate] if not m.diverged]
+    if not scores:
+      continue
+    mean = math.fsum(scores) / len(scores)
+    sd = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+    if best is None or mean > best.mean:
+      best = SeedStats(rate, mean, sd, len(scores), len(by_rate[rate]))
+  return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables.
+
+
+def ordered_names(present: Iterable[str], canonical: Sequence[str], full_grid: bool) -> list[str]:
+  """Canonical names (all of them, or those present), then unknown names sorted."""
+  present = set(present)
+  known = [n for n in canonical if full_grid or n in present]
+  return known + sorted(present - set(canonical))
+
+
+def grid_axes(cells: Mapping[tuple[str, str], records.Cell], full_grid: bool = False
+              ) -> tuple[list[str], list[str]]:
+  """(rows, columns): tasks in the study's order and column labels in the grid's order.
+
+  Columns follow their encodings' order, the columns of one encoding adjacent and sorted by
+  label. Only names present in `cells` unless `full_grid` (an encoding without runs is then a
+  column of its name); unknown names are appended, sorted.
+
+  Example:
+    >>> grid_axes(cells)  # doctest: +SKIP
+    (['reverse_string'], ['none', 'randomized_relative (relative_mode=reference)',
+                          'randomized_relative (relative_mode=symmetric)'])
+  """
+  tasks = ordered_names((t for t, _ in cells), records.TASKS, full_grid)
+  labels: dict[str, set[str]] = collections.defaultdict(set)
+  for cell in cells.values():
+    labels[cell.encoding].add(cell.label)
+  encodings = ordered_names(labels, records.ENCODINGS, full_grid)
+  return tasks, [label for e in encodings for label in sorted(labels.get(e, {e}))]
+
+
+def percent_text(x: float) -> str:
+  return f'{100 * x:.1f}'
+
+
+def _markdown_grid(cells: Mapping[tuple[str, str], records.Cell], full_grid: bool,
+                   entry: Callable[[records.Cell], str]) -> list[str]:
+  """The rows of a task × encoding markdown grid; `entry` renders a cell that has runs."""
+  tasks, encodings = grid_axes(cells, full_grid)
+  lines = ['| level | task | ' + ' | '.join(encodings) + ' |',
+           '|---|---|' + '---|' * len(encodings)]
+  for task in tasks:
+    row = []
+    for encoding in encodings:
+      cell = cells.get((task, encoding))
+      row.append(records.MISSING if cell is None else entry(cell))
+    lines.append(f'| {records.TASK_LEVELS.get(task, "?")} | {task} | ' + ' | '.join(row) + ' |')
+  return lines
+
+
+def table1(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = False,
+           skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
+  """The study's Table 1 as markdown: max score over all non-diverged members, in %.
+
+  `metric` is the one the cells' members were loaded with (`load_runs`); the title names it.
+
+  Example:
+    >>> print(table1(cells))  # doctest: +SKIP
+    # Table 1: accuracy (%) on unseen lengths, max over members
+    <BLANKLINE>
+    | level | task | none | relative |
+    |---|---|---|---|
+    | DCF | reverse_string | 52.0 | 58.3 |
+    <BLANKLINE>
+    Notes:
+    ...
+  """
+  def entry(cell: records.Cell) -> str:
+    best = best_score(cell)
+    return records.DIVERGED if best is None else percent_text(best)
+
+  label = records.metric_label(metric)
+  lines = [f'# Table 1: {label} (%) on unseen lengths, max over members', '']
+  lines += _markdown_grid(cells, full_grid, entry)
+  notes = [f'Each entry is the best score over all non-diverged members (seeds × learning '
+           f'rates) of a task and encoding, in %. {records.MISSING} = no run; '
+           f'{records.DIVERGED} = every '
+           f'member diverged.']
+  notes += _common_notes(cells, skipped, metric)
+  return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
+
+
+def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = False,
+           skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
+  """The study's Table 4 as markdown: mean ± sd over seeds at the best learning rate, in %.
+
+  A second grid gives the learning rate chosen for each cell. `metric` is the one the cells'
+  members were loaded with (`load_runs`); the title names it.
+
+  Example:
+    >>> print(table4(cells))  # doctest: +SKIP
+    # Table 4: accuracy (%) on unseen lengths, mean ± sd over seeds at the best learning rate
+    <BLANKLINE>
+    | level | task | none | relative |
+    |---|---|---|---|
+    | DCF | reverse_string | 50.3 ± 1.2 | 55.0 ± 2.4 (9/10) |
+    ...
+  """
+  def entry(cell: records.Cell) -> str:
+    stats = seed_stats(cell)
+    if stats is None:
+      return records.DIVERGED
+    text = f'{percent_text(stats.mean)} ± {percent_text(stats.sd)}'
+    if stats.converged < stats.total:
+      text += f' ({stats.converged}/{stats.total})'
+    return text
+
+  def rate(cell: records.Cell) -> str:
+    stats = seed_stats(cell)
+    return records.DIVERGED if stats is None else f'{stats.learning_rate:g}'
+
+  label = records.metric_label(metric)
+  lines = [f'# Table 4: {label} (%) on unseen lengths, mean ± sd over seeds at the best '
+           'learning rate', '']
+  lines += _markdown_grid(cells, full_grid, entry)
+  lines += ['', '## Best learning rate per cell', '']
+  lines += _markdown_grid(cells, full_grid, rate)
+  notes = [
+      'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
+      'is best (ties: the smallest rate), in %; sd is the population standard deviation '
+      '(ddof=0). Diverged members are left out; "(k/n)" marks a cell where only k of the n '
+      f'members at that rate did not diverge. {records.MISSING} = no run; '
+      f'{records.DIVERGED} = every member '
+      'diverged.']
+  notes += _common_notes(cells, skipped, metric)
+  return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
+
+
+def format_notes(notes: Sequence[str]) -> list[str]:
+  return ['Notes:', ''] + [f'{i}. {note}' for i, note in enumerate(notes, 1)]
+
+
+def _name(cell: records.Cell) -> str:
+  return f'{cell.task}/{cell.label}'
+
+
+def _names(cells: Sequence[records.Cell], limit: int = 8) -> str:
+  """'a/b, c/d' or 'all N cells', shortened past `limit`."""
+  names = [_name(c) for c in cells]
+  if len(names) > limit:
+    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
+  return ', '.join(names)
+
+
+def _which(group: Sequence[records.Cell], total: int) -> str:
+  return f'all {total} cells' if len(group) == total else _names(group)
+
+
+def describe_lengths(lengths: Sequence[int]) -> str:
+  """A short description of a sorted set of lengths.
+
+  Example:
+    >>> describe_lengths(range(41, 501))
+    '41..500 (every length, 460 lengths)'
+    >>> describe_lengths(range(41, 501, 10))
+    '41, 51, …, 491 (every 10th length, 46 lengths)'
+  """
+  lengths = sorted(set(lengths))
+  if not lengths:
+    return 'no lengths'
+  if len(lengths) == 1:
+    return f'{lengths[0]} (1 length)'
+  steps = {b - a for a, b in zip(lengths, lengths[1:])}
+  if steps == {1}:
+    return f'{lengths[0]}..{lengths[-1]} (every length, {len(lengths)} lengths)'
+  if len(steps) == 1 and len(lengths) > 2:
+    (step,) = steps
+    return (f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
+            f'(every {_ordinal(step)} length, {len(lengths)} lengths)')
+  return f'{lengths[0]}..{lengths[-1]} ({len(lengths)} lengths, irregularly spaced)'
+
+
+def _ordinal(n: int) -> str:
+  suffix = 'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')
+  return f'{n}{suffix}'
+
+
+def members_text(members: Sequence[Any]) -> str:
+  """'N', or 'N (S seeds × learning rates {...})' when the members are a full product.
+
+  Example: seeds 0, 1 at 1e-3 -> '2 (2 seeds × learning rates {0.001})'.
+  """
+  seeds = {m.seed for m in members}
+  rates = sorted({m.learning_rate for m in members})
+  text = str(len(members))
+  if len(seeds) * len(rates) == len(members):
+    text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
+             f'{{{", ".join(f"{r:g}" for r in rates)}}})')
+  return text
+
+
+def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequence[str],
+                  metric: str = 'accuracy') -> list[str]:
+  """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
+  tasks, encodings = grid_axes(cells)
+  ordered = [cells[t, e] for t in tasks for e in encodings if (t, e) in cells]
+  total = len(ordered)
+  notes = []
+
+  # Which lengths the scores average over: the evaluated lengths above N, per run.
+  by_lengths: dict[tuple[int, tuple[int, ...], int], list[records.Cell]] = (
+      collections.defaultdict(list))
+  for cell in ordered:
+    for key in sorted({(r.train_length, tuple(n for n in r.eval_lengths if n > r.train_length),
+                        max(r.eval_lengths, default=0)) for r in cell.runs}):
+      by_lengths[key].append(cell)
+  parts = []
+  for (train_length, unseen, max_length), group in by_lengths.items():
+    full = tuple(range(train_length + 1, max_length + 1))
+    subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
+    parts.append(f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in '
+                 f'{_which(group, total)}')
+  notes.append(f'Scores average the {records.metric_label(metric)} over the evaluated lengths '
+               'above the '
+               f'training length N: {"; ".join(parts)}. The study uses '
+               f'N = {records.STUDY_TRAIN_LENGTH} and every length '
+               f'{records.STUDY_TRAIN_LENGTH + 1}..{records.STUDY_MAX_LENGTH}.')
+
+  # Members per cell, as seeds × learning rates where the cell is a full product.
+  by_count: dict[str, list[records.Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    by_count[members_text(cell.members)].append(cell)
+  notes.append('Members per cell: ' + '; '.join(
+      f'{text} in {_which(group, total)}' for text, group in by_count.items()) + '.')
+
+  diverged = [(c, sum(m.diverged for m in c.members)) for c in ordered]
+  diverged = [(c, k) for c, k in diverged if k]
+  if diverged:
+    listed = ', '.join(f'{_name(c)} ({k} of {len(c.members)})' for c, k in diverged)
+    notes.append(f'Diverged members, left out of the scores: {listed}.')
+
+  # Training budget: short of the study's steps, or stopped before the configured steps.
+  by_steps: dict[tuple[int, int], list[records.Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    for key in sorted({(r.train_steps, r.planned_steps) for r in cell.runs}):
+      by_steps[key].append(cell)
+  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
+    if steps < planned:
+      state = f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
+    elif steps < records.STUDY_TRAIN_STEPS:
+      state = f'Not fully trained: {steps:,} steps, of the study\'s {records.STUDY_TRAIN_STEPS:,}'
+    else:
+      state = f'Trained {steps:,} steps'
+    notes.append(f'{state}: {_which(group, total)}.')
+
+  families = sorted({c.family for c in ordered})
+  if len(families) > 1:
+    notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+                 'names its family; runs of different families are never merged.')
+
+  # Encodings split into columns by their options, and the options their columns share. An
+  # encoding's columns beyond one per family are those of its options.
+  split: dict[str, list[records.Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    split[cell.encoding].append(cell)
+  split = {e: group for e, group in split.items()
+           if len({c.label for c in group}) > len({c.family for c in group})}
+  for encoding, group in split.items():
+    labels = sorted({c.label for c in group})
+    text = (f'{encoding} is split by encoding options into {len(labels)} columns '
+            f'({"; ".join(labels)}); their runs are never merged')
+    recorded = [r.encoding_options for c in group for r in c.runs
+                if r.encoding_options is not None]
+    shared = {k: v for k, v in (recorded[0] if recorded else {}).items()
+              if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)}
+    if shared:
+      text += '; options shared by every run that records them: ' + ', '.join(
+          f'{k}={load.option_text(v)}' for k, v in shared.items())
+    notes.append(text + '.')
+
+  merged = [c for c in ordered if len(c.runs) > 1]
+  for cell in merged:
+    pairs = collections.Counter((m.seed, m.learning_rate) for m in cell.members)
+    repeated = sorted(p for p, k in pairs.items() if k > 1)
+    text = (f'{_name(cell)} merges the members of {len(cell.runs)} runs '
+            f'({", ".join(str(r.path) for r in cell.runs)}); identical members count once')
+    if repeated:
+      text += ('; distinct members with the same (seed, learning rate) all count: '
+               + ', '.join(f'({s}, {r:g})' for s, r in repeated))
+    notes.append(text + '.')
+
+  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for r in c.runs})
+  runs = sum(len(c.runs) for c in ordered)
+  notes.append(f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
+               f' (devices: {", ".join(devices)}).')
+  if skipped:
+    notes.append(f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+                 + '; '.join(skipped) + '.')
+  return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 4.
+
+
+_MARKS_PER_CURVE = 12  # A denser curve is marked at about this many lengths.
+_Y_MARGIN = 0.03  # Room beyond 0 and 1, so curves at exactly 0% or 100% leave the frame.
+
+
+def chance(task: str, metric: str) -> float | None:
+  """The per-token accuracy of uniform guessing, 1/C, for a task of the study with C output
+  classes; None for exact match (its chance vanishes with the length) and other tasks."""
+  if metric != 'accuracy' or task not in tasks_lib.REGISTRY:
+    return None
+  return 1.0 / tasks_lib.REGISTRY[task].num_classes
+
+
+def best_member(cell: records.Cell) -> records.Member | None:
+  """The non-diverged member with the highest score (the first on ties), or None."""
+  converged = cell.converged
+  return max(converged, key=lambda m: m.score) if converged else None
+
+
+def figure4(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
+            metric: str = 'accuracy') -> mpl_figure.Figure:
+  """Figure 4 for one task: the metric vs length, one line per column (encoding or variant).
+
+  Each column's line is its best member (by score); columns whose members all diverged are
+  listed in the legend without a line. A black dashed line marks the training length N. The
+  legend sits right of the axes; the y-axis, labelled by `metric` (the one the cells' members
+  were loaded with), leaves a margin beyond 0 and 1 so that no curve hides in the frame.
+  1000 × 500 pixels.
+
+  Example:
+    >>> fig = figure4(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    ['none: 20.0', 'randomized_relative: 85.0', 'training length N']
+    >>> fig.axes[0].get_ylabel()
+    'exact match'
+  """
+  label_y = records.metric_label(metric)
+  _, columns = grid_axes(cells)
+  encoding_of = {cell.label: cell.encoding for cell in cells.values()}
+  fig = mpl_figure.Figure(figsize=(10, 5), dpi=100)  # The Agg canvas; no pyplot state.
+  ax = fig.add_subplot()
+  train_lengths = set()
+  dashed = []  # (line, dash phase)
+  for index, label in enumerate(columns):
+    cell = cells.get((task, label))
+    if cell is None:
+      continue
+    train_lengths.update(r.train_length for r in cell.runs)
+    # The variant index counts over every task, so a column has one style in all figures.
+    siblings = [c for c in columns if encoding_of[c] == cell.encoding]
+    style = plots.encoding_style(cell.encoding, siblings.index(label), len(siblings),
+                                 [encoding_of[c] for c in columns])
+    member = best_member(cell)
+    if member is None:
+      ax.plot([], [], **style, label=f'{label}: {records.DIVERGED}')
+      continue
+    lengths = list(member.accuracy_by_length)
+    step = max(1, -(-len(lengths) // _MARKS_PER_CURVE))
+    # Staggered starts, so that curves lying on each other still show each one's markers.
+    markevery = (index * step // len(columns), step)
+    (line,) = ax.plot(lengths, [member.accuracy_by_length[n] for n in lengths], lw=1.6,
+                      markevery=markevery, **style, label=f'{label}: {percent_text(member.score)}')
+    if style['linestyle'] == plots.DASHES:
+      dashed.append((line, 2 * (index % 3)))
+  for i, n in enumerate(sorted(train_lengths)):
+    ax.axvline(n, **plots.TRAINING_LINE, label=None if i else 'training length N')
+  level = chance(task, metric)
+  if level is not None:
+    ax.axhline(level, **plots.CHANCE_LINE, label=f'chance (1/C = {percent_text(level)}%)')
+  ax.set_ylim(-_Y_MARGIN, 1 + _Y_MARGIN)
+  ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1])
+  ax.set_xlabel('sequence length')
+  ax.set_ylabel(label_y)
+  ax.set_title(f'{task} ({records.TASK_LEVELS.get(task, "?")}): best member per encoding')
+  ax.grid(alpha=0.3)
+  ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
+            title='encoding: score (%)', title_fontsize='small')
+  for line, phase in dashed:
+    # Shifted after the legend copied the plain dashes: dashed curves lying on each other (two
+    # encodings at chance, say) then show every colour, alternately.
+    line.set_linestyle((phase, plots.DASHES[1]))
+  fig.tight_layout()  # Counts the legend, so the axes shrink to leave it room.
+  return fig
+
+
+def figure4_png(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
+                metric: str = 'accuracy') -> bytes:
+  """`figure4` as PNG bytes.
+
+  Example:
+    >>> png = figure4_png(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
+    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
+    True
+  """
+  buffer = io.BytesIO()
+  figure4(cells, task, metric=metric).savefig(buffer, format='png')
+  return buffer.getvalue()
+
+
+def figure_name(task: str) -> str:
+  """The file name of a task's figure, safe for any task name: 'figure4_<task>.png'."""
+  return f'figure4_{re.sub(r"[^A-Za-z0-9_.-]", "_", task)}.png'
+
+
+def per_length_table(cells: Mapping[tuple[str, str], records.Cell], task: str,
+                     max_rows: int = 24, *, metric: str = 'accuracy') -> str:
+  """The metric by length of each encoding's best member on `task`, as markdown.
+
+  Rows are lengths (thinned evenly to at most `max_rows`, always keeping N, N+1 and the
+  longest), columns those of the tables (encodings, or an encoding's variants, `column_labels`);
+  the training range ends at N, marked with '*'. `metric` is the one the cells' members were
+  loaded with; the title names it.
+
+  Example:
+    >>> text = per_length_table(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
+    >>> text.split(';')[0]
+    'reverse_string: exact match (%) by length, best member per encoding'
+    >>> text.splitlines()[2:5]
+    ['| length | none | randomized_relative |', '|---|---|---|', '| 1* | 100.0 | 100.0 |']
+  """
+  label = records.metric_label(metric)
+  encodings = [e for e in grid_axes(cells)[1] if (task, e) in cells]
+  best = {e: best_member(cells[(task, e)]) for e in encodings}
+  lengths = sorted({int(l) for m in best.values() if m for l in m.accuracy_by_length})
+  if not lengths:
+    return f'{task}: no evaluated lengths'
+  n = cells[(task, encodings[0])].runs[0].train_length
+  step = max(1, -(-len(lengths) // max_rows))
+  shown = sorted(set(lengths[::step]) | {l for l in (n, n + 1, lengths[-1]) if l in lengths})
+  head = '| length | ' + ' | '.join(encodings) + ' |'
+  rows = [head, '|' + '---|' * (len(encodings) + 1)]
+  for length in shown:
+    cells_text = []
+    for e in encodings:
+      acc = best[e].accuracy_by_length.get(length) if best[e] else None
+      cells_text.append('–' if acc is None or acc != acc else f'{100 * acc:.1f}')
+    mark = '*' if length <= n else ''
+    rows.append(f'| {length}{mark} | ' + ' | '.join(cells_text) + ' |')
+  return (f'{task}: {label} (%) by length, best member per encoding; * = trained length '
+          f'(1..{n})\n\n' + '\n'.join(rows) + '\n')
