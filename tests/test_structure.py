@@ -95,9 +95,10 @@ def test_only_the_protocols_test_the_kind_of_a_task():
 
 
 def test_no_module_of_the_library_is_over_600_lines():
-  """Long modules hide their structure; the report and the loop were split to stay short."""
+  """Long modules hide their structure: the report, the loop and the hinting tasks were split
+  to stay short."""
   long = []
-  for package in ('posenc', 'launch'):
+  for package in ('posenc', 'launch', 'tasks'):
     for directory, _, files in os.walk(os.path.join(ROOT, package)):
       for name in files:
         if name.endswith('.py'):
