@@ -17,6 +17,7 @@ from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
 from posenc import receptive
+from posenc import results as results_lib
 from posenc import train
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
@@ -45,16 +46,16 @@ def main(argv: list[str]) -> None:
   preemption = common.Preemption()
   preemption.install()
   try:
-    results = train.train_and_evaluate(_CONFIG.value, _WORKDIR.value,
-                                       progress=lambda line: print(line, flush=True),
-                                       should_stop=preemption,
-                                       checkpointed=common.checkpoint_hook())
+    # Validated above: the config is checked once.
+    results = train.run(config, _WORKDIR.value, progress=lambda line: print(line, flush=True),
+                        should_stop=preemption, checkpointed=common.checkpoint_hook())
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  summary = evaluate.PROTOCOLS[results['evaluation']].summary(results)
+  record = results_lib.Results.from_json(results, evaluate.kinds())
+  summary = evaluate.PROTOCOLS[record.evaluation.evaluation].summary(record)
   print(f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
         f'{_WORKDIR.value}/results.json')
 

@@ -52,6 +52,7 @@ from posenc import evaluate
 from posenc import io
 from posenc import models as model_lib
 from posenc import population as population_lib
+from posenc import results as results_lib
 
 P = population_lib.P
 POP = population_lib.POP
@@ -324,6 +325,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     Preempted: `should_stop` asked the run to stop.
   """
   evaluate.validate(config)
+  return run(config, workdir, devices, progress, should_stop, checkpointed)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str,
+        devices: list[Any] | None = None,
+        progress: Callable[[str], None] = logging.info,
+        should_stop: Callable[[], bool] = lambda: False,
+        checkpointed: Callable[[int], None] = lambda step: None) -> dict[str, Any]:
+  """`train_and_evaluate` of a config that `evaluate.validate` has passed (`launch.train`
+  validates before it reports on the encoding, and does not validate twice)."""
   os.makedirs(workdir, exist_ok=True)
   with io.DirectoryLock(workdir):
     return _train_and_evaluate(config, workdir, devices, progress, should_stop, checkpointed)
@@ -448,17 +459,16 @@ def _train_and_evaluate(config, workdir, devices, progress, should_stop, checkpo
   compiled = {'train': traces['train'],
               'train_buckets': sorted(update_fns) if multi_step is None else train_buckets(config),
               'eval': traces['eval']}
-  results = {
-      'task': config.task, 'encoding': config.encoding, 'family': config.model.family,
-      'encoding_options': population_lib.encoding_options(config),
-      'num_params': num_params, 'architecture': architecture(config),
-      'train_steps': steps, 'train_length': n, **evaluation, 'versions': versions(),
-      'compiled_programs': compiled,
-      'timing': {'first_update_s': first_update_s, 'train_s': train_seconds,
-                 'resumed_from_step': start},
-      'devices': {'history': history,
-                  'count_changed': len({h['devices'] for h in history}) > 1},
-      'config': config_lib.as_json(config)}
+  record = results_lib.Results(
+      task=config.task, encoding=config.encoding, family=config.model.family,
+      encoding_options=population_lib.encoding_options(config), num_params=num_params,
+      architecture=architecture(config), train_steps=steps, train_length=n,
+      evaluation=evaluation, versions=versions(), compiled_programs=compiled,
+      timing={'first_update_s': first_update_s, 'train_s': train_seconds,
+              'resumed_from_step': start},
+      devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
+      config=config_lib.as_json(config))
+  results = record.to_json()
   io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
   return results
 

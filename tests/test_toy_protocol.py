@@ -13,6 +13,7 @@ import pytest
 from experiments import rpe_table1
 from posenc import evaluate
 from posenc import io
+from posenc import results as results_lib
 from posenc import sweep as sweep_lib
 from posenc import train
 from posenc.evaluate import core
@@ -31,7 +32,7 @@ class ToyParity(regular.ParityCheck):
 TOY_LENGTHS = (3, 5)
 
 
-def toy_evaluate(ctx: core.EvalContext) -> dict:
+def toy_evaluate(ctx: core.EvalContext) -> 'ToyResults':
   """Accuracy at two lengths, kept in toy.jsonl; the score is the worse of the two."""
   fn = range_protocol.make_eval_fn(ctx.config, ctx.task, ctx.model, ctx.population,
                                    max(TOY_LENGTHS), ctx.data_key, ctx.traces)
@@ -42,15 +43,36 @@ def toy_evaluate(ctx: core.EvalContext) -> dict:
 
   by = core.run_cells(ctx, 'toy.jsonl', list(TOY_LENGTHS), lambda n: {'length': n}, measure,
                       lambda n: f'length {n}')
-  members = [{**m, 'diverged': bool(ctx.diverged[i]),
-              'score': min(by[n]['accuracy'][i] for n in TOY_LENGTHS)}
-             for i, m in enumerate(ctx.population.members)]
-  return {'evaluation': 'toy', 'toy_lengths': list(TOY_LENGTHS), 'members': members}
+  members = tuple(results_lib.Member(**m, diverged=bool(ctx.diverged[i]),
+                                     score=min(by[n]['accuracy'][i] for n in TOY_LENGTHS))
+                  for i, m in enumerate(ctx.population.members))
+  return ToyResults(TOY_LENGTHS, members)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyResults:
+  """The toy protocol's record in results.json."""
+  evaluation: ClassVar[str] = 'toy'
+  default_family: ClassVar[str] = 'encoder'
+  toy_lengths: tuple[int, ...]
+  members: tuple[results_lib.Member, ...]
+
+  def to_json(self):
+    return {'evaluation': self.evaluation, 'toy_lengths': list(self.toy_lengths),
+            'members': [m._head() for m in self.members]}
+
+  @classmethod
+  def from_json(cls, data, where):
+    members = tuple(results_lib.Member(**{k: m[k] for k in ('seed', 'learning_rate',
+                                                            'diverged', 'score')})
+                    for m in results_lib.require(data, 'members', list, where))
+    return cls(tuple(results_lib.require(data, 'toy_lengths', list, where)), members)
 
 
 TOY = dataclasses.replace(
     range_protocol.PROTOCOL, name='toy', validate=lambda config, task, spec: None,
-    evaluate=toy_evaluate, summary=lambda results: f'toy score {results["members"][0]["score"]}')
+    evaluate=toy_evaluate, results=ToyResults,
+    summary=lambda record: f'toy score {record.members[0].score}')
 
 
 @pytest.fixture
@@ -74,4 +96,8 @@ def test_a_task_with_its_own_protocol_trains_and_is_evaluated(toy_task, tmp_path
     assert member['score'] == min(r['accuracy'][i] for r in rows)
     assert 0 <= member['score'] <= 1 and np.isfinite(member['score'])
   assert any(line.startswith('eval length 5 (2/2)') for line in lines)
-  assert evaluate.PROTOCOLS['toy'].summary(results).startswith('toy score ')
+  # Its record reads back through the schema, with the protocols' kinds.
+  record = results_lib.Results.from_json(results, evaluate.kinds())
+  assert record.evaluation == ToyResults(TOY_LENGTHS, record.members)
+  assert record.to_json() == results
+  assert evaluate.PROTOCOLS['toy'].summary(record).startswith('toy score ')

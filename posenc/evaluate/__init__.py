@@ -41,6 +41,11 @@ PROTOCOLS: dict[str, Protocol] = {
 }
 
 
+def kinds() -> dict[str, type]:
+  """{protocol name: its results record class}: what `posenc.results` reads results.json by."""
+  return {name: protocol.results for name, protocol in PROTOCOLS.items()}
+
+
 def of(task: Any) -> Protocol:
   """The protocol `task` names (`task.protocol`, 'range' by default)."""
   name = getattr(task, 'protocol', 'range')

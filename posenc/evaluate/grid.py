@@ -27,6 +27,7 @@ import numpy as np
 from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
+from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import range as range_lib
 
@@ -132,30 +133,28 @@ def region_means(by_cell: dict[tuple[int, int], dict[str, list[float]]],
   return out
 
 
-def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
-  """results.json's evaluation of sequence tasks: exact match per grid cell and region."""
+def evaluate(ctx: core.EvalContext) -> results_lib.GridResults:
+  """The grid's evaluation of sequence tasks: exact match per grid cell and region; a
+  member's score is its OOD region's."""
   config, task, population, diverged = ctx.config, ctx.task, ctx.population, ctx.diverged
   by_cell = evaluate_cells(ctx)
   regions = region_means(by_cell, config)
   token_regions = region_means(by_cell, config, 'accuracy')
   members = []
   for i, member in enumerate(population.members):
-    cell = lambda metric: {f'{a},{b}': v[metric][i] for (a, b), v in by_cell.items()}
-    members.append({**member, 'diverged': bool(diverged[i]),
-                    'score': None if diverged[i] else regions[i]['ood'],
-                    'regions': regions[i], 'token_accuracy_regions': token_regions[i],
-                    'exact_match_by_cell': cell('exact_match'),
-                    'accuracy_by_cell': cell('accuracy')})
-  return {'evaluation': 'grid', 'axes': list(task.axes),
-          'grid': {'max': config.eval.grid_max, 'stride': config.eval.grid_stride,
-                   'beyond': list(config.eval.beyond),
-                   'samples_per_cell': config.eval.samples_per_cell},
-          'members': members}
+    cell = lambda metric: {(a, b): v[metric][i] for (a, b), v in by_cell.items()}
+    members.append(results_lib.GridMember(
+        **member, diverged=bool(diverged[i]), score=None if diverged[i] else regions[i]['ood'],
+        regions=regions[i], token_accuracy_regions=token_regions[i],
+        exact_match_by_cell=cell('exact_match'), accuracy_by_cell=cell('accuracy')))
+  return results_lib.GridResults(
+      tuple(task.axes), config.eval.grid_max, config.eval.grid_stride,
+      tuple(config.eval.beyond), config.eval.samples_per_cell, tuple(members))
 
 
-def summary(results: dict[str, Any]) -> str:
-  return (f'best score {range_lib.best_score(results)} over out-of-distribution cells (exact '
-          f'match) up to {results["grid"]["max"]}')
+def summary(record: results_lib.Results) -> str:
+  return (f'best score {range_lib.best_score(record)} over out-of-distribution cells (exact '
+          f'match) up to {record.evaluation.grid_max}')
 
 
 def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
@@ -210,6 +209,8 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='grid', validate=validate, evaluate=evaluate, summary=summary,
+    report='posenc.report.grid',
+    results=results_lib.GridResults,
     train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch,
     model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1},

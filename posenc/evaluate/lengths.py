@@ -34,6 +34,7 @@ from posenc import multitask
 from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
+from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import range as range_lib
 
@@ -162,9 +163,10 @@ def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, lis
       note=lambda m: f' | exact match {np.mean(m["exact_match"]):.3f}')
 
 
-def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
-  """results.json's evaluation of a hinting task: the main head's full-sequence accuracy,
-  edit distance and token accuracy per test distribution and length, per member."""
+def evaluate(ctx: core.EvalContext) -> results_lib.LengthsResults:
+  """A hinting task's evaluation: the main head's full-sequence accuracy, edit distance and
+  token accuracy per test distribution and length, per member; the score is the exact match
+  over the first distribution's lengths past training."""
   config, population, diverged = ctx.config, ctx.population, ctx.diverged
   by_cell = evaluate_cells(ctx)
   lengths = [int(n) for n in config.eval.lengths]
@@ -172,16 +174,15 @@ def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
   first = config.eval.distributions[0]
   members = []
   for i, member in enumerate(population.members):
-    table = {metric: {d: {str(n): by_cell[(d, n)][metric][i] for n in lengths}
+    table = {metric: {d: {n: by_cell[(d, n)][metric][i] for n in lengths}
                       for d in config.eval.distributions} for metric in METRICS}
-    score = (float(np.mean([table['exact_match'][first][str(n)] for n in unseen]))
+    score = (float(np.mean([table['exact_match'][first][n] for n in unseen]))
              if unseen and not diverged[i] else None)
-    members.append({**member, 'diverged': bool(diverged[i]), 'score': score,
-                    **{f'{metric}_by_length': table[metric] for metric in METRICS}})
-  return {'evaluation': 'lengths', 'hints': list(config.hints),
-          'hint_schedule': config.train.hint_schedule, 'eval_lengths': lengths,
-          'distributions': list(config.eval.distributions), 'score_distribution': first,
-          'score_lengths': unseen, 'members': members}
+    members.append(results_lib.LengthsMember(**member, diverged=bool(diverged[i]),
+                                             score=score, by_length=table))
+  return results_lib.LengthsResults(
+      tuple(config.hints), config.train.hint_schedule, tuple(lengths),
+      tuple(config.eval.distributions), first, tuple(unseen), tuple(members))
 
 
 def train_batch(config: ml_collections.ConfigDict, task: Any, key: Array, step: Array,
@@ -204,10 +205,11 @@ def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
           'num_outputs': 1 + len(config.get('hints', []) or [])}
 
 
-def summary(results: dict[str, Any]) -> str:
-  hints = '+'.join(results['hints']) or 'no hint'
-  return (f'best score {range_lib.best_score(results)} over {results["score_distribution"]} '
-          f'lengths {results["score_lengths"]} (full-sequence accuracy, {hints})')
+def summary(record: results_lib.Results) -> str:
+  evaluation = record.evaluation
+  hints = '+'.join(evaluation.hints) or 'no hint'
+  return (f'best score {range_lib.best_score(record)} over {evaluation.score_distribution} '
+          f'lengths {list(evaluation.score_lengths)} (full-sequence accuracy, {hints})')
 
 
 def inputs(config: ml_collections.ConfigDict, task: Any, key: Array, examples: int,
@@ -286,6 +288,8 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='lengths', validate=validate, evaluate=evaluate, summary=summary,
+    report='posenc.report.lengths',
+    results=results_lib.LengthsResults,
     train_buckets=core.sequence_buckets,
     train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes,
     families=('decoder',), objective=objectives.sequence, inputs=inputs, probe=probe,

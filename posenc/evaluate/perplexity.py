@@ -26,6 +26,7 @@ import numpy as np
 from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
+from posenc import results as results_lib
 from posenc.evaluate import core
 
 MODES = ('nonoverlapping', 'sliding')
@@ -150,25 +151,26 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
       note=lambda row: ': ' + ', '.join(f'{m} {np.mean(row[m]):.3f}' for m in modes(config)))
 
 
-def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
-  """results.json's evaluation of a text corpus: perplexity per length and window mode."""
+def evaluate(ctx: core.EvalContext) -> results_lib.PerplexityResults:
+  """A text corpus's evaluation: perplexity per length and window mode; a member's score is
+  its first mode's perplexity at the longest length."""
   config, task, population, diverged = ctx.config, ctx.task, ctx.population, ctx.diverged
   by = evaluate_lengths(ctx)
   lengths = list(config.eval.lengths)
   n = config.train.max_length
   members = []
   for i, member in enumerate(population.members):
-    ppl = {mode: {str(l): by[l][mode][i] for l in lengths} for mode in modes(config)}
+    ppl = {mode: {l: by[l][mode][i] for l in lengths} for mode in modes(config)}
     first = ppl[modes(config)[0]]
-    at_n, longest = first.get(str(n)), first[str(max(lengths))]
+    at_n, longest = first.get(n), first[max(lengths)]
     # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
-    members.append({**member, 'diverged': bool(diverged[i]),
-                    'score': None if diverged[i] else longest,
-                    'degradation': (None if diverged[i] or at_n is None
-                                    else abs(longest - at_n) / at_n),
-                    'perplexity_by_length': ppl})
-  return {'evaluation': 'perplexity', 'eval_lengths': lengths, 'corpus': task.split_info(),
-          'eval_seconds': {str(l): by[l]['seconds'] for l in lengths}, 'members': members}
+    members.append(results_lib.PerplexityMember(
+        **member, diverged=bool(diverged[i]), score=None if diverged[i] else longest,
+        degradation=(None if diverged[i] or at_n is None else abs(longest - at_n) / at_n),
+        perplexity_by_length=ppl))
+  return results_lib.PerplexityResults(
+      tuple(lengths), task.split_info(), {str(l): by[l]['seconds'] for l in lengths},
+      tuple(members))
 
 
 def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
@@ -178,11 +180,11 @@ def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
   return {'vocab_size': task.vocab_size, 'num_classes': task.vocab_size}
 
 
-def summary(results: dict[str, Any]) -> str:
-  scores = [m['score'] for m in results['members'] if m['score'] is not None]
-  best = f'{min(scores):.3f}' if scores else 'n/a'
-  mode = next(iter(results['members'][0]['perplexity_by_length']))
-  return f'best perplexity {best} at length {max(results["eval_lengths"])} ({mode} windows)'
+def summary(record: results_lib.Results) -> str:
+  best = results_lib.best_score(record.members, min)
+  mode = next(iter(record.members[0].perplexity_by_length))
+  return (f'best perplexity {"n/a" if best is None else f"{best:.3f}"} at length '
+          f'{max(record.evaluation.eval_lengths)} ({mode} windows)')
 
 
 def objective(config: ml_collections.ConfigDict, task: Any, model: Any,
@@ -226,6 +228,8 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='perplexity', validate=validate, evaluate=evaluate, summary=summary,
+    report='posenc.report.perplexity',
+    results=results_lib.PerplexityResults,
     train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes,
     objective=objective, inputs=core.sequence_inputs)

@@ -23,6 +23,7 @@ from posenc import config as config_lib
 from posenc import models
 from posenc import objectives
 from posenc import population as population_lib
+from posenc import results as results_lib
 from posenc.evaluate import core
 
 P = jax.sharding.PartitionSpec
@@ -142,34 +143,37 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]
                         lambda n: {'length': n}, measure, lambda n: f'length {n}', every=25)
 
 
-def evaluate(ctx: core.EvalContext) -> dict[str, Any]:
-  """results.json's evaluation of the study's tasks: per-length metrics per member."""
+def evaluate(ctx: core.EvalContext) -> results_lib.RangeResults:
+  """The study's evaluation: per-length metrics per member; a member's scores are their means
+  over the lengths past training."""
   config, diverged = ctx.config, ctx.diverged
   by = evaluate_lengths(ctx)
   eval_list = config_lib.eval_lengths(config)
   unseen = [l for l in eval_list if l > config.train.max_length]
   members = []
   for i, member in enumerate(ctx.population.members):
-    by_length = {str(l): by[l]['accuracy'][i] for l in eval_list}
-    exact = {str(l): by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
-    mean_unseen = lambda values: (float(np.mean([values[str(l)] for l in unseen]))
+    by_length = {l: by[l]['accuracy'][i] for l in eval_list}
+    exact = {l: by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
+    mean_unseen = lambda values: (float(np.mean([values[l] for l in unseen]))
                                   if unseen and not diverged[i] else None)
     exact_score = None if None in exact.values() else mean_unseen(exact)
-    members.append({**member, 'diverged': bool(diverged[i]), 'score': mean_unseen(by_length),
-                    'accuracy_by_length': by_length, 'exact_match_score': exact_score,
-                    'exact_match_by_length': exact})
-  return {'evaluation': 'range', 'eval_lengths': eval_list,
-          'score_lengths': [unseen[0], unseen[-1]] if unseen else None, 'members': members}
+    members.append(results_lib.RangeMember(
+        **member, diverged=bool(diverged[i]), score=mean_unseen(by_length),
+        accuracy_by_length=by_length, exact_match_score=exact_score,
+        exact_match_by_length=exact))
+  return results_lib.RangeResults(tuple(eval_list),
+                                  (unseen[0], unseen[-1]) if unseen else None, tuple(members))
 
 
-def best_score(results: dict[str, Any]) -> str:
+def best_score(record: results_lib.Results) -> str:
   """The best member's score, or why there is none."""
-  scores = [m['score'] for m in results['members'] if m['score'] is not None]
-  return f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
+  best = results_lib.best_score(record.members)
+  return 'n/a (all members diverged)' if best is None else f'{best:.4f}'
 
 
-def summary(results: dict[str, Any]) -> str:
-  return f'best score {best_score(results)} over lengths {results["score_lengths"]}'
+def summary(record: results_lib.Results) -> str:
+  lengths = record.evaluation.score_lengths
+  return f'best score {best_score(record)} over lengths {None if lengths is None else list(lengths)}'
 
 
 def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int,
@@ -202,6 +206,8 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='range', validate=validate, evaluate=evaluate, summary=summary,
+    report='posenc.report.range',
+    results=results_lib.RangeResults,
     train_buckets=train_buckets,
     train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,
     model_sizes=model_sizes, objective=objectives.study, inputs=inputs)

@@ -66,12 +66,8 @@ import pathlib
 from typing import Mapping, Sequence
 
 
-from posenc.report import lengths as lengths_section
 from posenc import io as io_lib
-from posenc.report import grid
 from posenc.report import load
-from posenc.report import perplexity as perplexity_section
-from posenc.report import range as range_section
 from posenc.report import records
 
 # The public API, from the modules that define it.
@@ -157,46 +153,24 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
       formed, or `metric` is unknown.
   """
   loaded = load.load_all_runs(paths, metric=metric)
-  runs, skipped = list(loaded.runs), list(loaded.problems)
-  if not runs and not loaded.grid_runs and not loaded.lm_runs and not loaded.hint_runs:
+  skipped = tuple(loaded.problems)
+  if not loaded.views:
     raise records.ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
-                      f'{skipped[0]}')
-  text1 = text4 = arithmetic = ''
-  files = {}
-  if runs:
-    cells = load.collect_cells(runs)
-    text1 = range_section.table1(cells, full_grid=full_grid, skipped=skipped, metric=metric)
-    text4 = range_section.table4(cells, full_grid=full_grid, skipped=skipped, metric=metric)
-    files.update({'table1.md': text1.encode(), 'table4.md': text4.encode()})
-    if figures:
-      for task in range_section.grid_axes(cells)[0]:
-        files[range_section.figure_name(task)] = range_section.figure4_png(cells, task,
-                                                                           metric=metric)
-    if per_length:
-      for task in range_section.grid_axes(cells)[0]:
-        files[f'lengths_{task}.md'] = range_section.per_length_table(
-            cells, task, metric=metric).encode()
-  if loaded.grid_runs:
-    entries = grid.collect_grid_entries(loaded.grid_runs)
-    arithmetic = grid.region_table(entries, skipped=skipped)
-    files[records.ARITHMETIC_FILE] = arithmetic.encode()
-    if figures:
-      files.update(grid.grid_heatmaps(entries))
-  perplexity = ''
-  if loaded.lm_runs:
-    perplexity = perplexity_section.perplexity_table(loaded.lm_runs)
-    files[records.PERPLEXITY_FILE] = perplexity.encode()
-  hints = ''
-  if loaded.hint_runs:
-    hints = lengths_section.table(loaded.hint_runs)
-    files[lengths_section.FILE] = hints.encode()
-    if figures:
-      for task in sorted({r.task for r in loaded.hint_runs}):
-        files[f'hints_{task}.png'] = lengths_section.figure_png(loaded.hint_runs, task)
-  section = absent_section(absent)
-  files = {name: data + section.encode() if name.endswith('.md') else data
+                              f'{skipped[0]}')
+  options = records.Options(full_grid=full_grid, figures=figures, per_length=per_length,
+                            metric=metric, skipped=skipped)
+  texts, files = {}, {}
+  # Each protocol's runs go to its section (`Protocol.report`), in the registry's order.
+  for name, views in loaded.views.items():
+    section = load.section(name).build(views, options)
+    texts.update(section.texts)
+    files.update(section.files)
+  absent_text = absent_section(absent)
+  files = {name: data + absent_text.encode() if name.endswith('.md') else data
            for name, data in files.items()}
-  return Report(text1, text4, files, tuple(skipped), arithmetic, perplexity, hints, section)
+  return Report(texts.get('table1', ''), texts.get('table4', ''), files, skipped,
+                texts.get('arithmetic', ''), texts.get('perplexity', ''),
+                texts.get('hints', ''), absent_text)
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:

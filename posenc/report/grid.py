@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import io
 import math
+import pathlib
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -459,3 +460,47 @@ def grid_heatmaps(entries: Mapping[tuple[str, str, str], records.GridEntry]) -> 
           name = f'{stem}__{copy}.png'
         files[name] = grid_heatmap_png(run, member, label=entry.label)
   return files
+
+
+# ---------------------------------------------------------------------------------------------
+# The section: a grid run's view and the files of all of them.
+
+
+def view(record: Any, path: pathlib.Path, metric: str) -> records.GridRun:
+  """A grid run (`posenc.results.GridResults`) as the region table reads it; exact match
+  whatever `metric` (the arithmetic study's measure), a diverged member's regions None.
+
+  Raises:
+    MalformedRunError: the file records no architecture.
+  """
+  del metric
+  where = str(path)
+  if record.architecture is None:
+    raise records.MalformedRunError(f"{where}: missing 'architecture'")
+  if not record.architecture:
+    raise records.MalformedRunError(f'{where}: empty architecture name')
+  evaluation = record.evaluation
+  members = tuple(records.GridMember(
+      m.seed, m.learning_rate, m.diverged,
+      {r: None if m.diverged else v for r, v in m.regions.items()},
+      dict(sorted((cell, math.nan if v is None else v)
+                  for cell, v in m.exact_match_by_cell.items())))
+                  for m in evaluation.members)
+  return records.GridRun(
+      path=path.parent, task=record.task, encoding=record.encoding,
+      architecture=record.architecture, train_steps=record.train_steps,
+      train_length=record.train_length, axes=evaluation.axes, grid_max=evaluation.grid_max,
+      grid_stride=evaluation.grid_stride, beyond=tuple(sorted(set(evaluation.beyond))),
+      samples_per_cell=evaluation.samples_per_cell, members=members, family=record.family,
+      **load.run_extras(record))
+
+
+def build(runs: Sequence[records.GridRun], options: records.Options) -> records.Section:
+  """The region table ('arithmetic', arithmetic.md) and, with figures, one heatmap per
+  member."""
+  entries = collect_grid_entries(runs)
+  text = region_table(entries, skipped=options.skipped)
+  files = {records.ARITHMETIC_FILE: text.encode()}
+  if options.figures:
+    files.update(grid_heatmaps(entries))
+  return records.Section({'arithmetic': text}, files)

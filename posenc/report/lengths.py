@@ -1,21 +1,24 @@
 """The task-hinting study's report: full-sequence accuracy and edit distance against test
 length, per variant (hints, encoding, attention temperature), on every test distribution.
 
-`posenc.report.build_report` calls this for results.json files whose `evaluation` is
-'lengths'; it writes `hints.md` and one `hints_<task>.png` per main task.
+The section of the 'lengths' protocol (`posenc.evaluate.lengths`): `view` reads a run,
+`build` writes `hints.md` and one `hints_<task>.png` per main task.
 
-  >>> runs = [parse_run(json.load(open(p)), p) for p in paths]   # doctest: +SKIP
+  >>> runs = [view(results.read(p, kinds), p, 'accuracy') for p in paths]   # doctest: +SKIP
   >>> print(table(runs))
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import pathlib
 from typing import Any, Mapping, Sequence
 
 from matplotlib import figure as mpl_figure
 import numpy as np
 
 from posenc import plots
+from posenc.report import records
 
 FILE = 'hints.md'
 METRICS = ('exact_match', 'edit_distance')
@@ -58,21 +61,29 @@ def temperature_text(config: Mapping[str, Any]) -> str:
   return f'fixed β={beta:g}' if kind == 'fixed' else f'learned β₀={beta:g}'
 
 
-def parse_run(data: Mapping[str, Any], where: str) -> HintRun:
-  """A HintRun from a results.json object; KeyError/TypeError/ValueError when malformed."""
-  lengths = tuple(int(n) for n in data['eval_lengths'])
-  distributions = tuple(str(d) for d in data['distributions'])
-  members = []
-  for m in data['members']:
-    if m.get('diverged'):
-      members.append(None)
-      continue
-    members.append({metric: {d: {int(n): float(v) for n, v in m[f'{metric}_by_length'][d].items()}
-                             for d in distributions} for metric in METRICS})
-  config = data.get('config', {})
-  return HintRun(str(data['task']), str(data['encoding']), tuple(data.get('hints', ())),
-                 str(data.get('hint_schedule', 'alternate')), temperature_text(config),
-                 int(data['train_length']), lengths, distributions, tuple(members), where)
+def view(record: Any, path: pathlib.Path, metric: str) -> HintRun:
+  """A hinting run (`posenc.results.LengthsResults`): its variant and per member (None when
+  diverged) its exact match and edit distance per distribution and length."""
+  del metric
+  evaluation = record.evaluation
+  members = tuple(None if m.diverged else {
+      metric: {d: {n: math.nan if v is None else v for n, v in m.by_length[metric][d].items()}
+               for d in evaluation.distributions} for metric in METRICS}
+                  for m in evaluation.members)
+  return HintRun(record.task, record.encoding, evaluation.hints, evaluation.hint_schedule,
+                 temperature_text(record.config or {}), record.train_length,
+                 evaluation.eval_lengths, evaluation.distributions, members, str(path))
+
+
+def build(runs: Sequence[HintRun], options: Any) -> Any:
+  """The hinting table ('hints', hints.md) and, with figures, one figure per main task
+  (hints_<task>.png)."""
+  text = table(runs)
+  files = {FILE: text.encode()}
+  if options.figures:
+    for task in sorted({r.task for r in runs}):
+      files[f'hints_{task}.png'] = figure_png(runs, task)
+  return records.Section({'hints': text}, files)
 
 
 def _stats(values: Sequence[float], scale: float, digits: int) -> str:

@@ -1,19 +1,18 @@
-"""Loading results.json files into records (`records`), skipping malformed ones with a
-message, and grouping runs into columns and cells."""
+"""Loading results.json files (`posenc.results`) into each protocol section's view of its runs,
+skipping malformed ones with a message, and grouping runs into columns and cells."""
 from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib
 import json
-import math
 import os
 import pathlib
-import re
 from typing import Any, Iterable, Mapping, NoReturn, Sequence
 
-
 from posenc import encodings as encodings_lib
-from posenc.report import lengths as lengths_section
+from posenc import evaluate
+from posenc import results as results_lib
 from posenc.report import records
 
 
@@ -71,62 +70,19 @@ def _unreadable_directory(error: OSError) -> NoReturn:
       f'cannot read directory {str(error.filename)!r}: {error.strerror or error}')
 
 
-def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-  if key not in data:
-    raise records.MalformedRunError(f'{where}: missing {key!r}')
-  value = data[key]
-  # bool is an int subclass; a count or a length that is True/False is a schema error.
-  if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
-    raise records.MalformedRunError(f'{where}: {key!r} is {value!r}, expected {_kind_name(kind)}')
-  return value
+def section(evaluation: str) -> Any:
+  """The report section module of the protocol named `evaluation` (`Protocol.report`)."""
+  return importlib.import_module(evaluate.PROTOCOLS[evaluation].report)
 
 
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-  return kind if isinstance(kind, tuple) else (kind,)
+def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') -> Any:
+  """Reads one results.json (`posenc.results`, any schema version) and returns its protocol
+  section's view of it (`view`): a Run for a range run, a GridRun for a grid run, a HintRun
+  or a PerplexityRun.
 
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-  return ' or '.join(k.__name__ for k in _kinds(kind))
-
-
-def _parse_member(data: Any, where: str, metric: str) -> records.Member:
-  """One member, its score and curve those of `metric` (see METRICS)."""
-  _, score_key, curve_key = records.metric_fields(metric)
-  if not isinstance(data, dict):
-    raise records.MalformedRunError(f'{where}: expected an object, got {data!r}')
-  seed = _require(data, 'seed', int, where)
-  learning_rate = float(_require(data, 'learning_rate', (int, float), where))
-  where = f'{where} (seed {seed}, learning rate {learning_rate:g})'
-  diverged = _require(data, 'diverged', bool, where)
-  if metric != 'accuracy' and score_key not in data:
-    # The engine writes the exact-match fields for every member, diverged or not; without
-    # them the file predates that metric. (A diverged member's accuracy score may be absent.)
-    raise records.MalformedRunError(f'{where}: missing {score_key!r}')
-  score = data.get(score_key)
-  if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-    raise records.MalformedRunError(f'{where}: {score_key} is {score!r}, expected a number or null')
-  if diverged:
-    score = None  # Whatever a diverged member scored does not count.
-  elif score is None or not math.isfinite(score):
-    raise records.MalformedRunError(f'{where}: not diverged but its {score_key} is {score}')
-  raw = _require(data, curve_key, dict, where)
-  try:
-    accuracy = {int(k): float(v) for k, v in raw.items()}
-  except (TypeError, ValueError) as e:
-    raise records.MalformedRunError(f'{where}: bad {curve_key} entry ({e})') from None
-  return records.Member(seed, learning_rate, diverged, None if score is None else float(score),
-                dict(sorted(accuracy.items())))
-
-
-def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy'
-             ) -> records.Run | records.GridRun:
-  """Reads and checks one results.json (the engine's schema, docs/design.md).
-
-  A range run (`evaluation` 'range', or no `evaluation`: older files) gives a Run whose
-  members' scores and curves are those of `metric`: 'accuracy' reads `score` and
-  `accuracy_by_length`, 'exact_match' reads `exact_match_score` and `exact_match_by_length`. A
-  grid run (`evaluation` 'grid', the arithmetic study) gives a GridRun (`load_grid_run`), whose
-  exact-match regions and cells do not depend on `metric`.
+  A range run's members' scores and curves are those of `metric`: 'accuracy' reads `score`
+  and `accuracy_by_length`, 'exact_match' reads `exact_match_score` and
+  `exact_match_by_length`. The other protocols' views do not depend on `metric`.
 
   Example:
     >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
@@ -138,31 +94,14 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy'
     'looped 8x2'
 
   Raises:
-    MalformedRunError: unreadable JSON or a missing/mistyped field, naming the file and field.
+    MalformedRunError: unreadable JSON, an unknown schema version, a missing/mistyped field,
+      or nothing the section can report, naming the file and field.
     ReportError: `metric` is not one of METRICS.
   """
   records.metric_fields(metric)  # An unknown metric is the caller's error, not the file's.
   path = pathlib.Path(results_path)
-  data = _read_results(path)
-  # Each protocol's results are read by its parser; files without the field are range runs.
-  parsers = {'range': lambda: _parse_range_run(data, path, metric),
-             'grid': lambda: _parse_grid_run(data, path),
-             'perplexity': lambda: _parse_perplexity_run(data, path),
-             'lengths': lambda: _parse_lengths_run(data, path)}
-  evaluation = data.get('evaluation') or 'range'
-  if evaluation not in parsers:
-    names = [repr(name) for name in parsers]
-    raise records.MalformedRunError(f'{path}: evaluation is {evaluation!r}, expected '
-                                    f'{", ".join(names[:-1])} or {names[-1]}')
-  return parsers[evaluation]()
-
-
-def _parse_lengths_run(data: Mapping[str, Any], path: pathlib.Path) -> Any:
-  try:
-    return lengths_section.parse_run(data, str(path))
-  except (KeyError, TypeError, ValueError, AttributeError) as e:
-    raise records.MalformedRunError(
-        f'{path}: not a task-hinting run ({type(e).__name__}: {e})') from None
+  record = results_lib.read(path, evaluate.kinds())
+  return section(record.evaluation.evaluation).view(record, path, metric)
 
 
 def load_grid_run(results_path: str | os.PathLike[str]) -> records.GridRun:
@@ -177,150 +116,25 @@ def load_grid_run(results_path: str | os.PathLike[str]) -> records.GridRun:
     MalformedRunError: unreadable JSON, not a grid run, or a missing/mistyped field, naming the
       file and field.
   """
-  path = pathlib.Path(results_path)
-  data = _read_results(path)
-  if data.get('evaluation') != 'grid':
-    raise records.MalformedRunError(
-        f"{path}: evaluation is {data.get('evaluation')!r}, expected 'grid'")
-  return _parse_grid_run(data, path)
+  run = load_run(results_path)
+  if not isinstance(run, records.GridRun):
+    raise records.MalformedRunError(f'{results_path}: not a grid run')
+  return run
 
 
-def _read_results(path: pathlib.Path) -> dict[str, Any]:
-  """A results.json's top-level object."""
-  try:
-    data = json.loads(path.read_text())
-  except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-    raise records.MalformedRunError(f'{path}: cannot read JSON ({e})') from None
-  if not isinstance(data, dict):
-    raise records.MalformedRunError(f'{path}: expected a JSON object')
-  return data
-
-
-def _parse_header(data: Mapping[str, Any], where: str, default_family: str
-                  ) -> tuple[str, str, str]:
-  """(task, encoding, family) of a results.json; `default_family` when it records none."""
-  task = _require(data, 'task', str, where)
-  encoding = _require(data, 'encoding', str, where)
-  if not task or not encoding:
-    raise records.MalformedRunError(f'{where}: empty task or encoding name')
-  family = data.get('family')
-  if family is None:
-    family = default_family
-  elif not isinstance(family, str) or not family:
-    raise records.MalformedRunError(f'{where}: family is {family!r}, expected a model family name')
-  return task, encoding, family
-
-
-def _parse_extras(data: Mapping[str, Any], where: str, encoding: str, train_steps: int
-                  ) -> dict[str, Any]:
-  """The fields both kinds of run share past their evaluation, as keyword arguments."""
-  config = data.get('config')
-  train = config.get('train') if isinstance(config, dict) else None
+def run_extras(record: results_lib.Results) -> dict[str, Any]:
+  """The fields every run view shares past its evaluation, as keyword arguments: the
+  planned steps (the config's `train.steps`, else `train_steps`), parameters, versions and
+  encoding options (from the config for files that predate their record)."""
+  train = record.config.get('train') if record.config else None
   planned_steps = train.get('steps') if isinstance(train, dict) else None
   if not isinstance(planned_steps, int) or isinstance(planned_steps, bool):
-    planned_steps = train_steps
-  num_params = data.get('num_params')
-  versions = data.get('versions')
-  options = data.get('encoding_options')
-  if options is not None and not isinstance(options, dict):
-    raise records.MalformedRunError(f'{where}: encoding_options is {options!r}, expected an object')
+    planned_steps = record.train_steps
+  options = record.encoding_options
   if options is None:
-    options = _options_from_config(encoding, config)
-  return {'planned_steps': planned_steps,
-          'num_params': num_params if isinstance(num_params, int) else None,
-          'versions': versions if isinstance(versions, dict) else {},
-          'encoding_options': options}
-
-
-def _parse_range_run(data: Mapping[str, Any], path: pathlib.Path, metric: str) -> records.Run:
-  where = str(path)
-  # Written before the engine had other model families: an encoder.
-  task, encoding, family = _parse_header(data, where, 'encoder')
-  train_steps = _require(data, 'train_steps', int, where)
-  train_length = _require(data, 'train_length', int, where)
-  eval_lengths = _require(data, 'eval_lengths', list, where)
-  if not all(isinstance(n, int) and not isinstance(n, bool) for n in eval_lengths):
-    raise records.MalformedRunError(f'{where}: eval_lengths must be a list of integers')
-  if not any(n > train_length for n in eval_lengths):
-    # The engine's score is then null for every member: there is nothing to report.
-    raise records.MalformedRunError(f'{where}: no evaluated length above the training length '
-                            f'N = {train_length}, so no score')
-  raw_members = _require(data, 'members', list, where)
-  if not raw_members:
-    raise records.MalformedRunError(f'{where}: members is empty')
-  members = tuple(_parse_member(m, f'{where}: members[{i}]', metric)
-                  for i, m in enumerate(raw_members))
-  return records.Run(
-      path=path.parent, task=task, encoding=encoding, train_steps=train_steps,
-      train_length=train_length, eval_lengths=tuple(sorted(set(eval_lengths))),
-      members=members, family=family, **_parse_extras(data, where, encoding, train_steps))
-
-
-def _parse_grid_run(data: Mapping[str, Any], path: pathlib.Path) -> records.GridRun:
-  where = str(path)
-  # Only decoders generate answers, so a grid run without a family is a decoder's.
-  task, encoding, family = _parse_header(data, where, 'decoder')
-  architecture = _require(data, 'architecture', str, where)
-  if not architecture:
-    raise records.MalformedRunError(f'{where}: empty architecture name')
-  train_steps = _require(data, 'train_steps', int, where)
-  train_length = _require(data, 'train_length', int, where)
-  axes = _require(data, 'axes', list, where)
-  if len(axes) != 2 or not all(isinstance(a, str) and a for a in axes):
-    raise records.MalformedRunError(f'{where}: axes is {axes!r}, expected two axis names')
-  grid = _require(data, 'grid', dict, where)
-  grid_where = f'{where}: grid'
-  grid_max = _require(grid, 'max', int, grid_where)
-  stride = _require(grid, 'stride', int, grid_where)
-  beyond = _require(grid, 'beyond', list, grid_where)
-  if not all(isinstance(x, int) and not isinstance(x, bool) for x in beyond):
-    raise records.MalformedRunError(f'{grid_where}: beyond must be a list of integers')
-  samples = _require(grid, 'samples_per_cell', int, grid_where)
-  raw_members = _require(data, 'members', list, where)
-  if not raw_members:
-    raise records.MalformedRunError(f'{where}: members is empty')
-  members = tuple(_parse_grid_member(m, f'{where}: members[{i}]')
-                  for i, m in enumerate(raw_members))
-  return records.GridRun(
-      path=path.parent, task=task, encoding=encoding, architecture=architecture,
-      train_steps=train_steps, train_length=train_length, axes=(axes[0], axes[1]),
-      grid_max=grid_max, grid_stride=stride, beyond=tuple(sorted(set(beyond))),
-      samples_per_cell=samples, members=members, family=family,
-      **_parse_extras(data, where, encoding, train_steps))
-
-
-def _parse_grid_member(data: Any, where: str) -> records.GridMember:
-  if not isinstance(data, dict):
-    raise records.MalformedRunError(f'{where}: expected an object, got {data!r}')
-  seed = _require(data, 'seed', int, where)
-  learning_rate = float(_require(data, 'learning_rate', (int, float), where))
-  where = f'{where} (seed {seed}, learning rate {learning_rate:g})'
-  diverged = _require(data, 'diverged', bool, where)
-  raw_regions = _require(data, 'regions', dict, where)
-  regions = {}
-  for name in records.GRID_REGIONS:
-    if name not in raw_regions:
-      raise records.MalformedRunError(f'{where}: regions has no {name!r}')
-    value = raw_regions[name]
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-      raise records.MalformedRunError(
-          f'{where}: regions.{name} is {value!r}, expected a number or null')
-    if value is not None and not diverged and not math.isfinite(value):
-      raise records.MalformedRunError(f'{where}: not diverged but its regions.{name} is {value}')
-    # Whatever a diverged member scored does not count.
-    regions[name] = None if diverged or value is None else float(value)
-  raw_cells = _require(data, 'exact_match_by_cell', dict, where)
-  cells = {}
-  for key, value in raw_cells.items():
-    match = re.fullmatch(r'\s*(\d+)\s*,\s*(\d+)\s*', key)
-    if not match:
-      raise records.MalformedRunError(f"{where}: exact_match_by_cell key {key!r} is not 'a,b'")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-      raise records.MalformedRunError(
-          f'{where}: exact_match_by_cell[{key!r}] is {value!r}, expected a '
-                              'number or null')
-    cells[int(match[1]), int(match[2])] = math.nan if value is None else float(value)
-  return records.GridMember(seed, learning_rate, diverged, regions, dict(sorted(cells.items())))
+    options = _options_from_config(record.encoding, record.config)
+  return {'planned_steps': planned_steps, 'num_params': record.num_params,
+          'versions': dict(record.versions), 'encoding_options': options}
 
 
 def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
@@ -336,39 +150,29 @@ def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
   return {**attention, **embedding}
 
 
-def _parse_perplexity_run(data: Mapping[str, Any], path: pathlib.Path) -> records.PerplexityRun:
-  where = str(path)
-  try:
-    lengths = tuple(int(l) for l in data['eval_lengths'])
-    members = []
-    for m in data['members']:
-      if m.get('diverged'):
-        members.append(None)
-        continue
-      members.append({mode: {int(l): float(v) for l, v in by.items()}
-                      for mode, by in m['perplexity_by_length'].items()})
-    return records.PerplexityRun(str(data['task']), str(data['encoding']),
-                                 int(data['train_length']), lengths, tuple(members), where,
-                                 str(data.get('family', 'decoder')))
-  except (KeyError, TypeError, ValueError, AttributeError) as e:
-    raise records.MalformedRunError(
-        f'{where}: not a perplexity run ({type(e).__name__}: {e})') from None
+def member_where(where: str, i: int, member: results_lib.Member) -> str:
+  """How messages name member i of the file `where`."""
+  return f'{where}: members[{i}] (seed {member.seed}, learning rate {member.learning_rate:g})'
 
 
 @dataclasses.dataclass(frozen=True)
 class LoadedRuns:
-  """Every results.json under some paths: range runs, grid runs, language-model runs, and
-  one message per file skipped as malformed."""
-  runs: tuple[records.Run, ...]
-  grid_runs: tuple[records.GridRun, ...]
+  """Every results.json under some paths, as each protocol's section views them
+  (`views`: {protocol name: runs}, in the registry's order), and one message per file
+  skipped as malformed."""
+  views: Mapping[str, tuple[Any, ...]]
   problems: tuple[str, ...]
-  lm_runs: tuple[records.PerplexityRun, ...] = ()
-  hint_runs: tuple[lengths_section.HintRun, ...] = ()
+
+  # The studies' names for their runs.
+  runs = property(lambda self: self.views.get('range', ()))
+  grid_runs = property(lambda self: self.views.get('grid', ()))
+  lm_runs = property(lambda self: self.views.get('perplexity', ()))
+  hint_runs = property(lambda self: self.views.get('lengths', ()))
 
 
 def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
                   ) -> LoadedRuns:
-  """Loads every run under `paths` (`load_run`), range and grid runs apart; malformed ones are
+  """Loads every run under `paths` (`load_run`), grouped by protocol; malformed ones are
   skipped and described.
 
   Example:
@@ -379,28 +183,23 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
   Raises:
     ReportError: from `find_results`, or an unknown metric.
   """
-  runs, grid_runs, lm_runs, hint_runs, problems = [], [], [], [], []
+  views: dict[str, list[Any]] = {name: [] for name in evaluate.PROTOCOLS}
+  problems = []
   for results_path in find_results(paths):
     try:
-      run = load_run(results_path, metric=metric)
+      record = results_lib.read(results_path, evaluate.kinds())
+      name = record.evaluation.evaluation
+      views[name].append(section(name).view(record, results_path, metric))
     except records.MalformedRunError as e:
       problems.append(str(e))
-    else:
-      if isinstance(run, records.PerplexityRun):
-        lm_runs.append(run)
-      elif isinstance(run, lengths_section.HintRun):
-        hint_runs.append(run)
-      else:
-        (grid_runs if isinstance(run, records.GridRun) else runs).append(run)
-  return LoadedRuns(tuple(runs), tuple(grid_runs), tuple(problems), tuple(lm_runs),
-                    tuple(hint_runs))
+  return LoadedRuns({name: tuple(v) for name, v in views.items() if v}, tuple(problems))
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
               ) -> tuple[list[records.Run], list[str]]:
   """Loads every range run under `paths` for `metric` (`load_run`); malformed ones are skipped
-  and described. Grid runs load without a problem but are not among the runs: `load_all_runs`
-  returns them too.
+  and described. Runs of other protocols load without a problem but are not among the runs:
+  `load_all_runs` returns them too.
 
   Example:
     >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP

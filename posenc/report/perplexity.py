@@ -1,7 +1,9 @@
 """The language-model runs' section: perplexity by evaluation length (perplexity.md)."""
 from __future__ import annotations
 
-from typing import Sequence
+import math
+import pathlib
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -53,3 +55,22 @@ def perplexity_table(runs: Sequence[records.PerplexityRun]) -> str:
                'perplexity stays flat or falls past the training length. Built from '
                f'{len(runs)} run(s).')
   return '\n'.join(lines) + '\n'
+
+
+def view(record: Any, path: pathlib.Path, metric: str) -> records.PerplexityRun:
+  """A language-model run (`posenc.results.PerplexityResults`): per member (None when
+  diverged) its perplexity by window mode and length."""
+  del metric
+  members = tuple(None if m.diverged else {
+      mode: {n: math.nan if v is None else v for n, v in by.items()}
+      for mode, by in m.perplexity_by_length.items()} for m in record.evaluation.members)
+  return records.PerplexityRun(record.task, record.encoding, record.train_length,
+                               record.evaluation.eval_lengths, members, str(path),
+                               record.family)
+
+
+def build(runs: Sequence[records.PerplexityRun], options: records.Options) -> records.Section:
+  """The perplexity table ('perplexity', perplexity.md)."""
+  del options
+  text = perplexity_table(runs)
+  return records.Section({'perplexity': text}, {records.PERPLEXITY_FILE: text.encode()})

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import io
 import math
+import pathlib
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -501,3 +502,64 @@ def per_length_table(cells: Mapping[tuple[str, str], records.Cell], task: str,
     rows.append(f'| {length}{mark} | ' + ' | '.join(cells_text) + ' |')
   return (f'{task}: {label} (%) by length, best member per encoding; * = trained length '
           f'(1..{n})\n\n' + '\n'.join(rows) + '\n')
+
+
+# ---------------------------------------------------------------------------------------------
+# The section: a range run's view and the files of all of them.
+
+
+def view(record: Any, path: pathlib.Path, metric: str) -> records.Run:
+  """A range run (`posenc.results.RangeResults`) as the tables read it: its members' scores
+  and curves those of `metric` (see METRICS), a diverged member's score None.
+
+  Raises:
+    MalformedRunError: no evaluated length past training (the engine's score is then null for
+      every member: nothing to report), a member without `metric`'s fields (a file from
+      before the exact-match metric), or a converged member without a finite score.
+  """
+  where = str(path)
+  _, score_key, curve_key = records.metric_fields(metric)
+  evaluation = record.evaluation
+  if not any(n > record.train_length for n in evaluation.eval_lengths):
+    raise records.MalformedRunError(f'{where}: no evaluated length above the training length '
+                                    f'N = {record.train_length}, so no score')
+  members = []
+  for i, member in enumerate(evaluation.members):
+    at = load.member_where(where, i, member)
+    # The engine writes the exact-match fields for every member, diverged or not; without
+    # them the file predates that metric. (A diverged member's accuracy score may be absent.)
+    if metric != 'accuracy' and score_key in member.missing:
+      raise records.MalformedRunError(f'{at}: missing {score_key!r}')
+    if getattr(member, curve_key) is None:
+      raise records.MalformedRunError(f'{at}: missing {curve_key!r}')
+    score = getattr(member, score_key)
+    if member.diverged:
+      score = None  # Whatever a diverged member scored does not count.
+    elif score is None or not math.isfinite(score):
+      raise records.MalformedRunError(f'{at}: not diverged but its {score_key} is {score}')
+    curve = {n: math.nan if v is None else v for n, v in getattr(member, curve_key).items()}
+    members.append(records.Member(member.seed, member.learning_rate, member.diverged, score,
+                                  dict(sorted(curve.items()))))
+  return records.Run(
+      path=path.parent, task=record.task, encoding=record.encoding,
+      train_steps=record.train_steps, train_length=record.train_length,
+      eval_lengths=tuple(sorted(set(evaluation.eval_lengths))), members=tuple(members),
+      family=record.family, **load.run_extras(record))
+
+
+def build(runs: Sequence[records.Run], options: records.Options) -> records.Section:
+  """Table 1 and Table 4 ('table1', 'table4'), with figures every task's Figure 4
+  (figure4_<task>.png) and with `per_length` the per-length tables (lengths_<task>.md)."""
+  cells = load.collect_cells(runs)
+  kw = {'full_grid': options.full_grid, 'skipped': options.skipped, 'metric': options.metric}
+  texts = {'table1': table1(cells, **kw), 'table4': table4(cells, **kw)}
+  files = {'table1.md': texts['table1'].encode(), 'table4.md': texts['table4'].encode()}
+  tasks = grid_axes(cells)[0]
+  if options.figures:
+    for task in tasks:
+      files[figure_name(task)] = figure4_png(cells, task, metric=options.metric)
+  if options.per_length:
+    for task in tasks:
+      files[f'lengths_{task}.md'] = per_length_table(cells, task,
+                                                     metric=options.metric).encode()
+  return records.Section(texts, files)

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 
 from posenc import encodings as encodings_lib
+from posenc import results as results_lib
 import tasks as tasks_lib
 
 
@@ -36,8 +37,28 @@ class ReportError(ValueError):
   metric)."""
 
 
-class MalformedRunError(ValueError):
-  """A results.json that does not follow the engine's schema; the report skips it."""
+# A results.json that does not follow the schema (`posenc.results`), or that holds nothing a
+# section can report; the report skips it.
+MalformedRunError = results_lib.SchemaError
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  """What a report is asked for: every column of the grid (`full_grid`), figures, per-length
+  tables, the metric ('accuracy' or 'exact_match'), and the skipped files the notes name."""
+  full_grid: bool = False
+  figures: bool = True
+  per_length: bool = False
+  metric: str = 'accuracy'
+  skipped: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+  """A protocol's part of a report: its markdown texts by name ('table1', 'arithmetic', ...;
+  the fields of `posenc.report.Report`) and its files by name."""
+  texts: Mapping[str, str]
+  files: Mapping[str, bytes]
 
 
 # The report's metrics: its name in titles and axis labels, and the member fields it reads.
