@@ -1,0 +1,121 @@
+"""results.json's schema (`posenc.results`): files of the previous layout (no schema_version,
+tests/data/results_v1: real runs of each protocol written before the schema module) load,
+keep their layout when written back, and give the same report byte for byte; an unknown
+version is one line."""
+
+import importlib
+import json
+import os
+import pathlib
+import shutil
+
+import pytest
+
+from posenc import evaluate
+from posenc import results
+from posenc import train
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / 'tests' / 'data' / 'results_v1'
+# `launch.report tests/data/results_v1` as the code before the schema module wrote it.
+EXPECTED = ROOT / 'tests' / 'data' / 'results_v1_report'
+FILES = sorted(FIXTURE.rglob('results.json'))
+
+
+def test_every_protocol_names_its_record_and_its_report_section():
+  for name, protocol in evaluate.PROTOCOLS.items():
+    assert protocol.results.evaluation == name
+    assert protocol.results.default_family in protocol.families
+    section = importlib.import_module(protocol.report)
+    assert callable(section.view) and callable(section.build), protocol.report
+
+
+def test_the_fixture_holds_every_protocol():
+  kinds = {json.loads(p.read_text()).get('evaluation') for p in FILES}
+  assert kinds == set(evaluate.PROTOCOLS)
+
+
+@pytest.mark.parametrize('path', FILES, ids=lambda p: str(p.relative_to(FIXTURE).parent))
+def test_previous_layout_loads_and_writes_back_in_its_layout(path):
+  data = json.loads(path.read_text())
+  assert 'schema_version' not in data  # Version 1.
+  record = results.read(path, evaluate.kinds())
+  assert record.schema_version == results.SCHEMA_VERSION == 2
+  assert isinstance(record.evaluation, evaluate.PROTOCOLS[data['evaluation']].results)
+  assert len(record.members) == len(data['members'])
+  # Version 2 is version 1's newest layout plus the version: field for field, in order.
+  assert json.dumps(record.to_json()) == json.dumps({'schema_version': 2, **data})
+  assert results.Results.from_json(record.to_json(), evaluate.kinds()) == record
+
+
+def test_records_key_lengths_and_cells_by_integers():
+  kinds = evaluate.kinds()
+  grid = results.read(next(p for p in FILES if 'grid' in p.parts), kinds)
+  member = grid.members[0]
+  assert all(isinstance(a, int) and isinstance(b, int) for a, b in member.exact_match_by_cell)
+  assert set(member.regions) == {'ood', 'beyond', 'id'}
+  range_run = results.read(next(p for p in FILES if 'range' in p.parts), kinds)
+  first = range_run.members[0]
+  assert list(first.accuracy_by_length) == list(range_run.evaluation.eval_lengths)
+
+
+def test_report_of_the_previous_layout_is_byte_for_byte(cli, tmp_path):
+  proc = cli.run(['launch.report', 'tests/data/results_v1', f'--out={tmp_path}'])
+  assert proc.returncode == 0, proc.stderr
+  expected = sorted(p.name for p in EXPECTED.iterdir())
+  assert expected == ['arithmetic.md', 'hints.md', 'perplexity.md', 'table1.md', 'table4.md']
+  for name in expected:
+    assert (tmp_path / name).read_bytes() == (EXPECTED / name).read_bytes(), name
+
+
+def test_version_1_defaults_what_older_files_left_out():
+  data = json.loads(next(p for p in FILES if 'range' in p.parts).read_text())
+  for key in ('evaluation', 'family', 'encoding_options', 'architecture'):
+    del data[key]
+  record = results.Results.from_json(data, evaluate.kinds())
+  assert isinstance(record.evaluation, results.RangeResults)
+  assert (record.family, record.encoding_options, record.architecture) == ('encoder', None, None)
+  # Version 2 files must say so.
+  with pytest.raises(results.SchemaError, match="x.json: missing 'family'"):
+    results.Results.from_json({**data, 'schema_version': 2, 'evaluation': 'range',
+                               'encoding_options': None, 'architecture': None},
+                              evaluate.kinds(), 'x.json')
+
+
+@pytest.mark.parametrize('version', [3, '2', None, True])
+def test_an_unknown_version_is_one_line_naming_it(version, cli, tmp_path):
+  data = json.loads(FILES[0].read_text())
+  run = tmp_path / 'run'
+  run.mkdir()
+  (run / 'results.json').write_text(json.dumps({'schema_version': version, **data}))
+  with pytest.raises(results.SchemaError) as e:
+    results.read(run / 'results.json', evaluate.kinds())
+  assert f'schema_version {version!r} is not one this posenc reads (1, 2)' in str(e.value)
+  assert '\n' not in str(e.value)
+  proc = cli.run(['launch.report', str(run), f'--out={tmp_path / "out"}'])
+  assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+  assert f'schema_version {version!r}' in proc.stderr
+  assert not os.path.exists(tmp_path / 'out')
+
+
+def test_a_new_run_writes_the_current_version(tmp_path):
+  from experiments import rpe_table1
+  config = rpe_table1.get_config('task=parity_check,tiny')
+  config.train.steps, config.seeds, config.learning_rates = 2, [0], [1e-3]
+  config.eval.max_length = config.train.max_length + 1
+  written = train.train_and_evaluate(config, str(tmp_path))
+  on_disk = json.loads((tmp_path / 'results.json').read_text())
+  assert on_disk == json.loads(json.dumps(written))
+  assert list(on_disk)[:3] == ['schema_version', 'task', 'encoding']
+  assert on_disk['schema_version'] == results.SCHEMA_VERSION
+  record = results.read(tmp_path / 'results.json', evaluate.kinds())
+  assert record.to_json() == on_disk
+
+
+def test_a_copy_of_the_fixture_reads_the_same(tmp_path):
+  """Reading does not depend on where the files are."""
+  shutil.copytree(FIXTURE, tmp_path / 'copy')
+  for path in FILES:
+    moved = tmp_path / 'copy' / path.relative_to(FIXTURE)
+    assert (results.read(moved, evaluate.kinds())
+            == results.read(path, evaluate.kinds()))
