@@ -51,6 +51,11 @@ def base_config() -> ml_collections.ConfigDict:
   c.learning_rates = [1e-4, 3e-4, 5e-4]
   # All members share the training batches, as the reference's runs share `seed`.
   c.data_seed = 0
+  # Data order as a population axis: with a list, every (seed, data seed, learning rate)
+  # is one member, and each data seed draws its own training batches (the order of the
+  # examples; the length schedule and a fixed training set stay data_seed's). Empty: one
+  # shared data seed, data_seed.
+  c.data_seeds = []
   c.checkpoint_every = 10_000  # steps; a final checkpoint is always written.
 
   c.train = ml_collections.ConfigDict()
@@ -240,14 +245,21 @@ def eval_lengths(config: ml_collections.ConfigDict) -> list[int]:
 
 
 def members(config: ml_collections.ConfigDict) -> list[dict[str, Any]]:
-  """The population: every (seed, learning rate), seed-major.
+  """The population: every (seed, learning rate), seed-major; with `data_seeds`, every
+  (seed, data seed, learning rate).
 
   Example: seeds [0, 1], learning_rates [1e-4, 3e-4] ->
     [{'seed': 0, 'learning_rate': 1e-4}, {'seed': 0, 'learning_rate': 3e-4},
      {'seed': 1, 'learning_rate': 1e-4}, {'seed': 1, 'learning_rate': 3e-4}]
+  and with data_seeds [5, 6], seeds [0], learning_rates [1e-4] ->
+    [{'seed': 0, 'data_seed': 5, 'learning_rate': 1e-4},
+     {'seed': 0, 'data_seed': 6, 'learning_rate': 1e-4}]
   """
-  return [{'seed': int(s), 'learning_rate': float(lr)}
-          for s in config.seeds for lr in config.learning_rates]
+  if not config.get('data_seeds'):
+    return [{'seed': int(s), 'learning_rate': float(lr)}
+            for s in config.seeds for lr in config.learning_rates]
+  return [{'seed': int(s), 'data_seed': int(d), 'learning_rate': float(lr)}
+          for s in config.seeds for d in config.data_seeds for lr in config.learning_rates]
 
 
 def is_int(x: Any) -> bool:
@@ -287,6 +299,13 @@ def validate(config: ml_collections.ConfigDict) -> None:
                       'must be integers in 0..2^32-1')
   if len(set(seeds)) != len(seeds):
     raise ConfigError(f'seeds {seeds} has duplicates; each seed must be unique')
+  data_seeds = list(config.get('data_seeds') or [])
+  bad = [s for s in data_seeds if not is_int(s) or not 0 <= s < 2**32]
+  if bad:
+    raise ConfigError(f'data_seeds {data_seeds}: {bad[0]!r} is not an integer in 0..2^32-1; '
+                      'data_seeds must be integers in 0..2^32-1 (or empty: one data seed)')
+  if len(set(data_seeds)) != len(data_seeds):
+    raise ConfigError(f'data_seeds {data_seeds} has duplicates; each data seed must be unique')
   bad = [lr for lr in rates if not is_number(lr) or not 0 < lr < math.inf]
   if not rates or bad:
     why = f': {bad[0]!r} is not a positive finite number' if bad else ' is empty'
@@ -413,6 +432,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
 RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every')
 
 
+# Fields added to the config after runs were recorded without them, with the default that
+# reproduces those runs: a recorded config that lacks one asked for its default.
+ADDED_FIELDS = {'data_seeds': []}
+
+
 class _Absent:
   """The value of a field one side of a comparison lacks (a config of another version)."""
 
@@ -457,8 +481,9 @@ def config_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]
     [('train.steps', 2000, 4000)]
   """
   old, new = flatten(recorded), flatten(requested)
-  return [(k, old.get(k, ABSENT), new.get(k, ABSENT)) for k in sorted(set(old) | set(new))
-          if old.get(k, ABSENT) != new.get(k, ABSENT) and k not in RESUMABLE_CHANGES]
+  value = lambda d, k: d.get(k, ADDED_FIELDS.get(k, ABSENT))
+  return [(k, value(old, k), value(new, k)) for k in sorted(set(old) | set(new))
+          if value(old, k) != value(new, k) and k not in RESUMABLE_CHANGES]
 
 
 def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4,

@@ -3,12 +3,13 @@
 A population of P members (every seed x learning rate of the config) lives on the local
 devices: the member axis is sharded over the mesh axis `POP` and vmapped (or mapped)
 inside a `shard_map`, so P = 1 on one CPU and P = 30 on eight devices are the same code
-path. Members share each step's data; each has its own initialisation, dropout and
-position-noise keys and its own learning rate.
+path. Members share each step's data (or, with `data_seeds`, that of their data seed);
+each has its own initialisation, dropout and position-noise keys and its own learning rate.
 
 RNG, one story: every draw comes from `jax.random.key`s derived here, split per purpose
 (the tags below) and folded with the step (or length and sub-batch) on the device:
   data_seed  -> curriculum key (step -> length)  and  batch key (step -> batch)
+  data_seeds -> one batch key per data seed (each as data_seed's would be)
   seed       -> init key, train key (step -> dropout, noise), eval key (length, j -> ...)
   eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
 
@@ -124,6 +125,10 @@ class Population:
         jax.device_put(keys[:, i], self.sharded) for i in range(3))
     self.learning_rates = jax.device_put(
         jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded)
+    # Each member's data seed as an index into `data_seeds(config)` (one batch stream each).
+    seeds = data_seeds(config)
+    self.data_index = np.array([seeds.index(m.get('data_seed', seeds[0])) for m in table],
+                               np.int32)
 
   @property
   def num_devices(self) -> int:
@@ -157,10 +162,22 @@ def dataset_key(config: ml_collections.ConfigDict) -> jax.Array:
   return jax.random.fold_in(jax.random.key(config.data_seed), DATASET)
 
 
+def data_seeds(config: ml_collections.ConfigDict) -> list[int]:
+  """The data seeds of the population's members: `data_seeds`, or [data_seed]."""
+  return [int(d) for d in (config.get('data_seeds') or [config.data_seed])]
+
+
 def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """(curriculum key, training batch key, evaluation data key)."""
-  curriculum, batches = jax.random.split(
-      jax.random.fold_in(jax.random.key(config.data_seed), DATA))
+  """(curriculum key, training batch keys [D], evaluation data key).
+
+  The curriculum (step -> length) is `data_seed`'s, shared by every member so that a step
+  is one program; batch key d is data seed d's (`data_seeds`), made as a run with
+  data_seed = d makes its one: the members of the data seed equal to `data_seed` train
+  bit for bit as they would in a run without `data_seeds`.
+  """
+  curriculum, _ = jax.random.split(jax.random.fold_in(jax.random.key(config.data_seed), DATA))
+  batches = jnp.stack([jax.random.split(jax.random.fold_in(jax.random.key(d), DATA))[1]
+                       for d in data_seeds(config)])
   evaluation = jax.random.fold_in(jax.random.key(config.eval.seed), EVAL_DATA)
   return curriculum, batches, evaluation
 

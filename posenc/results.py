@@ -106,18 +106,21 @@ class Member:
   when it has none: diverged, or no length past training).
 
   `missing` names the optional fields its (version 1) file did not record; `to_json` leaves
-  them out again.
+  them out again. `data_seed` is the member's data seed when the population varies it
+  (`config.data_seeds`), else None and not written.
   """
   seed: int
   learning_rate: float
   diverged: bool
   score: float | None
   missing: tuple[str, ...] = ()
+  data_seed: int | None = None
 
   def _head(self) -> dict[str, Any]:
-    head = {'seed': self.seed, 'learning_rate': self.learning_rate,
-            'diverged': self.diverged, 'score': self.score}
-    return {k: v for k, v in head.items() if k not in self.missing}
+    head = {'seed': self.seed, 'data_seed': self.data_seed,
+            'learning_rate': self.learning_rate, 'diverged': self.diverged, 'score': self.score}
+    return {k: v for k, v in head.items()
+            if k not in self.missing and (k != 'data_seed' or v is not None)}
 
   @staticmethod
   def _read_head(data: Any, where: str) -> tuple[dict[str, Any], str]:
@@ -125,13 +128,15 @@ class Member:
     if not isinstance(data, dict):
       raise SchemaError(f'{where}: expected an object, got {data!r}')
     seed = require(data, 'seed', int, where)
+    data_seed = require(data, 'data_seed', int, where) if 'data_seed' in data else None
     learning_rate = float(require(data, 'learning_rate', (int, float), where))
-    where = f'{where} (seed {seed}, learning rate {learning_rate:g})'
+    where = (f'{where} (seed {seed}, ' + ('' if data_seed is None else f'data seed {data_seed}, ')
+             + f'learning rate {learning_rate:g})')
     diverged = require(data, 'diverged', bool, where)
     score = _number_or_none(data.get('score'), 'score', where)
     missing = () if 'score' in data else ('score',)
     return {'seed': seed, 'learning_rate': learning_rate, 'diverged': diverged,
-            'score': score, 'missing': missing}, where
+            'score': score, 'missing': missing, 'data_seed': data_seed}, where
 
 
 @dataclasses.dataclass(frozen=True)

@@ -105,12 +105,14 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
 
 def _local_update(config: ml_collections.ConfigDict, task: Any,
                   model: model_lib.Encoder, bucket: int, batch_key: jax.Array,
-                  loop: str) -> Callable[..., Any]:
+                  loop: str, data_index: np.ndarray | None = None) -> Callable[..., Any]:
   """One step of a device's members on a batch padded to `bucket` input tokens.
 
   local_update(state, length, learning_rates [p], train_keys [p]) -> (state, {loss,
   accuracy} [p]), for the p members on this device; `length` is the step's real length
-  (traced) and the batch is sampled from the step's key on the device.
+  (traced) and the batch is sampled from the step's key on the device. `batch_key` is one
+  key, or one per data seed [D] with `data_index` [P] each member's: then the step draws
+  D batches and each member trains on its data seed's.
   """
   tx = population_lib.optimizer(config)
   protocol = evaluate.of(task)
@@ -148,11 +150,23 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
     return (jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_opt, opt),
             diverged, loss, accuracy)
 
+  keys_per_seed = batch_key.reshape(-1)
+  draw = lambda key, step, length: protocol.train_batch(
+      config, task, jax.random.fold_in(key, step), step, length, shape)
+
   def local_update(state, length, learning_rates, keys):
-    key = jax.random.fold_in(batch_key, state['step'])
-    batch = protocol.train_batch(config, task, key, state['step'], length, shape)
+    step = state['step']
     members = (state['params'], state['opt'], state['diverged'], learning_rates, keys)
-    one = lambda m: member_update(*m, batch, state['step'])
+    if len(keys_per_seed) == 1:
+      batch = draw(keys_per_seed[0], step, length)
+      one = lambda m: member_update(*m, batch, step)
+    else:
+      batches = jax.vmap(draw, in_axes=(0, None, None))(keys_per_seed, step, length)
+      # This device's members are rows axis_index * p ... of the population.
+      p = learning_rates.shape[0]
+      rows = jax.lax.axis_index(POP) * p + jnp.arange(p)
+      members += (jnp.asarray(data_index)[rows],)
+      one = lambda m: member_update(*m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step)
     if loop == 'map':
       params, opt, diverged, loss, accuracy = jax.lax.map(one, members)
     else:
@@ -200,7 +214,8 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
   often it is traced (= compiled).
   """
   local = _local_update(config, task, model, bucket, batch_key,
-                        population_lib.population_loop(config, platform or population.platform))
+                        population_lib.population_loop(config, platform or population.platform),
+                        population.data_index)
 
   def local_update(*args):
     if traces is not None:
@@ -231,7 +246,8 @@ def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
   k, n, size = config.train.steps_per_dispatch, config.train.max_length, config.train.bucket_size
   loop = population_lib.population_loop(config, platform or population.platform)
   buckets = train_buckets(config)
-  branches = [_local_update(config, task, model, b, batch_key, loop) for b in buckets]
+  branches = [_local_update(config, task, model, b, batch_key, loop, population.data_index)
+              for b in buckets]
 
   def local_multi(state, num_steps, learning_rates, keys):
     if traces is not None:

@@ -14,14 +14,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # The decoder's population sharding runs in the hinting case too, so its plain case is slow.
-@pytest.mark.parametrize('encoding, family', [
-    ('randomized_relative', 'encoder'),
-    pytest.param('randomized_rotary', 'decoder', marks=pytest.mark.slow),
-    ('hints', 'decoder')])
-def test_sharded_population_matches_single_device(encoding, family):
+@pytest.mark.parametrize('encoding, family, population', [
+    ('randomized_relative', 'encoder', 'seeds'),
+    pytest.param('randomized_rotary', 'decoder', 'seeds', marks=pytest.mark.slow),
+    ('hints', 'decoder', 'seeds'),
+    # Members of two data orders: each device draws both data seeds' batches.
+    ('randomized_relative', 'encoder', 'data_seeds')])
+def test_sharded_population_matches_single_device(encoding, family, population):
   env = {**os.environ, 'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
   proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py', encoding,
-                         family], cwd=ROOT, env=env, capture_output=True, text=True)
+                         family, population], cwd=ROOT, env=env, capture_output=True,
+                        text=True)
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = json.loads(proc.stdout.strip().splitlines()[-1])
   # 6 members on 8 devices: 2 padding members, dropped from the results.

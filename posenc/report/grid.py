@@ -82,7 +82,7 @@ def collect_grid_entries(grid_runs: Iterable[records.GridRun]
 
 def _grid_member_key(member: records.GridMember) -> tuple[Any, ...]:
   # repr, so that the NaN cells of a member compare equal to their copy's.
-  return (member.seed, member.learning_rate, member.diverged,
+  return (member.seed, member.data_seed, member.learning_rate, member.diverged,
           repr(tuple(member.regions.items())), repr(tuple(member.exact_match_by_cell.items())))
 
 
@@ -484,7 +484,7 @@ def view(record: Any, path: pathlib.Path, metric: str) -> records.GridRun:
       m.seed, m.learning_rate, m.diverged,
       {r: None if m.diverged else v for r, v in m.regions.items()},
       dict(sorted((cell, math.nan if v is None else v)
-                  for cell, v in m.exact_match_by_cell.items())))
+                  for cell, v in m.exact_match_by_cell.items())), m.data_seed)
                   for m in evaluation.members)
   return records.GridRun(
       path=path.parent, task=record.task, encoding=record.encoding,

@@ -152,7 +152,8 @@ def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
 
 def member_where(where: str, i: int, member: results_lib.Member) -> str:
   """How messages name member i of the file `where`."""
-  return f'{where}: members[{i}] (seed {member.seed}, learning rate {member.learning_rate:g})'
+  data = '' if member.data_seed is None else f'data seed {member.data_seed}, '
+  return f'{where}: members[{i}] (seed {member.seed}, {data}learning rate {member.learning_rate:g})'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,7 +301,7 @@ def collect_cells(runs: Iterable[records.Run]) -> dict[tuple[str, str], records.
     for run in cell_runs:
       for member in run.members:
         # repr, so that the NaN accuracies of a diverged member compare equal to their copy.
-        key = (member.seed, member.learning_rate, member.diverged, member.score,
+        key = (member.seed, member.data_seed, member.learning_rate, member.diverged, member.score,
                repr(tuple(member.accuracy_by_length.items())))
         if key not in seen:
           seen.add(key)

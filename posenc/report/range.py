@@ -340,13 +340,15 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
 
   merged = [c for c in ordered if len(c.runs) > 1]
   for cell in merged:
-    pairs = collections.Counter((m.seed, m.learning_rate) for m in cell.members)
-    repeated = sorted(p for p, k in pairs.items() if k > 1)
+    pairs = collections.Counter((m.seed, m.data_seed, m.learning_rate) for m in cell.members)
+    repeated = sorted((p for p, k in pairs.items() if k > 1), key=repr)
     text = (f'{_name(cell)} merges the members of {len(cell.runs)} runs '
             f'({", ".join(str(r.path) for r in cell.runs)}); identical members count once')
     if repeated:
-      text += ('; distinct members with the same (seed, learning rate) all count: '
-               + ', '.join(f'({s}, {r:g})' for s, r in repeated))
+      with_data = any(d is not None for _, d, _ in repeated)
+      text += (f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
+               'rate) all count: ' + ', '.join(
+                   f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated))
     notes.append(text + '.')
 
   devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for r in c.runs})
@@ -539,7 +541,7 @@ def view(record: Any, path: pathlib.Path, metric: str) -> records.Run:
       raise records.MalformedRunError(f'{at}: not diverged but its {score_key} is {score}')
     curve = {n: math.nan if v is None else v for n, v in getattr(member, curve_key).items()}
     members.append(records.Member(member.seed, member.learning_rate, member.diverged, score,
-                                  dict(sorted(curve.items()))))
+                                  dict(sorted(curve.items())), member.data_seed))
   return records.Run(
       path=path.parent, task=record.task, encoding=record.encoding,
       train_steps=record.train_steps, train_length=record.train_length,

@@ -99,6 +99,7 @@ class Member:
   diverged: bool
   score: float | None
   accuracy_by_length: Mapping[int, float]
+  data_seed: int | None = None  # When the population varies the data order.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +175,7 @@ class GridMember:
   diverged: bool
   regions: Mapping[str, float | None]
   exact_match_by_cell: Mapping[tuple[int, int], float]
+  data_seed: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Trains one tiny population on 8 forced CPU devices and on 1; prints whether they agree.
 
+  sharded_vs_single.py ENCODING|hints [FAMILY [data_seeds]]
+
 Run by tests/test_scale.py with XLA_FLAGS=--xla_force_host_platform_device_count=8.
 """
 import json
@@ -25,6 +27,8 @@ def main():
     config.model.family = sys.argv[2]
   config.seeds = [0, 1, 2]  # 3 seeds x 2 lrs = 6 members: padded to 8 on 8 devices.
   config.learning_rates = [1e-3, 3e-3]
+  if len(sys.argv) > 3 and sys.argv[3] == 'data_seeds':  # 3 seeds x 2 data seeds x 1 lr
+    config.data_seeds, config.learning_rates = [0, 5], [1e-3]
   config.train.steps = 10
   assert jax.local_device_count() == 8
   out = {}
