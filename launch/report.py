@@ -3,6 +3,8 @@ heatmaps, from run directories.
 
 Usage:
   python -m launch.report WORKDIR... [--out=DIR] [--full_grid] [--metric=accuracy|exact_match]
+      [--scorecard [--success_threshold=0.9] [--length_threshold=0.95]
+       [--perplexity_tolerance=0.1]]
 
 Each WORKDIR is a run directory (holding results.json), a tree of them (a sweep directory) or a
 results.json file. Range runs (the study's tasks) give DIR/table1.md, DIR/table4.md and
@@ -11,8 +13,9 @@ lengths) give DIR/arithmetic.md (exact match by region, per task, architecture a
 and one DIR/heatmap_<task>__<encoding>__<architecture>__seed<k>_lr<rate>.png per member;
 language-model runs (perplexity by length) give DIR/perplexity.md; task-hinting runs
 (accuracy and edit distance by test length and distribution) give DIR/hints.md and one
-DIR/hints_<task>.png per task. DIR
-defaults to ./report; every table is printed. --metric=exact_match makes the range tables and
+DIR/hints_<task>.png per task. --scorecard adds the robustness scorecard of every run
+(posenc/report/scorecard.py): DIR/scorecard.md, DIR/scorecard.json and one
+DIR/scorecard_<task>.png per task. DIR defaults to ./report; every table is printed. --metric=exact_match makes the range tables and
 figures report the share of examples whose every output token is right instead of the
 per-token accuracy (range runs that predate that metric are then malformed); grid runs are
 always judged by exact match. Malformed runs are skipped with a warning on stderr and listed in
@@ -32,6 +35,7 @@ from typing import NoReturn, Sequence
 
 from posenc.report import lengths as hint_report
 from posenc import report as report_lib
+from posenc.report import scorecard as scorecard_lib
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +57,19 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
   parser.add_argument('--full_grid', action='store_true',
                       help='every task and encoding of the study, not only those with runs; '
                            'missing cells shown as missing')
+  parser.add_argument('--scorecard', action='store_true',
+                      help='also the robustness scorecard over the members of every run '
+                           '(scorecard.md, scorecard.json, scorecard_<task>.png): mean, sd, '
+                           'median, IQR, max (the published statistic), success rate, longest '
+                           'length generalized, bootstrap intervals, pairwise comparisons')
+  parser.add_argument('--success_threshold', type=float, default=0.9,
+                      help="scorecard: a member succeeds at a score >= this (default 0.9)")
+  parser.add_argument('--length_threshold', type=float, default=0.95,
+                      help='scorecard: a length is generalized at >= this accuracy (exact '
+                           'match for generated answers; default 0.95)')
+  parser.add_argument('--perplexity_tolerance', type=float, default=0.1,
+                      help='scorecard, language models: success within this share of the '
+                           "member's perplexity at the training length (default 0.1)")
   parser.add_argument('--metric', choices=tuple(report_lib.METRICS), default='accuracy',
                       help='the score of the range tables and figures: per-token accuracy '
                            '(default) or exact match of the whole output; grid runs are always '
@@ -72,8 +89,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     _fail(f'--out={args.out!r} is a file, not a directory')
   try:
     # Everything is rendered in memory first, so bad input leaves nothing on disk.
+    thresholds = None
+    if args.scorecard:
+      thresholds = scorecard_lib.Thresholds(args.success_threshold, args.length_threshold,
+                                            args.perplexity_tolerance)
     report = report_lib.build_report(args.workdirs, full_grid=args.full_grid,
-                                     metric=args.metric)
+                                     metric=args.metric, scorecard=thresholds)
   except report_lib.ReportError as e:
     _fail(str(e))
   for problem in report.skipped:
@@ -83,10 +104,11 @@ def main(argv: Sequence[str] | None = None) -> None:
   except OSError as e:
     _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
   tables = [name for name in ('table1.md', 'table4.md', report_lib.ARITHMETIC_FILE,
-                              report_lib.PERPLEXITY_FILE, hint_report.FILE)
+                              report_lib.PERPLEXITY_FILE, hint_report.FILE,
+                              scorecard_lib.FILE_MD, scorecard_lib.FILE_JSON)
             if name in report.files]
   for text in (report.table1, report.table4, report.arithmetic, report.perplexity,
-               report.hints):
+               report.hints, report.scorecard):
     if text:
       print(text)
   written = [f'{out}/{name}' for name in tables]
@@ -99,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> None:
   if report.hints:
     plots = sum(name.startswith('hints_') for name in report.files)
     written.append(f'{plots} accuracy-by-length figure{"s" * (plots != 1)}')
+  if report.scorecard:
+    plots = sum(name.startswith('scorecard_') for name in report.files)
+    written.append(f'{plots} scorecard figure{"s" * (plots != 1)}')
   print(f'wrote {", ".join(written[:-1])} and {written[-1]}' if len(written) > 1
         else f'wrote {written[0]}')
 

@@ -283,6 +283,10 @@ class PerplexityMember(Member):
                    'perplexity_by_length', where))
 
 
+def _finite_curve(by_length: Mapping[int, float | None]) -> dict[int, float]:
+  return {n: math.nan if v is None else float(v) for n, v in sorted(by_length.items())}
+
+
 def _members(data: Mapping[str, Any], member: type, where: str) -> tuple[Any, ...]:
   raw = require(data, 'members', list, where)
   if not raw:
@@ -300,6 +304,9 @@ class RangeResults:
   first and last length past training (None when none is)."""
   evaluation: ClassVar[str] = 'range'
   default_family: ClassVar[str] = 'encoder'  # Version 1 files from before the decoder.
+  # What the scorecard reads (`curve`): the study's per-token accuracy by length.
+  metric: ClassVar[str] = 'accuracy'
+  higher_is_better: ClassVar[bool] = True
   eval_lengths: tuple[int, ...]
   score_lengths: tuple[int, int] | None
   members: tuple[RangeMember, ...]
@@ -308,6 +315,10 @@ class RangeResults:
     return {'evaluation': self.evaluation, 'eval_lengths': list(self.eval_lengths),
             'score_lengths': None if self.score_lengths is None else list(self.score_lengths),
             'members': [m.to_json() for m in self.members]}
+
+  def curve(self, member: RangeMember) -> dict[int, float]:
+    """The member's `metric` by length (NaN where none was recorded)."""
+    return _finite_curve(member.accuracy_by_length)
 
   @classmethod
   def from_json(cls, data: Mapping[str, Any], where: str) -> RangeResults:
@@ -324,6 +335,9 @@ class GridResults:
   grid_max), plus (x, x) for x in `beyond`; `axes` names the two axes."""
   evaluation: ClassVar[str] = 'grid'
   default_family: ClassVar[str] = 'decoder'  # Only decoders generate answers.
+  # The scorecard's length n is the cell (n, n): both operands n long.
+  metric: ClassVar[str] = 'exact match'
+  higher_is_better: ClassVar[bool] = True
   axes: tuple[str, str]
   grid_max: int
   grid_stride: int
@@ -336,6 +350,11 @@ class GridResults:
             'grid': {'max': self.grid_max, 'stride': self.grid_stride,
                      'beyond': list(self.beyond), 'samples_per_cell': self.samples_per_cell},
             'members': [m.to_json() for m in self.members]}
+
+  def curve(self, member: GridMember) -> dict[int, float]:
+    """Exact match on the diagonal cells (n, n), by n."""
+    return _finite_curve({a: v for (a, b), v in sorted(member.exact_match_by_cell.items())
+                          if a == b})
 
   @classmethod
   def from_json(cls, data: Mapping[str, Any], where: str) -> GridResults:
@@ -356,6 +375,8 @@ class LengthsResults:
   `score_distribution` at `score_lengths`."""
   evaluation: ClassVar[str] = 'lengths'
   default_family: ClassVar[str] = 'decoder'
+  metric: ClassVar[str] = 'exact match'
+  higher_is_better: ClassVar[bool] = True
   hints: tuple[str, ...]
   hint_schedule: str
   eval_lengths: tuple[int, ...]
@@ -371,6 +392,10 @@ class LengthsResults:
             'score_distribution': self.score_distribution,
             'score_lengths': list(self.score_lengths),
             'members': [m.to_json() for m in self.members]}
+
+  def curve(self, member: LengthsMember) -> dict[int, float]:
+    """Full-sequence accuracy on the score distribution, by length."""
+    return _finite_curve(member.by_length['exact_match'][self.score_distribution])
 
   @classmethod
   def from_json(cls, data: Mapping[str, Any], where: str) -> LengthsResults:
@@ -391,6 +416,8 @@ class PerplexityResults:
   `eval_seconds` the time per length and mode."""
   evaluation: ClassVar[str] = 'perplexity'
   default_family: ClassVar[str] = 'decoder'
+  metric: ClassVar[str] = 'perplexity'
+  higher_is_better: ClassVar[bool] = False
   eval_lengths: tuple[int, ...]
   corpus: Mapping[str, Any]
   eval_seconds: Mapping[str, Any]
@@ -400,6 +427,10 @@ class PerplexityResults:
     return {'evaluation': self.evaluation, 'eval_lengths': list(self.eval_lengths),
             'corpus': dict(self.corpus), 'eval_seconds': dict(self.eval_seconds),
             'members': [m.to_json() for m in self.members]}
+
+  def curve(self, member: PerplexityMember) -> dict[int, float]:
+    """Perplexity by length in the first window mode (the score's)."""
+    return _finite_curve(next(iter(member.perplexity_by_length.values())))
 
   @classmethod
   def from_json(cls, data: Mapping[str, Any], where: str) -> PerplexityResults:

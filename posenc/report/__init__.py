@@ -69,6 +69,7 @@ from typing import Mapping, Sequence
 from posenc import io as io_lib
 from posenc.report import load
 from posenc.report import records
+from posenc.report import scorecard as scorecard_lib
 
 # The public API, from the modules that define it.
 # pylint: disable=unused-import,g-importing-member
@@ -103,6 +104,7 @@ class Report:
   perplexity: str = ''
   hints: str = ''
   absent: str = ''  # The "Not in this report" section, '' when nothing is left out.
+  scorecard: str = ''  # The robustness scorecard's markdown, '' when not asked for.
 
 
 def absent_section(absent: Sequence[str]) -> str:
@@ -126,7 +128,8 @@ def absent_section(absent: Sequence[str]) -> str:
 
 def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
                  figures: bool = True, per_length: bool = False,
-                 metric: str = 'accuracy', absent: Sequence[str] = ()) -> Report:
+                 metric: str = 'accuracy', absent: Sequence[str] = (),
+                 scorecard: scorecard_lib.Thresholds | None = None) -> Report:
   """Loads the runs under `paths` and renders every table and figure in memory.
 
   Range runs give both tables (table1.md, table4.md), every task's figure
@@ -138,7 +141,8 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   leaves out every PNG. `absent` lists what the caller knows is missing from `paths` ('cell:
   why', e.g. a sweep's cells that are not complete): every markdown file then ends with a
   "Not in this report" section that lists them (`absent_section`), so a partial report never
-  reads as a whole one.
+  reads as a whole one. With `scorecard` (its thresholds), the robustness scorecard of every
+  run too (`posenc.report.scorecard`: scorecard.json, scorecard.md, scorecard_<task>.png).
 
   Example:
     >>> report = build_report(['sweep', 'runs/abacus'], metric='exact_match')  # doctest: +SKIP
@@ -152,6 +156,11 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
     ReportError: a path is missing, holds no results.json, no run (range or grid) is well
       formed, or `metric` is unknown.
   """
+  if scorecard is not None:
+    try:
+      scorecard.check()
+    except ValueError as e:
+      raise records.ReportError(str(e)) from None
   loaded = load.load_all_runs(paths, metric=metric)
   skipped = tuple(loaded.problems)
   if not loaded.views:
@@ -165,12 +174,16 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
     section = load.section(name).build(views, options)
     texts.update(section.texts)
     files.update(section.files)
+  if scorecard is not None:
+    card = scorecard_lib.scorecard(loaded.records, scorecard)
+    texts['scorecard'] = scorecard_lib.markdown(card)
+    files.update(scorecard_lib.files(card, figures=figures))
   absent_text = absent_section(absent)
   files = {name: data + absent_text.encode() if name.endswith('.md') else data
            for name, data in files.items()}
   return Report(texts.get('table1', ''), texts.get('table4', ''), files, skipped,
                 texts.get('arithmetic', ''), texts.get('perplexity', ''),
-                texts.get('hints', ''), absent_text)
+                texts.get('hints', ''), absent_text, texts.get('scorecard', ''))
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:

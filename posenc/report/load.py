@@ -163,6 +163,8 @@ class LoadedRuns:
   skipped as malformed."""
   views: Mapping[str, tuple[Any, ...]]
   problems: tuple[str, ...]
+  # (path, posenc.results.Results) of every run in `views`, for the scorecard.
+  records: tuple[tuple[pathlib.Path, Any], ...] = ()
 
   # The studies' names for their runs.
   runs = property(lambda self: self.views.get('range', ()))
@@ -185,7 +187,7 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
     ReportError: from `find_results`, or an unknown metric.
   """
   views: dict[str, list[Any]] = {name: [] for name in evaluate.PROTOCOLS}
-  problems = []
+  problems, loaded = [], []
   for results_path in find_results(paths):
     try:
       record = results_lib.read(results_path, evaluate.kinds())
@@ -193,7 +195,10 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
       views[name].append(section(name).view(record, results_path, metric))
     except records.MalformedRunError as e:
       problems.append(str(e))
-  return LoadedRuns({name: tuple(v) for name, v in views.items() if v}, tuple(problems))
+    else:
+      loaded.append((results_path, record))
+  return LoadedRuns({name: tuple(v) for name, v in views.items() if v}, tuple(problems),
+                    tuple(loaded))
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'

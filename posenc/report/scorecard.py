@@ -1,0 +1,403 @@
+"""The robustness scorecard: how a result holds across the members of a population.
+
+Papers of the field report the best seed (Ruoss et al.'s Table 1 is the max over 10 seeds;
+the mean of Even Pairs is 67.7 ± 15.2 where the max is about 90). The scorecard reports,
+per row = (task, column, model family, learning rate), over the row's members (seeds, and
+data orders where the population varies them, `config.data_seeds`):
+
+- the score's mean ± sd (sample sd, ddof 1) with a bootstrap 95% interval for the mean,
+  median and IQR, min, and max — the published statistic, named as such (min for
+  perplexity, where lower is better);
+- the success rate: the share of members that pass (a score >= `threshold`, default 0.9;
+  for perplexity, within `tolerance` of the member's perplexity at the training length),
+  diverged members failing, with a bootstrap 95% interval; and per length the share of
+  members at >= `length_threshold` (default 0.95) of the protocol's metric (accuracy for
+  the study's tasks, exact match for generated answers, a grid's length n being its cell
+  (n, n));
+- the longest length generalized: per member the largest test length up to which the
+  metric stays at or above `length_threshold` (0 when the shortest fails), its median, IQR
+  and range over members, and its ratio to the training length;
+- seed and data-order variance apart, when both vary in a complete design (a two-way
+  decomposition: the variance of the seed means, of the data-seed means, and the rest);
+- pairwise comparisons of the columns of one task, family and learning rate: the
+  difference of mean scores with its bootstrap 95% interval, and the Mann-Whitney U test
+  (two-sided) as a rank test.
+
+Every interval is a percentile bootstrap of 2,000 resamples from a fixed generator
+(`np.random.default_rng(0)`), so a scorecard is reproducible; with one member there is no
+interval (None). The metric of each protocol is its results record's (`curve`, `metric`,
+`higher_is_better` in `posenc.results`).
+
+Example:
+  >>> card = scorecard(records)          # [(path, posenc.results.Results), ...]
+  >>> card['rows'][0]['score']['mean'], card['rows'][0]['success']['rate']
+  (0.71, 0.25)
+  >>> print(markdown(card))              # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+from matplotlib import figure as mpl_figure
+import numpy as np
+from scipy import stats
+
+from posenc import plots
+from posenc.report import load
+
+SCHEMA_VERSION = 1
+FILE_JSON, FILE_MD = 'scorecard.json', 'scorecard.md'
+RESAMPLES = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+  """What passes: a score >= `score`; a length at >= `length` of the metric; for
+  perplexity, a value <= (1 + `tolerance`) x the member's perplexity at the training
+  length."""
+  score: float = 0.9
+  length: float = 0.95
+  tolerance: float = 0.1
+
+  def check(self) -> None:
+    """Raises ValueError (one line) for a threshold outside (0, 1] / a negative tolerance."""
+    for name in ('score', 'length'):
+      value = getattr(self, name)
+      if not (isinstance(value, (int, float)) and 0 < value <= 1):
+        raise ValueError(f'scorecard {name} threshold {value!r} must be in (0, 1]')
+    if not (isinstance(self.tolerance, (int, float)) and 0 <= self.tolerance < math.inf):
+      raise ValueError(f'scorecard perplexity tolerance {self.tolerance!r} must be >= 0')
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics, each on plain lists.
+
+
+def bootstrap_interval(statistic: Callable[..., Any], *samples: Sequence[float]
+                       ) -> list[float] | None:
+  """The percentile bootstrap 95% interval of `statistic(*samples, axis=-1)`; None when a
+  sample has fewer than two values.
+
+  Example: bootstrap_interval(np.mean, [0.5, 0.9, 0.7]) -> [0.5667, 0.8333] (about).
+  """
+  if any(len(s) < 2 for s in samples):
+    return None
+  data = tuple(np.asarray(s, np.float64) for s in samples)
+  if all(np.all(d == d[0]) for d in data):
+    value = float(statistic(*data, axis=-1))
+    return [value, value]
+  result = stats.bootstrap(data, statistic, n_resamples=RESAMPLES, confidence_level=0.95,
+                           method='percentile', vectorized=True,
+                           rng=np.random.default_rng(0))
+  return [float(result.confidence_interval.low), float(result.confidence_interval.high)]
+
+
+def summarize(scores: Sequence[float], higher_is_better: bool = True) -> dict[str, Any] | None:
+  """Mean, sd (ddof 1), its bootstrap interval, median, quartiles, IQR, min, max and the
+  published statistic (the best member) of the scores; None without scores.
+
+  Example:
+    >>> summarize([0.5, 0.9])['published']
+    0.9
+  """
+  if not scores:
+    return None
+  x = np.asarray(scores, np.float64)
+  q25, median, q75 = np.percentile(x, [25, 50, 75])
+  return {'n': len(x), 'mean': float(x.mean()),
+          'sd': float(x.std(ddof=1)) if len(x) > 1 else None,
+          'mean_ci': bootstrap_interval(np.mean, x), 'median': float(median),
+          'q25': float(q25), 'q75': float(q75), 'iqr': float(q75 - q25),
+          'min': float(x.min()), 'max': float(x.max()),
+          'published': float(x.max() if higher_is_better else x.min())}
+
+
+def longest_generalized(curve: Mapping[int, float], passes: Callable[[float], bool]) -> int:
+  """The largest length n such that every evaluated length up to n passes (0 when the
+  shortest fails).
+
+  Example: {1: 1.0, 2: 0.97, 3: 0.5, 4: 1.0} at >= 0.95 -> 2.
+  """
+  longest = 0
+  for n in sorted(curve):
+    if not passes(curve[n]):
+      break
+    longest = n
+  return longest
+
+
+def variance_components(scores: Mapping[tuple[int, int], float]) -> dict[str, Any] | None:
+  """Seed and data-order variance apart, from scores by (seed, data seed) in a complete
+  two-way design (every seed with every data seed; None otherwise or with fewer than two of
+  either): the sample variance of the seed means, of the data-seed means, and the residual
+  mean square.
+
+  Example: scores {(s, d): s + 10 d} -> the data seeds explain the most.
+  """
+  seeds = sorted({s for s, _ in scores})
+  data = sorted({d for _, d in scores})
+  if len(seeds) < 2 or len(data) < 2 or len(scores) != len(seeds) * len(data):
+    return None
+  x = np.array([[scores[s, d] for d in data] for s in seeds], np.float64)
+  residual = x - x.mean(1, keepdims=True) - x.mean(0, keepdims=True) + x.mean()
+  dof = (len(seeds) - 1) * (len(data) - 1)
+  return {'seeds': len(seeds), 'data_seeds': len(data),
+          'seed_variance': float(x.mean(1).var(ddof=1)),
+          'data_order_variance': float(x.mean(0).var(ddof=1)),
+          'residual_variance': float((residual ** 2).sum() / dof)}
+
+
+def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+  """Difference of means (a - b) with its bootstrap 95% interval, and the two-sided
+  Mann-Whitney U test."""
+  out = {'n_a': len(a), 'n_b': len(b), 'mean_difference': None, 'ci': None, 'u': None,
+         'p_value': None}
+  if not a or not b:
+    return out
+  out['mean_difference'] = float(np.mean(a) - np.mean(b))
+  out['ci'] = bootstrap_interval(
+      lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), a, b)
+  test = stats.mannwhitneyu(a, b, alternative='two-sided')
+  out['u'], out['p_value'] = float(test.statistic), float(test.pvalue)
+  return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The scorecard of a set of runs.
+
+
+def _reference(curve: Mapping[int, float], train_length: int) -> float:
+  """A perplexity curve's value at the training length (the nearest evaluated length at or
+  below it, else the shortest)."""
+  below = [n for n in curve if n <= train_length]
+  return curve[max(below)] if below else curve[min(curve)]
+
+
+def _member_scores(record: Any, thresholds: Thresholds) -> list[dict[str, Any]]:
+  evaluation = record.evaluation
+  higher = evaluation.higher_is_better
+  out = []
+  for member in evaluation.members:
+    curve = evaluation.curve(member)
+    if higher:
+      passes = lambda v: math.isfinite(v) and v >= thresholds.length
+      succeeds = member.score is not None and member.score >= thresholds.score
+    else:
+      limit = (1 + thresholds.tolerance) * _reference(curve, record.train_length)
+      passes = lambda v, limit=limit: math.isfinite(v) and v <= limit
+      succeeds = member.score is not None and member.score <= limit
+    ok = not member.diverged and member.score is not None and math.isfinite(member.score)
+    out.append({'seed': member.seed, 'data_seed': member.data_seed,
+                'learning_rate': member.learning_rate, 'diverged': member.diverged,
+                'score': member.score if ok else None, 'success': bool(ok and succeeds),
+                'longest': longest_generalized(curve, passes) if ok else None,
+                'passes_by_length': {n: bool(ok and passes(v)) for n, v in curve.items()}})
+  return out
+
+
+def scorecard(records: Sequence[tuple[Any, Any]],
+              thresholds: Thresholds = Thresholds()) -> dict[str, Any]:
+  """The scorecard (a JSON-able dict, `SCHEMA_VERSION`) of `records`: [(path,
+  posenc.results.Results)], any protocols."""
+  thresholds.check()
+  # Columns are labelled within each task, as the report's tables label them.
+  labels = [''] * len(records)
+  for task in {r.task for _, r in records}:
+    index = [i for i, (_, r) in enumerate(records) if r.task == task]
+    for i, label in zip(index, load.column_labels([records[i][1] for i in index])):
+      labels[i] = label
+  architectures = collections.defaultdict(set)
+  for _, r in records:
+    architectures[r.task, r.encoding].add(r.architecture)
+  groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+  for (path, record), label in zip(records, labels):
+    if len(architectures[record.task, record.encoding]) > 1:
+      label = f'{label} [{record.architecture}]'
+    evaluation = record.evaluation
+    for member in _member_scores(record, thresholds):
+      key = (record.task, label, record.family, member['learning_rate'])
+      group = groups.setdefault(key, {
+          'task': record.task, 'column': label, 'family': record.family,
+          'learning_rate': member['learning_rate'], 'evaluation': evaluation.evaluation,
+          'metric': evaluation.metric, 'higher_is_better': evaluation.higher_is_better,
+          'train_length': record.train_length, 'runs': [], 'members': []})
+      if str(path) not in group['runs']:
+        group['runs'].append(str(path))
+      group['members'].append(member)
+  rows = [_row(group) for _, group in sorted(groups.items(), key=lambda kv: (
+      kv[0][0], kv[0][2], kv[0][3], kv[0][1]))]
+  return {'schema_version': SCHEMA_VERSION, 'thresholds': dataclasses.asdict(thresholds),
+          'resamples': RESAMPLES, 'rows': rows, 'comparisons': _comparisons(rows)}
+
+
+def _row(group: dict[str, Any]) -> dict[str, Any]:
+  members = group['members']
+  scores = [m['score'] for m in members if m['score'] is not None]
+  success = [float(m['success']) for m in members]
+  lengths = sorted({n for m in members for n in m['passes_by_length']})
+  longest = [m['longest'] for m in members if m['longest'] is not None]
+  longest_stats = summarize(longest)
+  if longest_stats:
+    longest_stats['ratio_to_train_length'] = (longest_stats['median']
+                                              / max(group['train_length'], 1))
+  by_pair = {(m['seed'], m['data_seed']): m['score'] for m in members
+             if m['score'] is not None and m['data_seed'] is not None}
+  return {**{k: v for k, v in group.items() if k != 'members'},
+          'members': len(members), 'diverged': sum(m['diverged'] for m in members),
+          'score': summarize(scores, group['higher_is_better']),
+          'success': {'rate': float(np.mean(success)), 'ci': bootstrap_interval(np.mean, success)},
+          'success_by_length': {str(n): float(np.mean([m['passes_by_length'].get(n, False)
+                                                       for m in members])) for n in lengths},
+          'longest_generalized': longest_stats,
+          'variance': variance_components(by_pair),
+          'member_scores': [{'seed': m['seed'], 'data_seed': m['data_seed'],
+                             'score': m['score'], 'longest': m['longest']} for m in members]}
+
+
+def _comparisons(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+  """Every pair of columns of one task, family and learning rate."""
+  out = []
+  for i, a in enumerate(rows):
+    for b in rows[i + 1:]:
+      if (a['task'], a['family'], a['learning_rate']) != (
+          b['task'], b['family'], b['learning_rate']):
+        continue
+      scores = lambda row: [m['score'] for m in row['member_scores'] if m['score'] is not None]
+      out.append({'task': a['task'], 'family': a['family'],
+                  'learning_rate': a['learning_rate'], 'a': a['column'], 'b': b['column'],
+                  **compare(scores(a), scores(b))})
+  return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown and figures.
+
+
+def _num(x: float | None, scale: float, digits: int = 1) -> str:
+  return '–' if x is None else f'{x * scale:.{digits}f}'
+
+
+def _interval(ci: list[float] | None, scale: float, digits: int = 1) -> str:
+  return '' if ci is None else f' [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]'
+
+
+def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
+  """The scorecard as markdown: per task, a row per column (and family, learning rate), its
+  pairwise comparisons, and the share of members passing by length."""
+  t = card['thresholds']
+  lines = ['# Robustness scorecard', '',
+           f'Per row, over its members (seeds and data orders): scores in % (perplexity as '
+           f'is); 95% intervals [in brackets] from a {card["resamples"]}-resample percentile '
+           f'bootstrap. "max (published)" is the statistic papers report. Success: score >= '
+           f'{t["score"] * 100:g}% (perplexity: within {t["tolerance"] * 100:g}% of the '
+           f'training length\'s); longest generalized: the largest test length up to which '
+           f'the metric stays >= {t["length"] * 100:g}% (perplexity: within the tolerance), '
+           'with its ratio to the training length.', '']
+  for task in sorted({r['task'] for r in card['rows']}):
+    rows = [r for r in card['rows'] if r['task'] == task]
+    lower = not rows[0]['higher_is_better']
+    scale, digits = (1, 3) if lower else (100, 1)
+    lines += [f'## {task} ({rows[0]["metric"]}, trained up to length '
+              f'{max(r["train_length"] for r in rows)})', '',
+              '| column | family | lr | members | mean ± sd [95% CI] | median [IQR] | '
+              f'{"min" if lower else "max"} (published) | {"max" if lower else "min"} | '
+              'success [95% CI] | longest generalized: median [IQR] (× train) |',
+              '|---|---|---|---|---|---|---|---|---|---|']
+    for r in rows:
+      s, lg = r['score'], r['longest_generalized']
+      if s is None:
+        stats_cells = ['all diverged'] + ['–'] * 3
+      else:
+        sd = '' if s['sd'] is None else f' ± {_num(s["sd"], scale, digits)}'
+        stats_cells = [f'{_num(s["mean"], scale, digits)}{sd}{_interval(s["mean_ci"], scale, digits)}',
+                       f'{_num(s["median"], scale, digits)} [{_num(s["q25"], scale, digits)}, '
+                       f'{_num(s["q75"], scale, digits)}]',
+                       _num(s['published'], scale, digits),
+                       _num(s['max'] if lower else s['min'], scale, digits)]
+      longest = '–' if lg is None else (
+          f'{lg["median"]:g} [{lg["q25"]:g}, {lg["q75"]:g}] ({lg["ratio_to_train_length"]:.2f}×)')
+      lines.append(
+          f'| {r["column"]} | {r["family"]} | {r["learning_rate"]:g} | '
+          f'{r["members"] - r["diverged"]}/{r["members"]} | ' + ' | '.join(stats_cells) +
+          f' | {_num(r["success"]["rate"], 100)}%{_interval(r["success"]["ci"], 100)} | '
+          f'{longest} |')
+    lines.append('')
+    for r in rows:
+      v = r['variance']
+      if v:
+        lines.append(f'- {r["column"]} ({r["family"]}, lr {r["learning_rate"]:g}): variance '
+                     f'of the seed means {v["seed_variance"] * scale ** 2:.2f}, of the '
+                     f'data-order means {v["data_order_variance"] * scale ** 2:.2f}, residual '
+                     f'{v["residual_variance"] * scale ** 2:.2f} ({v["seeds"]} seeds × '
+                     f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).')
+    pairs = [c for c in card['comparisons'] if c['task'] == task]
+    if pairs:
+      lines += ['', '| A | B | family | lr | mean A − B [95% CI] | Mann-Whitney U | p |',
+                '|---|---|---|---|---|---|---|']
+      for c in pairs:
+        u = '–' if c['u'] is None else f'{c["u"]:g}'
+        p = '–' if c['p_value'] is None else f'{c["p_value"]:.3g}'
+        lines.append(f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
+                     f'{_num(c["mean_difference"], scale, digits)}'
+                     f'{_interval(c["ci"], scale, digits)} | {u} | {p} |')
+    lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
+    if len(lengths) > max_lengths:
+      picks = np.linspace(0, len(lengths) - 1, max_lengths).round().astype(int)
+      lengths = sorted({lengths[i] for i in picks})
+    lines += ['', f'Share of members passing, by length ({len(lengths)} of the lengths):', '',
+              '| length | ' + ' | '.join(r['column'] for r in rows) + ' |',
+              '|---|' + '---|' * len(rows)]
+    for n in lengths:
+      mark = '*' if n > max(r['train_length'] for r in rows) else ''
+      lines.append(f'| {n}{mark} | ' + ' | '.join(
+          _num(r['success_by_length'].get(str(n)), 100) for r in rows) + ' |')
+    lines += ['', '* past the training length.', '']
+  return '\n'.join(lines)
+
+
+def figure(card: Mapping[str, Any], task: str) -> mpl_figure.Figure:
+  """Per column of `task`, each member's score as a point over its box (quartiles and
+  range)."""
+  rows = [r for r in card['rows'] if r['task'] == task]
+  lower = not rows[0]['higher_is_better']
+  fig = mpl_figure.Figure(figsize=(max(4.0, 1.2 * len(rows) + 1.5), 3.6), layout='constrained')
+  ax = fig.add_subplot()
+  scale = 1 if lower else 100
+  data = [[m['score'] * scale for m in r['member_scores'] if m['score'] is not None]
+          for r in rows]
+  positions = np.arange(len(rows))
+  shown = [(p, d) for p, d in zip(positions, data) if d]
+  if shown:
+    ax.boxplot([d for _, d in shown], positions=[p for p, _ in shown], widths=0.5,
+               showfliers=False, medianprops={'color': 'black'})
+  for p, d, r in zip(positions, data, rows):
+    # Spread the points evenly across the box, in score order (no random jitter).
+    offsets = np.linspace(-0.18, 0.18, len(d)) if len(d) > 1 else np.zeros(len(d))
+    style = plots.encoding_style(r['column'].split(' ')[0],
+                                 figure=[q['column'].split(' ')[0] for q in rows])
+    ax.scatter(p + offsets, sorted(d), s=16, zorder=3, color=style['color'],
+               marker=style['marker'], facecolors=style['markerfacecolor'])
+  ax.set_xticks(positions, [f'{r["column"]}\n({r["members"] - r["diverged"]}/{r["members"]})'
+                            for r in rows], fontsize=7)
+  metric = rows[0]['metric']
+  ax.set_ylabel(f'{metric}{"" if lower else " (%)"}' + (' (lower is better)' if lower else ''))
+  ax.set_title(f'{task}: score of every member', fontsize=9)
+  return fig
+
+
+def figure_png(card: Mapping[str, Any], task: str) -> bytes:
+  return plots.png(figure(card, task), dpi=120)
+
+
+def files(card: Mapping[str, Any], figures: bool = True) -> dict[str, bytes]:
+  """scorecard.json, scorecard.md and one scorecard_<task>.png per task."""
+  out = {FILE_JSON: (json.dumps(card, indent=1) + '\n').encode(),
+         FILE_MD: markdown(card).encode()}
+  if figures:
+    for task in sorted({r['task'] for r in card['rows']}):
+      out[f'scorecard_{task}.png'] = figure_png(card, task)
+  return out

@@ -1,0 +1,180 @@
+"""The robustness scorecard (posenc/report/scorecard.py): statistics against numpy / scipy
+on fabricated results, success rates and longest lengths on hand-built curves, and the
+command line."""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from posenc import results
+from posenc.report import scorecard as sc
+
+LENGTHS = tuple(range(1, 9))  # Trained up to 4.
+
+
+def range_member(seed, curve, data_seed=None, diverged=False):
+  """A member whose accuracy by length is `curve` (a list over LENGTHS)."""
+  by_length = dict(zip(LENGTHS, curve))
+  score = None if diverged else float(np.mean([by_length[n] for n in LENGTHS if n > 4]))
+  return results.RangeMember(seed=seed, learning_rate=1e-3, diverged=diverged, score=score,
+                             data_seed=data_seed, accuracy_by_length=by_length)
+
+
+def range_record(encoding, members, task='parity_check'):
+  return results.Results(
+      task=task, encoding=encoding, family='encoder', encoding_options={}, num_params=1,
+      architecture='standard', train_steps=10, train_length=4,
+      evaluation=results.RangeResults(LENGTHS, (5, 8), tuple(members)))
+
+
+def flat(seed, value, **kw):
+  return range_member(seed, [1.0] * 4 + [value] * 4, **kw)
+
+
+def test_summary_statistics_are_numpy_s():
+  x = [0.2, 0.9, 0.55, 0.7, 0.61]
+  s = sc.summarize(x)
+  assert s['mean'] == pytest.approx(np.mean(x)) and s['sd'] == pytest.approx(np.std(x, ddof=1))
+  assert s['median'] == pytest.approx(np.median(x))
+  assert [s['q25'], s['q75']] == pytest.approx(np.percentile(x, [25, 75]))
+  assert s['iqr'] == pytest.approx(np.subtract(*np.percentile(x, [75, 25])))
+  assert (s['min'], s['max'], s['published']) == (0.2, 0.9, 0.9)
+  assert sc.summarize(x, higher_is_better=False)['published'] == 0.2
+  one = sc.summarize([0.4])
+  assert one['sd'] is None and one['mean_ci'] is None and one['published'] == 0.4
+  assert sc.summarize([]) is None
+
+
+def test_bootstrap_interval_is_scipy_s():
+  x = [0.2, 0.9, 0.55, 0.7, 0.61]
+  expected = stats.bootstrap((np.array(x),), np.mean, n_resamples=sc.RESAMPLES,
+                             method='percentile', rng=np.random.default_rng(0))
+  assert sc.bootstrap_interval(np.mean, x) == pytest.approx(
+      [expected.confidence_interval.low, expected.confidence_interval.high])
+  lo, hi = sc.bootstrap_interval(np.mean, x)
+  assert lo < np.mean(x) < hi
+  assert sc.bootstrap_interval(np.mean, [0.5]) is None
+  assert sc.bootstrap_interval(np.mean, [0.5, 0.5, 0.5]) == [0.5, 0.5]
+
+
+def test_longest_generalized_on_hand_built_curves():
+  passes = lambda v: v >= 0.95
+  assert sc.longest_generalized({1: 1.0, 2: 0.97, 3: 0.5, 4: 1.0}, passes) == 2
+  assert sc.longest_generalized({1: 0.9, 2: 1.0}, passes) == 0
+  assert sc.longest_generalized({1: 1.0, 5: 1.0, 9: 0.96}, passes) == 9
+  assert sc.longest_generalized({1: 1.0, 2: float('nan')}, lambda v: v >= 0.95) == 1
+
+
+def test_variance_components_of_an_additive_design():
+  a, b = {0: 0.1, 1: 0.3, 2: 0.2}, {10: 0.0, 11: 0.4}
+  scores = {(s, d): a[s] + b[d] for s in a for d in b}
+  v = sc.variance_components(scores)
+  assert v['seed_variance'] == pytest.approx(np.var(list(a.values()), ddof=1))
+  assert v['data_order_variance'] == pytest.approx(np.var(list(b.values()), ddof=1))
+  assert v['residual_variance'] == pytest.approx(0, abs=1e-12)
+  del scores[0, 10]
+  assert sc.variance_components(scores) is None  # Incomplete design.
+  assert sc.variance_components({(0, 1): 0.5, (1, 1): 0.6}) is None  # One data seed.
+
+
+def test_comparison_is_scipy_s():
+  a, b = [0.9, 0.8, 0.95, 0.7], [0.5, 0.6, 0.55]
+  c = sc.compare(a, b)
+  assert c['mean_difference'] == pytest.approx(np.mean(a) - np.mean(b))
+  test = stats.mannwhitneyu(a, b, alternative='two-sided')
+  assert (c['u'], c['p_value']) == pytest.approx((test.statistic, test.pvalue))
+  assert c['ci'][0] < c['mean_difference'] < c['ci'][1]
+  assert sc.compare(a, [])['mean_difference'] is None
+
+
+def test_scorecard_rows_success_and_longest():
+  good = [flat(0, 1.0), flat(1, 0.92), flat(2, 0.5),
+          range_member(3, [1.0, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0]),
+          range_member(4, [0.0] * 8, diverged=True)]
+  card = sc.scorecard([('a', range_record('randomized_rotary', good)),
+                       ('b', range_record('rotary', [flat(0, 0.6)])),
+                       ('c', range_record('alibi', [flat(0, 0, diverged=True)]))])
+  rows = {r['column']: r for r in card['rows']}
+  r = rows['randomized_rotary']
+  scores = [1.0, 0.92, 0.5, 1.0]
+  assert r['members'] == 5 and r['diverged'] == 1
+  assert r['score']['mean'] == pytest.approx(np.mean(scores))
+  assert r['score']['published'] == 1.0
+  # Success: score >= 0.9, the diverged member failing: 3 of 5.
+  assert r['success']['rate'] == pytest.approx(3 / 5)
+  lo, hi = r['success']['ci']
+  assert 0 <= lo < 0.6 < hi <= 1
+  # Longest: 8 (all pass), 4 (0.92 < 0.95 past training), 4, 2 (length 3 fails).
+  assert [m['longest'] for m in r['member_scores']] == [8, 4, 4, 2, None]
+  assert r['longest_generalized']['median'] == 4 and r['longest_generalized'][
+      'ratio_to_train_length'] == 1.0
+  assert r['success_by_length']['8'] == pytest.approx(2 / 5)
+  assert r['success_by_length']['1'] == pytest.approx(4 / 5)
+  one = rows['rotary']
+  assert one['score']['sd'] is None and one['score']['mean_ci'] is None
+  assert one['success'] == {'rate': 0.0, 'ci': None}
+  dead = rows['alibi']
+  assert dead['score'] is None and dead['longest_generalized'] is None
+  assert dead['success']['rate'] == 0.0
+  pairs = {(c['a'], c['b']): c for c in card['comparisons']}
+  assert pairs['alibi', 'randomized_rotary']['mean_difference'] is None
+  c = pairs['randomized_rotary', 'rotary']
+  assert c['mean_difference'] == pytest.approx(np.mean(scores) - 0.6)
+  text = sc.markdown(card)
+  assert '| alibi | encoder | 0.001 | 0/1 | all diverged |' in text
+  assert '| randomized_rotary | encoder | 0.001 | 4/5 | 85.5 ± ' in text
+  json.dumps(card)  # JSON-able.
+
+
+def test_seed_and_data_order_variance_apart():
+  members = [flat(s, 0.5 + 0.1 * s + 0.3 * d, data_seed=d) for s in range(3) for d in range(2)]
+  row = sc.scorecard([('a', range_record('rotary', members))])['rows'][0]
+  v = row['variance']
+  assert (v['seeds'], v['data_seeds']) == (3, 2)
+  assert v['seed_variance'] == pytest.approx(np.var([0.65, 0.75, 0.85], ddof=1))
+  assert v['data_order_variance'] == pytest.approx(np.var([0.6, 0.9], ddof=1))
+
+
+def test_perplexity_lower_is_better():
+  def member(seed, ppl):
+    return results.PerplexityMember(seed=seed, learning_rate=1e-3, diverged=False,
+                                    score=ppl[64], degradation=None,
+                                    perplexity_by_length={'non_overlapping': ppl})
+  members = [member(0, {16: 10.0, 32: 10.5, 64: 10.9}), member(1, {16: 10.0, 32: 12.0,
+                                                                   64: 30.0})]
+  record = results.Results(
+      task='python_stdlib', encoding='alibi', family='decoder', encoding_options={},
+      num_params=1, architecture='standard', train_steps=1, train_length=16,
+      evaluation=results.PerplexityResults((16, 32, 64), {}, {}, tuple(members)))
+  row = sc.scorecard([('a', record)])['rows'][0]
+  assert row['score']['published'] == 10.9 and not row['higher_is_better']
+  # Within 10% of the perplexity at length 16: member 0 everywhere, member 1 at 16 only.
+  assert [m['longest'] for m in row['member_scores']] == [64, 16]
+  assert row['success']['rate'] == 0.5
+
+
+def test_bad_thresholds_are_one_line():
+  with pytest.raises(ValueError, match=r'scorecard score threshold 1.5 must be in \(0, 1\]'):
+    sc.Thresholds(score=1.5).check()
+  with pytest.raises(ValueError, match='tolerance -1 must be >= 0'):
+    sc.Thresholds(tolerance=-1).check()
+
+
+def test_report_scorecard_from_the_command_line(cli, tmp_path):
+  out = tmp_path / 'out'
+  proc = cli.run(['launch.report', 'tests/data/results_v1', f'--out={out}', '--scorecard'])
+  assert proc.returncode == 0, proc.stderr
+  card = json.loads((out / 'scorecard.json').read_text())
+  assert card['schema_version'] == 1
+  assert {r['evaluation'] for r in card['rows']} == {'range', 'grid', 'lengths', 'perplexity'}
+  assert '# Robustness scorecard' in (out / 'scorecard.md').read_text()
+  assert (out / 'scorecard_even_pairs.png').read_bytes()[:4] == b'\x89PNG'
+  assert 'scorecard figures' in proc.stdout
+  bad = cli.run(['launch.report', 'tests/data/results_v1', f'--out={tmp_path / "bad"}',
+                 '--scorecard', '--length_threshold=2'])
+  assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+  assert 'length threshold 2.0 must be in (0, 1]' in bad.stderr
+  assert not pathlib.Path(tmp_path / 'bad').exists()
