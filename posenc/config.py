@@ -107,6 +107,9 @@ def base_config() -> ml_collections.ConfigDict:
   # unless this is set.
   c.eval.eval_dropout = False
   c.eval.seed = 1  # Evaluation data: identical for every model and every run.
+  # A frozen evaluation set (launch.export_eval_set): read the examples from this
+  # directory instead of sampling them ('': sample).
+  c.eval.from_files = ''
   # Sequence tasks (arithmetic): exact match per cell (a, b) of [1..grid_max]^2 (every
   # grid_stride-th value and grid_max), samples_per_cell examples each, plus the equal
   # lengths of `beyond` past grid_max; cells padded to multiples of eval.bucket_size.
@@ -434,7 +437,7 @@ RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every')
 
 # Fields added to the config after runs were recorded without them, with the default that
 # reproduces those runs: a recorded config that lacks one asked for its default.
-ADDED_FIELDS = {'data_seeds': []}
+ADDED_FIELDS = {'data_seeds': [], 'eval.from_files': ''}
 
 
 class _Absent:

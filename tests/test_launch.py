@@ -215,7 +215,7 @@ def _help_commands() -> list[list[str]]:
   from launch import analyze
   from launch import bench
   return ([['launch.train'], ['launch.sweep'], ['launch.report'], ['launch.analyze'],
-           ['launch.bench']] + [['launch.analyze', name] for name in analyze.ANALYSES]
+           ['launch.bench'], ['launch.export_eval_set']] + [['launch.analyze', name] for name in analyze.ANALYSES]
           + [['launch.bench', name] for name in bench.available()])
 
 

@@ -24,6 +24,7 @@ import ml_collections
 from posenc import config as config_lib
 from posenc import encodings
 from posenc.evaluate import core  # pylint: disable=unused-import
+from posenc.evaluate import frozen
 from posenc.evaluate import grid
 from posenc.evaluate import lengths
 from posenc.evaluate import perplexity
@@ -70,4 +71,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
           f'{config.model.family!r}')
   config_lib.validate(config)
   task = config_lib.task_of(config)
-  of(task).validate(config, task, encodings.get(config.encoding))
+  protocol = of(task)
+  protocol.validate(config, task, encodings.get(config.encoding))
+  if config.eval.get('from_files'):
+    if protocol.examples is None:
+      raise config_lib.ConfigError(f'eval.from_files: the {protocol.name!r} protocol of task '
+                                   f'{config.task!r} has no frozen evaluation sets')
+    frozen.check(config, protocol.name, protocol.example_fields, protocol.example_cells(config))

@@ -85,6 +85,13 @@ class Protocol:
     eval_sequences: with `probe`, (config, task) -> ([(tokens, examples)] of every
       evaluated group of sequences, the tokens of one at the training size).
     families: the model families it can train (`model.family`), checked first.
+    examples: (config, task, data key) -> [(cell name, arrays)]: the exact examples the
+      evaluation reads, for a frozen evaluation set (`evaluate.frozen`); with
+      `config.eval.from_files` the evaluation reads them from there instead of sampling.
+    example_fields: the config fields that decide `examples` (with the task and options).
+    example_cells: config -> the names of the cells the evaluation reads.
+    longest_length: config -> the longest length the evaluation reaches (for defaults that
+      scale with it, e.g. an intervention's factor); None: `eval.max_length`.
   """
   name: str
   validate: Callable[[ml_collections.ConfigDict, Any, Any], None]
@@ -101,6 +108,10 @@ class Protocol:
   probe: Callable[..., tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]] | None = None
   eval_sequences: Callable[..., tuple[list[tuple[int, int]], int]] | None = None
   families: tuple[str, ...] = ('encoder', 'decoder')
+  examples: Callable[..., Any] | None = None
+  example_fields: tuple[str, ...] = ()
+  example_cells: Callable[[ml_collections.ConfigDict], list[str]] | None = None
+  longest_length: Callable[[ml_collections.ConfigDict], int] | None = None
 
 
 def duration(seconds: float) -> str:

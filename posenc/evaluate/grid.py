@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +29,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
+from posenc.evaluate import frozen as frozen_lib
 from posenc.evaluate import range as range_lib
 
 REGIONS = ('id', 'ood', 'beyond')
@@ -62,19 +63,46 @@ def widths(task: Any, a: int, b: int, bucket: int) -> tuple[int, int]:
   return up(task.max_prompt(a, b)), up(task.max_answer(a, b))
 
 
+def eval_task(task: Any) -> Any:
+  """The task as evaluated: the random-padding ablation pads training data only (as the
+  paper's code does), so test prompts are written plainly."""
+  if getattr(task, 'pad_probability', 0):
+    return dataclasses.replace(task, pad_probability=0.0)
+  return task
+
+
+def sample_cell(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array,
+                a: jax.Array, b: jax.Array, shape: tuple[int, int]) -> dict[str, jax.Array]:
+  """The examples of cell (a, b), padded to `shape`: the same for every model and run."""
+  return task.sample(jax.random.fold_in(jax.random.fold_in(data_key, a), b),
+                     config.eval.samples_per_cell, a, b, *shape)
+
+
+def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
+             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+  """Every cell's examples as the evaluation draws them: ('cell_A_B', arrays [example,
+  ...] padded to the cell's widths)."""
+  task = eval_task(task)
+  draw = jax.jit(lambda a, b, shape: sample_cell(config, task, data_key, a, b, shape),
+                 static_argnums=2)
+  for a, b in cells(config):
+    yield f'cell_{a}_{b}', jax.tree.map(np.asarray, draw(
+        jnp.int32(a), jnp.int32(b), widths(task, a, b, config.eval.bucket_size)))
+
+
 def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
                  shape: tuple[int, int], data_key: jax.Array,
-                 traces: collections.Counter | None = None) -> Callable[..., dict]:
+                 traces: collections.Counter | None = None,
+                 from_data: bool = False) -> Callable[..., dict]:
   """The jitted evaluation of one cell padded to `shape`: f(params [P], a, b, eval_keys [P])
-  -> {'exact_match', 'accuracy'} [P]. Members run one after another."""
+  -> {'exact_match', 'accuracy'} [P]. Members run one after another. With `from_data`,
+  f(params, a, b, eval_keys, data) reads the cell's examples from `data` (`examples`)."""
   objective = objectives.sequence(config, task, model, shape)
-  size = config.eval.samples_per_cell
 
-  def local(params, a, b, keys):
+  def local(params, a, b, keys, data=None):
     if traces is not None:
       traces['eval'] += 1
-    batch = task.sample(jax.random.fold_in(jax.random.fold_in(data_key, a), b), size, a, b,
-                        *shape)
+    batch = sample_cell(config, task, data_key, a, b, shape) if data is None else data
 
     def member(args):
       p, key = args
@@ -88,27 +116,26 @@ def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, popul
   P = jax.sharding.PartitionSpec
   specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
       config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(population_lib.POP)),
+  in_specs = (specs, P(), P(), P(population_lib.POP)) + ((P(),) if from_data else ())
+  return jax.jit(population.shard_map(local, in_specs=in_specs,
                                       out_specs=P(population_lib.POP)))
 
 
 def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[int, int], dict[str, list[float]]]:
   """Every cell's metrics per member: {(a, b): {'exact_match': [..], 'accuracy': [..]}}."""
   config, population = ctx.config, ctx.population
-  task = ctx.task
-  # The random-padding ablation pads training data only (as the paper's code does): test
-  # prompts are written plainly.
-  if getattr(task, 'pad_probability', 0):
-    task = dataclasses.replace(task, pad_probability=0.0)
+  task = eval_task(ctx.task)
   fns: dict[tuple[int, int], Callable[..., dict]] = {}
+  frozen = bool(config.eval.get('from_files'))
 
   def measure(cell):
     a, b = cell
     shape = widths(task, a, b, config.eval.bucket_size)
     if shape not in fns:
       fns[shape] = make_cell_fn(config, task, ctx.model, population, shape, ctx.data_key,
-                                ctx.traces)
-    metrics = fns[shape](ctx.params, jnp.int32(a), jnp.int32(b), population.eval_keys)
+                                ctx.traces, from_data=frozen)
+    data = (frozen_lib.load(config, f'cell_{a}_{b}'),) if frozen else ()
+    metrics = fns[shape](ctx.params, jnp.int32(a), jnp.int32(b), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
   return core.run_cells(ctx, 'grid.jsonl', cells(config), lambda c: {'cell': list(c)}, measure,
@@ -216,4 +243,8 @@ PROTOCOL = core.Protocol(
     model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1},
     families=('decoder',), objective=objectives.sequence, inputs=core.sequence_inputs,
     probe=probe,
-    eval_sequences=eval_sequences)
+    eval_sequences=eval_sequences, examples=examples,
+    example_fields=('eval.seed', 'eval.grid_max', 'eval.grid_stride', 'eval.beyond',
+                    'eval.samples_per_cell', 'eval.bucket_size'),
+    longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
+    example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)])

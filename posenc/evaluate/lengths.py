@@ -21,7 +21,7 @@ are appended to `workdir/lengths.jsonl`; a resumed evaluation measures only the 
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +36,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
+from posenc.evaluate import frozen as frozen_lib
 from posenc.evaluate import range as range_lib
 
 Array = jax.Array
@@ -90,27 +91,51 @@ def cells(config: ml_collections.ConfigDict) -> list[tuple[str, int]]:
   return [(d, int(n)) for d in config.eval.distributions for n in config.eval.lengths]
 
 
+def sample_key(data_key: Array, d: Array, length: int, j: Array) -> Array:
+  """The key of sub-batch j of distribution index d at `length`."""
+  return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(data_key, d), length), j)
+
+
+def examples(config: ml_collections.ConfigDict, task: Any, data_key: Array
+             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+  """Every (distribution, length)'s examples as the evaluation draws them:
+  ('DIST_length_N', arrays [sub-batch, example, ...])."""
+  size = config.eval.batch_size
+  num_sub = config.eval.examples_per_length // size
+  for d, dist in enumerate(config.eval.distributions):
+    for n in config.eval.lengths:
+      n = int(n)
+      draw = jax.jit(jax.vmap(lambda j, d=d, n=n, dist=dist: task.sample(
+          sample_key(data_key, jnp.int32(d), n, j), size, n, task.max_prompt(n),
+          task.max_answer(n), dist)))
+      yield f'{dist}_length_{n}', jax.tree.map(np.asarray, draw(jnp.arange(num_sub)))
+
+
 def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
                    length: int, data_key: Array,
-                   traces: collections.Counter | None = None) -> Callable[..., dict]:
+                   traces: collections.Counter | None = None,
+                   from_data: bool = False) -> Callable[..., dict]:
   """The jitted evaluation of every distribution at one `length`.
 
-  f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}.
+  f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}; with `from_data`,
+  f(params, d, eval_keys, data) reads the sub-batches from `data` (`examples`).
   """
   distributions = list(config.eval.distributions)
   size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // size
   width_p, width_a = task.max_prompt(length), task.max_answer(length)
 
-  def local(params, d, keys):
+  def local(params, d, keys, data=None):
     if traces is not None:
       traces['eval'] += 1
 
     def sub_batch(j):
-      key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(data_key, d), length), j)
-      batch = lax.switch(d, [lambda k, dist=dist: task.sample(k, size, length, width_p,
-                                                               width_a, dist)
-                             for dist in distributions], key)
+      if data is None:
+        batch = lax.switch(d, [lambda k, dist=dist: task.sample(k, size, length, width_p,
+                                                                 width_a, dist)
+                               for dist in distributions], sample_key(data_key, d, length, j))
+      else:
+        batch = jax.tree.map(lambda x: x[j], data)
       tokens, prompt_lengths = batch['tokens'], batch['prompt_length']
       answer_lengths = batch['length'] - prompt_lengths
       column = jnp.arange(width_p)[None, :]
@@ -139,7 +164,8 @@ def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, pop
   P = jax.sharding.PartitionSpec
   specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
       config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(population_lib.POP)),
+  in_specs = (specs, P(), P(population_lib.POP)) + ((P(),) if from_data else ())
+  return jax.jit(population.shard_map(local, in_specs=in_specs,
                                       out_specs=P(population_lib.POP)))
 
 
@@ -148,13 +174,15 @@ def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, lis
   config, population = ctx.config, ctx.population
   index = {d: i for i, d in enumerate(config.eval.distributions)}
   fns: dict[int, Callable[..., dict]] = {}
+  frozen = bool(config.eval.get('from_files'))
 
   def measure(cell):
     dist, n = cell
     if n not in fns:
       fns[n] = make_length_fn(config, ctx.task, ctx.model, population, n, ctx.data_key,
-                              ctx.traces)
-    metrics = fns[n](ctx.params, jnp.int32(index[dist]), population.eval_keys)
+                              ctx.traces, from_data=frozen)
+    data = (frozen_lib.load(config, f'{dist}_length_{n}'),) if frozen else ()
+    metrics = fns[n](ctx.params, jnp.int32(index[dist]), population.eval_keys, *data)
     return {name: core.member_values(metrics[name], population.size) for name in METRICS}
 
   return core.run_cells(
@@ -293,4 +321,8 @@ PROTOCOL = core.Protocol(
     train_buckets=core.sequence_buckets,
     train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes,
     families=('decoder',), objective=objectives.sequence, inputs=inputs, probe=probe,
-    eval_sequences=eval_sequences)
+    eval_sequences=eval_sequences, examples=examples,
+    example_fields=('eval.seed', 'eval.distributions', 'eval.lengths', 'eval.batch_size',
+                    'eval.examples_per_length'),
+    longest_length=lambda config: max(int(n) for n in config.eval.lengths),
+    example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)])

@@ -16,7 +16,7 @@ evaluation measures only the others. Wall time per mode is recorded.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +28,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
+from posenc.evaluate import frozen as frozen_lib
 
 MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
@@ -116,6 +117,28 @@ def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
   return (MASKED,) if config.model.family == 'encoder' else MODES
 
 
+def mode_windows(config: ml_collections.ConfigDict, text: np.ndarray, length: int,
+                 mode: str) -> tuple[np.ndarray, np.ndarray]:
+  """The windows of `length` scored in `mode` (`windows` at the mode's stride)."""
+  stride = length if mode != 'sliding' else min(config.eval.sliding_stride, length)
+  return windows(text, length, stride)
+
+
+def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
+             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+  """Every length's windows of the validation text, per mode: ('length_L',
+  {'MODE_windows': [W, L + 1], 'MODE_scored': [W, L]}). An encoder's masks are drawn from
+  eval.seed in the evaluation, not stored."""
+  del data_key
+  _, valid = task.texts()
+  text = valid[:config.eval.lm_tokens + 1]
+  for length in config.eval.lengths:
+    out = {}
+    for mode in modes(config):
+      out[f'{mode}_windows'], out[f'{mode}_scored'] = mode_windows(config, text, length, mode)
+    yield f'length_{length}', out
+
+
 def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
   (an encoder: {'masked': [...]}), resuming from `workdir/perplexity.jsonl`."""
@@ -126,11 +149,16 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   masked = config.model.family == 'encoder'
   fn = (make_masked_score_fn if masked else make_score_fn)(config, ctx.model, population)
 
+  frozen = bool(config.eval.get('from_files'))
+
   def measure(length):
     row = {'seconds': {}}
+    stored = frozen_lib.load(config, f'length_{length}') if frozen else {}
     for mode in modes(config):
-      stride = length if mode != 'sliding' else min(config.eval.sliding_stride, length)
-      wins, scored = windows(text, length, stride)
+      if frozen:
+        wins, scored = stored[f'{mode}_windows'], stored[f'{mode}_scored']
+      else:
+        wins, scored = mode_windows(config, text, length, mode)
       groups = -(-len(wins) // b)
       pad = groups * b - len(wins)
       wins = np.concatenate([wins, np.zeros((pad, length + 1), np.int32)])
@@ -232,4 +260,7 @@ PROTOCOL = core.Protocol(
     results=results_lib.PerplexityResults,
     train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes,
-    objective=objective, inputs=core.sequence_inputs)
+    objective=objective, inputs=core.sequence_inputs, examples=examples,
+    example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
+    longest_length=lambda config: max(config.eval.lengths),
+    example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths])

@@ -12,7 +12,7 @@ scores a member by its mean accuracy over the lengths past N. Measured lengths a
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +25,7 @@ from posenc import objectives
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
+from posenc.evaluate import frozen as frozen_lib
 
 P = jax.sharding.PartitionSpec
 POP = population_lib.POP
@@ -55,10 +56,31 @@ def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
   return {'vocab_size': task.vocab_size, 'num_classes': task.num_classes}
 
 
+def sample_sub_batch(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array,
+                     length: jax.Array, j: jax.Array, bucket: int) -> dict[str, jax.Array]:
+  """The examples of (length, sub-batch j): the same for every model and run."""
+  return task.sample_padded(jax.random.fold_in(jax.random.fold_in(data_key, length), j),
+                            config.eval.batch_size, length, bucket)
+
+
+def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
+             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+  """Every evaluated length's examples, as the evaluation draws them: ('length_N', arrays
+  [sub-batch, example, ...] padded to the length's bucket, `length` [sub-batch])."""
+  num_sub = config.eval.examples_per_length // config.eval.batch_size
+  draw = jax.jit(lambda length, bucket: jax.vmap(
+      lambda j: sample_sub_batch(config, task, data_key, length, j, bucket))(
+          jnp.arange(num_sub)), static_argnums=1)
+  for length in config_lib.eval_lengths(config):
+    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+    yield f'length_{length}', jax.tree.map(np.asarray, draw(jnp.int32(length), bucket))
+
+
 def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
                  population: Any, bucket: int, data_key: jax.Array,
                  traces: collections.Counter | None = None,
-                 platform: str | None = None) -> Callable[..., dict[str, jax.Array]]:
+                 platform: str | None = None,
+                 from_data: bool = False) -> Callable[..., dict[str, jax.Array]]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
 
   evaluate(params [P], length, eval_keys [P]) -> {'accuracy', 'exact_match'} [P]: the mean
@@ -72,6 +94,8 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
   platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
   2 GB per attention pass through memory. All micro-batches of a sub-batch share its
   position draw (the 'noise' key), so the result is that of one call on the sub-batch.
+  With `from_data`, evaluate(params, length, eval_keys, data) reads the sub-batches from
+  `data` (`examples`' arrays of the length) instead of sampling them.
   """
   batch_size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // batch_size
@@ -81,14 +105,15 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
                            platform or population.platform)
   objective = objectives.study(config, task, model, bucket)
 
-  def local_eval(params, length, keys):
+  def local_eval(params, length, keys, data=None):
     if traces is not None:
       traces['eval'] += 1
 
     def sub_batch(j):
-      batch = task.sample_padded(
-          jax.random.fold_in(jax.random.fold_in(data_key, length), j), batch_size, length,
-          bucket)
+      if data is None:
+        batch = sample_sub_batch(config, task, data_key, length, j, bucket)
+      else:
+        batch = jax.tree.map(lambda x: x[j], data)
       per_example = {k: v for k, v in batch.items() if k not in ('length', 'output_length')}
       micro_batches = jax.tree.map(
           lambda x: x.reshape(batch_size // micro, micro, *x.shape[1:]), per_example)
@@ -120,8 +145,8 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
 
   param_specs = jax.tree.map(lambda _: P(POP), population_lib.init_state(
       config, model, population, abstract=True)['params'])
-  evaluate = population.shard_map(local_eval, in_specs=(param_specs, P(), P(POP)),
-                                  out_specs=P(POP))
+  in_specs = (param_specs, P(), P(POP)) + ((P(),) if from_data else ())
+  evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
   return jax.jit(evaluate)
 
 
@@ -131,12 +156,15 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]
   config, population = ctx.config, ctx.population
   fns: dict[int, Callable[..., Any]] = {}
 
+  frozen = bool(config.eval.get('from_files'))
+
   def measure(length):
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
     if bucket not in fns:
       fns[bucket] = make_eval_fn(config, ctx.task, ctx.model, population, bucket, ctx.data_key,
-                                 ctx.traces)
-    metrics = fns[bucket](ctx.params, jnp.int32(length), population.eval_keys)
+                                 ctx.traces, from_data=frozen)
+    data = (frozen_lib.load(config, f'length_{length}'),) if frozen else ()
+    metrics = fns[bucket](ctx.params, jnp.int32(length), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
   return core.run_cells(ctx, 'eval.jsonl', config_lib.eval_lengths(config),
@@ -204,10 +232,18 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
         f'{tokens}')
 
 
+# The config fields that decide `examples` (with the task and its options).
+EXAMPLE_FIELDS = ('eval.seed', 'eval.max_length', 'eval.lengths', 'eval.stride',
+                  'eval.bucket_size', 'eval.batch_size', 'eval.examples_per_length')
+
+
 PROTOCOL = core.Protocol(
     name='range', validate=validate, evaluate=evaluate, summary=summary,
     report='posenc.report.range',
     results=results_lib.RangeResults,
     train_buckets=train_buckets,
     train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,
-    model_sizes=model_sizes, objective=objectives.study, inputs=inputs)
+    model_sizes=model_sizes, objective=objectives.study, inputs=inputs, examples=examples,
+    example_fields=EXAMPLE_FIELDS,
+    longest_length=lambda config: max(config_lib.eval_lengths(config)),
+    example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)])

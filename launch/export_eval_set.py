@@ -1,0 +1,64 @@
+"""Write a run's evaluation examples to files: `python -m launch.export_eval_set
+--config=FILE[:ARG] --out=DIR`.
+
+  python -m launch.export_eval_set --config=experiments/rpe_table1.py:task=parity_check,tiny \
+      --out=sets/parity_tiny
+  python -m launch.train --config=experiments/rpe_table1.py:task=parity_check,tiny \
+      --workdir=runs/parity --config.eval.from_files=sets/parity_tiny
+
+DIR gets one .npz per evaluated cell (a length, a grid cell, a distribution and length, a
+window length) with the exact examples the config's evaluation draws, and manifest.json
+(task, options, protocol, the config fields that decide the examples, and each file's
+sha256): see posenc/evaluate/frozen.py. `--config.eval.from_files=DIR` then evaluates on
+those files instead of sampling, with the same results; other frameworks can score the same
+examples. Any config field can be overridden with `--config.KEY=VALUE`. Bad input (a bad
+config, an --out that is a file or holds another set) is one line, exit status 2, and
+nothing written.
+"""
+
+import os
+
+from absl import flags
+from ml_collections import config_flags
+
+from launch import common
+from posenc import config as config_lib
+from posenc import evaluate
+from posenc import population as population_lib
+from posenc.evaluate import frozen
+
+_CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
+_OUT = flags.DEFINE_string('out', None, 'Directory of the evaluation set (created).')
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    common.fail(f'unexpected arguments {argv[1:]}; give flags only (--config, --out)')
+  if _CONFIG.value is None:
+    common.fail('--config is required, e.g. --config=experiments/rpe_table1.py:tiny')
+  if not _OUT.value:
+    common.fail('--out is required, e.g. --out=sets/my_set')
+  config = _CONFIG.value
+  if config.eval.get('from_files'):
+    common.fail(f'--config.eval.from_files={config.eval.from_files!r}: exporting draws the '
+                'examples; leave it empty')
+  try:
+    evaluate.validate(config)
+  except config_lib.ConfigError as e:
+    common.fail(e)
+  task = config_lib.task_of(config)
+  protocol = evaluate.of(task)
+  if protocol.examples is None:
+    common.fail(f'task {config.task!r} ({protocol.name} protocol) has no frozen evaluation sets')
+  if os.path.exists(os.path.join(_OUT.value, frozen.MANIFEST)):
+    common.fail(f'--out={_OUT.value} already holds an evaluation set; use a new directory')
+  common.make_dir(_OUT.value, '--out')
+  data_key = population_lib.data_keys(config)[2]
+  manifest = frozen.write(_OUT.value, config, protocol.name,
+                          protocol.examples(config, task, data_key), protocol.example_fields)
+  print(f'wrote {len(manifest["cells"])} cells of {config.task} ({protocol.name} protocol) '
+        f'and {frozen.MANIFEST} to {_OUT.value}')
+
+
+if __name__ == '__main__':
+  common.run(main)

@@ -1,0 +1,100 @@
+"""Frozen evaluation sets (posenc/evaluate/frozen.py, launch.export_eval_set): for one task
+of each protocol, evaluating from the exported files gives the in-process results; a
+changed file or another config is one line."""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+from experiments import abacus_arithmetic
+from experiments import extrapolation_lm
+from experiments import rpe_table1
+from experiments import sorting_hints
+from posenc import config as config_lib
+from posenc import evaluate
+from posenc import population as population_lib
+from posenc import sweep as sweep_lib
+from posenc import train
+from posenc.evaluate import frozen
+
+CONFIGS = {
+    'range': lambda: rpe_table1.get_config('task=reverse_string,tiny'),
+    'grid': lambda: sweep_lib.cell_config(abacus_arithmetic.get_config('tiny'), {
+        'eval.grid_max': 3, 'eval.samples_per_cell': 4}),
+    'lengths': lambda: sorting_hints.get_config('tiny'),
+    'perplexity': lambda: extrapolation_lm.get_config('tiny'),
+}
+
+
+def export(config, out):
+  task = config_lib.task_of(config)
+  protocol = evaluate.of(task)
+  return frozen.write(str(out), config, protocol.name,
+                      protocol.examples(config, task, population_lib.data_keys(config)[2]),
+                      protocol.example_fields)
+
+
+def evaluation(config):
+  """The protocol's evaluation record of the population at initialisation."""
+  task = config_lib.task_of(config)
+  population = population_lib.Population(config)
+  model = train.make_model(config, task)
+  state = population_lib.init_state(config, model, population)
+  with tempfile.TemporaryDirectory() as scratch:
+    return evaluate.of(task).evaluate(evaluate.EvalContext(
+        config, task, model, population, state['params'], population_lib.data_keys(config)[2],
+        scratch, lambda line: None, None, lambda: False, np.zeros(population.size, bool)))
+
+
+@pytest.mark.parametrize('protocol', list(CONFIGS))
+def test_evaluating_from_files_gives_the_in_process_results(protocol, tmp_path):
+  config = CONFIGS[protocol]()
+  manifest = export(config, tmp_path / 'set')
+  assert manifest['protocol'] == protocol and manifest['cells']
+  from_files = sweep_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
+  evaluate.validate(from_files)
+  # Everything but the measured time of the language models' windows.
+  measured = lambda c: {k: v for k, v in evaluation(c).to_json().items() if k != 'eval_seconds'}
+  assert measured(from_files) == measured(config)
+
+
+def test_a_changed_file_fails_its_checksum(tmp_path):
+  config = CONFIGS['range']()
+  manifest = export(config, tmp_path / 'set')
+  path = tmp_path / 'set' / manifest['cells'][0]['file']
+  data = bytearray(path.read_bytes())
+  data[-10] ^= 1
+  path.write_bytes(bytes(data))
+  from_files = sweep_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
+  with pytest.raises(config_lib.ConfigError) as e:
+    evaluate.validate(from_files)
+  assert f'{path} has changed: sha256' in str(e.value) and '\n' not in str(e.value)
+
+
+def test_another_config_is_named(tmp_path):
+  export(CONFIGS['range'](), tmp_path / 'set')
+  other = sweep_lib.cell_config(CONFIGS['range'](), {
+      'eval.seed': 5, 'eval.from_files': str(tmp_path / 'set')})
+  with pytest.raises(config_lib.ConfigError, match='eval.seed is 1 there but 5 in the config'):
+    evaluate.validate(other)
+  missing = sweep_lib.cell_config(CONFIGS['range'](), {'eval.from_files': str(tmp_path / 'no')})
+  with pytest.raises(config_lib.ConfigError, match='holds no readable manifest.json'):
+    evaluate.validate(missing)
+
+
+def test_export_from_the_command_line(cli, tmp_path):
+  spec = '--config=experiments/rpe_table1.py:task=parity_check,tiny'
+  proc = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'])
+  assert proc.returncode == 0, proc.stderr
+  manifest = json.loads((tmp_path / 'set' / 'manifest.json').read_text())
+  assert manifest['fields']['task'] == 'parity_check'
+  assert len(manifest['cells']) == len(os.listdir(tmp_path / 'set')) - 1
+  again = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'])
+  assert again.returncode == 2 and 'already holds an evaluation set' in again.stderr
+  bad = cli.run(['launch.export_eval_set', spec, '--config.task=bogus',
+                 f'--out={tmp_path / "bad"}'])
+  assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+  assert not (tmp_path / 'bad').exists()
