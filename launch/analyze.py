@@ -7,6 +7,7 @@
   python -m launch.analyze activation_pca --workdir=runs/my_run --lengths=40,100 --layer=-1
   python -m launch.analyze position_probe --workdir=runs/my_run --length=40 --test_length=60
   python -m launch.analyze prefix_shuffle --workdir=runs/lm_run --length=64
+  python -m launch.analyze intervene runs/my_run --intervention=yarn:scale=4
 
 trf: the theoretical receptive field of bias encodings (Qin et al. 2023) at their initial
 parameters: per encoding and head, TRF(ε) at each horizon of --horizons (ε in --eps) and
@@ -31,6 +32,11 @@ position_probe: per layer, a 2-layer MLP trained on the frozen layer outputs of 
 guessing, (N² - 1) / (3N), and the error per position: DIR/position_probe.json and .png.
 prefix_shuffle: a language model's loss at a token with the tokens before it in their order
 and shuffled (Haviv et al. App. B), on held-out text: DIR/prefix_shuffle.json.
+intervene RUN --intervention=NAME[:k=v,...]: the run's metric by length (every member,
+its own evaluation protocol) before and after a test-time intervention on its saved
+weights (posenc/interventions.py: position_interpolation, ntk, yarn [scale,
+original_length], scalable_softmax [s], ordered_positions, slope_scale [scale]):
+DIR/intervene_NAME.json and .md.
 
 Bad input (an unknown analysis or encoding, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2, an --out that is
 a file) is one line `error: ...`, exit status 2, nothing written.
@@ -51,7 +57,7 @@ from posenc import plots
 from posenc import receptive
 
 ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe',
-            'prefix_shuffle')
+            'prefix_shuffle', 'intervene')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -342,6 +348,28 @@ def shuffle_main(args: argparse.Namespace) -> None:
       'encoding': run.config.encoding, **result})
 
 
+def intervene_main(args: argparse.Namespace) -> None:
+  from posenc import interventions  # pylint: disable=g-import-not-at-top
+  workdir = args.run or args.workdir
+  if not workdir:
+    common.fail('give the run: python -m launch.analyze intervene RUN --intervention=NAME')
+  if args.run and args.workdir and args.run != args.workdir:
+    common.fail(f'two runs given ({args.run} and --workdir={args.workdir}); give one')
+  if os.path.exists(args.out) and not os.path.isdir(args.out):
+    common.fail(f'--out={args.out} is a file, not a directory')
+  try:
+    name, params = interventions.parse(args.intervention)
+    result = interventions.intervene(workdir, name, params, progress=print)
+  except (interventions.InterventionError, ValueError) as e:
+    common.fail(e)
+  text = interventions.markdown(result)
+  print(text)
+  common.make_dir(args.out, '--out')
+  io.write_json_atomic(os.path.join(args.out, f'intervene_{name}.json'), result)
+  io.write_bytes_atomic(os.path.join(args.out, f'intervene_{name}.md'), text.encode())
+  print(f'wrote {args.out}/intervene_{name}.json and .md')
+
+
 def main(argv: Sequence[str] | None = None) -> None:
   argv = sys.argv[1:] if argv is None else argv
   if argv and argv[0] in common.HELP_FLAGS:
@@ -351,6 +379,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
+  if argv[0] == 'intervene':
+    parser.add_argument('run', nargs='?', default='', metavar='RUN',
+                        help='a trained run directory (or --workdir)')
+    parser.add_argument('--workdir', default='', help='a trained run directory')
+    parser.add_argument('--intervention', required=True,
+                        help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
+                             'scalable_softmax, ordered_positions, slope_scale')
+    parser.add_argument('--out', default='analysis/intervene')
+    intervene_main(parser.parse_args(argv[1:]))
+    return
   if argv[0] == 'prefix_shuffle':
     parser.add_argument('--length', type=int, default=64, help='tokens before the scored one')
     parser.add_argument('--examples', type=int, default=256, help='held-out sequences')

@@ -61,6 +61,9 @@ class Encoding:
       digits cannot use it.
     learned_table: positions index a learned table of `max_position` rows.
     even_head_dim: rotates pairs of coordinates: the head width must be even.
+    test_options: options of its attention part that change it at test time only (the
+      knobs of `posenc.interventions`, neutral by default): passed when given, and not
+      recorded among a run's options otherwise.
   """
   kind: str
   embedding: Callable[..., Any] | None = None
@@ -71,6 +74,7 @@ class Encoding:
   reads_digits: bool = False
   learned_table: bool = False
   even_head_dim: bool = False
+  test_options: tuple[str, ...] = ()
 
   @property
   def bounded(self) -> bool:
@@ -78,6 +82,16 @@ class Encoding:
     {0..max_position-1}, or index a table of that many rows."""
     return self.randomized or self.learned_table
 
+
+# Test-time options (`Encoding.test_options`) and their neutral values.
+TEST_OPTION_DEFAULTS: dict[str, Any] = {
+    'rope_scaling': 'none',  # rotary.ROPE_SCALINGS
+    'rope_factor': 1.0,
+    'rope_original_length': 0,  # YaRN's L; 0 only with another scaling
+    'slope_scale': 1.0,  # ALiBi's slopes, a bias family's bias
+}
+_ROPE_TEST = ('rope_scaling', 'rope_factor', 'rope_original_length')
+_SLOPE_TEST = ('slope_scale',)
 
 # Every encoding option and its default; an encoding ignores options it does not take.
 OPTION_DEFAULTS: dict[str, Any] = {
@@ -113,9 +127,10 @@ ENCODINGS: dict[str, Encoding] = {
     'relative': Encoding(core.BIAS, attention=biases.RelativeEncoding,
                          attention_options=('max_time',)),
     'alibi': Encoding(core.BIAS, attention=biases.AlibiEncoding,
-                      attention_options=('alibi_reference_form',)),
+                      attention_options=('alibi_reference_form',), test_options=_SLOPE_TEST),
     'rotary': Encoding(core.ROTATION, attention=rotary.RotaryEncoding,
-                       attention_options=('max_time',), even_head_dim=True),
+                       attention_options=('max_time',), even_head_dim=True,
+                       test_options=_ROPE_TEST),
     'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding, learned_table=True),
     'randomized_sin_cos': Encoding(core.EMBEDDING, _p(embeddings.SinCosEmbedding,
                                                       randomized=True),
@@ -125,11 +140,11 @@ ENCODINGS: dict[str, Encoding] = {
                                     attention_options=_RELATIVE, randomized=True),
     'randomized_alibi': Encoding(core.BIAS, attention=_p(biases.AlibiEncoding, randomized=True),
                                  attention_options=('randomize_both_sides', 'alibi_reference_form'),
-                                 randomized=True),
+                                 randomized=True, test_options=_SLOPE_TEST),
     'randomized_rotary': Encoding(core.ROTATION, attention=_p(rotary.RotaryEncoding,
                                                               randomized=True),
                                   attention_options=('max_time',), randomized=True,
-                                  even_head_dim=True),
+                                  even_head_dim=True, test_options=_ROPE_TEST),
     'randomized_learned': Encoding(core.EMBEDDING, _p(embeddings.LearnedEmbedding,
                                                       randomized=True), randomized=True,
                                    learned_table=True),
@@ -152,10 +167,10 @@ ENCODINGS: dict[str, Encoding] = {
 for _family in families.FAMILIES:
   ENCODINGS[_family] = Encoding(core.BIAS, attention=_p(families.DistanceBiasEncoding,
                                                         family=_family),
-                                attention_options=_FAMILY_OPTIONS)
+                                attention_options=_FAMILY_OPTIONS, test_options=_SLOPE_TEST)
   ENCODINGS[f'randomized_{_family}'] = Encoding(
       core.BIAS, attention=_p(families.DistanceBiasEncoding, family=_family, randomized=True),
-      attention_options=_FAMILY_OPTIONS, randomized=True)
+      attention_options=_FAMILY_OPTIONS, randomized=True, test_options=_SLOPE_TEST)
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
 NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
                           'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',
@@ -205,13 +220,19 @@ def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()
     ({'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}, {})
   """
   given = dict(options)
-  unknown = sorted(set(given) - set(OPTION_DEFAULTS))
+  unknown = sorted(set(given) - set(OPTION_DEFAULTS) - set(TEST_OPTION_DEFAULTS))
   if unknown:
-    raise ValueError(f'unknown encoding options {unknown}; valid: {sorted(OPTION_DEFAULTS)}')
+    raise ValueError(f'unknown encoding options {unknown}; valid: '
+                     f'{sorted({**OPTION_DEFAULTS, **TEST_OPTION_DEFAULTS})}')
   if given.get('relative_mode', 'symmetric') not in RELATIVE_MODES:
     raise ValueError(
         f'relative_mode must be one of {RELATIVE_MODES}, got {given["relative_mode"]!r}')
   spec = get(name)
   families.check_options(name, given)
   pick = lambda keys: {key: given.get(key, OPTION_DEFAULTS[key]) for key in keys}
-  return pick(spec.attention_options), pick(spec.embedding_options)
+  # Test-time options only when given: a run trained without them records none.
+  test = {key: given[key] for key in spec.test_options if key in given}
+  if test.get('rope_scaling', 'none') not in rotary.ROPE_SCALINGS:
+    raise ValueError(f'rope_scaling must be one of {rotary.ROPE_SCALINGS}, got '
+                     f'{test["rope_scaling"]!r}')
+  return {**pick(spec.attention_options), **test}, pick(spec.embedding_options)

@@ -139,12 +139,15 @@ class AlibiEncoding(core.EncodingModule):
   randomized: bool = False
   randomize_both_sides: bool = False
   alibi_reference_form: bool = False
+  slope_scale: float = 1.0  # A test-time scaling of every slope (1: as trained).
 
   def __call__(self, num_positions: int, length: Array, inputs: Array,
                deterministic: bool = True) -> core.AttentionEncoding:
     del inputs, deterministic
     distances, left = _distances(self, num_positions, length)
     slopes = jnp.asarray(alibi_slopes(self.num_heads))
+    if self.slope_scale != 1:
+      slopes = slopes * self.slope_scale
     press = self.causal and not self.alibi_reference_form
     return core.AttentionEncoding(
         'alibi', core.BIAS,

@@ -240,6 +240,7 @@ class DistanceBiasEncoding(core.EncodingModule):
   max_time: float = 10_000.0
   t5_buckets: int = 32
   t5_max_distance: int = 128
+  slope_scale: float = 1.0  # A test-time scaling of the whole bias (1: as trained).
 
   @nn.compact
   def __call__(self, num_positions: int, length: Array, inputs: Array,
@@ -262,6 +263,10 @@ class DistanceBiasEncoding(core.EncodingModule):
       params = family_params(self, self.family, '')
 
     def bias(q, k, qi, ki):
+      out = unscaled_bias(q, k, qi, ki)
+      return out if self.slope_scale == 1 else out * self.slope_scale
+
+    def unscaled_bias(q, k, qi, ki):
       del q, k
       i = randomized_lib.lookup(positions, qi, 1)
       j = randomized_lib.lookup(positions, ki, 1)

@@ -1,6 +1,8 @@
 """Rotary position encoding (Su et al. 2021): q and k rotated by their positions."""
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +14,59 @@ from posenc.encodings import randomized as randomized_lib
 Array = jax.Array
 
 
-def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Array:
+def rope_frequencies(head_dim: int, max_time: float = 10_000.0) -> np.ndarray:
+  """f_m = max_time^(-m/(K/2)) for m = 0..K/2-1 (float64 [K/2])."""
+  return max_time ** (-np.arange(head_dim // 2) / (head_dim // 2))
+
+
+# Test-time scalings of RoPE for sequences longer than training, each the identity at
+# factor 1 (`launch.analyze intervene`). s is the factor, L the original (training) length.
+ROPE_SCALINGS = ('none', 'pi', 'ntk', 'yarn')
+# YaRN's ramp bounds (Peng et al. 2023): dimensions turning fewer than ALPHA times over L
+# are interpolated, more than BETA times kept; linear in between.
+YARN_ALPHA, YARN_BETA = 1.0, 32.0
+
+
+def ntk_max_time(max_time: float, factor: float, head_dim: int) -> float:
+  """NTK-aware scaling: the base b s^(K/(K-2)), so the lowest frequency is divided by s
+  and the highest kept. Example: b = 10,000, s = 2, K = 4 -> 40,000."""
+  return max_time * factor ** (head_dim / (head_dim - 2))
+
+
+def yarn_frequencies(freqs: np.ndarray, factor: float, original_length: int,
+                     alpha: float = YARN_ALPHA, beta: float = YARN_BETA) -> np.ndarray:
+  """YaRN's "NTK-by-parts" frequencies: f (1 - γ) / s + f γ, with γ = clip((r - α) / (β -
+  α), 0, 1) and r = L f / (2π) the turns dimension m makes over the original length."""
+  turns = original_length * freqs / (2 * np.pi)
+  gamma = np.clip((turns - alpha) / (beta - alpha), 0.0, 1.0)
+  return np.where(gamma == 1, freqs, freqs * (1 - gamma) / factor + freqs * gamma)
+
+
+def yarn_attention_factor(factor: float) -> float:
+  """YaRN's scale of q and k (so the logits scale by its square): 0.1 ln s + 1 (1 for s <= 1)."""
+  return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
+def rope_scaling(kind: str, factor: float, original_length: int, head_dim: int,
+                 max_time: float) -> tuple[float, np.ndarray | None, float]:
+  """(position divisor, frequencies (None: the standard ones), q/k scale) of a scaling.
+
+  Example: ('pi', 4, ...) -> (4, None, 1): positions p -> p / 4, as in Chen et al. 2023.
+  """
+  if kind == 'none':
+    return 1.0, None, 1.0
+  if kind == 'pi':
+    return factor, None, 1.0
+  if kind == 'ntk':
+    return 1.0, rope_frequencies(head_dim, ntk_max_time(max_time, factor, head_dim)), 1.0
+  if kind == 'yarn':
+    return (1.0, yarn_frequencies(rope_frequencies(head_dim, max_time), factor, original_length),
+            yarn_attention_factor(factor))
+  raise ValueError(f'unknown rope_scaling {kind!r}; valid: {", ".join(ROPE_SCALINGS)}')
+
+
+def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0,
+               freqs: np.ndarray | None = None, scale: float = 1.0) -> Array:
   """Rotates interleaved pairs of x by angles proportional to the positions.
 
   For the pair (x_{2m}, x_{2m+1}) at position p, with f_m = max_time^(-m/(K/2)):
@@ -24,6 +78,8 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
     x: [..., T, H, K] queries or keys, K even.
     positions: [T] integer (or randomized) positions, or [B, T] with x [B, T, H, K].
     max_time: frequency base.
+    freqs: [K/2] frequencies instead of max_time's (a test-time scaling, `rope_scaling`).
+    scale: multiplies the result (YaRN's attention factor).
 
   Returns:
     [..., T, H, K], in x's dtype.
@@ -34,28 +90,42 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0) -> Arr
   head_dim = x.shape[-1]
   if head_dim % 2:
     raise ValueError(f'rotary encoding needs an even head width, got {head_dim}')
-  freqs = max_time ** (-np.arange(head_dim // 2) / (head_dim // 2))
+  if freqs is None:
+    freqs = rope_frequencies(head_dim, max_time)
   angles = (jnp.asarray(positions, jnp.float32)[..., None, None]
             * jnp.asarray(freqs, jnp.float32))
   cos, sin = jnp.cos(angles), jnp.sin(angles)  # [(B,) T, 1, K/2]
   pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], head_dim // 2, 2)
   even, odd = pairs[..., 0], pairs[..., 1]
   out = jnp.stack([even * cos - odd * sin, odd * cos + even * sin], axis=-1)
+  if scale != 1:
+    out = out * scale
   return out.reshape(x.shape).astype(x.dtype)
 
 
 class RotaryEncoding(core.EncodingModule):
-  """RoPE at 0..T-1; randomized: q and k share one draw of sorted positions per layer."""
+  """RoPE at 0..T-1; randomized: q and k share one draw of sorted positions per layer.
+
+  `rope_scaling` ('pi', 'ntk', 'yarn' by `rope_factor`, YaRN against
+  `rope_original_length`) rescales it at test time; 'none' is RoPE as trained.
+  """
   randomized: bool = False
   max_time: float = 10_000.0
+  rope_scaling: str = 'none'
+  rope_factor: float = 1.0
+  rope_original_length: int = 0
 
   def __call__(self, num_positions: int, length: Array, inputs: Array,
                deterministic: bool = True) -> core.AttentionEncoding:
     del inputs, deterministic
     positions = embeddings.positions_of(self, num_positions, length)
     max_time = self.max_time
+    divisor, freqs, scale = rope_scaling(self.rope_scaling, self.rope_factor,
+                                         self.rope_original_length, self.head_dim, max_time)
+    if divisor != 1:
+      positions = positions / divisor
     return core.AttentionEncoding(
         'rotary', core.ROTATION,
         rotate=lambda x, idx: apply_rope(x, randomized_lib.lookup(positions, idx, 1),
-                                         max_time=max_time),
+                                         max_time=max_time, freqs=freqs, scale=scale),
         params={'positions': positions, 'max_time': max_time})

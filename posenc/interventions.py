@@ -1,0 +1,296 @@
+"""Test-time interventions on a trained run: change how positions are read at evaluation,
+keep the weights, and measure the metric by length before and after.
+
+  position_interpolation  RoPE positions p -> p / scale (Chen et al. 2023)
+  ntk                     RoPE base b -> b scale^(K/(K-2)) ("NTK-aware" scaling)
+  yarn                    RoPE frequencies by parts and logits x (0.1 ln scale + 1)^2
+                          (Peng et al. 2023), against the original length L
+  scalable_softmax        each query's logits x s ln n, n the keys it attends (Nakanishi
+                          2025; the attention temperature of `model.temperature`)
+  ordered_positions       a randomized encoding read at the positions 0..T-1 instead of a
+                          random draw (Ruoss et al.'s reference keeps drawing at test time)
+  slope_scale             ALiBi's slopes, or a bias family's whole bias, x scale
+
+Each is a config change that only evaluation sees: an encoding's test-time options
+(`Encoding.test_options`; the math is one small function in `posenc/encodings`), the
+model's temperature, or the randomized encoding's standard twin, which has the same
+parameters. Each is the identity at its neutral setting: scale 1; for scalable_softmax
+s = 1 / ln N, so that s ln n = 1 at the training length N (an encoder at length N, whose
+queries all attend N keys, is then unchanged). Defaults, when a parameter is not given:
+scale = M / N (the longest evaluated length over the training length; slope_scale N / M),
+L = N, s = 1 / ln N.
+
+Example:
+  >>> spec = parse('yarn:scale=4')
+  >>> after = apply(config, *spec)        # the config evaluation runs with
+  >>> after.encoding_options.rope_scaling
+  'yarn'
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+from typing import Any, Callable, Mapping
+
+import jax
+import ml_collections
+import numpy as np
+
+from posenc import checkpoint
+from posenc import config as config_lib
+from posenc import encodings
+from posenc import evaluate
+from posenc import io
+from posenc import population as population_lib
+from posenc import sweep as sweep_lib
+from posenc import train
+
+
+class InterventionError(ValueError):
+  """A bad intervention name or parameter, or one that does not apply to the run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Intervention:
+  """One intervention: its parameters and their defaults (a function of the config), which
+  runs it applies to (`applies`: config -> None, or why not), and the config change."""
+  doc: str
+  defaults: Callable[[ml_collections.ConfigDict], dict[str, float]]
+  applies: Callable[[ml_collections.ConfigDict], str | None]
+  change: Callable[[ml_collections.ConfigDict, Mapping[str, float]], dict[str, Any]]
+
+
+def _ratio(config: ml_collections.ConfigDict) -> float:
+  """M / N: the longest evaluated length (the protocol's) over the training length."""
+  protocol = evaluate.of(config_lib.task_of(config))
+  longest = (protocol.longest_length(config) if protocol.longest_length
+             else config.eval.max_length)
+  return max(longest, config.train.max_length) / config.train.max_length
+
+
+def _takes(option: str) -> Callable[[ml_collections.ConfigDict], str | None]:
+  def applies(config):
+    if option in encodings.get(config.encoding).test_options:
+      return None
+    takers = [n for n, e in encodings.ENCODINGS.items() if option in e.test_options]
+    return f'encoding {config.encoding!r} has no {option}; it applies to {", ".join(takers)}'
+  return applies
+
+
+def _rope(kind: str) -> Callable[..., dict[str, Any]]:
+  def change(config, p):
+    return {'encoding_options.rope_scaling': kind, 'encoding_options.rope_factor': p['scale'],
+            'encoding_options.rope_original_length': int(p.get('original_length', 0))}
+  return change
+
+
+def _randomized(config: ml_collections.ConfigDict) -> str | None:
+  if encodings.get(config.encoding).randomized and _twin(config.encoding) in encodings.ENCODINGS:
+    return None
+  names = [n for n, e in encodings.ENCODINGS.items() if e.randomized]
+  return f'encoding {config.encoding!r} is not randomized; ordered_positions applies to ' + (
+      ', '.join(names))
+
+
+def _twin(name: str) -> str:
+  return name.removeprefix('randomized_')
+
+
+def _ordered(config: ml_collections.ConfigDict, p: Mapping[str, float]) -> dict[str, Any]:
+  del p
+  twin = _twin(config.encoding)
+  taken = set(encodings.get(twin).attention_options + encodings.get(twin).embedding_options
+              + encodings.get(twin).test_options)
+  options = {k: v for k, v in config.encoding_options.to_dict().items() if k in taken}
+  return {'encoding': twin, 'encoding_options': options}
+
+
+def _no_temperature(config: ml_collections.ConfigDict) -> str | None:
+  if config.model.get('temperature', 'none') != 'none':
+    return (f'the run already has an attention temperature (model.temperature='
+            f'{config.model.temperature}); scalable_softmax replaces none')
+  return None
+
+
+INTERVENTIONS: dict[str, Intervention] = {
+    'position_interpolation': Intervention(
+        'RoPE positions p -> p / scale', lambda c: {'scale': _ratio(c)},
+        _takes('rope_scaling'), _rope('pi')),
+    'ntk': Intervention(
+        'RoPE base b -> b scale^(K/(K-2))', lambda c: {'scale': _ratio(c)},
+        _takes('rope_scaling'), _rope('ntk')),
+    'yarn': Intervention(
+        'RoPE frequencies by parts against length L, logits x (0.1 ln scale + 1)^2',
+        lambda c: {'scale': _ratio(c), 'original_length': float(c.train.max_length)},
+        _takes('rope_scaling'), _rope('yarn')),
+    'scalable_softmax': Intervention(
+        'logits x s ln n (n the keys a query attends)',
+        lambda c: {'s': 1 / math.log(max(c.train.max_length, 2))}, _no_temperature,
+        lambda c, p: {'model.temperature': 'fixed', 'model.temperature_beta': p['s']}),
+    'ordered_positions': Intervention(
+        'a randomized encoding at positions 0..T-1 (its standard twin, same weights)',
+        lambda c: {}, _randomized, _ordered),
+    'slope_scale': Intervention(
+        "ALiBi's slopes or a bias family's bias x scale", lambda c: {'scale': 1 / _ratio(c)},
+        _takes('slope_scale'), lambda c, p: {'encoding_options.slope_scale': p['scale']}),
+}
+
+
+def parse(text: str) -> tuple[str, dict[str, float]]:
+  """'NAME[:k=v,...]' -> (name, {k: float(v)}).
+
+  Raises:
+    InterventionError: an unknown name, a malformed or non-numeric parameter.
+  """
+  name, _, rest = text.partition(':')
+  if name not in INTERVENTIONS:
+    raise InterventionError(f'unknown intervention {name!r}; valid: {", ".join(INTERVENTIONS)}')
+  params = {}
+  for item in filter(None, rest.split(',')):
+    key, eq, value = item.partition('=')
+    if not eq:
+      raise InterventionError(f'intervention parameter {item!r} is not key=value')
+    try:
+      params[key.strip()] = float(value)
+    except ValueError:
+      raise InterventionError(f'intervention parameter {key}={value!r} is not a number') from None
+  return name, params
+
+
+def resolve(config: ml_collections.ConfigDict, name: str, params: Mapping[str, float]
+            ) -> dict[str, float]:
+  """The intervention's parameters for `config`: its defaults, overridden by `params`.
+
+  Raises:
+    InterventionError: it does not apply to the run, or a parameter is unknown or out of
+      range (every parameter is a positive number; original_length an integer >= 2).
+  """
+  intervention = INTERVENTIONS[name]
+  why = intervention.applies(config)
+  if why:
+    raise InterventionError(why)
+  out = intervention.defaults(config)
+  unknown = sorted(set(params) - set(out))
+  if unknown:
+    raise InterventionError(f'unknown parameter {unknown[0]!r} of {name}; valid: '
+                            f'{", ".join(out) or "none"}')
+  out.update(params)
+  for key, value in out.items():
+    if not (math.isfinite(value) and value > 0):
+      raise InterventionError(f'{name} {key}={value:g} must be a positive number')
+  if 'original_length' in out and (out['original_length'] < 2
+                                   or out['original_length'] != int(out['original_length'])):
+    raise InterventionError(f'{name} original_length={out["original_length"]:g} must be an '
+                            'integer >= 2')
+  return out
+
+
+def apply(config: ml_collections.ConfigDict, name: str, params: Mapping[str, float]
+          ) -> ml_collections.ConfigDict:
+  """The config evaluation runs with: `config` changed by the intervention (resolved)."""
+  change = INTERVENTIONS[name].change(config, resolve(config, name, params))
+  out = sweep_lib.cell_config(config, {k: v for k, v in change.items()
+                                       if k != 'encoding_options'})
+  if 'encoding_options' in change:
+    out.encoding_options = ml_collections.ConfigDict(change['encoding_options'])
+  return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Before and after, on a saved run.
+
+
+def _restore(workdir: str) -> tuple[ml_collections.ConfigDict, Any, int]:
+  """The run's config and its newest checkpoint's state (every member)."""
+  path = os.path.join(workdir, 'config.json')
+  if not os.path.isfile(path):
+    raise InterventionError(f'{workdir} holds no run (no config.json)')
+  config = ml_collections.ConfigDict(io.read_json(path))
+  manager = checkpoint.checkpoint_manager(workdir)
+  if manager.latest_step() is None:
+    raise InterventionError(f'{workdir} has no checkpoint (train it first)')
+  task = config_lib.task_of(config)
+  population = population_lib.Population(config)
+  step, state, _, damaged = checkpoint.restore_newest(
+      manager, population_lib.init_state(config, train.make_model(config, task), population,
+                                         abstract=True),
+      population, lambda step: os.path.join(workdir, 'checkpoints', str(step)))
+  if step is None:
+    raise InterventionError(f'no checkpoint of {workdir} restores: ' + '; '.join(damaged))
+  return config, state, step
+
+
+def evaluate_with(config: ml_collections.ConfigDict, state: Any,
+                  progress: Callable[[str], None] = lambda line: None) -> Any:
+  """The protocol's evaluation record of the population `state` under `config` (in a
+  scratch directory: nothing of the run is touched)."""
+  task = config_lib.task_of(config)
+  population = population_lib.Population(config)
+  model = train.make_model(config, task, population.platform)
+  params = jax.device_put(state['params'], population.sharded)
+  diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
+  with tempfile.TemporaryDirectory() as scratch:
+    return evaluate.of(task).evaluate(evaluate.EvalContext(
+        config, task, model, population, params, population_lib.data_keys(config)[2], scratch,
+        progress, None, lambda: False, diverged))
+
+
+def intervene(workdir: str, name: str, params: Mapping[str, float],
+              progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+  """The run's metric by length before and after the intervention, per member and as the
+  mean over the members that did not diverge.
+
+  Raises:
+    InterventionError: no run, no checkpoint, or a bad intervention for this run.
+  """
+  config, state, step = _restore(workdir)
+  resolved = resolve(config, name, params)
+  changed = apply(config, name, params)
+  try:
+    evaluate.validate(changed)
+  except config_lib.ConfigError as e:
+    raise InterventionError(f'{name} cannot run on {workdir}: {e}') from None
+  before = evaluate_with(config, state, progress)
+  after = evaluate_with(changed, state, progress)
+  curves = lambda record: [record.curve(m) for m in record.members]
+  mean = _mean_curve
+  return {'workdir': workdir, 'step': step, 'intervention': name, 'params': resolved,
+          'task': config.task, 'encoding': config.encoding, 'metric': before.metric,
+          'train_length': config.train.max_length,
+          'members': [{k: getattr(m, k) for k in ('seed', 'data_seed', 'learning_rate',
+                                                  'diverged')} for m in before.members],
+          'before': {'mean': mean(before), 'members': _json_curves(curves(before))},
+          'after': {'mean': mean(after), 'members': _json_curves(curves(after))}}
+
+
+def _mean_curve(record: Any) -> dict[str, float | None]:
+  live = [record.curve(m) for m in record.members if not m.diverged]
+  lengths = sorted({n for c in live for n in c})
+  return {str(n): (float(np.nanmean([c.get(n, np.nan) for c in live])) if live else None)
+          for n in lengths}
+
+
+def _json_curves(curves: list[dict[int, float]]) -> list[dict[str, float | None]]:
+  return [{str(n): None if not math.isfinite(v) else v for n, v in c.items()} for c in curves]
+
+
+def markdown(result: Mapping[str, Any]) -> str:
+  """Before and after by length (mean over the members that did not diverge)."""
+  params = ', '.join(f'{k}={v:g}' for k, v in result['params'].items()) or 'no parameters'
+  higher = result['metric'] != 'perplexity'
+  scale, digits = (100, 1) if higher else (1, 3)
+  lines = [f'# {result["intervention"]} ({params}) on {result["task"]} / {result["encoding"]}',
+           '', f'{result["metric"]}{" (%)" if higher else ""} by length, mean over the '
+           f'members that did not diverge; trained up to length {result["train_length"]}.', '',
+           '| length | before | after | change |', '|---|---|---|---|']
+  for n, b in result['before']['mean'].items():
+    a = result['after']['mean'].get(n)
+    if b is None or a is None:
+      continue
+    mark = '*' if int(n) > result['train_length'] else ''
+    lines.append(f'| {n}{mark} | {b * scale:.{digits}f} | {a * scale:.{digits}f} | '
+                 f'{(a - b) * scale:+.{digits}f} |')
+  lines += ['', '* past the training length.', '']
+  return '\n'.join(lines)
