@@ -254,10 +254,11 @@ def intervene(workdir: str, name: str, params: Mapping[str, float],
     raise InterventionError(f'{name} cannot run on {workdir}: {e}') from None
   before = evaluate_with(config, state, progress)
   after = evaluate_with(changed, state, progress)
-  curves = lambda record: [record.curve(m) for m in record.members]
-  mean = _mean_curve
+  family = config.model.family
+  curves = lambda record: [record.curve(m, family) for m in record.members]
+  mean = lambda record: _mean_curve(record, family)
   return {'workdir': workdir, 'step': step, 'intervention': name, 'params': resolved,
-          'task': config.task, 'encoding': config.encoding, 'metric': before.metric,
+          'task': config.task, 'encoding': config.encoding, 'metric': before.metric_of(family),
           'train_length': config.train.max_length,
           'members': [{k: getattr(m, k) for k in ('seed', 'data_seed', 'learning_rate',
                                                   'diverged')} for m in before.members],
@@ -265,8 +266,8 @@ def intervene(workdir: str, name: str, params: Mapping[str, float],
           'after': {'mean': mean(after), 'members': _json_curves(curves(after))}}
 
 
-def _mean_curve(record: Any) -> dict[str, float | None]:
-  live = [record.curve(m) for m in record.members if not m.diverged]
+def _mean_curve(record: Any, family: str) -> dict[str, float | None]:
+  live = [record.curve(m, family) for m in record.members if not m.diverged]
   lengths = sorted({n for c in live for n in c})
   return {str(n): (float(np.nanmean([c.get(n, np.nan) for c in live])) if live else None)
           for n in lengths}

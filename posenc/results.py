@@ -298,8 +298,24 @@ def _members(data: Mapping[str, Any], member: type, where: str) -> tuple[Any, ..
 # The evaluations, one per protocol.
 
 
+class Evaluation:
+  """What every evaluation record gives the scorecard: a member's score and its curve by
+  length in the record's metric (`metric_of` the model family: generated answers are judged
+  by exact match), and whether higher is better."""
+  metric: ClassVar[str] = 'accuracy'
+  higher_is_better: ClassVar[bool] = True
+
+  def metric_of(self, family: str) -> str:
+    del family
+    return self.metric
+
+  def score_of(self, member: Member, family: str) -> float | None:
+    del family
+    return member.score
+
+
 @dataclasses.dataclass(frozen=True)
-class RangeResults:
+class RangeResults(Evaluation):
   """The study's evaluation: every member's metrics at `eval_lengths`; `score_lengths` the
   first and last length past training (None when none is)."""
   evaluation: ClassVar[str] = 'range'
@@ -316,8 +332,17 @@ class RangeResults:
             'score_lengths': None if self.score_lengths is None else list(self.score_lengths),
             'members': [m.to_json() for m in self.members]}
 
-  def curve(self, member: RangeMember) -> dict[int, float]:
-    """The member's `metric` by length (NaN where none was recorded)."""
+  def metric_of(self, family: str) -> str:
+    """A decoder generates its outputs: exact match; an encoder: per-token accuracy."""
+    return 'exact match' if family == 'decoder' else 'accuracy'
+
+  def score_of(self, member: RangeMember, family: str) -> float | None:
+    return member.exact_match_score if family == 'decoder' else member.score
+
+  def curve(self, member: RangeMember, family: str = 'encoder') -> dict[int, float]:
+    """The member's `metric_of(family)` by length (NaN where none was recorded)."""
+    if family == 'decoder':
+      return _finite_curve(member.exact_match_by_length or {})
     return _finite_curve(member.accuracy_by_length)
 
   @classmethod
@@ -330,7 +355,7 @@ class RangeResults:
 
 
 @dataclasses.dataclass(frozen=True)
-class GridResults:
+class GridResults(Evaluation):
   """Exact match over a grid of cells (a, b) for a, b in 1..grid_max at `grid_stride` (and
   grid_max), plus (x, x) for x in `beyond`; `axes` names the two axes."""
   evaluation: ClassVar[str] = 'grid'
@@ -351,7 +376,7 @@ class GridResults:
                      'beyond': list(self.beyond), 'samples_per_cell': self.samples_per_cell},
             'members': [m.to_json() for m in self.members]}
 
-  def curve(self, member: GridMember) -> dict[int, float]:
+  def curve(self, member: GridMember, family: str = 'decoder') -> dict[int, float]:
     """Exact match on the diagonal cells (n, n), by n."""
     return _finite_curve({a: v for (a, b), v in sorted(member.exact_match_by_cell.items())
                           if a == b})
@@ -370,7 +395,7 @@ class GridResults:
 
 
 @dataclasses.dataclass(frozen=True)
-class LengthsResults:
+class LengthsResults(Evaluation):
   """The hinting study's evaluation: per test distribution and length; the score over
   `score_distribution` at `score_lengths`."""
   evaluation: ClassVar[str] = 'lengths'
@@ -393,7 +418,7 @@ class LengthsResults:
             'score_lengths': list(self.score_lengths),
             'members': [m.to_json() for m in self.members]}
 
-  def curve(self, member: LengthsMember) -> dict[int, float]:
+  def curve(self, member: LengthsMember, family: str = 'decoder') -> dict[int, float]:
     """Full-sequence accuracy on the score distribution, by length."""
     return _finite_curve(member.by_length['exact_match'][self.score_distribution])
 
@@ -411,7 +436,7 @@ class LengthsResults:
 
 
 @dataclasses.dataclass(frozen=True)
-class PerplexityResults:
+class PerplexityResults(Evaluation):
   """A language model's perplexity per window length; `corpus` describes the split,
   `eval_seconds` the time per length and mode."""
   evaluation: ClassVar[str] = 'perplexity'
@@ -428,7 +453,7 @@ class PerplexityResults:
             'corpus': dict(self.corpus), 'eval_seconds': dict(self.eval_seconds),
             'members': [m.to_json() for m in self.members]}
 
-  def curve(self, member: PerplexityMember) -> dict[int, float]:
+  def curve(self, member: PerplexityMember, family: str = 'decoder') -> dict[int, float]:
     """Perplexity by length in the first window mode (the score's)."""
     return _finite_curve(next(iter(member.perplexity_by_length.values())))
 

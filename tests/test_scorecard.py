@@ -178,3 +178,18 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
   assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
   assert 'length threshold 2.0 must be in (0, 1]' in bad.stderr
   assert not pathlib.Path(tmp_path / 'bad').exists()
+
+
+def test_a_decoder_is_judged_by_exact_match():
+  """Generated answers: the decoder's scores and curves are its exact match."""
+  member = results.RangeMember(
+      seed=0, learning_rate=1e-3, diverged=False, score=0.99,
+      accuracy_by_length=dict.fromkeys(LENGTHS, 0.99), exact_match_score=0.5,
+      exact_match_by_length={**dict.fromkeys(LENGTHS[:5], 1.0), **dict.fromkeys(LENGTHS[5:], 0.5)})
+  record = range_record('rotary', [member])
+  decoder = results.Results(**{**record.__dict__, 'family': 'decoder'})
+  rows = {r['family']: r for r in sc.scorecard([('e', record), ('d', decoder)])['rows']}
+  assert rows['decoder']['metric'] == 'exact match' and rows['encoder']['metric'] == 'accuracy'
+  assert rows['decoder']['score']['mean'] == 0.5 and rows['encoder']['score']['mean'] == 0.99
+  assert rows['decoder']['member_scores'][0]['longest'] == 5
+  assert rows['encoder']['member_scores'][0]['longest'] == 8

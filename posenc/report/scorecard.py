@@ -182,18 +182,19 @@ def _member_scores(record: Any, thresholds: Thresholds) -> list[dict[str, Any]]:
   higher = evaluation.higher_is_better
   out = []
   for member in evaluation.members:
-    curve = evaluation.curve(member)
+    curve = evaluation.curve(member, record.family)
+    score = evaluation.score_of(member, record.family)
     if higher:
       passes = lambda v: math.isfinite(v) and v >= thresholds.length
-      succeeds = member.score is not None and member.score >= thresholds.score
+      succeeds = score is not None and score >= thresholds.score
     else:
       limit = (1 + thresholds.tolerance) * _reference(curve, record.train_length)
       passes = lambda v, limit=limit: math.isfinite(v) and v <= limit
-      succeeds = member.score is not None and member.score <= limit
-    ok = not member.diverged and member.score is not None and math.isfinite(member.score)
+      succeeds = score is not None and score <= limit
+    ok = not member.diverged and score is not None and math.isfinite(score) and bool(curve)
     out.append({'seed': member.seed, 'data_seed': member.data_seed,
                 'learning_rate': member.learning_rate, 'diverged': member.diverged,
-                'score': member.score if ok else None, 'success': bool(ok and succeeds),
+                'score': score if ok else None, 'success': bool(ok and succeeds),
                 'longest': longest_generalized(curve, passes) if ok else None,
                 'passes_by_length': {n: bool(ok and passes(v)) for n, v in curve.items()}})
   return out
@@ -223,7 +224,8 @@ def scorecard(records: Sequence[tuple[Any, Any]],
       group = groups.setdefault(key, {
           'task': record.task, 'column': label, 'family': record.family,
           'learning_rate': member['learning_rate'], 'evaluation': evaluation.evaluation,
-          'metric': evaluation.metric, 'higher_is_better': evaluation.higher_is_better,
+          'metric': evaluation.metric_of(record.family),
+          'higher_is_better': evaluation.higher_is_better,
           'train_length': record.train_length, 'runs': [], 'members': []})
       if str(path) not in group['runs']:
         group['runs'].append(str(path))
@@ -383,6 +385,10 @@ def figure(card: Mapping[str, Any], task: str) -> mpl_figure.Figure:
                marker=style['marker'], facecolors=style['markerfacecolor'])
   ax.set_xticks(positions, [f'{r["column"]}\n({r["members"] - r["diverged"]}/{r["members"]})'
                             for r in rows], fontsize=7)
+  if not lower:
+    ax.axhline(card['thresholds']['score'] * 100, color='grey', linestyle=':', linewidth=1,
+               label=f'success threshold ({card["thresholds"]["score"] * 100:g}%)')
+    ax.legend(fontsize=7, loc='lower right')
   metric = rows[0]['metric']
   ax.set_ylabel(f'{metric}{"" if lower else " (%)"}' + (' (lower is better)' if lower else ''))
   ax.set_title(f'{task}: score of every member', fontsize=9)
