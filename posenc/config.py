@@ -357,6 +357,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
     task = task_of(config)
   except ValueError as e:
     raise ConfigError(str(e)) from None
+  if spec.causal_only and config.model.family != 'decoder':
+    raise ConfigError(f'encoding {config.encoding!r} is causal by definition and needs '
+                      f'model.family=decoder, got {config.model.family!r}')
   if spec.reads_digits and getattr(task, 'digit_ids', None) is None:
     with_digits = [name for name, t in tasks.REGISTRY.items() if hasattr(t, 'digit_ids')]
     raise ConfigError(f'encoding {config.encoding!r} reads digit tokens and task '

@@ -18,9 +18,15 @@ B, T, H, K = 2, 9, 2, 4
 LENGTH = 7  # real positions; the rest is padding
 
 
-def attention_names():
-  """Every registry encoding with an attention part, plus content-only attention."""
-  return ['none'] + [n for n, e in encodings.ENCODINGS.items() if e.attention is not None]
+def attention_names(causal=True):
+  """Every registry encoding with an attention part, plus content-only attention (in the
+  bidirectional form: those not causal by definition)."""
+  return ['none'] + [n for n, e in encodings.ENCODINGS.items()
+                     if e.attention is not None and (causal or not e.causal_only)]
+
+
+def name_and_form():
+  return [(n, c) for c in (False, True) for n in attention_names(c)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,21 +47,25 @@ def setup(name, t=T, causal=False):
   return module, params, q, k, v, x
 
 
-def run(name, impl, params, q, k, v, x, *, causal, key_valid, q_idx=None, k_idx=None, block=4):
-  """x: the layer input of the queries."""
+def run(name, impl, params, q, k, v, x, *, causal, key_valid, q_idx=None, k_idx=None, block=4,
+        keys_x=None):
+  """x: the layer input of the queries; keys_x: of every key (default x), for encodings
+  that cache a feature of each key (`key_state`), as the model's cache does."""
   module = setup(name, q.shape[1] if q_idx is None else k.shape[1], causal)[0]
   if module is None:
     enc = encodings.AttentionEncoding('content', 'content')
   else:
-    enc = module.apply({'params': params}, k.shape[1], jnp.sum(key_valid), x,
-                       rngs={'noise': jax.random.key(7)})
+    apply = lambda inputs: module.apply({'params': params}, k.shape[1], jnp.sum(key_valid),
+                                        inputs, rngs={'noise': jax.random.key(7)})
+    enc = apply(x)
+    if enc.key_state:
+      enc = enc.with_keys(apply(x if keys_x is None else keys_x).key_state)
   return attention.attend(q, k, v, enc, key_valid=key_valid, causal=causal, impl=impl,
                           q_idx=q_idx, k_idx=k_idx, block=block)
 
 
-@pytest.mark.parametrize('causal', [False, True])
 @pytest.mark.parametrize('impl', ['xla_fused', 'cpu_blocked'])
-@pytest.mark.parametrize('name', attention_names())
+@pytest.mark.parametrize('name, causal', name_and_form())
 def test_backend_equals_reference_values_and_gradients(name, impl, causal):
   _, params, q, k, v, x = setup(name, causal=causal)
   key_valid = jnp.arange(T) < LENGTH
@@ -86,7 +96,7 @@ def test_one_decoding_step_equals_the_whole_sequence(name, impl):
   whole = run(name, 'reference', params, q, k, v, x, causal=True, key_valid=key_valid)
   for t in (0, 4, T - 1):
     step = run(name, impl, params, q[:, t:t + 1], k, v, x[:, t:t + 1], causal=True,
-               key_valid=key_valid, q_idx=jnp.array([t]), k_idx=jnp.arange(T))
+               key_valid=key_valid, q_idx=jnp.array([t]), k_idx=jnp.arange(T), keys_x=x)
     np.testing.assert_allclose(step[:, 0], whole[:, t], atol=2e-5)
 
 

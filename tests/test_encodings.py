@@ -398,7 +398,8 @@ def test_registry():
       'geometric', 'geometric_directional')
   families = set(encodings.families.FAMILIES)
   assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {
-      'abacus', 'fire', 'randomized_fire', *families, *{f'randomized_{f}' for f in families}}
+      'abacus', 'fire', 'randomized_fire', *families, *{f'randomized_{f}' for f in families},
+      *encodings.RECENT}
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
   kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}

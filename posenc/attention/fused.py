@@ -2,9 +2,11 @@
 
 Content, rotation and bias encodings run in `jax.nn.dot_product_attention` (the bias as a
 [B or 1, H, Q, S] array), which XLA fuses on GPU and TPU and which can be asked for cuDNN's
-flash attention (`implementation='cudnn'`, bf16/fp16 on NVIDIA GPUs). Geometric attention,
-which replaces the softmax, runs by prefix sums over whole rows (`geometric_prefix`); one
-decoding step uses its readable function. Nothing runs per head or per example.
+flash attention (`implementation='cudnn'`, bf16/fp16 on NVIDIA GPUs). NDR geometric
+attention, which replaces the softmax, runs by prefix sums over whole rows
+(`geometric_prefix`); one decoding step, and the other replacements of the softmax
+(stick-breaking, already cumulative sums), use their readable functions. Nothing runs per
+head or per example.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
   are both arange(T) (static knowledge the geometric prefix sums need)."""
   with jax.named_scope('attention_xla_fused'):
     if enc.kind == core.GEOMETRIC:
-      if not whole_sequence or jnp.ndim(key_valid) > 1:
+      if enc.family != 'geometric' or not whole_sequence or jnp.ndim(key_valid) > 1:
         return reference.attend(q, k, v, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid,
                                 causal=causal, temperature=temperature)
       s = enc.scores(q, k, q_idx, k_idx)

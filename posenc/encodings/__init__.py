@@ -4,10 +4,12 @@ An encoding is one of four kinds (see `core`):
 - an embedding added to the token embeddings (sin/cos, learned): `embeddings.sinusoid`,
   `embeddings.learned`;
 - a rotation of q and k (RoPE): `rotary.apply_rope`;
-- an additive logits bias, possibly content-dependent (ALiBi, Transformer-XL relative):
-  `biases.alibi_bias`, `biases.relative_bias`;
-- a replacement of the softmax (NDR geometric attention, plain and directional):
-  `geometric.geometric_weights`.
+- an additive logits bias, possibly content-dependent (ALiBi, Transformer-XL relative,
+  CoPE, forgetting attention): `biases.alibi_bias`, `biases.relative_bias`,
+  `contextual.cope_bias`, `forgetting.forgetting_bias`;
+- a replacement of the softmax (NDR geometric attention, plain and directional;
+  stick-breaking attention): `geometric.geometric_weights`,
+  `stick_breaking.stick_breaking_weights`.
 Each function takes explicit query and key positions, so the same call serves a whole
 sequence and one decoding step. Randomized variants draw sorted positions (or distances)
 from {0..L-1} per batch and pass them to the same function (`randomized`). A small Linen
@@ -16,7 +18,9 @@ module per encoding owns its parameters and draws and binds them into the functi
 
 `ENCODINGS` maps a name to its `Encoding`; `NAMES` lists the randomized-encoding study's
 13 (the others: the arithmetic study's `abacus`, `fire`, `randomized_fire`; the bias
-families of `families`, e.g. `kerple_log`, `type1`, `t5`, each also `randomized_`). A name may also
+families of `families`, e.g. `kerple_log`, `type1`, `t5`, each also `randomized_`; the
+methods of 2024-2025, `RECENT`). Encodings causal by definition (`Encoding.causal_only`)
+run in the decoder only. A name may also
 combine one input encoding and one attention encoding as `a+b`, e.g. `sin_cos+alibi`.
 Adding an encoding = one function, one module, one `ENCODINGS` entry.
 """
@@ -27,12 +31,15 @@ import functools
 from typing import Any, Callable
 
 from posenc.encodings import biases
+from posenc.encodings import contextual
 from posenc.encodings import core
 from posenc.encodings import embeddings
 from posenc.encodings import families
+from posenc.encodings import forgetting
 from posenc.encodings import geometric
 from posenc.encodings import randomized
 from posenc.encodings import rotary
+from posenc.encodings import stick_breaking
 from posenc.encodings.biases import alibi_bias, alibi_slopes, relative_bias
 from posenc.encodings.core import AttentionEncoding, HAIKU_LINEAR_INIT
 from posenc.encodings.embeddings import learned, sinusoid
@@ -64,6 +71,8 @@ class Encoding:
     test_options: options of its attention part that change it at test time only (the
       knobs of `posenc.interventions`, neutral by default): passed when given, and not
       recorded among a run's options otherwise.
+    causal_only: causal by definition (it counts, gates or breaks the keys up to the
+      query): only a causal model (the decoder) can use it.
   """
   kind: str
   embedding: Callable[..., Any] | None = None
@@ -75,6 +84,7 @@ class Encoding:
   learned_table: bool = False
   even_head_dim: bool = False
   test_options: tuple[str, ...] = ()
+  causal_only: bool = False
 
   @property
   def bounded(self) -> bool:
@@ -114,6 +124,10 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'sandwich_dim': 0,  # 0: the head width
     't5_buckets': 32,
     't5_max_distance': 128,
+    'cope_positions': 64,  # CoPE's table rows (npos_max)
+    'forget_bias_init': 0.0,  # the Forgetting Transformer's gate bias at init
+    'stick_attend_self': False,  # stick-breaking: the query may attend to itself
+    'stick_remainder': 'self',  # stick-breaking: where a row's remainder goes
 }
 _FAMILY_OPTIONS = ('bias_two_sided', 'bias_r', 'bias_k', 'kerple_r_min', 'bias_window',
                    'sandwich_dim', 'max_time', 't5_buckets', 't5_max_distance')
@@ -162,6 +176,17 @@ ENCODINGS: dict[str, Encoding] = {
                                                                    directional=True),
                                       attention_options=('geometric_normalize',)),
 }
+# Methods of 2024-2025: contextual positions (CoPE), forgetting attention (FoX), and
+# stick-breaking attention, each causal by definition.
+ENCODINGS.update({
+    'cope': Encoding(core.BIAS, attention=contextual.ContextualEncoding,
+                     attention_options=('cope_positions',), causal_only=True),
+    'forgetting': Encoding(core.BIAS, attention=forgetting.ForgettingEncoding,
+                           attention_options=('forget_bias_init',), causal_only=True),
+    'stick_breaking': Encoding(core.GEOMETRIC, attention=stick_breaking.StickBreakingEncoding,
+                               attention_options=('stick_attend_self', 'stick_remainder'),
+                               causal_only=True),
+})
 # Bias families of the distance (Qin et al. 2023, KERPLE, Sandwich, T5), plain and on
 # randomized positions.
 for _family in families.FAMILIES:
@@ -171,6 +196,8 @@ for _family in families.FAMILIES:
   ENCODINGS[f'randomized_{_family}'] = Encoding(
       core.BIAS, attention=_p(families.DistanceBiasEncoding, family=_family, randomized=True),
       attention_options=_FAMILY_OPTIONS, randomized=True, test_options=_SLOPE_TEST)
+# The methods of 2024-2025 (docs/encodings_2024.md).
+RECENT: tuple[str, ...] = ('cope', 'forgetting', 'stick_breaking')
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
 NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
                           'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',
@@ -194,7 +221,7 @@ def _combine(name: str) -> Encoding:
   return Encoding(att.kind, emb.embedding, att.attention, emb.embedding_options,
                   att.attention_options, emb.randomized or att.randomized,
                   emb.reads_digits or att.reads_digits, emb.learned_table or att.learned_table,
-                  att.even_head_dim)
+                  att.even_head_dim, att.test_options, att.causal_only)
 
 
 def get(name: str) -> Encoding:

@@ -22,7 +22,8 @@ Array = jax.Array
 HAIKU_LINEAR_INIT = nn.initializers.variance_scaling(
     0.87962566103423978**2, 'fan_in', 'truncated_normal')
 
-# The four kinds of positional encoding (`Encoding.kind`).
+# The four kinds of positional encoding (`Encoding.kind`). GEOMETRIC is every replacement of
+# the softmax (NDR geometric attention, stick-breaking), named after the first one here.
 EMBEDDING, ROTATION, BIAS, GEOMETRIC = 'embedding', 'rotation', 'bias', 'geometric'
 # Attention without a positional encoding (content only).
 CONTENT = 'content'
@@ -34,7 +35,7 @@ class AttentionEncoding:
 
   Attributes:
     family: the encoding function it calls ('content', 'rotary', 'alibi', 'relative',
-      'geometric'); backends may key a faster equivalent on it.
+      'geometric', ...); backends may key a faster equivalent on it.
     kind: CONTENT, ROTATION, BIAS or GEOMETRIC.
     rotate: ROTATION: (x [B, T', H, K], idx [T']) -> x rotated to the positions of idx.
     bias: BIAS: (q [B, Q, H, K], k [B, S, H, K], q_idx, k_idx) -> [B or 1, H, Q, S], added
@@ -44,6 +45,10 @@ class AttentionEncoding:
       attention weights that replace softmax(s).
     normalize: GEOMETRIC: divide the weights by their row sums.
     params: the parameters and draws behind the functions, by name (for backends).
+    key_state: features of the given tokens [B, Q, H, X] that the functions need for every
+      key (e.g. the Forgetting Transformer's gates), by name: the model caches them next
+      to the keys and values and calls `with_keys` with the state of all the keys.
+    with_keys: (state of every key {name: [B, S, H, X]}) -> the encoding bound to it.
   """
   family: str
   kind: str
@@ -53,6 +58,8 @@ class AttentionEncoding:
   weights: Callable[[Array, Array, Array, Array], Array] | None = None
   normalize: bool = True
   params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  key_state: Mapping[str, Array] = dataclasses.field(default_factory=dict)
+  with_keys: Callable[[Mapping[str, Array]], 'AttentionEncoding'] | None = None
 
 
 def with_batch(x: Array) -> Array:
@@ -84,3 +91,10 @@ class EncodingModule(nn.Module):
   head_dim: int = 8
   param_dtype: Any = jnp.float32
   causal: bool = False  # the model's: keys right of a query are masked
+
+
+def check_causal(module: EncodingModule, name: str) -> None:
+  """ValueError unless `module` runs under a causal mask (for encodings causal by definition)."""
+  if not module.causal:
+    raise ValueError(f'encoding {name!r} is causal by definition and needs a causal model '
+                     '(model.family=decoder)')

@@ -162,7 +162,12 @@ class MultiHeadAttention(nn.Module):
         beta = self.param('temperature_beta', nn.initializers.constant(args.temperature_beta),
                           (), self.param_dtype)
       tau = attention.temperature(beta, q_idx, jnp.sum(where.key_valid, -1), causal)
-    kv = {'k': k, 'v': v}
+    # Encodings that need a feature of every key (`key_state`) cache it with k and v.
+    kv = {'k': k, 'v': v, **enc.key_state}
+    if cache is not None:
+      kv = {name: _write(cache[name], new, q_idx[:, 0]) for name, new in kv.items()}
+    if enc.key_state:
+      enc = enc.with_keys({name: kv[name] for name in enc.key_state})
     if cache is None and self.is_mutable_collection('intermediates'):
       # Analysis (receptive fields, attention maps): the weights of the readable definition.
       self.sow('intermediates', 'weights', attention.reference.weights(
@@ -174,7 +179,6 @@ class MultiHeadAttention(nn.Module):
           q_idx=where.q_idx, k_idx=None if where.q_idx is None else jnp.arange(t),
           temperature=tau, block=args.block, fused_implementation=args.fused_implementation)
     else:
-      kv = {name: _write(cache[name], new, q_idx[:, 0]) for name, new in kv.items()}
       out = attention.attend(
           q, kv['k'], kv['v'], enc, key_valid=where.key_valid, causal=causal,
           impl=args.impl, q_idx=q_idx, k_idx=jnp.arange(kv['k'].shape[1]), temperature=tau,

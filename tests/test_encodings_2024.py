@@ -1,0 +1,125 @@
+"""The methods of 2024-2025 against their definitions: stick-breaking against the brute-force
+product, forgetting attention with a constant gate against ALiBi, CoPE's counts and
+interpolation by hand; causal-only encodings refuse a bidirectional model in one line."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import rpe_table1
+from posenc import config as config_lib
+from posenc import encodings
+from posenc import models
+from posenc.encodings import biases
+from posenc.encodings import contextual
+from posenc.encodings import forgetting
+from posenc.encodings import stick_breaking
+
+T = 7
+
+
+def brute_force_stick_breaking(z, attend_self, remainder):
+  p = 1 / (1 + np.exp(-np.asarray(z, np.float64)))
+  out = np.zeros_like(p)
+  for i in range(z.shape[0]):
+    for j in range(i + 1 if attend_self else i):
+      out[i, j] = p[i, j] * np.prod([1 - p[i, t] for t in range(j + 1, i + 1 if attend_self
+                                                                       else i)])
+    if remainder == 'self':
+      out[i, i] += 1 - out[i].sum()
+  return out
+
+
+@pytest.mark.parametrize('attend_self', [False, True])
+@pytest.mark.parametrize('remainder', ['none', 'self'])
+def test_stick_breaking_equals_the_brute_force_product(attend_self, remainder):
+  z = 2 * jax.random.normal(jax.random.key(0), (T, T))
+  idx = jnp.arange(T)
+  got = stick_breaking.stick_breaking_weights(z, idx, idx, jnp.ones((T, T), bool),
+                                              attend_self, remainder)
+  want = brute_force_stick_breaking(z, attend_self, remainder)
+  np.testing.assert_allclose(got, want, atol=1e-6)
+  sums = np.asarray(got).sum(-1)
+  if remainder == 'none':
+    assert np.all(sums <= 1 + 1e-6)
+    assert sums[0] == 0 if not attend_self else sums[0] > 0
+  else:
+    np.testing.assert_allclose(sums, 1, atol=1e-6)
+
+
+def test_stick_breaking_by_hand_and_without_underflow():
+  # Every z = 0 (σ = 1/2): from query 2 key 1 gets 1/2, key 0 1/4, the remainder 1/4.
+  idx = jnp.arange(3)
+  got = stick_breaking.stick_breaking_weights(jnp.zeros((3, 3)), idx, idx,
+                                              jnp.ones((3, 3), bool))
+  np.testing.assert_allclose(got[2], [0.25, 0.5, 0.25])
+  # A thousand open gates between key and query: log space keeps the far key's weight
+  # (2^-1000 underflows, but the near keys take it all, and nothing is NaN).
+  n = 1024
+  idx = jnp.arange(n)
+  w = stick_breaking.stick_breaking_weights(jnp.zeros((1, n)), idx[-1:], idx,
+                                            jnp.ones((1, n), bool), remainder='none')
+  assert np.all(np.isfinite(w)) and abs(float(w[0, -2]) - 0.5) < 1e-7
+
+
+def test_forgetting_with_a_constant_gate_is_alibi_with_slope_minus_log_f():
+  f = np.array([0.9, 0.5], np.float32)  # one gate per head
+  log_forget = jnp.broadcast_to(jnp.log(f), (1, T, 2))
+  idx = jnp.arange(T)
+  got = forgetting.forgetting_bias(log_forget, idx, idx)[0]
+  want = biases.alibi_bias(idx, idx, -np.log(f), causal=True)
+  visible = np.tril(np.ones((T, T), bool))
+  np.testing.assert_allclose(np.where(visible, got, 0), np.where(visible, want, 0), atol=1e-5)
+
+
+def test_forgetting_bias_sums_the_gates_between_key_and_query():
+  log_forget = jnp.log(jnp.array([[[0.5], [0.25], [0.8]]]))  # [1, 3, 1]
+  got = forgetting.forgetting_bias(log_forget, jnp.arange(3), jnp.arange(3))[0, 0]
+  np.testing.assert_allclose(got[2], [math.log(0.25 * 0.8), math.log(0.8), 0], rtol=1e-6)
+  np.testing.assert_allclose(got[0], [0, 0, 0])  # keys right of the query: masked, 0
+
+
+def test_cope_with_every_gate_open_counts_relative_positions_from_the_query():
+  gates = jnp.tril(jnp.ones((T, T)))
+  i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+  np.testing.assert_array_equal(contextual.contextual_positions(gates),
+                                np.where(j <= i, i - j + 1, 0))
+
+
+def test_cope_bias_against_a_direct_formula():
+  keys = jax.random.split(jax.random.key(1), 3)
+  b, h, k, p = 1, 2, 4, 5
+  q = jax.random.normal(keys[0], (b, T, h, k))
+  kk = jax.random.normal(keys[1], (b, T, h, k))
+  table = jax.random.normal(keys[2], (k, p))
+  got = contextual.cope_bias(q, kk, jnp.arange(T), jnp.arange(T), table)
+  qn, kn, tn = (np.asarray(x, np.float64) for x in (q, kk, table))
+  want = np.zeros((b, h, T, T))
+  for hh in range(h):
+    for i in range(T):
+      for jj in range(i + 1):
+        pos = sum(1 / (1 + np.exp(-qn[0, i, hh] @ kn[0, t, hh] / math.sqrt(k)))
+                  for t in range(jj, i + 1))
+        pos = min(pos, p - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        z = qn[0, i, hh] @ tn
+        want[0, hh, i, jj] = z[lo] * (1 - (pos - lo)) + z[hi] * (pos - lo)
+  np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize('name', [n for n, e in encodings.ENCODINGS.items() if e.causal_only])
+def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
+  config = rpe_table1.get_config(f'task=even_pairs,encoding={name}')
+  config.model.family = 'encoder'
+  with pytest.raises(config_lib.ConfigError, match=f"encoding '{name}' is causal by definition"):
+    config_lib.validate(config)
+  model = models.Encoder(vocab_size=2, num_classes=2, encoding=name, num_layers=1, d_model=8,
+                         num_heads=2, ffn_size=8)
+  with pytest.raises(ValueError, match='needs a causal model'):
+    model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 3), jnp.int32), 3,
+               deterministic=True)
+  config.model.family = 'decoder'
+  config_lib.validate(config)
