@@ -123,3 +123,73 @@ def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
                deterministic=True)
   config.model.family = 'decoder'
   config_lib.validate(config)
+
+
+def test_position_coupling_gives_digits_of_equal_significance_one_id():
+  from posenc.encodings import embeddings
+  from tasks import arithmetic
+  # 98282 + 3859172 = 2787472 (every number least-significant digit first).
+  text = '98282+3859172=2787472'
+  tokens = jnp.asarray([arithmetic.encode(text)])
+  is_digit = tokens < 10
+  ids = np.asarray(embeddings.coupled_positions(tokens, is_digit, 1))[0]
+  want = [2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  np.testing.assert_array_equal(ids, want)
+  # Significance k sits at id k + 2 in both operands and the answer.
+  numbers = text.split('+')[0], text.split('+')[1].split('=')[0], text.split('=')[1]
+  starts = [0, len(numbers[0]) + 1, len(numbers[0]) + len(numbers[1]) + 2]
+  for k in range(5):
+    assert len({ids[s + k] for s in starts}) == 1
+
+
+def test_position_coupling_draws_an_offset_per_sequence_in_training_only():
+  from posenc.encodings import embeddings
+  module = embeddings.CouplingEmbedding(width=4, max_position=20)
+  tokens = jnp.asarray([[1, 2, 10, 3, 13, 4, 5]] * 64)
+  params = module.init({'params': jax.random.key(0)}, 7, 7, tokens)
+  table = params['params']['embedding']
+  evaluation = module.apply(params, 7, 7, tokens)
+  np.testing.assert_allclose(evaluation[0], table[np.array([2, 3, 1, 2, 1, 2, 3])])
+  train = module.apply(params, 7, 7, tokens, deterministic=False,
+                       rngs={'noise': jax.random.key(1)})
+  rows = {int(np.argmin(np.abs(table - train[b, 2]).sum(-1))) for b in range(64)}
+  assert len(rows) > 5 and min(rows) >= 1 and max(rows) <= 20 - 1 - 2
+
+
+@pytest.mark.parametrize('name', ['dape', 'dape_v2'])
+@pytest.mark.parametrize('base', ['alibi', 'kerple_log', 'fire'])
+def test_dape_with_f_zero_is_its_base(name, base):
+  from posenc.encodings import dape
+  keys = jax.random.split(jax.random.key(2), 4)
+  q, k = (jax.random.normal(kk, (2, T, 2, 4)) for kk in keys[:2])
+  x = jax.random.normal(keys[2], (2, T, 8))
+  module = encodings.get(name).attention(max_position=64, num_heads=2, head_dim=4,
+                                         dape_base=base, causal=True)
+  params = module.init({'params': keys[3]}, T, T, x)['params']
+  zero = {**params, 'w2': jnp.zeros_like(params['w2']), 'b2': jnp.zeros_like(params['b2'])}
+  idx = jnp.arange(T)
+  got = module.apply({'params': zero}, T, T, x).bias(q, k, idx, idx)
+  base_module = dape.DAPE_BASES[base](max_position=64, num_heads=2, head_dim=4, causal=True)
+  want = base_module.apply({'params': params.get('base', {})}, T, T, x).bias(q, k, idx, idx)
+  np.testing.assert_allclose(got, jnp.broadcast_to(want, got.shape), atol=1e-6)
+  # With f at its initialisation the correction is not zero.
+  full = module.apply({'params': params}, T, T, x).bias(q, k, idx, idx)
+  assert float(jnp.max(jnp.abs(full - got))) > 1e-3
+
+
+def test_dape_v2_convolution_reads_neighbouring_keys_and_ignores_padding():
+  from posenc.encodings import dape
+  x = jnp.arange(1.0, 4.0).reshape(1, 1, 3, 1)
+  shift = jnp.array([[[1.0]], [[0.0]], [[0.0]]])
+  np.testing.assert_allclose(dape.conv_keys(x, shift, jnp.zeros(1))[0, 0, :, 0], [0, 1, 2])
+  # A padded encoder sequence gives the logits of its unpadded self.
+  keys = jax.random.split(jax.random.key(3), 4)
+  n, t = 5, T
+  q, k = (jax.random.normal(kk, (1, t, 2, 4)) for kk in keys[:2])
+  x = jax.random.normal(keys[2], (1, t, 8))
+  module = encodings.get('dape_v2').attention(max_position=64, num_heads=2, head_dim=4)
+  params = module.init({'params': keys[3]}, t, n, x)
+  padded = module.apply(params, t, n, x).bias(q, k, jnp.arange(t), jnp.arange(t))
+  exact = module.apply(params, n, n, x[:, :n]).bias(q[:, :n], k[:, :n], jnp.arange(n),
+                                                     jnp.arange(n))
+  np.testing.assert_allclose(padded[..., :n, :n], exact, atol=1e-5)

@@ -33,6 +33,7 @@ from typing import Any, Callable
 from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import core
+from posenc.encodings import dape
 from posenc.encodings import embeddings
 from posenc.encodings import families
 from posenc.encodings import forgetting
@@ -128,6 +129,8 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'forget_bias_init': 0.0,  # the Forgetting Transformer's gate bias at init
     'stick_attend_self': False,  # stick-breaking: the query may attend to itself
     'stick_remainder': 'self',  # stick-breaking: where a row's remainder goes
+    'dape_base': 'alibi',  # DAPE's base bias (dape.DAPE_BASES)
+    'dape_hidden': 32,  # the width of DAPE's network
 }
 _FAMILY_OPTIONS = ('bias_two_sided', 'bias_r', 'bias_k', 'kerple_r_min', 'bias_window',
                    'sandwich_dim', 'max_time', 't5_buckets', 't5_max_distance')
@@ -176,9 +179,17 @@ ENCODINGS: dict[str, Encoding] = {
                                                                    directional=True),
                                       attention_options=('geometric_normalize',)),
 }
-# Methods of 2024-2025: contextual positions (CoPE), forgetting attention (FoX), and
-# stick-breaking attention, each causal by definition.
+# Methods of 2024-2025: a base bias corrected from the scores (DAPE, DAPE-V2); contextual
+# positions (CoPE), forgetting attention (FoX) and stick-breaking attention, each causal by
+# definition.
 ENCODINGS.update({
+    # Position coupling (Cho et al. 2024) for the arithmetic tasks.
+    'position_coupling': Encoding(core.EMBEDDING, embeddings.CouplingEmbedding,
+                                  embedding_options=('digit_ids',), reads_digits=True),
+    'dape': Encoding(core.BIAS, attention=dape.DapeEncoding,
+                     attention_options=('dape_base', 'dape_hidden')),
+    'dape_v2': Encoding(core.BIAS, attention=_p(dape.DapeEncoding, convolution=True),
+                        attention_options=('dape_base', 'dape_hidden')),
     'cope': Encoding(core.BIAS, attention=contextual.ContextualEncoding,
                      attention_options=('cope_positions',), causal_only=True),
     'forgetting': Encoding(core.BIAS, attention=forgetting.ForgettingEncoding,
@@ -197,7 +208,8 @@ for _family in families.FAMILIES:
       core.BIAS, attention=_p(families.DistanceBiasEncoding, family=_family, randomized=True),
       attention_options=_FAMILY_OPTIONS, randomized=True, test_options=_SLOPE_TEST)
 # The methods of 2024-2025 (docs/encodings_2024.md).
-RECENT: tuple[str, ...] = ('cope', 'forgetting', 'stick_breaking')
+RECENT: tuple[str, ...] = ('dape', 'dape_v2', 'cope', 'forgetting', 'stick_breaking',
+                           'position_coupling')
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
 NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
                           'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',

@@ -136,3 +136,51 @@ class AbacusEmbedding(nn.Module):
       k = jax.random.randint(self.make_rng('noise'), (), 0, self.abacus_offset + 1)
       positions = jnp.where(positions > 0, positions + k, 0)
     return learned(positions, table)
+
+
+def coupled_positions(tokens: Array, is_digit: Array, start: Array) -> Array:
+  """Position coupling (Cho et al. 2024): digits of equal significance share one position.
+
+  In the arithmetic tasks every number is written least-significant digit first, so a
+  digit's index within its number (`abacus_positions`, 1-based) is its significance + 1:
+  digit k of each operand and of the answer get start + k + 1, every other token (the
+  operators) start, as in the authors' code (which zero-pads the operands; here they keep
+  their lengths and still share ids by significance).
+
+  Args:
+    tokens: int [B, T]; is_digit: bool [B, T].
+    start: int [B] (or a scalar): the offset s >= 1 of each sequence.
+
+  Returns:
+    int32 [B, T].
+
+  Example (s = 1): `98+385=` -> [2, 3, 1, 2, 3, 4, 1]; the answer `384` after it -> [2, 3, 4].
+  """
+  start = jnp.reshape(jnp.asarray(start, jnp.int32), (-1, 1))
+  return (start + abacus_positions(tokens, is_digit)).astype(jnp.int32)
+
+
+class CouplingEmbedding(nn.Module):
+  """Position coupling: E[coupled position] from a learned table of `max_position` rows
+  (N(0, 1) init, as the authors' code). In training each sequence draws its own offset
+  s ~ U{1..max_position - 1 - (its longest number)} (from the 'noise' stream), so the ids
+  stay inside the table; at evaluation s = 1. A number longer than max_position - 2 digits
+  reads the table's last row. [B, T, D] for tokens [B, T]."""
+  width: int
+  max_position: int = 2048
+  digit_ids: tuple[int, ...] = tuple(range(10))
+
+  @nn.compact
+  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
+               deterministic: bool = True) -> Array:
+    del num_positions, length
+    table = self.param('embedding', nn.initializers.normal(1.0),
+                       (self.max_position, self.width))
+    is_digit = jnp.isin(tokens, jnp.asarray(self.digit_ids))
+    start = jnp.ones(tokens.shape[:1], jnp.int32)
+    if not deterministic:
+      longest = jnp.max(abacus_positions(tokens, is_digit), axis=-1)
+      top = jnp.maximum(self.max_position - 1 - longest, 1)
+      start = jax.random.randint(self.make_rng('noise'), tokens.shape[:1], 1, top + 1)
+    return learned(coupled_positions(tokens, is_digit, start), table)
+
