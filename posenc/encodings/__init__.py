@@ -129,6 +129,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'forget_bias_init': 0.0,  # the Forgetting Transformer's gate bias at init
     'stick_attend_self': False,  # stick-breaking: the query may attend to itself
     'stick_remainder': 'self',  # stick-breaking: where a row's remainder goes
+    'coupling_max_position': 0,  # position coupling's max_pos (0: the table's size)
     'dape_base': 'alibi',  # DAPE's base bias (dape.DAPE_BASES)
     'dape_hidden': 32,  # the width of DAPE's network
 }
@@ -185,7 +186,8 @@ ENCODINGS: dict[str, Encoding] = {
 ENCODINGS.update({
     # Position coupling (Cho et al. 2024) for the arithmetic tasks.
     'position_coupling': Encoding(core.EMBEDDING, embeddings.CouplingEmbedding,
-                                  embedding_options=('digit_ids',), reads_digits=True),
+                                  embedding_options=('digit_ids', 'coupling_max_position'),
+                                  reads_digits=True),
     'dape': Encoding(core.BIAS, attention=dape.DapeEncoding,
                      attention_options=('dape_base', 'dape_hidden')),
     'dape_v2': Encoding(core.BIAS, attention=_p(dape.DapeEncoding, convolution=True),

@@ -163,12 +163,14 @@ def coupled_positions(tokens: Array, is_digit: Array, start: Array) -> Array:
 class CouplingEmbedding(nn.Module):
   """Position coupling: E[coupled position] from a learned table of `max_position` rows
   (N(0, 1) init, as the authors' code). In training each sequence draws its own offset
-  s ~ U{1..max_position - 1 - (its longest number)} (from the 'noise' stream), so the ids
-  stay inside the table; at evaluation s = 1. A number longer than max_position - 2 digits
-  reads the table's last row. [B, T, D] for tokens [B, T]."""
+  s ~ U{1..P - 1 - (its longest number)} (from the 'noise' stream) with P =
+  `coupling_max_position` (the authors' max_pos; 0: the table's size), so the ids stay
+  below P; at evaluation s = 1. A number longer than max_position - 2 digits reads the
+  table's last row. [B, T, D] for tokens [B, T]."""
   width: int
   max_position: int = 2048
   digit_ids: tuple[int, ...] = tuple(range(10))
+  coupling_max_position: int = 0
 
   @nn.compact
   def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
@@ -180,7 +182,8 @@ class CouplingEmbedding(nn.Module):
     start = jnp.ones(tokens.shape[:1], jnp.int32)
     if not deterministic:
       longest = jnp.max(abacus_positions(tokens, is_digit), axis=-1)
-      top = jnp.maximum(self.max_position - 1 - longest, 1)
+      limit = min(self.coupling_max_position or self.max_position, self.max_position)
+      top = jnp.maximum(limit - 1 - longest, 1)
       start = jax.random.randint(self.make_rng('noise'), tokens.shape[:1], 1, top + 1)
     return learned(coupled_positions(tokens, is_digit, start), table)
 
