@@ -182,6 +182,41 @@ def _assemble(prompt: Array, prompt_length: Array, answer: Array, answer_length:
           'length': (prompt_length + answer_length).astype(jnp.int32)}
 
 
+def with_index_hints(tokens: Array, length: Array, start: Array, num_symbols: int,
+                     width: int) -> tuple[Array, Array]:
+  """Index hints (Zhou et al. 2024): an index symbol before every digit, the same symbol for
+  the same significance in every number (each written least-significant digit first).
+
+  Digit k of a number (counted from its first, least significant, digit) gets index symbol
+  (start + k) mod K: consecutive symbols from a random start, wrapping around the alphabet.
+
+  Args:
+    tokens: int [B, N] with `length` [B] real tokens.
+    start: int [B], the first symbol of each example.
+    num_symbols: K.
+    width: the width of the result (>= N + the digits of the longest row).
+
+  Returns:
+    (tokens [B, width] with zeros past the new length, the new length [B]).
+
+  Example (start 0): `98+385=` -> `a9b8+a3b8c5=`.
+  """
+  n = tokens.shape[1]
+  pos = base.positions(n)
+  digit = (tokens < 10) & (pos < length[:, None])
+  starts_run = digit & ~jnp.pad(digit, ((0, 0), (1, 0)))[:, :-1]
+  run_start = base.cumulative(jnp.maximum, jnp.where(starts_run, pos, 0), 0)
+  hint = FIRST_INDEX_SYMBOL + (start[:, None] + pos - run_start) % num_symbols
+  # Every token moves right by the hints inserted at or before it; its hint sits just before.
+  dest = pos + base.cumulative(jnp.add, digit.astype(jnp.int32), 0)
+  inside = pos < length[:, None]
+  rows = jnp.arange(tokens.shape[0])[:, None]
+  out = jnp.zeros((tokens.shape[0], width), jnp.int32)
+  out = out.at[rows, jnp.where(inside, dest, width)].set(tokens, mode='drop')
+  out = out.at[rows, jnp.where(digit, dest - 1, width)].set(hint, mode='drop')
+  return out, length + jnp.sum(digit, axis=1)
+
+
 def train_cells(key: Array, batch_size: int, n: int) -> tuple[Array, Array]:
   """The grid cells of a `sample_train` batch: (a [B], b [B]), int32 in 1..n.
 
@@ -343,22 +378,54 @@ class Addition(SequenceTask):
   """a + b, reversed. Axes: the digits of a and of b.
 
   Example (a = 28289, b = 2719583): `98282+3859172=` answer `2787472` EOS.
+
+  Attributes:
+    index_hints: write an index symbol before every digit, the same for the same
+      significance in the operands and the answer (Zhou et al. 2024; `with_index_hints`),
+      consecutive symbols from a random start per example, in training and at evaluation
+      alike (as the paper): `a9b8c2d8e2+a3b8c5d9e1f7g2=` answer `a2b7c8d7e4f7g2` EOS.
+    num_index_symbols: K, the hint alphabet (ids 19..19 + K - 1; the paper's 102).
   """
   name: str = 'addition'
+  index_hints: bool = False
+  num_index_symbols: int = 102
   axes: ClassVar[tuple[str, str]] = ('digits_a', 'digits_b')
+  OPTIONS: ClassVar[tuple[str, ...]] = ('pad_probability', 'index_hints', 'num_index_symbols')
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.num_index_symbols < 1:
+      raise ValueError(f'num_index_symbols must be >= 1, got {self.num_index_symbols}')
+    if self.index_hints and self.pad_probability > 0:
+      raise ValueError('index_hints and pad_probability > 0 do not combine (spaces would split '
+                       'the numbers the hints count)')
+
+  @property
+  def vocab_size(self) -> int:
+    return NUM_BASE_TOKENS + (self.num_index_symbols if self.index_hints else 0)
 
   def _max_raw_prompt(self, a, b):
-    return a + b + 2
+    return (2 if self.index_hints else 1) * (a + b) + 2
 
   def max_answer(self, a, b):
-    return max(a, b) + 2
+    return (2 if self.index_hints else 1) * (max(a, b) + 1) + 1
 
   def _rows(self, key, a, b, prompt_width, answer_width):
-    width = _operand_width(prompt_width, answer_width)
+    if self.index_hints:  # the widths the same cell takes without hints
+      width = _operand_width((prompt_width - 2) // 2 + 2, (answer_width - 1) // 2 + 1)
+    else:
+      width = _operand_width(prompt_width, answer_width)
     k_x, k_y = jax.random.split(key)
     x, y = digits_lib.draw_operands(k_x, a, width), digits_lib.draw_operands(k_y, b, width)
     prompt, prompt_length = _binary_prompt(x, a, PLUS, y, b, prompt_width)
     answer, answer_length = _number_answer(digits_lib.add_digits(x, y), None, answer_width)
+    if self.index_hints:
+      start = base.uniform_below(jax.random.fold_in(key, 2),
+                                 jnp.full(a.shape, self.num_index_symbols, jnp.int32))
+      prompt, prompt_length = with_index_hints(prompt, prompt_length, start,
+                                               self.num_index_symbols, prompt_width)
+      answer, answer_length = with_index_hints(answer, answer_length, start,
+                                               self.num_index_symbols, answer_width)
     return prompt, prompt_length, answer, answer_length
 
 

@@ -561,3 +561,40 @@ def test_sample_train_paper_scale_grid_against_oracle(name):
     _check_oracle(name, task.sample_train(jax.random.key(600 + seed), 512, n, *widths),
                   **kwargs)
   _check_oracle(name, task.sample(jax.random.key(610), 512, n, n, *widths), **kwargs)
+
+
+def test_index_hints_mark_each_significance_with_one_symbol():
+  from tasks import arithmetic
+  tokens = jnp.asarray([arithmetic.encode('98+385=')])
+  out, length = arithmetic.with_index_hints(tokens, jnp.array([7]), jnp.array([0]), 102, 12)
+  assert arithmetic.decode(out[0, :int(length[0])]) == 'a9b8+a3b8c5='
+  # Wrapping around the alphabet: K = 3, start 2.
+  out, length = arithmetic.with_index_hints(tokens, jnp.array([7]), jnp.array([2]), 3, 12)
+  assert arithmetic.decode(out[0, :int(length[0])]) == 'c9a8+c3a8b5='
+  task = tasks.get('addition', {'index_hints': True})
+  plain = tasks.get('addition')
+  key = jax.random.key(5)
+  hinted = task.sample(key, 16, 4, 6, task.max_prompt(4, 6), task.max_answer(4, 6))
+  bare = plain.sample(key, 16, 4, 6, plain.max_prompt(4, 6), plain.max_answer(4, 6))
+  assert task.vocab_size == arithmetic.NUM_BASE_TOKENS + 102
+  for row in range(16):
+    ids = [int(t) for t in hinted['tokens'][row, :int(hinted['length'][row])]]
+    # Without the hints it is the plain task's example.
+    plain_ids = [t for t in ids if t < arithmetic.FIRST_INDEX_SYMBOL]
+    assert plain_ids == [int(t) for t in bare['tokens'][row, :int(bare['length'][row])]]
+    # The symbol before each digit names its significance: the same in both operands and
+    # the answer.
+    numbers, current = [], []
+    for t in ids:
+      if t in (arithmetic.PLUS, arithmetic.EQUALS, arithmetic.EOS):
+        numbers.append(current)
+        current = []
+      else:
+        current.append(t)
+    symbols = [n[0::2] for n in numbers]
+    assert all(all(d < 10 for d in n[1::2]) for n in numbers)
+    for a, b in zip(symbols, symbols[1:]):
+      short = min(len(a), len(b))
+      assert a[:short] == b[:short]
+  with pytest.raises(ValueError, match='index_hints and pad_probability'):
+    tasks.get('addition', {'index_hints': True, 'pad_probability': 0.1})

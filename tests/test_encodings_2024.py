@@ -193,3 +193,31 @@ def test_dape_v2_convolution_reads_neighbouring_keys_and_ignores_padding():
   exact = module.apply(params, n, n, x[:, :n]).bias(q[:, :n], k[:, :n], jnp.arange(n),
                                                      jnp.arange(n))
   np.testing.assert_allclose(padded[..., :n, :n], exact, atol=1e-5)
+
+
+def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
+  from posenc.encodings import polar
+  keys = jax.random.split(jax.random.key(4), 3)
+  k_dim, h = 4, 2
+  q = jax.random.normal(keys[0], (1, T, h, k_dim))
+  kk = jax.random.normal(keys[1], (1, T, h, k_dim))
+  delta = -jax.random.uniform(keys[2], (h, k_dim))
+  idx = jnp.arange(T)
+  got = jnp.einsum('bqhk,bshk->bhqs', polar.apply_pope(q, idx),
+                   polar.apply_pope(kk, idx, phase_shift=delta))
+  theta = polar.pope_frequencies(k_dim)
+  sp = lambda x: np.log1p(np.exp(np.asarray(x, np.float64)))
+  want = np.zeros((1, h, T, T))
+  for hh in range(h):
+    for t in range(T):
+      for s in range(T):
+        want[0, hh, t, s] = np.sum(sp(q[0, t, hh]) * sp(kk[0, s, hh])
+                                   * np.cos((s - t) * theta + np.asarray(delta[hh])))
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  # The phase shift is clamped to [-2π, 0] (initialised at 0).
+  module = encodings.get('pope').attention(num_heads=h, head_dim=k_dim)
+  params = module.init({'params': keys[2]}, T, T, q.reshape(1, T, -1))
+  assert float(jnp.abs(module.apply(params, T, T, q).params['phase_shift']).max()) == 0
+  shifted = jax.tree.map(lambda p: p - 10.0, params)
+  assert float(module.apply(shifted, T, T, q).params['phase_shift'].min()) == pytest.approx(
+      -2 * math.pi)

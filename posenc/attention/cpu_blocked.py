@@ -347,7 +347,7 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, key_val
   """Attention over a whole sequence, in blocks: q, k, v [B, T, H, K] -> [B, T, H, K]."""
   positions = jnp.arange(q.shape[1])
   if enc.kind == core.ROTATION:
-    q, k = enc.rotate(q, positions), enc.rotate(k, positions)
+    q, k = enc.rotated(q, k, positions, positions)
   q, k, v = (x.transpose(2, 0, 1, 3) for x in (q, k, v))
   out_dtype = v.dtype
   s = scores(q, k, enc, key_valid, causal)

@@ -39,13 +39,16 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
         weights = weights / (jnp.sum(weights, axis=-1, keepdims=True) + 1e-30)
       return jnp.einsum('bhqs,bshk->bqhk', weights.astype(v.dtype), v)
     if enc.kind == core.ROTATION:
-      q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
+      q, k = enc.rotated(q, k, q_idx, k_idx)
     bias = enc.bias(q, k, q_idx, k_idx) if enc.kind == core.BIAS else None
     if temperature is not None:  # τ (q·k / sqrt(K) + bias): scale q and the bias
       q = (q * temperature[:, :, None, None]).astype(q.dtype)
       bias = None if bias is None else bias * temperature[:, None, :, None]
     mask = reference.visible(q_idx, k_idx, key_valid, causal)
+    width = v.shape[-1]
+    if q.shape[-1] > width:  # q and k wider than v (PoPE): v padded with zeros, then cut
+      v = jnp.pad(v, [(0, 0)] * 3 + [(0, q.shape[-1] - width)])
     with jax.named_scope('dot_product_attention'):
       return jax.nn.dot_product_attention(
-          q, k, v, bias=None if bias is None else bias.astype(q.dtype), mask=mask,
-          implementation=implementation)
+          q, k, v.astype(q.dtype), bias=None if bias is None else bias.astype(q.dtype),
+          mask=mask, implementation=implementation)[..., :width].astype(v.dtype)

@@ -42,7 +42,7 @@ def weights(q: Array, k: Array, enc: core.AttentionEncoding, *, q_idx: Array, k_
   mask = visible(q_idx, k_idx, key_valid, causal)
   tau = 1.0 if temperature is None else temperature[:, None, :, None]
   if enc.kind == core.ROTATION:
-    q, k = enc.rotate(q, q_idx), enc.rotate(k, k_idx)
+    q, k = enc.rotated(q, k, q_idx, k_idx)
   if enc.kind == core.GEOMETRIC:
     w = enc.weights(tau * enc.scores(q, k, q_idx, k_idx), q_idx, k_idx, mask)
     if enc.normalize:

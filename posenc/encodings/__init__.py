@@ -3,7 +3,7 @@
 An encoding is one of four kinds (see `core`):
 - an embedding added to the token embeddings (sin/cos, learned): `embeddings.sinusoid`,
   `embeddings.learned`;
-- a rotation of q and k (RoPE): `rotary.apply_rope`;
+- a rotation of q and k (RoPE; PoPE's polar form): `rotary.apply_rope`, `polar.apply_pope`;
 - an additive logits bias, possibly content-dependent (ALiBi, Transformer-XL relative,
   CoPE, forgetting attention): `biases.alibi_bias`, `biases.relative_bias`,
   `contextual.cope_bias`, `forgetting.forgetting_bias`;
@@ -38,6 +38,7 @@ from posenc.encodings import embeddings
 from posenc.encodings import families
 from posenc.encodings import forgetting
 from posenc.encodings import geometric
+from posenc.encodings import polar
 from posenc.encodings import randomized
 from posenc.encodings import rotary
 from posenc.encodings import stick_breaking
@@ -188,6 +189,9 @@ ENCODINGS.update({
     'position_coupling': Encoding(core.EMBEDDING, embeddings.CouplingEmbedding,
                                   embedding_options=('digit_ids', 'coupling_max_position'),
                                   reads_digits=True),
+    # Polar positions (PoPE): content magnitudes, positional phases.
+    'pope': Encoding(core.ROTATION, attention=polar.PolarEncoding,
+                     attention_options=('max_time',)),
     'dape': Encoding(core.BIAS, attention=dape.DapeEncoding,
                      attention_options=('dape_base', 'dape_hidden')),
     'dape_v2': Encoding(core.BIAS, attention=_p(dape.DapeEncoding, convolution=True),
@@ -211,7 +215,7 @@ for _family in families.FAMILIES:
       attention_options=_FAMILY_OPTIONS, randomized=True, test_options=_SLOPE_TEST)
 # The methods of 2024-2025 (docs/encodings_2024.md).
 RECENT: tuple[str, ...] = ('dape', 'dape_v2', 'cope', 'forgetting', 'stick_breaking',
-                           'position_coupling')
+                           'pope', 'position_coupling')
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
 NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
                           'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',

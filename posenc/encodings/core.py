@@ -37,7 +37,10 @@ class AttentionEncoding:
     family: the encoding function it calls ('content', 'rotary', 'alibi', 'relative',
       'geometric', ...); backends may key a faster equivalent on it.
     kind: CONTENT, ROTATION, BIAS or GEOMETRIC.
-    rotate: ROTATION: (x [B, T', H, K], idx [T']) -> x rotated to the positions of idx.
+    rotate: ROTATION: (x [B, T', H, K], idx [T']) -> x rotated to the positions of idx
+      ([B, T', H, K'], K' >= K: PoPE's are twice as wide as v).
+    rotate_keys: ROTATION: the keys' rotation where it differs from the queries' (None:
+      `rotate`).
     bias: BIAS: (q [B, Q, H, K], k [B, S, H, K], q_idx, k_idx) -> [B or 1, H, Q, S], added
       to the logits q·k / sqrt(K).
     scores: GEOMETRIC: (q, k, q_idx, k_idx) -> s [B, H, Q, S], the logits of the keys.
@@ -53,6 +56,7 @@ class AttentionEncoding:
   family: str
   kind: str
   rotate: Callable[[Array, Array], Array] | None = None
+  rotate_keys: Callable[[Array, Array], Array] | None = None
   bias: Callable[[Array, Array, Array, Array], Array] | None = None
   scores: Callable[[Array, Array, Array, Array], Array] | None = None
   weights: Callable[[Array, Array, Array, Array], Array] | None = None
@@ -60,6 +64,10 @@ class AttentionEncoding:
   params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   key_state: Mapping[str, Array] = dataclasses.field(default_factory=dict)
   with_keys: Callable[[Mapping[str, Array]], 'AttentionEncoding'] | None = None
+
+  def rotated(self, q: Array, k: Array, q_idx: Array, k_idx: Array) -> tuple[Array, Array]:
+    """ROTATION: (q, k) rotated to the positions of q_idx and k_idx."""
+    return self.rotate(q, q_idx), (self.rotate_keys or self.rotate)(k, k_idx)
 
 
 def with_batch(x: Array) -> Array:
