@@ -8,7 +8,7 @@
 study=tasks (default): the study's tasks in decoder form (as rpe_decoder.py: a causal
 decoder trained by teacher forcing, judged by greedy generation), since CoPE, forgetting
 and stick-breaking attention are causal by definition: DAPE and DAPE-V2 (over ALiBi),
-CoPE, forgetting attention and stick-breaking attention against the study's best
+CoPE, forgetting attention, stick-breaking attention and PoPE against the study's best
 (randomized RoPE, randomized relative) and no positional encoding, on even_pairs,
 reverse_string and missing_duplicate_string, every cell a population of seeds trained in one
 compiled step.
@@ -28,7 +28,7 @@ from posenc import config as config_lib
 
 STUDIES = ('tasks', 'arithmetic')
 TASKS = ('even_pairs', 'reverse_string', 'missing_duplicate_string')
-NEW = ('dape', 'dape_v2', 'cope', 'forgetting', 'stick_breaking')
+NEW = ('dape', 'dape_v2', 'cope', 'forgetting', 'stick_breaking', 'pope')
 BASELINES = ('randomized_rotary', 'randomized_relative', 'none')
 ARITHMETIC = ('position_coupling', 'abacus', 'none')
 
@@ -57,7 +57,7 @@ def get_config(arg=None):
         f'task={TASKS[0]}', f'encoding={NEW[0]}', 'tiny' if parsed.tiny else ''])))
     if parsed.cpu:
       quickstart.cpu_scale(config)
-      # 24 cells of 3 members each: a smaller model and budget keep a cell under a minute.
+      # 27 cells of 3 members each: a smaller model and budget keep a cell under a minute.
       config.seeds = [0, 1, 2]
       config.model.num_layers = 2
       config.train.steps = 600

@@ -221,3 +221,30 @@ def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
   shifted = jax.tree.map(lambda p: p - 10.0, params)
   assert float(module.apply(shifted, T, T, q).params['phase_shift'].min()) == pytest.approx(
       -2 * math.pi)
+
+
+@pytest.mark.parametrize('arg', ['cpu', 'cpu,study=arithmetic', 'tiny,study=arithmetic'])
+def test_the_comparison_s_cells_validate(arg):
+  from experiments import encodings_2024
+  from posenc import evaluate
+  from posenc import sweep
+  config = encodings_2024.get_config(arg)
+  cells = encodings_2024.grid(arg)
+  assert len(cells) == (len(encodings_2024.ARITHMETIC) if 'arithmetic' in arg else
+                        len(encodings_2024.TASKS) * (len(encodings_2024.NEW)
+                                                     + len(encodings_2024.BASELINES)))
+  for cell in cells:
+    evaluate.validate(sweep.cell_config(config, cell))
+  with pytest.raises(config_lib.ConfigError, match="unknown study 'nope'; valid: tasks"):
+    encodings_2024.get_config('study=nope')
+
+
+@pytest.mark.parametrize('arg, encoding', [('tiny', 'forgetting'),
+                                           ('tiny,study=arithmetic', 'position_coupling')])
+def test_a_tiny_cell_of_each_study_trains_and_evaluates(tmp_path, arg, encoding):
+  from experiments import encodings_2024
+  from posenc import train
+  config = encodings_2024.get_config(arg)
+  config.encoding = encoding
+  results = train.train_and_evaluate(config, str(tmp_path))
+  assert all(m['score'] is not None for m in results['members'])
