@@ -234,8 +234,9 @@ def test_temperature_grows_with_the_keys_attended():
   np.testing.assert_allclose(tau, [[2 * np.log(3)] * 2, [2 * np.log(9)] * 2], rtol=1e-6)
 
 
-def test_generation_under_a_population_vmap_equals_each_member_alone():
-  model = decoder('randomized_alibi')
+@pytest.mark.parametrize('name', ['randomized_alibi', 'forgetting'])
+def test_generation_under_a_population_vmap_equals_each_member_alone(name):
+  model = decoder(name)
   keys = jax.random.split(jax.random.key(0), 2)
   members = jax.vmap(lambda k: model.init(models.init_rngs(k), jnp.zeros((1, 4), jnp.int32),
                                           jnp.array([4]), deterministic=True))(keys)

@@ -13,10 +13,11 @@ from posenc import io
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# The decoder's population sharding runs in the hinting case too, so its plain case is slow.
+# The decoder's population sharding runs in the hinting case too, so its plain cases are slow.
 @pytest.mark.parametrize('encoding, family, population', [
-    ('randomized_relative', 'encoder', 'seeds'),
+    ('dape', 'encoder', 'seeds'),
     pytest.param('randomized_rotary', 'decoder', 'seeds', marks=pytest.mark.slow),
+    pytest.param('forgetting', 'decoder', 'seeds', marks=pytest.mark.slow),
     ('hints', 'decoder', 'seeds'),
     # Members of two data orders: each device draws both data seeds' batches.
     ('randomized_relative', 'encoder', 'data_seeds')])
