@@ -100,7 +100,8 @@ def test_one_decoding_step_equals_the_whole_sequence(name, impl):
     np.testing.assert_allclose(step[:, 0], whole[:, t], atol=2e-5)
 
 
-@pytest.mark.parametrize('name', ['none', 'randomized_relative', 'alibi', 'geometric_directional'])
+@pytest.mark.parametrize('name', ['none', 'randomized_relative', 'alibi', 'geometric_directional',
+                                  'dape'])
 def test_cpu_blocks_on_long_sequences_equal_one_block(name):
   # Per-head query blocks (sequential heads for relative, ALiBi, geometric) give the same
   # function as one block, on a padded batch.

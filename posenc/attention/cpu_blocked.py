@@ -49,10 +49,13 @@ class Scores(NamedTuple):
       unrolled, instead of every block unrolled. For encodings whose blocks make large
       intermediates (relative's position products, geometric's prefix sums) or whose
       unrolled per-block constants compile slowly (ALiBi).
+    per_head: on long sequences a block holds one head (False: every head, for encodings
+      whose weights are made for all heads at once, so no block recomputes them).
   """
   weights: Callable[[Any, slice], Array]
   normalize: bool
   sequential_heads: bool = False
+  per_head: bool = True
 
 
 def take_heads(x: Array, heads: slice | Array) -> Array:
@@ -325,7 +328,7 @@ def _generic_scores(q, k, enc, key_valid, causal):
     logits = jnp.where(visible.transpose(1, 0, 2, 3), logits, MASKED)
     return take_heads(softmax_numerator(logits, False, queries), heads)
 
-  return Scores(weights, enc.kind != core.GEOMETRIC or enc.normalize)
+  return Scores(weights, enc.kind != core.GEOMETRIC or enc.normalize, per_head=False)
 
 
 _SPECIALIZED = {'relative': _relative_scores, 'alibi': _alibi_scores,
@@ -363,7 +366,10 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, key_val
       out = out[..., :-1] / (out[..., -1:] + TINY)
     return out
 
-  blocks = attention_blocks(num_heads, t, block)
+  if s.per_head:
+    blocks = attention_blocks(num_heads, t, block)
+  else:
+    blocks = [(slice(0, num_heads), queries) for _, queries in attention_blocks(1, t, block)]
   if s.sequential_heads and len(blocks) > 1:
     per_head = [queries for heads, queries in blocks if heads.start == 0]
     out = jax.lax.map(
