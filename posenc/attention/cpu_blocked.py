@@ -10,7 +10,8 @@ does differently, each measured on XLA's CPU backend (docs/benchmarks.md):
 - the key-padding mask rides in the q·k product as an extra column;
 - softmax is divided after `weights @ v`, with the row sums from a ones column of v;
 - relative attention uses Transformer-XL's rel-shift and a custom VJP for its position term;
-- geometric attention uses prefix sums and a skew (`geometric_prefix`).
+- geometric attention uses prefix sums and a skew (`geometric_prefix`), stick-breaking
+  attention the same blocked prefix sums (XLA's reverse cumulative sum is slow on CPU).
 Encodings without a specialization here run their readable functions block by block.
 """
 from __future__ import annotations
@@ -308,6 +309,31 @@ def _geometric_scores(q, k, enc, key_valid, causal):
   return Scores(weights, enc.normalize, sequential_heads=True)
 
 
+def _stick_breaking_scores(q, k, enc, key_valid, causal):
+  """`stick_breaking.stick_breaking_weights` with the reverse cumulative sum of each row as
+  a flipped `geometric_prefix.blocked_cumsum` (two small matmuls per block of keys)."""
+  del causal  # causal by definition: only keys before the query are visited
+  p = enc.params
+  t, scale = q.shape[2], 1 / math.sqrt(q.shape[-1])
+
+  def weights(heads, queries):
+    z = jnp.einsum('hbik,hbjk->hbij', take_heads(q, heads)[:, :, queries] * scale,
+                   take_heads(k, heads)).astype(jnp.float32)
+    i = np.arange(queries.start, queries.stop)[:, None]
+    j = np.arange(t)[None, :]
+    real = key_valid[..., None, :]  # [1, T] or [B, 1, T]
+    earlier = ((j <= i) if p['attend_self'] else (j < i)) & real
+    log_not = jnp.where(earlier, -geometric_prefix.softplus(z), 0.0)  # log(1 - σ(z))
+    after = jnp.flip(geometric_prefix.blocked_cumsum(jnp.flip(log_not, -1)), -1) - log_not
+    w = jnp.where(earlier, jnp.exp(z + log_not + after), 0.0)  # log σ(z) = z + log(1 - σ(z))
+    if p['remainder'] == 'self':
+      rest = 1.0 - jnp.sum(w, axis=-1, keepdims=True)
+      w = w + jnp.where((j == i) & real, rest, 0.0)
+    return w
+
+  return Scores(weights, normalize=False)
+
+
 def _generic_scores(q, k, enc, key_valid, causal):
   """Any encoding through its readable functions, block by block (no specialization)."""
   t = q.shape[2]
@@ -332,7 +358,7 @@ def _generic_scores(q, k, enc, key_valid, causal):
 
 
 _SPECIALIZED = {'relative': _relative_scores, 'alibi': _alibi_scores,
-                'geometric': _geometric_scores}
+                'geometric': _geometric_scores, 'stick_breaking': _stick_breaking_scores}
 
 
 def scores(q: Array, k: Array, enc: core.AttentionEncoding, key_valid: Array,

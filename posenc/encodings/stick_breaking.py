@@ -90,6 +90,7 @@ class StickBreakingEncoding(core.EncodingModule):
     attend_self, remainder = self.stick_attend_self, self.stick_remainder
     return core.AttentionEncoding(
         'stick_breaking', core.GEOMETRIC,
+        params={'attend_self': attend_self, 'remainder': remainder},
         scores=lambda q, k, qi, ki: stick_breaking_scores(q, k),
         weights=lambda s, qi, ki, visible: stick_breaking_weights(s, qi, ki, visible,
                                                                   attend_self, remainder),
