@@ -25,6 +25,7 @@ def test_grid_lists_the_papers_figures():
   assert abacus_arithmetic.get_config('task=multiplication').model.recurrences == 4
 
 
+@pytest.mark.slow
 def test_ablations_train_and_evaluate(tmp_path):
   # Random padding in the training data (Fig. 20) and the loss on every token (Fig. 16).
   from posenc import sweep as sweep_lib

@@ -18,15 +18,23 @@ B, T, H, K = 2, 9, 2, 4
 LENGTH = 7  # real positions; the rest is padding
 
 
+# The randomized twins of the bias families share their plain twins' module: two of them
+# stand for the rest (the others run with -m slow).
+TWINS = [f'randomized_{f}' for f in encodings.families.FAMILIES
+         if f'randomized_{f}' not in ('randomized_type2', 'randomized_t5')]
+
+
 def attention_names(causal=True):
   """Every registry encoding with an attention part, plus content-only attention (in the
   bidirectional form: those not causal by definition)."""
-  return ['none'] + [n for n, e in encodings.ENCODINGS.items()
+  return ['none'] + [n if n not in TWINS else pytest.param(n, marks=pytest.mark.slow)
+                     for n, e in encodings.ENCODINGS.items()
                      if e.attention is not None and (causal or not e.causal_only)]
 
 
 def name_and_form():
-  return [(n, c) for c in (False, True) for n in attention_names(c)]
+  return [pytest.param(n.values[0], c, marks=n.marks) if hasattr(n, 'values') else (n, c)
+          for c in (False, True) for n in attention_names(c)]
 
 
 @functools.lru_cache(maxsize=None)

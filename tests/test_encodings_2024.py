@@ -239,6 +239,7 @@ def test_the_comparison_s_cells_validate(arg):
     encodings_2024.get_config('study=nope')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('arg, encoding', [('tiny', 'forgetting'),
                                            ('tiny,study=arithmetic', 'position_coupling')])
 def test_a_tiny_cell_of_each_study_trains_and_evaluates(tmp_path, arg, encoding):

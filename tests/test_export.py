@@ -95,3 +95,23 @@ def test_decoder_training_and_generation_export_on_the_fused_path(name):
   train_text, generate_text = exported(name, 'decoder')
   assert 'stablehlo.while' not in train_text
   assert generate_text.count('stablehlo.while') == 3  # members, sub-batches, tokens
+
+
+@pytest.mark.parametrize('name', ['abacus'] + [n for n in encodings.RECENT
+                                               if encodings.get(n).reads_digits])
+def test_digit_readers_export_their_addition_training_step(name):
+  # Encodings that read digit tokens run on the arithmetic tasks: the decoder's training
+  # step on addition lowers for CUDA and TPU on the fused path.
+  from experiments import abacus_arithmetic
+  config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
+  task = tasks.get(config.task)
+  population = population_lib.Population(config)
+  model = train.make_model(config, task, 'gpu')
+  _, batch_key, _ = population_lib.data_keys(config)
+  state = population_lib.init_state(config, model, population, abstract=True)
+  update = train.make_update_fn(config, task, model, population, config.train.max_length,
+                                batch_key, platform='gpu')
+  text = export.export(update, platforms=['cuda', 'tpu'])(
+      state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates,
+      population.train_keys).mlir_module()
+  assert 'attention_xla_fused' in text and 'attention_cpu_blocked' not in text

@@ -170,7 +170,7 @@ def _phase(workdir, phase, devices):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize('before, after', [(1, 8), (8, 1)])
+@pytest.mark.parametrize('before, after', [pytest.param(1, 8, marks=pytest.mark.slow), (8, 1)])
 def test_run_checkpointed_on_one_device_count_resumes_on_another(tmp_path, before, after):
   stopped = _phase(tmp_path, 'stop', before)
   assert stopped == {'preempted_at': 10, 'devices': before}

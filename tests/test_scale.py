@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pytest.param('forgetting', 'decoder', 'seeds', marks=pytest.mark.slow),
     ('hints', 'decoder', 'seeds'),
     # Members of two data orders: each device draws both data seeds' batches.
-    ('randomized_relative', 'encoder', 'data_seeds')])
+    pytest.param('randomized_relative', 'encoder', 'data_seeds', marks=pytest.mark.slow)])
 def test_sharded_population_matches_single_device(encoding, family, population):
   env = {**os.environ, 'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
   proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py', encoding,

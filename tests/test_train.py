@@ -206,6 +206,7 @@ def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(
   assert member['exact_match_score'] is not None
 
 
+@pytest.mark.slow  # the progressive window's gradient is tested in test_decoder.py
 def test_looped_decoder_with_progressive_loss_trains(tmp_path):
   config = rpe_table1.get_config('task=reverse_string,encoding=rotary,tiny')
   config = sweep.cell_config(config, {
