@@ -1,6 +1,8 @@
 """The arithmetic study's experiment: its configs, grids and ablations (its tiny mode end to
 end, killed and resumed: tests/test_kill_resume.py)."""
 
+import pytest
+
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
 from posenc import evaluate

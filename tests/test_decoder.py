@@ -234,7 +234,8 @@ def test_temperature_grows_with_the_keys_attended():
   np.testing.assert_allclose(tau, [[2 * np.log(3)] * 2, [2 * np.log(9)] * 2], rtol=1e-6)
 
 
-@pytest.mark.parametrize('name', ['randomized_alibi', 'forgetting'])
+@pytest.mark.parametrize('name', [pytest.param('randomized_alibi', marks=pytest.mark.slow),
+                                  'forgetting'])
 def test_generation_under_a_population_vmap_equals_each_member_alone(name):
   model = decoder(name)
   keys = jax.random.split(jax.random.key(0), 2)

@@ -15,12 +15,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The decoder's population sharding runs in the hinting case too, so its plain cases are slow.
 @pytest.mark.parametrize('encoding, family, population', [
-    ('dape', 'encoder', 'seeds'),
+    pytest.param('dape', 'encoder', 'seeds', marks=pytest.mark.slow),
     pytest.param('randomized_rotary', 'decoder', 'seeds', marks=pytest.mark.slow),
     pytest.param('forgetting', 'decoder', 'seeds', marks=pytest.mark.slow),
     ('hints', 'decoder', 'seeds'),
     # Members of two data orders: each device draws both data seeds' batches.
-    pytest.param('randomized_relative', 'encoder', 'data_seeds', marks=pytest.mark.slow)])
+    ('randomized_relative', 'encoder', 'data_seeds')])
 def test_sharded_population_matches_single_device(encoding, family, population):
   env = {**os.environ, 'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
   proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py', encoding,
