@@ -48,8 +48,8 @@ def get_config(arg=None):
   if parsed.study == 'arithmetic':
     config = abacus_arithmetic.get_config(
         ','.join(filter(None, ['task=addition', 'encoding=position_coupling', scale])))
-    # Coupled ids below K + n + 1, the largest Abacus index in training (its offsets
-    # k <= K): both tables are trained over the same rows.
+    # Coupled ids up to P = K + n + 1, the largest Abacus index in training (an answer of
+    # n + 1 digits at its largest offset K): both tables are trained over rows 0..K + n + 1.
     config.encoding_options.coupling_max_position = (config.encoding_options.abacus_offset
                                                      + config.train.max_length + 1)
   else:

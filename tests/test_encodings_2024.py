@@ -125,14 +125,21 @@ def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
   config_lib.validate(config)
 
 
-def test_position_coupling_gives_digits_of_equal_significance_one_id():
+def _coupled_ids(text, start, length=None, width=None):
+  """The coupled ids of `text` (arithmetic tokens, zeros past it to `width`) at offset
+  `start`, its first `length` tokens real (default all)."""
   from posenc.encodings import embeddings
   from tasks import arithmetic
+  ids = arithmetic.encode(text)
+  tokens = jnp.asarray([ids + [0] * ((width or len(ids)) - len(ids))])
+  real = embeddings.real_tokens(tokens, jnp.asarray([length or len(ids)]))
+  return np.asarray(embeddings.coupled_positions(tokens, tokens < 10, start, real))[0]
+
+
+def test_position_coupling_gives_digits_of_equal_significance_one_id():
   # 98282 + 3859172 = 2787472 (every number least-significant digit first).
   text = '98282+3859172=2787472'
-  tokens = jnp.asarray([arithmetic.encode(text)])
-  is_digit = tokens < 10
-  ids = np.asarray(embeddings.coupled_positions(tokens, is_digit, 1))[0]
+  ids = _coupled_ids(text, 1)
   want = [2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
   np.testing.assert_array_equal(ids, want)
   # Significance k sits at id k + 2 in both operands and the answer.
@@ -142,18 +149,124 @@ def test_position_coupling_gives_digits_of_equal_significance_one_id():
     assert len({ids[s + k] for s in starts}) == 1
 
 
-def test_position_coupling_draws_an_offset_per_sequence_in_training_only():
+def test_position_coupling_ids_match_the_authors_by_hand():
+  """The authors' ids (HanseulJo/position-coupling, `AdditionDatasetWithCoupledPositions`
+  with their addition config: operands zero-padded to one length and written most
+  significant digit first, the answer zero-padded to one digit more and reversed, `[EOS]`
+  first (BOS) and last) for the same additions, written out: every digit of significance k
+  gets s + k + 1, '+' and '=' s, EOS and padding 0, s ~ U{1..max_pos - len(answer)}."""
   from posenc.encodings import embeddings
-  module = embeddings.CouplingEmbedding(width=4, max_position=20)
-  tokens = jnp.asarray([[1, 2, 10, 3, 13, 4, 5]] * 64)
-  params = module.init({'params': jax.random.key(0)}, 7, 7, tokens)
-  table = params['params']['embedding']
-  evaluation = module.apply(params, 7, 7, tokens)
-  np.testing.assert_allclose(evaluation[0], table[np.array([2, 3, 1, 2, 1, 2, 3])])
-  train = module.apply(params, 7, 7, tokens, deterministic=False,
-                       rngs={'noise': jax.random.key(1)})
-  rows = {int(np.argmin(np.abs(table - train[b, 2]).sum(-1))) for b in range(64)}
-  assert len(rows) > 5 and min(rows) >= 1 and max(rows) <= 20 - 1 - 2
+  from tasks import arithmetic
+  p = 33  # the authors' max_pos: the largest id in training
+  # 28289 + 2719583 = 2747872. Theirs: [EOS] 0028289+2719583=27478720 [EOS], answer 8 long,
+  # s in 1..25; at s = 1 and s = 25:
+  theirs_1 = [0, 8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]
+  theirs_25 = [0, 32, 31, 30, 29, 28, 27, 26, 25, 32, 31, 30, 29, 28, 27, 26, 25, 26, 27,
+               28, 29, 30, 31, 32, 33, 0]
+  assert (min(theirs_1[1:-1]), max(theirs_25)) == (1, 33)
+  # Ours: 98282+3859172=2787472$ (no zeros written: the answer, 7 digits, is the longest
+  # number), fed without its last token (real length 21, the EOS past it): s in 1..26.
+  text = '98282+3859172=2787472$'
+  tokens = jnp.asarray([arithmetic.encode(text)])
+  real = embeddings.real_tokens(tokens, jnp.asarray([21]))
+  assert int(embeddings.coupling_offset_bound(tokens, tokens < 10, real, p)[0]) == 26
+  ours_1 = [2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 0]
+  ours_26 = [27, 28, 29, 30, 31, 26, 27, 28, 29, 30, 31, 32, 33, 26, 27, 28, 29, 30, 31, 32,
+             33, 0]
+  np.testing.assert_array_equal(_coupled_ids(text, 1, 21), ours_1)
+  np.testing.assert_array_equal(_coupled_ids(text, 26, 21), ours_26)
+  # The same range of ids, [1, 33], and the same ids by significance at each s: digit k of
+  # the answer (theirs from index 17, ours from 14) and of the longer operand.
+  assert (min(ours_1[:-1]), max(ours_26)) == (1, 33)
+  for s, theirs, ours in ((1, theirs_1, ours_1), (25, theirs_25, None)):
+    ours = ours or list(_coupled_ids(text, s, 21))
+    assert theirs[17:24] == ours[14:21] and theirs[9:16][::-1] == ours[6:13]
+    assert theirs[8] == theirs[16] == ours[5] == ours[13] == s  # '+' and '='
+  # With a carry out the answer is the longest number in both forms: 5+5=01 (theirs
+  # [EOS] 5+5=01 [EOS]) draws s in 1..31 and reaches 33 in both.
+  np.testing.assert_array_equal(_coupled_ids('5+5=01$', 31, 6, width=12),
+                                [32, 31, 32, 31, 32, 33] + [0] * 6)
+  # Without one, theirs writes 12+03=510 (three answer digits) and ours 21+3=51: s reaches
+  # one further here, and both reach max_pos. `coupling_padded_answer` draws as theirs.
+  for text, written, padded in (('21+3=51', p - 2, p - 3), ('5+5=01', p - 2, p - 2),
+                                ('98282+3859172=2787472', 26, 25)):
+    tokens = jnp.asarray([arithmetic.encode(text)])
+    real = embeddings.real_tokens(tokens, jnp.asarray([len(text)]))
+    for flag, want in ((False, written), (True, padded)):
+      assert int(embeddings.coupling_offset_bound(tokens, tokens < 10, real, p, flag)[0]) == want
+
+
+# Rows of different real lengths (the decoder is fed a sequence without its last token, the
+# EOS), padded with token 0, the digit 0, and their bounds at P = 26 by hand: 26 minus the
+# digits of the longest number.
+_ROWS = (('5+5=01$', 6, 24), ('98282+3859172=2787472$', 21, 19), ('3+4=7$', 5, 25),
+         ('0+0=0$', 5, 25), ('123456+7=823456$', 15, 20))
+
+
+def _padded_batch(width):
+  from tasks import arithmetic
+  ids = [arithmetic.encode(text) for text, _, _ in _ROWS]
+  tokens = jnp.asarray([row + [0] * (width - len(row)) for row in ids])
+  return tokens, jnp.asarray([length for _, length, _ in _ROWS])
+
+
+def test_position_coupling_offset_range_is_each_rows_own():
+  from posenc.encodings import embeddings
+  want = [bound for _, _, bound in _ROWS]
+  # As the authors' zero-padded answers, one digit longer than the longest operand.
+  padded = [24, 18, 24, 24, 19]
+  for width in (22, 24, 40):
+    tokens, lengths = _padded_batch(width)
+    real = embeddings.real_tokens(tokens, lengths)
+    got = embeddings.coupling_offset_bound(tokens, tokens < 10, real, 26)
+    np.testing.assert_array_equal(got, want)
+    got = embeddings.coupling_offset_bound(tokens, tokens < 10, real, 26, padded_answer=True)
+    np.testing.assert_array_equal(got, padded)
+  # Counting the padding as digits would cut the range: at width 40 the first row ends in 33
+  # zeros (its EOS, then padding), a number longer than P.
+  assert int(embeddings.coupling_offset_bound(tokens, tokens < 10, tokens >= 0, 26)[0]) == 1
+
+
+def test_position_coupling_draws_each_rows_offset_from_its_own_range():
+  from posenc.encodings import embeddings
+  from tasks import arithmetic
+  copies, width, p = 200, 40, 26
+  tokens, lengths = _padded_batch(width)
+  tokens, lengths = jnp.repeat(tokens, copies, axis=0), jnp.repeat(lengths, copies)
+  # A table whose row i is the one-hot of i reads the ids back.
+  module = embeddings.CouplingEmbedding(width=p + 1, max_position=p + 1)
+  params = {'params': {'embedding': jnp.eye(p + 1)}}
+  ids = np.argmax(module.apply(params, width, lengths, tokens, deterministic=False,
+                               rngs={'noise': jax.random.key(1)}), -1)
+  real = np.arange(width)[None, :] < np.asarray(lengths)[:, None]
+  assert ids.max() <= p and (ids[~real] == 0).all() and (ids[real] >= 1).all()
+  plus = np.argmax(np.asarray(tokens) == arithmetic.PLUS, -1)
+  offsets = ids[np.arange(len(ids)), plus].reshape(len(_ROWS), copies)  # '+' gets s
+  for (text, _, bound), row in zip(_ROWS, offsets):
+    assert (row.min(), row.max()) == (1, bound), text
+  # At evaluation s = 1.
+  ids = np.argmax(module.apply(params, width, lengths, tokens), -1)
+  assert (ids[np.arange(len(ids)), plus] == 1).all()
+  # As for the authors' zero-padded answers.
+  module = embeddings.CouplingEmbedding(width=p + 1, max_position=p + 1,
+                                        coupling_padded_answer=True)
+  ids = np.argmax(module.apply(params, width, lengths, tokens, deterministic=False,
+                               rngs={'noise': jax.random.key(1)}), -1)
+  offsets = ids[np.arange(len(ids)), plus].reshape(len(_ROWS), copies)
+  assert [row.max() for row in offsets] == [24, 18, 24, 24, 19]
+
+
+def test_position_coupling_refuses_ids_past_its_table():
+  from posenc.encodings import embeddings
+  module = embeddings.CouplingEmbedding(width=4, max_position=20, coupling_max_position=20)
+  with pytest.raises(ValueError, match=r'coupling_max_position=20 must be in 0\.\.19'):
+    module.init({'params': jax.random.key(0)}, 3, 3, jnp.zeros((1, 3), jnp.int32))
+  from experiments import encodings_2024
+  from posenc import evaluate
+  config = encodings_2024.get_config('tiny,study=arithmetic')
+  config.encoding_options.coupling_max_position = config.model.max_position
+  with pytest.raises(config_lib.ConfigError, match='coupling_max_position=64 must be in 0..63'):
+    evaluate.validate(config)
 
 
 @pytest.mark.parametrize('name', ['dape', 'dape_v2'])

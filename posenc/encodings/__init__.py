@@ -130,7 +130,12 @@ OPTION_DEFAULTS: dict[str, Any] = {
     'forget_bias_init': 0.0,  # the Forgetting Transformer's gate bias at init
     'stick_attend_self': False,  # stick-breaking: the query may attend to itself
     'stick_remainder': 'self',  # stick-breaking: where a row's remainder goes
-    'coupling_max_position': 0,  # position coupling's max_pos (0: the table's size)
+    # Position coupling's P, the largest id in training (the authors' max_pos: s ~ U{1..P - l}
+    # for a longest number of l digits); 0: the table's last row, max_position - 1.
+    'coupling_max_position': 0,
+    # Position coupling: draw s as for the authors' zero-padded answer (l at least the
+    # longest operand's digits + 1).
+    'coupling_padded_answer': False,
     'dape_base': 'alibi',  # DAPE's base bias (dape.DAPE_BASES)
     'dape_hidden': 32,  # the width of DAPE's network
 }
@@ -187,7 +192,8 @@ ENCODINGS: dict[str, Encoding] = {
 ENCODINGS.update({
     # Position coupling (Cho et al. 2024) for the arithmetic tasks.
     'position_coupling': Encoding(core.EMBEDDING, embeddings.CouplingEmbedding,
-                                  embedding_options=('digit_ids', 'coupling_max_position'),
+                                  embedding_options=('digit_ids', 'coupling_max_position',
+                                                     'coupling_padded_answer'),
                                   reads_digits=True),
     # Polar positions (PoPE): content magnitudes, positional phases.
     'pope': Encoding(core.ROTATION, attention=polar.PolarEncoding,

@@ -138,52 +138,129 @@ class AbacusEmbedding(nn.Module):
     return learned(positions, table)
 
 
-def coupled_positions(tokens: Array, is_digit: Array, start: Array) -> Array:
+def coupled_positions(tokens: Array, is_digit: Array, start: Array, real: Array) -> Array:
   """Position coupling (Cho et al. 2024): digits of equal significance share one position.
 
   In the arithmetic tasks every number is written least-significant digit first, so a
   digit's index within its number (`abacus_positions`, 1-based) is its significance + 1:
-  digit k of each operand and of the answer get start + k + 1, every other token (the
-  operators) start, as in the authors' code (which zero-pads the operands; here they keep
-  their lengths and still share ids by significance).
+  digit k of each operand and of the answer gets start + k + 1, every other real token (the
+  operators, '=') start, and every token that is not real (padding, and the end-of-sequence
+  token, which a sequence is never fed as a real token) 0, as in the authors' code, which
+  fills position ids for the operands, '=' and the answer only. (They zero-pad the operands
+  to one length and the answer to one digit more; here the numbers keep their lengths and
+  still share ids by significance.)
 
   Args:
-    tokens: int [B, T]; is_digit: bool [B, T].
+    tokens: int [B, T] (only for the shape).
+    is_digit: bool [B, T].
     start: int [B] (or a scalar): the offset s >= 1 of each sequence.
+    real: bool [B, T]: the tokens that get an id (`real_tokens`).
 
   Returns:
     int32 [B, T].
 
-  Example (s = 1): `98+385=` -> [2, 3, 1, 2, 3, 4, 1]; the answer `384` after it -> [2, 3, 4].
+  Example (s = 1): `98+385=27` then `$` (EOS) and a padding 0, real length 9 ->
+    [2, 3, 1, 2, 3, 4, 1, 2, 3, 0, 0].
   """
   start = jnp.reshape(jnp.asarray(start, jnp.int32), (-1, 1))
-  return (start + abacus_positions(tokens, is_digit)).astype(jnp.int32)
+  return jnp.where(real, start + abacus_positions(tokens, is_digit & real), 0).astype(jnp.int32)
+
+
+def real_tokens(tokens: Array, length: Array) -> Array:
+  """The tokens before each sequence's real length: bool [B, T] for tokens [B, T] and
+  length [B] (or a scalar).
+
+  Example: tokens `5+5=01$000`, length 6 -> [1, 1, 1, 1, 1, 1, 0, 0, 0, 0].
+  """
+  length = jnp.reshape(jnp.asarray(length, jnp.int32), (-1, 1))
+  return jnp.broadcast_to(jnp.arange(tokens.shape[-1]) < length, tokens.shape)
+
+
+def coupling_offset_bound(tokens: Array, is_digit: Array, real: Array, max_id: int,
+                          padded_answer: bool = False) -> Array:
+  """The largest training offset of each sequence: s ~ U{1..P - l}, l the digits of its
+  longest number among its real tokens, so its largest id s + l is at most P and reaches
+  it at the top draw, as the authors' `randint(1, max_pos - len(answer) + 1)`.
+
+  Padding (token 0, the digit 0) would otherwise read as a run of zeros, often the longest
+  number of the row. The authors' answer, zero-padded to one digit more than the longer
+  operand, is always their longest number; here it is written without leading zeros and l
+  is its own length, one less than theirs for an addition without carry out.
+  `padded_answer` counts it as theirs: l is at least the longest operand's digits + 1 (the
+  operands being every number before the last, the answer). A number of P digits or more
+  leaves s = 1.
+
+  Args:
+    tokens: int [B, T]; is_digit, real: bool [B, T].
+    max_id: P, the largest id in training (the authors' max_pos).
+    padded_answer: l as for the authors' zero-padded answer.
+
+  Returns:
+    int32 [B], at least 1.
+
+  Example (P = 26): `5+5=01` -> 24 (its ids reach 24 + 2 = 26), whatever padding follows;
+    `98282+3859172=2787472` -> 19 (7 digits; 18 with `padded_answer`: the authors' answer
+    `27478720` has 8).
+  """
+  index = abacus_positions(tokens, is_digit & real)
+  longest = jnp.max(index, axis=-1)
+  if padded_answer:
+    t = jnp.arange(tokens.shape[-1])
+    last = jnp.argmax(jnp.where(index > 0, t, -1), axis=-1)  # the answer's last digit
+    answer_start = last - jnp.take_along_axis(index, last[:, None], axis=-1)[:, 0] + 1
+    operand = jnp.max(jnp.where(t < answer_start[:, None], index, 0), axis=-1)
+    longest = jnp.maximum(longest, operand + 1)
+  return jnp.maximum(max_id - longest, 1).astype(jnp.int32)
 
 
 class CouplingEmbedding(nn.Module):
   """Position coupling: E[coupled position] from a learned table of `max_position` rows
-  (N(0, 1) init, as the authors' code). In training each sequence draws its own offset
-  s ~ U{1..P - 1 - (its longest number)} (from the 'noise' stream) with P =
-  `coupling_max_position` (the authors' max_pos; 0: the table's size), so the ids stay
-  below P; at evaluation s = 1. A number longer than max_position - 2 digits reads the
-  table's last row. [B, T, D] for tokens [B, T]."""
+  (N(0, 1) init, as the authors' code).
+
+  In training each sequence draws its own offset s ~ U{1..P - l} (from the 'noise' stream;
+  `coupling_offset_bound`), l the digits of its longest number, P =
+  `coupling_max_position` (the authors' max_pos, the largest id in training; 0: the table's
+  last row, max_position - 1), so its ids lie in [1, P] and reach P at the top draw; at
+  evaluation s = 1. Tokens at or past each sequence's real length (`length`: the decoder's
+  lengths, which leave out the end-of-sequence token, fed only as a label) get id 0, as
+  padding and EOS in the authors' code, and count as no number. A row's ids and draw depend
+  on its real tokens only: padding it wider changes neither. `coupling_padded_answer` draws s
+  as for the authors' zero-padded answer, one digit longer than the longest operand. Ids
+  past max_position - 1 (numbers of max_position - 1 digits or more at evaluation) read the
+  table's last row. [B, T, D] for tokens [B, T].
+
+  Example (P = 26, training): `5+5=01` (real length 6) then `$` and padding zeros draws s
+  in 1..24: '+' and '=' get s, the digits s + 1 (the answer's second s + 2), the rest 0.
+  """
   width: int
   max_position: int = 2048
   digit_ids: tuple[int, ...] = tuple(range(10))
   coupling_max_position: int = 0
+  coupling_padded_answer: bool = False
+
+  @property
+  def max_id(self) -> int:
+    """P: `coupling_max_position`, or the table's last row when 0."""
+    if not 0 <= self.coupling_max_position < self.max_position:
+      raise ValueError(f'coupling_max_position={self.coupling_max_position} must be in '
+                       f'0..{self.max_position - 1} (ids index a table of max_position='
+                       f'{self.max_position} rows; 0: {self.max_position - 1})')
+    return self.coupling_max_position or self.max_position - 1
 
   @nn.compact
   def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
                deterministic: bool = True) -> Array:
-    del num_positions, length
+    del num_positions
     table = self.param('embedding', nn.initializers.normal(1.0),
                        (self.max_position, self.width))
     is_digit = jnp.isin(tokens, jnp.asarray(self.digit_ids))
+    real = real_tokens(tokens, length)
     start = jnp.ones(tokens.shape[:1], jnp.int32)
+    max_id = self.max_id
     if not deterministic:
-      longest = jnp.max(abacus_positions(tokens, is_digit), axis=-1)
-      limit = min(self.coupling_max_position or self.max_position, self.max_position)
-      top = jnp.maximum(limit - 1 - longest, 1)
+      top = coupling_offset_bound(tokens, is_digit, real, max_id,
+                                  self.coupling_padded_answer)
+      # One draw per row from its own bound: a row's offset is the same whatever the others
+      # or its padding.
       start = jax.random.randint(self.make_rng('noise'), tokens.shape[:1], 1, top + 1)
-    return learned(coupled_positions(tokens, is_digit, start), table)
-
+    return learned(coupled_positions(tokens, is_digit, start, real), table)

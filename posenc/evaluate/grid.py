@@ -226,6 +226,12 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
       raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
                         f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
                         f'offsets up to {config.encoding_options.get("abacus_offset", 99)})')
+  largest = config.encoding_options.get('coupling_max_position', 0)
+  if ('coupling_max_position' in spec.embedding_options
+      and not 0 <= largest < config.model.max_position):
+    raise ConfigError(f'encoding_options.coupling_max_position={largest} must be in '
+                      f'0..{config.model.max_position - 1}: position coupling\'s ids index a '
+                      f'table of model.max_position={config.model.max_position} rows')
   tokens = task.max_prompt(top, top) + task.max_answer(top, top) - 1
   if spec.bounded and (
       tokens > config.model.max_position):
