@@ -2,7 +2,9 @@
 on fabricated results, success rates and longest lengths on hand-built curves, and the
 command line."""
 
+import itertools
 import json
+import math
 import pathlib
 
 import numpy as np
@@ -80,14 +82,94 @@ def test_variance_components_of_an_additive_design():
   assert sc.variance_components({(0, 1): 0.5, (1, 1): 0.6}) is None  # One data seed.
 
 
-def test_comparison_is_scipy_s():
+def test_comparison_difference_and_rank_test():
   a, b = [0.9, 0.8, 0.95, 0.7], [0.5, 0.6, 0.55]
   c = sc.compare(a, b)
   assert c['mean_difference'] == pytest.approx(np.mean(a) - np.mean(b))
-  test = stats.mannwhitneyu(a, b, alternative='two-sided')
-  assert (c['u'], c['p_value']) == pytest.approx((test.statistic, test.pvalue))
+  assert (c['u'], c['u_max'], c['test']) == (12, 12, 'Mann-Whitney, exact')
   assert c['ci'][0] < c['mean_difference'] < c['ci'][1]
   assert sc.compare(a, [])['mean_difference'] is None
+
+
+def wilson(k, n, z=1.959963984540054):
+  """Wilson's score interval, written out: (p + z²/2n ± z sqrt(p(1-p)/n + z²/4n²)) /
+  (1 + z²/n)."""
+  p = k / n
+  centre = p + z * z / (2 * n)
+  half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+  return [(centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)]
+
+
+@pytest.mark.parametrize('k, n, expected', [(0, 12, [0.0, 0.242]), (12, 12, [0.758, 1.0]),
+                                            (11, 12, [0.646, 0.985])])
+def test_success_interval_is_wilson_and_never_zero_width(k, n, expected):
+  ci = sc.success_interval(k, n)
+  assert ci == pytest.approx(wilson(k, n)) and ci == pytest.approx(expected, abs=5e-4)
+  assert ci[1] - ci[0] > 0.2
+  assert sc.success_interval(0, 0) is None
+
+
+def _enumerated_p(a, b):
+  """The two-sided p-value of U by enumerating every split of the pooled scores into
+  groups of len(a) and len(b): twice the smaller tail, at most 1."""
+  pooled = list(a) + list(b)
+  u = lambda x, y: sum((xi > yi) + 0.5 * (xi == yi) for xi in x for yi in y)
+  observed = u(a, b)
+  null = []
+  for chosen in itertools.combinations(range(len(pooled)), len(a)):
+    rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
+    null.append(u([pooled[i] for i in chosen], rest))
+  null = np.array(null)
+  return observed, min(1.0, 2 * min(np.mean(null <= observed + 1e-9),
+                                    np.mean(null >= observed - 1e-9)))
+
+
+@pytest.mark.parametrize('a, b, test', [
+    ([0.91, 0.95, 0.97, 0.99, 1.0], [0.5, 0.62, 0.7, 0.93], 'Mann-Whitney, exact'),
+    ([0.3, 0.5, 0.8, 0.9], [0.4, 0.6, 0.7, 0.75, 0.85], 'Mann-Whitney, exact'),
+    ([1.0, 1.0, 0.9, 0.8], [1.0, 0.7, 0.7, 0.6], 'Mann-Whitney, permutation, all 70 splits '
+     '(ties)')])
+def test_rank_test_is_exact_against_every_split(a, b, test):
+  observed, p = _enumerated_p(a, b)
+  result = sc.rank_test(a, b)
+  assert (result['u'], result['u_max'], result['test']) == (observed, len(a) * len(b), test)
+  assert result['p_value'] == pytest.approx(p)
+
+
+def test_rank_test_of_complete_separation_at_12_and_16_members():
+  # Exact: 2 / C(24, 12) and 2 / C(32, 16); the normal approximation says 3.5e-5 at 12.
+  for n in (12, 16):
+    result = sc.rank_test(np.arange(n) + n, np.arange(n))
+    assert result['u'] == n * n == result['u_max']
+    assert result['p_value'] == pytest.approx(2 / math.comb(2 * n, n))
+  ties = sc.rank_test([1.0] * 12, [0.5] * 6 + [0.6] * 6)  # Too many splits: random ones.
+  assert ties['test'] == 'Mann-Whitney, permutation, 20,000 random splits (ties)'
+  assert ties['p_value'] < 1e-3
+
+
+def test_longest_at_the_last_evaluated_length_is_a_lower_bound():
+  # Trained to 4, evaluated to 8: two members pass every length (censored at 8).
+  members = [flat(0, 1.0), flat(1, 1.0), flat(2, 0.5)]
+  row = sc.scorecard([('a', range_record('randomized_rotary', members))])['rows'][0]
+  lg = row['longest_generalized']
+  assert [m['longest_censored'] for m in row['member_scores']] == [True, True, False]
+  assert (lg['median'], lg['max'], lg['min'], lg['censored']) == (8, 8, 4, 2)
+  assert lg['lower_bound'] == {'mean': True, 'median': True, 'q25': True, 'q75': True,
+                               'min': False, 'max': True}
+  assert '≥ 8 [≥ 6, ≥ 8] (≥ 2.00×); 2/3 pass every evaluated length' in sc.markdown(
+      {**sc.scorecard([('a', range_record('randomized_rotary', members))])})
+  every = sc.scorecard([('a', range_record('rotary', members[:2]))])
+  assert '≥ 8 (every evaluated length)' in sc.markdown(every)
+  exact = sc.longest_summary([2, 3, 8], [False, False, True], 4)
+  assert exact['median'] == 3 and not exact['lower_bound']['median']
+
+
+def test_scorecard_names_the_lengths_a_score_averages():
+  card = sc.scorecard([('a', range_record('rotary', [flat(0, 1.0)]))])
+  assert card['rows'][0]['score_basis'] == {
+      'what': 'mean over the evaluated lengths past training', 'lengths': [5, 6, 7, 8]}
+  assert 'Score: mean over the evaluated lengths past training, lengths 5, 6, 7, 8.' in (
+      sc.markdown(card))
 
 
 def test_scorecard_rows_success_and_longest():
@@ -105,8 +187,7 @@ def test_scorecard_rows_success_and_longest():
   assert r['score']['published'] == 1.0
   # Success: score >= 0.9, the diverged member failing: 3 of 5.
   assert r['success']['rate'] == pytest.approx(3 / 5)
-  lo, hi = r['success']['ci']
-  assert 0 <= lo < 0.6 < hi <= 1
+  assert r['success']['ci'] == pytest.approx(wilson(3, 5))
   # Longest: 8 (all pass), 4 (0.92 < 0.95 past training), 4, 2 (length 3 fails).
   assert [m['longest'] for m in r['member_scores']] == [8, 4, 4, 2, None]
   assert r['longest_generalized']['median'] == 4 and r['longest_generalized'][
@@ -115,7 +196,7 @@ def test_scorecard_rows_success_and_longest():
   assert r['success_by_length']['1'] == pytest.approx(4 / 5)
   one = rows['rotary']
   assert one['score']['sd'] is None and one['score']['mean_ci'] is None
-  assert one['success'] == {'rate': 0.0, 'ci': None}
+  assert one['success']['rate'] == 0.0 and one['success']['ci'] == pytest.approx(wilson(0, 1))
   dead = rows['alibi']
   assert dead['score'] is None and dead['longest_generalized'] is None
   assert dead['success']['rate'] == 0.0
@@ -168,7 +249,7 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
   proc = cli.run(['launch.report', 'tests/data/results_v1', f'--out={out}', '--scorecard'])
   assert proc.returncode == 0, proc.stderr
   card = json.loads((out / 'scorecard.json').read_text())
-  assert card['schema_version'] == 1
+  assert card['schema_version'] == 2
   assert {r['evaluation'] for r in card['rows']} == {'range', 'grid', 'lengths', 'perplexity'}
   assert '# Robustness scorecard' in (out / 'scorecard.md').read_text()
   assert (out / 'scorecard_even_pairs.png').read_bytes()[:4] == b'\x89PNG'

@@ -10,23 +10,32 @@ data orders where the population varies them, `config.data_seeds`):
   perplexity, where lower is better);
 - the success rate: the share of members that pass (a score >= `threshold`, default 0.9;
   for perplexity, within `tolerance` of the member's perplexity at the training length),
-  diverged members failing, with a bootstrap 95% interval; and per length the share of
+  diverged members failing, with its Wilson score 95% interval (never zero-width: 0 of 12
+  gives [0, 24.2%], where a bootstrap of 0/1 outcomes would give [0, 0]); and per length the share of
   members at >= `length_threshold` (default 0.95) of the protocol's metric (accuracy for
   the study's tasks, exact match for generated answers, a grid's length n being its cell
   (n, n));
 - the longest length generalized: per member the largest test length up to which the
   metric stays at or above `length_threshold` (0 when the shortest fails), its median, IQR
-  and range over members, and its ratio to the training length;
+  and range over members, and its ratio to the training length. A member that passes every
+  evaluated length is censored there: its longest is at least the longest evaluated
+  length, so every statistic that involves it is a lower bound, flagged `lower_bound` in
+  the JSON and printed "≥ n";
 - seed and data-order variance apart, when both vary in a complete design (a two-way
   decomposition: the variance of the seed means, of the data-seed means, and the rest);
 - pairwise comparisons of the columns of one task, family and learning rate: the
-  difference of mean scores with its bootstrap 95% interval, and the Mann-Whitney U test
-  (two-sided) as a rank test.
+  difference of mean scores with its bootstrap 95% interval, and the two-sided
+  Mann-Whitney U test of a against b, U counting the pairs a wins (ties half) out of
+  n_a n_b: exact without ties (scipy's exact null distribution), a permutation test of U
+  with ties (every split when there are at most `EXACT_SPLITS`, else `PERMUTATIONS`
+  random ones); the test used is named in each comparison.
 
-Every interval is a percentile bootstrap of 2,000 resamples from a fixed generator
+Intervals of means are percentile bootstraps of 2,000 resamples from a fixed generator
 (`np.random.default_rng(0)`), so a scorecard is reproducible; with one member there is no
 interval (None). The metric of each protocol is its results record's (`curve`, `metric`,
-`higher_is_better` in `posenc.results`).
+`higher_is_better` in `posenc.results`), and each row records the lengths its score
+averages (`score_basis`). Standard deviations are sample ones (ddof 1), as in every table
+of a report.
 
 Example:
   >>> card = scorecard(records)          # [(path, posenc.results.Results), ...]
@@ -49,9 +58,13 @@ from scipy import stats
 from posenc import plots
 from posenc.report import load
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FILE_JSON, FILE_MD = 'scorecard.json', 'scorecard.md'
 RESAMPLES = 2000
+# The rank test with ties: an exact permutation test over every split of the pooled scores
+# up to this many splits (12 + 12 members have 2.7 million), else this many random ones.
+EXACT_SPLITS = 200_000
+PERMUTATIONS = 20_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +129,52 @@ def summarize(scores: Sequence[float], higher_is_better: bool = True) -> dict[st
           'published': float(x.max() if higher_is_better else x.min())}
 
 
+def success_interval(successes: int, n: int) -> list[float] | None:
+  """The Wilson score 95% interval of a success rate `successes` / `n` (None when n = 0).
+
+  Unlike a bootstrap of 0/1 outcomes it is never zero-width: all or none of a finite
+  sample passing leaves the rate uncertain.
+
+  Example: success_interval(0, 12) -> [0.0, 0.2425]; success_interval(11, 12) -> [0.6461,
+  0.9851] (about).
+  """
+  if n <= 0:
+    return None
+  ci = stats.binomtest(successes, n).proportion_ci(confidence_level=0.95, method='wilson')
+  return [float(ci.low), float(ci.high)]
+
+
+def rank_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+  """The two-sided Mann-Whitney U test of a against b: U (the pairs a wins, ties counted
+  half) out of n_a n_b, its p-value and the test used.
+
+  Without ties the p-value is exact; with ties it is a permutation test of U, exact over
+  every split of the pooled scores when there are at most `EXACT_SPLITS` of them, else
+  from `PERMUTATIONS` random splits (a fixed generator, so reproducible).
+
+  Example: rank_test(range(12), range(12, 24)) -> U = 0 of 144, p = 7.4e-7 ('exact').
+  """
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  pooled = np.concatenate([a, b])
+  u = float(stats.mannwhitneyu(a, b, method='asymptotic').statistic)
+  if min(len(a), len(b)) < 2:
+    # One member against the rest says nothing a rank test could (p >= 2 / (n + 1)).
+    return {'u': u, 'u_max': len(a) * len(b), 'p_value': None,
+            'test': 'none (a column with one member)'}
+  if len(np.unique(pooled)) == len(pooled):
+    test, method = stats.mannwhitneyu(a, b, alternative='two-sided', method='exact'), 'exact'
+  else:
+    splits = math.comb(len(pooled), len(a))
+    if splits <= EXACT_SPLITS:
+      resamples, method = splits, f'permutation, all {splits:,} splits (ties)'
+    else:
+      resamples, method = PERMUTATIONS, f'permutation, {PERMUTATIONS:,} random splits (ties)'
+    test = stats.mannwhitneyu(a, b, alternative='two-sided', method=stats.PermutationMethod(
+        n_resamples=resamples, rng=np.random.default_rng(0)))
+  return {'u': u, 'u_max': len(a) * len(b), 'p_value': float(test.pvalue),
+          'test': f'Mann-Whitney, {method}'}
+
+
 def longest_generalized(curve: Mapping[int, float], passes: Callable[[float], bool]) -> int:
   """The largest length n such that every evaluated length up to n passes (0 when the
   shortest fails).
@@ -153,16 +212,15 @@ def variance_components(scores: Mapping[tuple[int, int], float]) -> dict[str, An
 
 def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
   """Difference of means (a - b) with its bootstrap 95% interval, and the two-sided
-  Mann-Whitney U test."""
+  Mann-Whitney U test (`rank_test`)."""
   out = {'n_a': len(a), 'n_b': len(b), 'mean_difference': None, 'ci': None, 'u': None,
-         'p_value': None}
+         'u_max': None, 'p_value': None, 'test': None}
   if not a or not b:
     return out
   out['mean_difference'] = float(np.mean(a) - np.mean(b))
   out['ci'] = bootstrap_interval(
       lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), a, b)
-  test = stats.mannwhitneyu(a, b, alternative='two-sided')
-  out['u'], out['p_value'] = float(test.statistic), float(test.pvalue)
+  out.update(rank_test(a, b))
   return out
 
 
@@ -192,12 +250,34 @@ def _member_scores(record: Any, thresholds: Thresholds) -> list[dict[str, Any]]:
       passes = lambda v, limit=limit: math.isfinite(v) and v <= limit
       succeeds = score is not None and score <= limit
     ok = not member.diverged and score is not None and math.isfinite(score) and bool(curve)
+    longest = longest_generalized(curve, passes) if ok else None
     out.append({'seed': member.seed, 'data_seed': member.data_seed,
                 'learning_rate': member.learning_rate, 'diverged': member.diverged,
                 'score': score if ok else None, 'success': bool(ok and succeeds),
-                'longest': longest_generalized(curve, passes) if ok else None,
+                'longest': longest,
+                # Every evaluated length passed: the true longest lies at or past it.
+                'longest_censored': bool(ok and longest == max(curve)),
                 'passes_by_length': {n: bool(ok and passes(v)) for n, v in curve.items()}})
   return out
+
+
+def longest_summary(longest: Sequence[int], censored: Sequence[bool],
+                    train_length: int) -> dict[str, Any] | None:
+  """`summarize` of the members' longest lengths generalized, with which statistics are only
+  lower bounds: those that move when the censored members (every evaluated length passed)
+  are put further out. Adds the censored count and the median's ratio to `train_length`.
+
+  Example: longest [8, 8, 5] of which the two 8s censored, train 4 -> median 8 and max 8
+  flagged lower bounds, min 5 not; ratio 2.0 (a lower bound too).
+  """
+  stats_now = summarize(list(longest))
+  if stats_now is None:
+    return None
+  far = summarize([n + 10 ** 9 if c else n for n, c in zip(longest, censored)])
+  keys = ('mean', 'median', 'q25', 'q75', 'min', 'max')
+  bound = {k: bool(far[k] != stats_now[k]) for k in keys}
+  return {**stats_now, 'censored': int(sum(censored)), 'lower_bound': bound,
+          'ratio_to_train_length': stats_now['median'] / max(train_length, 1)}
 
 
 def scorecard(records: Sequence[tuple[Any, Any]],
@@ -226,7 +306,8 @@ def scorecard(records: Sequence[tuple[Any, Any]],
           'learning_rate': member['learning_rate'], 'evaluation': evaluation.evaluation,
           'metric': evaluation.metric_of(record.family),
           'higher_is_better': evaluation.higher_is_better,
-          'train_length': record.train_length, 'runs': [], 'members': []})
+          'train_length': record.train_length, 'score_basis': evaluation.score_basis(),
+          'runs': [], 'members': []})
       if str(path) not in group['runs']:
         group['runs'].append(str(path))
       group['members'].append(member)
@@ -241,23 +322,25 @@ def _row(group: dict[str, Any]) -> dict[str, Any]:
   scores = [m['score'] for m in members if m['score'] is not None]
   success = [float(m['success']) for m in members]
   lengths = sorted({n for m in members for n in m['passes_by_length']})
-  longest = [m['longest'] for m in members if m['longest'] is not None]
-  longest_stats = summarize(longest)
-  if longest_stats:
-    longest_stats['ratio_to_train_length'] = (longest_stats['median']
-                                              / max(group['train_length'], 1))
+  measured = [m for m in members if m['longest'] is not None]
+  longest_stats = longest_summary([m['longest'] for m in measured],
+                                  [m['longest_censored'] for m in measured],
+                                  group['train_length'])
   by_pair = {(m['seed'], m['data_seed']): m['score'] for m in members
              if m['score'] is not None and m['data_seed'] is not None}
   return {**{k: v for k, v in group.items() if k != 'members'},
           'members': len(members), 'diverged': sum(m['diverged'] for m in members),
           'score': summarize(scores, group['higher_is_better']),
-          'success': {'rate': float(np.mean(success)), 'ci': bootstrap_interval(np.mean, success)},
+          'success': {'rate': float(np.mean(success)), 'successes': int(sum(success)),
+                      'ci': success_interval(int(sum(success)), len(success)),
+                      'interval': 'Wilson score, 95%'},
           'success_by_length': {str(n): float(np.mean([m['passes_by_length'].get(n, False)
                                                        for m in members])) for n in lengths},
           'longest_generalized': longest_stats,
           'variance': variance_components(by_pair),
           'member_scores': [{'seed': m['seed'], 'data_seed': m['data_seed'],
-                             'score': m['score'], 'longest': m['longest']} for m in members]}
+                             'score': m['score'], 'longest': m['longest'],
+                             'longest_censored': m['longest_censored']} for m in members]}
 
 
 def _comparisons(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -287,30 +370,64 @@ def _interval(ci: list[float] | None, scale: float, digits: int = 1) -> str:
   return '' if ci is None else f' [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]'
 
 
+def _lengths_text(lengths: Sequence[int], limit: int = 12) -> str:
+  """'17, 19, 22, ..., 64 (17 lengths)' for a long list, else every length."""
+  if len(lengths) <= limit:
+    return ', '.join(map(str, lengths))
+  shown = ', '.join(map(str, lengths[:limit - 2]))
+  return f'{shown}, …, {lengths[-1]} ({len(lengths)} lengths)'
+
+
+def _longest_text(lg: Mapping[str, Any] | None) -> str:
+  """'29 [22, ≥ 64] (1.81×)', '≥ 64 (every evaluated length)' when every member passed
+  every length; '≥' marks a lower bound."""
+  if lg is None:
+    return '–'
+  at = lambda key: f'{"≥ " if lg["lower_bound"][key] else ""}{lg[key]:g}'
+  if lg['censored'] == lg['n']:
+    return f'≥ {lg["min"]:g} (every evaluated length)'
+  bound = '≥ ' if lg['lower_bound']['median'] else ''
+  return (f'{at("median")} [{at("q25")}, {at("q75")}] ({bound}'
+          f'{lg["ratio_to_train_length"]:.2f}×); {lg["censored"]}/{lg["n"]} pass every '
+          'evaluated length')
+
+
 def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
   """The scorecard as markdown: per task, a row per column (and family, learning rate), its
   pairwise comparisons, and the share of members passing by length."""
   t = card['thresholds']
   lines = ['# Robustness scorecard', '',
            f'Per row, over its members (seeds and data orders): scores in % (perplexity as '
-           f'is); 95% intervals [in brackets] from a {card["resamples"]}-resample percentile '
-           f'bootstrap. "max (published)" is the statistic papers report. Success: score >= '
-           f'{t["score"] * 100:g}% (perplexity: within {t["tolerance"] * 100:g}% of the '
-           f'training length\'s); longest generalized: the largest test length up to which '
-           f'the metric stays >= {t["length"] * 100:g}% (perplexity: within the tolerance), '
-           'with its ratio to the training length.', '']
+           f'is); sd is the sample standard deviation (ddof 1); intervals of means [in '
+           f'brackets] are 95% percentile bootstraps of {card["resamples"]} resamples, '
+           f'intervals of success rates 95% Wilson score intervals. "max (published)" is the '
+           f'statistic papers report. Success: score >= {t["score"] * 100:g}% (perplexity: '
+           f'within {t["tolerance"] * 100:g}% of the training length\'s); longest '
+           f'generalized: the largest test length up to which the metric stays >= '
+           f'{t["length"] * 100:g}% (perplexity: within the tolerance), with its ratio to the '
+           'training length; "≥ n" is a lower bound: members that pass every evaluated '
+           'length are counted at the longest one. Rank tests: two-sided Mann-Whitney U '
+           '(U = the pairs A wins, ties half, of n_A × n_B), exact without ties, a '
+           'permutation test with ties.', '']
   for task in sorted({r['task'] for r in card['rows']}):
     rows = [r for r in card['rows'] if r['task'] == task]
     lower = not rows[0]['higher_is_better']
     scale, digits = (1, 3) if lower else (100, 1)
     lines += [f'## {task} ({rows[0]["metric"]}, trained up to length '
-              f'{max(r["train_length"] for r in rows)})', '',
+              f'{max(r["train_length"] for r in rows)})', '']
+    bases = {(r['score_basis']['what'], tuple(r['score_basis']['lengths'])) for r in rows}
+    for what, lengths in sorted(bases):
+      lines.append(f'Score: {what}, lengths {_lengths_text(lengths)}.'
+                   + ('' if len(bases) == 1 else ' Columns: ' + ', '.join(
+                       r['column'] for r in rows if (r['score_basis']['what'], tuple(
+                           r['score_basis']['lengths'])) == (what, lengths)) + '.'))
+    lines += ['',
               '| column | family | lr | members | mean ± sd [95% CI] | median [IQR] | '
               f'{"min" if lower else "max"} (published) | {"max" if lower else "min"} | '
               'success [95% CI] | longest generalized: median [IQR] (× train) |',
               '|---|---|---|---|---|---|---|---|---|---|']
     for r in rows:
-      s, lg = r['score'], r['longest_generalized']
+      s = r['score']
       if s is None:
         stats_cells = ['all diverged'] + ['–'] * 3
       else:
@@ -320,13 +437,12 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
                        f'{_num(s["q75"], scale, digits)}]',
                        _num(s['published'], scale, digits),
                        _num(s['max'] if lower else s['min'], scale, digits)]
-      longest = '–' if lg is None else (
-          f'{lg["median"]:g} [{lg["q25"]:g}, {lg["q75"]:g}] ({lg["ratio_to_train_length"]:.2f}×)')
+      success = r['success']
       lines.append(
           f'| {r["column"]} | {r["family"]} | {r["learning_rate"]:g} | '
           f'{r["members"] - r["diverged"]}/{r["members"]} | ' + ' | '.join(stats_cells) +
-          f' | {_num(r["success"]["rate"], 100)}%{_interval(r["success"]["ci"], 100)} | '
-          f'{longest} |')
+          f' | {_num(success["rate"], 100)}% ({success["successes"]}/{r["members"]})'
+          f'{_interval(success["ci"], 100)} | {_longest_text(r["longest_generalized"])} |')
     lines.append('')
     for r in rows:
       v = r['variance']
@@ -338,14 +454,14 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
                      f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).')
     pairs = [c for c in card['comparisons'] if c['task'] == task]
     if pairs:
-      lines += ['', '| A | B | family | lr | mean A − B [95% CI] | Mann-Whitney U | p |',
-                '|---|---|---|---|---|---|---|']
+      lines += ['', '| A | B | family | lr | mean A − B [95% CI] | U (A wins, of n_A × n_B) '
+                '| p | test |', '|---|---|---|---|---|---|---|---|']
       for c in pairs:
-        u = '–' if c['u'] is None else f'{c["u"]:g}'
+        u = '–' if c['u'] is None else f'U = {c["u"]:g} of {c["u_max"]}'
         p = '–' if c['p_value'] is None else f'{c["p_value"]:.3g}'
         lines.append(f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
                      f'{_num(c["mean_difference"], scale, digits)}'
-                     f'{_interval(c["ci"], scale, digits)} | {u} | {p} |')
+                     f'{_interval(c["ci"], scale, digits)} | {u} | {p} | {c["test"] or "–"} |')
     lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
     if len(lengths) > max_lengths:
       picks = np.linspace(0, len(lengths) - 1, max_lengths).round().astype(int)
@@ -388,7 +504,8 @@ def figure(card: Mapping[str, Any], task: str) -> mpl_figure.Figure:
   if not lower:
     ax.axhline(card['thresholds']['score'] * 100, color='grey', linestyle=':', linewidth=1,
                label=f'success threshold ({card["thresholds"]["score"] * 100:g}%)')
-    ax.legend(fontsize=7, loc='lower right')
+    # Outside the axes, so that no member's point is hidden under it.
+    fig.legend(fontsize=7, loc='outside lower center', frameon=False)
   metric = rows[0]['metric']
   ax.set_ylabel(f'{metric}{"" if lower else " (%)"}' + (' (lower is better)' if lower else ''))
   ax.set_title(f'{task}: score of every member', fontsize=9)
