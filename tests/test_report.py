@@ -121,11 +121,11 @@ def test_table4_is_mean_and_sd_at_best_rate(workdirs):
   cells = report.collect_cells(report.load_runs(workdirs)[0])
   text = report.table4(cells)
   entries = grid(text)
-  # none: rate 1e-4 has mean 52 (sd sqrt(8/3) = 1.63); 3e-4 has mean 50 over its 2 survivors.
-  assert entries['reverse_string', 'none'] == '52.0 ± 1.6'
-  # randomized_relative: 3e-4 wins with mean 94, sd 1, but 1 of its 3 members diverged.
-  assert entries['reverse_string', 'randomized_relative'] == '94.0 ± 1.0 (2/3)'
-  assert entries['bucket_sort', 'relative'] == '33.3 ± 0.0'
+  # none: rate 1e-4 has mean 52 (sample sd sqrt(8/2) = 2.0); 3e-4 has mean 50 over its 2 survivors.
+  assert entries['reverse_string', 'none'] == '52.0 ± 2.0'
+  # randomized_relative: 3e-4 wins with mean 94, sd 1.4, but 1 of its 3 members diverged.
+  assert entries['reverse_string', 'randomized_relative'] == '94.0 ± 1.4 (2/3)'
+  assert entries['bucket_sort', 'relative'] == '33.3'
   assert entries['even_pairs', 'none'] == 'div'
   assert entries['even_pairs', 'randomized_relative'] == '–'
   rates = grid(text, 1)
@@ -168,7 +168,7 @@ def test_merged_cell_counts_identical_members_once(tmp_path):
   assert len(cell.runs) == 2 and len(cell.members) == 4
   assert grid(report.table1(cells))['parity_check', 'alibi'] == '90.0'
   text = report.table4(cells)
-  assert grid(text)['parity_check', 'alibi'] == '67.5 ± 14.8'
+  assert grid(text)['parity_check', 'alibi'] == '67.5 ± 17.1'
   assert 'parity_check/alibi merges the members of 2 runs' in text
   assert '(0, 0.0001)' in text
 
@@ -465,7 +465,7 @@ def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
                                           'mean ± sd over seeds at the best learning rate')
   assert grid(exact.table1) == {('reverse_string', 'none'): '30.0',
                                 ('reverse_string', 'randomized_rotary'): '22.5'}
-  assert grid(exact.table4)['reverse_string', 'none'] == '25.0 ± 5.0'
+  assert grid(exact.table4)['reverse_string', 'none'] == '25.0 ± 7.1'
   assert 'Scores average the exact match over the evaluated lengths' in exact.table1
   lengths = exact.files['lengths_reverse_string.md'].decode()
   assert lengths.startswith('reverse_string: exact match (%) by length, best member')
@@ -576,7 +576,7 @@ def test_cli_metric(tmp_path, capsys):
   assert printed.err == ''
   assert printed.out.startswith('# Table 1: exact match (%) on unseen lengths')
   assert (out / 'table1.md').read_text() in printed.out
-  assert grid((out / 'table4.md').read_text())['reverse_string', 'none'] == '30.0 ± 0.0'
+  assert grid((out / 'table4.md').read_text())['reverse_string', 'none'] == '30.0'  # One seed: no sd.
   with pytest.raises(SystemExit) as exit_info:
     launch_report.main([str(tmp_path / 'runs'), f'--out={tmp_path / "bogus"}',
                         '--metric=bogus'])
@@ -698,13 +698,13 @@ def test_region_table_is_mean_and_sd_over_members(grid_dir):
   assert list(tables) == [('addition', 'OOD'), ('addition', 'beyond'), ('addition', 'ID')]
   # standard/abacus: the 2 non-diverged members of 3.
   assert tables['addition', 'OOD'] == {
-      ('standard', 'none'): 'div', ('standard', 'abacus'): '85.0 ± 5.0 (2/3)',
-      ('looped 8x2', 'none'): '–', ('looped 8x2', 'abacus'): '93.0 ± 2.0'}
-  assert tables['addition', 'beyond']['standard', 'abacus'] == '20.0 ± 10.0 (2/3)'
-  assert tables['addition', 'beyond']['looped 8x2', 'abacus'] == '55.0 ± 5.0'
-  assert tables['addition', 'ID']['looped 8x2', 'abacus'] == '99.0 ± 1.0'
+      ('standard', 'none'): 'div', ('standard', 'abacus'): '85.0 ± 7.1 (2/3)',
+      ('looped 8x2', 'none'): '–', ('looped 8x2', 'abacus'): '93.0 ± 2.8'}
+  assert tables['addition', 'beyond']['standard', 'abacus'] == '20.0 ± 14.1 (2/3)'
+  assert tables['addition', 'beyond']['looped 8x2', 'abacus'] == '55.0 ± 7.1'
+  assert tables['addition', 'ID']['looped 8x2', 'abacus'] == '99.0 ± 1.4'
   stats = report.region_stats(entries['addition', 'looped 8x2', 'abacus'], 'ood')
-  assert stats == report.RegionStats(pytest.approx(0.93), pytest.approx(0.02), 2, 2)
+  assert stats == report.RegionStats(pytest.approx(0.93), pytest.approx(0.02 * 2 ** 0.5), 2, 2)
   assert ('Cells measured: n = 3, M = 6, cells (digits_a, digits_b) in 1..6, beyond 8, 9, '
           '4 samples per cell in all 3 entries.') in text
   assert ('Members per entry: 1 (1 seed × learning rates {0.0001}) in addition/standard/none; '
@@ -759,7 +759,7 @@ def test_grid_members_merge_and_heatmaps_are_one_per_member(grid_dir):
   assert built.table1 == built.table4 == '' and not built.skipped
   assert built.files['arithmetic.md'].decode() == built.arithmetic
   tables = region_grids(built.arithmetic)
-  assert tables['addition', 'OOD']['looped 8x2', 'abacus'] == '78.7 ± 20.3'  # 95, 91 and 50.
+  assert tables['addition', 'OOD']['looped 8x2', 'abacus'] == '78.7 ± 24.9'  # 95, 91 and 50.
   assert 'addition/looped 8x2/abacus merges the members of 2 runs' in built.arithmetic
   assert not report.build_report([grid_dir], figures=False).files.keys() - {'arithmetic.md'}
 

@@ -17,7 +17,8 @@ from posenc import train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / 'tests' / 'data' / 'results_v1'
-# `launch.report tests/data/results_v1` as the code before the schema module wrote it.
+# `launch.report tests/data/results_v1` as the code before the schema module wrote it, but for
+# the standard deviations, now sample ones (ddof 1) in every table, and the notes saying so.
 EXPECTED = ROOT / 'tests' / 'data' / 'results_v1_report'
 FILES = sorted(FIXTURE.rglob('results.json'))
 

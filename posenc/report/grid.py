@@ -112,11 +112,11 @@ def grid_layout(entries: Mapping[tuple[str, str, str], records.GridEntry]
 class RegionStats:
   """A region table entry: the members' exact match in one region, as fractions.
 
-  `sd` is the population standard deviation (ddof=0) over the `counted` of `total` members
-  (the others diverged, or their runs have no cell in the region).
+  `sd` is the sample standard deviation (ddof 1; None for one member) over the `counted` of
+  `total` members (the others diverged, or their runs have no cell in the region).
   """
   mean: float
-  sd: float
+  sd: float | None
   counted: int
   total: int
 
@@ -129,13 +129,14 @@ def region_stats(entry: records.GridEntry, region: str) -> RegionStats | None:
     >>> [m.regions['ood'] for m in entry.members]  # doctest: +SKIP
     [0.9, 0.8, None]
     >>> region_stats(entry, 'ood')  # doctest: +SKIP
-    RegionStats(mean=0.85, sd=0.05, counted=2, total=3)
+    RegionStats(mean=0.85, sd=0.0707, counted=2, total=3)
   """
   values = [m.regions[region] for m in entry.converged if m.regions[region] is not None]
   if not values:
     return None
   mean = math.fsum(values) / len(values)
-  sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+  sd = (math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+        if len(values) > 1 else None)
   return RegionStats(mean, sd, len(values), len(entry.members))
 
 
@@ -145,7 +146,9 @@ def _region_entry(entry: records.GridEntry, region: str) -> str:
   stats = region_stats(entry, region)
   if stats is None:
     return records.MISSING
-  text = f'{range_section.percent_text(stats.mean)} ± {range_section.percent_text(stats.sd)}'
+  text = range_section.percent_text(stats.mean)
+  if stats.sd is not None:
+    text += f' ± {range_section.percent_text(stats.sd)}'
   if stats.counted < stats.total:
     text += f' ({stats.counted}/{stats.total})'
   return text
@@ -226,8 +229,8 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
   notes = [
       'Each entry is the mean ± sd over the non-diverged members (seeds × learning rates) of an '
       'architecture and encoding of their exact match (the share of generated answers with '
-      'every token right) averaged over the cells of a region, in %; sd is the population '
-      'standard deviation (ddof=0). "(2/3)" marks an entry where only 2 of its 3 members count '
+      'every token right) averaged over the cells of a region, in %; sd is the sample '
+      'standard deviation (ddof 1; none for a single member). "(2/3)" marks an entry where only 2 of its 3 members count '
       f'(the others diverged). {records.MISSING} = no run, or no cell in the region; '
       f'{records.DIVERGED} = every '
       'member diverged.']

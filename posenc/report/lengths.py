@@ -90,7 +90,7 @@ def _stats(values: Sequence[float], scale: float, digits: int) -> str:
   if not values:
     return '–'
   text = f'{np.mean(values) * scale:.{digits}f}'
-  return text + (f' ± {np.std(values) * scale:.{digits}f}' if len(values) > 1 else '')
+  return text + (f' ± {np.std(values, ddof=1) * scale:.{digits}f}' if len(values) > 1 else '')
 
 
 def _ordered(runs: Sequence[HintRun]) -> list[HintRun]:
@@ -112,7 +112,9 @@ def table(runs: Sequence[HintRun]) -> str:
   """Per main task and test distribution: exact match (%) and mean edit distance against
   test length (rows) per variant (columns), mean ± sd over the non-diverged members, as
   markdown. Lengths past training are marked '*'."""
-  lines = ['# Task hinting: full-sequence accuracy and edit distance against test length', '']
+  lines = ['# Task hinting: full-sequence accuracy and edit distance against test length', '',
+           'Entries: mean ± sd over the non-diverged members; sd is the sample standard '
+           'deviation (ddof 1).', '']
   for task in sorted({r.task for r in runs}):
     mine = _ordered([r for r in runs if r.task == task])
     train = max(r.train_length for r in mine)

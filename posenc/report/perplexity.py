@@ -14,7 +14,7 @@ def perplexity_table(runs: Sequence[records.PerplexityRun]) -> str:
   """Perplexity by length (rows) and encoding (columns), mean ± sd over the non-diverged
   members, for non-overlapping and sliding windows, per task, as markdown."""
   lines = ['# Language models: perplexity (per byte) by evaluation length, mean ± sd over '
-           'members', '']
+           'members', '', 'sd is the sample standard deviation (ddof 1).', '']
   for task in sorted({r.task for r in runs}):
     mine = sorted((r for r in runs if r.task == task), key=lambda r: r.encoding)
     lengths = sorted({l for r in mine for l in r.lengths})
@@ -34,7 +34,7 @@ def perplexity_table(runs: Sequence[records.PerplexityRun]) -> str:
         for r in cols:
           values = [m[mode][length] for m in r.members if m and length in m.get(mode, {})]
           cells.append('–' if not values else f'{np.mean(values):.3f}' + (
-              f' ± {np.std(values):.3f}' if len(values) > 1 else ''))
+              f' ± {np.std(values, ddof=1):.3f}' if len(values) > 1 else ''))
         lines.append(f'| {length} | ' + ' | '.join(cells) + ' |')
       lines.append('')
     m = min(train)

@@ -32,12 +32,13 @@ def best_score(cell: records.Cell) -> float | None:
 class SeedStats:
   """Table 4's entry: score statistics over the seeds at the best learning rate.
 
-  `sd` is the population standard deviation (numpy's default, ddof=0); `converged` of `total`
-  members at that learning rate did not diverge and enter the statistics.
+  `sd` is the sample standard deviation (ddof 1, None for one member), as in every table of
+  a report; `converged` of `total` members at that learning rate did not diverge and enter
+  the statistics.
   """
   learning_rate: float
   mean: float
-  sd: float
+  sd: float | None
   converged: int
   total: int
 
@@ -61,7 +62,8 @@ def seed_stats(cell: records.Cell) -> SeedStats | None:
     if not scores:
       continue
     mean = math.fsum(scores) / len(scores)
-    sd = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+    sd = (math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+          if len(scores) > 1 else None)
     if best is None or mean > best.mean:
       best = SeedStats(rate, mean, sd, len(scores), len(by_rate[rate]))
   return best
@@ -170,7 +172,9 @@ def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = F
     stats = seed_stats(cell)
     if stats is None:
       return records.DIVERGED
-    text = f'{percent_text(stats.mean)} ± {percent_text(stats.sd)}'
+    text = percent_text(stats.mean)
+    if stats.sd is not None:
+      text += f' ± {percent_text(stats.sd)}'
     if stats.converged < stats.total:
       text += f' ({stats.converged}/{stats.total})'
     return text
@@ -187,8 +191,8 @@ def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = F
   lines += _markdown_grid(cells, full_grid, rate)
   notes = [
       'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
-      'is best (ties: the smallest rate), in %; sd is the population standard deviation '
-      '(ddof=0). Diverged members are left out; "(k/n)" marks a cell where only k of the n '
+      'is best (ties: the smallest rate), in %; sd is the sample standard deviation '
+      '(ddof 1; none for a single seed). Diverged members are left out; "(k/n)" marks a cell where only k of the n '
       f'members at that rate did not diverge. {records.MISSING} = no run; '
       f'{records.DIVERGED} = every member '
       'diverged.']
