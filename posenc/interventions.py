@@ -4,7 +4,10 @@ keep the weights, and measure the metric by length before and after.
   position_interpolation  RoPE positions p -> p / scale (Chen et al. 2023)
   ntk                     RoPE base b -> b scale^(K/(K-2)) ("NTK-aware" scaling)
   yarn                    RoPE frequencies by parts and logits x (0.1 ln scale + 1)^2
-                          (Peng et al. 2023), against the original length L
+                          (Peng et al. 2023), against the original length L, as the
+                          authors' code and LM libraries compute it (a ramp over the
+                          dimension index)
+  yarn_paper              the same with the ramp over turns of the paper's equation
   scalable_softmax        each query's logits x s ln n, n the keys it attends (Nakanishi
                           2025; the attention temperature of `model.temperature`)
   ordered_positions       a randomized encoding read at the positions 0..T-1 instead of a
@@ -122,9 +125,14 @@ INTERVENTIONS: dict[str, Intervention] = {
         'RoPE base b -> b scale^(K/(K-2))', lambda c: {'scale': _ratio(c)},
         _takes('rope_scaling'), _rope('ntk')),
     'yarn': Intervention(
-        'RoPE frequencies by parts against length L, logits x (0.1 ln scale + 1)^2',
+        'RoPE frequencies by parts (a ramp over the dimension index, as the authors\' code) '
+        'against length L, logits x (0.1 ln scale + 1)^2',
         lambda c: {'scale': _ratio(c), 'original_length': float(c.train.max_length)},
         _takes('rope_scaling'), _rope('yarn')),
+    'yarn_paper': Intervention(
+        "YaRN with the paper's ramp over the turns r = L f / 2π",
+        lambda c: {'scale': _ratio(c), 'original_length': float(c.train.max_length)},
+        _takes('rope_scaling'), _rope('yarn_paper')),
     'scalable_softmax': Intervention(
         'logits x s ln n (n the keys a query attends)',
         lambda c: {'s': 1 / math.log(max(c.train.max_length, 2))}, _no_temperature,

@@ -51,18 +51,50 @@ def test_rope_frequency_closed_forms():
   g = rotary.rope_frequencies(8, rotary.ntk_max_time(10_000.0, 4.0, 8))
   assert g[0] == 1.0
   assert g[-1] == pytest.approx(f[-1] / 4 ** (3 / 4 * 8 / 6))
-  # YaRN by parts: r = L f / 2π turns over the original length L.
+  # YaRN as the paper's equation: a ramp in r = L f / 2π turns over the original length L.
   freqs = np.array([2.0, 0.5, 0.05, 0.001])
-  y = rotary.yarn_frequencies(freqs, 4.0, 100, alpha=1.0, beta=32.0)
+  y = rotary.yarn_paper_frequencies(freqs, 4.0, 100, alpha=1.0, beta=32.0)
   turns = 100 * freqs / (2 * np.pi)   # [31.8, 7.96, 0.80, 0.016]
   gamma = np.clip((turns - 1) / 31, 0, 1)
   np.testing.assert_allclose(y, freqs * (1 - gamma) / 4 + freqs * gamma)
   assert y[3] == pytest.approx(freqs[3] / 4) and y[2] == pytest.approx(freqs[2] / 4)
-  high = rotary.yarn_frequencies(np.array([10.0]), 4.0, 100)
+  high = rotary.yarn_paper_frequencies(np.array([10.0]), 4.0, 100)
   assert high[0] == 10.0   # more than β turns: kept exactly
   assert rotary.yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4) + 1)
   assert rotary.yarn_attention_factor(1.0) == 1.0
   assert rotary.rope_scaling('pi', 4.0, 0, 8, 10_000.0) == (4.0, None, 1.0)
+
+
+@pytest.mark.parametrize('length, factor, head_dim, low, high', [
+    # K ln(L / 2π r) / (2 ln b): at L = 16, K = 16: r = 32 -> -2.20 (0), r = 1 -> 0.81 (1).
+    (16, 4.0, 16, 0, 1),
+    # At L = 512, K = 64: r = 32 -> 3.25 (floor 3), r = 1 -> 15.29 (ceil 16).
+    (512, 8.0, 64, 3, 16)])
+def test_yarn_is_the_authors_dimension_ramp(length, factor, head_dim, low, high):
+  """The closed form of the authors' code (jquesnelle/yarn, and the LM libraries' YaRN),
+  written out: pairs below floor(m(32)) keep f_m, pairs from ceil(m(1)) take f_m / s, a
+  linear ramp in the pair index m between, where m(r) = K ln(L / (2π r)) / (2 ln b)."""
+  b = 10_000.0
+  m_of = lambda r: head_dim * math.log(length / (2 * math.pi * r)) / (2 * math.log(b))
+  assert (max(math.floor(m_of(32)), 0), min(math.ceil(m_of(1)), head_dim - 1)) == (low, high)
+  expected = []
+  for m in range(head_dim // 2):
+    f = b ** (-2 * m / head_dim)
+    interpolate = min(max((m - low) / (high - low), 0.0), 1.0)
+    expected.append(f * (1 - interpolate) + f / factor * interpolate)
+  np.testing.assert_allclose(rotary.yarn_frequencies(head_dim, b, factor, length), expected,
+                             rtol=1e-12)
+  divisor, freqs, scale = rotary.rope_scaling('yarn', factor, length, head_dim, b)
+  assert divisor == 1 and scale == pytest.approx(0.1 * math.log(factor) + 1)
+  np.testing.assert_allclose(freqs, expected, rtol=1e-12)
+  # The paper's ramp over turns is another set of frequencies (by a third or more here);
+  # at L = 16 it divides even the fastest pair, which the authors' code keeps.
+  assert freqs[0] == 1.0
+  paper = rotary.rope_scaling('yarn_paper', factor, length, head_dim, b)[1]
+  np.testing.assert_array_equal(paper, rotary.yarn_paper_frequencies(
+      rotary.rope_frequencies(head_dim, b), factor, length))
+  assert np.max(np.abs(paper / freqs - 1)) > 0.3
+  assert (paper[0] < 1.0) == (length == 16)
 
 
 def test_position_interpolation_is_rope_at_divided_positions():
@@ -77,6 +109,7 @@ def test_position_interpolation_is_rope_at_divided_positions():
     ('rotary', 'position_interpolation', {'scale': 1.0}, True),
     ('rotary', 'ntk', {'scale': 1.0}, True),
     ('rotary', 'yarn', {'scale': 1.0, 'original_length': 8.0}, True),
+    ('rotary', 'yarn_paper', {'scale': 1.0, 'original_length': 8.0}, True),
     ('alibi', 'slope_scale', {'scale': 1.0}, True),
     ('type1', 'slope_scale', {'scale': 1.0}, True),
     ('relative', 'scalable_softmax', {'s': 1 / math.log(2 * N)}, False),
@@ -98,6 +131,7 @@ def test_identity_at_the_neutral_setting(encoding, intervention, params, exact):
     ('rotary', 'position_interpolation', {'scale': 2.0}),
     ('rotary', 'ntk', {'scale': 4.0}),
     ('rotary', 'yarn', {'scale': 4.0, 'original_length': 4.0}),
+    ('rotary', 'yarn_paper', {'scale': 4.0, 'original_length': 4.0}),
     ('alibi', 'slope_scale', {'scale': 0.5}),
     ('type1', 'slope_scale', {'scale': 0.5}),
     ('relative', 'scalable_softmax', {'s': 1.0}),

@@ -21,9 +21,12 @@ def rope_frequencies(head_dim: int, max_time: float = 10_000.0) -> np.ndarray:
 
 # Test-time scalings of RoPE for sequences longer than training, each the identity at
 # factor 1 (`launch.analyze intervene`). s is the factor, L the original (training) length.
-ROPE_SCALINGS = ('none', 'pi', 'ntk', 'yarn')
-# YaRN's ramp bounds (Peng et al. 2023): dimensions turning fewer than ALPHA times over L
-# are interpolated, more than BETA times kept; linear in between.
+# 'yarn' is YaRN as its authors' code and the LM libraries compute it (a ramp over the
+# dimension index); 'yarn_paper' the ramp over turns written in the paper's equation.
+ROPE_SCALINGS = ('none', 'pi', 'ntk', 'yarn', 'yarn_paper')
+# YaRN's bounds (Peng et al. 2023): dimensions turning fewer than ALPHA times over L are
+# interpolated, more than BETA times kept; in between a linear ramp (beta_slow = 1,
+# beta_fast = 32 in the authors' code).
 YARN_ALPHA, YARN_BETA = 1.0, 32.0
 
 
@@ -33,10 +36,41 @@ def ntk_max_time(max_time: float, factor: float, head_dim: int) -> float:
   return max_time * factor ** (head_dim / (head_dim - 2))
 
 
-def yarn_frequencies(freqs: np.ndarray, factor: float, original_length: int,
+def yarn_correction_dim(turns: float, head_dim: int, max_time: float,
+                        original_length: int) -> float:
+  """The (fractional) pair index m whose frequency b^(-2m/K) turns `turns` times over L:
+  m = K ln(L / (2π turns)) / (2 ln b).
+
+  Example: K = 16, b = 10,000, L = 16: 1 turn at m = 0.81, 32 turns at m = -2.20.
+  """
+  return (head_dim * math.log(original_length / (turns * 2 * math.pi))
+          / (2 * math.log(max_time)))
+
+
+def yarn_frequencies(head_dim: int, max_time: float, factor: float, original_length: int,
                      alpha: float = YARN_ALPHA, beta: float = YARN_BETA) -> np.ndarray:
-  """YaRN's "NTK-by-parts" frequencies: f (1 - γ) / s + f γ, with γ = clip((r - α) / (β -
-  α), 0, 1) and r = L f / (2π) the turns dimension m makes over the original length."""
+  """YaRN's "NTK-by-parts" frequencies as its authors' code computes them: pairs up to
+  floor(m(β)) keep f, pairs from ceil(m(α)) on take f / s, a linear ramp in the pair index
+  between (`yarn_correction_dim` gives m(turns); the bounds clipped to [0, K - 1]).
+
+  Example: K = 16, b = 10,000, L = 16, s = 4: low = 0, high = 1, so pair 0 (f = 1) is
+  kept and every other pair divided by 4.
+  """
+  freqs = rope_frequencies(head_dim, max_time)
+  low = max(math.floor(yarn_correction_dim(beta, head_dim, max_time, original_length)), 0)
+  high = min(math.ceil(yarn_correction_dim(alpha, head_dim, max_time, original_length)),
+             head_dim - 1)
+  # The authors' guard against a zero-width ramp.
+  width = high - low if high != low else 0.001
+  interpolated = np.clip((np.arange(head_dim // 2) - low) / width, 0.0, 1.0)
+  return freqs * (1 - interpolated) + freqs / factor * interpolated
+
+
+def yarn_paper_frequencies(freqs: np.ndarray, factor: float, original_length: int,
+                           alpha: float = YARN_ALPHA, beta: float = YARN_BETA) -> np.ndarray:
+  """YaRN's frequencies as the paper's equation writes them: f (1 - γ) / s + f γ, with
+  γ = clip((r - α) / (β - α), 0, 1) a ramp in r = L f / (2π), the turns of each pair over L.
+  """
   turns = original_length * freqs / (2 * np.pi)
   gamma = np.clip((turns - alpha) / (beta - alpha), 0.0, 1.0)
   return np.where(gamma == 1, freqs, freqs * (1 - gamma) / factor + freqs * gamma)
@@ -60,8 +94,11 @@ def rope_scaling(kind: str, factor: float, original_length: int, head_dim: int,
   if kind == 'ntk':
     return 1.0, rope_frequencies(head_dim, ntk_max_time(max_time, factor, head_dim)), 1.0
   if kind == 'yarn':
-    return (1.0, yarn_frequencies(rope_frequencies(head_dim, max_time), factor, original_length),
+    return (1.0, yarn_frequencies(head_dim, max_time, factor, original_length),
             yarn_attention_factor(factor))
+  if kind == 'yarn_paper':
+    return (1.0, yarn_paper_frequencies(rope_frequencies(head_dim, max_time), factor,
+                                        original_length), yarn_attention_factor(factor))
   raise ValueError(f'unknown rope_scaling {kind!r}; valid: {", ".join(ROPE_SCALINGS)}')
 
 
