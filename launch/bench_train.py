@@ -115,7 +115,7 @@ def population_config(size: int):
 def first_update_seconds() -> float:
   config = population_config(1)
   config.train.steps = 1
-  config.eval.lengths = [1]
+  config.eval.lengths = [config.train.max_length + 1]  # one length, past training: scored
   config.eval.examples_per_length = config.eval.batch_size
   with tempfile.TemporaryDirectory() as workdir:
     return train.train_and_evaluate(config, workdir)['timing']['first_update_s']
@@ -133,6 +133,8 @@ def main(argv):
 def _main(argv):
   del argv
   common.check_output_file(_OUT.value, '--out')
+  common.at_least(_STEPS.value, '--steps')
+  common.at_least(_DISPATCH.value, '--steps_per_dispatch')
   common.cell_config(_CELL.value)
   try:
     evaluate.validate(population_config(1))

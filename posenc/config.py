@@ -31,6 +31,10 @@ SCHEDULES = ('constant', 'trapezoid', 'cosine')
 LOSS_ON = ('answer', 'all')
 FUSED_IMPLEMENTATIONS = ('xla', 'cudnn')
 DTYPES = ('float32', 'bfloat16')
+# Sizes past these cannot finish or fit: step counters are int32, and a billion steps take
+# 12 days at 1,000 steps/s; one head's attention weights at 2^20 tokens are 4 TiB in float32.
+MAX_STEPS = 10**9
+MAX_LENGTH = 2**20
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -265,6 +269,13 @@ def members(config: ml_collections.ConfigDict) -> list[dict[str, Any]]:
           for s in config.seeds for d in config.data_seeds for lr in config.learning_rates]
 
 
+def field(config: ml_collections.ConfigDict, key: str) -> Any:
+  """The value of a dotted field: field(config, 'eval.seed') is config.eval.seed."""
+  for part in key.split('.'):
+    config = config[part]
+  return config
+
+
 def is_int(x: Any) -> bool:
   return isinstance(x, int) and not isinstance(x, bool)
 
@@ -316,6 +327,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
                       'of positive numbers')
   if len(set(rates)) != len(rates):
     raise ConfigError(f'learning_rates {rates} has duplicates; each rate must be unique')
+  for key in ('data_seed', 'eval.seed'):
+    value = field(config, key)
+    if not is_int(value) or not 0 <= value < 2**32:
+      raise ConfigError(f'{key}={value!r} must be an integer in 0..2^32-1')
   positive = {'train.steps': config.train.steps, 'train.batch_size': config.train.batch_size,
               'train.max_length': config.train.max_length,
               'train.log_every': config.train.log_every,
@@ -329,10 +344,17 @@ def validate(config: ml_collections.ConfigDict) -> None:
               'model.d_model': config.model.d_model,
               'model.num_heads': config.model.num_heads,
               'model.ffn_size': config.model.ffn_size,
-              'model.max_position': config.model.max_position}
+              'model.max_position': config.model.max_position,
+              'eval.stride': config.eval.stride}
   for key, value in positive.items():
-    if not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
       raise ConfigError(f'{key}={value!r} must be a positive integer')
+  steps, length = ('MAX_STEPS', MAX_STEPS), ('MAX_LENGTH', MAX_LENGTH)
+  for key, (name, limit) in (('train.steps', steps), ('train.max_length', length),
+                             ('eval.max_length', length), ('model.max_position', length)):
+    if positive[key] > limit:
+      raise ConfigError(f'{key}={positive[key]} exceeds the limit of {limit:,} '
+                        f'(posenc.config.{name}: past it a run cannot finish or fit)')
   block = config.model.get('attention_block', 0)
   if not isinstance(block, int) or block < 0:
     raise ConfigError(f'model.attention_block={block!r} must be a non-negative integer '
@@ -386,8 +408,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if value not in valid:
       raise ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
   beta = config.model.temperature_beta
-  if config.model.temperature != 'none' and not is_number(beta):
-    raise ConfigError(f'model.temperature_beta={beta!r} must be a number')
+  if not is_number(beta) or not math.isfinite(beta):
+    raise ConfigError(f'model.temperature_beta={beta!r} must be a finite number')
   if config.model.temperature == 'fixed' and beta < 0:
     raise ConfigError(f'model.temperature_beta={beta} is negative: a fixed attention '
                       'temperature β ln(n) needs β >= 0')
@@ -414,8 +436,12 @@ def validate(config: ml_collections.ConfigDict) -> None:
   if config.train.warmup + config.train.cooldown > 1:
     raise ConfigError(f'train.warmup + train.cooldown = '
                       f'{config.train.warmup + config.train.cooldown} exceeds 1')
-  if not is_number(config.train.weight_decay) or config.train.weight_decay < 0:
-    raise ConfigError(f'train.weight_decay={config.train.weight_decay!r} must be >= 0')
+  decay, clip = config.train.weight_decay, config.train.max_grad_norm
+  if not is_number(decay) or not 0 <= decay < math.inf:
+    raise ConfigError(f'train.weight_decay={decay!r} must be a finite number >= 0')
+  if not is_number(clip) or not 0 < clip < math.inf:
+    raise ConfigError(f'train.max_grad_norm={clip!r} must be a positive finite number (the '
+                      'global norm gradients are clipped to)')
   alpha = config.train.progressive_alpha
   if not is_number(alpha) or not 0 <= alpha <= 1:
     raise ConfigError(f'train.progressive_alpha={alpha!r} must be in [0, 1]')

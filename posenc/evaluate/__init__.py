@@ -77,4 +77,6 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if protocol.examples is None:
       raise config_lib.ConfigError(f'eval.from_files: the {protocol.name!r} protocol of task '
                                    f'{config.task!r} has no frozen evaluation sets')
-    frozen.check(config, protocol.name, protocol.example_fields, protocol.example_cells(config))
+    specs = protocol.example_specs(config, task) if protocol.example_specs else None
+    frozen.check(config, protocol.name, protocol.example_fields, protocol.example_cells(config),
+                 specs)

@@ -90,6 +90,9 @@ class Protocol:
       `config.eval.from_files` the evaluation reads them from there instead of sampling.
     example_fields: the config fields that decide `examples` (with the task and options).
     example_cells: config -> the names of the cells the evaluation reads.
+    example_specs: (config, task) -> {cell: {array name: (shape, dtype name)}} of the arrays
+      `examples` gives, found without drawing them (`jax.eval_shape`): what a frozen set's
+      files are checked against.
     longest_length: config -> the longest length the evaluation reaches (for defaults that
       scale with it, e.g. an intervention's factor); None: `eval.max_length`.
   """
@@ -111,7 +114,16 @@ class Protocol:
   examples: Callable[..., Any] | None = None
   example_fields: tuple[str, ...] = ()
   example_cells: Callable[[ml_collections.ConfigDict], list[str]] | None = None
+  example_specs: Callable[..., dict[str, dict[str, tuple[tuple[int, ...], str]]]] | None = None
   longest_length: Callable[[ml_collections.ConfigDict], int] | None = None
+
+
+def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
+  """{name: (shape, dtype name)} of a dict of arrays or `jax.ShapeDtypeStruct`s.
+
+  Example: shape_spec({'x': np.zeros((2, 3), np.int32)}) == {'x': ((2, 3), 'int32')}.
+  """
+  return {k: (tuple(int(d) for d in v.shape), str(np.dtype(v.dtype))) for k, v in tree.items()}
 
 
 def duration(seconds: float) -> str:

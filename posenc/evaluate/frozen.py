@@ -10,8 +10,11 @@ evaluating from the files gives the results of sampling in the process, and anot
 framework can score the same examples (each array's leading axes are sub-batch and
 example; `length` holds the real lengths).
 
-Reading checks the manifest against the config (one line naming the first field that
-differs) and every file against its checksum (one line naming the file).
+Reading checks the manifest's layout (an object with `fields` and a list of `cells`, each
+naming its own file and its sha256), the manifest against the config (one line naming the
+first field that differs), every file against its checksum, and every file's arrays
+against those the protocol draws for its cell (`Protocol.example_specs`: names, shapes and
+dtypes), so a file replaced or edited under an updated checksum is one line naming it too.
 
 Example:
   >>> write('sets/parity', config, 'range', protocol.examples(config, task, key),
@@ -25,6 +28,8 @@ import hashlib
 import io as io_buffer
 import json
 import os
+import re
+import zipfile
 from typing import Any, Iterable, Mapping
 
 import ml_collections
@@ -35,6 +40,9 @@ from posenc import io
 
 SCHEMA_VERSION = 1
 MANIFEST = 'manifest.json'
+
+# What a protocol's `example_specs` gives per cell: {array name: (shape, dtype name)}.
+Spec = Mapping[str, tuple[tuple[int, ...], str]]
 
 
 def _value(config: ml_collections.ConfigDict, key: str) -> Any:
@@ -90,15 +98,13 @@ def read_manifest(config: ml_collections.ConfigDict, protocol: str,
     raise config_lib.ConfigError(
         f'eval.from_files={directory!r} holds no readable {MANIFEST} '
         f'({getattr(e, "strerror", None) or e}); write one with launch.export_eval_set') from None
-  if not isinstance(manifest, dict) or manifest.get('schema_version') != SCHEMA_VERSION:
-    raise config_lib.ConfigError(f'{path}: schema_version {manifest.get("schema_version")!r}'
-                                 f' is not {SCHEMA_VERSION}')
+  _check_layout(manifest, path)
   if manifest.get('protocol') != protocol:
     raise config_lib.ConfigError(f'{path} holds {manifest.get("protocol")!r} examples; task '
                                  f'{config.task!r} is evaluated by the {protocol!r} protocol')
   wanted = manifest_fields(config, fields)
   for key, value in wanted.items():
-    have = manifest.get('fields', {}).get(key, '(absent)')
+    have = manifest['fields'].get(key, '(absent)')
     if have != value:
       raise config_lib.ConfigError(
           f'{path}: {key} is {json.dumps(have)} there but {json.dumps(value)} in the config; '
@@ -106,13 +112,71 @@ def read_manifest(config: ml_collections.ConfigDict, protocol: str,
   return manifest
 
 
+def _check_layout(manifest: Any, path: str) -> None:
+  """Raises ConfigError (one line naming `path` and what is wrong) unless `manifest` is
+  laid out as `write` writes it: an object with schema_version, protocol, `fields` (an
+  object) and `cells` (a list of objects, each with a cell name, the file `<cell>.npz` and a
+  sha256 of 64 hex digits; no cell twice).
+
+  Example: a manifest `[]`, or a cell whose file is another cell's, is refused.
+  """
+  def bad(what: str) -> config_lib.ConfigError:
+    return config_lib.ConfigError(f'{path}: {what}; export the set again '
+                                  '(launch.export_eval_set)')
+
+  if not isinstance(manifest, dict):
+    raise bad(f'holds {json.dumps(manifest)[:40]}, not a JSON object')
+  if manifest.get('schema_version') != SCHEMA_VERSION:
+    raise bad(f'schema_version {manifest.get("schema_version")!r} is not {SCHEMA_VERSION}')
+  for key, kind in (('fields', dict), ('cells', list)):
+    if not isinstance(manifest.get(key), kind):
+      raise bad(f'{key} is {json.dumps(manifest.get(key))[:40]}, not a JSON '
+                f'{"object" if kind is dict else "list"}')
+  seen = set()
+  for i, entry in enumerate(manifest['cells']):
+    if not isinstance(entry, dict) or not re.fullmatch(r'\w[\w.+-]*', str(entry.get('cell'))):
+      raise bad(f'cells[{i}] is not an object with a cell name (letters, digits, _ . + -)')
+    name = entry['cell']
+    if entry.get('file') != f'{name}.npz':
+      raise bad(f'cell {name} names the file {entry.get("file")!r}, not its own {name}.npz')
+    if not re.fullmatch('[0-9a-f]{64}', str(entry.get('sha256'))):
+      raise bad(f'cell {name} has no sha256 (64 hex digits)')
+    if name in seen:
+      raise bad(f'cell {name} is listed twice')
+    seen.add(name)
+
+
+def _check_arrays(path: str, name: str, data: bytes, expected: Spec | None) -> None:
+  """Raises ConfigError unless `data` is an .npz archive of the arrays `expected` names
+  (with their shapes and dtypes; None: any arrays)."""
+  try:
+    with np.load(io_buffer.BytesIO(data)) as archive:
+      have = {k: (tuple(archive[k].shape), str(archive[k].dtype)) for k in archive.files}
+  except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+    raise config_lib.ConfigError(f'{path} is not an .npz archive of arrays; export the set '
+                                 'again') from None
+  if expected is None:
+    return
+  if sorted(have) != sorted(expected):
+    raise config_lib.ConfigError(f'{path} holds the arrays {", ".join(sorted(have))}, not those '
+                                 f'of cell {name} ({", ".join(sorted(expected))}); export the '
+                                 'set again')
+  for key, (shape, dtype) in sorted(expected.items()):
+    if have[key] != (tuple(shape), dtype):
+      raise config_lib.ConfigError(
+          f'{path}: array {key} is {have[key][1]} {list(have[key][0])}, not the {dtype} '
+          f'{list(shape)} of cell {name}; export the set again')
+
+
 def check(config: ml_collections.ConfigDict, protocol: str, fields: Iterable[str],
-          names: Iterable[str]) -> None:
-  """The manifest matches the config, holds every cell of `names`, and every file its
-  checksum (`read_manifest`, `load`).
+          names: Iterable[str], specs: Mapping[str, Spec] | None = None) -> None:
+  """The manifest matches the config, holds every cell of `names`, every file its checksum
+  and (with `specs`, {cell: its arrays' names, shapes and dtypes}) the cell's arrays
+  (`read_manifest`, `load`).
 
   Raises:
-    ConfigError: as `read_manifest`, a missing cell, or a changed file.
+    ConfigError: as `read_manifest`, a missing cell, a changed file, or a file whose arrays
+      are not those of its cell.
   """
   manifest = read_manifest(config, protocol, fields)
   cells = {c['cell']: c for c in manifest['cells']}
@@ -120,7 +184,9 @@ def check(config: ml_collections.ConfigDict, protocol: str, fields: Iterable[str
     if name not in cells:
       raise config_lib.ConfigError(f'eval.from_files={config.eval.from_files!r} has no '
                                    f'examples for {name}; export the set for this config')
-    _read(config.eval.from_files, cells[name])
+    data = _read(config.eval.from_files, cells[name])
+    _check_arrays(os.path.join(config.eval.from_files, cells[name]['file']), name, data,
+                  None if specs is None else specs[name])
 
 
 def _read(directory: str, entry: Mapping[str, Any]) -> bytes:

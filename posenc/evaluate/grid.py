@@ -90,6 +90,25 @@ def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
         jnp.int32(a), jnp.int32(b), widths(task, a, b, config.eval.bucket_size)))
 
 
+def example_specs(config: ml_collections.ConfigDict, task: Any
+                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+  """{'cell_A_B': {array: (shape, dtype)}} of `examples`, traced once per pair of widths.
+
+  Example: {'cell_1_1': {'tokens': ((4, P + A), 'int32'), ...}, ...} with (P, A) the cell's
+  widths (`widths`) and 4 samples per cell.
+  """
+  task = eval_task(task)
+  by_shape, out = {}, {}
+  for a, b in cells(config):
+    shape = widths(task, a, b, config.eval.bucket_size)
+    if shape not in by_shape:
+      by_shape[shape] = core.shape_spec(jax.eval_shape(
+          lambda x, y, s=shape: sample_cell(config, task, jax.random.key(0), x, y, s),
+          jnp.int32(a), jnp.int32(b)))
+    out[f'cell_{a}_{b}'] = by_shape[shape]
+  return out
+
+
 def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
                  shape: tuple[int, int], data_key: jax.Array,
                  traces: collections.Counter | None = None,
@@ -253,4 +272,5 @@ PROTOCOL = core.Protocol(
     example_fields=('eval.seed', 'eval.grid_max', 'eval.grid_stride', 'eval.beyond',
                     'eval.samples_per_cell', 'eval.bucket_size'),
     longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
-    example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)])
+    example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)],
+    example_specs=example_specs)

@@ -111,6 +111,17 @@ def examples(config: ml_collections.ConfigDict, task: Any, data_key: Array
       yield f'{dist}_length_{n}', jax.tree.map(np.asarray, draw(jnp.arange(num_sub)))
 
 
+def example_specs(config: ml_collections.ConfigDict, task: Any
+                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+  """{'DIST_length_N': {array: (shape, dtype)}} of `examples`, without drawing them."""
+  size = config.eval.batch_size
+  num_sub = config.eval.examples_per_length // size
+  return {f'{dist}_length_{n}': core.shape_spec(jax.eval_shape(jax.vmap(
+      lambda j, n=n, dist=dist: task.sample(jax.random.key(0), size, n, task.max_prompt(n),
+                                            task.max_answer(n), dist)), jnp.arange(num_sub)))
+          for dist, n in cells(config)}
+
+
 def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
                    length: int, data_key: Array,
                    traces: collections.Counter | None = None,
@@ -299,6 +310,10 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
   if not lengths:
     raise ConfigError('eval.lengths is empty; give the test lengths, e.g. '
                       "--config.eval.lengths='[10, 50, 100]'")
+  if not any(length > n for length in lengths):
+    raise ConfigError(f'eval.lengths {lengths} are all within train.max_length={n}: the score, '
+                      'the exact match past training, needs a length past '
+                      f'{n}; add one to eval.lengths')
   for d in distributions:
     for length in lengths:
       try:
@@ -325,4 +340,5 @@ PROTOCOL = core.Protocol(
     example_fields=('eval.seed', 'eval.distributions', 'eval.lengths', 'eval.batch_size',
                     'eval.examples_per_length'),
     longest_length=lambda config: max(int(n) for n in config.eval.lengths),
-    example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)])
+    example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)],
+    example_specs=example_specs)

@@ -139,6 +139,12 @@ def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
     yield f'length_{length}', out
 
 
+def example_specs(config: ml_collections.ConfigDict, task: Any
+                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+  """{'length_L': {array: (shape, dtype)}} of `examples` (cut from the text: cheap)."""
+  return {name: core.shape_spec(arrays) for name, arrays in examples(config, task, None)}
+
+
 def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
   (an encoder: {'masked': [...]}), resuming from `workdir/perplexity.jsonl`."""
@@ -263,4 +269,5 @@ PROTOCOL = core.Protocol(
     objective=objective, inputs=core.sequence_inputs, examples=examples,
     example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
     longest_length=lambda config: max(config.eval.lengths),
-    example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths])
+    example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths],
+    example_specs=example_specs)

@@ -76,6 +76,26 @@ def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
     yield f'length_{length}', jax.tree.map(np.asarray, draw(jnp.int32(length), bucket))
 
 
+def example_specs(config: ml_collections.ConfigDict, task: Any
+                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+  """{'length_N': {array: (shape, dtype)}} of `examples`, traced once per bucket.
+
+  Example: parity_check in tiny mode (2 sub-batches of 8, buckets of 6) ->
+    {'length_1': {'inputs': ((2, 8, 6), 'int32'), 'length': ((2,), 'int32'), ...}, ...}
+  """
+  num_sub = config.eval.examples_per_length // config.eval.batch_size
+  by_bucket = {}
+  for length in config_lib.eval_lengths(config):
+    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+    if bucket not in by_bucket:
+      by_bucket[bucket] = core.shape_spec(jax.eval_shape(lambda n, b=bucket: jax.vmap(
+          lambda j: sample_sub_batch(config, task, jax.random.key(0), n, j, b))(
+              jnp.arange(num_sub)), jnp.int32(length)))
+  return {f'length_{n}': by_bucket[config_lib.bucket_of(n, config.eval.max_length,
+                                                        config.eval.bucket_size)]
+          for n in config_lib.eval_lengths(config)}
+
+
 def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
                  population: Any, bucket: int, data_key: jax.Array,
                  traces: collections.Counter | None = None,
@@ -219,7 +239,19 @@ def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, example
 
 
 def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
-  """Tables that cover the longest sequence: inputs and outputs at the longest length."""
+  """A length past training to score, and tables that cover the longest sequence: inputs
+  and outputs at the longest length.
+
+  Example: train.max_length=8 with eval.lengths [4, 8] is refused (no length past 8: the
+  score, the mean over the lengths past training, is undefined).
+  """
+  n = config.train.max_length
+  if not any(l > n for l in config_lib.eval_lengths(config)):
+    lengths = (f'eval.lengths {sorted(config.eval.lengths)}' if config.eval.lengths
+               else f'1..eval.max_length={config.eval.max_length}')
+    raise ConfigError(f'the evaluation lengths ({lengths}) are all within train.max_length={n}:'
+                      ' the score, the mean over the lengths past training, needs one past '
+                      f'{n}; add one to eval.lengths or raise eval.max_length')
   longest = max(config.eval.max_length, config.train.max_length)
   # The decoder's sequences add a separator and EOS; it is fed all but the last token.
   extra = 1 if config.model.family == 'decoder' else 0
@@ -246,4 +278,5 @@ PROTOCOL = core.Protocol(
     model_sizes=model_sizes, objective=objectives.study, inputs=inputs, examples=examples,
     example_fields=EXAMPLE_FIELDS,
     longest_length=lambda config: max(config_lib.eval_lengths(config)),
-    example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)])
+    example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)],
+    example_specs=example_specs)
