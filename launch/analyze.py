@@ -38,8 +38,10 @@ weights (posenc/interventions.py: position_interpolation, ntk, yarn [scale,
 original_length], scalable_softmax [s], ordered_positions, slope_scale [scale]):
 DIR/intervene_NAME.json and .md.
 
-Bad input (an unknown analysis or encoding, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2, an --out that is
-a file) is one line `error: ...`, exit status 2, nothing written.
+Bad input (an unknown analysis, no encoding or an unknown one, a workdir without a run or a
+checkpoint, ε outside (0, 1), a horizon < 2 or past receptive.MAX_HORIZON (10^8), an --out
+that is a file or below one) is one line `error: ...`, exit status 2, nothing written; each
+is checked before anything is computed. A full disk is one line naming the file.
 """
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ from posenc import receptive
 
 ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe',
             'prefix_shuffle', 'intervene')
+# The memory trf's weights may take (the default of --max_memory_gb of the others).
+MAX_BYTES = 8 * 2**30
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,6 +83,9 @@ def _floats(text: str, flag: str) -> list[float]:
 
 def trf_main(args: argparse.Namespace) -> None:
   names = [n for n in args.encodings.split(',') if n]
+  if not names:
+    common.fail(f'--encodings={args.encodings!r} names no encoding; give bias encodings, e.g. '
+                '--encodings=type1,alibi')
   for name in names:
     try:
       receptive.family_of(name)
@@ -89,11 +96,18 @@ def trf_main(args: argparse.Namespace) -> None:
   if min(horizons) < 2 or len(horizons) < 2:
     common.fail(f'--horizons={args.horizons} needs at least two horizons, each >= 2')
   horizons = sorted(horizons)
-  if os.path.exists(args.out) and not os.path.isdir(args.out):
-    common.fail(f'--out={args.out} is a file, not a directory')
+  if horizons[-1] > receptive.MAX_HORIZON:
+    common.fail(f'--horizons={args.horizons}: {horizons[-1]:,} exceeds the limit of '
+                f'{receptive.MAX_HORIZON:,} (receptive.MAX_HORIZON)')
+  common.check_out_dir(args.out, '--out')
   for flag, value in (('--num_heads', args.num_heads), ('--head_dim', args.head_dim)):
     if value < 1:
       common.fail(f'{flag}={value} must be a positive integer')
+  need = 8 * args.num_heads * horizons[-1]  # float64 [heads, horizon]
+  if need > MAX_BYTES:
+    common.fail(f'--num_heads={args.num_heads} at horizon {horizons[-1]:,} needs '
+                f'{need / 2**30:.1f} GiB of weights, above {MAX_BYTES / 2**30:g} GiB; lower '
+                '--num_heads or --horizons')
   kwargs = {'num_heads': args.num_heads, 'head_dim': args.head_dim}
   results, curves = [], {}
   grid = np.linspace(1, 0, 50)[1:-1]  # the paper's 50 values of ε from 1 to 0, open ends
@@ -151,8 +165,7 @@ def _load(args: argparse.Namespace):
   from posenc import analysis  # pylint: disable=g-import-not-at-top
   if not args.workdir:
     common.fail('--workdir is required: a trained run directory')
-  if os.path.exists(args.out) and not os.path.isdir(args.out):
-    common.fail(f'--out={args.out} is a file, not a directory')
+  common.check_out_dir(args.out, '--out')
   try:
     return analysis.load_run(args.workdir, args.member, progress=print)
   except (analysis.AnalysisError, ValueError) as e:
@@ -224,6 +237,8 @@ def _rows_at(args: argparse.Namespace) -> tuple[object, list[int], list[dict]]:
     common.fail(f'--examples={args.examples} must be a positive integer')
   run = _load(args)
   try:
+    for n in lengths:  # Every length before any is computed.
+      analysis.check_inputs(run, n, args.examples, _max_bytes(args))
     rows = [analysis.attention_rows(run, n, args.examples, args.seed, _max_bytes(args))
             for n in lengths]
   except ValueError as e:
@@ -355,8 +370,10 @@ def intervene_main(args: argparse.Namespace) -> None:
     common.fail('give the run: python -m launch.analyze intervene RUN --intervention=NAME')
   if args.run and args.workdir and args.run != args.workdir:
     common.fail(f'two runs given ({args.run} and --workdir={args.workdir}); give one')
-  if os.path.exists(args.out) and not os.path.isdir(args.out):
-    common.fail(f'--out={args.out} is a file, not a directory')
+  common.check_out_dir(args.out, '--out')
+  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+  if os.path.isfile(os.path.join(workdir, 'config.json')) and not checkpoint.saved_steps(workdir):
+    common.fail(f'{workdir} has no checkpoint (train it first)')  # Before a manager makes one.
   try:
     name, params = interventions.parse(args.intervention)
     result = interventions.intervene(workdir, name, params, progress=print)
@@ -378,6 +395,13 @@ def main(argv: Sequence[str] | None = None) -> None:
   if not argv or argv[0] not in ANALYSES:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
+  kept = lambda: 'the files written before it are whole (each is written atomically)'
+  with common.on_full_disk(kept, 'the --out directory'):
+    _dispatch(argv)
+
+
+def _dispatch(argv: Sequence[str]) -> None:
+  """Parses the flags of analysis `argv[0]` and runs it."""
   parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
   if argv[0] == 'intervene':
     parser.add_argument('run', nargs='?', default='', metavar='RUN',

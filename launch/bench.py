@@ -52,7 +52,10 @@ def main() -> None:
     sys.exit(2)
   keep_freed_memory()
   module = importlib.import_module(f'launch.bench_{sys.argv[1]}')
-  module.main([sys.argv[0]] + sys.argv[2:])
+  from launch import common  # pylint: disable=g-import-not-at-top
+  with common.on_full_disk(lambda: 'nothing else was written (the figures are printed above)',
+                           'the --out file'):
+    module.main([sys.argv[0]] + sys.argv[2:])
 
 
 if __name__ == '__main__':

@@ -125,6 +125,11 @@ def main(argv: list[str]) -> None:
   parser.add_argument('--out', default='bench_forward.json')
   args = parser.parse_args(argv[1:])
   common.check_output_file(args.out, '--out')
+  for flag, value in (('--batch', args.batch), ('--sub_batch', args.sub_batch),
+                      ('--length', args.length)):
+    common.at_least(value, flag)
+  if args.chunk is not None:
+    common.at_least(args.chunk, '--chunk', 0)
   if args.batch % args.sub_batch:
     parser.error('--batch must be a multiple of --sub_batch')
   study = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='none')  # its shape

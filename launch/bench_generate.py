@@ -52,6 +52,7 @@ def main(argv: list[str]) -> None:
   lengths = common.positive_ints(args.answer_lengths.split(','), '--answer_lengths')
   if args.batch < 1:
     parser.error(f'--batch={args.batch} must be a positive integer')
+  common.at_least(args.train_steps, '--train_steps', 0)
   from experiments import rpe_decoder  # pylint: disable=g-import-not-at-top
   config = rpe_decoder.get_config(f'task=reverse_string,encoding={args.encoding}')
   config.seeds, config.learning_rates = [0], [1e-4]

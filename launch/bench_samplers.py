@@ -125,6 +125,8 @@ def main(argv: Sequence[str]) -> None:
   parser.add_argument('--out', default='bench_samplers.json')
   args = parser.parse_args(argv[1:])
   common.check_output_file(args.out, '--out')
+  for flag in ('--batch_size', '--repeats', '--calls'):
+    common.at_least(getattr(args, flag[2:]), flag)
   names = args.tasks.split(',')
   for name in names:
     if name not in valid:

@@ -45,6 +45,8 @@ def main(argv):
 def _main(argv):
   del argv
   common.check_output_file(_OUT.value, '--out')
+  common.at_least(_STEPS.value, '--steps')
+  common.at_least(_COST_STEPS.value, '--cost_steps')
   from posenc import cost  # After flags: imports JAX.
   rows = {}
   for devices in (1, 8):

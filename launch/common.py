@@ -10,19 +10,24 @@
   given (`--verbosity=0` shows their INFO lines again).
 - Preemption: SIGTERM asks the run to checkpoint at the next step boundary and exit with
   status 143 (`PREEMPTED_EXIT`); rerunning the same command resumes.
+- A full disk: one line naming the file and what is kept (`on_full_disk`), exit status 2;
+  every file is written atomically, so nothing is half-written.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import errno
+import fnmatch
 import glob
 import importlib.util
 import os
 import signal
 import sys
 import tempfile
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 from absl import app
 from absl import flags
@@ -30,6 +35,7 @@ from absl import logging
 from ml_collections import config_flags
 
 from posenc import config as config_lib
+from posenc import io
 
 # 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
 # wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
@@ -59,6 +65,8 @@ class ListParser(flags.ArgumentParser):
     if isinstance(argument, (list, tuple)):
       return list(argument)
     text = str(argument).strip()
+    if not text:
+      return []  # `--config.seeds=`: the config's check says whether a field may be empty.
     inner = text
     if text[:1] in '[(':
       closing = ']' if text[0] == '[' else ')'
@@ -170,6 +178,10 @@ def _flag_value(argv: Sequence[str], name: str) -> str | None:
 def _parse_flags(argv: list[str]) -> list[str]:
   if 'config' in flags.FLAGS:
     spec = _flag_value(argv[1:], 'config')
+    if spec is not None and not spec.partition(':')[0]:
+      fail(f'--config={spec} names no experiment file, e.g. '
+           f'--config=experiments/rpe_table1.py:tiny; experiment files: '
+           f'{", ".join(experiment_files())}')
     if spec:
       check_overrides(check_experiment(spec), argv[1:])
   try:
@@ -207,6 +219,22 @@ def make_dir(path: str, flag: str) -> None:
     fail(f'{flag}={path} cannot be created or written: {e.strerror or e}')
 
 
+def check_out_dir(path: str, flag: str) -> None:
+  """Fails with one line unless directory `path` exists or could be created and written,
+  before any work is done; creates nothing (`make_dir` creates it once there is output)."""
+  if not path:
+    fail(f'{flag} is empty; give a directory')
+  if os.path.exists(path) and not os.path.isdir(path):
+    fail(f'{flag}={path} is a file, not a directory')
+  parent = os.path.abspath(path)
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    fail(f'{flag}={path} cannot be created: {parent} is a file, not a directory')
+  if not os.access(parent, os.W_OK | os.X_OK):
+    fail(f'{flag}={path} cannot be created or written: {parent} is not writable')
+
+
 def cell_config(arg: str, flag: str = '--cell') -> Any:
   """The validated rpe_table1 config of a benchmark's `--cell` arg, or a one-line failure."""
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
@@ -228,6 +256,12 @@ def positive_ints(values: Sequence[str], flag: str) -> list[int]:
   if not out or any(v < 1 for v in out):
     fail(f'{flag}={",".join(values)} must be comma-separated positive integers')
   return out
+
+
+def at_least(value: int, flag: str, low: int = 1) -> None:
+  """Fails with one line naming `flag` unless the integer `value` is >= `low`."""
+  if value < low:
+    fail(f'{flag}={value} must be an integer >= {low}')
 
 
 def check_output_file(path: str, flag: str) -> None:
@@ -269,6 +303,47 @@ def checkpoint_hook() -> Callable[[int], None]:
       os.kill(os.getpid(), signal.SIGKILL)
 
   return hook
+
+
+# Fault injection for testing a full disk: every write posenc makes to a file whose name
+# matches this pattern (e.g. eval.jsonl, length_*.npz) fails with ENOSPC.
+NO_SPACE_AT = 'POSENC_NO_SPACE_AT'
+
+
+@contextlib.contextmanager
+def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
+  """Turns a full disk inside the block into one line, exit status 2:
+
+    error: no space left on device writing run/eval.jsonl: the last checkpoint (step 20) is
+    kept and the rerun resumes from it; free space and rerun the same command
+
+  `kept()` says what survives (called after the failure); `where` names the output when the
+  error names no file (a library's own write). Other errors pass through.
+  """
+  pattern = os.environ.get(NO_SPACE_AT, '')
+  if pattern:
+    def no_space(path: str) -> None:
+      if fnmatch.fnmatch(os.path.basename(path), pattern):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    io.before_write = no_space
+  try:
+    yield
+  except Exception as e:  # pylint: disable=broad-except
+    full = io.no_space(e)
+    if full is None:
+      raise
+    fail(f'no space left on device writing {full.filename or where}: {kept()}; free space '
+         'and rerun the same command')
+
+
+def kept_checkpoint(workdir: str) -> str:
+  """What `on_full_disk` says survives of a run: its last checkpoint, from which the rerun
+  resumes (the evaluation resumes from the last length measured)."""
+  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+  steps = checkpoint.saved_steps(workdir)
+  if not steps:
+    return 'no checkpoint was written yet (the rerun starts from step 0)'
+  return f'the last checkpoint (step {steps[-1]}) is kept and the rerun resumes from it'
 
 
 class Preemption:

@@ -13,7 +13,8 @@ sha256): see posenc/evaluate/frozen.py. `--config.eval.from_files=DIR` then eval
 those files instead of sampling, with the same results; other frameworks can score the same
 examples. Any config field can be overridden with `--config.KEY=VALUE`. Bad input (a bad
 config, an --out that is a file or holds another set) is one line, exit status 2, and
-nothing written.
+nothing written. A disk that fills up is one line too: the files written are whole, the set
+has no manifest.json until it is complete, and rerunning the same command writes it.
 """
 
 import os
@@ -52,10 +53,14 @@ def main(argv: list[str]) -> None:
     common.fail(f'task {config.task!r} ({protocol.name} protocol) has no frozen evaluation sets')
   if os.path.exists(os.path.join(_OUT.value, frozen.MANIFEST)):
     common.fail(f'--out={_OUT.value} already holds an evaluation set; use a new directory')
-  common.make_dir(_OUT.value, '--out')
+  common.check_out_dir(_OUT.value, '--out')
   data_key = population_lib.data_keys(config)[2]
-  manifest = frozen.write(_OUT.value, config, protocol.name,
-                          protocol.examples(config, task, data_key), protocol.example_fields)
+  kept = lambda: (f'the cells written so far are kept; {frozen.MANIFEST}, written last, marks '
+                  'the set complete')
+  with common.on_full_disk(kept, _OUT.value):
+    common.make_dir(_OUT.value, '--out')
+    manifest = frozen.write(_OUT.value, config, protocol.name,
+                            protocol.examples(config, task, data_key), protocol.example_fields)
   print(f'wrote {len(manifest["cells"])} cells of {config.task} ({protocol.name} protocol) '
         f'and {frozen.MANIFEST} to {_OUT.value}')
 

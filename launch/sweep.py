@@ -72,11 +72,39 @@ _RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed c
 
 
 def _grid():
+  """The experiment file's grid, each cell checked against the config (one-line errors)."""
   path, _, arg = flags.FLAGS['config'].config_filename.partition(':')
   module = common.load_experiment(path)
   if not hasattr(module, 'grid'):
     common.fail(f'experiment file {path} has no grid(arg); it cannot be swept')
-  return module.grid(arg or None)
+  try:
+    grid = module.grid(arg or None)
+    sweep_lib.check_grid(_CONFIG.value, grid)
+  except config_lib.ConfigError as e:
+    common.fail(f'{path}: {e}')
+  except Exception as e:  # pylint: disable=broad-except
+    common.fail(f'{path}: grid() failed: {type(e).__name__}: {e}')
+  return grid
+
+
+def _distributed() -> tuple[int, int]:
+  """Joins the multi-process job; returns this process's shard (index, count)."""
+  count, index = _NUM_PROCESSES.value, _PROCESS_ID.value
+  if count is not None and count < 1:
+    common.fail(f'--num_processes={count} must be a positive integer')
+  if index is not None and index < 0:
+    common.fail(f'--process_id={index} must be an integer >= 0')
+  if index is not None and count is not None and index >= count:
+    common.fail(f'--process_id={index} is not a process of --num_processes={count} '
+                f'(0..{count - 1})')
+  # CPU hosts talk through gloo; GPU and TPU backends ignore this setting.
+  jax.config.update('jax_cpu_collectives_implementation', 'gloo')
+  try:
+    jax.distributed.initialize(coordinator_address=_COORDINATOR.value, num_processes=count,
+                               process_id=index)
+  except (ValueError, RuntimeError) as e:
+    common.fail(f'--distributed: jax.distributed.initialize failed: {e}')
+  return jax.process_index(), jax.process_count()
 
 
 def main(argv):
@@ -90,13 +118,10 @@ def main(argv):
     cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value)
     shard = sweep_lib.parse_shard(_SHARD.value)
     if _DISTRIBUTED.value:
-      # CPU hosts talk through gloo; GPU and TPU backends ignore this setting.
-      jax.config.update('jax_cpu_collectives_implementation', 'gloo')
-      jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
-                                 num_processes=_NUM_PROCESSES.value,
-                                 process_id=_PROCESS_ID.value)
-      shard = (jax.process_index(), jax.process_count())
+      shard = _distributed()
     if _STATUS.value:
+      if os.path.exists(_WORKDIR.value) and not os.path.isdir(_WORKDIR.value):
+        common.fail(f'--workdir={_WORKDIR.value} is a file, not a sweep directory')
       rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
       for row in rows:
         detail = row.get('error') or row.get('changes')
@@ -105,6 +130,8 @@ def main(argv):
       return
     if _COST.value:
       from posenc import cost  # Deferred: only --cost measures.
+      if _COST_STEPS.value < 1:
+        common.fail(f'--cost_steps={_COST_STEPS.value} must be a positive integer')
       if _DEVICE.value:
         if _CHIPS.value < 1:
           common.fail(f'--chips={_CHIPS.value} must be a positive integer')
@@ -121,20 +148,28 @@ def main(argv):
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()
-    rows = sweep_lib.run_sweep(_CONFIG.value, cells, _WORKDIR.value, shard=shard,
-                               retry_failed=_RETRY_FAILED.value,
-                               progress=lambda line: print(line, flush=True),
-                               should_stop=preemption)
+    with common.on_full_disk(_kept, _WORKDIR.value):
+      rows = sweep_lib.run_sweep(_CONFIG.value, cells, _WORKDIR.value, shard=shard,
+                                 retry_failed=_RETRY_FAILED.value,
+                                 progress=lambda line: print(line, flush=True),
+                                 should_stop=preemption)
+      failed = [r for r in rows if r['state'] == sweep_lib.FAILED]
+      for row in failed:
+        print(f'failed: {row["cell"]}: {row["error"]}')
+      if _REPORT.value and shard[1] == 1:
+        _report(cells, {r['cell']: r['skipped'] for r in rows if 'skipped' in r})
   except config_lib.ConfigError as e:
     common.fail(e)
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume the sweep', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  failed = [r for r in rows if r['state'] == sweep_lib.FAILED]
-  for row in failed:
-    print(f'failed: {row["cell"]}: {row["error"]}')
-  if _REPORT.value and shard[1] == 1:
-    _report(cells, {r['cell']: r['skipped'] for r in rows if 'skipped' in r})
+
+
+def _kept() -> str:
+  """What a full disk leaves of the sweep: its complete cells, and the checkpoints of the
+  cell it was running."""
+  return ('the complete cells are kept, and the rerun resumes the cell that was running from '
+          'its last checkpoint')
 
 
 def _report(cells, skipped: dict[str, str]) -> None:

@@ -45,10 +45,12 @@ def main(argv: list[str]) -> None:
     print(line, flush=True)
   preemption = common.Preemption()
   preemption.install()
+  workdir = _WORKDIR.value
   try:
     # Validated above: the config is checked once.
-    results = train.run(config, _WORKDIR.value, progress=lambda line: print(line, flush=True),
-                        should_stop=preemption, checkpointed=common.checkpoint_hook())
+    with common.on_full_disk(lambda: common.kept_checkpoint(workdir), workdir):
+      results = train.run(config, workdir, progress=lambda line: print(line, flush=True),
+                          should_stop=preemption, checkpointed=common.checkpoint_hook())
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)
   except checkpoint.Preempted as e:

@@ -61,9 +61,10 @@ def load_run(workdir: str, member: int = 0,
   members = config_lib.members(config)
   if not 0 <= member < len(members):
     raise AnalysisError(f'--member={member} is not a member of {workdir} (0..{len(members) - 1})')
-  manager = checkpoint.checkpoint_manager(workdir)
-  if manager.latest_step() is None:
+  # Asked before the manager, which would create the checkpoint directory of a bare run.
+  if not checkpoint.saved_steps(workdir):
     raise AnalysisError(f'{workdir} has no checkpoint to analyse (train it first)')
+  manager = checkpoint.checkpoint_manager(workdir)
   task = config_lib.task_of(config)
   population = population_lib.Population(config)
   # A reader leaves damaged checkpoints where they are (rerunning training sets them aside).

@@ -131,3 +131,17 @@ def set_aside_damaged(workdir: str, step: int) -> str:
     target = os.path.join(aside, f'{step}.{k}')
   os.replace(os.path.join(workdir, 'checkpoints', str(step)), target)
   return target
+
+
+def saved_steps(workdir: str) -> list[int]:
+  """The steps of `workdir/checkpoints` that orbax finished writing, ascending (read from
+  the directory names, so nothing is created or opened; [] without checkpoints).
+
+  Example: a run checkpointed at steps 10 and 20 -> [10, 20].
+  """
+  try:
+    names = os.listdir(os.path.join(workdir, 'checkpoints'))
+  except OSError:
+    return []
+  # Orbax writes a step under a temporary name and renames it to the bare number when done.
+  return sorted(int(n) for n in names if n.isdigit())

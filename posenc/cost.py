@@ -33,6 +33,7 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import encodings
 from posenc import evaluate
 from posenc import population as population_lib
 from posenc import sweep as sweep_lib
@@ -370,13 +371,24 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
                                  f'{", ".join(DEVICES)}')
   spec = DEVICES[device]
   configs = [sweep_lib.cell_config(base, c) for c in cells]
-  for config in configs:
+  for overrides, config in zip(cells, configs):
     evaluate.validate(config)
     if config.model.family != 'encoder':
       # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
       # trip count: the estimate would leave out most of the evaluation.
       raise config_lib.ConfigError(
           f'--device estimates cover model.family=encoder only, not {config.model.family!r}')
+    # The fit compiles reverse_string programs up to the longest bucket, which an encoding
+    # whose positions stop at max_position cannot encode.
+    longest = tokens(config_lib.task_of(sweep_lib.cell_config(config, {
+        'task': 'reverse_string', 'task_options': {}})), _FIT_EVAL_BUCKETS[-1],
+                     _FIT_EVAL_BUCKETS[-1], 1)
+    if encodings.get(config.encoding).bounded and config.model.max_position < longest:
+      raise config_lib.ConfigError(
+          f'--device: the roofline fits programs of up to {longest} tokens, beyond '
+          f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
+          f'(cell {sweep_lib.cell_name(overrides)}); raise --config.model.max_position to '
+          f'{longest}, or leave out --device to measure this machine')
   fits = {}
   rows = []
   for overrides, config in zip(cells, configs):

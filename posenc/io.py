@@ -1,5 +1,5 @@
-"""Small file helpers: atomic writes, crash-tolerant JSON-lines logs, and the lock that keeps a
-run directory to one writer.
+"""Small file helpers: atomic writes, crash-tolerant JSON-lines logs, the lock that keeps a
+run directory to one writer, and the full disk (`no_space`).
 
 Every file written here gets the mode an ordinary `open(path, 'w')` gives it, 0666 & ~umask:
 the temporary file of an atomic write is created with mode 0666 and the kernel applies the
@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -27,6 +28,44 @@ from typing import Any, Callable
 
 # The mode of every file posenc creates, before the umask: that of open(path, 'w').
 FILE_MODE = 0o666
+
+
+def _no_check(path: str) -> None:
+  del path
+
+
+# Called with the path of every file about to be written here: the entry points install a
+# check that simulates a full disk at a chosen file (their tests); by default it does nothing.
+before_write: Callable[[str], None] = _no_check
+
+
+def no_space(error: BaseException) -> OSError | None:
+  """The 'no space left on device' (ENOSPC, or EDQUOT: a quota) error behind `error`, if any.
+
+  Libraries wrap it (orbax and tensorstore raise their own errors with the OS message in
+  the text), so the chain of causes is searched and the text read as well; a wrapped
+  error comes back as an OSError without a file name.
+
+  Example:
+    >>> no_space(OSError(errno.ENOSPC, 'No space left on device', 'run/eval.jsonl')).filename
+    'run/eval.jsonl'
+  """
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+      return error
+    if 'No space left on device' in str(error) or 'Disk quota exceeded' in str(error):
+      return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def _raise_named(error: OSError, path: str) -> None:
+  """Raises `error`, naming the file `path` when it names none (a failed write does not)."""
+  if error.filename is None and error.errno is not None:
+    raise OSError(error.errno, error.strerror, path) from error
+  raise error
 
 
 def _create_temporary(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
@@ -57,13 +96,16 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
   fd, tmp = _create_temporary(directory, f'.{os.path.basename(path)}.', '.tmp')
   try:
     with os.fdopen(fd, 'wb') as f:
+      before_write(path)
       f.write(data)
       f.flush()
       os.fsync(f.fileno())
     os.replace(tmp, path)
-  except BaseException:
+  except BaseException as e:
     if os.path.exists(tmp):
       os.unlink(tmp)
+    if isinstance(e, OSError):
+      _raise_named(e, path)
     raise
 
 
@@ -88,10 +130,14 @@ def read_json(path: str) -> Any:
 
 def append_jsonl(path: str, record: dict[str, Any]) -> None:
   """Appends one JSON line and flushes it to disk (a kill leaves at most a torn last line)."""
-  with open(path, 'a') as f:
-    f.write(json.dumps(record) + '\n')
-    f.flush()
-    os.fsync(f.fileno())
+  try:
+    with open(path, 'a') as f:
+      before_write(path)
+      f.write(json.dumps(record) + '\n')
+      f.flush()
+      os.fsync(f.fileno())
+  except OSError as e:
+    _raise_named(e, path)
 
 
 def read_jsonl(path: str, keep: Callable[[dict[str, Any]], bool] = lambda r: True,

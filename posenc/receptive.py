@@ -38,6 +38,9 @@ from posenc.encodings import biases
 from posenc.encodings import families
 
 HORIZONS = (512, 10_000, 10_000_000)
+# The longest horizon the analyses take: ten times the default's longest (its weights are
+# float64 [heads, horizon], 6.4 GB at 8 heads).
+MAX_HORIZON = 10**8
 # A TRF that grows by more than this factor from the middle horizon to the last one has not
 # settled (1/(t+1) grows ~1,000x, 1/(n ln n) ~800x, the fast convergent ones by at most
 # 1.02x; a slowly convergent series such as Σ t^-1.5 grows too, its TRF being ~5.6k keys).

@@ -52,6 +52,32 @@ def cell_name(overrides: dict[str, Any]) -> str:
   return '__'.join(text(overrides[k]).replace('/', '_') for k in keys)
 
 
+def check_grid(base: ml_collections.ConfigDict, grid: Any) -> None:
+  """Raises ConfigError (one line) unless `grid` is a non-empty list of cells, each a dict
+  of overrides with a task and an encoding whose every key names a field of `base`.
+
+  Example: [{'task': 'parity_check', 'encoding': 'none', 'train.stepz': 5}] is refused,
+  naming the cell, 'train.stepz' and the fields of `train`.
+  """
+  if not isinstance(grid, (list, tuple)) or not grid:
+    raise config_lib.ConfigError(f'grid() returned {str(grid)[:40]!r}, not a non-empty list '
+                                 'of cells (dicts of config overrides)')
+  for cell in grid:
+    if not isinstance(cell, dict) or not {'task', 'encoding'} <= set(cell):
+      raise config_lib.ConfigError(f'grid cell {str(cell)[:60]} is not a dict of config '
+                                   'overrides with a task and an encoding')
+    for key in cell:
+      node, parts = base, str(key).split('.')
+      for depth, part in enumerate(parts):
+        where = '.'.join(parts[:depth]) or 'config'
+        if not hasattr(node, 'keys') or part not in node.keys():
+          valid = ', '.join(sorted(node.keys())) if hasattr(node, 'keys') else 'none'
+          raise config_lib.ConfigError(
+              f'grid cell {cell_name(cell)} sets unknown config field {key!r}; valid fields '
+              f'of {where}: {valid}')
+        node = node[part]
+
+
 def select_cells(grid: Sequence[dict[str, Any]], tasks: Sequence[str] | None = None,
                  encodings: Sequence[str] | None = None) -> list[dict[str, Any]]:
   """The cells of `grid` whose task and encoding pass the filters (None keeps all).
@@ -319,6 +345,8 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
       skipped[name] = e.holder
       progress(f'cell {name} skipped: {e}')
     except Exception as e:  # pylint: disable=broad-except
+      if io.no_space(e) is not None:
+        raise  # Every cell would fail: the sweep stops, and this cell resumes on the rerun.
       # A failing cell must not stop the sweep: record it and go on.
       failed += 1
       os.makedirs(workdir, exist_ok=True)
