@@ -65,9 +65,10 @@ class CliServer:
         [sys.executable, os.path.join(ROOT, 'tests', 'scripts', 'cli_server.py')], cwd=ROOT,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-  def run(self, argv, cwd=ROOT) -> subprocess.CompletedProcess:
-    """Runs `python -m argv[0] argv[1:]` in `cwd`."""
-    self.proc.stdin.write(json.dumps({'argv': list(argv), 'cwd': str(cwd)}) + '\n')
+  def run(self, argv, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
+    """Runs `python -m argv[0] argv[1:]` in `cwd`, with `env` added to the environment."""
+    self.proc.stdin.write(json.dumps({'argv': list(argv), 'cwd': str(cwd),
+                                      'env': dict(env or {})}) + '\n')
     self.proc.stdin.flush()
     reply = json.loads(self.proc.stdout.readline())
     return subprocess.CompletedProcess(['python', '-m', *argv], reply['returncode'],

@@ -87,6 +87,12 @@ def test_another_config_is_named(tmp_path):
 
 def test_export_from_the_command_line(cli, tmp_path):
   spec = '--config=experiments/rpe_table1.py:task=parity_check,tiny'
+  # A disk that fills up at the third cell: one line; the rerun completes the set.
+  full = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'],
+                 env={'POSENC_NO_SPACE_AT': 'length_3.npz'})
+  assert full.returncode == 2 and full.stderr.startswith(
+      f'error: no space left on device writing {tmp_path / "set" / "length_3.npz"}: '), full.stderr
+  assert sorted(os.listdir(tmp_path / 'set')) == ['length_1.npz', 'length_2.npz']
   proc = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'])
   assert proc.returncode == 0, proc.stderr
   manifest = json.loads((tmp_path / 'set' / 'manifest.json').read_text())

@@ -1,6 +1,8 @@
 """The command-line surface: the README's examples run as written, every bad input is one
 line with exit status 2 and nothing on disk, and the terminal shows posenc's lines only."""
 
+import hashlib
+import io
 import json
 import os
 import re
@@ -60,15 +62,84 @@ def test_list_parser(text, value):
 
 
 def _bad(tmp_path):
-  """A directory of bad inputs: a file, broken experiment files, an empty directory and a
-  run directory with a broken results.json."""
+  """A directory of bad inputs: a file, broken experiment files, an empty directory, a run
+  directory with a broken results.json, a run without checkpoints (`bare`) and a complete
+  evaluation set (`set_done`)."""
   (tmp_path / 'file').write_text('x')
   (tmp_path / 'broken.py').write_text('def get_config(arg=None):\n  return (\n')
   (tmp_path / 'noconfig.py').write_text('x = 1\n')
   (tmp_path / 'empty').mkdir()
   (tmp_path / 'bad').mkdir()
   (tmp_path / 'bad' / 'results.json').write_text('{not json')
+  (tmp_path / 'bare').mkdir()
+  (tmp_path / 'bare' / 'config.json').write_text(json.dumps(_tiny_config_json()))
+  (tmp_path / 'set_done').mkdir()
+  (tmp_path / 'set_done' / 'manifest.json').write_text('{}')
   return tmp_path
+
+
+def _tiny_config_json():
+  from experiments import rpe_table1
+  from posenc import config as config_lib
+  return config_lib.as_json(rpe_table1.get_config('task=parity_check,tiny'))
+
+
+GRID_FILES = {
+    'grid_raises.py': 'def grid(arg=None):\n  raise RuntimeError("no grid today")\n',
+    'grid_unknown.py': ('def grid(arg=None):\n  return [{"task": "parity_check", '
+                        '"encoding": "none", "train.stepz": 5}]\n'),
+    'grid_empty.py': 'def grid(arg=None):\n  return []\n',
+}
+
+
+@pytest.fixture(scope='module')
+def fixtures(tmp_path_factory):
+  """Shared, read-only inputs: experiment files whose grid() is broken, and evaluation sets
+  of TINY whose manifest or files are malformed (each fails at its first cell)."""
+  import numpy as np
+  from experiments import rpe_table1
+  from posenc import config as config_lib
+  from posenc.evaluate import frozen
+  from posenc.evaluate import range as range_protocol
+  root = tmp_path_factory.mktemp('fixtures')
+  for name, text in GRID_FILES.items():
+    (root / name).write_text('from experiments import sweep_tiny\n'
+                             'get_config = sweep_tiny.get_config\n' + text)
+  config = rpe_table1.get_config('task=parity_check,tiny')
+  spec = range_protocol.example_specs(config, config_lib.task_of(config))['length_1']
+
+  def npz(arrays):
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+  right = {k: np.zeros(shape, dtype) for k, (shape, dtype) in spec.items()}
+  files = {'good': npz(right), 'replaced': b'not an npz archive',
+           'renamed': npz({('x' + k if k == 'inputs' else k): v for k, v in right.items()}),
+           'wider': npz({**right, 'inputs': np.zeros((2, 8, 12), np.int32)})}
+
+  def write(name, manifest, data=files['good']):
+    directory = root / 'sets' / name
+    directory.mkdir(parents=True)
+    (directory / 'length_1.npz').write_bytes(data)
+    (directory / frozen.MANIFEST).write_text(json.dumps(manifest))
+
+  def manifest(data=files['good'], **cell):
+    entry = {'cell': 'length_1', 'file': 'length_1.npz',
+             'sha256': hashlib.sha256(data).hexdigest(), **cell}
+    return {'schema_version': frozen.SCHEMA_VERSION, 'protocol': 'range',
+            'fields': frozen.manifest_fields(config, range_protocol.EXAMPLE_FIELDS),
+            'cells': [{k: v for k, v in entry.items() if v is not None}]}
+
+  write('list', [])
+  write('null', None)
+  write('fields_list', {**manifest(), 'fields': ['task']})
+  write('cells_5', {**manifest(), 'cells': 5})
+  write('no_sha256', manifest(sha256=None))
+  write('points_elsewhere', manifest(file='length_12.npz'))
+  for name in ('replaced', 'renamed', 'wider'):
+    write(name, manifest(files[name]), files[name])
+  return root
 
 
 ARITH = '--config=experiments/abacus_arithmetic.py:tiny'
@@ -134,7 +205,47 @@ TRAIN_CASES = [
     ([TINY, '--workdir=/proc/nonexistent/x'], 'cannot be created or written'),
     ([TINY, '--workdir={tmp}/file'], 'is a file, not a directory'),
     ([TINY, '--workdir={tmp}/file/below'], 'cannot be created or written'),
+    (['--config='], '--config= names no experiment file, e.g. --config=experiments/'),
+    ([TINY, '--config.seeds='], 'seeds is empty; give at least one seed'),
+    ([TINY, '--config.model.max_position=100000000000'], 'model.max_position=100000000000 '
+     'exceeds the limit of 1,048,576 (posenc.config.MAX_LENGTH'),
+    ([TINY, '--config.train.steps=100000000000000000000'], 'train.steps=100000000000000000000 '
+     'exceeds the limit of 1,000,000,000 (posenc.config.MAX_STEPS'),
+    ([TINY, '--config.eval.max_length=2000000'], 'eval.max_length=2000000 exceeds the limit'),
+    ([TINY, '--config.train.weight_decay=nan'], 'train.weight_decay=nan must be a finite number'),
+    ([TINY, '--config.train.max_grad_norm=-1'], 'train.max_grad_norm=-1.0 must be a positive '
+     'finite number'),
+    ([TINY, '--config.train.max_grad_norm=nan'], 'train.max_grad_norm=nan must be a positive'),
+    ([TINY, '--config.model.temperature_beta=nan'], 'model.temperature_beta=nan must be a '
+     'finite number'),
+    ([TINY, '--config.eval.stride=-3'], 'eval.stride=-3 must be a positive integer'),
+    ([TINY, '--config.data_seed=-1'], 'data_seed=-1 must be an integer in 0..2^32-1'),
+    ([TINY, '--config.eval.seed=-1'], 'eval.seed=-1 must be an integer in 0..2^32-1'),
+    ([TINY, '--config.eval.lengths=[2,4]'], 'the evaluation lengths (eval.lengths [2, 4]) are '
+     'all within train.max_length=8'),
+    ([TINY, '--config.eval.max_length=8'], 'the evaluation lengths (1..eval.max_length=8) are '
+     'all within train.max_length=8'),
+    (['--config=experiments/sorting_hints.py:tiny', '--config.eval.lengths=[4,6]'],
+     'eval.lengths [4, 6] are all within train.max_length=6'),
 ]
+
+# Evaluation sets (eval.from_files) whose manifest or files are malformed: see `fixtures`.
+FROM_FILES_CASES = [
+    ('list', 'manifest.json: holds [], not a JSON object'),
+    ('null', 'manifest.json: holds null, not a JSON object'),
+    ('fields_list', 'manifest.json: fields is ["task"], not a JSON object'),
+    ('cells_5', 'manifest.json: cells is 5, not a JSON list'),
+    ('no_sha256', 'manifest.json: cell length_1 has no sha256'),
+    ('points_elsewhere', "cell length_1 names the file 'length_12.npz', not its own "
+     'length_1.npz'),
+    ('replaced', 'replaced/length_1.npz is not an .npz archive of arrays'),
+    ('renamed', 'renamed/length_1.npz holds the arrays length, mask, output_length, '
+     'output_valid, targets, xinputs, not those of cell length_1'),
+    ('wider', 'wider/length_1.npz: array inputs is int32 [2, 8, 12], not the int32 [2, 8, 6] '
+     'of cell length_1'),
+]
+TRAIN_CASES += [([TINY, f'--config.eval.from_files={{fixtures}}/sets/{name}'], needle)
+                for name, needle in FROM_FILES_CASES]
 
 
 SWEEP_CASES = [
@@ -160,15 +271,46 @@ SWEEP_CASES = [
      'train.steps_per_dispatch=0 must be a positive integer'),
     (['--config=experiments/sweep_tiny.py', '--config.model.dtype=float16'],
      "unknown model.dtype 'float16'; valid: float32, bfloat16"),
+    (['--config={fixtures}/grid_raises.py'], 'grid_raises.py: grid() failed: RuntimeError: no '
+     'grid today'),
+    (['--config={fixtures}/grid_unknown.py'], "grid cell parity_check__none__5 sets unknown "
+     "config field 'train.stepz'; valid fields of train: batch_size"),
+    (['--config={fixtures}/grid_empty.py'], "grid() returned '[]', not a non-empty list"),
+    (['--config=experiments/sweep_tiny.py', '--cost', '--cost_steps=0'],
+     '--cost_steps=0 must be a positive integer'),
+    (['--config=experiments/sweep_tiny.py', '--cost', '--device=H100'],
+     "beyond model.max_position=64 of encoding 'randomized_relative' (cell "
+     'parity_check__randomized_relative); raise --config.model.max_position to 1024'),
+    (['--config=experiments/sweep_tiny.py', '--distributed', '--num_processes=0'],
+     '--num_processes=0 must be a positive integer'),
+    (['--config=experiments/sweep_tiny.py', '--distributed', '--num_processes=1',
+      '--process_id=5'], '--process_id=5 is not a process of --num_processes=1 (0..0)'),
+    (['--config=experiments/sweep_tiny.py', '--status', '--workdir={tmp}/file'],
+     '--workdir={tmp}/file is a file, not a sweep directory'),
+    (['--config=experiments/sweep_tiny.py', '--config.train.steps=100000000000000000000'],
+     'exceeds the limit of 1,000,000,000'),
+    (['--config=experiments/sweep_tiny.py', '--config.eval.lengths=[1]'],
+     'are all within train.max_length=8'),
 ]
 
 
+# Run in {tmp}: an --out that named the working directory would write there.
+RANGE_RUNS = '{root}/tests/data/results_v1/range'
 REPORT_CASES = [
     (['{tmp}/nowhere'], 'no such file or directory'),
     (['{tmp}/empty'], 'no results.json'),
     (['{tmp}/bad'], 'no well-formed run'),
     (['{tmp}/bad', '--out={tmp}/file'], 'is a file, not a directory'),
     (['{tmp}/bad', '--bogus'], 'unrecognized arguments: --bogus'),
+    ([RANGE_RUNS, '--out='], '--out is empty; give a directory'),
+    ([RANGE_RUNS, '--out={tmp}/file/below'], '--out={tmp}/file/below cannot be created: '
+     '{tmp}/file is a file, not a directory'),
+    ([RANGE_RUNS, '--success_threshold=0.5'], '--success_threshold=0.5 needs --scorecard'),
+    ([RANGE_RUNS, '--perplexity_tolerance=0.2'], '--perplexity_tolerance=0.2 needs --scorecard'),
+    ([RANGE_RUNS, '--scorecard', '--length_threshold=2'], '--length_threshold=2.0 must be in '
+     '(0, 1]'),
+    ([RANGE_RUNS, '--scorecard', '--perplexity_tolerance=nan'], '--perplexity_tolerance=nan '
+     'must be a finite number >= 0'),
 ]
 
 
@@ -184,6 +326,64 @@ BENCH_CASES = [
     (['generate', '--answer_lengths=0'], '--answer_lengths=0 must be comma-separated'),
     (['generate', '--batch=0'], '--batch=0 must be a positive integer'),
     (['generate', '--encoding=nope'], "unknown encoding 'nope'"),
+    (['forward', '--sub_batch=0', '--out={tmp}/x.json'], '--sub_batch=0 must be an integer >= 1'),
+    (['forward', '--batch=-1', '--out={tmp}/x.json'], '--batch=-1 must be an integer >= 1'),
+    (['forward', '--length=0', '--out={tmp}/x.json'], '--length=0 must be an integer >= 1'),
+    (['samplers', '--batch_size=0', '--out={tmp}/x.json'], '--batch_size=0 must be an integer'),
+    (['samplers', '--repeats=0', '--out={tmp}/x.json'], '--repeats=0 must be an integer >= 1'),
+    (['samplers', '--calls=-2', '--out={tmp}/x.json'], '--calls=-2 must be an integer >= 1'),
+    (['generate', '--train_steps=-1', '--out={tmp}/x.json'], '--train_steps=-1 must be an '
+     'integer >= 0'),
+    (['train', '--steps=0', '--out={tmp}/x.json'], '--steps=0 must be an integer >= 1'),
+    (['scale', '--steps=-1', '--out={tmp}/x.json'], '--steps=-1 must be an integer >= 1'),
+    (['scale', '--cost_steps=0', '--out={tmp}/x.json'], '--cost_steps=0 must be an integer'),
+]
+
+
+ANALYZE_CASES = [
+    (['nope'], "unknown analysis 'nope'; valid: trf"),
+    (['trf', '--encodings=', '--out={tmp}/o'], "--encodings='' names no encoding"),
+    (['trf', '--horizons=2,100000000000', '--out={tmp}/o'], '--horizons=2,100000000000: '
+     '100,000,000,000 exceeds the limit of 100,000,000'),
+    (['trf', '--num_heads=100000', '--out={tmp}/o'], '--num_heads=100000 at horizon '
+     '10,000,000 needs 7450.6 GiB'),
+    (['trf', '--out={tmp}/file'], '--out={tmp}/file is a file, not a directory'),
+    (['trf', '--out={tmp}/file/below'], '--out={tmp}/file/below cannot be created: {tmp}/file '
+     'is a file'),
+    (['erf', '--workdir={tmp}/bare', '--out={tmp}/o'], '{tmp}/bare has no checkpoint to '
+     'analyse (train it first)'),
+    (['erf', '--workdir={tmp}/nowhere', '--out={tmp}/o'], 'holds no run (no config.json)'),
+    (['erf', '--workdir={tmp}/bare', '--out={tmp}/file/below'], 'cannot be created'),
+    (['erf', '--workdir={tmp}/bare', '--eps=2', '--out={tmp}/o'], 'every ε must lie in (0, 1)'),
+    (['attention_maps', '--workdir={tmp}/bare', '--lengths=0', '--out={tmp}/o'],
+     '--lengths=0 must be comma-separated positive integers'),
+    (['attention_maps', '--workdir={tmp}/bare', '--out={tmp}/file/below'], 'cannot be created'),
+    (['activation_pca', '--workdir={tmp}/bare', '--out={tmp}/file/below'], 'cannot be created'),
+    (['position_probe', '--workdir={tmp}/bare', '--steps=0', '--out={tmp}/o'],
+     '--steps=0 must be a positive integer'),
+    (['prefix_shuffle', '--workdir={tmp}/bare', '--length=1', '--out={tmp}/o'],
+     '--length=1 must be an integer >= 2'),
+    (['intervene', '{tmp}/bare', '--intervention=yarn', '--out={tmp}/o'],
+     '{tmp}/bare has no checkpoint (train it first)'),
+    (['intervene', '{tmp}/bare', '--intervention=yarn', '--out={tmp}/file/below'],
+     'cannot be created'),
+]
+
+
+EXPORT_CASES = [
+    ([TINY], '--out is required'),
+    (['--config=', '--out={tmp}/set'], '--config= names no experiment file'),
+    ([TINY, '--out={tmp}/file'], '--out={tmp}/file is a file, not a directory'),
+    ([TINY, '--out={tmp}/file/set'], '--out={tmp}/file/set cannot be created: {tmp}/file is a '
+     'file'),
+    ([TINY, '--out={tmp}/set_done'], '--out={tmp}/set_done already holds an evaluation set'),
+    ([TINY, '--out={tmp}/set', '--config.eval.from_files={tmp}/set_done'], 'exporting draws '
+     'the examples; leave it empty'),
+    ([TINY, '--out={tmp}/set', '--config.eval.lengths=[2,4]'], 'are all within '
+     'train.max_length=8'),
+    ([TINY, '--out={tmp}/set', '--config.eval.seed=-1'], 'eval.seed=-1 must be an integer'),
+    ([TINY, '--out={tmp}/set', '--config.eval.bucket_size=0'], 'eval.bucket_size=0 must be a '
+     'positive integer'),
 ]
 
 
@@ -205,17 +405,20 @@ def test_main_job_prints_no_library_log_lines(tmp_path):
 # Each entry point with the arguments it always gets.
 ENTRY_POINTS = {'train': ['launch.train', '--workdir={tmp}/run'],
                 'sweep': ['launch.sweep', '--workdir={tmp}/sweep'],
-                'report': ['launch.report'], 'bench': ['launch.bench']}
+                'report': ['launch.report'], 'bench': ['launch.bench'],
+                'analyze': ['launch.analyze'], 'export': ['launch.export_eval_set']}
 CASES = [(entry, args, needle) for entry, cases in (
     ('train', TRAIN_CASES), ('sweep', SWEEP_CASES), ('report', REPORT_CASES),
-    ('bench', BENCH_CASES)) for args, needle in cases]
+    ('bench', BENCH_CASES), ('analyze', ANALYZE_CASES), ('export', EXPORT_CASES))
+         for args, needle in cases]
 
 
 def _help_commands() -> list[list[str]]:
   from launch import analyze
   from launch import bench
   return ([['launch.train'], ['launch.sweep'], ['launch.report'], ['launch.analyze'],
-           ['launch.bench'], ['launch.export_eval_set']] + [['launch.analyze', name] for name in analyze.ANALYSES]
+           ['launch.bench'], ['launch.export_eval_set']]
+          + [['launch.analyze', name] for name in analyze.ANALYSES]
           + [['launch.bench', name] for name in bench.available()])
 
 
@@ -228,12 +431,67 @@ def test_help_prints_usage_and_exits_0(cli, command):
   assert command[-1].split('.')[-1] in proc.stdout
 
 
+def _files(directory):
+  return sorted(p.relative_to(directory) for p in directory.rglob('*'))
+
+
 @pytest.mark.parametrize('entry, args, needle', CASES)
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, entry, args, needle):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, fixtures, entry, args,
+                                                         needle):
   tmp = _bad(tmp_path)
-  before = sorted(p.relative_to(tmp) for p in tmp.rglob('*'))
-  proc = cli.run([a.format(tmp=tmp) for a in ENTRY_POINTS[entry] + args])
+  names = {'tmp': tmp, 'fixtures': fixtures, 'root': ROOT}
+  before, shared = _files(tmp), _files(fixtures)
+  # The report runs in {tmp}: an --out that named the working directory would write there.
+  proc = cli.run([a.format(**names) for a in ENTRY_POINTS[entry] + args],
+                 cwd=tmp if entry == 'report' else ROOT)
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
+  needle = needle.format(**names)
   assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
-  assert sorted(p.relative_to(tmp) for p in tmp.rglob('*')) == before
+  assert _files(tmp) == before and _files(fixtures) == shared
+
+
+# A full disk at a chosen file (launch.common.NO_SPACE_AT): one line naming the file and what
+# is kept, exit status 2, no temporary file left. Each fails before anything is compiled
+# but the export, which draws its first cells.
+NO_SPACE_CASES = [
+    (['launch.train', TINY, '--workdir={tmp}/run'], 'config.json',
+     'writing {tmp}/run/config.json: no checkpoint was written yet (the rerun starts from step '
+     '0); free space and rerun the same command'),
+    (['launch.sweep', '--config=experiments/sweep_tiny.py', '--workdir={tmp}/sweep'],
+     'shard-*.json', 'writing {tmp}/sweep/index/shard-0-of-1.json: the complete cells are kept'),
+    (['launch.report', RANGE_RUNS, '--out={tmp}/report'], 'table1.md',
+     'writing {tmp}/report/table1.md: the files written before it are whole'),
+    (['launch.analyze', 'trf', '--encodings=type2', '--horizons=64,512', '--out={tmp}/trf'],
+     'trf.json', 'writing {tmp}/trf/trf.json: the files written before it are whole'),
+    (['launch.export_eval_set', TINY, '--out={tmp}/set'], 'length_2.npz',
+     'writing {tmp}/set/length_2.npz: the cells written so far are kept; manifest.json, '
+     'written last, marks the set complete'),
+]
+
+
+@pytest.mark.parametrize('argv, at, needle', NO_SPACE_CASES, ids=lambda x: str(x)[:24])
+def test_a_full_disk_is_one_line_naming_the_file(cli, tmp_path, argv, at, needle):
+  names = {'tmp': tmp_path, 'root': ROOT}
+  proc = cli.run([a.format(**names) for a in argv], env={common.NO_SPACE_AT: at})
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1, lines
+  assert lines[0].startswith('error: no space left on device ' + needle.format(**names)), lines
+  assert not [p for p in tmp_path.rglob('*.tmp')], 'a temporary file was left behind'
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_a_full_disk_resumes_and_ends_equal(cli, tmp_path):
+  args = [TINY, '--config.seeds=[0]', '--config.eval.lengths=[4,10]']
+  proc = cli.run(['launch.train', *args, f'--workdir={tmp_path / "run"}'],
+                 env={common.NO_SPACE_AT: 'eval.jsonl'})
+  assert proc.returncode == 2 and proc.stderr.strip() == (
+      f'error: no space left on device writing {tmp_path / "run" / "eval.jsonl"}: the last '
+      'checkpoint (step 20) is kept and the rerun resumes from it; free space and rerun the '
+      'same command'), proc.stderr
+  for workdir in ('run', 'whole'):
+    proc = cli.run(['launch.train', *args, f'--workdir={tmp_path / workdir}'])
+    assert proc.returncode == 0, proc.stderr
+  members = lambda d: json.loads((tmp_path / d / 'results.json').read_text())['members']
+  assert members('run') == members('whole')
