@@ -127,7 +127,8 @@ def _enumerated_p(a, b):
 @pytest.mark.parametrize('a, b, test', [
     ([0.91, 0.95, 0.97, 0.99, 1.0], [0.5, 0.62, 0.7, 0.93], 'Mann-Whitney, exact'),
     ([0.3, 0.5, 0.8, 0.9], [0.4, 0.6, 0.7, 0.75, 0.85], 'Mann-Whitney, exact'),
-    ([1.0, 1.0, 0.9, 0.8], [1.0, 0.7, 0.7, 0.6], 'Mann-Whitney, permutation, all 70 splits '
+    ([1.0, 1.0, 0.9, 0.8], [1.0, 0.7, 0.7, 0.6], 'Mann-Whitney, exact permutation test (ties)'),
+    ([0.5, 0.5, 0.9, 0.9, 0.2], [0.5, 0.9, 0.1, 0.1], 'Mann-Whitney, exact permutation test '
      '(ties)')])
 def test_rank_test_is_exact_against_every_split(a, b, test):
   observed, p = _enumerated_p(a, b)
@@ -142,9 +143,13 @@ def test_rank_test_of_complete_separation_at_12_and_16_members():
     result = sc.rank_test(np.arange(n) + n, np.arange(n))
     assert result['u'] == n * n == result['u_max']
     assert result['p_value'] == pytest.approx(2 / math.comb(2 * n, n))
-  ties = sc.rank_test([1.0] * 12, [0.5] * 6 + [0.6] * 6)  # Too many splits: random ones.
-  assert ties['test'] == 'Mann-Whitney, permutation, 20,000 random splits (ties)'
-  assert ties['p_value'] < 1e-3
+  # With ties inside each group the separation is as rare: exactly one split of each sign.
+  ties = sc.rank_test([1.0] * 8 + [0.9] * 8, [0.5] * 8 + [0.6] * 8)
+  assert ties['test'] == 'Mann-Whitney, exact permutation test (ties)'
+  assert ties['p_value'] == pytest.approx(2 / math.comb(32, 16))
+  many = sc.rank_test([1.0] * 60, [0.5] * 30 + [0.6] * 31)  # Past 100 members: random splits.
+  assert many['test'] == 'Mann-Whitney, permutation test, 20,000 random splits (ties)'
+  assert many['p_value'] < 1e-3
 
 
 def test_longest_at_the_last_evaluated_length_is_a_lower_bound():
@@ -257,7 +262,7 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
   bad = cli.run(['launch.report', 'tests/data/results_v1', f'--out={tmp_path / "bad"}',
                  '--scorecard', '--length_threshold=2'])
   assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-  assert 'length threshold 2.0 must be in (0, 1]' in bad.stderr
+  assert '--length_threshold=2.0 must be in (0, 1]' in bad.stderr
   assert not pathlib.Path(tmp_path / 'bad').exists()
 
 

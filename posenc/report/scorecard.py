@@ -26,9 +26,9 @@ data orders where the population varies them, `config.data_seeds`):
 - pairwise comparisons of the columns of one task, family and learning rate: the
   difference of mean scores with its bootstrap 95% interval, and the two-sided
   Mann-Whitney U test of a against b, U counting the pairs a wins (ties half) out of
-  n_a n_b: exact without ties (scipy's exact null distribution), a permutation test of U
-  with ties (every split when there are at most `EXACT_SPLITS`, else `PERMUTATIONS`
-  random ones); the test used is named in each comparison.
+  n_a n_b, its p-value exact (scipy's exact null distribution without ties, the exact
+  permutation distribution with ties, counted by rank sums); the test used is named in
+  each comparison.
 
 Intervals of means are percentile bootstraps of 2,000 resamples from a fixed generator
 (`np.random.default_rng(0)`), so a scorecard is reproducible; with one member there is no
@@ -61,9 +61,9 @@ from posenc.report import load
 SCHEMA_VERSION = 2
 FILE_JSON, FILE_MD = 'scorecard.json', 'scorecard.md'
 RESAMPLES = 2000
-# The rank test with ties: an exact permutation test over every split of the pooled scores
-# up to this many splits (12 + 12 members have 2.7 million), else this many random ones.
-EXACT_SPLITS = 200_000
+# The rank test with ties: exact over every split of the pooled scores, counted by rank sums,
+# up to this many members in all; past it, this many random splits.
+EXACT_MEMBERS = 100
 PERMUTATIONS = 20_000
 
 
@@ -144,35 +144,55 @@ def success_interval(successes: int, n: int) -> list[float] | None:
   return [float(ci.low), float(ci.high)]
 
 
+def tied_rank_sum_p(a: Sequence[float], b: Sequence[float]) -> float:
+  """The exact two-sided p-value of a's rank sum (midranks for ties) over every split of the
+  pooled scores into groups of len(a) and len(b): twice the smaller tail, at most 1.
+
+  The splits are counted by rank sum, not listed: count[k, s] is the number of k-subsets of
+  the pooled midranks (doubled, so integers) summing to s, built one score at a time; 12 +
+  12 members (2.7 million splits) take a [13, 601] table.
+
+  Example: tied_rank_sum_p([1, 1, 0.9, 0.8], [1, 0.7, 0.7, 0.6]) -> 0.143 (about).
+  """
+  pooled = np.concatenate([np.asarray(a, np.float64), np.asarray(b, np.float64)])
+  doubled = np.rint(2 * stats.rankdata(pooled)).astype(np.int64)
+  n_a, total = len(a), int(doubled.sum())
+  count = np.zeros((n_a + 1, total + 1))
+  count[0, 0] = 1.0
+  for r in doubled:
+    count[1:, r:] = count[1:, r:] + count[:-1, :total + 1 - r]
+  dist = count[n_a] / count[n_a].sum()
+  observed = int(doubled[:n_a].sum())
+  return float(min(1.0, 2 * min(dist[:observed + 1].sum(), dist[observed:].sum())))
+
+
 def rank_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
   """The two-sided Mann-Whitney U test of a against b: U (the pairs a wins, ties counted
   half) out of n_a n_b, its p-value and the test used.
 
-  Without ties the p-value is exact; with ties it is a permutation test of U, exact over
-  every split of the pooled scores when there are at most `EXACT_SPLITS` of them, else
-  from `PERMUTATIONS` random splits (a fixed generator, so reproducible).
+  The p-value is exact: without ties scipy's exact null distribution; with ties the
+  permutation distribution over every split of the pooled scores (`tied_rank_sum_p`), up to
+  `EXACT_MEMBERS` members, past which `PERMUTATIONS` random splits (a fixed generator).
 
   Example: rank_test(range(12), range(12, 24)) -> U = 0 of 144, p = 7.4e-7 ('exact').
   """
   a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
   pooled = np.concatenate([a, b])
   u = float(stats.mannwhitneyu(a, b, method='asymptotic').statistic)
+  out = {'u': u, 'u_max': len(a) * len(b)}
   if min(len(a), len(b)) < 2:
-    # One member against the rest says nothing a rank test could (p >= 2 / (n + 1)).
-    return {'u': u, 'u_max': len(a) * len(b), 'p_value': None,
-            'test': 'none (a column with one member)'}
+    # One member against the rest says little a rank test could (p >= 2 / (n + 1)).
+    return {**out, 'p_value': None, 'test': 'none (a column with one member)'}
   if len(np.unique(pooled)) == len(pooled):
-    test, method = stats.mannwhitneyu(a, b, alternative='two-sided', method='exact'), 'exact'
-  else:
-    splits = math.comb(len(pooled), len(a))
-    if splits <= EXACT_SPLITS:
-      resamples, method = splits, f'permutation, all {splits:,} splits (ties)'
-    else:
-      resamples, method = PERMUTATIONS, f'permutation, {PERMUTATIONS:,} random splits (ties)'
-    test = stats.mannwhitneyu(a, b, alternative='two-sided', method=stats.PermutationMethod(
-        n_resamples=resamples, rng=np.random.default_rng(0)))
-  return {'u': u, 'u_max': len(a) * len(b), 'p_value': float(test.pvalue),
-          'test': f'Mann-Whitney, {method}'}
+    p = stats.mannwhitneyu(a, b, alternative='two-sided', method='exact').pvalue
+    return {**out, 'p_value': float(p), 'test': 'Mann-Whitney, exact'}
+  if len(pooled) <= EXACT_MEMBERS:
+    return {**out, 'p_value': tied_rank_sum_p(a, b),
+            'test': 'Mann-Whitney, exact permutation test (ties)'}
+  test = stats.mannwhitneyu(a, b, alternative='two-sided', method=stats.PermutationMethod(
+      n_resamples=PERMUTATIONS, rng=np.random.default_rng(0)))
+  return {**out, 'p_value': float(test.pvalue),
+          'test': f'Mann-Whitney, permutation test, {PERMUTATIONS:,} random splits (ties)'}
 
 
 def longest_generalized(curve: Mapping[int, float], passes: Callable[[float], bool]) -> int:
@@ -407,8 +427,8 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
            f'{t["length"] * 100:g}% (perplexity: within the tolerance), with its ratio to the '
            'training length; "≥ n" is a lower bound: members that pass every evaluated '
            'length are counted at the longest one. Rank tests: two-sided Mann-Whitney U '
-           '(U = the pairs A wins, ties half, of n_A × n_B), exact without ties, a '
-           'permutation test with ties.', '']
+           '(U = the pairs A wins, ties half, of n_A × n_B), exact (with ties: the exact '
+           'permutation test).', '']
   for task in sorted({r['task'] for r in card['rows']}):
     rows = [r for r in card['rows'] if r['task'] == task]
     lower = not rows[0]['higher_is_better']
