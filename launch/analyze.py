@@ -34,7 +34,7 @@ prefix_shuffle: a language model's loss at a token with the tokens before it in 
 and shuffled (Haviv et al. App. B), on held-out text: DIR/prefix_shuffle.json.
 intervene RUN --intervention=NAME[:k=v,...]: the run's metric by length (every member,
 its own evaluation protocol) before and after a test-time intervention on its saved
-weights (posenc/interventions.py: position_interpolation, ntk, yarn [scale,
+weights (posenc/interventions.py: position_interpolation, ntk, yarn and yarn_paper [scale,
 original_length], scalable_softmax [s], ordered_positions, slope_scale [scale]):
 DIR/intervene_NAME.json and .md.
 
@@ -409,7 +409,7 @@ def _dispatch(argv: Sequence[str]) -> None:
     parser.add_argument('--workdir', default='', help='a trained run directory')
     parser.add_argument('--intervention', required=True,
                         help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
-                             'scalable_softmax, ordered_positions, slope_scale')
+                             'yarn_paper, scalable_softmax, ordered_positions, slope_scale')
     parser.add_argument('--out', default='analysis/intervene')
     intervene_main(parser.parse_args(argv[1:]))
     return
