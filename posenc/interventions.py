@@ -285,6 +285,24 @@ def _json_curves(curves: list[dict[int, float]]) -> list[dict[str, float | None]
   return [{str(n): None if not math.isfinite(v) else v for n, v in c.items()} for c in curves]
 
 
+def past_training(result: Mapping[str, Any]) -> dict[str, Any] | None:
+  """Before and after over the lengths past training: each member's mean over them, then
+  their mean and sample sd over the members that did not diverge (None without such a
+  length or member)."""
+  lengths = sorted(int(n) for n in result['before']['mean'] if int(n) > result['train_length'])
+  alive = [i for i, m in enumerate(result['members']) if not m['diverged']]
+  if not lengths or not alive:
+    return None
+
+  def stats_of(side):
+    scores = [np.mean([side['members'][i][str(n)] for n in lengths]) for i in alive]
+    return {'mean': float(np.mean(scores)),
+            'sd': float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
+
+  return {'lengths': lengths, 'members': len(alive), 'before': stats_of(result['before']),
+          'after': stats_of(result['after'])}
+
+
 def markdown(result: Mapping[str, Any]) -> str:
   """Before and after by length (mean over the members that did not diverge)."""
   params = ', '.join(f'{k}={v:g}' for k, v in result['params'].items()) or 'no parameters'
@@ -292,8 +310,14 @@ def markdown(result: Mapping[str, Any]) -> str:
   scale, digits = (100, 1) if higher else (1, 3)
   lines = [f'# {result["intervention"]} ({params}) on {result["task"]} / {result["encoding"]}',
            '', f'{result["metric"]}{" (%)" if higher else ""} by length, mean over the '
-           f'members that did not diverge; trained up to length {result["train_length"]}.', '',
-           '| length | before | after | change |', '|---|---|---|---|']
+           f'members that did not diverge; trained up to length {result["train_length"]}.', '']
+  summary = past_training(result)
+  if summary:
+    text = lambda s: f'{s["mean"] * scale:.{digits}f} ± {s["sd"] * scale:.{digits}f}'
+    lines += [f'Past training (lengths {summary["lengths"][0]}–{summary["lengths"][-1]}, each '
+              f'member\'s mean, then mean ± sd over {summary["members"]} members): before '
+              f'{text(summary["before"])}, after {text(summary["after"])}.', '']
+  lines += ['| length | before | after | change |', '|---|---|---|---|']
   for n, b in result['before']['mean'].items():
     a = result['after']['mean'].get(n)
     if b is None or a is None:
