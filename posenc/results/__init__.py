@@ -5,8 +5,11 @@ family, parameters, training, versions, compile counts, timing, devices, config)
 evaluation record, the protocol's (`RangeResults`, `GridResults`, `LengthsResults`,
 `PerplexityResults`; a protocol names its record as `Protocol.results`). Each record has
 `to_json()` and `from_json(data, where)`; `Results.from_json` picks the evaluation record by
-results.json's `evaluation` from the `kinds` it is given ({name: record class}, from the
-protocol registry), so this module knows no protocol by name.
+results.json's `evaluation` from the `kinds` it is given ({name: record class}): by default
+`KINDS`, every record here, so a reader (the report) needs no protocol registry; the
+protocols register the same classes (`posenc.evaluate.kinds()`, which a protocol added
+inside a test extends). The records also choose the metric a member is read in
+(`Evaluation.metric_of`, `score_of`, `curve`): every reader reads members through them.
 
 Versions (`schema_version`, the first field of the file):
   1  files without the field: everything posenc wrote before the field existed. Read by
@@ -23,7 +26,7 @@ JSON keys are strings; the records key lengths and cells by integers: a range me
 {'41': 0.9} reads as {41: 0.9}, a grid member's {'3,5': 1.0} as {(3, 5): 1.0}.
 
 Example:
-  >>> record = read('runs/rs/results.json', {'range': RangeResults})  # doctest: +SKIP
+  >>> record = read('runs/rs/results.json')  # doctest: +SKIP
   >>> record.task, record.evaluation.members[0].accuracy_by_length[41]
   ('reverse_string', 0.93)
   >>> record.to_json()['schema_version']
@@ -36,18 +39,21 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
-from posenc.results.evaluations import (Evaluation, GridResults, LengthsResults,
+from posenc.results.evaluations import (METRICS, Evaluation, GridResults, LengthsResults,
                                         PerplexityResults, RangeResults)
 from posenc.results.members import (GridMember, LengthsMember, Member, PerplexityMember,
-                                    RangeMember, SchemaError, require)
+                                    RangeMember, SchemaError, finite_curve, require)
 
-__all__ = ['SCHEMA_VERSION', 'VERSIONS', 'SchemaError', 'require', 'Member', 'RangeMember',
-           'GridMember', 'LengthsMember', 'PerplexityMember', 'Evaluation', 'RangeResults',
-           'GridResults', 'LengthsResults', 'PerplexityResults', 'Results', 'upgrade_v1',
-           'read', 'best_score']
+__all__ = ['SCHEMA_VERSION', 'VERSIONS', 'KINDS', 'METRICS', 'SchemaError', 'require',
+           'finite_curve', 'Member', 'RangeMember', 'GridMember', 'LengthsMember',
+           'PerplexityMember', 'Evaluation', 'RangeResults', 'GridResults', 'LengthsResults',
+           'PerplexityResults', 'Results', 'upgrade_v1', 'read', 'best_score']
 
 SCHEMA_VERSION = 2
 VERSIONS = (1, 2)
+# Every evaluation record by results.json's `evaluation`, in the protocols' order.
+KINDS: dict[str, type] = {kind.evaluation: kind for kind in (
+    RangeResults, GridResults, LengthsResults, PerplexityResults)}
 
 # ---------------------------------------------------------------------------------------------
 # The whole file.
@@ -94,8 +100,8 @@ class Results:
             **{k: getattr(self, k) for k in _TAIL}}
 
   @classmethod
-  def from_json(cls, data: Any, kinds: Mapping[str, type], where: str = 'results.json'
-                ) -> Results:
+  def from_json(cls, data: Any, kinds: Mapping[str, type] = KINDS,
+                where: str = 'results.json') -> Results:
     """Reads any version (`upgrade_v1` for files without `schema_version`).
 
     Raises:
@@ -159,7 +165,7 @@ def upgrade_v1(data: Mapping[str, Any], kinds: Mapping[str, type], where: str
   return data
 
 
-def read(path: str | os.PathLike[str], kinds: Mapping[str, type]) -> Results:
+def read(path: str | os.PathLike[str], kinds: Mapping[str, type] = KINDS) -> Results:
   """The Results of the results.json at `path` (`Results.from_json`).
 
   Raises:

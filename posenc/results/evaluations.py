@@ -1,10 +1,17 @@
 """The evaluation records of results.json, one per protocol: what each protocol measured
-for every member, and what the scorecard reads of it (`curve`, `metric`, `score_basis`).
+for every member, and how every reader reads it: the metric (`metrics`, `metric_of`), a
+member's score and curve in it (`score_of`, `curve`) and what the score is taken over
+(`score_basis`). The metric is chosen here and nowhere else: the report's tables, the
+scorecard and the interventions all read members through these.
 
 Example:
   >>> record = RangeResults((4, 8), (8, 8), members)     # doctest: +SKIP
   >>> record.score_basis()['lengths']
   [8]
+  >>> record.metric_of('decoder'), record.metric_of('decoder', 'accuracy')
+  ('exact match', 'accuracy')
+  >>> record.curve(members[0], 'encoder', 'exact_match')   # {length: exact match}
+  {4: 1.0, 8: 0.25}
 """
 from __future__ import annotations
 
@@ -16,28 +23,53 @@ from posenc.results.members import (GridMember, LengthsMember, Member, Perplexit
                                     RangeMember, SchemaError, finite_curve, ints,
                                     read_members, require)
 
+# Every metric a record can be read in, by the name a reader chooses it by, and how titles and
+# axis labels name it.
+METRICS: dict[str, str] = {'accuracy': 'accuracy', 'exact_match': 'exact match',
+                           'perplexity': 'perplexity'}
+
 # ---------------------------------------------------------------------------------------------
 # The evaluations, one per protocol.
 
 
 class Evaluation(abc.ABC):
-  """What every evaluation record gives the scorecard: a member's score and its curve by
-  length in the record's metric (`metric_of` the model family: generated answers are judged
-  by exact match), and whether higher is better."""
-  metric: ClassVar[str] = 'accuracy'
+  """What every evaluation record gives its readers: a member's score and its curve by length
+  in one of the record's `metrics` (by default the one the model family is judged by:
+  generated answers by exact match), and whether higher is better."""
+  evaluation: ClassVar[str]  # results.json's `evaluation`, the protocol's name.
+  # The metrics its members record (names of METRICS); the first is the default.
+  metrics: ClassVar[tuple[str, ...]] = ('accuracy',)
   higher_is_better: ClassVar[bool] = True
 
-  def metric_of(self, family: str) -> str:
-    del family
-    return self.metric
+  def metric_name(self, family: str, metric: str | None = None) -> str:
+    """The name of the metric `score_of` and `curve` read: `metric` when given, else the one
+    `family` is judged by.
 
-  def score_of(self, member: Member, family: str) -> float | None:
+    Raises:
+      ValueError: `metric` is not one of `metrics`.
+    """
     del family
+    return self._chosen(metric, self.metrics[0])
+
+  def metric_of(self, family: str, metric: str | None = None) -> str:
+    """How titles name that metric, e.g. 'exact match'."""
+    return METRICS[self.metric_name(family, metric)]
+
+  def score_of(self, member: Member, family: str, metric: str | None = None) -> float | None:
+    self.metric_name(family, metric)
     return member.score
 
   @abc.abstractmethod
   def score_basis(self) -> dict[str, Any]:
     """What a member's score is taken over: {'what': a phrase, 'lengths': [the lengths]}."""
+
+  def _chosen(self, metric: str | None, default: str) -> str:
+    if metric is None:
+      return default
+    if metric not in self.metrics:
+      raise ValueError(f'{self.evaluation} results have no metric {metric!r}; they record '
+                       f'{", ".join(self.metrics)}')
+    return metric
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +78,12 @@ class RangeResults(Evaluation):
   first and last length past training (None when none is)."""
   evaluation: ClassVar[str] = 'range'
   default_family: ClassVar[str] = 'encoder'  # Version 1 files from before the decoder.
-  # What the scorecard reads (`curve`): the study's per-token accuracy by length.
-  metric: ClassVar[str] = 'accuracy'
+  metrics: ClassVar[tuple[str, ...]] = ('accuracy', 'exact_match')
   higher_is_better: ClassVar[bool] = True
+  # Each metric's member fields: its score (the mean past training) and its curve by length.
+  FIELDS: ClassVar[Mapping[str, tuple[str, str]]] = {
+      'accuracy': ('score', 'accuracy_by_length'),
+      'exact_match': ('exact_match_score', 'exact_match_by_length')}
   eval_lengths: tuple[int, ...]
   score_lengths: tuple[int, int] | None
   members: tuple[RangeMember, ...]
@@ -63,18 +98,19 @@ class RangeResults(Evaluation):
     return {'what': 'mean over the evaluated lengths past training',
             'lengths': [n for n in self.eval_lengths if first <= n <= last]}
 
-  def metric_of(self, family: str) -> str:
+  def metric_name(self, family: str, metric: str | None = None) -> str:
     """A decoder generates its outputs: exact match; an encoder: per-token accuracy."""
-    return 'exact match' if family == 'decoder' else 'accuracy'
+    return self._chosen(metric, 'exact_match' if family == 'decoder' else 'accuracy')
 
-  def score_of(self, member: RangeMember, family: str) -> float | None:
-    return member.exact_match_score if family == 'decoder' else member.score
+  def score_of(self, member: RangeMember, family: str, metric: str | None = None
+               ) -> float | None:
+    return getattr(member, self.FIELDS[self.metric_name(family, metric)][0])
 
-  def curve(self, member: RangeMember, family: str = 'encoder') -> dict[int, float]:
-    """The member's `metric_of(family)` by length (NaN where none was recorded)."""
-    if family == 'decoder':
-      return finite_curve(member.exact_match_by_length or {})
-    return finite_curve(member.accuracy_by_length)
+  def curve(self, member: RangeMember, family: str = 'encoder', metric: str | None = None
+            ) -> dict[int, float]:
+    """The member's `metric_name(family, metric)` by length, sorted (NaN where none was
+    recorded; {} for a file from before the exact-match metric)."""
+    return finite_curve(getattr(member, self.FIELDS[self.metric_name(family, metric)][1]) or {})
 
   @classmethod
   def from_json(cls, data: Mapping[str, Any], where: str) -> RangeResults:
@@ -91,8 +127,8 @@ class GridResults(Evaluation):
   grid_max), plus (x, x) for x in `beyond`; `axes` names the two axes."""
   evaluation: ClassVar[str] = 'grid'
   default_family: ClassVar[str] = 'decoder'  # Only decoders generate answers.
-  # The scorecard's length n is the cell (n, n): both operands n long.
-  metric: ClassVar[str] = 'exact match'
+  # A curve's length n is the cell (n, n): both operands n long.
+  metrics: ClassVar[tuple[str, ...]] = ('exact_match',)
   higher_is_better: ClassVar[bool] = True
   axes: tuple[str, str]
   grid_max: int
@@ -112,8 +148,10 @@ class GridResults(Evaluation):
                     'of the grid of operand lengths (length n in the curves: the cell (n, n))',
             'lengths': sorted({*range(1, self.grid_max + 1, self.grid_stride), self.grid_max})}
 
-  def curve(self, member: GridMember, family: str = 'decoder') -> dict[int, float]:
+  def curve(self, member: GridMember, family: str = 'decoder', metric: str | None = None
+            ) -> dict[int, float]:
     """Exact match on the diagonal cells (n, n), by n."""
+    self.metric_name(family, metric)
     return finite_curve({a: v for (a, b), v in sorted(member.exact_match_by_cell.items())
                           if a == b})
 
@@ -136,7 +174,7 @@ class LengthsResults(Evaluation):
   `score_distribution` at `score_lengths`."""
   evaluation: ClassVar[str] = 'lengths'
   default_family: ClassVar[str] = 'decoder'
-  metric: ClassVar[str] = 'exact match'
+  metrics: ClassVar[tuple[str, ...]] = ('exact_match',)
   higher_is_better: ClassVar[bool] = True
   hints: tuple[str, ...]
   hint_schedule: str
@@ -158,8 +196,10 @@ class LengthsResults(Evaluation):
     return {'what': f'mean over the {self.score_distribution} lengths past training',
             'lengths': list(self.score_lengths)}
 
-  def curve(self, member: LengthsMember, family: str = 'decoder') -> dict[int, float]:
+  def curve(self, member: LengthsMember, family: str = 'decoder', metric: str | None = None
+            ) -> dict[int, float]:
     """Full-sequence accuracy on the score distribution, by length."""
+    self.metric_name(family, metric)
     return finite_curve(member.by_length['exact_match'][self.score_distribution])
 
   @classmethod
@@ -181,7 +221,7 @@ class PerplexityResults(Evaluation):
   `eval_seconds` the time per length and mode."""
   evaluation: ClassVar[str] = 'perplexity'
   default_family: ClassVar[str] = 'decoder'
-  metric: ClassVar[str] = 'perplexity'
+  metrics: ClassVar[tuple[str, ...]] = ('perplexity',)
   higher_is_better: ClassVar[bool] = False
   eval_lengths: tuple[int, ...]
   corpus: Mapping[str, Any]
@@ -196,8 +236,10 @@ class PerplexityResults(Evaluation):
   def score_basis(self) -> dict[str, Any]:
     return {'what': 'at the longest evaluated length', 'lengths': [max(self.eval_lengths)]}
 
-  def curve(self, member: PerplexityMember, family: str = 'decoder') -> dict[int, float]:
+  def curve(self, member: PerplexityMember, family: str = 'decoder', metric: str | None = None
+            ) -> dict[int, float]:
     """Perplexity by length in the first window mode (the score's)."""
+    self.metric_name(family, metric)
     return finite_curve(next(iter(member.perplexity_by_length.values())))
 
   @classmethod

@@ -257,7 +257,11 @@ class PerplexityMember(Member):
                    'perplexity_by_length', where))
 
 
-def finite_curve(by_length: Mapping[int, float | None]) -> dict[int, float]:
+def finite_curve(by_length: Mapping[Any, float | None]) -> dict[Any, float]:
+  """Values by length (or by cell (a, b)), sorted by key, NaN where none was recorded.
+
+  Example: finite_curve({8: None, 4: 1}) == {4: 1.0, 8: nan}.
+  """
   return {n: math.nan if v is None else float(v) for n, v in sorted(by_length.items())}
 
 
