@@ -37,7 +37,6 @@ import sys
 from typing import NoReturn, Sequence
 
 from launch import common
-from posenc.report import lengths as hint_report
 from posenc import report as report_lib
 from posenc.report import scorecard as scorecard_lib
 
@@ -129,27 +128,9 @@ def main(argv: Sequence[str] | None = None) -> None:
       report_lib.write_files(out, report.files)
   except OSError as e:
     _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
-  tables = [name for name in ('table1.md', 'table4.md', report_lib.ARITHMETIC_FILE,
-                              report_lib.PERPLEXITY_FILE, hint_report.FILE,
-                              scorecard_lib.FILE_MD, scorecard_lib.FILE_JSON)
-            if name in report.files]
-  for text in (report.table1, report.table4, report.arithmetic, report.perplexity,
-               report.hints, report.scorecard):
-    if text:
-      print(text)
-  written = [f'{out}/{name}' for name in tables]
-  if report.table1:
-    figures = sum(name.startswith('figure4_') for name in report.files)
-    written.append(f'{figures} figure{"s" * (figures != 1)}')
-  if report.arithmetic:
-    heatmaps = sum(name.startswith('heatmap_') for name in report.files)
-    written.append(f'{heatmaps} heatmap{"s" * (heatmaps != 1)}')
-  if report.hints:
-    plots = sum(name.startswith('hints_') for name in report.files)
-    written.append(f'{plots} accuracy-by-length figure{"s" * (plots != 1)}')
-  if report.scorecard:
-    plots = sum(name.startswith('scorecard_') for name in report.files)
-    written.append(f'{plots} scorecard figure{"s" * (plots != 1)}')
+  for text in report.texts.values():
+    print(text)
+  written = [f'{out}/{name}' for name in report.tables] + list(report.figures)
   print(f'wrote {", ".join(written[:-1])} and {written[-1]}' if len(written) > 1
         else f'wrote {written[0]}')
 

@@ -2,6 +2,8 @@
 training set, the cosine schedule and bad input (the experiment's tiny mode end to end,
 killed, resumed and reported: tests/test_kill_resume.py)."""
 
+import pathlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,9 +13,11 @@ from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc.report import lengths as hint_report
+from posenc.report import load as report_load
 from posenc.evaluate import lengths as length_eval
 from posenc import multitask
 from posenc import population as population_lib
+from posenc import results
 from posenc import sweep as sweep_lib
 from posenc import train
 
@@ -214,10 +218,18 @@ def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
 
 
 def test_the_report_pools_runs_of_one_variant():
-  member = {metric: {'uniform': {10: 0.5, 30: 0.25}} for metric in hint_report.METRICS}
-  run = lambda seed_value, hints=(): hint_report.HintRun(
-      'sorting_hinted', 'fire', hints, 'alternate', 'none', 20, (10, 30), ('uniform',),
-      ({**member, 'exact_match': {'uniform': {10: seed_value, 30: 0.0}}},), f'run{seed_value}')
+  def run(seed_value, hints=()):
+    member = results.LengthsMember(
+        seed=0, learning_rate=1e-3, diverged=False, score=0.0,
+        by_length={'exact_match': {'uniform': {10: seed_value, 30: 0.0}},
+                   'edit_distance': {'uniform': {10: 0.5, 30: 0.25}}})
+    record = results.Results(
+        task='sorting_hinted', encoding='fire', family='decoder', encoding_options={},
+        num_params=1, architecture='standard', train_steps=1, train_length=20,
+        evaluation=results.LengthsResults(hints, 'alternate', (10, 30), ('uniform',),
+                                          'uniform', (30,), (member,)))
+    return report_load.RunFile(pathlib.Path(f'run{seed_value}/results.json'), record)
+
   text = hint_report.table([run(0.5), run(1.0), run(0.25, ('successor',))])
   assert 'no hint · fire: 2/2, successor · fire: 1/1' in text
   assert '| 10 | 75.0 ± 35.4 | 25.0 |' in text  # sample sd of 50 and 100 and '| 30* |' in text

@@ -1,5 +1,4 @@
 """Tests of posenc.report and launch.report on fabricated run directories."""
-import dataclasses
 import errno
 import io
 import json
@@ -16,6 +15,7 @@ from launch import report as launch_report
 from posenc import encodings
 from posenc import plots
 from posenc import report
+from posenc import results
 import tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -316,10 +316,14 @@ def test_encoding_variants_are_separate_columns(tmp_path):
   assert other[ref].get_color() == lines[ref].get_color()
 
 
-def make_run(encoding: str, options: dict | None) -> report.Run:
-  member = report.Member(0, 1e-4, False, 0.5, {N + 1: 0.5})
-  return report.Run(pathlib.Path('run'), 'parity_check', encoding, 1, 1, N, (N + 1,), (member,),
-                    encoding_options=options)
+def make_run(encoding: str, options: dict | None, family: str = 'encoder') -> report.RunFile:
+  member = results.RangeMember(seed=0, learning_rate=1e-4, diverged=False, score=0.5,
+                               accuracy_by_length={N + 1: 0.5})
+  record = results.Results(
+      task='parity_check', encoding=encoding, family=family, encoding_options=options,
+      num_params=None, architecture=None, train_steps=1, train_length=N,
+      evaluation=results.RangeResults((N + 1,), (N + 1, N + 1), (member,)))
+  return report.RunFile(pathlib.Path('run/results.json'), record)
 
 
 def test_column_labels_name_the_options_that_differ():
@@ -341,7 +345,8 @@ def test_malformed_encoding_options_are_skipped(tmp_path):
   write_run(tmp_path / 'bad', 'even_pairs', 'alibi', [(0, 1e-4, 0.5)], options=['alibi'])
   write_run(tmp_path / 'good', 'even_pairs', 'none', [(0, 1e-4, 0.5)])
   runs, skipped = report.load_runs([tmp_path])
-  assert [r.encoding for r in runs] == ['none'] and runs[0].encoding_options is None
+  assert [r.record.encoding for r in runs] == ['none']
+  assert runs[0].record.encoding_options is None
   assert skipped == [f"{tmp_path / 'bad' / 'results.json'}: encoding_options is ['alibi'], "
                      'expected an object']
 
@@ -397,7 +402,11 @@ def test_cli_unreadable_directory_is_one_line(workdirs, unreadable, tmp_path, ca
 
 def test_names_come_from_the_registries():
   assert report.TASKS == tasks.NAMES and len(report.TASKS) == 15
+  # The report keeps the encodings' names as data (it needs no Flax): the registry's.
   assert report.ENCODINGS == encodings.NAMES and len(report.ENCODINGS) == 13
+  assert report.core.GRID_ENCODINGS == tuple(encodings.ENCODINGS), (
+      'posenc/report/core.py: GRID_ENCODINGS must list the encodings registry in its order')
+  assert report.core.ARITHMETIC_TASKS == tuple(tasks.ARITHMETIC)
   assert list(report.TASK_LEVELS) == list(tasks.NAMES)
   labels = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}
   assert report.TASK_LEVELS == {name: labels[tasks.get(name).level] for name in tasks.NAMES}
@@ -446,10 +455,25 @@ def test_options_of_older_results_come_from_their_config(tmp_path):
     results['config']['encoding_options'] = {'relative_mode': mode}
     (path / 'results.json').write_text(json.dumps(results))
   runs = report.load_runs([tmp_path])[0]
-  assert sorted(r.encoding_options['relative_mode'] for r in runs) == ['reference', 'symmetric']
+  assert sorted(report.load.encoding_options(r.record)['relative_mode'] for r in runs) == [
+      'reference', 'symmetric']
   assert report.grid_axes(report.collect_cells(runs))[1] == [
       'randomized_relative (relative_mode=reference)',
       'randomized_relative (relative_mode=symmetric)']
+
+
+@pytest.mark.parametrize('given', [
+    {}, {'relative_mode': 'reference'},
+    {'max_time': 100.0, 'randomize_both_sides': True, 'alibi_reference_form': True,
+     'geometric_normalize': True, 'relative_mode': 'symmetric'}])
+def test_options_from_older_configs_are_the_registry_s(given):
+  # What the report reads from the config of a results.json without `encoding_options`:
+  # the options each study encoding takes, resolved as the encodings registry resolves them.
+  for name in encodings.NAMES:
+    attention, embedding = encodings.resolve_options(name, given)
+    options = report.load.options_from_config(name, {'encoding_options': given})
+    assert json.dumps(options) == json.dumps({**attention, **embedding}), name
+  assert report.load.options_from_config('abacus', {'encoding_options': given}) is None
 
 
 def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
@@ -459,28 +483,31 @@ def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
             [(0, 1e-4, 0.9), (1, 1e-4, None)], exact_match=0.25)
   exact = report.build_report([tmp_path], per_length=True, metric='exact_match')
   assert not exact.skipped
-  assert exact.table1.splitlines()[0] == (
+  table1, table4 = exact.texts['table1'], exact.texts['table4']
+  assert table1.splitlines()[0] == (
       '# Table 1: exact match (%) on unseen lengths, max over members')
-  assert exact.table4.splitlines()[0] == ('# Table 4: exact match (%) on unseen lengths, '
-                                          'mean ± sd over seeds at the best learning rate')
-  assert grid(exact.table1) == {('reverse_string', 'none'): '30.0',
-                                ('reverse_string', 'randomized_rotary'): '22.5'}
-  assert grid(exact.table4)['reverse_string', 'none'] == '25.0 ± 7.1'
-  assert 'Scores average the exact match over the evaluated lengths' in exact.table1
+  assert table4.splitlines()[0] == ('# Table 4: exact match (%) on unseen lengths, '
+                                    'mean ± sd over seeds at the best learning rate')
+  assert grid(table1) == {('reverse_string', 'none'): '30.0',
+                          ('reverse_string', 'randomized_rotary'): '22.5'}
+  assert grid(table4)['reverse_string', 'none'] == '25.0 ± 7.1'
+  assert 'Scores average the exact match over the evaluated lengths' in table1
   lengths = exact.files['lengths_reverse_string.md'].decode()
+  assert lengths == exact.texts['lengths_reverse_string']
   assert lengths.startswith('reverse_string: exact match (%) by length, best member')
   assert f'| {N + 1} | 30.0 | 22.5 |' in lengths and f'| {N}* | 50.0 | 25.0 |' in lengths
-  for text in (exact.table1, exact.table4, lengths):
+  for text in (table1, table4, lengths):
     assert 'accuracy' not in text
-  cells = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0])
+  cells = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0],
+                               metric='exact_match')
   figure = report.figure4(cells, 'reverse_string', metric='exact_match')
   assert figure.axes[0].get_ylabel() == 'exact match'
   assert lines_by_label(figure)['none'].get_label() == 'none: 30.0'
   # The default report of the same runs is the accuracy one.
   default = report.build_report([tmp_path], figures=False)
-  assert default.table1.splitlines()[0] == (
+  assert default.texts['table1'].splitlines()[0] == (
       '# Table 1: accuracy (%) on unseen lengths, max over members')
-  assert grid(default.table1)['reverse_string', 'none'] == '60.0'
+  assert grid(default.texts['table1'])['reverse_string', 'none'] == '60.0'
   with pytest.raises(report.ReportError, match="unknown metric 'bogus'"):
     report.build_report([tmp_path], metric='bogus')
 
@@ -494,9 +521,9 @@ def test_runs_without_exact_match_are_malformed_only_under_it(tmp_path):
   del results['members'][0]['exact_match_by_length']
   (curve / 'results.json').write_text(json.dumps(results))
   runs, skipped = report.load_runs([tmp_path])
-  assert sorted(r.encoding for r in runs) == ['alibi', 'none', 'rotary'] and not skipped
+  assert sorted(r.record.encoding for r in runs) == ['alibi', 'none', 'rotary'] and not skipped
   runs, skipped = report.load_runs([tmp_path], metric='exact_match')
-  assert [r.encoding for r in runs] == ['none']
+  assert [r.record.encoding for r in runs] == ['none']
   assert skipped == [
       f"{curve / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
       "'exact_match_by_length'",
@@ -504,7 +531,7 @@ def test_runs_without_exact_match_are_malformed_only_under_it(tmp_path):
       f"{old / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
       "'exact_match_score'"]
   assert 'Skipped 2 malformed runs' in report.build_report(
-      [tmp_path], figures=False, metric='exact_match').table1
+      [tmp_path], figures=False, metric='exact_match').texts['table1']
   with pytest.raises(report.ReportError, match='no well-formed run among 1 results.json'):
     report.build_report([old], metric='exact_match')
 
@@ -518,7 +545,7 @@ def test_model_families_are_separate_columns(tmp_path):
             family='decoder')
   write_run(tmp_path / 'dec_none', 'reverse_string', 'none', [(0, 1e-4, 0.2)], family='decoder')
   runs = report.load_runs([tmp_path])[0]
-  assert sorted(r.family for r in runs) == ['decoder', 'decoder', 'encoder', 'encoder']
+  assert sorted(r.record.family for r in runs) == ['decoder', 'decoder', 'encoder', 'encoder']
   cells = report.collect_cells(runs)
   assert report.grid_axes(cells)[1] == [
       'none (decoder)', 'randomized_rotary (decoder)', 'randomized_rotary (encoder)']
@@ -535,7 +562,7 @@ def test_model_families_are_separate_columns(tmp_path):
   assert (mpl_colors.to_hex(lines['randomized_rotary (decoder)'].get_color())
           != mpl_colors.to_hex(lines['randomized_rotary (encoder)'].get_color()))
   # One family, decoder or not: the labels are the encodings'.
-  decoder_only = report.collect_cells([r for r in runs if r.family == 'decoder'])
+  decoder_only = report.collect_cells([r for r in runs if r.record.family == 'decoder'])
   assert report.grid_axes(decoder_only)[1] == ['none', 'randomized_rotary']
   assert 'model families' not in report.table1(decoder_only)
 
@@ -543,9 +570,8 @@ def test_model_families_are_separate_columns(tmp_path):
 def test_column_labels_name_the_family_and_the_options_that_differ():
   runs = [make_run('randomized_relative', {'relative_mode': 'reference'}),
           make_run('randomized_relative', {'relative_mode': 'symmetric'}),
-          dataclasses.replace(make_run('randomized_relative', {'relative_mode': 'reference'}),
-                              family='decoder'),
-          dataclasses.replace(make_run('none', None), family='decoder')]
+          make_run('randomized_relative', {'relative_mode': 'reference'}, family='decoder'),
+          make_run('none', None, family='decoder')]
   assert report.column_labels(runs) == [
       'randomized_relative (encoder, relative_mode=reference)',
       'randomized_relative (encoder, relative_mode=symmetric)',
@@ -674,23 +700,27 @@ def fixture_grid_dir(tmp_path: pathlib.Path) -> pathlib.Path:
 
 def test_grid_runs_load_apart_from_range_runs(workdirs, grid_dir):
   loaded = report.load_all_runs(workdirs + [grid_dir])
-  assert len(loaded.runs) == 4 and len(loaded.grid_runs) == 3 and not loaded.problems
+  assert len(loaded.of('range')) == 4 and len(loaded.of('grid')) == 3 and not loaded.problems
+  assert len(loaded.runs) == 7
   runs, skipped = report.load_runs(workdirs + [grid_dir])
   assert len(runs) == 4 and not skipped  # Grid runs are no problem, only not range runs.
   run = report.load_run(grid_dir / 'std_abacus' / 'results.json')
-  assert isinstance(run, report.GridRun)
-  assert (run.task, run.encoding, run.architecture, run.family) == (
+  record, evaluation = run.record, run.record.evaluation
+  assert isinstance(evaluation, results.GridResults)
+  assert (record.task, record.encoding, record.architecture, record.family) == (
       'addition', 'abacus', 'standard', 'decoder')
-  assert (run.train_length, run.grid_max, run.grid_stride, run.beyond, run.axes) == (
-      GRID_N, GRID_M, 1, (8, 9), ('digits_a', 'digits_b'))
-  assert run.members[0].regions == {'ood': 0.9, 'beyond': 0.3, 'id': 1.0}
-  assert run.members[0].exact_match_by_cell[GRID_M, 1] == 0.9
-  assert run.members[2].diverged and run.members[2].regions['ood'] is None
-  assert len(run.members[0].exact_match_by_cell) == GRID_M ** 2 + 2
+  assert (record.train_length, evaluation.grid_max, evaluation.grid_stride, evaluation.beyond,
+          evaluation.axes) == (GRID_N, GRID_M, 1, (8, 9), ('digits_a', 'digits_b'))
+  assert record.members[0].regions == {'ood': 0.9, 'beyond': 0.3, 'id': 1.0}
+  assert record.members[0].exact_match_by_cell[GRID_M, 1] == 0.9
+  assert record.members[2].diverged
+  assert len(record.members[0].exact_match_by_cell) == GRID_M ** 2 + 2
+  with pytest.raises(report.MalformedRunError, match='not a grid run'):
+    report.load_grid_run(workdirs[1] / 'results.json')
 
 
 def test_region_table_is_mean_and_sd_over_members(grid_dir):
-  entries = report.collect_grid_entries(report.load_all_runs([grid_dir]).grid_runs)
+  entries = report.collect_grid_entries(report.load_all_runs([grid_dir]).of('grid'))
   text = report.region_table(entries)
   assert text.splitlines()[0] == (
       '# Arithmetic: exact match (%) by region, mean ± sd over members')
@@ -722,7 +752,7 @@ def test_region_table_orders_architectures_encodings_and_tasks(tmp_path):
       write_grid_run(tmp_path / 'mul' / f'{architecture}_{encoding}', 'multiplication',
                      encoding, architecture, [(0, 1e-4, (1.0, 0.5, 0.1))])
   write_grid_run(tmp_path / 'add', 'addition', 'fire', 'standard', [(0, 1e-4, (1.0, 0.5, 0.1))])
-  entries = report.collect_grid_entries(report.load_all_runs([tmp_path]).grid_runs)
+  entries = report.collect_grid_entries(report.load_all_runs([tmp_path]).of('grid'))
   tasks_, architectures, columns = report.grid_layout(entries)
   assert tasks_ == ['addition', 'multiplication']
   assert architectures == ['standard', 'standard_ii', 'looped 8x1', 'looped 8x2', 'looped 4x4',
@@ -756,11 +786,13 @@ def test_grid_members_merge_and_heatmaps_are_one_per_member(grid_dir):
     assert data.startswith(PNG_SIGNATURE)
     assert mpl_image.imread(io.BytesIO(data), format='png').shape == (660, 800, 4)
   assert sorted(set(built.files) - set(heatmaps)) == ['arithmetic.md']
-  assert built.table1 == built.table4 == '' and not built.skipped
-  assert built.files['arithmetic.md'].decode() == built.arithmetic
-  tables = region_grids(built.arithmetic)
+  assert list(built.texts) == ['arithmetic'] and not built.skipped
+  arithmetic = built.texts['arithmetic']
+  assert built.files['arithmetic.md'].decode() == arithmetic
+  tables = region_grids(arithmetic)
   assert tables['addition', 'OOD']['looped 8x2', 'abacus'] == '78.7 ± 24.9'  # 95, 91 and 50.
-  assert 'addition/looped 8x2/abacus merges the members of 2 runs' in built.arithmetic
+  assert 'addition/looped 8x2/abacus merges the members of 2 runs' in arithmetic
+  assert built.tables == ('arithmetic.md',) and built.figures == ('7 heatmaps',)
   assert not report.build_report([grid_dir], figures=False).files.keys() - {'arithmetic.md'}
 
 
@@ -771,7 +803,7 @@ def test_heatmap_draws_measured_cells_and_leaves_the_others_blank(tmp_path):
   del results['members'][0]['exact_match_by_cell']['5,1']  # Never measured.
   (path / 'results.json').write_text(json.dumps(results))
   run = report.load_grid_run(path / 'results.json')
-  figure = report.grid_heatmap(run, run.members[0])
+  figure = report.grid_heatmap(run, run.record.members[0])
   heat, strip = figure.axes[:2]
   assert (heat.get_ylabel(), heat.get_xlabel()) == ('digits_a', 'digits_b')
   cells = heat.collections[0].get_array()
@@ -816,8 +848,8 @@ def test_malformed_grid_run_is_skipped(grid_dir, change, message):
   path.write_text(json.dumps(results))
   built = report.build_report([grid_dir], figures=False)
   assert built.skipped == (f'{path}: {message}',)
-  assert f'Skipped 1 malformed run: {path}: {message}.' in built.arithmetic
-  assert ('addition', 'OOD') in region_grids(built.arithmetic)
+  assert f'Skipped 1 malformed run: {path}: {message}.' in built.texts['arithmetic']
+  assert ('addition', 'OOD') in region_grids(built.texts['arithmetic'])
   with pytest.raises(report.ReportError, match='no well-formed run among 1 results.json'):
     report.build_report([path])
 
@@ -826,20 +858,23 @@ def test_mixed_report_writes_both_kinds(workdirs, grid_dir, tmp_path):
   range_only = report.build_report(workdirs)
   mixed = report.build_report(workdirs + [grid_dir])
   # The range tables and figures do not change with grid runs beside them.
-  assert mixed.table1 == range_only.table1 and mixed.table4 == range_only.table4
+  assert list(range_only.texts) == ['table1', 'table4']
+  assert list(mixed.texts) == ['table1', 'table4', 'arithmetic']
+  for name in range_only.texts:
+    assert mixed.texts[name] == range_only.texts[name]
   for name, data in range_only.files.items():
     assert mixed.files[name] == data
-  assert range_only.arithmetic == '' and 'arithmetic.md' not in range_only.files
+  assert 'arithmetic.md' not in range_only.files
   assert sorted(set(mixed.files) - set(range_only.files)) == ['arithmetic.md'] + sorted(
       n for n in mixed.files if n.startswith('heatmap_'))
   assert len([n for n in mixed.files if n.startswith('heatmap_')]) == 6
   out = tmp_path / 'out'
   text = report.write_report(workdirs + [grid_dir], out)
-  assert text == '\n'.join([mixed.table1, mixed.table4, mixed.arithmetic])
-  assert (out / 'arithmetic.md').read_text() == mixed.arithmetic
-  assert (out / 'table1.md').read_text() == mixed.table1
+  assert text == '\n'.join(mixed.texts.values())
+  assert (out / 'arithmetic.md').read_text() == mixed.texts['arithmetic']
+  assert (out / 'table1.md').read_text() == mixed.texts['table1']
   assert report.write_report(workdirs, tmp_path / 'range') == '\n'.join(
-      [range_only.table1, range_only.table4])
+      range_only.texts.values())
 
 
 def test_cli_on_grid_runs_only(grid_dir, tmp_path):
@@ -888,6 +923,7 @@ def test_figure4_draws_chance_for_per_token_accuracy_only(tmp_path):
   cells = report.collect_cells(report.load_runs([tmp_path])[0])
   lines = lines_by_label(report.figure4(cells, 'modular_arithmetic'))
   assert list(lines['chance (1/C = 20.0%)'].get_ydata()) == [0.2, 0.2]
-  exact = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0])
+  exact = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0],
+                               metric='exact_match')
   assert not any(k.startswith('chance') for k in
                  lines_by_label(report.figure4(exact, 'modular_arithmetic', metric='exact_match')))

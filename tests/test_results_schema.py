@@ -3,15 +3,18 @@ tests/data/results_v1: real runs of each protocol written before the schema modu
 keep their layout when written back, and give the same report byte for byte; an unknown
 version is one line."""
 
-import importlib
 import json
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from posenc import evaluate
+from posenc import report
 from posenc import results
 from posenc import train
 
@@ -23,12 +26,16 @@ EXPECTED = ROOT / 'tests' / 'data' / 'results_v1_report'
 FILES = sorted(FIXTURE.rglob('results.json'))
 
 
-def test_every_protocol_names_its_record_and_its_report_section():
+def test_every_protocol_has_its_record_and_its_report_section():
   for name, protocol in evaluate.PROTOCOLS.items():
     assert protocol.results.evaluation == name
     assert protocol.results.default_family in protocol.families
-    section = importlib.import_module(protocol.report)
-    assert callable(section.view) and callable(section.build), protocol.report
+    section = report.SECTIONS[name]
+    assert callable(section.check) and callable(section.build), name
+  # Readers without the protocols read files by the same records.
+  assert evaluate.kinds() == results.KINDS
+  assert list(report.SECTIONS) == ['range', 'grid', 'perplexity', 'lengths']
+  assert set(report.SECTIONS) == set(results.KINDS)
 
 
 def test_the_fixture_holds_every_protocol():
@@ -67,6 +74,29 @@ def test_report_of_the_previous_layout_is_byte_for_byte(cli, tmp_path):
   assert expected == ['arithmetic.md', 'hints.md', 'perplexity.md', 'table1.md', 'table4.md']
   for name in expected:
     assert (tmp_path / name).read_bytes() == (EXPECTED / name).read_bytes(), name
+
+
+def test_the_report_needs_neither_flax_nor_the_protocols(tmp_path):
+  """posenc.report and launch.report import no Flax and no evaluator: with both blocked, the
+  report of the previous layout is the same, byte for byte."""
+  code = textwrap.dedent(f"""
+      import sys
+      # A module set to None cannot be imported: `import flax` raises ImportError.
+      sys.modules['flax'] = None
+      sys.modules['posenc.evaluate'] = None
+      from launch import report
+      report.main([{str(FIXTURE)!r}, {f'--out={tmp_path}'!r}])
+      loaded = [m for m, module in sys.modules.items() if module is not None and m.startswith(
+          ('flax', 'posenc.evaluate', 'posenc.models', 'posenc.encodings'))]
+      assert not loaded, loaded
+      """)
+  proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
+                        text=True, timeout=300, check=False,
+                        env=dict(os.environ, MPLBACKEND='Agg'))
+  assert proc.returncode == 0, proc.stderr
+  for path in EXPECTED.iterdir():
+    assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+  assert any(p.name.startswith('heatmap_') for p in tmp_path.iterdir())
 
 
 def test_version_1_defaults_what_older_files_left_out():

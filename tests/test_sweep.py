@@ -98,7 +98,7 @@ def test_killed_sweep_reruns_exactly_the_missing_cells(tmp_path):
     assert os.path.getmtime(killed / 'cells' / name / 'results.json') == mtime
   a = report.build_report([straight / 'cells'], figures=False)
   b = report.build_report([killed / 'cells'], figures=False)
-  assert a.table1 == b.table1 and a.table4 == b.table4
+  assert a.texts['table1'] == b.texts['table1'] and a.texts['table4'] == b.texts['table4']
   assert (killed / 'report' / 'table1.md').exists()
 
 

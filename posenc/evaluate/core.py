@@ -4,8 +4,8 @@ called with, and the one resumable loop over cells (`run_cells`).
 A protocol is everything that differs by the kind of task: how its training batches are
 drawn (`train_buckets`, `train_shape`, `train_batch`), the model's output sizes
 (`model_sizes`), the evaluation (`evaluate`: cells measured through `run_cells`, then its
-record in `posenc.results`), the one-line summary of a finished run (`summary`) and the
-report's section for its runs (`report`).
+record in `posenc.results`) and the one-line summary of a finished run (`summary`); the
+report finds its section by the record's `evaluation` (`posenc.report.SECTIONS`).
 A task names its protocol once (`task.protocol`); the training loop looks it up once.
 """
 from __future__ import annotations
@@ -67,9 +67,6 @@ class Protocol:
       score 0.9531 over lengths [41, 500]'.
     results: the evaluation's record class in `posenc.results` (e.g. `RangeResults`), with
       `to_json` / `from_json`; its `evaluation` is the protocol's name.
-    report: the module of the report's section for these runs, by name (as big_vision names
-      its evaluators), e.g. 'posenc.report.range'; the report imports it, the protocols
-      never do (the report sits above them).
     train_buckets: config -> the padded input lengths training runs at.
     train_shape: (config, task, bucket) -> the shape the objective pads its batches to.
     train_batch: (config, task, key, step, length, shape) -> one training batch.
@@ -101,7 +98,6 @@ class Protocol:
   evaluate: Callable[[EvalContext], Any]
   summary: Callable[[Any], str]
   results: type
-  report: str
   train_buckets: Callable[[ml_collections.ConfigDict], list[int]]
   train_shape: Callable[..., Any]
   train_batch: Callable[..., dict[str, jax.Array]]

@@ -261,7 +261,6 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='grid', validate=validate, evaluate=evaluate, summary=summary,
-    report='posenc.report.grid',
     results=results_lib.GridResults,
     train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch,

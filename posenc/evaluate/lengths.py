@@ -331,7 +331,6 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='lengths', validate=validate, evaluate=evaluate, summary=summary,
-    report='posenc.report.lengths',
     results=results_lib.LengthsResults,
     train_buckets=core.sequence_buckets,
     train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes,

@@ -262,7 +262,6 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
 
 PROTOCOL = core.Protocol(
     name='perplexity', validate=validate, evaluate=evaluate, summary=summary,
-    report='posenc.report.perplexity',
     results=results_lib.PerplexityResults,
     train_buckets=core.sequence_buckets,
     train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes,

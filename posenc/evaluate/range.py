@@ -271,7 +271,6 @@ EXAMPLE_FIELDS = ('eval.seed', 'eval.max_length', 'eval.lengths', 'eval.stride',
 
 PROTOCOL = core.Protocol(
     name='range', validate=validate, evaluate=evaluate, summary=summary,
-    report='posenc.report.range',
     results=results_lib.RangeResults,
     train_buckets=train_buckets,
     train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,

@@ -22,11 +22,22 @@ A grid run (`evaluation` 'grid') holds a decoder judged by the exact match of it
 answers on a grid of cells (a, b), e.g. the digit counts of two operands: per member, its mean
 over each region (ID: both axes <= n, the training size; OOD: some axis > n, both <= M;
 beyond: equal lengths past M) and its `exact_match_by_cell`. Grid runs are kept apart from
-range runs (GridRun) and turn into:
+range runs and turn into:
 
 - the region table (arithmetic.md): per task, architecture (standard, standard_ii, looped LxR)
   and encoding, mean ± sd over the members of their exact match in each region, in %;
 - heatmaps: per member, its exact match on every cell, the training region boxed.
+
+Language-model runs (`evaluation` 'perplexity') give perplexity.md, task-hinting runs
+('lengths') hints.md and a figure per task; with a scorecard, every run enters the robustness
+scorecard (`scorecard.py`).
+
+Runs are read as `posenc.results.Results` records (`load.RunFile`: a record and its path),
+with no view of their own: a member's score and curve in the report's metric come from the
+record (`score_of`, `curve`). Each evaluation's section (a module with `check` and `build`,
+`core.Section`) is registered once in SECTIONS under results.json's `evaluation`: a run goes
+to its section, whose `check` may skip it as malformed, and the report gathers the sections'
+texts and files without naming any (`Report`).
 
 The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
 (`find_results`, `load_run`, `load_runs`, `load_all_runs`, `build_report`), which read files;
@@ -43,7 +54,7 @@ family, every column names its family, e.g. 'randomized_rotary (decoder)'.
 
 Cells. The runs are grouped by (task, column). When several runs cover the same cell, their
 members are merged: the cell holds the union of their members, where a member that appears
-identically in two runs (same seed, learning rate, divergence, score and per-length accuracies:
+identically in two runs (same seed, learning rate, divergence, score and curve in the metric:
 a copy of the same training) counts once and any other member counts separately, even with the
 same seed and learning rate. The tables' notes name every merged cell and any repeated
 (seed, learning rate) pair.
@@ -51,7 +62,7 @@ Grid runs group by (task, architecture, column) into entries, their members merg
 
 Example:
   >>> runs, problems = load_runs(['workdir/sweep'])  # doctest: +SKIP
-  >>> cells = collect_cells(runs)  # doctest: +SKIP
+  >>> cells = collect_cells(runs, metric='accuracy')  # doctest: +SKIP
   >>> print(table1(cells, skipped=problems))  # doctest: +SKIP
   # Table 1: accuracy (%) on unseen lengths, max over members
   <BLANKLINE>
@@ -63,26 +74,130 @@ Example:
 import dataclasses
 import os
 import pathlib
+from types import ModuleType
 from typing import Mapping, Sequence
 
-
 from posenc import io as io_lib
+from posenc import results as results_lib
+from posenc.report import core
+from posenc.report import grid as grid_section
+from posenc.report import lengths as lengths_section
 from posenc.report import load
-from posenc.report import records
+from posenc.report import perplexity as perplexity_section
+from posenc.report import range as range_section
 from posenc.report import scorecard as scorecard_lib
 
 # The public API, from the modules that define it.
 # pylint: disable=unused-import,g-importing-member
+from posenc.report.core import (ENCODINGS, METRICS, TASK_LEVELS, TASKS, MalformedRunError,
+                                ReportError)
 from posenc.report.grid import (RegionStats, architecture_key, collect_grid_entries,
                                 grid_heatmap, grid_layout, heatmap_name, region_stats,
                                 region_table)
-from posenc.report.load import (collect_cells, column_labels, find_results, load_all_runs,
-                                load_grid_run, load_run, load_runs)
+from posenc.report.load import Cell, RunFile, collect_cells, column_labels, find_results
 from posenc.report.range import (describe_lengths, figure4, grid_axes, per_length_table,
                                  table1, table4)
-from posenc.report.records import (ARITHMETIC_FILE, ENCODINGS, METRICS, PERPLEXITY_FILE,
-                                   TASK_LEVELS, TASKS, GridRun, Member, ReportError, Run)
 # pylint: enable=unused-import,g-importing-member
+
+# Each evaluation's section, by results.json's `evaluation` (`posenc.results.KINDS`), in the
+# order a report prints them. A new evaluation's section is one module and one entry here.
+SECTIONS: dict[str, ModuleType] = {
+    'range': range_section,
+    'grid': grid_section,
+    'perplexity': perplexity_section,
+    'lengths': lengths_section,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading.
+
+
+def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') -> RunFile:
+  """Reads one results.json (`posenc.results`, any schema version) and checks that its
+  evaluation's section can report it in `metric` (`check`).
+
+  Example:
+    >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
+    >>> run.record.task, run.record.family, len(run.record.members)
+    ('reverse_string', 'decoder', 30)
+
+  Raises:
+    MalformedRunError: unreadable JSON, an unknown schema version, a missing/mistyped field,
+      or nothing the section can report, naming the file and field.
+    ReportError: `metric` is not one of METRICS.
+  """
+  core.metric_label(metric)  # An unknown metric is the caller's error, not the file's.
+  path = pathlib.Path(results_path)
+  record = results_lib.read(path)
+  SECTIONS[record.evaluation.evaluation].check(record, path, metric)
+  return RunFile(path, record)
+
+
+def load_grid_run(results_path: str | os.PathLike[str]) -> RunFile:
+  """Reads and checks one grid run's results.json (`evaluation` 'grid').
+
+  Raises:
+    MalformedRunError: unreadable JSON, not a grid run, or a missing/mistyped field, naming the
+      file and field.
+  """
+  run = load_run(results_path)
+  if run.record.evaluation.evaluation != 'grid':
+    raise MalformedRunError(f'{results_path}: not a grid run')
+  return run
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedRuns:
+  """Every well-formed results.json under some paths (`runs`, in `find_results`' order), and
+  one message per file skipped as malformed."""
+  runs: tuple[RunFile, ...]
+  problems: tuple[str, ...]
+
+  def of(self, evaluation: str) -> tuple[RunFile, ...]:
+    """The runs of one evaluation, e.g. 'grid'."""
+    return tuple(r for r in self.runs if r.record.evaluation.evaluation == evaluation)
+
+
+def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+                  ) -> LoadedRuns:
+  """Loads every run under `paths` (`load_run`); malformed ones are skipped and described.
+
+  Example:
+    >>> loaded = load_all_runs(['sweep', 'runs/arithmetic'])  # doctest: +SKIP
+    >>> len(loaded.of('range')), len(loaded.of('grid')), loaded.problems
+    (30, 6, ())
+
+  Raises:
+    ReportError: from `find_results`, or an unknown metric.
+  """
+  found = load.find_results(paths)
+  core.metric_label(metric)
+  runs, problems = [], []
+  for results_path in found:
+    try:
+      runs.append(load_run(results_path, metric=metric))
+    except MalformedRunError as e:
+      problems.append(str(e))
+  return LoadedRuns(tuple(runs), tuple(problems))
+
+
+def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+              ) -> tuple[list[RunFile], list[str]]:
+  """Loads every range run under `paths` for `metric` (`load_run`); malformed ones are skipped
+  and described. Runs of other evaluations load without a problem but are not among the runs:
+  `load_all_runs` returns them too.
+
+  Example:
+    >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
+    >>> problems
+    ['sweep/cells/x__y/results.json: missing \\'members\\'']
+
+  Raises:
+    ReportError: from `find_results`, or an unknown metric.
+  """
+  loaded = load_all_runs(paths, metric=metric)
+  return list(loaded.of('range')), list(loaded.problems)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,20 +206,18 @@ from posenc.report.records import (ARITHMETIC_FILE, ENCODINGS, METRICS, PERPLEXI
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-  """A built report: `files` maps file names to contents; `skipped` lists malformed runs.
-
-  `table1` and `table4` are empty without range runs, `arithmetic` (the region table) without
-  grid runs.
+  """A built report: every section's markdown texts by name (`texts`: 'table1', 'table4',
+  'arithmetic', ..., in the order they print), its files by name, the malformed runs skipped;
+  the files that are tables and the figures counted (`tables`, `figures`: what
+  `launch.report` names as written); and the "Not in this report" section (`absent`, '' when
+  nothing is left out).
   """
-  table1: str
-  table4: str
+  texts: Mapping[str, str]
   files: Mapping[str, bytes]
   skipped: tuple[str, ...]
-  arithmetic: str = ''
-  perplexity: str = ''
-  hints: str = ''
-  absent: str = ''  # The "Not in this report" section, '' when nothing is left out.
-  scorecard: str = ''  # The robustness scorecard's markdown, '' when not asked for.
+  tables: tuple[str, ...] = ()
+  figures: tuple[str, ...] = ()
+  absent: str = ''
 
 
 def absent_section(absent: Sequence[str]) -> str:
@@ -137,7 +250,8 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   every score, curve and title is that of `metric` ('accuracy' or 'exact_match'), and under
   'exact_match' a range results.json without the exact-match fields is skipped as malformed.
   Grid runs give the region table (arithmetic.md, `region_table`: always exact match, the
-  arithmetic study's measure) and one heatmap per member (`grid_heatmaps`). `figures=False`
+  arithmetic study's measure) and one heatmap per member (`grid_heatmaps`); language-model
+  and hinting runs their sections' tables and figures. `figures=False`
   leaves out every PNG. `absent` lists what the caller knows is missing from `paths` ('cell:
   why', e.g. a sweep's cells that are not complete): every markdown file then ends with a
   "Not in this report" section that lists them (`absent_section`), so a partial report never
@@ -149,41 +263,36 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
     >>> sorted(report.files)
     ['arithmetic.md', 'figure4_reverse_string.png',
      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png', 'table1.md', 'table4.md']
-    >>> report.table1.splitlines()[0]
+    >>> report.texts['table1'].splitlines()[0]
     '# Table 1: exact match (%) on unseen lengths, max over members'
 
   Raises:
-    ReportError: a path is missing, holds no results.json, no run (range or grid) is well
-      formed, or `metric` is unknown.
+    ReportError: a path is missing, holds no results.json, no run is well formed, or `metric`
+      is unknown.
   """
   if scorecard is not None:
     try:
       scorecard.check()
     except ValueError as e:
-      raise records.ReportError(str(e)) from None
-  loaded = load.load_all_runs(paths, metric=metric)
-  skipped = tuple(loaded.problems)
-  if not loaded.views:
-    raise records.ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
-                              f'{skipped[0]}')
-  options = records.Options(full_grid=full_grid, figures=figures, per_length=per_length,
-                            metric=metric, skipped=skipped)
-  texts, files = {}, {}
-  # Each protocol's runs go to its section (`Protocol.report`), in the registry's order.
-  for name, views in loaded.views.items():
-    section = load.section(name).build(views, options)
-    texts.update(section.texts)
-    files.update(section.files)
+      raise ReportError(str(e)) from None
+  loaded = load_all_runs(paths, metric=metric)
+  skipped = loaded.problems
+  if not loaded.runs:
+    raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
+                      f'{skipped[0]}')
+  options = core.Options(full_grid=full_grid, figures=figures, per_length=per_length,
+                         metric=metric, skipped=skipped)
+  sections = [section.build(runs, options) for name, section in SECTIONS.items()
+              if (runs := loaded.of(name))]
   if scorecard is not None:
-    card = scorecard_lib.scorecard(loaded.records, scorecard)
-    texts['scorecard'] = scorecard_lib.markdown(card)
-    files.update(scorecard_lib.files(card, figures=figures))
+    sections.append(scorecard_lib.section(loaded.runs, scorecard, figures=figures))
   absent_text = absent_section(absent)
+  # Every markdown file ends with what the report leaves out.
   files = {name: data + absent_text.encode() if name.endswith('.md') else data
-           for name, data in files.items()}
-  return Report(texts.get('table1', ''), texts.get('table4', ''), files, skipped,
-                texts.get('arithmetic', ''), texts.get('perplexity', ''),
-                texts.get('hints', ''), absent_text, texts.get('scorecard', ''))
+           for section in sections for name, data in section.files.items()}
+  return Report({k: v for section in sections for k, v in section.texts.items()}, files,
+                skipped, tuple(t for section in sections for t in section.tables),
+                tuple(f for section in sections for f in section.figures), absent_text)
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
@@ -199,8 +308,8 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
                  full_grid: bool = False, per_length: bool = False,
                  metric: str = 'accuracy', absent: Sequence[str] = ()) -> str:
   """Builds the report of `paths` for `metric` (`build_report`), writes it into `out`, returns
-  the text to print: the range tables, the per-length tables, then the region table (each when
-  present), and last, once, the "Not in this report" section of `absent`.
+  the text to print: every section's texts in order (the range tables and per-length tables,
+  the region table, ...), and last, once, the "Not in this report" section of `absent`.
 
   Example:
     >>> print(write_report(['sweep'], 'sweep/report', metric='exact_match'))  # doctest: +SKIP
@@ -210,15 +319,7 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
   report = build_report(paths, full_grid=full_grid, per_length=per_length, metric=metric,
                         absent=absent)
   write_files(out, report.files)
-  texts = [report.table1, report.table4] if report.table1 else []
-  texts += [v.decode().removesuffix(report.absent) for k, v in sorted(report.files.items())
-            if k.startswith('lengths_')]
-  if report.arithmetic:
-    texts.append(report.arithmetic)
-  if report.perplexity:
-    texts.append(report.perplexity)
-  if report.hints:
-    texts.append(report.hints)
+  texts = list(report.texts.values())
   if report.absent:
     texts.append(report.absent.lstrip('\n'))
   return '\n'.join(texts)

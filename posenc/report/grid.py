@@ -1,5 +1,15 @@
-"""The grid runs' sections (McLeish et al. 2024, Figs. 3 and 4): the region table
-(arithmetic.md) and a heatmap per member."""
+"""The grid runs' section (McLeish et al. 2024, Figs. 3 and 4): the region table
+(arithmetic.md) and a heatmap per member, from `posenc.results.GridResults` core.
+
+Grid runs' regions (posenc/evaluate/grid.py): 'id' (both axes <= n, the training size),
+'ood' (some axis > n, both <= M) and 'beyond' (equal lengths past M); a member's `regions`
+hold its mean exact match over each.
+
+Example:
+  >>> entries = collect_grid_entries(runs)        # doctest: +SKIP
+  >>> print(region_table(entries))                # doctest: +SKIP
+  # Arithmetic: exact match (%) by region, mean ± sd over members
+"""
 from __future__ import annotations
 
 import collections
@@ -17,9 +27,15 @@ from matplotlib import figure as mpl_figure
 from matplotlib import patches as mpl_patches
 import numpy as np
 
+from posenc import results as results_lib
+from posenc.report import core
 from posenc.report import load
 from posenc.report import range as range_section
-from posenc.report import records
+
+FILE = 'arithmetic.md'
+# The table shows the regions in this order, the paper's headline (OOD) first.
+GRID_REGIONS: tuple[str, ...] = ('ood', 'beyond', 'id')
+REGION_NAMES = {'ood': 'OOD', 'beyond': 'beyond', 'id': 'ID'}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -49,8 +65,27 @@ def architecture_key(name: str) -> tuple[int, int, int, str]:
   return 3, 0, 0, name
 
 
-def collect_grid_entries(grid_runs: Iterable[records.GridRun]
-                         ) -> dict[tuple[str, str, str], records.GridEntry]:
+@dataclasses.dataclass(frozen=True)
+class GridEntry:
+  """The merged members of every grid run of one (task, architecture, column).
+
+  Members merge as a range cell's do (`load.collect_cells`); `label` names the column as
+  `load.column_labels` does for the grid runs.
+  """
+  task: str
+  architecture: str
+  encoding: str
+  runs: tuple[load.RunFile, ...]
+  members: tuple[results_lib.GridMember, ...]
+  label: str
+
+  @property
+  def converged(self) -> tuple[results_lib.GridMember, ...]:
+    return tuple(m for m in self.members if not m.diverged)
+
+
+def collect_grid_entries(grid_runs: Iterable[load.RunFile]
+                         ) -> dict[tuple[str, str, str], GridEntry]:
   """Groups grid runs by (task, architecture, column label), merging their members.
 
   Labels are those of `column_labels` over the grid runs (the encoding, unless its runs differ
@@ -59,34 +94,38 @@ def collect_grid_entries(grid_runs: Iterable[records.GridRun]
   counts once.
 
   Example:
-    >>> entries = collect_grid_entries(load_all_runs(['runs/abacus']).grid_runs)  # doctest: +SKIP
+    >>> entries = collect_grid_entries(load_all_runs(['runs/abacus']).of('grid'))  # doctest: +SKIP
     >>> entries['addition', 'looped 8x2', 'abacus'].members  # Its 3 seeds.
   """
   runs = list(grid_runs)
-  grouped: dict[tuple[str, str, str], list[records.GridRun]] = collections.defaultdict(list)
+  grouped: dict[tuple[str, str, str], list[load.RunFile]] = collections.defaultdict(list)
   for run, label in zip(runs, load.column_labels(runs)):
-    grouped[run.task, run.architecture, label].append(run)
+    grouped[run.record.task, run.record.architecture, label].append(run)
   entries = {}
   for (task, architecture, label), entry_runs in grouped.items():
     members, seen = [], set()
     for run in entry_runs:
-      for member in run.members:
+      for member in run.record.members:
         key = _grid_member_key(member)
         if key not in seen:
           seen.add(key)
           members.append(member)
-    entries[task, architecture, label] = records.GridEntry(
-        task, architecture, entry_runs[0].encoding, tuple(entry_runs), tuple(members), label)
+    entries[task, architecture, label] = GridEntry(
+        task, architecture, entry_runs[0].record.encoding, tuple(entry_runs), tuple(members),
+        label)
   return entries
 
 
-def _grid_member_key(member: records.GridMember) -> tuple[Any, ...]:
-  # repr, so that the NaN cells of a member compare equal to their copy's.
+def _grid_member_key(member: results_lib.GridMember) -> tuple[Any, ...]:
+  # What tells members apart: a diverged member's regions count as None; repr, so that the
+  # NaN cells of a member compare equal to their copy's.
+  regions = {r: None if member.diverged else v for r, v in member.regions.items()}
   return (member.seed, member.data_seed, member.learning_rate, member.diverged,
-          repr(tuple(member.regions.items())), repr(tuple(member.exact_match_by_cell.items())))
+          repr(tuple(regions.items())),
+          repr(tuple(results_lib.finite_curve(member.exact_match_by_cell).items())))
 
 
-def grid_layout(entries: Mapping[tuple[str, str, str], records.GridEntry]
+def grid_layout(entries: Mapping[tuple[str, str, str], GridEntry]
                 ) -> tuple[list[str], list[str], list[str]]:
   """(tasks, architectures, columns) of the grid entries, in the region table's order.
 
@@ -99,12 +138,12 @@ def grid_layout(entries: Mapping[tuple[str, str, str], records.GridEntry]
     (['addition'], ['standard', 'looped 8x2'], ['none', 'abacus', 'fire'])
   """
   tasks = range_section.ordered_names({e.task for e in entries.values()},
-                                      records.ARITHMETIC_TASKS, False)
+                                      core.ARITHMETIC_TASKS, False)
   architectures = sorted({e.architecture for e in entries.values()}, key=architecture_key)
   labels: dict[str, set[str]] = collections.defaultdict(set)
   for entry in entries.values():
     labels[entry.encoding].add(entry.label)
-  encodings = range_section.ordered_names(labels, records.GRID_ENCODINGS, False)
+  encodings = range_section.ordered_names(labels, core.GRID_ENCODINGS, False)
   return tasks, architectures, [label for e in encodings for label in sorted(labels[e])]
 
 
@@ -121,7 +160,7 @@ class RegionStats:
   total: int
 
 
-def region_stats(entry: records.GridEntry, region: str) -> RegionStats | None:
+def region_stats(entry: GridEntry, region: str) -> RegionStats | None:
   """Mean ± sd over the entry's non-diverged members of their exact match in `region` (one of
   GRID_REGIONS); None when no member has a value there.
 
@@ -140,12 +179,12 @@ def region_stats(entry: records.GridEntry, region: str) -> RegionStats | None:
   return RegionStats(mean, sd, len(values), len(entry.members))
 
 
-def _region_entry(entry: records.GridEntry, region: str) -> str:
+def _region_entry(entry: GridEntry, region: str) -> str:
   if not entry.converged:
-    return records.DIVERGED
+    return core.DIVERGED
   stats = region_stats(entry, region)
   if stats is None:
-    return records.MISSING
+    return core.MISSING
   text = range_section.percent_text(stats.mean)
   if stats.sd is not None:
     text += f' ± {range_section.percent_text(stats.sd)}'
@@ -154,7 +193,7 @@ def _region_entry(entry: records.GridEntry, region: str) -> str:
   return text
 
 
-def region_table(entries: Mapping[tuple[str, str, str], records.GridEntry], *,
+def region_table(entries: Mapping[tuple[str, str, str], GridEntry], *,
                  skipped: Sequence[str] = ()) -> str:
   """The arithmetic study's results as markdown: per task, exact match (%) by region.
 
@@ -182,22 +221,22 @@ def region_table(entries: Mapping[tuple[str, str, str], records.GridEntry], *,
     rows = [a for a in architectures if any((task, a, c) in entries for c in columns)]
     shown = [c for c in columns if any((task, a, c) in entries for a in architectures)]
     lines += [f'## {task}', '']
-    for region in records.GRID_REGIONS:
-      lines += [f'### {records.REGION_NAMES[region]}: {_REGION_DEFINITIONS[region]}', '',
+    for region in GRID_REGIONS:
+      lines += [f'### {REGION_NAMES[region]}: {_REGION_DEFINITIONS[region]}', '',
                 '| architecture | ' + ' | '.join(shown) + ' |', '|---|' + '---|' * len(shown)]
       for architecture in rows:
-        row = [records.MISSING if (task, architecture, c) not in entries
+        row = [core.MISSING if (task, architecture, c) not in entries
                else _region_entry(entries[task, architecture, c], region) for c in shown]
         lines.append(f'| {architecture} | ' + ' | '.join(row) + ' |')
       lines.append('')
   return '\n'.join(lines + range_section.format_notes(_grid_notes(entries, skipped))) + '\n'
 
 
-def _entry_name(entry: records.GridEntry) -> str:
+def _entry_name(entry: GridEntry) -> str:
   return f'{entry.task}/{entry.architecture}/{entry.label}'
 
 
-def _which_entries(group: Sequence[records.GridEntry], total: int, limit: int = 8) -> str:
+def _which_entries(group: Sequence[GridEntry], total: int, limit: int = 8) -> str:
   """'all N entries', or the entries' names, shortened past `limit`."""
   if len(group) == total:
     return f'all {total} entries'
@@ -207,18 +246,21 @@ def _which_entries(group: Sequence[records.GridEntry], total: int, limit: int = 
   return ', '.join(names)
 
 
-def _grid_protocol(run: records.GridRun) -> str:
+def _grid_protocol(record: results_lib.Results) -> str:
   """The cells a grid run measured, e.g. 'n = 20, M = 100, cells (digits_a, digits_b) in
   1..100 at stride 1, beyond 101..160 (every length, 60 lengths), 100 samples per cell'."""
-  stride = f' at stride {run.grid_stride} (and {run.grid_max})' if run.grid_stride > 1 else ''
-  beyond = (', '.join(map(str, run.beyond)) if len(run.beyond) <= 4
-            else range_section.describe_lengths(run.beyond)) if run.beyond else 'none'
-  return (f'n = {run.train_length}, M = {run.grid_max}, cells ({run.axes[0]}, {run.axes[1]}) '
-          f'in 1..{run.grid_max}{stride}, beyond {beyond}, {run.samples_per_cell} samples per '
+  grid = record.evaluation
+  stride = f' at stride {grid.grid_stride} (and {grid.grid_max})' if grid.grid_stride > 1 else ''
+  past = sorted(set(grid.beyond))
+  beyond = (', '.join(map(str, past)) if len(past) <= 4
+            else range_section.describe_lengths(past)) if past else 'none'
+  return (f'n = {record.train_length}, M = {grid.grid_max}, cells ({grid.axes[0]}, '
+          f'{grid.axes[1]}) in 1..{grid.grid_max}{stride}, beyond {beyond}, '
+          f'{grid.samples_per_cell} samples per '
           'cell')
 
 
-def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
+def _grid_notes(entries: Mapping[tuple[str, str, str], GridEntry],
                 skipped: Sequence[str]) -> list[str]:
   """The region table's notes: what an entry is, the regions and cells, members, training,
   columns, merges and skipped runs."""
@@ -230,14 +272,15 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
       'Each entry is the mean ± sd over the non-diverged members (seeds × learning rates) of an '
       'architecture and encoding of their exact match (the share of generated answers with '
       'every token right) averaged over the cells of a region, in %; sd is the sample '
-      'standard deviation (ddof 1; none for a single member). "(2/3)" marks an entry where only 2 of its 3 members count '
-      f'(the others diverged). {records.MISSING} = no run, or no cell in the region; '
-      f'{records.DIVERGED} = every '
+      'standard deviation (ddof 1; none for a single member). "(2/3)" marks an entry where '
+      'only 2 of its 3 members count '
+      f'(the others diverged). {core.MISSING} = no run, or no cell in the region; '
+      f'{core.DIVERGED} = every '
       'member diverged.']
 
-  by_protocol: dict[str, list[records.GridEntry]] = collections.defaultdict(list)
+  by_protocol: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
-    for text in dict.fromkeys(_grid_protocol(r) for r in entry.runs):
+    for text in dict.fromkeys(_grid_protocol(r) for _, r in entry.runs):
       by_protocol[text].append(entry)
   notes.append(
       'Regions of the cells (a, b): ID, both axes ≤ n (the training size); OOD, some axis > n '
@@ -245,7 +288,7 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
           f'{text} in {_which_entries(group, total)}' for text, group in by_protocol.items())
       + '.')
 
-  by_count: dict[str, list[records.GridEntry]] = collections.defaultdict(list)
+  by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
     by_count[range_section.members_text(entry.members)].append(entry)
   notes.append('Members per entry: ' + '; '.join(
@@ -256,16 +299,16 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
   if listed:
     notes.append(f'Diverged members, left out of the entries: {listed}.')
 
-  by_steps: dict[tuple[int, int], list[records.GridEntry]] = collections.defaultdict(list)
+  by_steps: dict[tuple[int, int], list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
-    for key in sorted({(r.train_steps, r.planned_steps) for r in entry.runs}):
+    for key in sorted({(r.train_steps, load.planned_steps(r)) for _, r in entry.runs}):
       by_steps[key].append(entry)
   for (steps, planned), group in sorted(by_steps.items(), reverse=True):
     state = (f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
              if steps < planned else f'Trained {steps:,} steps')
     notes.append(f'{state}: {_which_entries(group, total)}.')
 
-  families = sorted({r.family for e in ordered for r in e.runs})
+  families = sorted({r.family for e in ordered for _, r in e.runs})
   if len(families) > 1:
     notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
                  'names its family; runs of different families are never merged.')
@@ -273,17 +316,20 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], records.GridEntry],
   for entry in ordered:
     split[entry.encoding].add(entry.label)
   for encoding, labels in split.items():
-    if len(labels) > len({r.family for e in ordered if e.encoding == encoding for r in e.runs}):
+    if len(labels) > len({r.family for e in ordered if e.encoding == encoding
+                          for _, r in e.runs}):
       notes.append(f'{encoding} is split by encoding options into {len(labels)} columns '
                    f'({"; ".join(sorted(labels))}); their runs are never merged.')
 
   for entry in ordered:
     if len(entry.runs) > 1:
       notes.append(f'{_entry_name(entry)} merges the members of {len(entry.runs)} runs '
-                   f'({", ".join(str(r.path) for r in entry.runs)}); identical members count '
+                   f'({", ".join(str(r.path.parent) for r in entry.runs)}); identical '
+                   'members count '
                    'once.')
 
-  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered for r in e.runs})
+  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered
+                    for _, r in e.runs})
   runs = sum(len(e.runs) for e in ordered)
   notes.append(f'Built from {runs} grid run{"s" * (runs != 1)} in {total} '
                f'entr{"ies" if total != 1 else "y"} (devices: {", ".join(devices)}).')
@@ -335,8 +381,8 @@ def _next_round(step: int) -> int:
   return step * 5 // 2 if str(step).startswith('2') else step * 2
 
 
-def grid_heatmap(run: records.GridRun, member: records.GridMember, *, label: str | None = None
-                 ) -> mpl_figure.Figure:
+def grid_heatmap(run: load.RunFile, member: results_lib.GridMember, *,
+                 label: str | None = None) -> mpl_figure.Figure:
   """A member's exact match (%) on every measured cell (a, b) ≤ M, and on the cells past M.
 
   a (the run's first axis) runs up the y axis, b (the second) along the x axis; each measured
@@ -347,15 +393,16 @@ def grid_heatmap(run: records.GridRun, member: records.GridMember, *, label: str
   learning rate and the member's region means. 800 × 660 pixels.
 
   Example:
-    >>> fig = grid_heatmap(run, run.members[0])  # doctest: +SKIP
+    >>> fig = grid_heatmap(run, run.record.members[0])  # doctest: +SKIP
     >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
     ('digits_b', 'digits_a')
   """
-  label = run.encoding if label is None else label
-  m, n = run.grid_max, run.train_length
-  inside = {(a, b): v for (a, b), v in member.exact_match_by_cell.items() if a <= m and b <= m}
-  beyond = sorted((a, v) for (a, b), v in member.exact_match_by_cell.items()
-                  if a == b and a > m)
+  record, grid = run.record, run.record.evaluation
+  label = record.encoding if label is None else label
+  m, n = grid.grid_max, record.train_length
+  by_cell = results_lib.finite_curve(member.exact_match_by_cell)
+  inside = {(a, b): v for (a, b), v in by_cell.items() if a <= m and b <= m}
+  beyond = sorted((a, v) for (a, b), v in by_cell.items() if a == b and a > m)
   fig = mpl_figure.Figure(figsize=(8, 6.6), dpi=100, layout='constrained')
   ratios = [20, 1.2, 0.8] if beyond else [20, 0.8]
   layout = fig.add_gridspec(1, len(ratios), width_ratios=ratios)
@@ -382,8 +429,8 @@ def grid_heatmap(run: records.GridRun, member: records.GridMember, *, label: str
   ax.text(min(n, m) + 0.5, min(n, m) + 0.5, f' training: both ≤ {n}', color=_TRAINING_BOX,
           fontsize=9, ha='left', va='bottom', zorder=3,
           bbox={'facecolor': 'white', 'alpha': 0.7, 'edgecolor': 'none', 'pad': 1})
-  ax.set_xlabel(run.axes[1])
-  ax.set_ylabel(run.axes[0])
+  ax.set_xlabel(grid.axes[1])
+  ax.set_ylabel(grid.axes[0])
   ax.tick_params(labelsize=8)
   if beyond:
     strip = fig.add_subplot(layout[1])
@@ -399,21 +446,22 @@ def grid_heatmap(run: records.GridRun, member: records.GridMember, *, label: str
     strip.set_title(f'beyond\na = b > {m}', fontsize=8)
   fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_subplot(layout[-1]),
                label='exact match (%)')
-  shown = lambda v: records.MISSING if v is None else range_section.percent_text(v)
-  regions = ', '.join(f'{records.REGION_NAMES[r]} {shown(member.regions[r])}'
+  shown = lambda v: core.MISSING if v is None else range_section.percent_text(v)
+  regions = ', '.join(f'{REGION_NAMES[r]} {shown(member.regions[r])}'
                       for r in ('id', 'ood', 'beyond'))
   state = 'diverged' if member.diverged else f'exact match (%): {regions}'
-  fig.suptitle(f'{run.task}: {label}, {run.architecture}\nseed {member.seed}, learning rate '
+  fig.suptitle(f'{record.task}: {label}, {record.architecture}\nseed {member.seed}, learning rate '
                f'{member.learning_rate:g}; {state}', fontsize=11)
   return fig
 
 
-def grid_heatmap_png(run: records.GridRun, member: records.GridMember, *,
+def grid_heatmap_png(run: load.RunFile, member: results_lib.GridMember, *,
                      label: str | None = None) -> bytes:
   """`grid_heatmap` as PNG bytes.
 
   Example:
-    >>> grid_heatmap_png(run, run.members[0])[:8] == b'\\x89PNG\\r\\n\\x1a\\n'  # doctest: +SKIP
+    >>> png = grid_heatmap_png(run, run.record.members[0])  # doctest: +SKIP
+    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
     True
   """
   buffer = io.BytesIO()
@@ -433,7 +481,7 @@ def heatmap_name(task: str, label: str, architecture: str, seed: int,
   return re.sub(r'[^A-Za-z0-9_.-]', '_', stem) + '.png'
 
 
-def grid_heatmaps(entries: Mapping[tuple[str, str, str], records.GridEntry]) -> dict[str, bytes]:
+def grid_heatmaps(entries: Mapping[tuple[str, str, str], GridEntry]) -> dict[str, bytes]:
   """One heatmap per member of every entry (`grid_heatmap_png`), by file name (`heatmap_name`).
 
   A member found identically in two runs of an entry is drawn once; distinct members whose
@@ -451,7 +499,7 @@ def grid_heatmaps(entries: Mapping[tuple[str, str, str], records.GridEntry]) -> 
       continue
     seen = set()
     for run in entry.runs:
-      for member in run.members:
+      for member in run.record.members:
         if _grid_member_key(member) in seen:
           continue
         seen.add(_grid_member_key(member))
@@ -466,44 +514,31 @@ def grid_heatmaps(entries: Mapping[tuple[str, str, str], records.GridEntry]) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# The section: a grid run's view and the files of all of them.
+# The section: which grid runs it reports, and its files.
 
 
-def view(record: Any, path: pathlib.Path, metric: str) -> records.GridRun:
-  """A grid run (`posenc.results.GridResults`) as the region table reads it; exact match
-  whatever `metric` (the arithmetic study's measure), a diverged member's regions None.
+def check(record: results_lib.Results, path: pathlib.Path, metric: str) -> None:
+  """Raises MalformedRunError for a grid run without an architecture (its table's row); a
+  grid is read in exact match whatever `metric` (the arithmetic study's measure).
 
   Raises:
     MalformedRunError: the file records no architecture.
   """
   del metric
-  where = str(path)
   if record.architecture is None:
-    raise records.MalformedRunError(f"{where}: missing 'architecture'")
+    raise core.MalformedRunError(f"{path}: missing 'architecture'")
   if not record.architecture:
-    raise records.MalformedRunError(f'{where}: empty architecture name')
-  evaluation = record.evaluation
-  members = tuple(records.GridMember(
-      m.seed, m.learning_rate, m.diverged,
-      {r: None if m.diverged else v for r, v in m.regions.items()},
-      dict(sorted((cell, math.nan if v is None else v)
-                  for cell, v in m.exact_match_by_cell.items())), m.data_seed)
-                  for m in evaluation.members)
-  return records.GridRun(
-      path=path.parent, task=record.task, encoding=record.encoding,
-      architecture=record.architecture, train_steps=record.train_steps,
-      train_length=record.train_length, axes=evaluation.axes, grid_max=evaluation.grid_max,
-      grid_stride=evaluation.grid_stride, beyond=tuple(sorted(set(evaluation.beyond))),
-      samples_per_cell=evaluation.samples_per_cell, members=members, family=record.family,
-      **load.run_extras(record))
+    raise core.MalformedRunError(f'{path}: empty architecture name')
 
 
-def build(runs: Sequence[records.GridRun], options: records.Options) -> records.Section:
+def build(runs: Sequence[load.RunFile], options: core.Options) -> core.Section:
   """The region table ('arithmetic', arithmetic.md) and, with figures, one heatmap per
   member."""
   entries = collect_grid_entries(runs)
   text = region_table(entries, skipped=options.skipped)
-  files = {records.ARITHMETIC_FILE: text.encode()}
+  files = {FILE: text.encode()}
   if options.figures:
     files.update(grid_heatmaps(entries))
-  return records.Section({'arithmetic': text}, files)
+  heatmaps = sum(name.startswith('heatmap_') for name in files)
+  return core.Section({'arithmetic': text}, files, tables=(FILE,),
+                      figures=(core.counted(heatmaps, 'heatmap'),))

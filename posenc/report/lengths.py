@@ -1,16 +1,16 @@
 """The task-hinting study's report: full-sequence accuracy and edit distance against test
 length, per variant (hints, encoding, attention temperature), on every test distribution.
 
-The section of the 'lengths' protocol (`posenc.evaluate.lengths`): `view` reads a run,
-`build` writes `hints.md` and one `hints_<task>.png` per main task.
+The section of the 'lengths' evaluation (`posenc.results.LengthsResults`): `build` writes
+`hints.md` and one `hints_<task>.png` per main task; the runs of one variant are pooled
+(`variants`).
 
-  >>> runs = [view(results.read(p, kinds), p, 'accuracy') for p in paths]   # doctest: +SKIP
+  >>> runs = [load.RunFile(p, results.read(p)) for p in paths]   # doctest: +SKIP
   >>> print(table(runs))
 """
 from __future__ import annotations
 
 import dataclasses
-import math
 import pathlib
 from typing import Any, Mapping, Sequence
 
@@ -18,37 +18,11 @@ from matplotlib import figure as mpl_figure
 import numpy as np
 
 from posenc import plots
-from posenc.report import records
+from posenc import results as results_lib
+from posenc.report import core
+from posenc.report import load
 
 FILE = 'hints.md'
-METRICS = ('exact_match', 'edit_distance')
-
-
-@dataclasses.dataclass(frozen=True)
-class HintRun:
-  """One run: its variant and, per member (None when diverged), {metric: {distribution:
-  {length: value}}}."""
-  task: str
-  encoding: str
-  hints: tuple[str, ...]
-  schedule: str
-  temperature: str
-  train_length: int
-  lengths: tuple[int, ...]
-  distributions: tuple[str, ...]
-  members: tuple[dict[str, dict[str, dict[int, float]]] | None, ...]
-  source: str
-
-  @property
-  def label(self) -> str:
-    """e.g. 'successor · rotary' or 'none · none · τ learned (β₀ 0.3)'."""
-    hints = '+'.join(self.hints) or 'no hint'
-    if len(self.hints) > 1 or (self.hints and self.schedule != 'alternate'):
-      hints += f' ({self.schedule})'
-    parts = [hints, self.encoding]
-    if self.temperature != 'none':
-      parts.append(f'τ {self.temperature}')
-    return ' · '.join(parts)
 
 
 def temperature_text(config: Mapping[str, Any]) -> str:
@@ -61,29 +35,86 @@ def temperature_text(config: Mapping[str, Any]) -> str:
   return f'fixed β={beta:g}' if kind == 'fixed' else f'learned β₀={beta:g}'
 
 
-def view(record: Any, path: pathlib.Path, metric: str) -> HintRun:
-  """A hinting run (`posenc.results.LengthsResults`): its variant and per member (None when
-  diverged) its exact match and edit distance per distribution and length."""
-  del metric
+def label(record: results_lib.Results) -> str:
+  """A run's variant, e.g. 'successor · rotary' or 'no hint · none · τ learned β₀=0.3'."""
   evaluation = record.evaluation
-  members = tuple(None if m.diverged else {
-      metric: {d: {n: math.nan if v is None else v for n, v in m.by_length[metric][d].items()}
-               for d in evaluation.distributions} for metric in METRICS}
-                  for m in evaluation.members)
-  return HintRun(record.task, record.encoding, evaluation.hints, evaluation.hint_schedule,
-                 temperature_text(record.config or {}), record.train_length,
-                 evaluation.eval_lengths, evaluation.distributions, members, str(path))
+  hints = '+'.join(evaluation.hints) or 'no hint'
+  if len(evaluation.hints) > 1 or (evaluation.hints and evaluation.hint_schedule != 'alternate'):
+    hints += f' ({evaluation.hint_schedule})'
+  parts = [hints, record.encoding]
+  temperature = temperature_text(record.config or {})
+  if temperature != 'none':
+    parts.append(f'τ {temperature}')
+  return ' · '.join(parts)
 
 
-def build(runs: Sequence[HintRun], options: Any) -> Any:
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """The runs of one task, variant and training length (e.g. more seeds in another sweep),
+  pooled: a column of the table. `label` names it (`label`)."""
+  label: str
+  runs: tuple[load.RunFile, ...]
+
+  @property
+  def first(self) -> results_lib.Results:
+    return self.runs[0].record
+
+  @property
+  def lengths(self) -> list[int]:
+    return sorted({n for _, r in self.runs for n in r.evaluation.eval_lengths})
+
+  @property
+  def distributions(self) -> list[str]:
+    return list(dict.fromkeys(d for _, r in self.runs for d in r.evaluation.distributions))
+
+  @property
+  def counts(self) -> tuple[int, int]:
+    """(non-diverged members, members) over the runs."""
+    members = [m for _, r in self.runs for m in r.members]
+    return sum(not m.diverged for m in members), len(members)
+
+  def curves(self, distribution: str, metric: str = 'exact_match') -> list[dict[int, float]]:
+    """Each non-diverged member's `metric` by length on `distribution`, over the runs that
+    evaluated it (NaN where none was recorded)."""
+    return [results_lib.finite_curve(m.by_length[metric].get(distribution, {}))
+            for _, r in self.runs if distribution in r.evaluation.distributions
+            for m in r.members if not m.diverged]
+
+
+def variants(runs: Sequence[load.RunFile]) -> list[Variant]:
+  """One Variant per (task, variant, training length), no hint first, then by hints,
+  encoding and temperature.
+
+  Example:
+    >>> [v.label for v in variants(runs)]  # doctest: +SKIP
+    ['no hint · fire', 'successor · fire']
+  """
+  groups: dict[tuple[Any, ...], list[load.RunFile]] = {}
+  for run in runs:
+    r = run.record
+    groups.setdefault((r.task, label(r), r.train_length), []).append(run)
+  pooled = [Variant(key[1], tuple(group)) for key, group in groups.items()]
+  return sorted(pooled, key=lambda v: (bool(v.first.evaluation.hints), v.first.evaluation.hints,
+                                       v.first.encoding,
+                                       temperature_text(v.first.config or {})))
+
+
+def check(record: results_lib.Results, path: pathlib.Path, metric: str) -> None:
+  """Every well-formed hinting run can be reported (in its own metrics, whatever `metric`)."""
+  del record, path, metric
+
+
+def build(runs: Sequence[load.RunFile], options: core.Options) -> core.Section:
   """The hinting table ('hints', hints.md) and, with figures, one figure per main task
   (hints_<task>.png)."""
   text = table(runs)
   files = {FILE: text.encode()}
   if options.figures:
-    for task in sorted({r.task for r in runs}):
+    for task in sorted({r.record.task for r in runs}):
       files[f'hints_{task}.png'] = figure_png(runs, task)
-  return records.Section({'hints': text}, files)
+  plots_made = sum(name.startswith('hints_') for name in files)
+  return core.Section({'hints': text}, files, tables=(FILE,),
+                      figures=(core.counted(plots_made, 'accuracy-by-length figure'),))
 
 
 def _stats(values: Sequence[float], scale: float, digits: int) -> str:
@@ -93,47 +124,31 @@ def _stats(values: Sequence[float], scale: float, digits: int) -> str:
   return text + (f' ± {np.std(values, ddof=1) * scale:.{digits}f}' if len(values) > 1 else '')
 
 
-def _ordered(runs: Sequence[HintRun]) -> list[HintRun]:
-  """One run per variant (runs of the same task, variant and training length, e.g. more
-  seeds in another sweep, pooled: their members together), no hint first, then by hints,
-  encoding and temperature."""
-  groups: dict[tuple[Any, ...], list[HintRun]] = {}
-  for r in runs:
-    groups.setdefault((r.task, r.label, r.train_length), []).append(r)
-  pooled = [dataclasses.replace(
-      group[0], members=tuple(m for r in group for m in r.members),
-      lengths=tuple(sorted({n for r in group for n in r.lengths})),
-      distributions=tuple(dict.fromkeys(d for r in group for d in r.distributions)),
-      source=', '.join(r.source for r in group)) for group in groups.values()]
-  return sorted(pooled, key=lambda r: (bool(r.hints), r.hints, r.encoding, r.temperature))
-
-
-def table(runs: Sequence[HintRun]) -> str:
+def table(runs: Sequence[load.RunFile]) -> str:
   """Per main task and test distribution: exact match (%) and mean edit distance against
   test length (rows) per variant (columns), mean ± sd over the non-diverged members, as
   markdown. Lengths past training are marked '*'."""
   lines = ['# Task hinting: full-sequence accuracy and edit distance against test length', '',
            'Entries: mean ± sd over the non-diverged members; sd is the sample standard '
            'deviation (ddof 1).', '']
-  for task in sorted({r.task for r in runs}):
-    mine = _ordered([r for r in runs if r.task == task])
-    train = max(r.train_length for r in mine)
-    lengths = sorted({n for r in mine for n in r.lengths})
-    distributions = list(dict.fromkeys(d for r in mine for d in r.distributions))
-    counts = ', '.join(f'{r.label}: {sum(m is not None for m in r.members)}/{len(r.members)}'
-                       for r in mine)
+  for task in sorted({r.record.task for r in runs}):
+    mine = variants([r for r in runs if r.record.task == task])
+    train = max(v.first.train_length for v in mine)
+    lengths = sorted({n for v in mine for n in v.lengths})
+    distributions = list(dict.fromkeys(d for v in mine for d in v.distributions))
+    counts = ', '.join(f'{v.label}: {v.counts[0]}/{v.counts[1]}' for v in mine)
     lines += [f'## {task} (trained at lengths up to {train}; members per variant: {counts})',
               '']
     for metric, title, scale, digits in (('exact_match', 'full-sequence accuracy (%)', 100, 1),
                                          ('edit_distance', 'mean edit distance', 1, 2)):
       for d in distributions:
-        cols = [r for r in mine if d in r.distributions]
+        cols = [v for v in mine if d in v.distributions]
+        curves = [v.curves(d, metric) for v in cols]
         lines += [f'### {title}, {d} inputs', '',
-                  '| length | ' + ' | '.join(r.label for r in cols) + ' |',
+                  '| length | ' + ' | '.join(v.label for v in cols) + ' |',
                   '|---|' + '---|' * len(cols)]
         for n in lengths:
-          cells = [_stats([m[metric][d][n] for m in r.members
-                           if m and n in m[metric].get(d, {})], scale, digits) for r in cols]
+          cells = [_stats([c[n] for c in col if n in c], scale, digits) for col in curves]
           lines.append(f'| {n}{"*" if n > train else ""} | ' + ' | '.join(cells) + ' |')
         lines.append('')
   lines.append('Notes: * marks lengths past training. rep2..rep5 are rep(i, r) (Awasthi & '
@@ -143,11 +158,11 @@ def table(runs: Sequence[HintRun]) -> str:
   return '\n'.join(lines) + '\n'
 
 
-def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
+def figure_png(runs: Sequence[load.RunFile], task: str) -> bytes:
   """Exact match against test length, one panel per test distribution (three to a row), one
   line per variant (the mean over members, the band their range), as PNG bytes."""
-  mine = _ordered([r for r in runs if r.task == task])
-  distributions = list(dict.fromkeys(d for r in mine for d in r.distributions))
+  mine = variants([r for r in runs if r.record.task == task])
+  distributions = list(dict.fromkeys(d for v in mine for d in v.distributions))
   cols = min(3, len(distributions))
   rows = -(-len(distributions) // cols)
   fig = mpl_figure.Figure(figsize=(3.4 * cols + 1.0, 2.9 * rows + 0.6))
@@ -155,19 +170,18 @@ def figure_png(runs: Sequence[HintRun], task: str) -> bytes:
   for ax in grid.flat[len(distributions):]:
     ax.set_visible(False)
   axes = list(grid.flat[:len(distributions)])
-  train = max(r.train_length for r in mine)
+  train = max(v.first.train_length for v in mine)
   for ax, d in zip(axes, distributions):
-    for k, r in enumerate(mine):
-      if d not in r.distributions:
+    for k, v in enumerate(mine):
+      if d not in v.distributions:
         continue
-      lengths = sorted(r.lengths)
-      members = [m for m in r.members
-                 if m and all(n in m['exact_match'].get(d, {}) for n in lengths)]
-      if not members:
+      lengths = v.lengths
+      curves = [c for c in v.curves(d) if all(n in c for n in lengths)]
+      if not curves:
         continue
-      values = np.array([[m['exact_match'][d][n] * 100 for n in lengths] for m in members])
-      line, = ax.plot(lengths, values.mean(0), label=r.label, **plots.series_style(k))
-      if len(members) > 1:
+      values = np.array([[c[n] * 100 for n in lengths] for c in curves])
+      line, = ax.plot(lengths, values.mean(0), label=v.label, **plots.series_style(k))
+      if len(curves) > 1:
         ax.fill_between(lengths, values.min(0), values.max(0), alpha=0.15,
                         color=line.get_color())
     ax.axvline(train, **plots.TRAINING_LINE)

@@ -1,23 +1,38 @@
-"""Loading results.json files (`posenc.results`) into each protocol section's view of its runs,
-skipping malformed ones with a message, and grouping runs into columns and cells."""
+"""Finding results.json files, and grouping the runs they hold into a report's columns and
+cells.
+
+A run is where its results.json lies and its `posenc.results.Results` record (`RunFile`):
+sections read the records as they are, a member's score and curve through the record's own
+`score_of` and `curve`.
+
+Example:
+  >>> runs = [RunFile(p, results.read(p)) for p in find_results(['sweep'])]  # doctest: +SKIP
+  >>> cells = collect_cells(runs, metric='exact_match')                     # doctest: +SKIP
+  >>> cell = cells['reverse_string', 'none']                                # doctest: +SKIP
+  >>> [cell.score(m) for m in cell.members]      # exact match; None for a diverged member
+  [0.3, None]
+"""
 from __future__ import annotations
 
 import collections
 import dataclasses
-import importlib
 import json
 import os
 import pathlib
-from typing import Any, Iterable, Mapping, NoReturn, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, NoReturn, Sequence
 
-from posenc import encodings as encodings_lib
-from posenc import evaluate
 from posenc import results as results_lib
-from posenc.report import records
+from posenc.report import core
+
+
+class RunFile(NamedTuple):
+  """A run as a report reads it: its results.json's path and the record it holds."""
+  path: pathlib.Path
+  record: results_lib.Results
 
 
 # ---------------------------------------------------------------------------------------------
-# Loading.
+# Finding.
 
 
 def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
@@ -39,7 +54,7 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
     try:
       is_file, is_dir = path.is_file(), path.is_dir()
     except OSError as e:  # Not a missing path (that is False): e.g. a parent without access.
-      raise records.ReportError(f'cannot read {str(given)!r}: {e.strerror or e}') from None
+      raise core.ReportError(f'cannot read {str(given)!r}: {e.strerror or e}') from None
     if is_file:
       candidates = [path]
     elif is_dir:
@@ -47,15 +62,15 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
       # os.walk skips what it cannot read unless told otherwise; a run directory left out
       # would read as "no results.json".
       for root, dirs, files in os.walk(path, onerror=_unreadable_directory):
-        if records.RESULTS_FILE in files:
-          candidates.append(pathlib.Path(root) / records.RESULTS_FILE)
+        if core.RESULTS_FILE in files:
+          candidates.append(pathlib.Path(root) / core.RESULTS_FILE)
           dirs.clear()
         dirs.sort()
     else:
-      raise records.ReportError(f'no such file or directory: {str(given)!r}')
+      raise core.ReportError(f'no such file or directory: {str(given)!r}')
     if not candidates:
-      raise records.ReportError(
-          f'no {records.RESULTS_FILE} in {str(given)!r} or any directory below it')
+      raise core.ReportError(
+          f'no {core.RESULTS_FILE} in {str(given)!r} or any directory below it')
     for candidate in sorted(candidates):
       key = candidate.resolve()
       if key not in seen:
@@ -66,160 +81,66 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
 
 def _unreadable_directory(error: OSError) -> NoReturn:
   """os.walk's `onerror`: a directory it cannot list is an error of the report's input."""
-  raise records.ReportError(
+  raise core.ReportError(
       f'cannot read directory {str(error.filename)!r}: {error.strerror or error}')
 
 
-def section(evaluation: str) -> Any:
-  """The report section module of the protocol named `evaluation` (`Protocol.report`)."""
-  return importlib.import_module(evaluate.PROTOCOLS[evaluation].report)
+# ---------------------------------------------------------------------------------------------
+# What a run's record says, for its columns and notes.
 
 
-def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') -> Any:
-  """Reads one results.json (`posenc.results`, any schema version) and returns its protocol
-  section's view of it (`view`): a Run for a range run, a GridRun for a grid run, a HintRun
-  or a PerplexityRun.
-
-  A range run's members' scores and curves are those of `metric`: 'accuracy' reads `score`
-  and `accuracy_by_length`, 'exact_match' reads `exact_match_score` and
-  `exact_match_by_length`. The other protocols' views do not depend on `metric`.
-
-  Example:
-    >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
-    >>> run.task, run.encoding, run.family, len(run.members)
-    ('reverse_string', 'randomized_relative', 'decoder', 30)
-    >>> run.members[0].score  # Its exact_match_score.
-    0.87
-    >>> load_run('runs/addition__abacus__looped/results.json').architecture  # doctest: +SKIP
-    'looped 8x2'
-
-  Raises:
-    MalformedRunError: unreadable JSON, an unknown schema version, a missing/mistyped field,
-      or nothing the section can report, naming the file and field.
-    ReportError: `metric` is not one of METRICS.
-  """
-  records.metric_fields(metric)  # An unknown metric is the caller's error, not the file's.
-  path = pathlib.Path(results_path)
-  record = results_lib.read(path, evaluate.kinds())
-  return section(record.evaluation.evaluation).view(record, path, metric)
-
-
-def load_grid_run(results_path: str | os.PathLike[str]) -> records.GridRun:
-  """Reads and checks one grid run's results.json (`evaluation` 'grid').
-
-  Example:
-    >>> run = load_grid_run('runs/addition__abacus__looped/results.json')  # doctest: +SKIP
-    >>> run.architecture, run.train_length, run.grid_max, run.members[0].regions['ood']
-    ('looped 8x2', 20, 100, 0.929)
-
-  Raises:
-    MalformedRunError: unreadable JSON, not a grid run, or a missing/mistyped field, naming the
-      file and field.
-  """
-  run = load_run(results_path)
-  if not isinstance(run, records.GridRun):
-    raise records.MalformedRunError(f'{results_path}: not a grid run')
-  return run
-
-
-def run_extras(record: results_lib.Results) -> dict[str, Any]:
-  """The fields every run view shares past its evaluation, as keyword arguments: the
-  planned steps (the config's `train.steps`, else `train_steps`), parameters, versions and
-  encoding options (from the config for files that predate their record)."""
+def planned_steps(record: results_lib.Results) -> int:
+  """The steps the run was configured for (its config's `train.steps`; else `train_steps`),
+  so that a run that stopped early can be told from one planned short."""
   train = record.config.get('train') if record.config else None
-  planned_steps = train.get('steps') if isinstance(train, dict) else None
-  if not isinstance(planned_steps, int) or isinstance(planned_steps, bool):
-    planned_steps = record.train_steps
-  options = record.encoding_options
-  if options is None:
-    options = _options_from_config(record.encoding, record.config)
-  return {'planned_steps': planned_steps, 'num_params': record.num_params,
-          'versions': dict(record.versions), 'encoding_options': options}
+  steps = train.get('steps') if isinstance(train, dict) else None
+  if not isinstance(steps, int) or isinstance(steps, bool):
+    return record.train_steps
+  return steps
 
 
-def _options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
-  """The options `encoding` takes, from a results.json's config: for files written before
-  results recorded `encoding_options`. None when the config does not tell."""
+# What the study's encodings take, for results.json files that do not record
+# `encoding_options`: everything written before that record, when the study's 13 were the
+# only encodings. Each option in the registry's order, and its default, as the encodings
+# registry resolves them (tests/test_report.py checks).
+_OPTION_DEFAULTS = {'max_time': 10_000.0, 'relative_mode': 'symmetric',
+                    'randomize_both_sides': False, 'alibi_reference_form': False,
+                    'geometric_normalize': False}
+_STUDY_OPTIONS: dict[str, tuple[str, ...]] = {
+    'none': (), 'sin_cos': ('max_time',), 'relative': ('max_time',),
+    'alibi': ('alibi_reference_form',), 'rotary': ('max_time',), 'learned': (),
+    'randomized_sin_cos': ('max_time',),
+    'randomized_relative': ('max_time', 'relative_mode', 'randomize_both_sides'),
+    'randomized_alibi': ('randomize_both_sides', 'alibi_reference_form'),
+    'randomized_rotary': ('max_time',), 'randomized_learned': (),
+    'geometric': ('geometric_normalize',), 'geometric_directional': ('geometric_normalize',)}
+
+
+def encoding_options(record: results_lib.Results) -> Mapping[str, Any] | None:
+  """The options the run's encoding took: as recorded, or for a file that predates the
+  record, from its config (`options_from_config`); None when neither tells.
+
+  Example: a randomized_relative run whose config gave {'relative_mode': 'reference'}
+  -> {'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}.
+  """
+  if record.encoding_options is not None:
+    return record.encoding_options
+  return options_from_config(record.encoding, record.config)
+
+
+def options_from_config(encoding: str, config: Any) -> dict[str, Any] | None:
+  """The options a study encoding takes, from a results.json's config, each the config's
+  value or its default; None for another encoding or a config without options."""
   given = config.get('encoding_options') if isinstance(config, dict) else None
-  if not isinstance(given, dict):
+  if not isinstance(given, dict) or encoding not in _STUDY_OPTIONS:
     return None
-  try:
-    attention, embedding = encodings_lib.resolve_options(encoding, given)
-  except ValueError:
-    return None
-  return {**attention, **embedding}
+  return {key: given.get(key, _OPTION_DEFAULTS[key]) for key in _STUDY_OPTIONS[encoding]}
 
 
 def member_where(where: str, i: int, member: results_lib.Member) -> str:
   """How messages name member i of the file `where`."""
   data = '' if member.data_seed is None else f'data seed {member.data_seed}, '
   return f'{where}: members[{i}] (seed {member.seed}, {data}learning rate {member.learning_rate:g})'
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadedRuns:
-  """Every results.json under some paths, as each protocol's section views them
-  (`views`: {protocol name: runs}, in the registry's order), and one message per file
-  skipped as malformed."""
-  views: Mapping[str, tuple[Any, ...]]
-  problems: tuple[str, ...]
-  # (path, posenc.results.Results) of every run in `views`, for the scorecard.
-  records: tuple[tuple[pathlib.Path, Any], ...] = ()
-
-  # The studies' names for their runs.
-  runs = property(lambda self: self.views.get('range', ()))
-  grid_runs = property(lambda self: self.views.get('grid', ()))
-  lm_runs = property(lambda self: self.views.get('perplexity', ()))
-  hint_runs = property(lambda self: self.views.get('lengths', ()))
-
-
-def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
-                  ) -> LoadedRuns:
-  """Loads every run under `paths` (`load_run`), grouped by protocol; malformed ones are
-  skipped and described.
-
-  Example:
-    >>> loaded = load_all_runs(['sweep', 'runs/arithmetic'])  # doctest: +SKIP
-    >>> len(loaded.runs), len(loaded.grid_runs), loaded.problems
-    (30, 6, ())
-
-  Raises:
-    ReportError: from `find_results`, or an unknown metric.
-  """
-  views: dict[str, list[Any]] = {name: [] for name in evaluate.PROTOCOLS}
-  problems, loaded = [], []
-  for results_path in find_results(paths):
-    try:
-      record = results_lib.read(results_path, evaluate.kinds())
-      name = record.evaluation.evaluation
-      views[name].append(section(name).view(record, results_path, metric))
-    except records.MalformedRunError as e:
-      problems.append(str(e))
-    else:
-      loaded.append((results_path, record))
-  return LoadedRuns({name: tuple(v) for name, v in views.items() if v}, tuple(problems),
-                    tuple(loaded))
-
-
-def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
-              ) -> tuple[list[records.Run], list[str]]:
-  """Loads every range run under `paths` for `metric` (`load_run`); malformed ones are skipped
-  and described. Runs of other protocols load without a problem but are not among the runs:
-  `load_all_runs` returns them too.
-
-  Example:
-    >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
-    >>> problems
-    ['sweep/cells/x__y/results.json: missing \\'members\\'']
-
-  Returns:
-    (runs, problems): the range runs that loaded and one message per skipped results.json.
-
-  Raises:
-    ReportError: from `find_results`, or an unknown metric.
-  """
-  loaded = load_all_runs(paths, metric=metric)
-  return list(loaded.runs), list(loaded.problems)
 
 
 def json_text(value: Any) -> str:
@@ -232,19 +153,27 @@ def option_text(value: Any) -> str:
   return value if isinstance(value, str) else json_text(value)
 
 
-def column_labels(runs: Sequence[records.Run | records.GridRun]) -> list[str]:
+# ---------------------------------------------------------------------------------------------
+# Columns and cells.
+
+
+def column_labels(runs: Sequence[tuple[Any, results_lib.Results]],
+                  options: Callable[[results_lib.Results], Mapping[str, Any] | None] = (
+                      encoding_options)) -> list[str]:
   """Each run's column label: its encoding, plus its model family and the options that set it
   apart if need be.
 
-  An encoding whose runs all share one set of `encoding_options` is labelled by its name. One
-  with several sets gets a column per set, labelled by the encoding and the options whose
-  values differ among the sets (an option a set lacks shows as '?'); runs that do not record
-  their options are 'options not recorded', unless the encoding's recorded sets are all empty
-  (there is nothing to tell them apart by). When `runs` hold more than one model family, every
-  label names its run's family first, so that no column mixes families, or hides its own.
+  `runs` are (path, record) pairs (`RunFile`s); `options` reads a record's encoding options
+  (by default `encoding_options`: for files that predate the record, from their config). An
+  encoding whose runs all share one set of options is labelled by its name. One with several
+  sets gets a column per set, labelled by the encoding and the options whose values differ
+  among the sets (an option a set lacks shows as '?'); runs that do not record their options
+  are 'options not recorded', unless the encoding's recorded sets are all empty (there is
+  nothing to tell them apart by). When `runs` hold more than one model family, every label
+  names its run's family first, so that no column mixes families, or hides its own.
 
   Example:
-    >>> [(run.family, run.encoding_options) for run in runs]  # doctest: +SKIP
+    >>> [(r.family, r.encoding_options) for _, r in runs]  # doctest: +SKIP
     [('encoder', {'max_time': 10000.0, 'relative_mode': 'reference'}),
      ('encoder', {'max_time': 10000.0, 'relative_mode': 'symmetric'}), ('encoder', {})]
     >>> column_labels(runs)  # doctest: +SKIP
@@ -255,19 +184,19 @@ def column_labels(runs: Sequence[records.Run | records.GridRun]) -> list[str]:
      'randomized_relative (encoder, relative_mode=symmetric)', 'none (encoder)',
      'none (decoder)']
   """
-  def key(run: records.Run | records.GridRun) -> tuple[str, str | None]:
-    options = run.encoding_options
-    return run.family, None if options is None else json_text(options)
-
+  records = [record for _, record in runs]
+  given = [options(record) for record in records]
+  keys = [(record.family, None if o is None else json_text(o))
+          for record, o in zip(records, given)]
   # Family-wide rather than per encoding: in a report of both families, a column of an encoding
   # that only one family ran must still say which.
-  name_family = len({run.family for run in runs}) > 1
+  name_family = len({record.family for record in records}) > 1
   # encoding -> {(family, options as text (None: not recorded)): options}, in order of
   # appearance.
   variants: dict[str, dict[tuple[str, str | None], Mapping[str, Any]]] = (
       collections.defaultdict(dict))
-  for run in runs:
-    variants[run.encoding][key(run)] = run.encoding_options or {}
+  for record, key, o in zip(records, keys, given):
+    variants[record.encoding][key] = o or {}
   labels = {}
   for encoding, sets in variants.items():
     names = list(dict.fromkeys(name for options in sets.values() for name in options))
@@ -282,35 +211,75 @@ def column_labels(runs: Sequence[records.Run | records.GridRun]) -> list[str]:
                   for name in differing]
       labels[encoding, family, options_key] = (
           f'{encoding} ({", ".join(parts)})' if parts else encoding)
-  return [labels[(run.encoding, *key(run))] for run in runs]
+  return [labels[(record.encoding, *key)] for record, key in zip(records, keys)]
 
 
-def collect_cells(runs: Iterable[records.Run]) -> dict[tuple[str, str], records.Cell]:
-  """Groups runs by (task, column label), merging the members of runs of the same cell.
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """The members of every range run of one (task, column), merged (`collect_cells`), read in
+  `metric` ('accuracy' or 'exact_match').
+
+  `label` names the column: the encoding, or the encoding and the options that set its runs
+  apart from its other columns (`column_labels`).
+  """
+  task: str
+  encoding: str
+  runs: tuple[RunFile, ...]
+  members: tuple[results_lib.RangeMember, ...]
+  label: str
+  metric: str = 'accuracy'
+
+  @property
+  def converged(self) -> tuple[results_lib.RangeMember, ...]:
+    return tuple(m for m in self.members if not m.diverged)
+
+  @property
+  def family(self) -> str:
+    """The model family of the cell's runs (one, as families are never merged)."""
+    return self.runs[0].record.family
+
+  def score(self, member: results_lib.RangeMember) -> float | None:
+    """The member's score in the cell's metric; None for a diverged member, whatever it
+    scored."""
+    if member.diverged:
+      return None
+    return self.runs[0].record.evaluation.score_of(member, self.family, self.metric)
+
+  def curve(self, member: results_lib.RangeMember) -> dict[int, float]:
+    """The member's metric by length, sorted (NaN where none was recorded)."""
+    return self.runs[0].record.evaluation.curve(member, self.family, self.metric)
+
+
+def collect_cells(runs: Iterable[RunFile], metric: str = 'accuracy'
+                  ) -> dict[tuple[str, str], Cell]:
+  """Groups range runs by (task, column label), merging the members of runs of one cell.
 
   The label is the encoding unless its runs differ in their options or the runs hold several
-  model families (`column_labels`). Identical members (a copy of the same training in two runs)
-  count once; see the module docstring.
+  model families (`column_labels`). The members are read in `metric`. When several runs cover
+  the same cell, the cell holds the union of their members, where a member that appears
+  identically in two runs (same seed, learning rate, divergence, score and curve: a copy of
+  the same training) counts once and any other member counts separately, even with the same
+  seed and learning rate.
 
   Example:
     >>> cells = collect_cells(runs)  # doctest: +SKIP
     >>> cells['reverse_string', 'relative'].members  # 30 members
   """
   runs = list(runs)
-  grouped: dict[tuple[str, str], list[records.Run]] = collections.defaultdict(list)
+  grouped: dict[tuple[str, str], list[RunFile]] = collections.defaultdict(list)
   for run, label in zip(runs, column_labels(runs)):
-    grouped[run.task, label].append(run)
+    grouped[run.record.task, label].append(run)
   cells = {}
   for (task, label), cell_runs in grouped.items():
+    cell = Cell(task, cell_runs[0].record.encoding, tuple(cell_runs), (), label, metric)
     members, seen = [], set()
     for run in cell_runs:
-      for member in run.members:
-        # repr, so that the NaN accuracies of a diverged member compare equal to their copy.
-        key = (member.seed, member.data_seed, member.learning_rate, member.diverged, member.score,
-               repr(tuple(member.accuracy_by_length.items())))
+      for member in run.record.members:
+        # repr, so that the NaN values of a diverged member compare equal to their copy's.
+        key = (member.seed, member.data_seed, member.learning_rate, member.diverged,
+               cell.score(member), repr(tuple(cell.curve(member).items())))
         if key not in seen:
           seen.add(key)
           members.append(member)
-    cells[task, label] = records.Cell(task, cell_runs[0].encoding, tuple(cell_runs), tuple(members),
-                              label)
+    cells[task, label] = dataclasses.replace(cell, members=tuple(members))
   return cells

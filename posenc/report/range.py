@@ -1,5 +1,13 @@
-"""The range runs' sections (Ruoss et al. 2023): Table 1, Table 4, their notes, Figure 4 and
-the per-length tables."""
+"""The range runs' section (Ruoss et al. 2023): Table 1, Table 4, their notes, Figure 4 and
+the per-length tables, from `posenc.results.RangeResults` records grouped into cells
+(`load.collect_cells`), every score and curve in the report's metric (`Cell.score`,
+`Cell.curve`: the record's `score_of` and `curve`).
+
+Example:
+  >>> cells = load.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
+  >>> print(table1(cells, metric='exact_match'))              # doctest: +SKIP
+  # Table 1: exact match (%) on unseen lengths, max over members
+"""
 from __future__ import annotations
 
 import collections
@@ -13,18 +21,21 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from matplotlib import figure as mpl_figure
 
 from posenc import plots
+from posenc import results as results_lib
+from posenc.report import core
 from posenc.report import load
-from posenc.report import records
 import tasks as tasks_lib
+
+Cell = load.Cell
 
 
 # ---------------------------------------------------------------------------------------------
 # Statistics.
 
 
-def best_score(cell: records.Cell) -> float | None:
+def best_score(cell: Cell) -> float | None:
   """Table 1's entry: the max score over non-diverged members (None if all diverged)."""
-  scores = [m.score for m in cell.converged]
+  scores = [cell.score(m) for m in cell.converged]
   return max(scores) if scores else None
 
 
@@ -43,7 +54,7 @@ class SeedStats:
   total: int
 
 
-def seed_stats(cell: records.Cell) -> SeedStats | None:
+def seed_stats(cell: Cell) -> SeedStats | None:
   """Mean ± sd over seeds at the learning rate with the best mean (None if all diverged).
 
   Diverged members are left out of the mean and counted in `total` only. Ties go to the
@@ -53,12 +64,12 @@ def seed_stats(cell: records.Cell) -> SeedStats | None:
     >>> seed_stats(cell)  # doctest: +SKIP
     SeedStats(learning_rate=0.0003, mean=0.9, sd=0.05, converged=10, total=10)
   """
-  by_rate: dict[float, list[records.Member]] = collections.defaultdict(list)
+  by_rate: dict[float, list[results_lib.RangeMember]] = collections.defaultdict(list)
   for member in cell.members:
     by_rate[member.learning_rate].append(member)
   best = None
   for rate in sorted(by_rate):
-    scores = [m.score for m in by_rate[rate] if not m.diverged]
+    scores = [cell.score(m) for m in by_rate[rate] if not m.diverged]
     if not scores:
       continue
     mean = math.fsum(scores) / len(scores)
@@ -80,7 +91,7 @@ def ordered_names(present: Iterable[str], canonical: Sequence[str], full_grid: b
   return known + sorted(present - set(canonical))
 
 
-def grid_axes(cells: Mapping[tuple[str, str], records.Cell], full_grid: bool = False
+def grid_axes(cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
               ) -> tuple[list[str], list[str]]:
   """(rows, columns): tasks in the study's order and column labels in the grid's order.
 
@@ -93,11 +104,11 @@ def grid_axes(cells: Mapping[tuple[str, str], records.Cell], full_grid: bool = F
     (['reverse_string'], ['none', 'randomized_relative (relative_mode=reference)',
                           'randomized_relative (relative_mode=symmetric)'])
   """
-  tasks = ordered_names((t for t, _ in cells), records.TASKS, full_grid)
+  tasks = ordered_names((t for t, _ in cells), core.TASKS, full_grid)
   labels: dict[str, set[str]] = collections.defaultdict(set)
   for cell in cells.values():
     labels[cell.encoding].add(cell.label)
-  encodings = ordered_names(labels, records.ENCODINGS, full_grid)
+  encodings = ordered_names(labels, core.ENCODINGS, full_grid)
   return tasks, [label for e in encodings for label in sorted(labels.get(e, {e}))]
 
 
@@ -105,8 +116,8 @@ def percent_text(x: float) -> str:
   return f'{100 * x:.1f}'
 
 
-def _markdown_grid(cells: Mapping[tuple[str, str], records.Cell], full_grid: bool,
-                   entry: Callable[[records.Cell], str]) -> list[str]:
+def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool,
+                   entry: Callable[[Cell], str]) -> list[str]:
   """The rows of a task × encoding markdown grid; `entry` renders a cell that has runs."""
   tasks, encodings = grid_axes(cells, full_grid)
   lines = ['| level | task | ' + ' | '.join(encodings) + ' |',
@@ -115,12 +126,12 @@ def _markdown_grid(cells: Mapping[tuple[str, str], records.Cell], full_grid: boo
     row = []
     for encoding in encodings:
       cell = cells.get((task, encoding))
-      row.append(records.MISSING if cell is None else entry(cell))
-    lines.append(f'| {records.TASK_LEVELS.get(task, "?")} | {task} | ' + ' | '.join(row) + ' |')
+      row.append(core.MISSING if cell is None else entry(cell))
+    lines.append(f'| {core.TASK_LEVELS.get(task, "?")} | {task} | ' + ' | '.join(row) + ' |')
   return lines
 
 
-def table1(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = False,
+def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
            skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
   """The study's Table 1 as markdown: max score over all non-diverged members, in %.
 
@@ -137,22 +148,22 @@ def table1(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = F
     Notes:
     ...
   """
-  def entry(cell: records.Cell) -> str:
+  def entry(cell: Cell) -> str:
     best = best_score(cell)
-    return records.DIVERGED if best is None else percent_text(best)
+    return core.DIVERGED if best is None else percent_text(best)
 
-  label = records.metric_label(metric)
+  label = core.metric_label(metric)
   lines = [f'# Table 1: {label} (%) on unseen lengths, max over members', '']
   lines += _markdown_grid(cells, full_grid, entry)
   notes = [f'Each entry is the best score over all non-diverged members (seeds × learning '
-           f'rates) of a task and encoding, in %. {records.MISSING} = no run; '
-           f'{records.DIVERGED} = every '
+           f'rates) of a task and encoding, in %. {core.MISSING} = no run; '
+           f'{core.DIVERGED} = every '
            f'member diverged.']
   notes += _common_notes(cells, skipped, metric)
   return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
 
 
-def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = False,
+def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
            skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
   """The study's Table 4 as markdown: mean ± sd over seeds at the best learning rate, in %.
 
@@ -168,10 +179,10 @@ def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = F
     | DCF | reverse_string | 50.3 ± 1.2 | 55.0 ± 2.4 (9/10) |
     ...
   """
-  def entry(cell: records.Cell) -> str:
+  def entry(cell: Cell) -> str:
     stats = seed_stats(cell)
     if stats is None:
-      return records.DIVERGED
+      return core.DIVERGED
     text = percent_text(stats.mean)
     if stats.sd is not None:
       text += f' ± {percent_text(stats.sd)}'
@@ -179,11 +190,11 @@ def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = F
       text += f' ({stats.converged}/{stats.total})'
     return text
 
-  def rate(cell: records.Cell) -> str:
+  def rate(cell: Cell) -> str:
     stats = seed_stats(cell)
-    return records.DIVERGED if stats is None else f'{stats.learning_rate:g}'
+    return core.DIVERGED if stats is None else f'{stats.learning_rate:g}'
 
-  label = records.metric_label(metric)
+  label = core.metric_label(metric)
   lines = [f'# Table 4: {label} (%) on unseen lengths, mean ± sd over seeds at the best '
            'learning rate', '']
   lines += _markdown_grid(cells, full_grid, entry)
@@ -192,9 +203,10 @@ def table4(cells: Mapping[tuple[str, str], records.Cell], *, full_grid: bool = F
   notes = [
       'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
       'is best (ties: the smallest rate), in %; sd is the sample standard deviation '
-      '(ddof 1; none for a single seed). Diverged members are left out; "(k/n)" marks a cell where only k of the n '
-      f'members at that rate did not diverge. {records.MISSING} = no run; '
-      f'{records.DIVERGED} = every member '
+      '(ddof 1; none for a single seed). Diverged members are left out; "(k/n)" marks a cell '
+      'where only k of the n '
+      f'members at that rate did not diverge. {core.MISSING} = no run; '
+      f'{core.DIVERGED} = every member '
       'diverged.']
   notes += _common_notes(cells, skipped, metric)
   return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
@@ -204,11 +216,11 @@ def format_notes(notes: Sequence[str]) -> list[str]:
   return ['Notes:', ''] + [f'{i}. {note}' for i, note in enumerate(notes, 1)]
 
 
-def _name(cell: records.Cell) -> str:
+def _name(cell: Cell) -> str:
   return f'{cell.task}/{cell.label}'
 
 
-def _names(cells: Sequence[records.Cell], limit: int = 8) -> str:
+def _names(cells: Sequence[Cell], limit: int = 8) -> str:
   """'a/b, c/d' or 'all N cells', shortened past `limit`."""
   names = [_name(c) for c in cells]
   if len(names) > limit:
@@ -216,7 +228,7 @@ def _names(cells: Sequence[records.Cell], limit: int = 8) -> str:
   return ', '.join(names)
 
 
-def _which(group: Sequence[records.Cell], total: int) -> str:
+def _which(group: Sequence[Cell], total: int) -> str:
   return f'all {total} cells' if len(group) == total else _names(group)
 
 
@@ -263,7 +275,7 @@ def members_text(members: Sequence[Any]) -> str:
   return text
 
 
-def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequence[str],
+def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
                   metric: str = 'accuracy') -> list[str]:
   """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
   tasks, encodings = grid_axes(cells)
@@ -272,11 +284,11 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
   notes = []
 
   # Which lengths the scores average over: the evaluated lengths above N, per run.
-  by_lengths: dict[tuple[int, tuple[int, ...], int], list[records.Cell]] = (
+  by_lengths: dict[tuple[int, tuple[int, ...], int], list[Cell]] = (
       collections.defaultdict(list))
   for cell in ordered:
-    for key in sorted({(r.train_length, tuple(n for n in r.eval_lengths if n > r.train_length),
-                        max(r.eval_lengths, default=0)) for r in cell.runs}):
+    for key in sorted({(r.train_length, tuple(n for n in _lengths(r) if n > r.train_length),
+                        max(_lengths(r), default=0)) for _, r in cell.runs}):
       by_lengths[key].append(cell)
   parts = []
   for (train_length, unseen, max_length), group in by_lengths.items():
@@ -284,14 +296,14 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
     subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
     parts.append(f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in '
                  f'{_which(group, total)}')
-  notes.append(f'Scores average the {records.metric_label(metric)} over the evaluated lengths '
+  notes.append(f'Scores average the {core.metric_label(metric)} over the evaluated lengths '
                'above the '
                f'training length N: {"; ".join(parts)}. The study uses '
-               f'N = {records.STUDY_TRAIN_LENGTH} and every length '
-               f'{records.STUDY_TRAIN_LENGTH + 1}..{records.STUDY_MAX_LENGTH}.')
+               f'N = {core.STUDY_TRAIN_LENGTH} and every length '
+               f'{core.STUDY_TRAIN_LENGTH + 1}..{core.STUDY_MAX_LENGTH}.')
 
   # Members per cell, as seeds × learning rates where the cell is a full product.
-  by_count: dict[str, list[records.Cell]] = collections.defaultdict(list)
+  by_count: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
     by_count[members_text(cell.members)].append(cell)
   notes.append('Members per cell: ' + '; '.join(
@@ -304,15 +316,15 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
     notes.append(f'Diverged members, left out of the scores: {listed}.')
 
   # Training budget: short of the study's steps, or stopped before the configured steps.
-  by_steps: dict[tuple[int, int], list[records.Cell]] = collections.defaultdict(list)
+  by_steps: dict[tuple[int, int], list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
-    for key in sorted({(r.train_steps, r.planned_steps) for r in cell.runs}):
+    for key in sorted({(r.train_steps, load.planned_steps(r)) for _, r in cell.runs}):
       by_steps[key].append(cell)
   for (steps, planned), group in sorted(by_steps.items(), reverse=True):
     if steps < planned:
       state = f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
-    elif steps < records.STUDY_TRAIN_STEPS:
-      state = f'Not fully trained: {steps:,} steps, of the study\'s {records.STUDY_TRAIN_STEPS:,}'
+    elif steps < core.STUDY_TRAIN_STEPS:
+      state = f'Not fully trained: {steps:,} steps, of the study\'s {core.STUDY_TRAIN_STEPS:,}'
     else:
       state = f'Trained {steps:,} steps'
     notes.append(f'{state}: {_which(group, total)}.')
@@ -324,7 +336,7 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
 
   # Encodings split into columns by their options, and the options their columns share. An
   # encoding's columns beyond one per family are those of its options.
-  split: dict[str, list[records.Cell]] = collections.defaultdict(list)
+  split: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
     split[cell.encoding].append(cell)
   split = {e: group for e, group in split.items()
@@ -333,8 +345,8 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
     labels = sorted({c.label for c in group})
     text = (f'{encoding} is split by encoding options into {len(labels)} columns '
             f'({"; ".join(labels)}); their runs are never merged')
-    recorded = [r.encoding_options for c in group for r in c.runs
-                if r.encoding_options is not None]
+    recorded = [o for c in group for _, r in c.runs
+                if (o := load.encoding_options(r)) is not None]
     shared = {k: v for k, v in (recorded[0] if recorded else {}).items()
               if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)}
     if shared:
@@ -347,7 +359,8 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
     pairs = collections.Counter((m.seed, m.data_seed, m.learning_rate) for m in cell.members)
     repeated = sorted((p for p, k in pairs.items() if k > 1), key=repr)
     text = (f'{_name(cell)} merges the members of {len(cell.runs)} runs '
-            f'({", ".join(str(r.path) for r in cell.runs)}); identical members count once')
+            f'({", ".join(str(r.path.parent) for r in cell.runs)}); identical members count '
+            'once')
     if repeated:
       with_data = any(d is not None for _, d, _ in repeated)
       text += (f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
@@ -355,7 +368,8 @@ def _common_notes(cells: Mapping[tuple[str, str], records.Cell], skipped: Sequen
                    f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated))
     notes.append(text + '.')
 
-  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for r in c.runs})
+  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered
+                    for _, r in c.runs})
   runs = sum(len(c.runs) for c in ordered)
   notes.append(f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
                f' (devices: {", ".join(devices)}).')
@@ -381,13 +395,13 @@ def chance(task: str, metric: str) -> float | None:
   return 1.0 / tasks_lib.REGISTRY[task].num_classes
 
 
-def best_member(cell: records.Cell) -> records.Member | None:
+def best_member(cell: Cell) -> results_lib.RangeMember | None:
   """The non-diverged member with the highest score (the first on ties), or None."""
   converged = cell.converged
-  return max(converged, key=lambda m: m.score) if converged else None
+  return max(converged, key=cell.score) if converged else None
 
 
-def figure4(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
+def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
             metric: str = 'accuracy') -> mpl_figure.Figure:
   """Figure 4 for one task: the metric vs length, one line per column (encoding or variant).
 
@@ -404,7 +418,7 @@ def figure4(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
     >>> fig.axes[0].get_ylabel()
     'exact match'
   """
-  label_y = records.metric_label(metric)
+  label_y = core.metric_label(metric)
   _, columns = grid_axes(cells)
   encoding_of = {cell.label: cell.encoding for cell in cells.values()}
   fig = mpl_figure.Figure(figsize=(10, 5), dpi=100)  # The Agg canvas; no pyplot state.
@@ -415,21 +429,22 @@ def figure4(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
     cell = cells.get((task, label))
     if cell is None:
       continue
-    train_lengths.update(r.train_length for r in cell.runs)
+    train_lengths.update(r.record.train_length for r in cell.runs)
     # The variant index counts over every task, so a column has one style in all figures.
     siblings = [c for c in columns if encoding_of[c] == cell.encoding]
     style = plots.encoding_style(cell.encoding, siblings.index(label), len(siblings),
                                  [encoding_of[c] for c in columns])
     member = best_member(cell)
     if member is None:
-      ax.plot([], [], **style, label=f'{label}: {records.DIVERGED}')
+      ax.plot([], [], **style, label=f'{label}: {core.DIVERGED}')
       continue
-    lengths = list(member.accuracy_by_length)
+    curve = cell.curve(member)
+    lengths = list(curve)
     step = max(1, -(-len(lengths) // _MARKS_PER_CURVE))
     # Staggered starts, so that curves lying on each other still show each one's markers.
     markevery = (index * step // len(columns), step)
-    (line,) = ax.plot(lengths, [member.accuracy_by_length[n] for n in lengths], lw=1.6,
-                      markevery=markevery, **style, label=f'{label}: {percent_text(member.score)}')
+    (line,) = ax.plot(lengths, [curve[n] for n in lengths], lw=1.6, markevery=markevery,
+                      **style, label=f'{label}: {percent_text(cell.score(member))}')
     if style['linestyle'] == plots.DASHES:
       dashed.append((line, 2 * (index % 3)))
   for i, n in enumerate(sorted(train_lengths)):
@@ -441,7 +456,7 @@ def figure4(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
   ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1])
   ax.set_xlabel('sequence length')
   ax.set_ylabel(label_y)
-  ax.set_title(f'{task} ({records.TASK_LEVELS.get(task, "?")}): best member per encoding')
+  ax.set_title(f'{task} ({core.TASK_LEVELS.get(task, "?")}): best member per encoding')
   ax.grid(alpha=0.3)
   ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
             title='encoding: score (%)', title_fontsize='small')
@@ -453,7 +468,7 @@ def figure4(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
   return fig
 
 
-def figure4_png(cells: Mapping[tuple[str, str], records.Cell], task: str, *,
+def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str, *,
                 metric: str = 'accuracy') -> bytes:
   """`figure4` as PNG bytes.
 
@@ -472,7 +487,7 @@ def figure_name(task: str) -> str:
   return f'figure4_{re.sub(r"[^A-Za-z0-9_.-]", "_", task)}.png'
 
 
-def per_length_table(cells: Mapping[tuple[str, str], records.Cell], task: str,
+def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
                      max_rows: int = 24, *, metric: str = 'accuracy') -> str:
   """The metric by length of each encoding's best member on `task`, as markdown.
 
@@ -488,13 +503,14 @@ def per_length_table(cells: Mapping[tuple[str, str], records.Cell], task: str,
     >>> text.splitlines()[2:5]
     ['| length | none | randomized_relative |', '|---|---|---|', '| 1* | 100.0 | 100.0 |']
   """
-  label = records.metric_label(metric)
+  label = core.metric_label(metric)
   encodings = [e for e in grid_axes(cells)[1] if (task, e) in cells]
   best = {e: best_member(cells[(task, e)]) for e in encodings}
-  lengths = sorted({int(l) for m in best.values() if m for l in m.accuracy_by_length})
+  curves = {e: cells[(task, e)].curve(m) if m else {} for e, m in best.items()}
+  lengths = sorted({int(l) for curve in curves.values() for l in curve})
   if not lengths:
     return f'{task}: no evaluated lengths'
-  n = cells[(task, encodings[0])].runs[0].train_length
+  n = cells[(task, encodings[0])].runs[0].record.train_length
   step = max(1, -(-len(lengths) // max_rows))
   shown = sorted(set(lengths[::step]) | {l for l in (n, n + 1, lengths[-1]) if l in lengths})
   head = '| length | ' + ' | '.join(encodings) + ' |'
@@ -502,7 +518,7 @@ def per_length_table(cells: Mapping[tuple[str, str], records.Cell], task: str,
   for length in shown:
     cells_text = []
     for e in encodings:
-      acc = best[e].accuracy_by_length.get(length) if best[e] else None
+      acc = curves[e].get(length)
       cells_text.append('–' if acc is None or acc != acc else f'{100 * acc:.1f}')
     mark = '*' if length <= n else ''
     rows.append(f'| {length}{mark} | ' + ' | '.join(cells_text) + ' |')
@@ -511,12 +527,16 @@ def per_length_table(cells: Mapping[tuple[str, str], records.Cell], task: str,
 
 
 # ---------------------------------------------------------------------------------------------
-# The section: a range run's view and the files of all of them.
+# The section: which range runs it reports, and its files.
 
 
-def view(record: Any, path: pathlib.Path, metric: str) -> records.Run:
-  """A range run (`posenc.results.RangeResults`) as the tables read it: its members' scores
-  and curves those of `metric` (see METRICS), a diverged member's score None.
+def _lengths(record: results_lib.Results) -> list[int]:
+  """The record's evaluated lengths, sorted, each once."""
+  return sorted(set(record.evaluation.eval_lengths))
+
+
+def check(record: results_lib.Results, path: pathlib.Path, metric: str) -> None:
+  """Raises MalformedRunError for a range run the tables cannot read in `metric`.
 
   Raises:
     MalformedRunError: no evaluated length past training (the engine's score is then null for
@@ -524,39 +544,29 @@ def view(record: Any, path: pathlib.Path, metric: str) -> records.Run:
       before the exact-match metric), or a converged member without a finite score.
   """
   where = str(path)
-  _, score_key, curve_key = records.metric_fields(metric)
   evaluation = record.evaluation
   if not any(n > record.train_length for n in evaluation.eval_lengths):
-    raise records.MalformedRunError(f'{where}: no evaluated length above the training length '
-                                    f'N = {record.train_length}, so no score')
-  members = []
+    raise core.MalformedRunError(f'{where}: no evaluated length above the training length '
+                                 f'N = {record.train_length}, so no score')
+  score_key, curve_key = evaluation.FIELDS[metric]
   for i, member in enumerate(evaluation.members):
     at = load.member_where(where, i, member)
     # The engine writes the exact-match fields for every member, diverged or not; without
     # them the file predates that metric. (A diverged member's accuracy score may be absent.)
     if metric != 'accuracy' and score_key in member.missing:
-      raise records.MalformedRunError(f'{at}: missing {score_key!r}')
+      raise core.MalformedRunError(f'{at}: missing {score_key!r}')
     if getattr(member, curve_key) is None:
-      raise records.MalformedRunError(f'{at}: missing {curve_key!r}')
-    score = getattr(member, score_key)
-    if member.diverged:
-      score = None  # Whatever a diverged member scored does not count.
-    elif score is None or not math.isfinite(score):
-      raise records.MalformedRunError(f'{at}: not diverged but its {score_key} is {score}')
-    curve = {n: math.nan if v is None else v for n, v in getattr(member, curve_key).items()}
-    members.append(records.Member(member.seed, member.learning_rate, member.diverged, score,
-                                  dict(sorted(curve.items())), member.data_seed))
-  return records.Run(
-      path=path.parent, task=record.task, encoding=record.encoding,
-      train_steps=record.train_steps, train_length=record.train_length,
-      eval_lengths=tuple(sorted(set(evaluation.eval_lengths))), members=tuple(members),
-      family=record.family, **load.run_extras(record))
+      raise core.MalformedRunError(f'{at}: missing {curve_key!r}')
+    score = evaluation.score_of(member, record.family, metric)
+    if not member.diverged and (score is None or not math.isfinite(score)):
+      raise core.MalformedRunError(f'{at}: not diverged but its {score_key} is {score}')
 
 
-def build(runs: Sequence[records.Run], options: records.Options) -> records.Section:
+def build(runs: Sequence[load.RunFile], options: core.Options) -> core.Section:
   """Table 1 and Table 4 ('table1', 'table4'), with figures every task's Figure 4
-  (figure4_<task>.png) and with `per_length` the per-length tables (lengths_<task>.md)."""
-  cells = load.collect_cells(runs)
+  (figure4_<task>.png) and with `per_length` the per-length tables ('lengths_<task>',
+  lengths_<task>.md, printed in the order of their file names)."""
+  cells = load.collect_cells(runs, metric=options.metric)
   kw = {'full_grid': options.full_grid, 'skipped': options.skipped, 'metric': options.metric}
   texts = {'table1': table1(cells, **kw), 'table4': table4(cells, **kw)}
   files = {'table1.md': texts['table1'].encode(), 'table4.md': texts['table4'].encode()}
@@ -564,8 +574,9 @@ def build(runs: Sequence[records.Run], options: records.Options) -> records.Sect
   if options.figures:
     for task in tasks:
       files[figure_name(task)] = figure4_png(cells, task, metric=options.metric)
+  figures = core.counted(sum(name.startswith('figure4_') for name in files), 'figure')
   if options.per_length:
-    for task in tasks:
-      files[f'lengths_{task}.md'] = per_length_table(cells, task,
-                                                     metric=options.metric).encode()
-  return records.Section(texts, files)
+    for task in sorted(tasks, key=lambda task: f'lengths_{task}.md'):
+      texts[f'lengths_{task}'] = per_length_table(cells, task, metric=options.metric)
+      files[f'lengths_{task}.md'] = texts[f'lengths_{task}'].encode()
+  return core.Section(texts, files, tables=('table1.md', 'table4.md'), figures=(figures,))

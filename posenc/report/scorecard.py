@@ -11,8 +11,8 @@ data orders where the population varies them, `config.data_seeds`):
 - the success rate: the share of members that pass (a score >= `threshold`, default 0.9;
   for perplexity, within `tolerance` of the member's perplexity at the training length),
   diverged members failing, with its Wilson score 95% interval (never zero-width: 0 of 12
-  gives [0, 24.2%], where a bootstrap of 0/1 outcomes would give [0, 0]); and per length the share of
-  members at >= `length_threshold` (default 0.95) of the protocol's metric (accuracy for
+  gives [0, 24.2%], where a bootstrap of 0/1 outcomes would give [0, 0]); and per length the
+  share of members at >= `length_threshold` (default 0.95) of the protocol's metric (accuracy for
   the study's tasks, exact match for generated answers, a grid's length n being its cell
   (n, n));
 - the longest length generalized: per member the largest test length up to which the
@@ -56,6 +56,7 @@ import numpy as np
 from scipy import stats
 
 from posenc import plots
+from posenc.report import core
 from posenc.report import load
 
 SCHEMA_VERSION = 2
@@ -305,11 +306,13 @@ def scorecard(records: Sequence[tuple[Any, Any]],
   """The scorecard (a JSON-able dict, `SCHEMA_VERSION`) of `records`: [(path,
   posenc.results.Results)], any protocols."""
   thresholds.check()
-  # Columns are labelled within each task, as the report's tables label them.
+  # Columns are labelled within each task, as the report's tables label them, by the options
+  # each run records.
   labels = [''] * len(records)
   for task in {r.task for _, r in records}:
     index = [i for i, (_, r) in enumerate(records) if r.task == task]
-    for i, label in zip(index, load.column_labels([records[i][1] for i in index])):
+    for i, label in zip(index, load.column_labels([records[i] for i in index],
+                                                  lambda r: r.encoding_options)):
       labels[i] = label
   architectures = collections.defaultdict(set)
   for _, r in records:
@@ -452,7 +455,8 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
         stats_cells = ['all diverged'] + ['–'] * 3
       else:
         sd = '' if s['sd'] is None else f' ± {_num(s["sd"], scale, digits)}'
-        stats_cells = [f'{_num(s["mean"], scale, digits)}{sd}{_interval(s["mean_ci"], scale, digits)}',
+        mean_ci = _interval(s['mean_ci'], scale, digits)
+        stats_cells = [f'{_num(s["mean"], scale, digits)}{sd}{mean_ci}',
                        f'{_num(s["median"], scale, digits)} [{_num(s["q25"], scale, digits)}, '
                        f'{_num(s["q75"], scale, digits)}]',
                        _num(s['published'], scale, digits),
@@ -544,3 +548,14 @@ def files(card: Mapping[str, Any], figures: bool = True) -> dict[str, bytes]:
     for task in sorted({r['task'] for r in card['rows']}):
       out[f'scorecard_{task}.png'] = figure_png(card, task)
   return out
+
+
+def section(records: Sequence[tuple[Any, Any]], thresholds: Thresholds = Thresholds(),
+            figures: bool = True) -> core.Section:
+  """The scorecard of `records` as a report's section ('scorecard': scorecard.md,
+  scorecard.json and, with `figures`, scorecard_<task>.png)."""
+  card = scorecard(records, thresholds)
+  out = files(card, figures=figures)
+  plots_made = sum(name.startswith('scorecard_') for name in out)
+  return core.Section({'scorecard': markdown(card)}, out, tables=(FILE_MD, FILE_JSON),
+                      figures=(core.counted(plots_made, 'scorecard figure'),))
