@@ -46,22 +46,40 @@ is checked before anything is computed. A full disk is one line naming the file.
 from __future__ import annotations
 
 import argparse
-import io as io_buffer
+import dataclasses
 import os
 import sys
-from typing import Any, NoReturn, Sequence
-
-import numpy as np
+from typing import Any, Callable, NoReturn, Sequence
 
 from launch import common
+from posenc import analysis
+from posenc import analysis_plots
+from posenc import checkpoint
+from posenc import interventions
 from posenc import io
 from posenc import plots
+from posenc import probe
 from posenc import receptive
 
-ANALYSES = ('trf', 'erf', 'attention_maps', 'activation_pca', 'position_probe',
-            'prefix_shuffle', 'intervene')
 # The memory trf's weights may take (the default of --max_memory_gb of the others).
 MAX_BYTES = 8 * 2**30
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+  """One subcommand: `python -m launch.analyze NAME [flags]`.
+
+  Attributes:
+    help: one line, shown by `NAME --help` above the flags.
+    add_flags: adds the subcommand's flags to its parser.
+    main: runs it on the parsed flags: checks them (one-line errors), computes, writes.
+
+  Example: ANALYSES['trf'].add_flags(parser); ANALYSES['trf'].main(parser.parse_args([]))
+  writes analysis/trf/trf.json and trf.png.
+  """
+  help: str
+  add_flags: Callable[[argparse.ArgumentParser], None]
+  main: Callable[[argparse.Namespace], None]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,6 +97,24 @@ def _floats(text: str, flag: str) -> list[float]:
   if not values or bad:
     common.fail(f'{flag}={text}: every ε must lie in (0, 1)')
   return values
+
+
+def _write_png(out: str, name: str, fig: Any) -> None:
+  io.write_bytes_atomic(os.path.join(out, name), plots.png(fig, dpi=120))
+
+
+# ---------------------------------------------------------------------------------------
+# trf: bias encodings at their initial parameters, no run needed.
+
+
+def trf_flags(parser: argparse.ArgumentParser) -> None:
+  parser.add_argument('--encodings', default='type1,type2,alibi,kerple_log,inverse_n,'
+                      'inverse_n_log_n', help='bias encodings, comma-separated')
+  parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
+  parser.add_argument('--horizons', default=','.join(str(h) for h in receptive.HORIZONS))
+  parser.add_argument('--num_heads', type=int, default=8)
+  parser.add_argument('--head_dim', type=int, default=64)
+  parser.add_argument('--out', default='analysis/trf')
 
 
 def trf_main(args: argparse.Namespace) -> None:
@@ -110,7 +146,7 @@ def trf_main(args: argparse.Namespace) -> None:
                 '--num_heads or --horizons')
   kwargs = {'num_heads': args.num_heads, 'head_dim': args.head_dim}
   results, curves = [], {}
-  grid = np.linspace(1, 0, 50)[1:-1]  # the paper's 50 values of ε from 1 to 0, open ends
+  grid = analysis_plots.EPS_GRID
   for name in names:
     per_eps = {str(e): receptive.convergence(name, e, horizons, **kwargs) for e in eps}
     first = next(iter(per_eps.values()))
@@ -128,22 +164,7 @@ def trf_main(args: argparse.Namespace) -> None:
   io.write_json_atomic(os.path.join(args.out, 'trf.json'), {
       'horizons': horizons, 'num_heads': args.num_heads, 'head_dim': args.head_dim,
       'encodings': results})
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  fig, ax = plt.subplots(figsize=(6.5, 4))
-  for name, curve in curves.items():
-    ax.plot(grid, curve, label=name, markevery=7, **plots.encoding_style(name, figure=curves))
-  ax.set_xlabel('ε')
-  ax.set_ylabel(f'TRF / m (m = {horizons[0]:,}, log scale)')
-  # TRF/m spans decades: a few keys for Type 1/2 at m = 512, all m keys for 1/n.
-  ax.set_yscale('log')
-  ax.set_title('Theoretical receptive field at initial parameters (widest head)')
-  ax.invert_xaxis()
-  ax.grid(alpha=0.3, which='both')
-  ax.legend(fontsize='small')
-  fig.tight_layout()
-  _save_plot(fig, args.out, 'trf.png')
+  _write_png(args.out, 'trf.png', analysis_plots.trf_figure(grid, curves, horizons[0]))
   print(f'wrote {args.out}/trf.json and {args.out}/trf.png')
 
 
@@ -154,22 +175,8 @@ def _verdict(result: dict[str, Any]) -> str:
   return '' if result['settles'] else '  (converges slowly)'
 
 
-def _save_plot(fig, out: str, name: str) -> None:
-  buffer = io_buffer.BytesIO()
-  fig.savefig(buffer, format='png', dpi=120)
-  io.write_bytes_atomic(os.path.join(out, name), buffer.getvalue())
-
-
-def _load(args: argparse.Namespace):
-  """The checks every analysis of a trained run shares, then its run (one-line errors)."""
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
-  if not args.workdir:
-    common.fail('--workdir is required: a trained run directory')
-  common.check_out_dir(args.out, '--out')
-  try:
-    return analysis.load_run(args.workdir, args.member, progress=print)
-  except (analysis.AnalysisError, ValueError) as e:
-    common.fail(e)
+# ---------------------------------------------------------------------------------------
+# The analyses of a trained run.
 
 
 def _run_flags(parser: argparse.ArgumentParser, name: str) -> None:
@@ -181,14 +188,31 @@ def _run_flags(parser: argparse.ArgumentParser, name: str) -> None:
                       help='refuse inputs whose attention weights would need more (GiB)')
 
 
+def _load(args: argparse.Namespace) -> analysis.Run:
+  """The checks every analysis of a trained run shares, then its run (one-line errors)."""
+  if not args.workdir:
+    common.fail('--workdir is required: a trained run directory')
+  common.check_out_dir(args.out, '--out')
+  try:
+    return analysis.load_run(args.workdir, args.member, progress=print)
+  except (analysis.AnalysisError, ValueError) as e:
+    common.fail(e)
+
+
 def _max_bytes(args: argparse.Namespace) -> float:
   if not args.max_memory_gb > 0:
     common.fail(f'--max_memory_gb={args.max_memory_gb} must be a positive number')
   return args.max_memory_gb * 2**30
 
 
+def erf_flags(parser: argparse.ArgumentParser) -> None:
+  parser.add_argument('--length', type=int, default=64, help='input length')
+  parser.add_argument('--examples', type=int, default=8, help='inputs drawn')
+  parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
+  _run_flags(parser, 'erf')
+
+
 def erf_main(args: argparse.Namespace) -> None:
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
   eps = _floats(args.eps, '--eps')
   if args.length < 1 or args.examples < 1:
     common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
@@ -199,8 +223,8 @@ def erf_main(args: argparse.Namespace) -> None:
   except ValueError as e:
     common.fail(e)
   summary = analysis.erf_summary(rows, eps)
-  grid = np.linspace(1, 0, 50)[1:-1]
-  curves = analysis.erf_summary(rows, grid)['eps']
+  grid = analysis_plots.EPS_GRID
+  curves = analysis.erf_summary(rows, grid)
   for e, result in summary['eps'].items():
     for i, heads in enumerate(result['layers']):
       print(f'eps={e} layer {i}: ' + '  '.join(
@@ -211,27 +235,23 @@ def erf_main(args: argparse.Namespace) -> None:
       'workdir': args.workdir, 'step': run.step, 'member': run.member,
       'encoding': run.config.encoding, 'length': args.length, 'examples': args.examples,
       'causal': rows['causal'], **summary})
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  fig, ax = plt.subplots(figsize=(6, 4))
-  for i in range(len(rows['weights'])):
-    ax.plot(grid, [np.mean([hd['mean_share'] for hd in curves[str(e)]['layers'][i]])
-                   for e in grid], label=f'layer {i}', markevery=7, **plots.series_style(i))
-  ax.set_xlabel('ε')
-  ax.set_ylabel('ERF / keys attended')
-  ax.set_ylim(0, 1.02)
-  ax.set_title(f'{run.config.encoding}: empirical receptive field at length {args.length}')
-  ax.invert_xaxis()
-  ax.legend()
-  fig.tight_layout()
-  _save_plot(fig, args.out, 'erf.png')
+  _write_png(args.out, 'erf.png',
+             analysis_plots.erf_figure(grid, curves, run.config.encoding, args.length))
   print(f'wrote {args.out}/erf.json and {args.out}/erf.png')
 
 
-def _rows_at(args: argparse.Namespace) -> tuple[object, list[int], list[dict]]:
+def _lengths_flags(name: str, examples: int) -> Callable[[argparse.ArgumentParser], None]:
+  """The flags of attention_maps and activation_pca (`examples`: the default of --examples)."""
+  def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--lengths', default='40,100', help='input lengths')
+    parser.add_argument('--examples', type=int, default=examples, help='inputs drawn per length')
+    parser.add_argument('--layer', type=int, default=-1, help='activation_pca: the layer')
+    _run_flags(parser, name)
+  return add_flags
+
+
+def _rows_at(args: argparse.Namespace) -> tuple[analysis.Run, list[int], list[dict]]:
   """(run, lengths, attention rows per length) for the analyses of a trained run."""
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
   lengths = common.positive_ints(args.lengths.split(','), '--lengths')
   if args.examples < 1:
     common.fail(f'--examples={args.examples} must be a positive integer')
@@ -246,39 +266,17 @@ def _rows_at(args: argparse.Namespace) -> tuple[object, list[int], list[dict]]:
   return run, lengths, rows
 
 
-def _pyplot():
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  return plt
-
-
 def maps_main(args: argparse.Namespace) -> None:
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
   run, lengths, rows = _rows_at(args)
   layers = len(rows[0]['weights'])
-  plt = _pyplot()
-  fig, axes = plt.subplots(len(lengths), layers, figsize=(2.6 * layers + 1.2,
-                                                         2.6 * len(lengths) + 0.4),
-                           squeeze=False, layout='constrained')
-  for r, (n, row) in enumerate(zip(lengths, rows)):
-    for layer in range(layers):
-      ax = axes[r][layer]
-      image = ax.imshow(analysis.attention_map(row, layer), cmap='viridis', vmin=0, vmax=1)
-      ax.set_title(f'length {n}, layer {layer}', fontsize=8)
-      ax.set_xlabel('key', fontsize=7)
-      ax.set_ylabel('query', fontsize=7)
-      ax.set_xticks([])
-      ax.set_yticks([])
-  fig.colorbar(image, ax=axes, label='attention weight (max over heads)', shrink=0.8)
-  fig.suptitle(f'{run.config.encoding}: attention, max over heads (rows: queries)')
+  maps = [[analysis.attention_map(row, layer) for layer in range(layers)] for row in rows]
+  fig = analysis_plots.attention_maps_figure(maps, lengths, run.config.encoding)
   common.make_dir(args.out, '--out')
-  _save_plot(fig, args.out, 'attention_maps.png')
+  _write_png(args.out, 'attention_maps.png', fig)
   print(f'wrote {args.out}/attention_maps.png ({len(lengths)} lengths x {layers} layers)')
 
 
 def pca_main(args: argparse.Namespace) -> None:
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
   run, lengths, rows = _rows_at(args)
   layers = len(rows[0]['hidden'])
   if not -layers <= args.layer < layers:
@@ -286,17 +284,9 @@ def pca_main(args: argparse.Namespace) -> None:
                 'negative from the last)')
   layer = args.layer % layers
   result = analysis.activation_pca(rows[0], rows, layer)
-  plt = _pyplot()
-  fig, axes = plt.subplots(1, len(lengths), figsize=(3.6 * len(lengths), 3.4), squeeze=False)
-  for ax, n, points, pos in zip(axes[0], lengths, result['points'], result['positions']):
-    sc = ax.scatter(points[:, 0], points[:, 1], c=pos, s=4, cmap='viridis')
-    ax.set_title(f'length {n}', fontsize=9)
-    fig.colorbar(sc, ax=ax, label='position')
-  fig.suptitle(f'{run.config.encoding}: layer {layer} activations, PCA fitted at length '
-               f'{lengths[0]}')
-  fig.tight_layout()
+  fig = analysis_plots.activation_pca_figure(result, lengths, run.config.encoding, layer)
   common.make_dir(args.out, '--out')
-  _save_plot(fig, args.out, 'activation_pca.png')
+  _write_png(args.out, 'activation_pca.png', fig)
   io.write_json_atomic(os.path.join(args.out, 'activation_pca.json'), {
       'workdir': args.workdir, 'step': run.step, 'member': run.member, 'layer': layer,
       'lengths': lengths, 'explained_variance_ratio': result['explained']})
@@ -304,9 +294,15 @@ def pca_main(args: argparse.Namespace) -> None:
         f'{result["explained"][1]:.1%} at length {lengths[0]}; wrote {args.out}/activation_pca.png')
 
 
+def probe_flags(parser: argparse.ArgumentParser) -> None:
+  parser.add_argument('--length', type=int, default=40, help='input length of the probe')
+  parser.add_argument('--test_length', type=int, default=0, help='test inputs (0: --length)')
+  parser.add_argument('--examples', type=int, default=32, help='inputs per batch')
+  parser.add_argument('--steps', type=int, default=500, help='probe training steps')
+  _run_flags(parser, 'position_probe')
+
+
 def probe_main(args: argparse.Namespace) -> None:
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
-  from posenc import probe  # pylint: disable=g-import-not-at-top
   test_length = args.test_length or args.length
   for flag, value in (('--length', args.length), ('--test_length', test_length),
                       ('--examples', args.examples), ('--steps', args.steps)):
@@ -324,19 +320,9 @@ def probe_main(args: argparse.Namespace) -> None:
   for i, r in enumerate(layers):
     print(f'layer {i}: mean |predicted - true position| {r["mean_abs_distance"]:.2f} '
           f'(random guessing {r["baseline"]:.2f}; train accuracy {r["train_accuracy"]:.2f})')
-  plt = _pyplot()
-  fig, ax = plt.subplots(figsize=(6, 4))
-  for i, r in enumerate(layers):
-    ax.plot([np.nan if v is None else v for v in r['by_position']], label=f'layer {i}',
-            markevery=max(1, len(r['by_position']) // 12), **plots.series_style(i))
-  ax.axhline(layers[0]['baseline'], **plots.CHANCE_LINE, label='random guessing')
-  ax.set_xlabel('position')
-  ax.set_ylabel('mean |error|')
-  ax.set_title(f'{run.config.encoding}: position probe, trained at length {args.length}')
-  ax.legend(fontsize=7)
-  fig.tight_layout()
+  fig = analysis_plots.position_probe_figure(layers, run.config.encoding, args.length)
   common.make_dir(args.out, '--out')
-  _save_plot(fig, args.out, 'position_probe.png')
+  _write_png(args.out, 'position_probe.png', fig)
   io.write_json_atomic(os.path.join(args.out, 'position_probe.json'), {
       'workdir': args.workdir, 'step': run.step, 'member': run.member,
       'encoding': run.config.encoding, 'length': args.length, 'test_length': test_length,
@@ -344,8 +330,13 @@ def probe_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/position_probe.json and {args.out}/position_probe.png')
 
 
+def shuffle_flags(parser: argparse.ArgumentParser) -> None:
+  parser.add_argument('--length', type=int, default=64, help='tokens before the scored one')
+  parser.add_argument('--examples', type=int, default=256, help='held-out sequences')
+  _run_flags(parser, 'prefix_shuffle')
+
+
 def shuffle_main(args: argparse.Namespace) -> None:
-  from posenc import analysis  # pylint: disable=g-import-not-at-top
   for flag, value in (('--length', args.length), ('--examples', args.examples)):
     if value < 2:
       common.fail(f'{flag}={value} must be an integer >= 2')
@@ -363,15 +354,23 @@ def shuffle_main(args: argparse.Namespace) -> None:
       'encoding': run.config.encoding, **result})
 
 
+def intervene_flags(parser: argparse.ArgumentParser) -> None:
+  parser.add_argument('run', nargs='?', default='', metavar='RUN',
+                      help='a trained run directory (or --workdir)')
+  parser.add_argument('--workdir', default='', help='a trained run directory')
+  parser.add_argument('--intervention', required=True,
+                      help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
+                           'yarn_paper, scalable_softmax, ordered_positions, slope_scale')
+  parser.add_argument('--out', default='analysis/intervene')
+
+
 def intervene_main(args: argparse.Namespace) -> None:
-  from posenc import interventions  # pylint: disable=g-import-not-at-top
   workdir = args.run or args.workdir
   if not workdir:
     common.fail('give the run: python -m launch.analyze intervene RUN --intervention=NAME')
   if args.run and args.workdir and args.run != args.workdir:
     common.fail(f'two runs given ({args.run} and --workdir={args.workdir}); give one')
   common.check_out_dir(args.out, '--out')
-  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
   if os.path.isfile(os.path.join(workdir, 'config.json')) and not checkpoint.saved_steps(workdir):
     common.fail(f'{workdir} has no checkpoint (train it first)')  # Before a manager makes one.
   try:
@@ -387,6 +386,29 @@ def intervene_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/intervene_{name}.json and .md')
 
 
+# ---------------------------------------------------------------------------------------
+# The registry and the dispatch.
+
+
+ANALYSES = {
+    'trf': Analysis('the theoretical receptive field of bias encodings at their initial '
+                    'parameters (Qin et al. 2023)', trf_flags, trf_main),
+    'erf': Analysis("the empirical receptive field of a trained run's attention, per layer "
+                    'and head', erf_flags, erf_main),
+    'attention_maps': Analysis("one example's attention per layer at each length (max over "
+                               'heads)', _lengths_flags('attention_maps', 1), maps_main),
+    'activation_pca': Analysis("a 2-D PCA of one layer's activations fitted at the first "
+                               'length, applied at the others', _lengths_flags(
+                                   'activation_pca', 8), pca_main),
+    'position_probe': Analysis("per layer, an MLP probe of each token's absolute position "
+                               '(Haviv et al. 2022)', probe_flags, probe_main),
+    'prefix_shuffle': Analysis("a language model's loss with the tokens before it in order "
+                               'and shuffled', shuffle_flags, shuffle_main),
+    'intervene': Analysis("a run's metric by length before and after a test-time intervention "
+                          'on its saved weights', intervene_flags, intervene_main),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
   argv = sys.argv[1:] if argv is None else argv
   if argv and argv[0] in common.HELP_FLAGS:
@@ -395,62 +417,12 @@ def main(argv: Sequence[str] | None = None) -> None:
   if not argv or argv[0] not in ANALYSES:
     got = argv[0] if argv else '(none)'
     common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
+  chosen = ANALYSES[argv[0]]
   kept = lambda: 'the files written before it are whole (each is written atomically)'
   with common.on_full_disk(kept, 'the --out directory'):
-    _dispatch(argv)
-
-
-def _dispatch(argv: Sequence[str]) -> None:
-  """Parses the flags of analysis `argv[0]` and runs it."""
-  parser = _Parser(prog=f'python -m launch.analyze {argv[0]}')
-  if argv[0] == 'intervene':
-    parser.add_argument('run', nargs='?', default='', metavar='RUN',
-                        help='a trained run directory (or --workdir)')
-    parser.add_argument('--workdir', default='', help='a trained run directory')
-    parser.add_argument('--intervention', required=True,
-                        help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
-                             'yarn_paper, scalable_softmax, ordered_positions, slope_scale')
-    parser.add_argument('--out', default='analysis/intervene')
-    intervene_main(parser.parse_args(argv[1:]))
-    return
-  if argv[0] == 'prefix_shuffle':
-    parser.add_argument('--length', type=int, default=64, help='tokens before the scored one')
-    parser.add_argument('--examples', type=int, default=256, help='held-out sequences')
-    _run_flags(parser, 'prefix_shuffle')
-    shuffle_main(parser.parse_args(argv[1:]))
-    return
-  if argv[0] == 'position_probe':
-    parser.add_argument('--length', type=int, default=40, help='input length of the probe')
-    parser.add_argument('--test_length', type=int, default=0, help='test inputs (0: --length)')
-    parser.add_argument('--examples', type=int, default=32, help='inputs per batch')
-    parser.add_argument('--steps', type=int, default=500, help='probe training steps')
-    _run_flags(parser, 'position_probe')
-    probe_main(parser.parse_args(argv[1:]))
-    return
-  if argv[0] in ('attention_maps', 'activation_pca'):
-    parser.add_argument('--lengths', default='40,100', help='input lengths')
-    parser.add_argument('--examples', type=int, default=1 if argv[0] == 'attention_maps'
-                        else 8, help='inputs drawn per length')
-    parser.add_argument('--layer', type=int, default=-1, help='activation_pca: the layer')
-    _run_flags(parser, argv[0])
-    args = parser.parse_args(argv[1:])
-    (maps_main if argv[0] == 'attention_maps' else pca_main)(args)
-    return
-  if argv[0] == 'erf':
-    parser.add_argument('--length', type=int, default=64, help='input length')
-    parser.add_argument('--examples', type=int, default=8, help='inputs drawn')
-    parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
-    _run_flags(parser, 'erf')
-    erf_main(parser.parse_args(argv[1:]))
-    return
-  parser.add_argument('--encodings', default='type1,type2,alibi,kerple_log,inverse_n,'
-                      'inverse_n_log_n', help='bias encodings, comma-separated')
-  parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
-  parser.add_argument('--horizons', default=','.join(str(h) for h in receptive.HORIZONS))
-  parser.add_argument('--num_heads', type=int, default=8)
-  parser.add_argument('--head_dim', type=int, default=64)
-  parser.add_argument('--out', default='analysis/trf')
-  trf_main(parser.parse_args(argv[1:]))
+    parser = _Parser(prog=f'python -m launch.analyze {argv[0]}', description=chosen.help)
+    chosen.add_flags(parser)
+    chosen.main(parser.parse_args(argv[1:]))
 
 
 if __name__ == '__main__':

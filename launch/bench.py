@@ -52,6 +52,8 @@ def main() -> None:
     sys.exit(2)
   keep_freed_memory()
   module = importlib.import_module(f'launch.bench_{sys.argv[1]}')
+  # Deferred: `launch.bench --help` and an unknown name take 0.07 s without absl and
+  # ml_collections, 0.15 s with them; the benchmark module has imported it by now.
   from launch import common  # pylint: disable=g-import-not-at-top
   with common.on_full_disk(lambda: 'nothing else was written (the figures are printed above)',
                            'the --out file'):

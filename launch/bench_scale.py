@@ -18,6 +18,7 @@ from absl import flags
 
 from experiments import rpe_table1
 from launch import common
+from posenc import cost
 from posenc import io
 
 _STEPS = flags.DEFINE_integer('steps', 5, 'Timed steps per device setting.')
@@ -47,7 +48,6 @@ def _main(argv):
   common.check_output_file(_OUT.value, '--out')
   common.at_least(_STEPS.value, '--steps')
   common.at_least(_COST_STEPS.value, '--cost_steps')
-  from posenc import cost  # After flags: imports JAX.
   rows = {}
   for devices in (1, 8):
     r = _train_bench(devices)

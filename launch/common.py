@@ -34,6 +34,7 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
+import experiments
 from posenc import config as config_lib
 from posenc import io
 
@@ -107,7 +108,7 @@ config_flags.register_flag_parser_for_type(list, ListParser())
 
 def experiment_files() -> list[str]:
   """The experiment files shipped with posenc, as `experiments/NAME.py` paths."""
-  import experiments  # The package directory, wherever posenc is installed.
+  # The package directory, wherever posenc is installed.
   names = glob.glob(os.path.join(os.path.dirname(experiments.__file__), '*.py'))
   return sorted(f'experiments/{os.path.basename(n)}' for n in names
                 if not n.endswith('__init__.py'))
@@ -237,6 +238,8 @@ def check_out_dir(path: str, flag: str) -> None:
 
 def cell_config(arg: str, flag: str = '--cell') -> Any:
   """The validated rpe_table1 config of a benchmark's `--cell` arg, or a one-line failure."""
+  # Deferred: both import Flax; launch.report imports this module but no Flax
+  # (tests/test_results_schema.py).
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
   from posenc import evaluate  # pylint: disable=g-import-not-at-top
   try:
@@ -339,6 +342,8 @@ def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
 def kept_checkpoint(workdir: str) -> str:
   """What `on_full_disk` says survives of a run: its last checkpoint, from which the rerun
   resumes (the evaluation resumes from the last length measured)."""
+  # Deferred: orbax and Flax; launch.report imports this module but neither
+  # (tests/test_results_schema.py).
   from posenc import checkpoint  # pylint: disable=g-import-not-at-top
   steps = checkpoint.saved_steps(workdir)
   if not steps:

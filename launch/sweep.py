@@ -45,6 +45,7 @@ from ml_collections import config_flags
 from launch import common
 from posenc import checkpoint
 from posenc import config as config_lib
+from posenc import cost
 from posenc import evaluate
 from posenc import io
 from posenc import sweep as sweep_lib
@@ -129,7 +130,6 @@ def main(argv):
       print(' | '.join(f'{s}: {sum(r["state"] == s for r in rows)}' for s in sweep_lib.STATES))
       return
     if _COST.value:
-      from posenc import cost  # Deferred: only --cost measures.
       if _COST_STEPS.value < 1:
         common.fail(f'--cost_steps={_COST_STEPS.value} must be a positive integer')
       if _DEVICE.value:
@@ -193,7 +193,9 @@ def _report(cells, skipped: dict[str, str]) -> None:
 
 
 def _write_report(cells, skipped: dict[str, str]) -> None:
-  from posenc import report as report_lib  # Deferred: matplotlib.
+  # Deferred: scipy.stats and matplotlib take about 2.5 s, which --status, --cost and a
+  # sweep without its report (a shard, --noreport) need not wait for.
+  from posenc import report as report_lib  # pylint: disable=g-import-not-at-top
   # Read again now: a cell another process held may have completed since it was skipped.
   rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
   complete = [os.path.join(_WORKDIR.value, 'cells', r['cell']) for r in rows

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
+import tasks
 from tasks import base
 
 Array = jax.Array
@@ -50,7 +51,6 @@ def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
   Example: task 'sorting_hinted', hints ['successor'], options {num_values: 50} ->
     [SortingHinted(num_values=50), Successor(num_values=50)].
   """
-  import tasks  # pylint: disable=g-import-not-at-top
   main = tasks.get(config.task)
   hints = list(config.get('hints', []) or [])
   valid = getattr(main, 'HINTS', ())
