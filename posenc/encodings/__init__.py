@@ -34,65 +34,24 @@ from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import core
 from posenc.encodings import dape
+from posenc.encodings import define
 from posenc.encodings import embeddings
 from posenc.encodings import families
 from posenc.encodings import forgetting
 from posenc.encodings import geometric
+from posenc.encodings import outside
 from posenc.encodings import polar
 from posenc.encodings import randomized
 from posenc.encodings import rotary
 from posenc.encodings import stick_breaking
 from posenc.encodings.biases import alibi_bias, alibi_slopes, relative_bias
-from posenc.encodings.core import AttentionEncoding, HAIKU_LINEAR_INIT
+from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT
+from posenc.encodings.define import bias, embedding, param, randomized_twin, rotation, weights
 from posenc.encodings.embeddings import learned, sinusoid
 from posenc.encodings.geometric import geometric_scores, geometric_weights
 from posenc.encodings.randomized import (RELATIVE_MODES, random_distances, random_positions,
                                          relative_offset_positions)
 from posenc.encodings.rotary import apply_rope
-
-
-@dataclasses.dataclass(frozen=True)
-class Encoding:
-  """How the model builds one encoding.
-
-  Attributes:
-    kind: core.EMBEDDING, ROTATION, BIAS, GEOMETRIC or CONTENT (no encoding); for a
-      combination, its attention part's kind.
-    embedding: optional module factory `(width=, max_position=, **options)`, called once
-      per forward pass as `module(num_positions, length) -> [T, D]`; the model adds it to
-      the token embeddings and applies dropout.
-    attention: optional module factory `(max_position=, num_heads=, head_dim=,
-      param_dtype=, **options)`, called per layer as `module(num_positions, length,
-      inputs) -> AttentionEncoding` with the layer input [B, T, D]. None: content only.
-    embedding_options, attention_options: the names of `encoding_options` each part takes.
-    randomized: draws from the 'noise' RNG stream (at evaluation too).
-    reads_digits: reads which tokens are digits (the task's `digit_ids`): a task without
-      digits cannot use it.
-    learned_table: positions index a learned table of `max_position` rows.
-    even_head_dim: rotates pairs of coordinates: the head width must be even.
-    test_options: options of its attention part that change it at test time only (the
-      knobs of `posenc.interventions`, neutral by default): passed when given, and not
-      recorded among a run's options otherwise.
-    causal_only: causal by definition (it counts, gates or breaks the keys up to the
-      query): only a causal model (the decoder) can use it.
-  """
-  kind: str
-  embedding: Callable[..., Any] | None = None
-  attention: Callable[..., Any] | None = None
-  embedding_options: tuple[str, ...] = ()
-  attention_options: tuple[str, ...] = ()
-  randomized: bool = False
-  reads_digits: bool = False
-  learned_table: bool = False
-  even_head_dim: bool = False
-  test_options: tuple[str, ...] = ()
-  causal_only: bool = False
-
-  @property
-  def bounded(self) -> bool:
-    """Sequences longer than `max_position` cannot be encoded: positions are drawn from
-    {0..max_position-1}, or index a table of that many rows."""
-    return self.randomized or self.learned_table
 
 
 # Test-time options (`Encoding.test_options`) and their neutral values.
@@ -231,12 +190,14 @@ NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'lea
 
 def _combine(name: str) -> Encoding:
   parts = name.split('+')
-  unknown = [p for p in parts if p not in ENCODINGS]
-  if len(parts) != 2 or unknown or parts[0] == parts[1]:
-    raise ValueError(f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}, or an '
-                     'input encoding and an attention encoding joined by +, e.g. sin_cos+alibi')
-  inputs = [ENCODINGS[p] for p in parts if ENCODINGS[p].embedding is not None]
-  attention = [ENCODINGS[p] for p in parts if ENCODINGS[p].embedding is None]
+  if len(parts) != 2 or parts[0] == parts[1]:
+    raise ValueError(_unknown(name))
+  try:
+    specs = [get(p) for p in parts]
+  except ValueError as e:
+    raise ValueError(f'encoding {name!r}: {e}') from None
+  inputs = [e for e in specs if e.embedding is not None]
+  attention = [e for e in specs if e.embedding is None]
   if len(inputs) != 1 or len(attention) != 1:
     raise ValueError(f'encoding {name!r} must join one input encoding (one of '
                      f'{", ".join(n for n, e in ENCODINGS.items() if e.embedding)}) and one '
@@ -248,15 +209,31 @@ def _combine(name: str) -> Encoding:
                   att.even_head_dim, att.test_options, att.causal_only)
 
 
+def _unknown(name: str) -> str:
+  installed = sorted(outside.entry_points())
+  return (f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}; an input '
+          'encoding and an attention encoding joined by +, e.g. sin_cos+alibi; an import path '
+          'module:ENCODING; or an installed package\'s (entry point group posenc.encodings: '
+          f'{", ".join(installed) or "none installed"})')
+
+
 def get(name: str) -> Encoding:
-  """The entry of `name` (a registry name or `input+attention`); ValueError listing the
-  valid names otherwise.
+  """The entry of `name`: a registry name, `input+attention`, an outside encoding (an import
+  path `module:attribute`, an installed package's entry point, either with `randomized_` for
+  its twin: `outside`); ValueError (one line) naming what is wrong otherwise.
 
   Example: get('sin_cos+alibi').kind == 'bias'.
   """
   if name in ENCODINGS:
     return ENCODINGS[name]
-  return _combine(name)
+  if not isinstance(name, str) or not name:
+    raise ValueError(_unknown(name))
+  if '+' in name:
+    return _combine(name)
+  found = outside.load(name, frozenset(OPTION_DEFAULTS), frozenset(TEST_OPTION_DEFAULTS))
+  if found is None:
+    raise ValueError(_unknown(name))
+  return found
 
 
 def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()

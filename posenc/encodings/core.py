@@ -70,6 +70,50 @@ class AttentionEncoding:
     return self.rotate(q, q_idx), (self.rotate_keys or self.rotate)(k, k_idx)
 
 
+@dataclasses.dataclass(frozen=True)
+class Encoding:
+  """How the model builds one encoding.
+
+  Attributes:
+    kind: core.EMBEDDING, ROTATION, BIAS, GEOMETRIC or CONTENT (no encoding); for a
+      combination, its attention part's kind.
+    embedding: optional module factory `(width=, max_position=, **options)`, called once
+      per forward pass as `module(num_positions, length) -> [T, D]`; the model adds it to
+      the token embeddings and applies dropout.
+    attention: optional module factory `(max_position=, num_heads=, head_dim=,
+      param_dtype=, **options)`, called per layer as `module(num_positions, length,
+      inputs) -> AttentionEncoding` with the layer input [B, T, D]. None: content only.
+    embedding_options, attention_options: the names of `encoding_options` each part takes.
+    randomized: draws from the 'noise' RNG stream (at evaluation too).
+    reads_digits: reads which tokens are digits (the task's `digit_ids`): a task without
+      digits cannot use it.
+    learned_table: positions index a learned table of `max_position` rows.
+    even_head_dim: rotates pairs of coordinates: the head width must be even.
+    test_options: options of its attention part that change it at test time only (the
+      knobs of `posenc.interventions`, neutral by default): passed when given, and not
+      recorded among a run's options otherwise.
+    causal_only: causal by definition (it counts, gates or breaks the keys up to the
+      query): only a causal model (the decoder) can use it.
+  """
+  kind: str
+  embedding: Callable[..., Any] | None = None
+  attention: Callable[..., Any] | None = None
+  embedding_options: tuple[str, ...] = ()
+  attention_options: tuple[str, ...] = ()
+  randomized: bool = False
+  reads_digits: bool = False
+  learned_table: bool = False
+  even_head_dim: bool = False
+  test_options: tuple[str, ...] = ()
+  causal_only: bool = False
+
+  @property
+  def bounded(self) -> bool:
+    """Sequences longer than `max_position` cannot be encoded: positions are drawn from
+    {0..max_position-1}, or index a table of that many rows."""
+    return self.randomized or self.learned_table
+
+
 def with_batch(x: Array) -> Array:
   """[H, Q, S] -> [1, H, Q, S]; [B, H, Q, S] unchanged."""
   return x if x.ndim == 4 else x[None]
