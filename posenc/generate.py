@@ -20,7 +20,7 @@ from posenc.models import decoder as decoder_lib
 Array = jax.Array
 
 
-def _pad_cache(cache: Any, total: int) -> Any:
+def pad_cache(cache: Any, total: int) -> Any:
   """Keys and values [.., B, P, H, K] of a prompt pass, padded to [.., B, total, H, K]."""
   def pad(x):
     widths = [(0, 0)] * x.ndim
@@ -91,7 +91,7 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
     token = jnp.where(done, eos_id, jnp.argmax(logits[:, 0], -1).astype(jnp.int32))
     return i + 1, cache, seq, out.at[:, i].set(token), done | (token == eos_id)
 
-  state = (jnp.int32(1), _pad_cache(cache, total), seq, out, first == eos_id)
+  state = (jnp.int32(1), pad_cache(cache, total), seq, out, first == eos_id)
   return jax.lax.while_loop(cond, step, state)[3]
 
 

@@ -92,7 +92,7 @@ def test_cached_decoding_step_logits_equal_the_whole_sequence():
   whole, _ = model.apply(params, seq, lengths, deterministic=True, rngs=rngs)
   _, cache = model.apply(params, seq[:, :5], jnp.array([5, 5]), deterministic=True,
                          num_positions=9, draw_length=lengths, rngs=rngs)
-  cache = generate_lib._pad_cache(cache, 9)  # pylint: disable=protected-access
+  cache = generate_lib.pad_cache(cache, 9)
   for t in range(5, 9):
     q_idx = jnp.full((2, 1), t)
     step, cache = model.apply(params, seq[:, t:t + 1], q_idx[:, 0] + 1, q_idx=q_idx,

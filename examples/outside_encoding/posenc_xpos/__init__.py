@@ -1,0 +1,52 @@
+"""xPos (Sun et al., "A Length-Extrapolatable Transformer", ACL 2023) as a posenc encoding.
+
+RoPE whose rotation is scaled per pair m of coordinates by zeta_m = (m / (K/2) + gamma) /
+(1 + gamma), gamma = 0.4: the query at position n by zeta^(n / B), the key at position m by
+zeta^(-m / B), B = 512 (the scale base). q·k then carries zeta^((n - m) / B) < 1 for a key
+before the query: attention decays with distance, fastest on the pairs with the smallest
+zeta, the high-frequency ones (small m). As in the authors' code (torchscale), interleaved
+pairs are rotated as posenc's `apply_rope` rotates them.
+
+Installed, posenc finds it by its entry point (pyproject.toml: group posenc.encodings):
+
+  pip install -e examples/outside_encoding
+  python -m launch.check_encoding xpos
+  python -m launch.benchmark --encoding=xpos --suite=tiny --workdir=runs/xpos_tiny
+
+Without installing: `--config.encoding=posenc_xpos:XPOS` with this directory on the path.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from posenc import encodings
+
+GAMMA = 0.4
+SCALE_BASE = 512.0
+
+
+def xpos_scale(head_dim: int, positions: jax.Array) -> jax.Array:
+  """zeta^(p / B) per position and coordinate: [..., T] -> [..., T, 1, K], each pair's two
+  coordinates sharing their zeta_m = (2m + gamma K) / ((1 + gamma) K).
+
+  Example: K = 4 -> zeta = [0.2857, 0.6429]; at p = 0 every scale is 1.
+  """
+  zeta = (np.arange(0, head_dim, 2) + GAMMA * head_dim) / ((1 + GAMMA) * head_dim)
+  zeta = jnp.asarray(np.repeat(zeta, 2), jnp.float32)  # interleaved pairs
+  power = jnp.asarray(positions, jnp.float32)[..., None, None] / SCALE_BASE
+  return zeta ** power
+
+
+def xpos_queries(x: jax.Array, positions: jax.Array) -> jax.Array:
+  """RoPE at the positions, times zeta^(n / B): [B, T, H, K] -> [B, T, H, K]."""
+  scale = xpos_scale(x.shape[-1], positions)
+  return (encodings.apply_rope(x, positions).astype(jnp.float32) * scale).astype(x.dtype)
+
+
+def xpos_keys(x: jax.Array, positions: jax.Array) -> jax.Array:
+  """RoPE at the positions, times zeta^(-m / B)."""
+  scale = xpos_scale(x.shape[-1], positions)
+  return (encodings.apply_rope(x, positions).astype(jnp.float32) / scale).astype(x.dtype)
+
+
+XPOS = encodings.rotation(xpos_queries, keys=xpos_keys, name='xpos')

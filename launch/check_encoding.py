@@ -1,0 +1,48 @@
+"""Check that an encoding keeps the invariants every built-in keeps:
+`python -m launch.check_encoding NAME [--checks=a,b]`.
+
+  python -m launch.check_encoding alibi
+  python -m launch.check_encoding my_pkg.my_module:MY_ENCODING
+  python -m launch.check_encoding xpos --checks=backends,generation
+
+NAME is anything `--config.encoding` takes: a built-in, `input+attention`, an import path
+`module:ENCODING` (an `Encoding` record, e.g. built with posenc.encodings.bias), or an
+installed package's entry point (group `posenc.encodings`), each with `randomized_` for its
+twin. One line per invariant (posenc/testing.py: backends, padded, causal, step, generation,
+gradients, export, training), pass or FAIL with the largest difference; exit status 0 when
+all pass, 1 when one fails, 2 for a name that does not load (one line). About a minute on a
+2-core CPU.
+"""
+
+import sys
+import time
+
+from absl import flags
+
+from launch import common
+from posenc import testing
+
+_CHECKS = flags.DEFINE_list('checks', None, 'Only these invariants (default: all of '
+                            f'{", ".join(testing.CHECKS)}).')
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) != 2:
+    common.fail('give one encoding, e.g. python -m launch.check_encoding alibi or '
+                'my_pkg.my_module:MY_ENCODING')
+  name = argv[1]
+  checks = tuple(_CHECKS.value) if _CHECKS.value else None
+  start = time.time()
+  try:
+    results = testing.conformance(name, checks, report=lambda c: print(c.line(), flush=True))
+  except ValueError as e:
+    common.fail(e)
+  failed = [c.name for c in results if not c.passed]
+  print(f'{name}: {len(results) - len(failed)} of {len(results)} invariants pass'
+        + (f' (failed: {", ".join(failed)})' if failed else '')
+        + f' in {time.time() - start:.0f} s')
+  sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+  common.run(main)
