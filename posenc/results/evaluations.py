@@ -12,6 +12,7 @@ import abc
 import dataclasses
 from typing import Any, ClassVar, Mapping
 
+from posenc import families
 from posenc.results.members import (GridMember, LengthsMember, Member, PerplexityMember,
                                     RangeMember, SchemaError, finite_curve, ints,
                                     read_members, require)
@@ -65,14 +66,14 @@ class RangeResults(Evaluation):
 
   def metric_of(self, family: str) -> str:
     """A decoder generates its outputs: exact match; an encoder: per-token accuracy."""
-    return 'exact match' if family == 'decoder' else 'accuracy'
+    return families.of(family).metric
 
   def score_of(self, member: RangeMember, family: str) -> float | None:
-    return member.exact_match_score if family == 'decoder' else member.score
+    return member.exact_match_score if families.of(family).generates else member.score
 
   def curve(self, member: RangeMember, family: str = 'encoder') -> dict[int, float]:
     """The member's `metric_of(family)` by length (NaN where none was recorded)."""
-    if family == 'decoder':
+    if families.of(family).generates:
       return finite_curve(member.exact_match_by_length or {})
     return finite_curve(member.accuracy_by_length)
 
