@@ -15,7 +15,7 @@ from launch import common
 from posenc import config as config_lib
 from posenc import io
 from posenc import population as population_lib
-from posenc import train
+from posenc import setup
 from posenc.evaluate import range as range_protocol
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
@@ -37,10 +37,8 @@ def _main(argv):
   if bad:
     common.fail(f'--lengths {bad} exceed eval.max_length={config.eval.max_length}')
   config.seeds, config.learning_rates = [0], [1e-4]
-  task = config_lib.task_of(config)
-  model = train.make_model(config, task)
-  population = population_lib.Population(config)
-  _, _, data_key = population_lib.data_keys(config)
+  run = setup.build(config)
+  task, model, population, data_key = run.task, run.model, run.population, run.eval_key
   params = population_lib.init_state(config, model, population)['params']
   rows = []
   for length in lengths:

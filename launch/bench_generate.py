@@ -15,14 +15,15 @@ import time
 import jax
 import jax.numpy as jnp
 
+from experiments import rpe_decoder
 from launch import common
 from posenc import config as config_lib
 from posenc import cost
-from posenc import evaluate
 from posenc import generate
 from posenc import io
 from posenc import models
 from posenc import objectives
+from posenc import setup
 
 
 def time_generation(fn, model, variables, prompts, lengths, max_new) -> dict[str, float]:
@@ -53,17 +54,14 @@ def main(argv: list[str]) -> None:
   if args.batch < 1:
     parser.error(f'--batch={args.batch} must be a positive integer')
   common.at_least(args.train_steps, '--train_steps', 0)
-  from experiments import rpe_decoder  # pylint: disable=g-import-not-at-top
   config = rpe_decoder.get_config(f'task=reverse_string,encoding={args.encoding}')
   config.seeds, config.learning_rates = [0], [1e-4]
   config.model.max_position = max(config.model.max_position, 2 * max(lengths) + 2)
   try:
-    evaluate.validate(config)
+    run = setup.build(config)
   except config_lib.ConfigError as e:
     common.fail(e)
-  from posenc import train  # pylint: disable=g-import-not-at-top
-  task = config_lib.task_of(config)
-  model = train.make_model(config, task)
+  task, model = run.task, run.model
   vocab = objectives.decoder_vocab(task)
   variables = jax.jit(lambda k: model.init(models.init_rngs(k), jnp.zeros((1, 4), jnp.int32),
                                            jnp.array([4]), deterministic=True))(
@@ -87,7 +85,7 @@ def main(argv: list[str]) -> None:
           flush=True)
   result = {'encoding': args.encoding, 'backend': jax.devices()[0].platform, 'rows': rows}
   if args.train_steps:
-    figures = cost.measure_training(config, args.train_steps)
+    figures = cost.measure_training(run, args.train_steps)
     result['train'] = {k: v for k, v in figures.items() if k not in ('state', 'lengths')}
     print(f'training, P = 1, batch {config.train.batch_size}, lengths U{{1..'
           f'{config.train.max_length}}}: {figures["steps_per_s"]:.2f} steps/s '

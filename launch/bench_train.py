@@ -23,7 +23,9 @@ from posenc import config as config_lib
 from posenc import cost
 from posenc import evaluate
 from posenc import io
+from posenc import setup
 from posenc import train
+import tasks
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
 _POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
@@ -70,7 +72,7 @@ def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) ->
     {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
      'gflops_per_s' (the products' achieved rate over the curriculum)}.
   """
-  task = config_lib.task_of(config)
+  task = tasks.get(config.task, config.task_options.to_dict())
   n, size = config.train.max_length, config.train.bucket_size
   timers: dict[tuple[int, int, int], float] = {}  # each shape is timed once
 
@@ -122,7 +124,7 @@ def first_update_seconds() -> float:
 
 
 def steady_state(size: int, steps: int) -> dict:
-  figures = cost.measure_training(population_config(size), steps)
+  figures = cost.measure_training(setup.build(population_config(size)), steps)
   return {k: v for k, v in figures.items() if k not in ('state', 'lengths')}
 
 

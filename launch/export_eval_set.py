@@ -24,8 +24,7 @@ from ml_collections import config_flags
 
 from launch import common
 from posenc import config as config_lib
-from posenc import evaluate
-from posenc import population as population_lib
+from posenc import setup
 from posenc.evaluate import frozen
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
@@ -44,17 +43,16 @@ def main(argv: list[str]) -> None:
     common.fail(f'--config.eval.from_files={config.eval.from_files!r}: exporting draws the '
                 'examples; leave it empty')
   try:
-    evaluate.validate(config)
+    run = setup.build(config)
   except config_lib.ConfigError as e:
     common.fail(e)
-  task = config_lib.task_of(config)
-  protocol = evaluate.of(task)
+  task, protocol = run.task, run.protocol
   if protocol.examples is None:
     common.fail(f'task {config.task!r} ({protocol.name} protocol) has no frozen evaluation sets')
   if os.path.exists(os.path.join(_OUT.value, frozen.MANIFEST)):
     common.fail(f'--out={_OUT.value} already holds an evaluation set; use a new directory')
   common.check_out_dir(_OUT.value, '--out')
-  data_key = population_lib.data_keys(config)[2]
+  data_key = run.eval_key
   kept = lambda: (f'the cells written so far are kept; {frozen.MANIFEST}, written last, marks '
                   'the set complete')
   with common.on_full_disk(kept, _OUT.value):

@@ -144,7 +144,7 @@ def main(argv):
     if _DEVICE.value:
       common.fail('--device needs --cost (it estimates what a grid costs on that device)')
     for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
-      evaluate.validate(sweep_lib.cell_config(_CONFIG.value, cell))
+      evaluate.validate(config_lib.cell_config(_CONFIG.value, cell))
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()

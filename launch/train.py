@@ -18,6 +18,7 @@ from posenc import evaluate
 from posenc import io
 from posenc import receptive
 from posenc import results as results_lib
+from posenc import setup
 from posenc import train
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
@@ -32,11 +33,11 @@ def main(argv: list[str]) -> None:
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
   try:
-    evaluate.validate(_CONFIG.value)
+    run = setup.build(_CONFIG.value)
   except config_lib.ConfigError as e:
     common.fail(e)
   common.make_dir(_WORKDIR.value, '--workdir')
-  config = _CONFIG.value
+  config = run.config
   # Before training: does the bias family satisfy Qin et al.'s condition for extrapolation?
   line = receptive.diagnostic(config.encoding, num_heads=config.model.num_heads,
                               head_dim=config.model.d_model // config.model.num_heads,
@@ -47,19 +48,19 @@ def main(argv: list[str]) -> None:
   preemption.install()
   workdir = _WORKDIR.value
   try:
-    # Validated above: the config is checked once.
     with common.on_full_disk(lambda: common.kept_checkpoint(workdir), workdir):
-      results = train.run(config, workdir, progress=lambda line: print(line, flush=True),
-                          should_stop=preemption, checkpointed=common.checkpoint_hook())
+      results = train.train_and_evaluate(
+          run, workdir, progress=lambda line: print(line, flush=True), should_stop=preemption,
+          checkpointed=common.checkpoint_hook())
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  record = results_lib.Results.from_json(results, evaluate.kinds())
-  summary = evaluate.PROTOCOLS[record.evaluation.evaluation].summary(record)
+  summary = run.protocol.summary(results_lib.Results.from_json(results, evaluate.kinds()))
   print(f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
         f'{_WORKDIR.value}/results.json')
+
 
 if __name__ == '__main__':
   common.run(main)

@@ -13,7 +13,6 @@ draws the cell (length, length).
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Callable, Sequence
 
 from absl import logging
@@ -22,14 +21,9 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from posenc import checkpoint
 from posenc import config as config_lib
-from posenc import evaluate
-from posenc import io
-from posenc import population as population_lib
 from posenc import receptive
-from posenc import sweep as sweep_lib
-from posenc import train
+from posenc import setup
 
 
 class AnalysisError(ValueError):
@@ -38,12 +32,24 @@ class AnalysisError(ValueError):
 
 @dataclasses.dataclass
 class Run:
-  config: ml_collections.ConfigDict
-  task: Any
-  model: Any
+  """One member of a saved run: the run's objects (`posenc.setup.Run`, its model on the
+  readable attention backend), that member's parameters, its row and the step."""
+  built: setup.Run
   params: Any  # one member's parameters
   member: dict[str, Any]
   step: int
+
+  @property
+  def config(self) -> ml_collections.ConfigDict:
+    return self.built.config
+
+  @property
+  def task(self) -> Any:
+    return self.built.task
+
+  @property
+  def model(self) -> Any:
+    return self.built.model
 
 
 def load_run(workdir: str, member: int = 0,
@@ -51,38 +57,25 @@ def load_run(workdir: str, member: int = 0,
   """The run in `workdir` at its newest checkpoint that restores (`progress` hears of any
   damaged one), member `member` (seeds × learning rates order), with a model on the
   reference attention backend."""
-  path = os.path.join(workdir, 'config.json')
-  if not os.path.isfile(path):
-    raise AnalysisError(f'{workdir} holds no run (no config.json)')
-  config = ml_collections.ConfigDict(io.read_json(path))
-  if config.model.recurrences > 1 or config.model.get('loop', False):
-    raise AnalysisError(f'{workdir} holds a looped model; attention rows are recorded for '
-                        'plain stacks only')
-  members = config_lib.members(config)
-  if not 0 <= member < len(members):
-    raise AnalysisError(f'--member={member} is not a member of {workdir} (0..{len(members) - 1})')
-  # Asked before the manager, which would create the checkpoint directory of a bare run.
-  if not checkpoint.saved_steps(workdir):
-    raise AnalysisError(f'{workdir} has no checkpoint to analyse (train it first)')
-  manager = checkpoint.checkpoint_manager(workdir)
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  # A reader leaves damaged checkpoints where they are (rerunning training sets them aside).
-  step, state, _, damaged = checkpoint.restore_newest(manager, population_lib.init_state(
-      config, train.make_model(config, task), population, abstract=True), population,
-      lambda step: os.path.join(workdir, 'checkpoints', str(step)))
-  if step is None:
-    raise AnalysisError(f'no checkpoint of {workdir} restores: ' + '; '.join(damaged))
-  if damaged:
-    progress(f'damaged: {"; ".join(damaged)}; analysing the checkpoint at step {step}')
+  try:
+    config = setup.read_config(workdir)
+    if config.model.recurrences > 1 or config.model.get('loop', False):
+      raise AnalysisError(f'{workdir} holds a looped model; attention rows are recorded for '
+                          'plain stacks only')
+    members = config_lib.members(config)
+    if not 0 <= member < len(members):
+      raise AnalysisError(f'--member={member} is not a member of {workdir} '
+                          f'(0..{len(members) - 1})')
+    built, state, step = setup.restore(workdir, progress=progress)
+  except setup.RunError as e:
+    raise AnalysisError(str(e)) from None
   params = jax.tree.map(lambda x: np.asarray(x)[member], jax.device_get(state['params']))
-  reference = sweep_lib.cell_config(config, {'model.attention_impl': 'reference'})
-  return Run(config, task, train.make_model(reference, task), params, members[member], step)
+  return Run(built.with_model(attention_impl='reference'), params, members[member], step)
 
 
 def _inputs(run: Run, length: int, examples: int, key: jax.Array):
-  """(tokens [B, T], lengths, causal) of `examples` inputs at `length` (the protocol's)."""
-  return evaluate.of(run.task).inputs(run.config, run.task, key, examples, length)
+  """(tokens [B, T], lengths, causal) of `examples` inputs at `length` (as training draws)."""
+  return run.built.training.inputs(run.config, run.task, key, examples, length)
 
 
 # What `attention_rows` may hold by default: the weights of every layer stay in memory.
@@ -104,7 +97,7 @@ def check_inputs(run: Run, length: int, examples: int = 1, max_bytes: float | No
   tokens = jax.eval_shape(lambda key: _inputs(run, length, 1, key)[0], jax.random.key(0))
   t = int(tokens.shape[1])
   limit = run.model.max_position
-  if run.model.encoding_spec.bounded and t > limit:
+  if run.built.encoding.bounded and t > limit:
     raise AnalysisError(f'--length={length} gives inputs of {t} tokens, beyond '
                         f'model.max_position={limit} of the run\'s encoding '
                         f'{run.config.encoding!r} (its positions stop there); use a shorter '
@@ -222,13 +215,13 @@ def prefix_shuffle(run: Run, length: int, examples: int = 256, seed: int = 0
 
   Returns {'loss': mean NLL as written, 'shuffled_loss', 'increase', 'length', 'examples'}.
   """
-  if run.config.model.family != 'decoder':
+  if not run.built.family.causal:
     raise AnalysisError('prefix_shuffle needs a causal decoder (model.family=decoder)')
   data_key, perm_key, noise = jax.random.split(jax.random.key(seed), 3)
   if not hasattr(run.task, 'texts'):
     raise AnalysisError(f'prefix_shuffle needs a text corpus, not task {run.config.task!r}')
   tokens = run.task.sample(data_key, examples, length, length, 1, length)['tokens']
-  if run.model.encoding_spec.bounded and length > run.model.max_position:
+  if run.built.encoding.bounded and length > run.model.max_position:
     raise AnalysisError(f'--length={length} is beyond model.max_position='
                         f'{run.model.max_position} of the run\'s encoding '
                         f'{run.config.encoding!r} (its positions stop there); use a shorter '

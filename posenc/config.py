@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any, Mapping
@@ -24,13 +25,6 @@ class ConfigError(ValueError):
   """An impossible or malformed config; the message is one line."""
 
 
-POPULATION_LOOPS = ('auto', 'map', 'vmap')
-FAMILIES = ('encoder', 'decoder')
-OPTIMIZERS = ('adam', 'adamw')
-SCHEDULES = ('constant', 'trapezoid', 'cosine')
-LOSS_ON = ('answer', 'all')
-FUSED_IMPLEMENTATIONS = ('xla', 'cudnn')
-DTYPES = ('float32', 'bfloat16')
 # Sizes past these cannot finish or fit: step counters are int32, and a billion steps take
 # 12 days at 1,000 steps/s; one head's attention weights at 2^20 tokens are 4 TiB in float32.
 MAX_STEPS = 10**9
@@ -231,6 +225,20 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(out)
 
 
+def cell_config(base: ml_collections.ConfigDict,
+                overrides: dict[str, Any]) -> ml_collections.ConfigDict:
+  """`base` with the cell's overrides (dotted keys allowed)."""
+  config = copy.deepcopy(base)
+  with config.unlocked():
+    for key, value in overrides.items():
+      node = config
+      *path, leaf = key.split('.')
+      for part in path:
+        node = node[part]
+      node[leaf] = value
+  return config
+
+
 def eval_lengths(config: ml_collections.ConfigDict) -> list[int]:
   """The lengths the range evaluation runs, ascending.
 
@@ -288,86 +296,46 @@ def choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
   return ConfigError(f'unknown {name} {bad!r}; valid {name}s: {", ".join(valid)}')
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
-  """Raises ConfigError (one line) if `config` cannot be run, before the checks of its
-  task's protocol (`posenc.evaluate.validate` runs both)."""
-  import tasks  # Deferred: keeps `posenc.config` importable without the registries.
-  from posenc import attention
-  from posenc import encodings
-  from posenc.models import layers
-  from posenc.models import stack
+def check_ints(values: list[Any], name: str, low: int = 0, high: int = 2**32,
+               what: str = '') -> None:
+  """ConfigError naming the first of `values` that is not an integer in low..high-1, or a
+  duplicate: seeds, data seeds.
 
-  if config.task not in tasks.REGISTRY:
-    raise choices(config.task, 'task', list(tasks.REGISTRY))
-  try:
-    spec = encodings.get(config.encoding)
-    encodings.resolve_options(config.encoding, config.encoding_options.to_dict())
-  except ValueError as e:
-    raise ConfigError(str(e)) from None
-  seeds, rates = list(config.seeds), list(config.learning_rates)
-  if not seeds:
-    raise ConfigError("seeds is empty; give at least one seed, e.g. --config.seeds='[0]'")
-  bad = [s for s in seeds if not is_int(s) or not 0 <= s < 2**32]
+  Example: check_ints([0, 0], 'seeds') raises 'seeds [0, 0] has duplicates; ...'.
+  """
+  bad = [v for v in values if not is_int(v) or not low <= v < high]
   if bad:
-    raise ConfigError(f'seeds {seeds}: {bad[0]!r} is not an integer in 0..2^32-1; seeds '
-                      'must be integers in 0..2^32-1')
-  if len(set(seeds)) != len(seeds):
-    raise ConfigError(f'seeds {seeds} has duplicates; each seed must be unique')
-  data_seeds = list(config.get('data_seeds') or [])
-  bad = [s for s in data_seeds if not is_int(s) or not 0 <= s < 2**32]
-  if bad:
-    raise ConfigError(f'data_seeds {data_seeds}: {bad[0]!r} is not an integer in 0..2^32-1; '
-                      'data_seeds must be integers in 0..2^32-1 (or empty: one data seed)')
-  if len(set(data_seeds)) != len(data_seeds):
-    raise ConfigError(f'data_seeds {data_seeds} has duplicates; each data seed must be unique')
-  bad = [lr for lr in rates if not is_number(lr) or not 0 < lr < math.inf]
-  if not rates or bad:
-    why = f': {bad[0]!r} is not a positive finite number' if bad else ' is empty'
-    raise ConfigError(f'learning_rates {rates}{why}; learning_rates must be a non-empty list '
-                      'of positive numbers')
-  if len(set(rates)) != len(rates):
-    raise ConfigError(f'learning_rates {rates} has duplicates; each rate must be unique')
+    raise ConfigError(f'{name} {values}: {bad[0]!r} is not an integer in {low}..2^32-1; '
+                      f'{name} must be integers in {low}..2^32-1{what}')
+  if len(set(values)) != len(values):
+    raise ConfigError(f'{name} {values} has duplicates; each must be unique')
+
+
+# The sizes every run has, each a positive integer; those with a limit name it.
+POSITIVE = ('train.steps', 'train.batch_size', 'train.max_length', 'train.log_every',
+            'train.bucket_size', 'checkpoint_every', 'eval.max_length',
+            'eval.examples_per_length', 'eval.batch_size', 'eval.bucket_size', 'eval.stride')
+LIMITS = {'train.steps': ('MAX_STEPS', MAX_STEPS), 'train.max_length': ('MAX_LENGTH', MAX_LENGTH),
+          'eval.max_length': ('MAX_LENGTH', MAX_LENGTH)}
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+  """Raises ConfigError (one line) for what is wrong with the config's general fields: its
+  sizes and their limits, the evaluation lengths and seeds. The fields other modules own are
+  theirs to check (`posenc.evaluate.validate` runs every check: the population's, the
+  model's, the encoding's, the protocol's)."""
+  for key in POSITIVE:
+    value = field(config, key)
+    if not is_int(value) or value < 1:
+      raise ConfigError(f'{key}={value!r} must be a positive integer')
+    if key in LIMITS and value > LIMITS[key][1]:
+      name, limit = LIMITS[key]
+      raise ConfigError(f'{key}={value} exceeds the limit of {limit:,} (posenc.config.{name}: '
+                        'past it a run cannot finish or fit)')
   for key in ('data_seed', 'eval.seed'):
     value = field(config, key)
     if not is_int(value) or not 0 <= value < 2**32:
       raise ConfigError(f'{key}={value!r} must be an integer in 0..2^32-1')
-  positive = {'train.steps': config.train.steps, 'train.batch_size': config.train.batch_size,
-              'train.max_length': config.train.max_length,
-              'train.log_every': config.train.log_every,
-              'train.bucket_size': config.train.bucket_size,
-              'checkpoint_every': config.checkpoint_every,
-              'eval.max_length': config.eval.max_length,
-              'eval.examples_per_length': config.eval.examples_per_length,
-              'eval.batch_size': config.eval.batch_size,
-              'eval.bucket_size': config.eval.bucket_size,
-              'model.num_layers': config.model.num_layers,
-              'model.d_model': config.model.d_model,
-              'model.num_heads': config.model.num_heads,
-              'model.ffn_size': config.model.ffn_size,
-              'model.max_position': config.model.max_position,
-              'eval.stride': config.eval.stride}
-  for key, value in positive.items():
-    if not is_int(value) or value < 1:
-      raise ConfigError(f'{key}={value!r} must be a positive integer')
-  steps, length = ('MAX_STEPS', MAX_STEPS), ('MAX_LENGTH', MAX_LENGTH)
-  for key, (name, limit) in (('train.steps', steps), ('train.max_length', length),
-                             ('eval.max_length', length), ('model.max_position', length)):
-    if positive[key] > limit:
-      raise ConfigError(f'{key}={positive[key]} exceeds the limit of {limit:,} '
-                        f'(posenc.config.{name}: past it a run cannot finish or fit)')
-  block = config.model.get('attention_block', 0)
-  if not isinstance(block, int) or block < 0:
-    raise ConfigError(f'model.attention_block={block!r} must be a non-negative integer '
-                      '(0: never split attention into blocks)')
-  if not 0.0 <= config.model.dropout < 1.0:
-    raise ConfigError(f'model.dropout={config.model.dropout!r} must be in [0, 1)')
-  if config.model.d_model % config.model.num_heads:
-    raise ConfigError(f'model.d_model={config.model.d_model} is not divisible by '
-                      f'model.num_heads={config.model.num_heads}')
-  head = config.model.d_model // config.model.num_heads
-  if spec.even_head_dim and head % 2:
-    raise ConfigError(f'encoding {config.encoding!r} needs an even head size; '
-                      f'd_model/num_heads = {head}')
   if config.eval.examples_per_length % config.eval.batch_size:
     raise ConfigError(f'eval.examples_per_length={config.eval.examples_per_length} is not a '
                       f'multiple of eval.batch_size={config.eval.batch_size}')
@@ -375,86 +343,6 @@ def validate(config: ml_collections.ConfigDict) -> None:
   bad = [l for l in config.eval.lengths if not (is_int(l) and 1 <= l <= m)]
   if bad:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
-  try:
-    task = task_of(config)
-  except ValueError as e:
-    raise ConfigError(str(e)) from None
-  if spec.causal_only and config.model.family != 'decoder':
-    raise ConfigError(f'encoding {config.encoding!r} is causal by definition and needs '
-                      f'model.family=decoder, got {config.model.family!r}')
-  if spec.reads_digits and getattr(task, 'digit_ids', None) is None:
-    with_digits = [name for name, t in tasks.REGISTRY.items() if hasattr(t, 'digit_ids')]
-    raise ConfigError(f'encoding {config.encoding!r} reads digit tokens and task '
-                      f'{config.task!r} has none; tasks with digits: {", ".join(with_digits)}')
-  if config.get('hints') and not getattr(task, 'HINTS', ()):
-    raise ConfigError(f'hints {list(config.hints)} need a task of the hinting study; valid '
-                      'tasks: ' + ', '.join(name for name, t in tasks.REGISTRY.items()
-                                            if getattr(t, 'HINTS', ())))
-  enums = {'train.population_loop': (config.train.population_loop, POPULATION_LOOPS),
-             'model.family': (config.model.family, FAMILIES),
-             'model.norm': (config.model.norm, layers.NORMS),
-             'model.ffn': (config.model.ffn, layers.FFNS),
-             'model.injection': (config.model.injection, stack.INJECTIONS),
-             'model.temperature': (config.model.temperature, layers.TEMPERATURES),
-             'train.loss_on': (config.train.loss_on, LOSS_ON),
-             'train.optimizer': (config.train.optimizer, OPTIMIZERS),
-             'train.schedule': (config.train.schedule, SCHEDULES),
-             'model.attention_impl': (config.model.attention_impl, attention.IMPLS),
-             'model.fused_implementation': (config.model.fused_implementation,
-                                            FUSED_IMPLEMENTATIONS),
-             'model.dtype': (config.model.dtype, DTYPES),
-             'model.param_dtype': (config.model.param_dtype, DTYPES)}
-  for key, (value, valid) in enums.items():
-    if value not in valid:
-      raise ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
-  beta = config.model.temperature_beta
-  if not is_number(beta) or not math.isfinite(beta):
-    raise ConfigError(f'model.temperature_beta={beta!r} must be a finite number')
-  if config.model.temperature == 'fixed' and beta < 0:
-    raise ConfigError(f'model.temperature_beta={beta} is negative: a fixed attention '
-                      'temperature β ln(n) needs β >= 0')
-  if config.model.fused_implementation == 'cudnn' and config.model.dtype != 'bfloat16':
-    raise ConfigError("model.fused_implementation='cudnn' needs model.dtype='bfloat16' "
-                      '(cuDNN flash attention has no float32 kernels)')
-  k = config.train.steps_per_dispatch
-  if not is_int(k) or k < 1:
-    raise ConfigError(f'train.steps_per_dispatch={k!r} must be a positive integer')
-  r, r_eval = config.model.recurrences, config.model.eval_recurrences
-  if not is_int(r) or r < 1:
-    raise ConfigError(f'model.recurrences={r!r} must be an integer >= 1')
-  if not is_int(r_eval) or r_eval < 0:
-    raise ConfigError(f'model.eval_recurrences={r_eval!r} must be an integer >= 1 (or 0: '
-                      'the training recurrences)')
-  looped = config.model.loop or r > 1 or config.model.injection != 'none'
-  if r_eval and r_eval != r and not looped:
-    raise ConfigError(f'model.eval_recurrences={r_eval} needs a looped model '
-                      '(model.recurrences > 1, model.injection or model.loop)')
-  fractions = {'train.warmup': config.train.warmup, 'train.cooldown': config.train.cooldown}
-  for key, value in fractions.items():
-    if not is_number(value) or not 0 <= value <= 1:
-      raise ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
-  if config.train.warmup + config.train.cooldown > 1:
-    raise ConfigError(f'train.warmup + train.cooldown = '
-                      f'{config.train.warmup + config.train.cooldown} exceeds 1')
-  decay, clip = config.train.weight_decay, config.train.max_grad_norm
-  if not is_number(decay) or not 0 <= decay < math.inf:
-    raise ConfigError(f'train.weight_decay={decay!r} must be a finite number >= 0')
-  if not is_number(clip) or not 0 < clip < math.inf:
-    raise ConfigError(f'train.max_grad_norm={clip!r} must be a positive finite number (the '
-                      'global norm gradients are clipped to)')
-  alpha = config.train.progressive_alpha
-  if not is_number(alpha) or not 0 <= alpha <= 1:
-    raise ConfigError(f'train.progressive_alpha={alpha!r} must be in [0, 1]')
-  if alpha > 0 and not looped:
-    raise ConfigError(f'train.progressive_alpha={alpha} needs a looped model '
-                      '(model.recurrences > 1, model.injection or model.loop)')
-  if config.model.tie_embeddings and config.model.family != 'decoder':
-    raise ConfigError('model.tie_embeddings needs model.family=decoder (the encoder predicts '
-                      'classes, not tokens)')
-  mode = config.encoding_options.get('relative_mode', 'symmetric')
-  if mode not in ('symmetric', 'reference'):
-    raise ConfigError(f'unknown encoding_options.relative_mode {mode!r}; valid modes: '
-                      'symmetric, reference')
 
 
 # ---------------------------------------------------------------------------------------
@@ -535,16 +423,6 @@ def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4,
   if len(changes) > limit:
     parts.append(f'and {len(changes) - limit} more field{"s" * (len(changes) - limit > 1)}')
   return ', '.join(parts)
-
-
-def task_of(config: ml_collections.ConfigDict) -> Any:
-  """The config's task with its `task_options` (ValueError on a bad name or option)."""
-  import tasks
-  if getattr(tasks.REGISTRY.get(config.task), 'level', None) == 'hinting':
-    from posenc import multitask  # the options may belong to the hints
-    return multitask.tasks_of(config)[0]
-  options = config.get('task_options')
-  return tasks.get(config.task, options.to_dict() if options else None)
 
 
 def num_buckets(max_length: int, bucket_size: int) -> int:

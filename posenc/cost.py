@@ -33,13 +33,19 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import encodings
-from posenc import evaluate
 from posenc import population as population_lib
+from posenc import setup
 from posenc import sweep as sweep_lib
 from posenc import train
-from posenc import evaluate as protocol_lib
+from posenc.evaluate import grid
+from posenc.evaluate import lengths
 from posenc.evaluate import range as range_protocol
+import tasks
+
+# Sequence tasks are costed by measuring one member's program at the training size (a
+# probe) and scaling by every evaluated group's FLOPs: per protocol, (probe, groups).
+SEQUENCE_COSTS = {'grid': (grid.probe, grid.eval_sequences),
+                  'lengths': (lengths.probe, lengths.eval_sequences)}
 
 
 def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
@@ -54,9 +60,9 @@ def tokens(task: Any, length: int, max_length: int, bucket_size: int) -> int:
   return bucket + int(task.output_length(bucket))
 
 
-def cell_work(config: ml_collections.ConfigDict) -> tuple[float, float]:
+def cell_work(run: setup.Run) -> tuple[float, float]:
   """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
-  task = config_lib.task_of(config)
+  config, task = run.config, run.task
   n, m = config.train.max_length, config.eval.max_length
   per_step = np.mean([forward_flops(tokens(task, l, n, config.train.bucket_size), config)
                       for l in range(1, n + 1)]) * config.train.batch_size
@@ -65,26 +71,22 @@ def cell_work(config: ml_collections.ConfigDict) -> tuple[float, float]:
   return float(per_step), float(per_eval)
 
 
-def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str, Any]:
-  """Steady-state training speed of `config`'s population on the local devices.
+def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
+  """Steady-state training speed of the run's population on its devices.
 
   Every length bucket is compiled first; then `steps` steps along the curriculum are
   timed. Returns the figures and, for callers that go on measuring, the final `state` and
   the timed `lengths`.
   """
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, population.platform)
-  curriculum, batch_key, _ = population_lib.data_keys(config)
-  state = population_lib.init_state(config, model, population)
+  config, population, curriculum = run.config, run.population, run.curriculum_key
+  state = population_lib.init_state(config, run.model, population)
   n = config.train.max_length
-  buckets = train.train_buckets(config)
+  buckets = run.training.buckets(config)
   traces: collections.Counter = collections.Counter()
   members = (population.learning_rates, population.train_keys)
   k = config.train.steps_per_dispatch
   if k > 1:  # One program of K steps: warm it up with one call, then time steps / K calls.
-    multi = train.make_multi_step_fn(config, task, model, population, curriculum, batch_key,
-                                     traces)
+    multi = train.make_multi_step_fn(run, traces)
     t0 = time.time()
     state = jax.block_until_ready(multi(state, jnp.int32(k), *members))
     compile_s = time.time() - t0
@@ -95,8 +97,7 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
     seconds = time.time() - t0
     lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(k), steps, n))
   else:
-    fns = {b: train.make_update_fn(config, task, model, population, b, batch_key, traces)
-           for b in buckets}
+    fns = {b: train.make_update_fn(run, b, traces) for b in buckets}
     t0 = time.time()
     for b in buckets:
       state, _ = fns[b](state, jnp.int32(b), *members)
@@ -105,8 +106,7 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
     lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
     t0 = time.time()
     for length in lengths:
-      state, _ = fns[train.bucket_of(config, int(length))](state, jnp.int32(length),
-                                                             *members)
+      state, _ = fns[train.bucket_of(run, int(length))](state, jnp.int32(length), *members)
     jax.block_until_ready(state)
     seconds = time.time() - t0
   return {'population': population.size, 'steps': steps, 'seconds': seconds,
@@ -116,21 +116,19 @@ def measure_training(config: ml_collections.ConfigDict, steps: int) -> dict[str,
           'buckets': buckets, 'steps_per_dispatch': k, 'state': state, 'lengths': lengths}
 
 
-def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
-  """Measured seconds per population step and per evaluated example-FLOP of `config`."""
-  task = config_lib.task_of(config)
-  figures = measure_training(config, steps)
+def measure(run: setup.Run, steps: int) -> dict[str, float]:
+  """Measured seconds per population step and per evaluated example-FLOP of the run."""
+  config, task, population = run.config, run.task, run.population
+  figures = measure_training(run, steps)
   step_s = figures['seconds'] / steps
   n, size = config.train.max_length, config.train.bucket_size
   measured_work = np.mean([forward_flops(tokens(task, int(l), n, size), config)
                            for l in figures['lengths']]) * config.train.batch_size
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, population.platform)
-  _, _, eval_key = population_lib.data_keys(config)
   state = figures['state']
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-  evaluate = range_protocol.make_eval_fn(config, task, model, population, bucket, eval_key)
+  evaluate = range_protocol.make_eval_fn(config, task, run.model, population, bucket,
+                                         run.eval_key)
   args = (state['params'], jnp.int32(length), population.eval_keys)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
@@ -144,71 +142,75 @@ def measure(config: ml_collections.ConfigDict, steps: int) -> dict[str, float]:
           'model_updates_per_s': population.size / step_s}
 
 
-def decoder_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
+def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) -> float:
   """FLOPs of one forward pass of a decoder over `tokens` tokens (matmuls only): effective
-  depth layers x recurrences, three feed-forward matrices for GELU-GLU, the output layer."""
+  depth layers x recurrences, three feed-forward matrices for GELU-GLU, the output layer of
+  `vocab` tokens."""
   d, f = config.model.d_model, config.model.ffn_size
   ffn = 3 if config.model.ffn == 'gelu_glu' else 2
   depth = config.model.num_layers * config.model.recurrences
-  vocab = config_lib.task_of(config).vocab_size
   return 2.0 * (depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d)
                 + tokens * d * vocab)
 
 
-def measure_sequence(config: ml_collections.ConfigDict, steps: int = 3, batch: int = 8,
+def measure_sequence(run: setup.Run, steps: int = 3, batch: int = 8,
                      samples: int = 8) -> dict[str, Any]:
   """One member of a sequence-task `config` (arithmetic, task hinting) timed on the local
   devices at a reduced batch: seconds per training step of `batch` sequences (training
   batches are padded to the widths at n), and seconds per generated example at n (grid cell
   (n, n), or test length n)."""
+  config = run.config
   samples = min(samples, config.eval.samples_per_cell, config.eval.batch_size)
-  small = sweep_lib.cell_config(config, {
+  small = setup.build(config_lib.cell_config(config, {
       'seeds': config.seeds[:1], 'learning_rates': config.learning_rates[:1],
       'train.batch_size': min(batch, config.train.batch_size),
       'eval.samples_per_cell': samples, 'eval.batch_size': samples,
-      'eval.examples_per_length': samples})
+      'eval.examples_per_length': samples}))
   figures = measure_training(small, steps)
-  task = config_lib.task_of(small)
-  population = population_lib.Population(small)
-  model = train.make_model(small, task, population.platform)
-  _, _, data_key = population_lib.data_keys(small)
-  evaluate, args, shape = protocol_lib.of(task).probe(small, task, model, population, data_key)
+  probe, _ = SEQUENCE_COSTS[small.protocol.name]
+  evaluate, args, shape = probe(small.config, small.task, small.model, small.population,
+                                small.eval_key)
   args = (figures['state']['params'], *args)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
   jax.block_until_ready(evaluate(*args))
-  return {'batch': small.train.batch_size, 'samples': samples,
+  return {'batch': small.config.train.batch_size, 'samples': samples,
           'step_s': figures['seconds'] / steps, 'warmup_compile_s': figures['warmup_compile_s'],
           'example_s': (time.time() - t0) / samples,
-          'train_tokens': sum(train.train_shape(small, task)), 'eval_tokens': sum(shape)}
+          'train_tokens': sum(_train_shape(small)), 'eval_tokens': sum(shape)}
 
 
-def sequence_work(config: ml_collections.ConfigDict) -> tuple[float, float, float]:
+def _train_shape(run: setup.Run) -> tuple[int, int]:
+  """(prompt width, answer width) of a sequence run's training batches."""
+  return run.training.shape(run.config, run.task, run.config.train.max_length)
+
+
+def sequence_work(run: setup.Run) -> tuple[float, float, float]:
   """(training FLOPs per step, evaluation FLOPs, FLOPs per example at n) of one member:
   training sequences padded to the widths at n; every grid cell's samples at its padded
   widths (arithmetic), or every test length's examples under every distribution (task
   hinting)."""
-  task = config_lib.task_of(config)
-  per_step = 3 * decoder_flops(sum(train.train_shape(config, task)), config)
-  per_step *= config.train.batch_size
-  groups, at_n = protocol_lib.of(task).eval_sequences(config, task)
-  per_eval = sum(decoder_flops(tokens, config) * count for tokens, count in groups)
-  return per_step, per_eval, decoder_flops(at_n, config)
+  config, vocab = run.config, run.task.vocab_size
+  per_step = 3 * decoder_flops(sum(_train_shape(run)), config, vocab) * config.train.batch_size
+  groups, at_n = SEQUENCE_COSTS[run.protocol.name][1](config, run.task)
+  per_eval = sum(decoder_flops(tokens, config, vocab) * count for tokens, count in groups)
+  return per_step, per_eval, decoder_flops(at_n, config, vocab)
 
 
-def _sequence_estimate(configs, cells, steps):
+def _sequence_estimate(runs, cells, steps):
   """`estimate` for sequence tasks: the first cell measured by `measure_sequence`; training
   scaled by batch and FLOPs, evaluation by each cell's FLOPs (generation taken as
   FLOP-bound, as it is on this CPU for wide models)."""
-  measured = measure_sequence(configs[0], steps)
-  base_step, _, base_example = sequence_work(configs[0])
-  step_s_per_flop = measured['step_s'] / (base_step / configs[0].train.batch_size
+  measured = measure_sequence(runs[0], steps)
+  base_step, _, base_example = sequence_work(runs[0])
+  step_s_per_flop = measured['step_s'] / (base_step / runs[0].config.train.batch_size
                                           * measured['batch'])
   example_s_per_flop = measured['example_s'] / base_example
   rows = []
-  for overrides, config in zip(cells, configs):
-    per_step, per_eval, _ = sequence_work(config)
-    members = len(config_lib.members(config))
+  for overrides, run in zip(cells, runs):
+    config = run.config
+    per_step, per_eval, _ = sequence_work(run)
+    members = run.population.size
     rows.append({'cell': sweep_lib.cell_name(overrides),
                  'train_s': members * config.train.steps * per_step * step_s_per_flop,
                  'eval_s': members * per_eval * example_s_per_flop})
@@ -225,22 +227,22 @@ def format_sequence_measurement(m: dict[str, Any]) -> str:
 def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
              steps: int = 20) -> dict[str, Any]:
   """Measures the first cell, then predicts every cell of `cells` on this machine."""
-  configs = [sweep_lib.cell_config(base, c) for c in cells]
-  for config in configs:
-    evaluate.validate(config)
+  runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
+  configs = [run.config for run in runs]
   devices = jax.local_devices()
-  if protocol_lib.of(config_lib.task_of(configs[0])).probe is not None:
-    measured, rows = _sequence_estimate(configs, cells, steps)
+  if runs[0].protocol.name in SEQUENCE_COSTS:
+    measured, rows = _sequence_estimate(runs, cells, steps)
     wall = sum(r['train_s'] + r['eval_s'] for r in rows)
     return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,
             'sequence': True, 'devices': len(devices), 'device_kind': devices[0].device_kind,
             'cells': rows, 'wall_clock_s': wall, 'device_hours': wall * len(devices) / 3600,
             'members_per_cell': len(config_lib.members(configs[0])),
             'train_steps': configs[0].train.steps}
-  measured = measure(configs[0], steps)
+  measured = measure(runs[0], steps)
   rows = []
-  for overrides, config in zip(cells, configs):
-    per_step, per_eval = cell_work(config)
+  for overrides, run in zip(cells, runs):
+    config = run.config
+    per_step, per_eval = cell_work(run)
     train_s = config.train.steps * per_step * measured['train_s_per_unit']
     eval_s = per_eval * measured['eval_s_per_unit']
     rows.append({'cell': sweep_lib.cell_name(overrides), 'train_s': train_s, 'eval_s': eval_s})
@@ -328,25 +330,21 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   sub-batch. The programs are those an accelerator runs (xla_fused attention, no CPU
   blocking), compiled by this machine's XLA: its fusion decides the bytes.
   """
-  config = sweep_lib.cell_config(config, {'task': 'reverse_string', 'seeds': [0],
-                                          'learning_rates': [1e-4]})
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, 'gpu')
-  _, batch_key, data_key = population_lib.data_keys(config)
+  run = setup.build(config_lib.cell_config(config, {'task': 'reverse_string', 'seeds': [0],
+                                                    'learning_rates': [1e-4]}), platform='gpu')
+  config, task, population, model = run.config, run.task, run.population, run.model
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  one_batch = sweep_lib.cell_config(config, {'eval.examples_per_length':
+  one_batch = config_lib.cell_config(config, {'eval.examples_per_length':
                                              config.eval.batch_size})
   points = {'train': [], 'eval': []}
   for bucket in _FIT_TRAIN_BUCKETS:
-    fn = train.make_update_fn(config, task, model, population, bucket, batch_key,
-                              platform='gpu')
+    fn = train.make_update_fn(run, bucket)
     points['train'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
         fn, state, length, population.learning_rates, population.train_keys)))
   for bucket in _FIT_EVAL_BUCKETS:
-    fn = range_protocol.make_eval_fn(one_batch, task, model, population, bucket, data_key,
-                            platform='gpu')
+    fn = range_protocol.make_eval_fn(one_batch, task, model, population, bucket, run.eval_key,
+                                     platform='gpu')
     points['eval'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
         fn, state['params'], length, population.eval_keys)))
   fits = {}
@@ -370,20 +368,20 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
     raise config_lib.ConfigError(f'unknown --device {device!r}; valid devices: '
                                  f'{", ".join(DEVICES)}')
   spec = DEVICES[device]
-  configs = [sweep_lib.cell_config(base, c) for c in cells]
-  for overrides, config in zip(cells, configs):
-    evaluate.validate(config)
-    if config.model.family != 'encoder':
+  runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
+  configs = [run.config for run in runs]
+  for overrides, run in zip(cells, runs):
+    config = run.config
+    if run.family.generates:
       # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
       # trip count: the estimate would leave out most of the evaluation.
       raise config_lib.ConfigError(
           f'--device estimates cover model.family=encoder only, not {config.model.family!r}')
     # The fit compiles reverse_string programs up to the longest bucket, which an encoding
     # whose positions stop at max_position cannot encode.
-    longest = tokens(config_lib.task_of(sweep_lib.cell_config(config, {
-        'task': 'reverse_string', 'task_options': {}})), _FIT_EVAL_BUCKETS[-1],
+    longest = tokens(tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1],
                      _FIT_EVAL_BUCKETS[-1], 1)
-    if encodings.get(config.encoding).bounded and config.model.max_position < longest:
+    if run.encoding.bounded and config.model.max_position < longest:
       raise config_lib.ConfigError(
           f'--device: the roofline fits programs of up to {longest} tokens, beyond '
           f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
@@ -391,7 +389,8 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
           f'{longest}, or leave out --device to measure this machine')
   fits = {}
   rows = []
-  for overrides, config in zip(cells, configs):
+  for overrides, run in zip(cells, runs):
+    config = run.config
     key = (config.encoding, config.model.dtype)
     if key not in fits:
       progress(f'cost analysis of {config.encoding} ({config.model.dtype}) programs')
@@ -402,7 +401,7 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
       flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
       return max(flops / peak, nbytes / spec['bandwidth'])
 
-    task = config_lib.task_of(config)
+    task = run.task
     n, m = config.train.max_length, config.eval.max_length
     step = np.mean([seconds('train', tokens(task, l, n, config.train.bucket_size))
                     for l in range(1, n + 1)])

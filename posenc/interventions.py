@@ -25,7 +25,7 @@ L = N, s = 1 / ln N.
 
 Example:
   >>> spec = parse('yarn:scale=4')
-  >>> after = apply(config, *spec)        # the config evaluation runs with
+  >>> after = apply(setup.build(config), *spec)   # the config evaluation runs with
   >>> after.encoding_options.rope_scaling
   'yarn'
 """
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import tempfile
 from typing import Any, Callable, Mapping
 
@@ -41,14 +40,10 @@ import jax
 import ml_collections
 import numpy as np
 
-from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import evaluate
-from posenc import io
-from posenc import population as population_lib
-from posenc import sweep as sweep_lib
-from posenc import train
+from posenc import setup
 
 
 class InterventionError(ValueError):
@@ -57,91 +52,92 @@ class InterventionError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Intervention:
-  """One intervention: its parameters and their defaults (a function of the config), which
-  runs it applies to (`applies`: config -> None, or why not), and the config change."""
+  """One intervention: its parameters and their defaults (a function of the run), which
+  runs it applies to (`applies`: run -> None, or why not), and the config change."""
   doc: str
-  defaults: Callable[[ml_collections.ConfigDict], dict[str, float]]
-  applies: Callable[[ml_collections.ConfigDict], str | None]
-  change: Callable[[ml_collections.ConfigDict, Mapping[str, float]], dict[str, Any]]
+  defaults: Callable[[setup.Run], dict[str, float]]
+  applies: Callable[[setup.Run], str | None]
+  change: Callable[[setup.Run, Mapping[str, float]], dict[str, Any]]
 
 
-def _ratio(config: ml_collections.ConfigDict) -> float:
+def _ratio(run: setup.Run) -> float:
   """M / N: the longest evaluated length (the protocol's) over the training length."""
-  protocol = evaluate.of(config_lib.task_of(config))
-  longest = (protocol.longest_length(config) if protocol.longest_length
-             else config.eval.max_length)
-  return max(longest, config.train.max_length) / config.train.max_length
+  n = run.config.train.max_length
+  return max(run.protocol.longest_length(run.config), n) / n
 
 
-def _takes(option: str) -> Callable[[ml_collections.ConfigDict], str | None]:
-  def applies(config):
-    if option in encodings.get(config.encoding).test_options:
+def _takes(option: str) -> Callable[[setup.Run], str | None]:
+  def applies(run):
+    if option in run.encoding.test_options:
       return None
     takers = [n for n, e in encodings.ENCODINGS.items() if option in e.test_options]
-    return f'encoding {config.encoding!r} has no {option}; it applies to {", ".join(takers)}'
+    return (f'encoding {run.config.encoding!r} has no {option}; it applies to '
+            f'{", ".join(takers)}')
   return applies
 
 
 def _rope(kind: str) -> Callable[..., dict[str, Any]]:
-  def change(config, p):
+  def change(run, p):
+    del run
     return {'encoding_options.rope_scaling': kind, 'encoding_options.rope_factor': p['scale'],
             'encoding_options.rope_original_length': int(p.get('original_length', 0))}
   return change
-
-
-def _randomized(config: ml_collections.ConfigDict) -> str | None:
-  if encodings.get(config.encoding).randomized and _twin(config.encoding) in encodings.ENCODINGS:
-    return None
-  names = [n for n, e in encodings.ENCODINGS.items() if e.randomized]
-  return f'encoding {config.encoding!r} is not randomized; ordered_positions applies to ' + (
-      ', '.join(names))
 
 
 def _twin(name: str) -> str:
   return name.removeprefix('randomized_')
 
 
-def _ordered(config: ml_collections.ConfigDict, p: Mapping[str, float]) -> dict[str, Any]:
+def _randomized(run: setup.Run) -> str | None:
+  if run.encoding.randomized and _twin(run.config.encoding) in encodings.ENCODINGS:
+    return None
+  names = [n for n, e in encodings.ENCODINGS.items() if e.randomized]
+  return (f'encoding {run.config.encoding!r} is not randomized; ordered_positions applies to '
+          + ', '.join(names))
+
+
+def _ordered(run: setup.Run, p: Mapping[str, float]) -> dict[str, Any]:
   del p
-  twin = _twin(config.encoding)
-  taken = set(encodings.get(twin).attention_options + encodings.get(twin).embedding_options
-              + encodings.get(twin).test_options)
-  options = {k: v for k, v in config.encoding_options.to_dict().items() if k in taken}
-  return {'encoding': twin, 'encoding_options': options}
+  twin = encodings.get(_twin(run.config.encoding))
+  taken = set(twin.attention_options + twin.embedding_options + twin.test_options)
+  options = {k: v for k, v in run.config.encoding_options.to_dict().items() if k in taken}
+  return {'encoding': _twin(run.config.encoding), 'encoding_options': options}
 
 
-def _no_temperature(config: ml_collections.ConfigDict) -> str | None:
-  if config.model.get('temperature', 'none') != 'none':
+def _no_temperature(run: setup.Run) -> str | None:
+  if run.config.model.get('temperature', 'none') != 'none':
     return (f'the run already has an attention temperature (model.temperature='
-            f'{config.model.temperature}); scalable_softmax replaces none')
+            f'{run.config.model.temperature}); scalable_softmax replaces none')
   return None
+
+
+def _lengths(run: setup.Run) -> dict[str, float]:
+  return {'scale': _ratio(run), 'original_length': float(run.config.train.max_length)}
 
 
 INTERVENTIONS: dict[str, Intervention] = {
     'position_interpolation': Intervention(
-        'RoPE positions p -> p / scale', lambda c: {'scale': _ratio(c)},
+        'RoPE positions p -> p / scale', lambda r: {'scale': _ratio(r)},
         _takes('rope_scaling'), _rope('pi')),
     'ntk': Intervention(
-        'RoPE base b -> b scale^(K/(K-2))', lambda c: {'scale': _ratio(c)},
+        'RoPE base b -> b scale^(K/(K-2))', lambda r: {'scale': _ratio(r)},
         _takes('rope_scaling'), _rope('ntk')),
     'yarn': Intervention(
         'RoPE frequencies by parts (a ramp over the dimension index, as the authors\' code) '
         'against length L, logits x (0.1 ln scale + 1)^2',
-        lambda c: {'scale': _ratio(c), 'original_length': float(c.train.max_length)},
-        _takes('rope_scaling'), _rope('yarn')),
+        _lengths, _takes('rope_scaling'), _rope('yarn')),
     'yarn_paper': Intervention(
         "YaRN with the paper's ramp over the turns r = L f / 2π",
-        lambda c: {'scale': _ratio(c), 'original_length': float(c.train.max_length)},
-        _takes('rope_scaling'), _rope('yarn_paper')),
+        _lengths, _takes('rope_scaling'), _rope('yarn_paper')),
     'scalable_softmax': Intervention(
         'logits x s ln n (n the keys a query attends)',
-        lambda c: {'s': 1 / math.log(max(c.train.max_length, 2))}, _no_temperature,
+        lambda r: {'s': 1 / math.log(max(r.config.train.max_length, 2))}, _no_temperature,
         lambda c, p: {'model.temperature': 'fixed', 'model.temperature_beta': p['s']}),
     'ordered_positions': Intervention(
         'a randomized encoding at positions 0..T-1 (its standard twin, same weights)',
-        lambda c: {}, _randomized, _ordered),
+        lambda r: {}, _randomized, _ordered),
     'slope_scale': Intervention(
-        "ALiBi's slopes or a bias family's bias x scale", lambda c: {'scale': 1 / _ratio(c)},
+        "ALiBi's slopes or a bias family's bias x scale", lambda r: {'scale': 1 / _ratio(r)},
         _takes('slope_scale'), lambda c, p: {'encoding_options.slope_scale': p['scale']}),
 }
 
@@ -167,19 +163,18 @@ def parse(text: str) -> tuple[str, dict[str, float]]:
   return name, params
 
 
-def resolve(config: ml_collections.ConfigDict, name: str, params: Mapping[str, float]
-            ) -> dict[str, float]:
-  """The intervention's parameters for `config`: its defaults, overridden by `params`.
+def resolve(run: setup.Run, name: str, params: Mapping[str, float]) -> dict[str, float]:
+  """The intervention's parameters for `run`: its defaults, overridden by `params`.
 
   Raises:
     InterventionError: it does not apply to the run, or a parameter is unknown or out of
       range (every parameter is a positive number; original_length an integer >= 2).
   """
   intervention = INTERVENTIONS[name]
-  why = intervention.applies(config)
+  why = intervention.applies(run)
   if why:
     raise InterventionError(why)
-  out = intervention.defaults(config)
+  out = intervention.defaults(run)
   unknown = sorted(set(params) - set(out))
   if unknown:
     raise InterventionError(f'unknown parameter {unknown[0]!r} of {name}; valid: '
@@ -195,12 +190,12 @@ def resolve(config: ml_collections.ConfigDict, name: str, params: Mapping[str, f
   return out
 
 
-def apply(config: ml_collections.ConfigDict, name: str, params: Mapping[str, float]
-          ) -> ml_collections.ConfigDict:
-  """The config evaluation runs with: `config` changed by the intervention (resolved)."""
-  change = INTERVENTIONS[name].change(config, resolve(config, name, params))
-  out = sweep_lib.cell_config(config, {k: v for k, v in change.items()
-                                       if k != 'encoding_options'})
+def apply(run: setup.Run, name: str, params: Mapping[str, float]) -> ml_collections.ConfigDict:
+  """The config evaluation runs with: the run's config changed by the intervention
+  (resolved)."""
+  change = INTERVENTIONS[name].change(run, resolve(run, name, params))
+  out = config_lib.cell_config(run.config, {k: v for k, v in change.items()
+                                           if k != 'encoding_options'})
   if 'encoding_options' in change:
     out.encoding_options = ml_collections.ConfigDict(change['encoding_options'])
   return out
@@ -210,39 +205,17 @@ def apply(config: ml_collections.ConfigDict, name: str, params: Mapping[str, flo
 # Before and after, on a saved run.
 
 
-def _restore(workdir: str) -> tuple[ml_collections.ConfigDict, Any, int]:
-  """The run's config and its newest checkpoint's state (every member)."""
-  path = os.path.join(workdir, 'config.json')
-  if not os.path.isfile(path):
-    raise InterventionError(f'{workdir} holds no run (no config.json)')
-  config = ml_collections.ConfigDict(io.read_json(path))
-  manager = checkpoint.checkpoint_manager(workdir)
-  if manager.latest_step() is None:
-    raise InterventionError(f'{workdir} has no checkpoint (train it first)')
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  step, state, _, damaged = checkpoint.restore_newest(
-      manager, population_lib.init_state(config, train.make_model(config, task), population,
-                                         abstract=True),
-      population, lambda step: os.path.join(workdir, 'checkpoints', str(step)))
-  if step is None:
-    raise InterventionError(f'no checkpoint of {workdir} restores: ' + '; '.join(damaged))
-  return config, state, step
-
-
-def evaluate_with(config: ml_collections.ConfigDict, state: Any,
+def evaluate_with(run: setup.Run, state: Any,
                   progress: Callable[[str], None] = lambda line: None) -> Any:
-  """The protocol's evaluation record of the population `state` under `config` (in a
-  scratch directory: nothing of the run is touched)."""
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, population.platform)
+  """The protocol's evaluation record of the population `state` under `run` (in a scratch
+  directory: nothing of the saved run is touched)."""
+  population = run.population
   params = jax.device_put(state['params'], population.sharded)
   diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
   with tempfile.TemporaryDirectory() as scratch:
-    return evaluate.of(task).evaluate(evaluate.EvalContext(
-        config, task, model, population, params, population_lib.data_keys(config)[2], scratch,
-        progress, None, lambda: False, diverged))
+    return run.protocol.evaluate(evaluate.EvalContext(
+        run.config, run.task, run.model, population, params, run.eval_key, scratch, progress,
+        None, lambda: False, diverged))
 
 
 def intervene(workdir: str, name: str, params: Mapping[str, float],
@@ -253,16 +226,19 @@ def intervene(workdir: str, name: str, params: Mapping[str, float],
   Raises:
     InterventionError: no run, no checkpoint, or a bad intervention for this run.
   """
-  config, state, step = _restore(workdir)
-  resolved = resolve(config, name, params)
-  changed = apply(config, name, params)
   try:
-    evaluate.validate(changed)
+    run, state, step = setup.restore(workdir, progress=progress)
+  except setup.RunError as e:
+    raise InterventionError(str(e)) from None
+  config = run.config
+  resolved = resolve(run, name, params)
+  try:
+    changed = setup.build(apply(run, name, params))
   except config_lib.ConfigError as e:
     raise InterventionError(f'{name} cannot run on {workdir}: {e}') from None
-  before = evaluate_with(config, state, progress)
+  before = evaluate_with(run, state, progress)
   after = evaluate_with(changed, state, progress)
-  family = config.model.family
+  family = run.family.name
   curves = lambda record: [record.curve(m, family) for m in record.members]
   mean = lambda record: _mean_curve(record, family)
   return {'workdir': workdir, 'step': step, 'intervention': name, 'params': resolved,

@@ -23,10 +23,20 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
+from posenc import config as config_lib
+from posenc import families
 from posenc import generate
 from posenc import models
 
 Array = jax.Array
+LOSS_ON = ('answer', 'all')
+
+
+def check(config: ml_collections.ConfigDict) -> None:
+  """ConfigError (one line) for an unknown `train.loss_on`."""
+  if config.train.loss_on not in LOSS_ON:
+    raise config_lib.ConfigError(f'unknown train.loss_on {config.train.loss_on!r}; valid: '
+                                 f'{", ".join(LOSS_ON)}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +100,7 @@ def study(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: int)
   tokens in one pass, the decoder writes them after a separator (inputs padded to
   `bucket`)."""
   max_output = int(task.output_length(bucket))
-  if config.model.family == 'decoder':
+  if families.of(config.model.family).generates:
     return _decoder(config, task, model, max_output)
   return _encoder(config, model, max_output)
 

@@ -45,6 +45,52 @@ PROGRESSIVE = 3
 DATASET = 4
 
 
+POPULATION_LOOPS = ('auto', 'map', 'vmap')
+OPTIMIZERS = ('adam', 'adamw')
+SCHEDULES = ('constant', 'trapezoid', 'cosine')
+
+
+def check(config: ml_collections.ConfigDict) -> None:
+  """ConfigError (one line) for what is wrong with the population (seeds, data seeds,
+  learning rates) and how it is trained (optimizer, schedule, loop, dispatch)."""
+  seeds, rates = list(config.seeds), list(config.learning_rates)
+  if not seeds:
+    raise config_lib.ConfigError("seeds is empty; give at least one seed, e.g. "
+                                 "--config.seeds='[0]'")
+  config_lib.check_ints(seeds, 'seeds')
+  config_lib.check_ints(list(config.get('data_seeds') or []), 'data_seeds',
+                        what=' (or empty: one data seed)')
+  bad = [lr for lr in rates if not config_lib.is_number(lr) or not 0 < lr < math.inf]
+  if not rates or bad:
+    why = f': {bad[0]!r} is not a positive finite number' if bad else ' is empty'
+    raise config_lib.ConfigError(f'learning_rates {rates}{why}; learning_rates must be a '
+                                 'non-empty list of positive numbers')
+  if len(set(rates)) != len(rates):
+    raise config_lib.ConfigError(f'learning_rates {rates} has duplicates; each rate must be '
+                                 'unique')
+  t = config.train
+  for key, value, valid in (('train.population_loop', t.population_loop, POPULATION_LOOPS),
+                            ('train.optimizer', t.optimizer, OPTIMIZERS),
+                            ('train.schedule', t.schedule, SCHEDULES)):
+    if value not in valid:
+      raise config_lib.ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
+  if not config_lib.is_int(t.steps_per_dispatch) or t.steps_per_dispatch < 1:
+    raise config_lib.ConfigError(f'train.steps_per_dispatch={t.steps_per_dispatch!r} must be '
+                                 'a positive integer')
+  for key, value in (('train.warmup', t.warmup), ('train.cooldown', t.cooldown)):
+    if not config_lib.is_number(value) or not 0 <= value <= 1:
+      raise config_lib.ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
+  if t.warmup + t.cooldown > 1:
+    raise config_lib.ConfigError(f'train.warmup + train.cooldown = {t.warmup + t.cooldown} '
+                                 'exceeds 1')
+  if not config_lib.is_number(t.weight_decay) or not 0 <= t.weight_decay < math.inf:
+    raise config_lib.ConfigError(f'train.weight_decay={t.weight_decay!r} must be a finite '
+                                 'number >= 0')
+  if not config_lib.is_number(t.max_grad_norm) or not 0 < t.max_grad_norm < math.inf:
+    raise config_lib.ConfigError(f'train.max_grad_norm={t.max_grad_norm!r} must be a positive '
+                                 'finite number (the global norm gradients are clipped to)')
+
+
 def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
   """The options `config.encoding` takes, with their values (defaults filled in).
 

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 import traceback
@@ -115,20 +114,6 @@ def shard_cells(cells: Sequence[dict[str, Any]], index: int, count: int) -> list
   return list(cells[index::count])
 
 
-def cell_config(base: ml_collections.ConfigDict,
-                overrides: dict[str, Any]) -> ml_collections.ConfigDict:
-  """`base` with the cell's overrides (dotted keys allowed)."""
-  config = copy.deepcopy(base)
-  with config.unlocked():
-    for key, value in overrides.items():
-      node = config
-      *path, leaf = key.split('.')
-      for part in path:
-        node = node[part]
-      node[leaf] = value
-  return config
-
-
 def recorded_changes(workdir: str, config: ml_collections.ConfigDict
                      ) -> list[tuple[str, Any, Any]] | None:
   """How the run recorded in `workdir` differs from `config` (`config.config_changes`), [] if
@@ -179,7 +164,7 @@ def status(sweep_dir: str, cells: Sequence[dict[str, Any]],
   for overrides in cells:
     name = cell_name(overrides)
     workdir = os.path.join(sweep_dir, 'cells', name)
-    changes = None if base is None else recorded_changes(workdir, cell_config(base, overrides))
+    changes = None if base is None else recorded_changes(workdir, config_lib.cell_config(base, overrides))
     row = {'cell': name, 'overrides': overrides,
            'state': DIFFERS if changes else cell_state(workdir)}
     if changes:
@@ -211,7 +196,7 @@ def check_configs(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any
   for overrides in cells:
     name = cell_name(overrides)
     changes = recorded_changes(os.path.join(sweep_dir, 'cells', name),
-                               cell_config(base, overrides))
+                               config_lib.cell_config(base, overrides))
     if changes:
       groups.setdefault(config_lib.describe_changes(changes), []).append(name)
   if groups:
@@ -300,7 +285,7 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     run_cell = lambda config, workdir: train.train_and_evaluate(
         config, workdir, progress=progress, should_stop=should_stop)
   mine = shard_cells(cells, *shard)
-  configs = [cell_config(base, overrides) for overrides in mine]
+  configs = [config_lib.cell_config(base, overrides) for overrides in mine]
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
     evaluate.validate(config)
   check_configs(base, mine, sweep_dir)

@@ -39,6 +39,7 @@ from posenc import encodings
 from posenc import generate as generate_lib
 from posenc import models
 from posenc import population as population_lib
+from posenc import setup
 from posenc import train
 
 B, T, H, K = 2, 9, 2, 4
@@ -260,18 +261,12 @@ def _tiny_config(name: str, steps: int = 6) -> Any:
 
 def check_export(name: str) -> Check:
   """The training step of a tiny decoder run lowers for CUDA and TPU."""
-  config = _tiny_config(name)
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, 'gpu')
-  _, batch_key, _ = population_lib.data_keys(config)
-  state = population_lib.init_state(config, model, population, abstract=True)
-  bucket = train.train_buckets(config)[-1]
-  update = train.make_update_fn(config, task, model, population, bucket, batch_key,
-                                platform='gpu')
+  run = setup.build(_tiny_config(name), platform='gpu')
+  state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
+  update = train.make_update_fn(run, run.training.buckets(run.config)[-1])
   exported = jax_export.export(update, platforms=['cuda', 'tpu'])(
-      state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates,
-      population.train_keys)
+      state, jax.ShapeDtypeStruct((), jnp.int32), run.population.learning_rates,
+      run.population.train_keys)
   ok = 'stablehlo' in exported.mlir_module()
   return Check('export', ok, 'the training step lowers for cuda and tpu (jax.export)')
 

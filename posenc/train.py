@@ -1,7 +1,7 @@
-"""Training and range evaluation of a whole seed x learning-rate population at once.
+"""Training and evaluation of a whole seed x learning-rate population at once.
 
-`train_and_evaluate(config, workdir)` is the one loop; `launch/train.py` is its absl
-entry point:
+`train_and_evaluate(run, workdir)` is the one loop (a run built once by `posenc.setup`);
+`launch/train.py` is its absl entry point:
 
   python -m launch.train --config=experiments/rpe_table1.py:task=reverse_string,tiny \
       --workdir=/tmp/run
@@ -45,14 +45,13 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 
-from posenc import attention
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
-from posenc import models as model_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
+from posenc import setup
 
 P = population_lib.P
 POP = population_lib.POP
@@ -60,31 +59,7 @@ POP = population_lib.POP
 
 
 # ---------------------------------------------------------------------------------------
-# Model and metrics.
-
-
-def make_model(config: ml_collections.ConfigDict, task: Any,
-               platform: str | None = None) -> Any:
-  """The model of `config.model.family` for `task`, its attention backend resolved for
-  `platform` (default: JAX's default backend)."""
-  c = config.model
-  options = config.encoding_options.to_dict()
-  if hasattr(task, 'digit_ids'):  # Abacus reads which tokens are digits from the task
-    options['digit_ids'] = tuple(task.digit_ids)
-  common = dict(
-      encoding=config.encoding, num_layers=c.num_layers, d_model=c.d_model,
-      num_heads=c.num_heads, ffn_size=c.ffn_size, dropout=c.dropout,
-      max_position=c.max_position, encoding_options=tuple(sorted(options.items())),
-      norm=c.norm, ffn=c.ffn, recurrences=c.recurrences, injection=c.injection, loop=c.loop,
-      attention_impl=attention.resolve(c.attention_impl, platform or population_lib.platform_of()),
-      attention_block=c.attention_block,
-      fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
-      temperature=c.temperature, temperature_beta=c.temperature_beta,
-      dtype=jnp.dtype(c.dtype), param_dtype=jnp.dtype(c.param_dtype))
-  sizes = evaluate.of(task).model_sizes(config, task)
-  if c.family == 'decoder':
-    return model_lib.Decoder(tie_embeddings=c.tie_embeddings, **sizes, **common)
-  return model_lib.Encoder(**sizes, **common)
+# The curriculum.
 
 
 @functools.partial(jax.jit, static_argnames=('count', 'max_length'))
@@ -103,21 +78,21 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
 # The update step.
 
 
-def _local_update(config: ml_collections.ConfigDict, task: Any,
-                  model: model_lib.Encoder, bucket: int, batch_key: jax.Array,
-                  loop: str, data_index: np.ndarray | None = None) -> Callable[..., Any]:
+def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
   """One step of a device's members on a batch padded to `bucket` input tokens.
 
   local_update(state, length, learning_rates [p], train_keys [p]) -> (state, {loss,
   accuracy} [p]), for the p members on this device; `length` is the step's real length
-  (traced) and the batch is sampled from the step's key on the device. `batch_key` is one
-  key, or one per data seed [D] with `data_index` [P] each member's: then the step draws
-  D batches and each member trains on its data seed's.
+  (traced) and the batch is sampled from the step's key on the device. The run's batch key
+  is one key, or one per data seed [D] (`data_seeds`): then the step draws D batches and
+  each member trains on its data seed's.
   """
+  config, task, model = run.config, run.task, run.model
+  batch_key, data_index = run.batch_key, run.population.data_index
   tx = population_lib.optimizer(config)
-  protocol = evaluate.of(task)
-  shape = protocol.train_shape(config, task, bucket)
-  objective = protocol.objective(config, task, model, shape)
+  training = run.training
+  shape = training.shape(config, task, bucket)
+  objective = training.objective(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
 
   def member_update(params, opt, diverged, learning_rate, key, batch, step):
@@ -151,7 +126,7 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
             diverged, loss, accuracy)
 
   keys_per_seed = batch_key.reshape(-1)
-  draw = lambda key, step, length: protocol.train_batch(
+  draw = lambda key, step, length: training.batch(
       config, task, jax.random.fold_in(key, step), step, length, shape)
 
   def local_update(state, length, learning_rates, keys):
@@ -180,32 +155,16 @@ def _local_update(config: ml_collections.ConfigDict, task: Any,
   return local_update
 
 
-def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
-  """The padded input lengths training runs at, ascending (the protocol's: length buckets
-  of the curriculum, or one for sequence tasks, whose batches mix every length up to N).
-
-  Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
-  """
-  return evaluate.of(config_lib.task_of(config)).train_buckets(config)
-
-
-def bucket_of(config: ml_collections.ConfigDict, length: int) -> int:
+def bucket_of(run: setup.Run, length: int) -> int:
   """The training bucket of a step of curriculum length `length`."""
-  buckets = train_buckets(config)
+  buckets = run.training.buckets(run.config)
   if len(buckets) == 1:
     return buckets[0]
-  return config_lib.bucket_of(length, config.train.max_length, config.train.bucket_size)
+  return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
 
 
-def train_shape(config: ml_collections.ConfigDict, task: Any) -> tuple[int, int]:
-  """(prompt width, answer width) of a sequence task's training batches."""
-  return evaluate.of(task).train_shape(config, task, config.train.max_length)
-
-
-def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_lib.Encoder,
-                   population: population_lib.Population, bucket: int, batch_key: jax.Array,
-                   traces: collections.Counter | None = None,
-                   platform: str | None = None) -> Callable[..., Any]:
+def make_update_fn(run: setup.Run, bucket: int, traces: collections.Counter | None = None
+                   ) -> Callable[..., Any]:
   """The jitted update for batches padded to `bucket` input tokens.
 
   update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
@@ -213,28 +172,23 @@ def make_update_fn(config: ml_collections.ConfigDict, task: Any, model: model_li
   from the step's key, so no data crosses from the host. `traces['train']` counts how
   often it is traced (= compiled).
   """
-  local = _local_update(config, task, model, bucket, batch_key,
-                        population_lib.population_loop(config, platform or population.platform),
-                        population.data_index)
+  local = _local_update(run, bucket, population_lib.population_loop(run.config, run.platform))
 
   def local_update(*args):
     if traces is not None:
       traces['train'] += 1
     return local(*args)
 
-  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
-                             population_lib.init_state(config, model, population, abstract=True))
-  update = population.shard_map(
+  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(), population_lib.init_state(
+      run.config, run.model, run.population, abstract=True))
+  update = run.population.shard_map(
       local_update, in_specs=(state_specs, P(), P(POP), P(POP)),
       out_specs=(state_specs, P(POP)))
   return jax.jit(update, donate_argnums=0)
 
 
-def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
-                       model: model_lib.Encoder, population: population_lib.Population,
-                       curriculum_key: jax.Array, batch_key: jax.Array,
-                       traces: collections.Counter | None = None,
-                       platform: str | None = None) -> Callable[..., Any]:
+def make_multi_step_fn(run: setup.Run, traces: collections.Counter | None = None
+                       ) -> Callable[..., Any]:
   """The jitted update of up to K = `train.steps_per_dispatch` consecutive steps.
 
   update(state, num_steps, learning_rates [P], train_keys [P]) -> state after min(K,
@@ -243,11 +197,11 @@ def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
   so one program serves every chunk of steps and the host dispatches once per K steps.
   Step for step the same computation as `make_update_fn`'s programs.
   """
+  config, curriculum_key = run.config, run.curriculum_key
   k, n, size = config.train.steps_per_dispatch, config.train.max_length, config.train.bucket_size
-  loop = population_lib.population_loop(config, platform or population.platform)
-  buckets = train_buckets(config)
-  branches = [_local_update(config, task, model, b, batch_key, loop, population.data_index)
-              for b in buckets]
+  loop = population_lib.population_loop(config, run.platform)
+  buckets = run.training.buckets(config)
+  branches = [_local_update(run, b, loop) for b in buckets]
 
   def local_multi(state, num_steps, learning_rates, keys):
     if traces is not None:
@@ -263,15 +217,11 @@ def make_multi_step_fn(config: ml_collections.ConfigDict, task: Any,
 
     return jax.lax.scan(one_step, state, jnp.arange(k))[0]
 
-  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(),
-                             population_lib.init_state(config, model, population, abstract=True))
-  update = population.shard_map(local_multi, in_specs=(state_specs, P(), P(POP), P(POP)),
-                                out_specs=state_specs)
+  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(), population_lib.init_state(
+      config, run.model, run.population, abstract=True))
+  update = run.population.shard_map(local_multi, in_specs=(state_specs, P(), P(POP), P(POP)),
+                                    out_specs=state_specs)
   return jax.jit(update, donate_argnums=0)
-
-
-# ---------------------------------------------------------------------------------------
-# Range evaluation.
 
 
 # ---------------------------------------------------------------------------------------
@@ -314,18 +264,19 @@ def _next_multiple(step: int, every: int) -> int:
 # The loop.
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
+def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
                        devices: list[Any] | None = None,
                        progress: Callable[[str], None] = logging.info,
                        should_stop: Callable[[], bool] = lambda: False,
                        checkpointed: Callable[[int], None] = lambda step: None
                        ) -> dict[str, Any]:
-  """Trains the config's population in `workdir` (resuming it) and evaluates it.
+  """Trains the run's population in `workdir` (resuming it) and evaluates it.
 
   Args:
-    config: see `posenc.config.base_config` for the surface.
+    run: the run (`posenc.setup.build`), or a config to build it from on `devices` (see
+      `posenc.config.base_config` for the surface).
     workdir: the run's directory; created if needed, resumed if it holds a run.
-    devices: the devices the population is sharded over (default: all local devices).
+    devices: the devices a config's population is sharded over (default: all local ones).
     progress: receives the human-readable progress lines.
     should_stop: polled at every step boundary and between evaluation lengths; when it
       returns True the run writes a checkpoint (training) or keeps its measured lengths
@@ -340,153 +291,136 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     io.DirectoryBusy: another live process is running in `workdir`.
     Preempted: `should_stop` asked the run to stop.
   """
-  evaluate.validate(config)
-  return run(config, workdir, devices, progress, should_stop, checkpointed)
-
-
-def run(config: ml_collections.ConfigDict, workdir: str,
-        devices: list[Any] | None = None,
-        progress: Callable[[str], None] = logging.info,
-        should_stop: Callable[[], bool] = lambda: False,
-        checkpointed: Callable[[int], None] = lambda step: None) -> dict[str, Any]:
-  """`train_and_evaluate` of a config that `evaluate.validate` has passed (`launch.train`
-  validates before it reports on the encoding, and does not validate twice)."""
+  if not isinstance(run, setup.Run):
+    run = setup.build(run, devices)
+  config, population, model = run.config, run.population, run.model
   os.makedirs(workdir, exist_ok=True)
   with io.DirectoryLock(workdir):
-    return _train_and_evaluate(config, workdir, devices, progress, should_stop, checkpointed)
+    prepare_workdir(config, workdir)
+    here = {'devices': population.num_devices, 'platform': population.platform}
 
-
-def _train_and_evaluate(config, workdir, devices, progress, should_stop, checkpointed):
-  task = config_lib.task_of(config)
-  protocol = evaluate.of(task)
-  population = population_lib.Population(config, devices)
-  model = make_model(config, task, population.platform)
-  prepare_workdir(config, workdir)
-  curriculum_key, batch_key, eval_data_key = population_lib.data_keys(config)
-  here = {'devices': population.num_devices, 'platform': population.platform}
-
-  # 1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch.
-  manager = checkpoint.checkpoint_manager(workdir)
-  latest, state, history, damaged = checkpoint.restore_newest(
-      manager, population_lib.init_state(config, model, population, abstract=True), population,
-      functools.partial(checkpoint.set_aside_damaged, workdir))
-  if damaged:
-    manager.reload()
-    damaged = 'damaged: ' + '; '.join(damaged) + ', and '
-  if latest is None:
-    state = population_lib.init_state(config, model, population)
-    history = [{'from_step': 0, **here}]
+    # 1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch.
+    manager = checkpoint.checkpoint_manager(workdir)
+    latest, state, history, damaged = checkpoint.restore_newest(
+        manager, population_lib.init_state(config, model, population, abstract=True), population,
+        functools.partial(checkpoint.set_aside_damaged, workdir))
     if damaged:
-      progress(damaged + 'no other checkpoint: started from scratch')
-  else:
-    moved = {k: history[-1][k] for k in here} != here
-    if moved:
-      history.append({'from_step': latest, **here})
-    progress((damaged or '') + f'resumed from the checkpoint at step {latest}' + (
-        f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
-        f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
-        'rounding, not bit for bit' if moved else ''))
-  start = int(state['step'])
-  # Per member: the leading axis of every leaf is the population.
-  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
-
-  metrics_path = os.path.join(workdir, 'metrics.jsonl')
-  # Lines logged after the restored checkpoint are redone identically.
-  io.read_jsonl(metrics_path, keep=lambda r: r['step'] <= start, rewrite=True)
-
-  # The metric sums restart each log interval; jitted so the state keeps its shardings
-  # (a host-made zero would change the update's input types and retrace it).
-  reset_interval = jax.jit(
-      lambda s: {**s, 'sums': jax.tree.map(jnp.zeros_like, s['sums']),
-                 'count': jnp.zeros_like(s['count'])},
-      donate_argnums=0, out_shardings=population.state_sharding(state))
-  steps, n = config.train.steps, config.train.max_length
-  update_fns: dict[int, Callable[..., Any]] = {}
-  traces: collections.Counter = collections.Counter()
-  multi_step = None
-  if config.train.steps_per_dispatch > 1:
-    multi_step = make_multi_step_fn(config, task, model, population, curriculum_key,
-                                    batch_key, traces)
-  chunk = max(config.train.log_every, 1)
-  lengths = np.zeros(0, np.int32)
-  t_start = time.time()
-  t_log, step_log = t_start, start
-  first_update_s = None
-  step = start
-  while step < steps:
-    if should_stop():
-      if step > start:  # The checkpoint at `start` already exists.
-        checkpoint.save_state(manager, step, state, population, history)
-        manager.wait_until_finished()
-      raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint written')
-    if multi_step is None:
-      # One program per length bucket; the host reads the curriculum to pick it.
-      offset = (step - start) % chunk
-      if offset == 0:
-        lengths = np.asarray(curriculum_lengths(curriculum_key, jnp.int32(step), chunk, n))
-      length = int(lengths[offset])
-      bucket = bucket_of(config, length)
-      if bucket not in update_fns:
-        update_fns[bucket] = make_update_fn(config, task, model, population, bucket,
-                                            batch_key, traces)
-      state, _ = update_fns[bucket](state, jnp.int32(length), population.learning_rates,
-                                    population.train_keys)
-      done = step + 1
+      manager.reload()
+      damaged = 'damaged: ' + '; '.join(damaged) + ', and '
+    if latest is None:
+      state = population_lib.init_state(config, model, population)
+      history = [{'from_step': 0, **here}]
+      if damaged:
+        progress(damaged + 'no other checkpoint: started from scratch')
     else:
-      # Up to K steps in one call, ending at the next log or checkpoint boundary.
-      boundary = min(_next_multiple(step, config.train.log_every),
-                     _next_multiple(step, config.checkpoint_every), steps)
-      done = min(step + config.train.steps_per_dispatch, boundary)
-      state = multi_step(state, jnp.int32(done - step), population.learning_rates,
-                         population.train_keys)
-    if first_update_s is None:
-      jax.block_until_ready(state['step'])
-      first_update_s = time.time() - t_start
-    if done % config.train.log_every == 0 or done == steps:
-      sums = jax.device_get(state['sums'])
-      count = int(state['count'])
-      now = time.time()
-      rate = (done - step_log) / max(now - t_log, 1e-9)
-      loss = sums['loss'][:population.size] / count
-      accuracy = sums['accuracy'][:population.size] / count
-      io.append_jsonl(metrics_path, {
-          'step': done, 'loss': [_finite_or_none(x) for x in loss],
-          'accuracy': [_finite_or_none(x) for x in accuracy], 'steps_per_s': rate})
-      state = reset_interval(state)
-      elapsed = now - t_start
-      duration = evaluate.core.duration
-      eta = (steps - done) * elapsed / max(done - start, 1)
-      progress(f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
-               f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
-               f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
-      t_log, step_log = now, done
-    if done % config.checkpoint_every == 0 or done == steps:
-      checkpoint.save_state(manager, done, state, population, history)
-      checkpointed(done)
-    step = done
-  manager.wait_until_finished()
-  train_seconds = time.time() - t_start
+      moved = {k: history[-1][k] for k in here} != here
+      if moved:
+        history.append({'from_step': latest, **here})
+      progress((damaged or '') + f'resumed from the checkpoint at step {latest}' + (
+          f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
+          f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
+          'rounding, not bit for bit' if moved else ''))
+    start = int(state['step'])
+    # Per member: the leading axis of every leaf is the population.
+    num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
 
-  diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
-  evaluation = protocol.evaluate(evaluate.EvalContext(
-      config, task, model, population, state['params'], eval_data_key, workdir, progress,
-      traces, should_stop, diverged))
-  # With steps_per_dispatch > 1 every bucket lives in one program.
-  compiled = {'train': traces['train'],
-              'train_buckets': sorted(update_fns) if multi_step is None else train_buckets(config),
-              'eval': traces['eval']}
-  record = results_lib.Results(
-      task=config.task, encoding=config.encoding, family=config.model.family,
-      encoding_options=population_lib.encoding_options(config), num_params=num_params,
-      architecture=architecture(config), train_steps=steps, train_length=n,
-      evaluation=evaluation, versions=versions(), compiled_programs=compiled,
-      timing={'first_update_s': first_update_s, 'train_s': train_seconds,
-              'resumed_from_step': start},
-      devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
-      config=config_lib.as_json(config))
-  results = record.to_json()
-  io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
-  return results
+    metrics_path = os.path.join(workdir, 'metrics.jsonl')
+    # Lines logged after the restored checkpoint are redone identically.
+    io.read_jsonl(metrics_path, keep=lambda r: r['step'] <= start, rewrite=True)
+
+    # The metric sums restart each log interval; jitted so the state keeps its shardings
+    # (a host-made zero would change the update's input types and retrace it).
+    reset_interval = jax.jit(
+        lambda s: {**s, 'sums': jax.tree.map(jnp.zeros_like, s['sums']),
+                   'count': jnp.zeros_like(s['count'])},
+        donate_argnums=0, out_shardings=population.state_sharding(state))
+    steps, n = config.train.steps, config.train.max_length
+    update_fns: dict[int, Callable[..., Any]] = {}
+    traces: collections.Counter = collections.Counter()
+    multi_step = None
+    if config.train.steps_per_dispatch > 1:
+      multi_step = make_multi_step_fn(run, traces)
+    chunk = max(config.train.log_every, 1)
+    lengths = np.zeros(0, np.int32)
+    t_start = time.time()
+    t_log, step_log = t_start, start
+    first_update_s = None
+    step = start
+    while step < steps:
+      if should_stop():
+        if step > start:  # The checkpoint at `start` already exists.
+          checkpoint.save_state(manager, step, state, population, history)
+          manager.wait_until_finished()
+        raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint '
+                                   'written')
+      if multi_step is None:
+        # One program per length bucket; the host reads the curriculum to pick it.
+        offset = (step - start) % chunk
+        if offset == 0:
+          lengths = np.asarray(curriculum_lengths(run.curriculum_key, jnp.int32(step), chunk, n))
+        length = int(lengths[offset])
+        bucket = bucket_of(run, length)
+        if bucket not in update_fns:
+          update_fns[bucket] = make_update_fn(run, bucket, traces)
+        state, _ = update_fns[bucket](state, jnp.int32(length), population.learning_rates,
+                                      population.train_keys)
+        done = step + 1
+      else:
+        # Up to K steps in one call, ending at the next log or checkpoint boundary.
+        boundary = min(_next_multiple(step, config.train.log_every),
+                       _next_multiple(step, config.checkpoint_every), steps)
+        done = min(step + config.train.steps_per_dispatch, boundary)
+        state = multi_step(state, jnp.int32(done - step), population.learning_rates,
+                           population.train_keys)
+      if first_update_s is None:
+        jax.block_until_ready(state['step'])
+        first_update_s = time.time() - t_start
+      if done % config.train.log_every == 0 or done == steps:
+        sums = jax.device_get(state['sums'])
+        count = int(state['count'])
+        now = time.time()
+        rate = (done - step_log) / max(now - t_log, 1e-9)
+        loss = sums['loss'][:population.size] / count
+        accuracy = sums['accuracy'][:population.size] / count
+        io.append_jsonl(metrics_path, {
+            'step': done, 'loss': [_finite_or_none(x) for x in loss],
+            'accuracy': [_finite_or_none(x) for x in accuracy], 'steps_per_s': rate})
+        state = reset_interval(state)
+        elapsed = now - t_start
+        duration = evaluate.core.duration
+        eta = (steps - done) * elapsed / max(done - start, 1)
+        progress(f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
+                 f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
+                 f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
+        t_log, step_log = now, done
+      if done % config.checkpoint_every == 0 or done == steps:
+        checkpoint.save_state(manager, done, state, population, history)
+        checkpointed(done)
+      step = done
+    manager.wait_until_finished()
+    train_seconds = time.time() - t_start
+
+    diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
+    evaluation = run.protocol.evaluate(evaluate.EvalContext(
+        config, run.task, model, population, state['params'], run.eval_key, workdir, progress,
+        traces, should_stop, diverged))
+    # With steps_per_dispatch > 1 every bucket lives in one program.
+    compiled = {'train': traces['train'],
+                'train_buckets': (sorted(update_fns) if multi_step is None
+                                  else run.training.buckets(config)),
+                'eval': traces['eval']}
+    record = results_lib.Results(
+        task=config.task, encoding=config.encoding, family=run.family.name,
+        encoding_options=population_lib.encoding_options(config), num_params=num_params,
+        architecture=architecture(config), train_steps=steps, train_length=n,
+        evaluation=evaluation, versions=versions(), compiled_programs=compiled,
+        timing={'first_update_s': first_update_s, 'train_s': train_seconds,
+                'resumed_from_step': start},
+        devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
+        config=config_lib.as_json(config))
+    results = record.to_json()
+    io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
+    return results
 
 
 def architecture(config: ml_collections.ConfigDict) -> str:

@@ -30,9 +30,8 @@ def test_grid_lists_the_papers_figures():
 @pytest.mark.slow
 def test_ablations_train_and_evaluate(tmp_path):
   # Random padding in the training data (Fig. 20) and the loss on every token (Fig. 16).
-  from posenc import sweep as sweep_lib
   from posenc import train
-  config = sweep_lib.cell_config(abacus_arithmetic.get_config('tiny,architecture=standard'), {
+  config = config_lib.cell_config(abacus_arithmetic.get_config('tiny,architecture=standard'), {
       'task_options.pad_probability': 0.3, 'train.loss_on': 'all', 'train.steps': 4,
       'seeds': [0], 'eval.beyond': []})
   results = train.train_and_evaluate(config, str(tmp_path))
@@ -40,8 +39,8 @@ def test_ablations_train_and_evaluate(tmp_path):
   assert member['regions']['beyond'] is None and 0 <= member['regions']['ood'] <= 1
   # Evaluation prompts are not padded: one program per unpadded width of the cells.
   plain = abacus_arithmetic.get_config('tiny')
-  task = config_lib.task_of(plain)
+  task = evaluate.task_of(plain)
   shapes = {grid_eval.widths(task, a, b, plain.eval.bucket_size)
             for a, b in grid_eval.cells(config)}
-  assert config_lib.task_of(config).max_prompt(5, 5) == 3 * task.max_prompt(5, 5)
+  assert evaluate.task_of(config).max_prompt(5, 5) == 3 * task.max_prompt(5, 5)
   assert results['compiled_programs']['eval'] == len(shapes)

@@ -5,6 +5,7 @@ import pytest
 
 from experiments import sweep_tiny
 from posenc import cost
+from posenc import config as config_lib
 import tasks
 
 
@@ -32,7 +33,7 @@ def test_estimate_covers_every_cell_and_scales_with_sequence_length():
 def test_roofline_is_max_of_compute_and_memory_time_per_program():
   config = sweep_tiny.get_config()
   cells = sweep_tiny.grid()[:1]  # parity_check / none
-  fits = cost.program_costs(cost.sweep_lib.cell_config(config, cells[0]))
+  fits = cost.program_costs(cost.config_lib.cell_config(config, cells[0]))
   assert fits['train'].shape == fits['eval'].shape == (2, 3)
   est = cost.roofline(config, cells, 'H100')
   spec = cost.DEVICES['H100']
@@ -58,7 +59,6 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
 
 def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
   from experiments import abacus_arithmetic
-  from posenc import sweep as sweep_lib
   base = abacus_arithmetic.get_config('tiny')
   cells = [{'encoding': 'abacus'}, {'encoding': 'abacus', 'train.batch_size': 16,
                                     'eval.samples_per_cell': 8}]
@@ -70,8 +70,8 @@ def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
   assert big['eval_s'] == pytest.approx(2 * small['eval_s'])
   assert 'one model: train' in cost.format_estimate(est)
   # The FLOP model: effective depth is layers x recurrences; the grid adds every cell.
-  looped = sweep_lib.cell_config(base, {'model.recurrences': 4})
-  flat = sweep_lib.cell_config(base, {'model.recurrences': 1})
+  looped = config_lib.cell_config(base, {'model.recurrences': 4})
+  flat = config_lib.cell_config(base, {'model.recurrences': 1})
   assert cost.sequence_work(looped)[0] > 3 * cost.sequence_work(flat)[0]
-  wider = sweep_lib.cell_config(base, {'eval.grid_max': 6})
+  wider = config_lib.cell_config(base, {'eval.grid_max': 6})
   assert cost.sequence_work(wider)[1] > cost.sequence_work(base)[1]

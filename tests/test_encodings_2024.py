@@ -347,7 +347,7 @@ def test_the_comparison_s_cells_validate(arg):
                         len(encodings_2024.TASKS) * (len(encodings_2024.NEW)
                                                      + len(encodings_2024.BASELINES)))
   for cell in cells:
-    evaluate.validate(sweep.cell_config(config, cell))
+    evaluate.validate(config_lib.cell_config(config, cell))
   with pytest.raises(config_lib.ConfigError, match="unknown study 'nope'; valid: tasks"):
     encodings_2024.get_config('study=nope')
 

@@ -8,6 +8,7 @@ import pytest
 
 from posenc import evaluate
 from posenc import train
+from posenc import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, 'experiments', '*.py'))
@@ -23,7 +24,7 @@ def test_experiment_configs_validate(name):
     if hasattr(module, 'grid'):
       from posenc import sweep
       for cell in module.grid():
-        evaluate.validate(sweep.cell_config(config, cell))
+        evaluate.validate(config_lib.cell_config(config, cell))
 
 
 def test_rpe_table1_is_the_study_protocol():

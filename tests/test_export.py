@@ -18,6 +18,7 @@ from posenc import encodings
 from posenc import population as population_lib
 from posenc import evaluate
 from posenc import train
+from posenc import setup
 from posenc.evaluate import range as range_protocol
 import tasks
 
@@ -30,15 +31,13 @@ def exported(name, family='encoder'):
   config = rpe_table1.get_config(f'task=reverse_string,encoding={name}')
   config.seeds, config.learning_rates = [0, 1], [1e-4]
   config.model.family = family
-  task = tasks.get(config.task)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, 'gpu')
-  _, batch_key, data_key = population_lib.data_keys(config)
+  run = setup.build(config, platform='gpu')
+  task, model, population = run.task, run.model, run.population
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  update = train.make_update_fn(config, task, model, population, 40, batch_key, platform='gpu')
-  evaluate = range_protocol.make_eval_fn(config, task, model, population, EVAL_BUCKET, data_key,
-                                platform='gpu')
+  update = train.make_update_fn(run, 40)
+  evaluate = range_protocol.make_eval_fn(config, task, model, population, EVAL_BUCKET,
+                                         run.eval_key, platform='gpu')
   platforms = ['cuda', 'tpu']
   step = export.export(update, platforms=platforms)(
       state, length, population.learning_rates, population.train_keys)
@@ -104,14 +103,10 @@ def test_digit_readers_export_their_addition_training_step(name):
   # step on addition lowers for CUDA and TPU on the fused path.
   from experiments import abacus_arithmetic
   config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
-  task = tasks.get(config.task)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, 'gpu')
-  _, batch_key, _ = population_lib.data_keys(config)
-  state = population_lib.init_state(config, model, population, abstract=True)
-  update = train.make_update_fn(config, task, model, population, config.train.max_length,
-                                batch_key, platform='gpu')
+  run = setup.build(config, platform='gpu')
+  state = population_lib.init_state(config, run.model, run.population, abstract=True)
+  update = train.make_update_fn(run, config.train.max_length)
   text = export.export(update, platforms=['cuda', 'tpu'])(
-      state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates,
-      population.train_keys).mlir_module()
+      state, jax.ShapeDtypeStruct((), jnp.int32), run.population.learning_rates,
+      run.population.train_keys).mlir_module()
   assert 'attention_xla_fused' in text and 'attention_cpu_blocked' not in text

@@ -16,13 +16,13 @@ from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc import population as population_lib
-from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import setup
 from posenc.evaluate import frozen
 
 CONFIGS = {
     'range': lambda: rpe_table1.get_config('task=reverse_string,tiny'),
-    'grid': lambda: sweep_lib.cell_config(abacus_arithmetic.get_config('tiny'), {
+    'grid': lambda: config_lib.cell_config(abacus_arithmetic.get_config('tiny'), {
         'eval.grid_max': 3, 'eval.samples_per_cell': 4}),
     'lengths': lambda: sorting_hints.get_config('tiny'),
     'perplexity': lambda: extrapolation_lm.get_config('tiny'),
@@ -30,8 +30,8 @@ CONFIGS = {
 
 
 def export(config, out):
-  task = config_lib.task_of(config)
-  protocol = evaluate.of(task)
+  run = setup.build(config)
+  task, protocol = run.task, run.protocol
   return frozen.write(str(out), config, protocol.name,
                       protocol.examples(config, task, population_lib.data_keys(config)[2]),
                       protocol.example_fields)
@@ -39,13 +39,12 @@ def export(config, out):
 
 def evaluation(config):
   """The protocol's evaluation record of the population at initialisation."""
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task)
+  run = setup.build(config)
+  task, population, model = run.task, run.population, run.model
   state = population_lib.init_state(config, model, population)
   with tempfile.TemporaryDirectory() as scratch:
-    return evaluate.of(task).evaluate(evaluate.EvalContext(
-        config, task, model, population, state['params'], population_lib.data_keys(config)[2],
+    return run.protocol.evaluate(evaluate.EvalContext(
+        config, task, model, population, state['params'], run.eval_key,
         scratch, lambda line: None, None, lambda: False, np.zeros(population.size, bool)))
 
 
@@ -54,7 +53,7 @@ def test_evaluating_from_files_gives_the_in_process_results(protocol, tmp_path):
   config = CONFIGS[protocol]()
   manifest = export(config, tmp_path / 'set')
   assert manifest['protocol'] == protocol and manifest['cells']
-  from_files = sweep_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
+  from_files = config_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
   evaluate.validate(from_files)
   # Everything but the measured time of the language models' windows.
   measured = lambda c: {k: v for k, v in evaluation(c).to_json().items() if k != 'eval_seconds'}
@@ -68,7 +67,7 @@ def test_a_changed_file_fails_its_checksum(tmp_path):
   data = bytearray(path.read_bytes())
   data[-10] ^= 1
   path.write_bytes(bytes(data))
-  from_files = sweep_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
+  from_files = config_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
   with pytest.raises(config_lib.ConfigError) as e:
     evaluate.validate(from_files)
   assert f'{path} has changed: sha256' in str(e.value) and '\n' not in str(e.value)
@@ -76,11 +75,11 @@ def test_a_changed_file_fails_its_checksum(tmp_path):
 
 def test_another_config_is_named(tmp_path):
   export(CONFIGS['range'](), tmp_path / 'set')
-  other = sweep_lib.cell_config(CONFIGS['range'](), {
+  other = config_lib.cell_config(CONFIGS['range'](), {
       'eval.seed': 5, 'eval.from_files': str(tmp_path / 'set')})
   with pytest.raises(config_lib.ConfigError, match='eval.seed is 1 there but 5 in the config'):
     evaluate.validate(other)
-  missing = sweep_lib.cell_config(CONFIGS['range'](), {'eval.from_files': str(tmp_path / 'no')})
+  missing = config_lib.cell_config(CONFIGS['range'](), {'eval.from_files': str(tmp_path / 'no')})
   with pytest.raises(config_lib.ConfigError, match='holds no readable manifest.json'):
     evaluate.validate(missing)
 

@@ -20,6 +20,7 @@ from posenc import population as population_lib
 from posenc import results
 from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import setup
 
 
 
@@ -54,7 +55,7 @@ def test_edit_distance_on_known_pairs_and_against_the_textbook_recurrence():
 
 
 def _config(arg='tiny,hint=successor', **overrides):
-  return sweep_lib.cell_config(sorting_hints.get_config(arg), overrides)
+  return config_lib.cell_config(sorting_hints.get_config(arg), overrides)
 
 
 def _batch(config, step):
@@ -101,14 +102,10 @@ def _head_kernel(state):
 def test_an_alternate_step_updates_only_its_tasks_head():
   config = _config()
   config.seeds, config.train.schedule = [0], 'constant'   # (the cosine's first rate is 0)
-  evaluate.validate(config)
-  task = config_lib.task_of(config)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task)
+  run = setup.build(config)
+  population, model = run.population, run.model
   assert model.num_outputs == 2
-  _, batch_key, _ = population_lib.data_keys(config)
-  update = train.make_update_fn(config, task, model, population, config.train.max_length,
-                                batch_key)
+  update = train.make_update_fn(run, config.train.max_length)
   state = population_lib.init_state(config, model, population)
   before = _head_kernel(state)
   for step in range(2):
@@ -184,11 +181,10 @@ def test_every_mode_of_the_experiment_validates():
 
 def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerators():
   config = _config('tiny,hint=successor,temperature=learned')
-  task = config_lib.task_of(config)
   shape = multitask.train_shape(multitask.tasks_of(config), config.train.max_length)
   batch = _batch(config, 1)
   for platform in ('cuda', 'tpu'):
-    model = train.make_model(config, task, platform='gpu' if platform == 'cuda' else 'tpu')
+    model = setup.build(config, platform='gpu' if platform == 'cuda' else 'tpu').model
     params = model.init({'params': jax.random.key(0)}, jnp.zeros((1, 4), jnp.int32),
                         jnp.int32(4), deterministic=True)['params']
 

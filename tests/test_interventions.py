@@ -14,8 +14,8 @@ from posenc import config as config_lib
 from posenc import encodings
 from posenc import interventions as iv
 from posenc import models
-from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import setup
 from posenc.encodings import rotary
 
 N = 8  # The tiny configs' training length.
@@ -24,21 +24,20 @@ N = 8  # The tiny configs' training length.
 def tiny(encoding, **fields):
   config = rpe_table1.get_config(f'task=reverse_string,encoding={encoding},tiny')
   config.train.max_length = N
-  return sweep_lib.cell_config(config, fields)
+  return config_lib.cell_config(config, fields)
 
 
 def logits(config, params, length=N):
   """The encoder's logits on one batch at `length`, the 'noise' stream fixed."""
-  task = config_lib.task_of(config)
-  model = train.make_model(config, task)
+  run = setup.build(config)
+  task, model = run.task, run.model
   tokens = jax.random.randint(jax.random.key(1), (2, 2 * length), 0, task.vocab_size)
   return model.apply(params, tokens, jnp.int32(2 * length), deterministic=True,
                      rngs={'noise': jax.random.key(7)})
 
 
 def init(config):
-  task = config_lib.task_of(config)
-  model = train.make_model(config, task)
+  model = setup.build(config).model
   return model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
                     jnp.int32(4), deterministic=True)
 
@@ -117,7 +116,7 @@ def test_position_interpolation_is_rope_at_divided_positions():
 def test_identity_at_the_neutral_setting(encoding, intervention, params, exact):
   config = tiny(encoding)
   weights = init(config)
-  changed = iv.apply(config, intervention, params)
+  changed = iv.apply(setup.build(config), intervention, params)
   assert changed.to_json() != config.to_json()
   # An encoder at length 2N (inputs and queries): every query attends 2N keys.
   before, after = logits(config, weights), logits(changed, weights)
@@ -140,13 +139,13 @@ def test_a_non_neutral_setting_changes_the_logits(encoding, intervention, params
   config = tiny(encoding)
   weights = init(config)
   assert not np.allclose(logits(config, weights),
-                         logits(iv.apply(config, intervention, params), weights), atol=1e-4)
+                         logits(iv.apply(setup.build(config), intervention, params), weights), atol=1e-4)
 
 
 @pytest.mark.parametrize('name', [n for n, e in encodings.ENCODINGS.items() if e.randomized])
 def test_ordered_positions_reads_the_same_weights(name):
   config = tiny(name, **{'model.max_position': 64})
-  ordered = iv.apply(config, 'ordered_positions', {})
+  ordered = iv.apply(setup.build(config), 'ordered_positions', {})
   assert ordered.encoding == name.removeprefix('randomized_')
   weights = init(config)
   assert (jax.tree.structure(weights) == jax.tree.structure(init(ordered)))
@@ -158,10 +157,10 @@ def test_ordered_positions_reads_the_same_weights(name):
 def test_defaults_follow_the_config():
   config = tiny('rotary')
   config.eval.max_length = 4 * N
-  assert iv.resolve(config, 'ntk', {}) == {'scale': 4.0}
-  assert iv.resolve(config, 'yarn', {}) == {'scale': 4.0, 'original_length': N}
-  assert iv.resolve(config, 'scalable_softmax', {}) == {'s': pytest.approx(1 / math.log(N))}
-  assert iv.resolve(tiny('alibi', **{'eval.max_length': 4 * N}), 'slope_scale',
+  assert iv.resolve(setup.build(config), 'ntk', {}) == {'scale': 4.0}
+  assert iv.resolve(setup.build(config), 'yarn', {}) == {'scale': 4.0, 'original_length': N}
+  assert iv.resolve(setup.build(config), 'scalable_softmax', {}) == {'s': pytest.approx(1 / math.log(N))}
+  assert iv.resolve(setup.build(tiny('alibi', **{'eval.max_length': 4 * N})), 'slope_scale',
                     {}) == {'scale': 0.25}
 
 
@@ -181,14 +180,14 @@ def test_bad_interventions_are_one_line(text, encoding, message):
   config = tiny(encoding)
   with pytest.raises(iv.InterventionError) as e:
     name, params = iv.parse(text)
-    iv.resolve(config, name, params)
+    iv.resolve(setup.build(config), name, params)
   assert message in str(e.value) and '\n' not in str(e.value)
 
 
 def test_scalable_softmax_refuses_a_run_with_a_temperature():
   config = tiny('rotary', **{'model.temperature': 'fixed'})
   with pytest.raises(iv.InterventionError, match='already has an attention temperature'):
-    iv.resolve(config, 'scalable_softmax', {})
+    iv.resolve(setup.build(config), 'scalable_softmax', {})
 
 
 def test_before_and_after_on_a_saved_run(cli, tmp_path):

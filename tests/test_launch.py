@@ -98,7 +98,7 @@ def fixtures(tmp_path_factory):
   of TINY whose manifest or files are malformed (each fails at its first cell)."""
   import numpy as np
   from experiments import rpe_table1
-  from posenc import config as config_lib
+  from posenc import evaluate
   from posenc.evaluate import frozen
   from posenc.evaluate import range as range_protocol
   root = tmp_path_factory.mktemp('fixtures')
@@ -106,7 +106,7 @@ def fixtures(tmp_path_factory):
     (root / name).write_text('from experiments import sweep_tiny\n'
                              'get_config = sweep_tiny.get_config\n' + text)
   config = rpe_table1.get_config('task=parity_check,tiny')
-  spec = range_protocol.example_specs(config, config_lib.task_of(config))['length_1']
+  spec = range_protocol.example_specs(config, evaluate.task_of(config))['length_1']
 
   def npz(arrays):
     buffer = io.BytesIO()

@@ -11,6 +11,7 @@ import numpy as np
 
 from posenc import evaluate
 from posenc import io
+from posenc import config as config_lib
 from posenc.evaluate import perplexity as lm_eval
 from tasks import corpus
 
@@ -88,11 +89,10 @@ def _perplexity_report(run, out):
 
 def test_every_cell_of_the_experiment_validates():
   from experiments import extrapolation_lm
-  from posenc import sweep as sweep_lib
   for arg in ('', 'cpu', 'tiny'):
     base = extrapolation_lm.get_config(arg)
     for cell in extrapolation_lm.grid(arg):
-      evaluate.validate(sweep_lib.cell_config(base, cell))
+      evaluate.validate(config_lib.cell_config(base, cell))
 
 
 def test_held_out_windows_come_from_the_validation_text():

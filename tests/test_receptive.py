@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from posenc import receptive
+from posenc import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -161,10 +162,9 @@ def test_erf_on_hand_built_attention_rows():
 
 def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
   from posenc import analysis
-  from posenc import sweep as sweep_lib
   from posenc import train
   from experiments import rpe_table1
-  config = sweep_lib.cell_config(
+  config = config_lib.cell_config(
       rpe_table1.get_config('task=reverse_string,encoding=alibi,tiny'),
       {'train.steps': 4, 'seeds': [0, 1]})
   train.train_and_evaluate(config, str(tmp_path / 'run'))

@@ -21,6 +21,7 @@ from posenc import io
 from posenc import population as population_lib
 from posenc import sweep
 from posenc import train
+from posenc import setup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny'
@@ -40,8 +41,8 @@ def _wait_for(path, proc, seconds=120):
 
 
 def _final_params(workdir, config):
-  model = train.make_model(config, train.config_lib.task_of(config))
-  population = population_lib.Population(config)
+  run = setup.build(config)
+  model, population = run.model, run.population
   manager = checkpoint.checkpoint_manager(workdir)
   state, _ = checkpoint.restore_state(manager, manager.latest_step(), population_lib.init_state(
       config, model, population, abstract=True), population)

@@ -3,6 +3,7 @@ imports it back, at module level or inside a function)."""
 
 import ast
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,3 +109,41 @@ def test_no_module_of_the_library_is_over_600_lines():
           if count > 600:
             long.append(f'{os.path.relpath(path, ROOT)}: {count} lines')
   assert not long, long
+
+
+def _sources(packages=('posenc', 'launch')):
+  for package in packages:
+    for directory, _, files in os.walk(os.path.join(ROOT, package)):
+      for name in files:
+        if name.endswith('.py'):
+          path = os.path.join(directory, name)
+          with open(path) as f:
+            yield os.path.relpath(path, ROOT), f.read()
+
+
+def test_a_run_is_built_in_one_place():
+  """A config becomes a task and a protocol where a run is built (posenc/setup.py, through
+  `evaluate.validate`); everything else reads them off the run."""
+  builder = ('posenc/setup.py', 'posenc/evaluate/__init__.py')
+  calls = []
+  for rel, text in _sources():
+    if rel in builder:
+      continue
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Call):
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, 'id', '')
+        owner = getattr(getattr(f, 'value', None), 'id', '')
+        if name == 'task_of' or (name == 'of' and owner in ('evaluate', 'protocol_lib')):
+          calls.append(f'{rel}:{node.lineno}')
+  assert len(calls) <= 3, calls
+
+
+def test_only_the_family_record_names_a_model_family():
+  """What a module asks of the model family is a field of `posenc.families.Family`."""
+  pattern = re.compile(r"""family\s*[!=]=\s*['"](encoder|decoder)|['"](encoder|decoder)['"]\s*[!=]=""")
+  found = [f'{rel}:{n}: {line.strip()}' for rel, text in _sources()
+           if rel != 'posenc/families.py'
+           for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+  assert not found, '\n'.join(found)

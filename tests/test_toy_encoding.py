@@ -16,8 +16,9 @@ from posenc import evaluate
 from posenc import generate as generate_lib
 from posenc import models
 from posenc import population as population_lib
-from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import config as config_lib
+from posenc import setup
 from posenc.encodings import core
 import tasks
 
@@ -50,7 +51,7 @@ def toy(monkeypatch):
 
 
 def test_toy_encoding_trains_and_evaluates(toy, tmp_path):
-  config = sweep_lib.cell_config(rpe_table1.get_config(f'task=parity_check,encoding={toy},tiny'),
+  config = config_lib.cell_config(rpe_table1.get_config(f'task=parity_check,encoding={toy},tiny'),
                                  {'train.steps': 4, 'seeds': [0]})
   evaluate.validate(config)
   results = train.train_and_evaluate(config, str(tmp_path), progress=lambda line: None)
@@ -97,12 +98,10 @@ def test_toy_encoding_in_cached_generation(toy):
 
 def test_toy_encoding_exports_for_gpu_and_tpu(toy):
   config = rpe_table1.get_config(f'task=reverse_string,encoding={toy},tiny')
-  task = tasks.get(config.task)
-  population = population_lib.Population(config)
-  model = train.make_model(config, task, 'gpu')
-  _, batch_key, _ = population_lib.data_keys(config)
-  state = population_lib.init_state(config, model, population, abstract=True)
-  update = train.make_update_fn(config, task, model, population, 8, batch_key, platform='gpu')
+  run = setup.build(config, platform='gpu')
+  population = run.population
+  state = population_lib.init_state(config, run.model, population, abstract=True)
+  update = train.make_update_fn(run, 8)
   step = export.export(update, platforms=['cuda', 'tpu'])(
       state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates,
       population.train_keys)

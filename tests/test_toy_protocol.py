@@ -14,8 +14,8 @@ from experiments import rpe_table1
 from posenc import evaluate
 from posenc import io
 from posenc import results as results_lib
-from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import config as config_lib
 from posenc.evaluate import core
 from posenc.evaluate import range as range_protocol
 import tasks
@@ -83,7 +83,7 @@ def toy_task(monkeypatch):
 
 
 def test_a_task_with_its_own_protocol_trains_and_is_evaluated(toy_task, tmp_path):
-  config = sweep_lib.cell_config(rpe_table1.get_config('task=parity_check,tiny'),
+  config = config_lib.cell_config(rpe_table1.get_config('task=parity_check,tiny'),
                                  {'task': toy_task, 'train.steps': 4, 'seeds': [0, 1]})
   evaluate.validate(config)
   assert evaluate.of(tasks.get(toy_task)) is TOY

@@ -16,19 +16,19 @@ from posenc import io
 from posenc import population as population_lib
 from posenc import sweep
 from posenc import train
+from posenc import setup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def tiny(**overrides):
   config = rpe_table1.get_config('task=parity_check,encoding=randomized_relative,tiny')
-  return sweep.cell_config(config, overrides)
+  return config_lib.cell_config(config, overrides)
 
 
 def final_params(workdir, config):
-  task = train.config_lib.task_of(config)
-  model = train.make_model(config, task)
-  population = population_lib.Population(config)
+  run = setup.build(config)
+  model, population = run.model, run.population
   manager = checkpoint.checkpoint_manager(workdir)
   state, _ = checkpoint.restore_state(manager, manager.latest_step(), (
       population_lib.init_state(config, model, population, abstract=True)), population)
@@ -209,7 +209,7 @@ def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(
 @pytest.mark.slow  # the progressive window's gradient is tested in test_decoder.py
 def test_looped_decoder_with_progressive_loss_trains(tmp_path):
   config = rpe_table1.get_config('task=reverse_string,encoding=rotary,tiny')
-  config = sweep.cell_config(config, {
+  config = config_lib.cell_config(config, {
       'model.family': 'decoder', 'model.num_layers': 1, 'model.recurrences': 3,
       'model.injection': 'layer', 'model.eval_recurrences': 5, 'model.norm': 'pre',
       'model.ffn': 'gelu_glu', 'model.tie_embeddings': True,

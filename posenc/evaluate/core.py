@@ -1,12 +1,12 @@
 """What every evaluation protocol shares: the `Protocol` record, the `EvalContext` it is
 called with, and the one resumable loop over cells (`run_cells`).
 
-A protocol is everything that differs by the kind of task: how its training batches are
-drawn (`train_buckets`, `train_shape`, `train_batch`), the model's output sizes
-(`model_sizes`), the evaluation (`evaluate`: cells measured through `run_cells`, then its
-record in `posenc.results`) and the one-line summary of a finished run (`summary`); the
-report finds its section by the record's `evaluation` (`posenc.report.SECTIONS`).
-A task names its protocol once (`task.protocol`); the training loop looks it up once.
+A protocol is how one kind of task is judged: the evaluation (`evaluate`: cells measured
+through `run_cells`, then its record in `posenc.results`), its checks, the one-line summary
+of a finished run, its frozen evaluation sets, and the training variant its tasks take
+(`Training`: the study's length curriculum, or sequences); the report finds its section by
+the record's `evaluation` (`posenc.report.SECTIONS`).
+A task names its protocol once (`task.protocol`); a run looks it up once (`posenc.setup`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ import ml_collections
 import numpy as np
 
 from posenc import checkpoint
+from posenc import families
 from posenc import io
+from posenc import objectives
 
 # On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
 # the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
@@ -54,8 +56,36 @@ class EvalContext:
 
 
 @dataclasses.dataclass(frozen=True)
+class Training:
+  """How a kind of task is trained: two variants, `CURRICULUM` (the study's: a length per
+  step, one program per length bucket; `posenc.evaluate.range`) and `SEQUENCE` (tasks that
+  sample `prompt ⊕ answer` sequences of every length up to N in one batch), each protocol
+  taking one, with its own pieces where its tasks differ (`dataclasses.replace`).
+
+  Attributes:
+    name: 'curriculum' or 'sequence'.
+    buckets: config -> the padded input lengths training runs at, ascending.
+    shape: (config, task, bucket) -> the shape the objective pads its batches to.
+    batch: (config, task, key, step, length, shape) -> one training batch.
+    objective: (config, task, model, shape) -> the `objectives.Objective` of batches padded
+      to `shape`.
+    model_sizes: (config, task) -> the model's vocab_size and its output sizes
+      (num_classes for an encoder, num_outputs for a decoder).
+    inputs: (config, task, key, examples, length) -> (tokens [B, T], real lengths, causal):
+      model inputs at one length, drawn as training draws them (for the analyses).
+  """
+  name: str
+  buckets: Callable[[ml_collections.ConfigDict], list[int]]
+  shape: Callable[..., Any]
+  batch: Callable[..., dict[str, jax.Array]]
+  objective: Callable[..., Any]
+  model_sizes: Callable[[ml_collections.ConfigDict, Any], dict[str, int]]
+  inputs: Callable[..., tuple[jax.Array, jax.Array, bool]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Protocol:
-  """How one kind of task is trained and judged.
+  """How one kind of task is judged, and the training variant its tasks take.
 
   Attributes:
     name: results.json's `evaluation` ('range', 'grid', 'lengths', 'perplexity').
@@ -67,59 +97,33 @@ class Protocol:
       score 0.9531 over lengths [41, 500]'.
     results: the evaluation's record class in `posenc.results` (e.g. `RangeResults`), with
       `to_json` / `from_json`; its `evaluation` is the protocol's name.
-    train_buckets: config -> the padded input lengths training runs at.
-    train_shape: (config, task, bucket) -> the shape the objective pads its batches to.
-    train_batch: (config, task, key, step, length, shape) -> one training batch.
-    model_sizes: (config, task) -> the model's vocab_size and its output sizes
-      (num_classes for an encoder, num_outputs for a decoder).
-    objective: (config, task, model, shape) -> the `objectives.Objective` of batches padded
-      to `shape` (a bucket, or prompt and answer widths).
-    inputs: (config, task, key, examples, length) -> (tokens [B, T], real lengths, causal):
-      model inputs at one length, for the analyses of a trained run.
-    probe: for the cost model of sequence tasks, (config, task, model, population, data_key)
-      -> (the evaluation program of the cell at the training size, its arguments after the
-      parameters, its widths); None for a protocol costed by lengths.
-    eval_sequences: with `probe`, (config, task) -> ([(tokens, examples)] of every
-      evaluated group of sequences, the tokens of one at the training size).
+    training: how its tasks are trained (`Training`).
+    longest_tokens: (config, task) -> (tokens, where): the longest sequence a run feeds
+      the model, in training or evaluation, and where it occurs ('at length 12 of
+      reverse_string'), for the one check that a bounded encoding covers it.
     families: the model families it can train (`model.family`), checked first.
     examples: (config, task, data key) -> [(cell name, arrays)]: the exact examples the
       evaluation reads, for a frozen evaluation set (`evaluate.frozen`); with
       `config.eval.from_files` the evaluation reads them from there instead of sampling.
     example_fields: the config fields that decide `examples` (with the task and options).
     example_cells: config -> the names of the cells the evaluation reads.
-    example_specs: (config, task) -> {cell: {array name: (shape, dtype name)}} of the arrays
-      `examples` gives, found without drawing them (`jax.eval_shape`): what a frozen set's
-      files are checked against.
+    example_specs: (config, task) -> {cell: {array: (shape, dtype)}} of `examples`.
     longest_length: config -> the longest length the evaluation reaches (for defaults that
-      scale with it, e.g. an intervention's factor); None: `eval.max_length`.
+      scale with it, e.g. an intervention's factor).
   """
   name: str
   validate: Callable[[ml_collections.ConfigDict, Any, Any], None]
   evaluate: Callable[[EvalContext], Any]
   summary: Callable[[Any], str]
   results: type
-  train_buckets: Callable[[ml_collections.ConfigDict], list[int]]
-  train_shape: Callable[..., Any]
-  train_batch: Callable[..., dict[str, jax.Array]]
-  model_sizes: Callable[[ml_collections.ConfigDict, Any], dict[str, int]]
-  objective: Callable[..., Any]
-  inputs: Callable[..., tuple[jax.Array, jax.Array, bool]]
-  probe: Callable[..., tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]] | None = None
-  eval_sequences: Callable[..., tuple[list[tuple[int, int]], int]] | None = None
+  training: Training
+  longest_tokens: Callable[[ml_collections.ConfigDict, Any], tuple[int, str]]
+  longest_length: Callable[[ml_collections.ConfigDict], int]
   families: tuple[str, ...] = ('encoder', 'decoder')
   examples: Callable[..., Any] | None = None
   example_fields: tuple[str, ...] = ()
   example_cells: Callable[[ml_collections.ConfigDict], list[str]] | None = None
-  example_specs: Callable[..., dict[str, dict[str, tuple[tuple[int, ...], str]]]] | None = None
-  longest_length: Callable[[ml_collections.ConfigDict], int] | None = None
-
-
-def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
-  """{name: (shape, dtype name)} of a dict of arrays or `jax.ShapeDtypeStruct`s.
-
-  Example: shape_spec({'x': np.zeros((2, 3), np.int32)}) == {'x': ((2, 3), 'int32')}.
-  """
-  return {k: (tuple(int(d) for d in v.shape), str(np.dtype(v.dtype))) for k, v in tree.items()}
+  example_specs: Callable[..., Any] | None = None
 
 
 def duration(seconds: float) -> str:
@@ -247,7 +251,7 @@ def sequence_inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array
   language model (an encoder) reads whole windows of one length."""
   batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
                       task.max_answer(length, length))
-  if config.model.family == 'encoder':
+  if not families.of(config.model.family).causal:
     return batch['tokens'], jax.numpy.int32(batch['tokens'].shape[1]), False
   return batch['tokens'], batch['length'], True
 
@@ -258,3 +262,14 @@ def sequence_batch(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
   """Every example its own lengths, drawn stratified over [1..N]²."""
   del step, length
   return task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
+
+
+def sequence_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+  """A decoder over the task's own tokens, one output head."""
+  del config
+  return {'vocab_size': task.vocab_size, 'num_outputs': 1}
+
+
+SEQUENCE = Training('sequence', buckets=sequence_buckets, shape=sequence_shape,
+                    batch=sequence_batch, objective=objectives.sequence,
+                    model_sizes=sequence_sizes, inputs=sequence_inputs)

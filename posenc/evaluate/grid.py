@@ -251,25 +251,22 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     raise ConfigError(f'encoding_options.coupling_max_position={largest} must be in '
                       f'0..{config.model.max_position - 1}: position coupling\'s ids index a '
                       f'table of model.max_position={config.model.max_position} rows')
-  tokens = task.max_prompt(top, top) + task.max_answer(top, top) - 1
-  if spec.bounded and (
-      tokens > config.model.max_position):
-    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                      f'longest sequence ({tokens} tokens at {top} x {top} of {config.task}); '
-                      f'encoding {config.encoding!r} needs max_position >= {tokens}')
+
+
+def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+  """The prompt and answer of the largest cell, fed all but its last token."""
+  top = max([config.eval.grid_max, config.train.max_length, *config.eval.beyond])
+  return (task.max_prompt(top, top) + task.max_answer(top, top) - 1,
+          f'at {top} x {top} of {config.task}')
 
 
 PROTOCOL = core.Protocol(
     name='grid', validate=validate, evaluate=evaluate, summary=summary,
-    results=results_lib.GridResults,
-    train_buckets=core.sequence_buckets,
-    train_shape=core.sequence_shape, train_batch=core.sequence_batch,
-    model_sizes=lambda config, task: {'vocab_size': task.vocab_size, 'num_outputs': 1},
-    families=('decoder',), objective=objectives.sequence, inputs=core.sequence_inputs,
-    probe=probe,
-    eval_sequences=eval_sequences, examples=examples,
+    results=results_lib.GridResults, training=core.SEQUENCE,
+    longest_tokens=longest_tokens,
+    longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
+    families=('decoder',), examples=examples,
     example_fields=('eval.seed', 'eval.grid_max', 'eval.grid_stride', 'eval.beyond',
                     'eval.samples_per_cell', 'eval.bucket_size'),
-    longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
     example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)],
     example_specs=example_specs)

@@ -21,6 +21,7 @@ are appended to `workdir/lengths.jsonl`; a resumed evaluation measures only the 
 from __future__ import annotations
 
 import collections
+import dataclasses
 from typing import Any, Callable, Iterator
 
 import jax
@@ -31,7 +32,6 @@ import numpy as np
 
 from posenc import generate
 from posenc import multitask
-from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
@@ -320,24 +320,30 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
         main.check_length(length, d)
       except ValueError as e:
         raise ConfigError(f'eval.lengths: {e}') from None
+  del spec
+
+
+def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+  """The longest prompt and answer of every task at the training length and of the main task
+  at the test lengths, fed all but the last token."""
+  del task
+  task_list, n = multitask.tasks_of(config), config.train.max_length
   longest = max([t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
-                + [main.max_prompt(l) + main.max_answer(l) - 1 for l in lengths])
-  if spec.bounded and (
-      longest > config.model.max_position):
-    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                      f'longest sequence ({longest} tokens); encoding {config.encoding!r} '
-                      f'needs max_position >= {longest}')
+                + [task_list[0].max_prompt(l) + task_list[0].max_answer(l) - 1
+                   for l in config.eval.lengths])
+  return longest, f'of {config.task} and its hints'
 
 
 PROTOCOL = core.Protocol(
     name='lengths', validate=validate, evaluate=evaluate, summary=summary,
     results=results_lib.LengthsResults,
-    train_buckets=core.sequence_buckets,
-    train_shape=train_shape, train_batch=train_batch, model_sizes=model_sizes,
-    families=('decoder',), objective=objectives.sequence, inputs=inputs, probe=probe,
-    eval_sequences=eval_sequences, examples=examples,
+    # A main task and its hints share every batch (`multitask`).
+    training=dataclasses.replace(core.SEQUENCE, shape=train_shape, batch=train_batch,
+                                 model_sizes=model_sizes, inputs=inputs),
+    longest_tokens=longest_tokens,
+    longest_length=lambda config: max(int(n) for n in config.eval.lengths),
+    families=('decoder',), examples=examples,
     example_fields=('eval.seed', 'eval.distributions', 'eval.lengths', 'eval.batch_size',
                     'eval.examples_per_length'),
-    longest_length=lambda config: max(int(n) for n in config.eval.lengths),
     example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)],
     example_specs=example_specs)

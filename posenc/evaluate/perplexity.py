@@ -15,6 +15,7 @@ evaluation measures only the others. Wall time per mode is recorded.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable, Iterator
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from posenc import objectives
 from posenc import config as config_lib
+from posenc import families
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
@@ -114,7 +116,7 @@ def make_masked_score_fn(config: ml_collections.ConfigDict, model: Any, populati
 
 def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
   """The window modes of `config`'s family: MODES for a decoder, (MASKED,) for an encoder."""
-  return (MASKED,) if config.model.family == 'encoder' else MODES
+  return MODES if families.of(config.model.family).causal else (MASKED,)
 
 
 def mode_windows(config: ml_collections.ConfigDict, text: np.ndarray, length: int,
@@ -152,7 +154,7 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   _, valid = ctx.task.texts()
   text = valid[:config.eval.lm_tokens + 1]
   b = config.eval.batch_size
-  masked = config.model.family == 'encoder'
+  masked = not families.of(config.model.family).causal
   fn = (make_masked_score_fn if masked else make_score_fn)(config, ctx.model, population)
 
   frozen = bool(config.eval.get('from_files'))
@@ -209,7 +211,7 @@ def evaluate(ctx: core.EvalContext) -> results_lib.PerplexityResults:
 
 def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
   """A causal LM predicts the next byte; a masked LM's id vocab_size is the mask token."""
-  if config.model.family == 'decoder':
+  if families.of(config.model.family).causal:
     return {'vocab_size': task.vocab_size, 'num_outputs': 1}
   return {'vocab_size': task.vocab_size, 'num_classes': task.vocab_size}
 
@@ -224,7 +226,7 @@ def summary(record: results_lib.Results) -> str:
 def objective(config: ml_collections.ConfigDict, task: Any, model: Any,
               shape: tuple[int, int]) -> objectives.Objective:
   """Next-byte prediction for a decoder, masked language modelling for an encoder."""
-  if config.model.family == 'encoder':
+  if not families.of(config.model.family).causal:
     return objectives.masked(config, task, model, shape)
   return objectives.sequence(config, task, model, shape)
 
@@ -232,7 +234,7 @@ def objective(config: ml_collections.ConfigDict, task: Any, model: Any,
 def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
   """A text corpus: a decoder trained on every token (or an encoder as a masked language
   model), lengths that fit the text and tables."""
-  if config.model.family == 'decoder' and config.train.loss_on != 'all':
+  if families.of(config.model.family).causal and config.train.loss_on != 'all':
     raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
   lengths = list(config.eval.lengths)
   if not lengths or any(not config_lib.is_int(l) or l < 2 for l in lengths):
@@ -253,20 +255,23 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     raise ConfigError(f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
                       f'split) holds no window of {longest}; lower eval.lengths or raise '
                       'eval.lm_tokens')
-  if spec.bounded and (
-      longest > config.model.max_position):
-    raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                      f'longest window ({longest}); encoding {config.encoding!r} needs '
-                      f'max_position >= {longest}')
+  del spec
+
+
+def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+  """The longest window, trained or evaluated."""
+  del task
+  return (max(list(config.eval.lengths) + [config.train.max_length]),
+          f'the longest window of {config.task}')
 
 
 PROTOCOL = core.Protocol(
     name='perplexity', validate=validate, evaluate=evaluate, summary=summary,
     results=results_lib.PerplexityResults,
-    train_buckets=core.sequence_buckets,
-    train_shape=core.sequence_shape, train_batch=core.sequence_batch, model_sizes=model_sizes,
-    objective=objective, inputs=core.sequence_inputs, examples=examples,
+    # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
+    training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
+    longest_tokens=longest_tokens, longest_length=lambda config: max(config.eval.lengths),
+    examples=examples,
     example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
-    longest_length=lambda config: max(config.eval.lengths),
     example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths],
     example_specs=example_specs)

@@ -20,6 +20,7 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import families
 from posenc import models
 from posenc import objectives
 from posenc import population as population_lib
@@ -51,7 +52,7 @@ def train_batch(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
 
 def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
   """An encoder reads its classes off empty query tokens; a decoder writes them as tokens."""
-  if config.model.family == 'decoder':
+  if families.of(config.model.family).generates:
     return {'vocab_size': objectives.decoder_vocab(task).size, 'num_outputs': 1}
   return {'vocab_size': task.vocab_size, 'num_classes': task.num_classes}
 
@@ -230,7 +231,7 @@ def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, example
   answer ⊕ EOS (causal), or the encoder's inputs and empty query tokens."""
   batch = task.sample(key, examples, length)
   max_output = batch['targets'].shape[1]
-  if config.model.family == 'decoder':
+  if families.of(config.model.family).generates:
     tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
     return tokens, jnp.full((examples,), total), True
   tokens, seq_length = models.empty_output_layout(
@@ -239,8 +240,7 @@ def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, example
 
 
 def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
-  """A length past training to score, and tables that cover the longest sequence: inputs
-  and outputs at the longest length.
+  """A length past training to score.
 
   Example: train.max_length=8 with eval.lengths [4, 8] is refused (no length past 8: the
   score, the mean over the lengths past training, is undefined).
@@ -252,16 +252,16 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     raise ConfigError(f'the evaluation lengths ({lengths}) are all within train.max_length={n}:'
                       ' the score, the mean over the lengths past training, needs one past '
                       f'{n}; add one to eval.lengths or raise eval.max_length')
+  del task, spec
+
+
+def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+  """Inputs and outputs at the longest length, trained or evaluated; the decoder's
+  sequences add a separator and EOS, and it is fed all but the last token."""
   longest = max(config.eval.max_length, config.train.max_length)
-  # The decoder's sequences add a separator and EOS; it is fed all but the last token.
-  extra = 1 if config.model.family == 'decoder' else 0
-  tokens = longest + int(task.output_length(longest)) + extra
-  if spec.bounded and tokens > config.model.max_position:
-    raise ConfigError(
-        f'model.max_position={config.model.max_position} is smaller than the longest '
-        f'sequence ({tokens} tokens at length {longest} of {config.task} for the '
-        f'{config.model.family}); encoding {config.encoding!r} needs max_position >= '
-        f'{tokens}')
+  extra = 1 if families.of(config.model.family).generates else 0
+  return (longest + int(task.output_length(longest)) + extra,
+          f'at length {longest} of {config.task} for the {config.model.family}')
 
 
 # The config fields that decide `examples` (with the task and its options).
@@ -269,13 +269,16 @@ EXAMPLE_FIELDS = ('eval.seed', 'eval.max_length', 'eval.lengths', 'eval.stride',
                   'eval.bucket_size', 'eval.batch_size', 'eval.examples_per_length')
 
 
+# The study's training: a length per step from U{1..N}, one program per length bucket.
+TRAINING = core.Training('curriculum', buckets=train_buckets,
+                         shape=lambda config, task, bucket: bucket, batch=train_batch,
+                         objective=objectives.study, model_sizes=model_sizes, inputs=inputs)
+
 PROTOCOL = core.Protocol(
     name='range', validate=validate, evaluate=evaluate, summary=summary,
-    results=results_lib.RangeResults,
-    train_buckets=train_buckets,
-    train_shape=lambda config, task, bucket: bucket, train_batch=train_batch,
-    model_sizes=model_sizes, objective=objectives.study, inputs=inputs, examples=examples,
-    example_fields=EXAMPLE_FIELDS,
+    results=results_lib.RangeResults, training=TRAINING,
+    longest_tokens=longest_tokens,
     longest_length=lambda config: max(config_lib.eval_lengths(config)),
+    examples=examples, example_fields=EXAMPLE_FIELDS,
     example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)],
     example_specs=example_specs)

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from posenc import families
 from posenc import results as results_lib
 from posenc.report import core
 from posenc.report import load
@@ -21,9 +22,9 @@ FILE = 'perplexity.md'
 
 
 def label(record: results_lib.Results) -> str:
-  """A run's column: its encoding, and its model family unless a decoder's."""
-  family = record.family
-  return record.encoding if family == 'decoder' else f'{record.encoding} ({family})'
+  """A run's column: its encoding, and its model family unless a causal language model's."""
+  causal = families.of(record.family).causal
+  return record.encoding if causal else f'{record.encoding} ({record.family})'
 
 
 def by_mode(member: results_lib.PerplexityMember) -> dict[str, dict[int, float]] | None:

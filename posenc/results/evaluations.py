@@ -19,6 +19,7 @@ import abc
 import dataclasses
 from typing import Any, ClassVar, Mapping
 
+from posenc import families
 from posenc.results.members import (GridMember, LengthsMember, Member, PerplexityMember,
                                     RangeMember, SchemaError, finite_curve, ints,
                                     read_members, require)
@@ -100,7 +101,7 @@ class RangeResults(Evaluation):
 
   def metric_name(self, family: str, metric: str | None = None) -> str:
     """A decoder generates its outputs: exact match; an encoder: per-token accuracy."""
-    return self._chosen(metric, 'exact_match' if family == 'decoder' else 'accuracy')
+    return self._chosen(metric, 'exact_match' if families.of(family).generates else 'accuracy')
 
   def score_of(self, member: RangeMember, family: str, metric: str | None = None
                ) -> float | None:

@@ -16,6 +16,7 @@ from experiments import sorting_hints
 from posenc import checkpoint
 from posenc import population as population_lib
 from posenc import train
+from posenc import setup
 
 
 def main():
@@ -37,8 +38,8 @@ def main():
     r8 = train.train_and_evaluate(config, d8)
     states = []
     for d, devices in ((d1, jax.local_devices()[:1]), (d8, None)):
-      population = population_lib.Population(config, devices)
-      model = train.make_model(config, train.config_lib.task_of(config))
+      run = setup.build(config, devices)
+      population, model = run.population, run.model
       manager = checkpoint.checkpoint_manager(d)
       state, _ = checkpoint.restore_state(manager, manager.latest_step(), (
           population_lib.init_state(config, model, population, abstract=True)), population)
