@@ -41,22 +41,25 @@ ARCHITECTURES = ('standard', 'standard_ii', 'looped')
 # multiplication (M = 30: twice n) and bitwise OR (M = 100, as for addition), and no "beyond"
 # diagonal for the tasks other than addition.
 PAPER = {
-    'addition': dict(n=20, grid_max=100, beyond=list(range(101, 161)), depth=16, looped='8x2'),
-    'addition_subtraction': dict(n=20, grid_max=100, beyond=list(range(101, 161)), depth=16,
-                                 looped='8x2'),
-    'multiplication': dict(n=15, grid_max=30, beyond=[], depth=16, looped='4x4'),
-    'sorting': dict(n=10, grid_max=30, beyond=[], depth=8, looped='4x2'),
-    'bitwise_or': dict(n=20, grid_max=100, beyond=[], depth=16, looped='8x2'),
+  'addition': dict(n=20, grid_max=100, beyond=list(range(101, 161)), depth=16, looped='8x2'),
+  'addition_subtraction': dict(
+    n=20, grid_max=100, beyond=list(range(101, 161)), depth=16, looped='8x2'
+  ),
+  'multiplication': dict(n=15, grid_max=30, beyond=[], depth=16, looped='4x4'),
+  'sorting': dict(n=10, grid_max=30, beyond=[], depth=8, looped='4x2'),
+  'bitwise_or': dict(n=20, grid_max=100, beyond=[], depth=16, looped='8x2'),
 }
 ENCODINGS = ('abacus', 'fire', 'none')
 
 
 def _arg(arg):
-  parsed = config_lib.parse_arg(arg, task='addition', encoding='abacus',
-                                architecture='looped', looped='', cpu=False, tiny=False)
+  parsed = config_lib.parse_arg(
+    arg, task='addition', encoding='abacus', architecture='looped', looped='', cpu=False, tiny=False
+  )
   if parsed.task not in PAPER:
-    raise config_lib.ConfigError(f'unknown task {parsed.task!r} for this study; valid: '
-                                 f'{", ".join(PAPER)}')
+    raise config_lib.ConfigError(
+      f'unknown task {parsed.task!r} for this study; valid: {", ".join(PAPER)}'
+    )
   parsed.looped = parsed.looped or PAPER[parsed.task]['looped']
   return parsed
 
@@ -65,8 +68,9 @@ def _loop(text):
   try:
     layers, recurrences = (int(x) for x in text.lower().split('x'))
   except ValueError:
-    raise config_lib.ConfigError(f'bad looped={text!r}; write layers x recurrences, e.g. '
-                                 'looped=8x2') from None
+    raise config_lib.ConfigError(
+      f'bad looped={text!r}; write layers x recurrences, e.g. looped=8x2'
+    ) from None
   return layers, recurrences
 
 
@@ -74,8 +78,9 @@ def architecture(config, name, layers, recurrences):
   """Sets `name`'s structure: standard (layers), standard_ii (with input injection), looped
   (layers x recurrences with input injection and the progressive loss at α = 1)."""
   if name not in ARCHITECTURES:
-    raise config_lib.ConfigError(f'unknown architecture {name!r}; valid: '
-                                 f'{", ".join(ARCHITECTURES)}')
+    raise config_lib.ConfigError(
+      f'unknown architecture {name!r}; valid: {", ".join(ARCHITECTURES)}'
+    )
   config.model.num_layers = layers
   config.model.recurrences = recurrences if name == 'looped' else 1
   config.model.injection = 'none' if name == 'standard' else 'layer'
@@ -110,8 +115,9 @@ def get_config(arg=None):
   c.eval.grid_max, c.eval.samples_per_cell = paper['grid_max'], 100
   c.eval.beyond = list(paper['beyond'])
   c.eval.bucket_size = 16
-  layers, recurrences = ((paper['depth'], 1) if parsed.architecture != 'looped'
-                         else _loop(parsed.looped))
+  layers, recurrences = (
+    (paper['depth'], 1) if parsed.architecture != 'looped' else _loop(parsed.looped)
+  )
   if parsed.cpu:
     c.model.d_model, c.model.num_heads, c.model.ffn_size = 64, 4, 128
     layers, recurrences = (4, 1) if parsed.architecture != 'looped' else (2, 2)
@@ -129,8 +135,7 @@ def get_config(arg=None):
   architecture(c, parsed.architecture, layers, recurrences)
   if parsed.tiny:
     c.model.d_model, c.model.num_heads, c.model.ffn_size = 16, 2, 32
-    architecture(c, parsed.architecture, *((2, 1) if parsed.architecture != 'looped'
-                                           else (1, 2)))
+    architecture(c, parsed.architecture, *((2, 1) if parsed.architecture != 'looped' else (1, 2)))
     c.model.max_position = 64
     c.seeds, c.learning_rates = [0, 1], [1e-3]
     c.train.steps, c.train.batch_size, c.train.max_length = 20, 8, 3
@@ -147,14 +152,21 @@ def grid(arg=None):
 
   def cell(encoding, name, layers, recurrences):
     config = architecture(config_lib.base_config(), name, layers, recurrences)
-    return {'task': parsed.task, 'encoding': encoding, 'model.num_layers': layers,
-            'model.recurrences': config.model.recurrences,
-            'model.injection': config.model.injection,
-            'train.progressive_alpha': config.train.progressive_alpha}
+    return {
+      'task': parsed.task,
+      'encoding': encoding,
+      'model.num_layers': layers,
+      'model.recurrences': config.model.recurrences,
+      'model.injection': config.model.injection,
+      'train.progressive_alpha': config.train.progressive_alpha,
+    }
 
   if parsed.cpu:
-    return [cell(e, name, *shape) for name, shape in (('standard', (4, 1)), ('looped', (2, 2)))
-            for e in ENCODINGS]
+    return [
+      cell(e, name, *shape)
+      for name, shape in (('standard', (4, 1)), ('looped', (2, 2)))
+      for e in ENCODINGS
+    ]
   depth = PAPER[parsed.task]['depth']
   figure3 = [cell(e, name, depth, 1) for name in ('standard', 'standard_ii') for e in ENCODINGS]
   loops = [(depth // r, r) for r in (2, 4, 8, 16) if r <= depth]

@@ -47,14 +47,19 @@ def get_config(arg=None):
   scale = ','.join(flag for flag in ('cpu', 'tiny') if getattr(parsed, flag))
   if parsed.study == 'arithmetic':
     config = abacus_arithmetic.get_config(
-        ','.join(filter(None, ['task=addition', 'encoding=position_coupling', scale])))
+      ','.join(filter(None, ['task=addition', 'encoding=position_coupling', scale]))
+    )
     # Coupled ids up to P = K + n + 1, the largest Abacus index in training (an answer of
     # n + 1 digits at its largest offset K): both tables are trained over rows 0..K + n + 1.
-    config.encoding_options.coupling_max_position = (config.encoding_options.abacus_offset
-                                                     + config.train.max_length + 1)
+    config.encoding_options.coupling_max_position = (
+      config.encoding_options.abacus_offset + config.train.max_length + 1
+    )
   else:
-    config = rpe_decoder.get_config(','.join(filter(None, [
-        f'task={TASKS[0]}', f'encoding={NEW[0]}', 'tiny' if parsed.tiny else ''])))
+    config = rpe_decoder.get_config(
+      ','.join(
+        filter(None, [f'task={TASKS[0]}', f'encoding={NEW[0]}', 'tiny' if parsed.tiny else ''])
+      )
+    )
     if parsed.cpu:
       quickstart.cpu_scale(config)
       # 27 cells of 3 members each: a smaller model and budget keep a cell under a minute.

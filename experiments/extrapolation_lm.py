@@ -27,17 +27,29 @@ from ml_collections import config_dict
 
 from posenc import config as config_lib
 
-CPU_ENCODINGS = ('none', 'learned', 'sin_cos', 'alibi', 'kerple_log', 'type1', 'type2',
-                 'inverse_n', 'inverse_n_log_n', 'randomized_sin_cos', 'randomized_type1')
-PAPER_LENGTHS = (512, 768, 1024, 1280, 1536, 1792, 2048, 3072, 4096, 5120, 6144, 7168, 8192,
-                 9216)
+CPU_ENCODINGS = (
+  'none',
+  'learned',
+  'sin_cos',
+  'alibi',
+  'kerple_log',
+  'type1',
+  'type2',
+  'inverse_n',
+  'inverse_n_log_n',
+  'randomized_sin_cos',
+  'randomized_type1',
+)
+PAPER_LENGTHS = (512, 768, 1024, 1280, 1536, 1792, 2048, 3072, 4096, 5120, 6144, 7168, 8192, 9216)
 
 
 def _arg(arg):
   parsed = config_lib.parse_arg(arg, encoding='type1', family='decoder', cpu=False, tiny=False)
   if parsed.family not in ('decoder', 'encoder'):
-    raise config_lib.ConfigError(f'unknown family {parsed.family!r}; valid: decoder (a causal '
-                                 'language model), encoder (a masked language model)')
+    raise config_lib.ConfigError(
+      f'unknown family {parsed.family!r}; valid: decoder (a causal '
+      'language model), encoder (a masked language model)'
+    )
   return parsed
 
 
@@ -47,10 +59,18 @@ def get_config(arg=None):
   c.task = 'python_stdlib'
   c.encoding = parsed.encoding
   # The bias families' options (posenc.encodings.families), settable from the command line.
-  c.encoding_options.update({
-      'bias_two_sided': False, 'bias_r': config_dict.placeholder(float),
-      'bias_k': config_dict.placeholder(float), 'kerple_r_min': 0.01, 'bias_window': 128,
-      'sandwich_dim': 0, 't5_buckets': 32, 't5_max_distance': 128})
+  c.encoding_options.update(
+    {
+      'bias_two_sided': False,
+      'bias_r': config_dict.placeholder(float),
+      'bias_k': config_dict.placeholder(float),
+      'kerple_r_min': 0.01,
+      'bias_window': 128,
+      'sandwich_dim': 0,
+      't5_buckets': 32,
+      't5_max_distance': 128,
+    }
+  )
   c.task_options.valid_percent = 10
   c.task_options.max_train_bytes = 4_000_000
   c.task_options.max_valid_bytes = 400_000
@@ -97,10 +117,30 @@ def grid(arg=None):
   With family=encoder: Haviv et al.'s masked-LM comparison (none, learned, sin/cos, ALiBi)."""
   parsed = _arg(arg)
   if parsed.family == 'encoder':
-    return [{'task': 'python_stdlib', 'encoding': name, 'model.family': 'encoder'}
-            for name in ('none', 'learned', 'sin_cos', 'alibi')]
-  names = CPU_ENCODINGS if parsed.cpu or parsed.tiny else (
-      'sin_cos', 'alibi', 'kerple_log', 'kerple_power', 'sandwich', 'type1', 'type2',
-      'inverse_n', 'inverse_n_log_n', 'none', 'learned', 'randomized_sin_cos',
-      'randomized_alibi', 'randomized_kerple_log', 'randomized_type1', 'randomized_type2')
+    return [
+      {'task': 'python_stdlib', 'encoding': name, 'model.family': 'encoder'}
+      for name in ('none', 'learned', 'sin_cos', 'alibi')
+    ]
+  names = (
+    CPU_ENCODINGS
+    if parsed.cpu or parsed.tiny
+    else (
+      'sin_cos',
+      'alibi',
+      'kerple_log',
+      'kerple_power',
+      'sandwich',
+      'type1',
+      'type2',
+      'inverse_n',
+      'inverse_n_log_n',
+      'none',
+      'learned',
+      'randomized_sin_cos',
+      'randomized_alibi',
+      'randomized_kerple_log',
+      'randomized_type1',
+      'randomized_type2',
+    )
+  )
   return [{'task': 'python_stdlib', 'encoding': name} for name in names]

@@ -33,8 +33,9 @@ def cpu_scale(config):
 
 
 def get_config(arg=None):
-  arg = config_lib.parse_arg(arg, task='even_pairs', standard='rotary',
-                             randomized='randomized_rotary', tiny=False)
+  arg = config_lib.parse_arg(
+    arg, task='even_pairs', standard='rotary', randomized='randomized_rotary', tiny=False
+  )
   config = cpu_scale(config_lib.base_config())
   config.task = arg.task
   config.encoding = arg.standard
@@ -44,6 +45,7 @@ def get_config(arg=None):
 
 
 def grid(arg=None):
-  arg = config_lib.parse_arg(arg, task='even_pairs', standard='rotary',
-                             randomized='randomized_rotary', tiny=False)
+  arg = config_lib.parse_arg(
+    arg, task='even_pairs', standard='rotary', randomized='randomized_rotary', tiny=False
+  )
   return [{'task': arg.task, 'encoding': e} for e in (arg.standard, arg.randomized)]

@@ -54,6 +54,8 @@ def get_config(arg=None):
 def grid(arg=None):
   """Every task in both modes: [{'task', 'encoding', 'encoding_options.relative_mode'}]."""
   parsed = _arg(arg)
-  return [{'task': task, 'encoding': 'randomized_relative',
-           'encoding_options.relative_mode': mode}
-          for task in parsed.tasks.split('/') for mode in MODES]
+  return [
+    {'task': task, 'encoding': 'randomized_relative', 'encoding_options.relative_mode': mode}
+    for task in parsed.tasks.split('/')
+    for mode in MODES
+  ]

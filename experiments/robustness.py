@@ -20,8 +20,15 @@ tasks=a+b, standard=ENCODING, randomized=ENCODING, seeds=K, data_seeds=K. Withou
 from experiments import quickstart
 from posenc import config as config_lib
 
-_DEFAULTS = dict(tasks='even_pairs+reverse_string', standard='rotary',
-                 randomized='randomized_rotary', seeds=0, data_seeds=0, cpu=False, tiny=False)
+_DEFAULTS = dict(
+  tasks='even_pairs+reverse_string',
+  standard='rotary',
+  randomized='randomized_rotary',
+  seeds=0,
+  data_seeds=0,
+  cpu=False,
+  tiny=False,
+)
 
 
 def get_config(arg=None):
@@ -50,5 +57,6 @@ def get_config(arg=None):
 
 def grid(arg=None):
   arg = config_lib.parse_arg(arg, **_DEFAULTS)
-  return [{'task': t, 'encoding': e} for t in arg.tasks.split('+')
-          for e in (arg.standard, arg.randomized)]
+  return [
+    {'task': t, 'encoding': e} for t in arg.tasks.split('+') for e in (arg.standard, arg.randomized)
+  ]

@@ -27,14 +27,21 @@ CPU_ENCODINGS = ('none', 'rotary', 'randomized_rotary')
 
 
 def _arg(arg):
-  return config_lib.parse_arg(arg, task='reverse_string', encoding='randomized_rotary',
-                              relative_mode='reference', cpu=False, tiny=False)
+  return config_lib.parse_arg(
+    arg,
+    task='reverse_string',
+    encoding='randomized_rotary',
+    relative_mode='reference',
+    cpu=False,
+    tiny=False,
+  )
 
 
 def get_config(arg=None):
   parsed = _arg(arg)
-  config = rpe_table1.get_config(f'task={parsed.task},encoding={parsed.encoding},'
-                                 f'relative_mode={parsed.relative_mode}')
+  config = rpe_table1.get_config(
+    f'task={parsed.task},encoding={parsed.encoding},relative_mode={parsed.relative_mode}'
+  )
   config.model.family = 'decoder'
   if parsed.cpu:
     quickstart.cpu_scale(config)

@@ -25,8 +25,13 @@ import tasks
 
 
 def get_config(arg=None):
-  arg = config_lib.parse_arg(arg, task='reverse_string', encoding='randomized_relative',
-                             relative_mode='reference', tiny=False)
+  arg = config_lib.parse_arg(
+    arg,
+    task='reverse_string',
+    encoding='randomized_relative',
+    relative_mode='reference',
+    tiny=False,
+  )
   config = config_lib.base_config()
   config.task = arg.task
   config.encoding = arg.encoding

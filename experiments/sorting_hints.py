@@ -40,8 +40,10 @@ TASKS = {'sorting': 'sorting_hinted', 'increment': 'increment'}
 HINTS = {'sorting': ('successor', 'count', 'fill'), 'increment': ('carry',)}
 # The paper's test distributions, and for sorting our 'distinct' (n different values), which
 # separates length generalization from the handling of duplicates.
-DISTRIBUTIONS = {'sorting': ['uniform', 'rep2', 'rep3', 'rep4', 'rep5', 'distinct'],
-                 'increment': ['uniform', 'nines']}
+DISTRIBUTIONS = {
+  'sorting': ['uniform', 'rep2', 'rep3', 'rep4', 'rep5', 'distinct'],
+  'increment': ['uniform', 'nines'],
+}
 TEMPERATURES = ('none', 'fixed', 'learned')
 # Chosen by measurement at CPU scale without hints (docs/hints.md): of none, rotary, alibi,
 # t5 and fire, FIRE sorted the most length-20 inputs exactly and had the smallest edit
@@ -50,19 +52,32 @@ DEFAULT_ENCODING = 'fire'
 
 
 def _arg(arg):
-  parsed = config_lib.parse_arg(arg, task='sorting', hint='none', encoding=DEFAULT_ENCODING,
-                                temperature='none', beta=1.0, dataset=-1, modified=False,
-                                schedule='alternate', cpu=False, tiny=False)
+  parsed = config_lib.parse_arg(
+    arg,
+    task='sorting',
+    hint='none',
+    encoding=DEFAULT_ENCODING,
+    temperature='none',
+    beta=1.0,
+    dataset=-1,
+    modified=False,
+    schedule='alternate',
+    cpu=False,
+    tiny=False,
+  )
   if parsed.task not in TASKS:
-    raise config_lib.ConfigError(f'unknown task {parsed.task!r} for this study; valid: '
-                                 f'{", ".join(TASKS)}')
+    raise config_lib.ConfigError(
+      f'unknown task {parsed.task!r} for this study; valid: {", ".join(TASKS)}'
+    )
   valid = ('none', *HINTS[parsed.task], 'all')
   if parsed.hint not in valid:
-    raise config_lib.ConfigError(f'unknown hint {parsed.hint!r} for task {parsed.task!r}; '
-                                 f'valid: {", ".join(valid)}')
+    raise config_lib.ConfigError(
+      f'unknown hint {parsed.hint!r} for task {parsed.task!r}; valid: {", ".join(valid)}'
+    )
   if parsed.temperature not in TEMPERATURES:
-    raise config_lib.ConfigError(f'unknown temperature {parsed.temperature!r}; valid: '
-                                 f'{", ".join(TEMPERATURES)}')
+    raise config_lib.ConfigError(
+      f'unknown temperature {parsed.temperature!r}; valid: {", ".join(TEMPERATURES)}'
+    )
   return parsed
 
 
@@ -87,7 +102,7 @@ def get_config(arg=None):
   c.model.num_layers = 2 if sorting else 4
   c.model.d_model, c.model.num_heads, c.model.ffn_size = 1024, 16, 4096
   c.model.norm, c.model.dropout = 'pre', 0.0
-  c.model.max_position = 256    # the longest test sequence: 201 tokens (sorting at 100)
+  c.model.max_position = 256  # the longest test sequence: 201 tokens (sorting at 100)
   c.model.temperature, c.model.temperature_beta = parsed.temperature, parsed.beta
   c.train.optimizer, c.train.schedule, c.train.warmup = 'adam', 'cosine', 0.1
   c.train.hint_schedule = parsed.schedule
@@ -105,7 +120,7 @@ def get_config(arg=None):
     c.seeds, c.learning_rates = [0, 1], [1e-3]
     c.train.steps, c.train.batch_size = 4000, 64
     c.train.log_every, c.checkpoint_every = 250, 1000
-    c.train.steps_per_dispatch = 50   # one dispatch per 50 steps: same result, 1.5x faster here
+    c.train.steps_per_dispatch = 50  # one dispatch per 50 steps: same result, 1.5x faster here
     c.train.dataset_size = 0 if parsed.dataset < 0 else parsed.dataset
     c.eval.lengths = [5, 10, 20, 30, 50, 75, 100] if sorting else [5, 10, 20, 30, 50]
     c.eval.examples_per_length, c.eval.batch_size = 256, 128
@@ -131,9 +146,10 @@ def grid(arg=None):
   task = TASKS[parsed.task]
   first = HINTS[parsed.task][0]
   if parsed.cpu or parsed.tiny:
-    return [{'task': task, 'encoding': parsed.encoding, 'hints': hints}
-            for hints in ([], [first])]
+    return [{'task': task, 'encoding': parsed.encoding, 'hints': hints} for hints in ([], [first])]
   variants = [hints_of(parsed.task, h) for h in ('none', *HINTS[parsed.task], 'all')]
-  return [{'task': task, 'encoding': parsed.encoding, 'hints': hints,
-           'model.temperature': temperature}
-          for temperature in ('none', 'learned') for hints in variants]
+  return [
+    {'task': task, 'encoding': parsed.encoding, 'hints': hints, 'model.temperature': temperature}
+    for temperature in ('none', 'learned')
+    for hints in variants
+  ]

@@ -1,6 +1,6 @@
 """A 2 x 2 grid in tiny mode: what the sweep tests (and a quick try of launch.sweep) run.
 
-  python -m launch.sweep --config=experiments/sweep_tiny.py --workdir=/tmp/sweep_tiny
+python -m launch.sweep --config=experiments/sweep_tiny.py --workdir=/tmp/sweep_tiny
 """
 
 from experiments import rpe_table1
@@ -19,5 +19,8 @@ def get_config(arg=None):
 
 def grid(arg=None):
   config_lib.parse_arg(arg)
-  return [{'task': t, 'encoding': e} for t in ('parity_check', 'reverse_string')
-          for e in ('none', 'randomized_relative')]
+  return [
+    {'task': t, 'encoding': e}
+    for t in ('parity_check', 'reverse_string')
+    for e in ('none', 'randomized_relative')
+  ]

@@ -43,6 +43,7 @@ checkpoint, ε outside (0, 1), a horizon < 2 or past receptive.MAX_HORIZON (10^8
 that is a file or below one) is one line `error: ...`, exit status 2, nothing written; each
 is checked before anything is computed. A full disk is one line naming the file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,13 +78,13 @@ class Analysis:
   Example: ANALYSES['trf'].add_flags(parser); ANALYSES['trf'].main(parser.parse_args([]))
   writes analysis/trf/trf.json and trf.png.
   """
+
   help: str
   add_flags: Callable[[argparse.ArgumentParser], None]
   main: Callable[[argparse.Namespace], None]
 
 
 class _Parser(argparse.ArgumentParser):
-
   def error(self, message: str) -> NoReturn:
     common.fail(f'{self.prog}: {message} (see {self.prog} --help)')
 
@@ -108,8 +109,11 @@ def _write_png(out: str, name: str, fig: Any) -> None:
 
 
 def trf_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument('--encodings', default='type1,type2,alibi,kerple_log,inverse_n,'
-                      'inverse_n_log_n', help='bias encodings, comma-separated')
+  parser.add_argument(
+    '--encodings',
+    default='type1,type2,alibi,kerple_log,inverse_n,inverse_n_log_n',
+    help='bias encodings, comma-separated',
+  )
   parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
   parser.add_argument('--horizons', default=','.join(str(h) for h in receptive.HORIZONS))
   parser.add_argument('--num_heads', type=int, default=8)
@@ -120,8 +124,10 @@ def trf_flags(parser: argparse.ArgumentParser) -> None:
 def trf_main(args: argparse.Namespace) -> None:
   names = [n for n in args.encodings.split(',') if n]
   if not names:
-    common.fail(f'--encodings={args.encodings!r} names no encoding; give bias encodings, e.g. '
-                '--encodings=type1,alibi')
+    common.fail(
+      f'--encodings={args.encodings!r} names no encoding; give bias encodings, e.g. '
+      '--encodings=type1,alibi'
+    )
   for name in names:
     try:
       receptive.family_of(name)
@@ -133,37 +139,57 @@ def trf_main(args: argparse.Namespace) -> None:
     common.fail(f'--horizons={args.horizons} needs at least two horizons, each >= 2')
   horizons = sorted(horizons)
   if horizons[-1] > receptive.MAX_HORIZON:
-    common.fail(f'--horizons={args.horizons}: {horizons[-1]:,} exceeds the limit of '
-                f'{receptive.MAX_HORIZON:,} (receptive.MAX_HORIZON)')
+    common.fail(
+      f'--horizons={args.horizons}: {horizons[-1]:,} exceeds the limit of '
+      f'{receptive.MAX_HORIZON:,} (receptive.MAX_HORIZON)'
+    )
   common.check_out_dir(args.out, '--out')
   for flag, value in (('--num_heads', args.num_heads), ('--head_dim', args.head_dim)):
     if value < 1:
       common.fail(f'{flag}={value} must be a positive integer')
   need = 8 * args.num_heads * horizons[-1]  # float64 [heads, horizon]
   if need > MAX_BYTES:
-    common.fail(f'--num_heads={args.num_heads} at horizon {horizons[-1]:,} needs '
-                f'{need / 2**30:.1f} GiB of weights, above {MAX_BYTES / 2**30:g} GiB; lower '
-                '--num_heads or --horizons')
+    common.fail(
+      f'--num_heads={args.num_heads} at horizon {horizons[-1]:,} needs '
+      f'{need / 2**30:.1f} GiB of weights, above {MAX_BYTES / 2**30:g} GiB; lower '
+      '--num_heads or --horizons'
+    )
   kwargs = {'num_heads': args.num_heads, 'head_dim': args.head_dim}
   results, curves = [], {}
   grid = analysis_plots.EPS_GRID
   for name in names:
     per_eps = {str(e): receptive.convergence(name, e, horizons, **kwargs) for e in eps}
     first = next(iter(per_eps.values()))
-    results.append({'encoding': name, 'eps': per_eps, 'converges': first['converges'],
-                    'basis': first['basis'],
-                    'settles': all(r['settles'] for r in per_eps.values())})
+    results.append(
+      {
+        'encoding': name,
+        'eps': per_eps,
+        'converges': first['converges'],
+        'basis': first['basis'],
+        'settles': all(r['settles'] for r in per_eps.values()),
+      }
+    )
     w = receptive.weights(name, horizons[0], **kwargs)
     curves[name] = receptive.trf(w, grid).max(axis=0) / horizons[0]
-    print(f'{name:22s} ' + '  '.join(
-        f'eps={e}: ' + '/'.join(f'{max(t):,}' for t in r['trf'])
-        for e, r in per_eps.items()) + _verdict(results[-1]))
+    print(
+      f'{name:22s} '
+      + '  '.join(
+        f'eps={e}: ' + '/'.join(f'{max(t):,}' for t in r['trf']) for e, r in per_eps.items()
+      )
+      + _verdict(results[-1])
+    )
   shown = '/'.join(f'{h:,}' for h in horizons)
   print(f"(the widest head's TRF at horizons {shown})")
   common.make_dir(args.out, '--out')
-  io.write_json_atomic(os.path.join(args.out, 'trf.json'), {
-      'horizons': horizons, 'num_heads': args.num_heads, 'head_dim': args.head_dim,
-      'encodings': results})
+  io.write_json_atomic(
+    os.path.join(args.out, 'trf.json'),
+    {
+      'horizons': horizons,
+      'num_heads': args.num_heads,
+      'head_dim': args.head_dim,
+      'encodings': results,
+    },
+  )
   _write_png(args.out, 'trf.png', analysis_plots.trf_figure(grid, curves, horizons[0]))
   print(f'wrote {args.out}/trf.json and {args.out}/trf.png')
 
@@ -184,8 +210,12 @@ def _run_flags(parser: argparse.ArgumentParser, name: str) -> None:
   parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
   parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
   parser.add_argument('--out', default=f'analysis/{name}')
-  parser.add_argument('--max_memory_gb', type=float, default=8.0,
-                      help='refuse inputs whose attention weights would need more (GiB)')
+  parser.add_argument(
+    '--max_memory_gb',
+    type=float,
+    default=8.0,
+    help='refuse inputs whose attention weights would need more (GiB)',
+  )
 
 
 def _load(args: argparse.Namespace) -> analysis.Run:
@@ -218,8 +248,7 @@ def erf_main(args: argparse.Namespace) -> None:
     common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
   run = _load(args)
   try:
-    rows = analysis.attention_rows(run, args.length, args.examples, args.seed,
-                                   _max_bytes(args))
+    rows = analysis.attention_rows(run, args.length, args.examples, args.seed, _max_bytes(args))
   except ValueError as e:
     common.fail(e)
   summary = analysis.erf_summary(rows, eps)
@@ -227,26 +256,42 @@ def erf_main(args: argparse.Namespace) -> None:
   curves = analysis.erf_summary(rows, grid)
   for e, result in summary['eps'].items():
     for i, heads in enumerate(result['layers']):
-      print(f'eps={e} layer {i}: ' + '  '.join(
-          f'h{h}: {hd["mean"]:.1f} ({hd["mean_share"]:.2f})' for h, hd in enumerate(heads)))
+      print(
+        f'eps={e} layer {i}: '
+        + '  '.join(
+          f'h{h}: {hd["mean"]:.1f} ({hd["mean_share"]:.2f})' for h, hd in enumerate(heads)
+        )
+      )
   print('(mean ERF in keys per head, and as a share of the keys attended)')
   common.make_dir(args.out, '--out')
-  io.write_json_atomic(os.path.join(args.out, 'erf.json'), {
-      'workdir': args.workdir, 'step': run.step, 'member': run.member,
-      'encoding': run.config.encoding, 'length': args.length, 'examples': args.examples,
-      'causal': rows['causal'], **summary})
-  _write_png(args.out, 'erf.png',
-             analysis_plots.erf_figure(grid, curves, run.config.encoding, args.length))
+  io.write_json_atomic(
+    os.path.join(args.out, 'erf.json'),
+    {
+      'workdir': args.workdir,
+      'step': run.step,
+      'member': run.member,
+      'encoding': run.config.encoding,
+      'length': args.length,
+      'examples': args.examples,
+      'causal': rows['causal'],
+      **summary,
+    },
+  )
+  _write_png(
+    args.out, 'erf.png', analysis_plots.erf_figure(grid, curves, run.config.encoding, args.length)
+  )
   print(f'wrote {args.out}/erf.json and {args.out}/erf.png')
 
 
 def _lengths_flags(name: str, examples: int) -> Callable[[argparse.ArgumentParser], None]:
   """The flags of attention_maps and activation_pca (`examples`: the default of --examples)."""
+
   def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--lengths', default='40,100', help='input lengths')
     parser.add_argument('--examples', type=int, default=examples, help='inputs drawn per length')
     parser.add_argument('--layer', type=int, default=-1, help='activation_pca: the layer')
     _run_flags(parser, name)
+
   return add_flags
 
 
@@ -259,8 +304,9 @@ def _rows_at(args: argparse.Namespace) -> tuple[analysis.Run, list[int], list[di
   try:
     for n in lengths:  # Every length before any is computed.
       analysis.check_inputs(run, n, args.examples, _max_bytes(args))
-    rows = [analysis.attention_rows(run, n, args.examples, args.seed, _max_bytes(args))
-            for n in lengths]
+    rows = [
+      analysis.attention_rows(run, n, args.examples, args.seed, _max_bytes(args)) for n in lengths
+    ]
   except ValueError as e:
     common.fail(e)
   return run, lengths, rows
@@ -280,18 +326,30 @@ def pca_main(args: argparse.Namespace) -> None:
   run, lengths, rows = _rows_at(args)
   layers = len(rows[0]['hidden'])
   if not -layers <= args.layer < layers:
-    common.fail(f'--layer={args.layer} is not a layer of the model (0..{layers - 1}, or '
-                'negative from the last)')
+    common.fail(
+      f'--layer={args.layer} is not a layer of the model (0..{layers - 1}, or '
+      'negative from the last)'
+    )
   layer = args.layer % layers
   result = analysis.activation_pca(rows[0], rows, layer)
   fig = analysis_plots.activation_pca_figure(result, lengths, run.config.encoding, layer)
   common.make_dir(args.out, '--out')
   _write_png(args.out, 'activation_pca.png', fig)
-  io.write_json_atomic(os.path.join(args.out, 'activation_pca.json'), {
-      'workdir': args.workdir, 'step': run.step, 'member': run.member, 'layer': layer,
-      'lengths': lengths, 'explained_variance_ratio': result['explained']})
-  print(f'layer {layer}: the two components explain {result["explained"][0]:.1%} and '
-        f'{result["explained"][1]:.1%} at length {lengths[0]}; wrote {args.out}/activation_pca.png')
+  io.write_json_atomic(
+    os.path.join(args.out, 'activation_pca.json'),
+    {
+      'workdir': args.workdir,
+      'step': run.step,
+      'member': run.member,
+      'layer': layer,
+      'lengths': lengths,
+      'explained_variance_ratio': result['explained'],
+    },
+  )
+  print(
+    f'layer {layer}: the two components explain {result["explained"][0]:.1%} and '
+    f'{result["explained"][1]:.1%} at length {lengths[0]}; wrote {args.out}/activation_pca.png'
+  )
 
 
 def probe_flags(parser: argparse.ArgumentParser) -> None:
@@ -304,29 +362,46 @@ def probe_flags(parser: argparse.ArgumentParser) -> None:
 
 def probe_main(args: argparse.Namespace) -> None:
   test_length = args.test_length or args.length
-  for flag, value in (('--length', args.length), ('--test_length', test_length),
-                      ('--examples', args.examples), ('--steps', args.steps)):
+  for flag, value in (
+    ('--length', args.length),
+    ('--test_length', test_length),
+    ('--examples', args.examples),
+    ('--steps', args.steps),
+  ):
     if value < 1:
       common.fail(f'{flag}={value} must be a positive integer')
   run = _load(args)
   try:
-    train_rows = [analysis.attention_rows(run, args.length, args.examples, args.seed + i,
-                                          _max_bytes(args)) for i in range(4)]
-    test_rows = [analysis.attention_rows(run, test_length, args.examples, args.seed + 100,
-                                         _max_bytes(args))]
+    train_rows = [
+      analysis.attention_rows(run, args.length, args.examples, args.seed + i, _max_bytes(args))
+      for i in range(4)
+    ]
+    test_rows = [
+      analysis.attention_rows(run, test_length, args.examples, args.seed + 100, _max_bytes(args))
+    ]
   except ValueError as e:
     common.fail(e)
   layers = probe.probe_layers(train_rows, test_rows, steps=args.steps, seed=args.seed)
   for i, r in enumerate(layers):
-    print(f'layer {i}: mean |predicted - true position| {r["mean_abs_distance"]:.2f} '
-          f'(random guessing {r["baseline"]:.2f}; train accuracy {r["train_accuracy"]:.2f})')
+    print(
+      f'layer {i}: mean |predicted - true position| {r["mean_abs_distance"]:.2f} '
+      f'(random guessing {r["baseline"]:.2f}; train accuracy {r["train_accuracy"]:.2f})'
+    )
   fig = analysis_plots.position_probe_figure(layers, run.config.encoding, args.length)
   common.make_dir(args.out, '--out')
   _write_png(args.out, 'position_probe.png', fig)
-  io.write_json_atomic(os.path.join(args.out, 'position_probe.json'), {
-      'workdir': args.workdir, 'step': run.step, 'member': run.member,
-      'encoding': run.config.encoding, 'length': args.length, 'test_length': test_length,
-      'layers': layers})
+  io.write_json_atomic(
+    os.path.join(args.out, 'position_probe.json'),
+    {
+      'workdir': args.workdir,
+      'step': run.step,
+      'member': run.member,
+      'encoding': run.config.encoding,
+      'length': args.length,
+      'test_length': test_length,
+      'layers': layers,
+    },
+  )
   print(f'wrote {args.out}/position_probe.json and {args.out}/position_probe.png')
 
 
@@ -345,22 +420,35 @@ def shuffle_main(args: argparse.Namespace) -> None:
     result = analysis.prefix_shuffle(run, args.length, args.examples, args.seed)
   except (analysis.AnalysisError, ValueError) as e:
     common.fail(e)
-  print(f'{run.config.encoding}: loss at position {args.length} {result["loss"]:.4f} as '
-        f'written, {result["shuffled_loss"]:.4f} with the prefix shuffled '
-        f'(+{result["increase"]:.4f})')
+  print(
+    f'{run.config.encoding}: loss at position {args.length} {result["loss"]:.4f} as '
+    f'written, {result["shuffled_loss"]:.4f} with the prefix shuffled '
+    f'(+{result["increase"]:.4f})'
+  )
   common.make_dir(args.out, '--out')
-  io.write_json_atomic(os.path.join(args.out, 'prefix_shuffle.json'), {
-      'workdir': args.workdir, 'step': run.step, 'member': run.member,
-      'encoding': run.config.encoding, **result})
+  io.write_json_atomic(
+    os.path.join(args.out, 'prefix_shuffle.json'),
+    {
+      'workdir': args.workdir,
+      'step': run.step,
+      'member': run.member,
+      'encoding': run.config.encoding,
+      **result,
+    },
+  )
 
 
 def intervene_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument('run', nargs='?', default='', metavar='RUN',
-                      help='a trained run directory (or --workdir)')
+  parser.add_argument(
+    'run', nargs='?', default='', metavar='RUN', help='a trained run directory (or --workdir)'
+  )
   parser.add_argument('--workdir', default='', help='a trained run directory')
-  parser.add_argument('--intervention', required=True,
-                      help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
-                           'yarn_paper, scalable_softmax, ordered_positions, slope_scale')
+  parser.add_argument(
+    '--intervention',
+    required=True,
+    help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
+    'yarn_paper, scalable_softmax, ordered_positions, slope_scale',
+  )
   parser.add_argument('--out', default='analysis/intervene')
 
 
@@ -391,21 +479,42 @@ def intervene_main(args: argparse.Namespace) -> None:
 
 
 ANALYSES = {
-    'trf': Analysis('the theoretical receptive field of bias encodings at their initial '
-                    'parameters (Qin et al. 2023)', trf_flags, trf_main),
-    'erf': Analysis("the empirical receptive field of a trained run's attention, per layer "
-                    'and head', erf_flags, erf_main),
-    'attention_maps': Analysis("one example's attention per layer at each length (max over "
-                               'heads)', _lengths_flags('attention_maps', 1), maps_main),
-    'activation_pca': Analysis("a 2-D PCA of one layer's activations fitted at the first "
-                               'length, applied at the others', _lengths_flags(
-                                   'activation_pca', 8), pca_main),
-    'position_probe': Analysis("per layer, an MLP probe of each token's absolute position "
-                               '(Haviv et al. 2022)', probe_flags, probe_main),
-    'prefix_shuffle': Analysis("a language model's loss with the tokens before it in order "
-                               'and shuffled', shuffle_flags, shuffle_main),
-    'intervene': Analysis("a run's metric by length before and after a test-time intervention "
-                          'on its saved weights', intervene_flags, intervene_main),
+  'trf': Analysis(
+    'the theoretical receptive field of bias encodings at their initial '
+    'parameters (Qin et al. 2023)',
+    trf_flags,
+    trf_main,
+  ),
+  'erf': Analysis(
+    "the empirical receptive field of a trained run's attention, per layer and head",
+    erf_flags,
+    erf_main,
+  ),
+  'attention_maps': Analysis(
+    "one example's attention per layer at each length (max over heads)",
+    _lengths_flags('attention_maps', 1),
+    maps_main,
+  ),
+  'activation_pca': Analysis(
+    "a 2-D PCA of one layer's activations fitted at the first length, applied at the others",
+    _lengths_flags('activation_pca', 8),
+    pca_main,
+  ),
+  'position_probe': Analysis(
+    "per layer, an MLP probe of each token's absolute position (Haviv et al. 2022)",
+    probe_flags,
+    probe_main,
+  ),
+  'prefix_shuffle': Analysis(
+    "a language model's loss with the tokens before it in order and shuffled",
+    shuffle_flags,
+    shuffle_main,
+  ),
+  'intervene': Analysis(
+    "a run's metric by length before and after a test-time intervention on its saved weights",
+    intervene_flags,
+    intervene_main,
+  ),
 }
 
 

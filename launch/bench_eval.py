@@ -19,8 +19,9 @@ from posenc import setup
 from posenc.evaluate import range as range_protocol
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
-_CELL = flags.DEFINE_string('cell', 'task=reverse_string,encoding=randomized_relative',
-                            'rpe_table1 arg of the cell to time.')
+_CELL = flags.DEFINE_string(
+  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
+)
 _OUT = flags.DEFINE_string('out', 'bench_eval.json', 'Where to write the figures.')
 
 
@@ -51,10 +52,21 @@ def _main(argv):
     t0 = time.time()
     accuracy = jax.block_until_ready(compiled(*args))['accuracy']
     run_s = time.time() - t0
-    rows.append({'length': length, 'bucket': bucket, 'examples': config.eval.examples_per_length,
-                 'compile_s': compile_s, 'run_s': run_s, 'accuracy': float(accuracy[0])})
-    print(f'length {length:4d} (bucket {bucket}): compile {compile_s:5.1f} s, '
-          f'run {run_s:6.1f} s for {config.eval.examples_per_length} examples', flush=True)
+    rows.append(
+      {
+        'length': length,
+        'bucket': bucket,
+        'examples': config.eval.examples_per_length,
+        'compile_s': compile_s,
+        'run_s': run_s,
+        'accuracy': float(accuracy[0]),
+      }
+    )
+    print(
+      f'length {length:4d} (bucket {bucket}): compile {compile_s:5.1f} s, '
+      f'run {run_s:6.1f} s for {config.eval.examples_per_length} examples',
+      flush=True,
+    )
   total = sum(r['compile_s'] + r['run_s'] for r in rows)
   print(f'total (compile + run) for lengths {_LENGTHS.value}: {total:.1f} s')
   io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'rows': rows, 'total_s': total})

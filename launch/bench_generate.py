@@ -8,6 +8,7 @@ shape); no end-of-sequence token is ever emitted, so both run all A steps. Compi
 measured apart. Then the training speed of the decoder study's model (P = 1, batch 128,
 lengths U{1..40}).
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,11 @@ def time_generation(fn, model, variables, prompts, lengths, max_new) -> dict[str
   t0 = time.perf_counter()
   jax.block_until_ready(compiled(variables, prompts, lengths))
   run_s = time.perf_counter() - t0
-  return {'compile_s': compile_s, 'run_s': run_s,
-          'tokens_per_s': prompts.shape[0] * max_new / run_s}
+  return {
+    'compile_s': compile_s,
+    'run_s': run_s,
+    'tokens_per_s': prompts.shape[0] * max_new / run_s,
+  }
 
 
 def main(argv: list[str]) -> None:
@@ -45,8 +49,9 @@ def main(argv: list[str]) -> None:
   parser.add_argument('--answer_lengths', default='100,500', help='comma-separated')
   parser.add_argument('--batch', type=int, default=8, help='prompts generated at once')
   parser.add_argument('--encoding', default='randomized_rotary')
-  parser.add_argument('--train_steps', type=int, default=50,
-                      help='timed training steps (0: no training figure)')
+  parser.add_argument(
+    '--train_steps', type=int, default=50, help='timed training steps (0: no training figure)'
+  )
   parser.add_argument('--out', default='bench_generate.json')
   args = parser.parse_args(argv[1:])
   common.check_output_file(args.out, '--out')
@@ -63,13 +68,18 @@ def main(argv: list[str]) -> None:
     common.fail(e)
   task, model = run.task, run.model
   vocab = objectives.decoder_vocab(task)
-  variables = jax.jit(lambda k: model.init(models.init_rngs(k), jnp.zeros((1, 4), jnp.int32),
-                                           jnp.array([4]), deterministic=True))(
-                                               jax.random.key(0))
+  variables = jax.jit(
+    lambda k: model.init(
+      models.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
+    )
+  )(jax.random.key(0))
   rows = []
-  print(f'{"answer":>6s} {"cached tok/s":>13s} {"uncached tok/s":>15s} {"speed-up":>9s}   '
-        f'(batch {args.batch}, prompts as long as the answer, {args.encoding}, '
-        f'{jax.devices()[0].platform})', flush=True)
+  print(
+    f'{"answer":>6s} {"cached tok/s":>13s} {"uncached tok/s":>15s} {"speed-up":>9s}   '
+    f'(batch {args.batch}, prompts as long as the answer, {args.encoding}, '
+    f'{jax.devices()[0].platform})',
+    flush=True,
+  )
   for length in lengths:
     prompts = jax.random.randint(jax.random.key(2), (args.batch, length), 0, vocab.sep)
     prompts = prompts.at[:, -1].set(vocab.sep)
@@ -79,17 +89,22 @@ def main(argv: list[str]) -> None:
       row[name] = time_generation(fn, model, variables, prompts, prompt_lengths, length)
     row['speedup'] = row['cached']['tokens_per_s'] / row['uncached']['tokens_per_s']
     rows.append(row)
-    print(f'{length:6d} {row["cached"]["tokens_per_s"]:13.1f} '
-          f'{row["uncached"]["tokens_per_s"]:15.1f} {row["speedup"]:8.1f}x   (compile '
-          f'{row["cached"]["compile_s"]:.1f} / {row["uncached"]["compile_s"]:.1f} s)',
-          flush=True)
+    print(
+      f'{length:6d} {row["cached"]["tokens_per_s"]:13.1f} '
+      f'{row["uncached"]["tokens_per_s"]:15.1f} {row["speedup"]:8.1f}x   (compile '
+      f'{row["cached"]["compile_s"]:.1f} / {row["uncached"]["compile_s"]:.1f} s)',
+      flush=True,
+    )
   result = {'encoding': args.encoding, 'backend': jax.devices()[0].platform, 'rows': rows}
   if args.train_steps:
     figures = cost.measure_training(run, args.train_steps)
     result['train'] = {k: v for k, v in figures.items() if k not in ('state', 'lengths')}
-    print(f'training, P = 1, batch {config.train.batch_size}, lengths U{{1..'
-          f'{config.train.max_length}}}: {figures["steps_per_s"]:.2f} steps/s '
-          f'({figures["compiled_programs"]} programs, warm-up compile '
-          f'{figures["warmup_compile_s"]:.1f} s)', flush=True)
+    print(
+      f'training, P = 1, batch {config.train.batch_size}, lengths U{{1..'
+      f'{config.train.max_length}}}: {figures["steps_per_s"]:.2f} steps/s '
+      f'({figures["compiled_programs"]} programs, warm-up compile '
+      f'{figures["warmup_compile_s"]:.1f} s)',
+      flush=True,
+    )
   io.write_json_atomic(args.out, result)
   print(f'wrote {args.out}')

@@ -32,9 +32,20 @@ def _train_bench(devices: int) -> dict:
     env['XLA_FLAGS'] = f'--xla_force_host_platform_device_count={devices}'
   with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, 'train.json')
-    subprocess.run([sys.executable, '-m', 'launch.bench', 'train', '--populations=30',
-                    f'--steps={_STEPS.value}', '--skip_first_update', f'--out={out}'],
-                   env=env, check=True)
+    subprocess.run(
+      [
+        sys.executable,
+        '-m',
+        'launch.bench',
+        'train',
+        '--populations=30',
+        f'--steps={_STEPS.value}',
+        '--skip_first_update',
+        f'--out={out}',
+      ],
+      env=env,
+      check=True,
+    )
     with open(out) as f:
       return json.load(f)['populations'][0]
 
@@ -52,8 +63,11 @@ def _main(argv):
   for devices in (1, 8):
     r = _train_bench(devices)
     rows[devices] = r
-    print(f'P=30 on {devices} device(s): {r["model_updates_per_s"]:.1f} model-updates/s '
-          f'({r["steps_per_s"]:.3f} population steps/s)', flush=True)
+    print(
+      f'P=30 on {devices} device(s): {r["model_updates_per_s"]:.1f} model-updates/s '
+      f'({r["steps_per_s"]:.3f} population steps/s)',
+      flush=True,
+    )
   est = cost.estimate(rpe_table1.get_config(), rpe_table1.grid(), _COST_STEPS.value)
   print(cost.format_estimate(est))
   io.write_json_atomic(_OUT.value, {'train': {str(k): v for k, v in rows.items()}, 'cost': est})

@@ -29,8 +29,9 @@ import tasks
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
 _POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
-_CELL = flags.DEFINE_string('cell', 'task=reverse_string,encoding=randomized_relative',
-                            'rpe_table1 arg of the cell to time.')
+_CELL = flags.DEFINE_string(
+  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
+)
 _OUT = flags.DEFINE_string('out', 'bench_train.json', 'Where to write the figures.')
 _SKIP_FIRST = flags.DEFINE_bool('skip_first_update', False, 'Do not time a fresh run.')
 _FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
@@ -90,18 +91,25 @@ def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) ->
       timers[(m, k, nn)] = float(np.median(times))
     return timers[(m, k, nn)]
 
-  per_length, bucket_s = [], {}   # (seconds, FLOPs) of each length 1..N's bucket
+  per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
   for length in range(1, n + 1):
     rows = config.train.batch_size * cost.tokens(task, length, n, size)
     products = dense_products(rows, config)
     layers = config.model.num_layers
-    per_length.append((layers * sum(seconds(*p) for p in products),
-                       layers * sum(2.0 * np.prod(p) for p in products)))
+    per_length.append(
+      (
+        layers * sum(seconds(*p) for p in products),
+        layers * sum(2.0 * np.prod(p) for p in products),
+      )
+    )
     bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
   mean_s, mean_flops = (float(x) for x in np.mean(per_length, axis=0))
-  return {'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
-          'mean_step_ms': 1e3 * mean_s, 'max_updates_per_s': 1.0 / mean_s,
-          'gflops_per_s': mean_flops / mean_s / 1e9}
+  return {
+    'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
+    'mean_step_ms': 1e3 * mean_s,
+    'max_updates_per_s': 1.0 / mean_s,
+    'gflops_per_s': mean_flops / mean_s / 1e9,
+  }
 
 
 def population_config(size: int):
@@ -110,7 +118,7 @@ def population_config(size: int):
   config.model.attention_impl = _IMPL.value
   seeds = max(1, size // len(config.learning_rates))
   config.seeds = list(range(seeds))
-  config.learning_rates = list(config.learning_rates)[:size // seeds]
+  config.learning_rates = list(config.learning_rates)[: size // seeds]
   return config
 
 
@@ -150,19 +158,25 @@ def _main(argv):
   if _FLOOR.value:
     floor = dense_product_floor(population_config(1))
     out['dense_product_floor'] = floor
-    print(f'dense-product floor (the step\'s matrix products alone, timed one by one): '
-          f'{floor["mean_step_ms"]:.0f} ms per step over the curriculum at '
-          f'{floor["gflops_per_s"]:.0f} GFLOP/s, i.e. at most '
-          f'{floor["max_updates_per_s"]:.1f} model-updates/s at P=1; by bucket (ms): '
-          + ', '.join(f'{b}: {t:.0f}' for b, t in floor['bucket_ms'].items()), flush=True)
+    print(
+      f'dense-product floor (the step\'s matrix products alone, timed one by one): '
+      f'{floor["mean_step_ms"]:.0f} ms per step over the curriculum at '
+      f'{floor["gflops_per_s"]:.0f} GFLOP/s, i.e. at most '
+      f'{floor["max_updates_per_s"]:.1f} model-updates/s at P=1; by bucket (ms): '
+      + ', '.join(f'{b}: {t:.0f}' for b, t in floor['bucket_ms'].items()),
+      flush=True,
+    )
   out['populations'] = []
   for size in populations:
     r = steady_state(size, _STEPS.value)
     out['populations'].append(r)
-    print(f'P={r["population"]:3d}: {r["steps_per_s"]:.2f} steps/s = '
-          f'{r["model_updates_per_s"]:.1f} model-updates/s '
-          f'(each member {r["steps_per_s"]:.2f} updates/s); '
-          f'{r["compiled_programs"]} compiled programs {r["buckets"]}; '
-          f'warm-up compile {r["warmup_compile_s"]:.1f} s', flush=True)
+    print(
+      f'P={r["population"]:3d}: {r["steps_per_s"]:.2f} steps/s = '
+      f'{r["model_updates_per_s"]:.1f} model-updates/s '
+      f'(each member {r["steps_per_s"]:.2f} updates/s); '
+      f'{r["compiled_programs"]} compiled programs {r["buckets"]}; '
+      f'warm-up compile {r["warmup_compile_s"]:.1f} s',
+      flush=True,
+    )
   io.write_json_atomic(_OUT.value, out)
   print(f'wrote {_OUT.value}')

@@ -22,14 +22,17 @@ from absl import flags
 from launch import common
 from posenc import testing
 
-_CHECKS = flags.DEFINE_list('checks', None, 'Only these invariants (default: all of '
-                            f'{", ".join(testing.CHECKS)}).')
+_CHECKS = flags.DEFINE_list(
+  'checks', None, f'Only these invariants (default: all of {", ".join(testing.CHECKS)}).'
+)
 
 
 def main(argv: list[str]) -> None:
   if len(argv) != 2:
-    common.fail('give one encoding, e.g. python -m launch.check_encoding alibi or '
-                'my_pkg.my_module:MY_ENCODING')
+    common.fail(
+      'give one encoding, e.g. python -m launch.check_encoding alibi or '
+      'my_pkg.my_module:MY_ENCODING'
+    )
   name = argv[1]
   checks = tuple(_CHECKS.value) if _CHECKS.value else None
   start = time.time()
@@ -38,9 +41,11 @@ def main(argv: list[str]) -> None:
   except ValueError as e:
     common.fail(e)
   failed = [c.name for c in results if not c.passed]
-  print(f'{name}: {len(results) - len(failed)} of {len(results)} invariants pass'
-        + (f' (failed: {", ".join(failed)})' if failed else '')
-        + f' in {time.time() - start:.0f} s')
+  print(
+    f'{name}: {len(results) - len(failed)} of {len(results)} invariants pass'
+    + (f' (failed: {", ".join(failed)})' if failed else '')
+    + f' in {time.time() - start:.0f} s'
+  )
   sys.exit(1 if failed else 0)
 
 

@@ -72,8 +72,10 @@ class ListParser(flags.ArgumentParser):
     if text[:1] in '[(':
       closing = ']' if text[0] == '[' else ')'
       if not text.endswith(closing):
-        raise ValueError(f'{text!r} is not a list: it opens with {text[0]!r} and does not '
-                         f'end with {closing!r}; write it as [a,b,...] or a,b,...')
+        raise ValueError(
+          f'{text!r} is not a list: it opens with {text[0]!r} and does not '
+          f'end with {closing!r}; write it as [a,b,...] or a,b,...'
+        )
       inner = text[1:-1]
     try:
       value = ast.literal_eval(f'[{inner}]')
@@ -92,8 +94,10 @@ class ListParser(flags.ArgumentParser):
     try:
       return float(item)  # nan, inf, -inf
     except ValueError:
-      raise ValueError(f'element {item!r} of {text!r} is not a number or a quoted string; '
-                       'write the list as [a,b,...] or a,b,...') from None
+      raise ValueError(
+        f'element {item!r} of {text!r} is not a number or a quoted string; '
+        'write the list as [a,b,...] or a,b,...'
+      ) from None
 
   def flag_type(self) -> str:
     return 'list'
@@ -110,8 +114,9 @@ def experiment_files() -> list[str]:
   """The experiment files shipped with posenc, as `experiments/NAME.py` paths."""
   # The package directory, wherever posenc is installed.
   names = glob.glob(os.path.join(os.path.dirname(experiments.__file__), '*.py'))
-  return sorted(f'experiments/{os.path.basename(n)}' for n in names
-                if not n.endswith('__init__.py'))
+  return sorted(
+    f'experiments/{os.path.basename(n)}' for n in names if not n.endswith('__init__.py')
+  )
 
 
 def load_experiment(path: str) -> Any:
@@ -149,15 +154,17 @@ def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> N
       break
     for prefix in (f'--{name}.', f'-{name}.'):
       if arg.startswith(prefix):
-        path = arg[len(prefix):].partition('=')[0].split('.')
+        path = arg[len(prefix) :].partition('=')[0].split('.')
         node = config
         for depth, part in enumerate(path):
           where = '.'.join(path[:depth]) or name
           if not hasattr(node, 'keys'):
             fail(f'unknown config field {".".join(path)!r}: {where} is a value, not a group')
           if part not in node.keys():
-            fail(f'unknown config field {".".join(path)!r}; valid fields of {where}: '
-                 f'{", ".join(sorted(node.keys()))}')
+            fail(
+              f'unknown config field {".".join(path)!r}; valid fields of {where}: '
+              f'{", ".join(sorted(node.keys()))}'
+            )
           node = node[part]
         break
 
@@ -170,7 +177,7 @@ def _flag_value(argv: Sequence[str], name: str) -> str | None:
       break
     for prefix in (f'--{name}', f'-{name}'):
       if arg.startswith(prefix + '='):
-        value = arg[len(prefix) + 1:]
+        value = arg[len(prefix) + 1 :]
       elif arg == prefix and i + 1 < len(argv):
         value = argv[i + 1]
   return value
@@ -180,9 +187,11 @@ def _parse_flags(argv: list[str]) -> list[str]:
   if 'config' in flags.FLAGS:
     spec = _flag_value(argv[1:], 'config')
     if spec is not None and not spec.partition(':')[0]:
-      fail(f'--config={spec} names no experiment file, e.g. '
-           f'--config=experiments/rpe_table1.py:tiny; experiment files: '
-           f'{", ".join(experiment_files())}')
+      fail(
+        f'--config={spec} names no experiment file, e.g. '
+        f'--config=experiments/rpe_table1.py:tiny; experiment files: '
+        f'{", ".join(experiment_files())}'
+      )
     if spec:
       check_overrides(check_experiment(spec), argv[1:])
   try:
@@ -242,6 +251,7 @@ def cell_config(arg: str, flag: str = '--cell') -> Any:
   # (tests/test_results_schema.py).
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
   from posenc import evaluate  # pylint: disable=g-import-not-at-top
+
   try:
     config = rpe_table1.get_config(arg)
     evaluate.validate(config)
@@ -325,9 +335,11 @@ def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
   """
   pattern = os.environ.get(NO_SPACE_AT, '')
   if pattern:
+
     def no_space(path: str) -> None:
       if fnmatch.fnmatch(os.path.basename(path), pattern):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
     io.before_write = no_space
   try:
     yield
@@ -335,8 +347,10 @@ def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
     full = io.no_space(e)
     if full is None:
       raise
-    fail(f'no space left on device writing {full.filename or where}: {kept()}; free space '
-         'and rerun the same command')
+    fail(
+      f'no space left on device writing {full.filename or where}: {kept()}; free space '
+      'and rerun the same command'
+    )
 
 
 def kept_checkpoint(workdir: str) -> str:
@@ -345,6 +359,7 @@ def kept_checkpoint(workdir: str) -> str:
   # Deferred: orbax and Flax; launch.report imports this module but neither
   # (tests/test_results_schema.py).
   from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+
   steps = checkpoint.saved_steps(workdir)
   if not steps:
     return 'no checkpoint was written yet (the rerun starts from step 0)'
@@ -364,6 +379,7 @@ class Preemption:
     def handler(signum, frame):
       del signum, frame
       self.requested = True
+
     signal.signal(signal.SIGTERM, handler)
 
 
@@ -396,8 +412,9 @@ def print_help(module: Any, full: bool = False) -> NoReturn:
   if full:
     text = flags.FLAGS.get_help()
   else:
-    text = (flags.FLAGS.main_module_help() if module == '__main__'
-            else flags.FLAGS.module_help(module))
+    text = (
+      flags.FLAGS.main_module_help() if module == '__main__' else flags.FLAGS.module_help(module)
+    )
   print(doc.strip() + ('\n\nflags:\n' + text if text else ''))
   sys.exit(0)
 
@@ -408,8 +425,10 @@ def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> Non
   with exit status 0."""
   args = (sys.argv if argv is None else argv)[1:]
   if wants_help(args):
-    print_help(sys.modules[main.__module__] if main.__module__ != '__main__' else '__main__',
-               full='--helpfull' in args)
+    print_help(
+      sys.modules[main.__module__] if main.__module__ != '__main__' else '__main__',
+      full='--helpfull' in args,
+    )
 
   def quiet_main(args):
     quiet_logging()

@@ -40,8 +40,10 @@ def main(argv: list[str]) -> None:
     common.fail('--out is required, e.g. --out=sets/my_set')
   config = _CONFIG.value
   if config.eval.get('from_files'):
-    common.fail(f'--config.eval.from_files={config.eval.from_files!r}: exporting draws the '
-                'examples; leave it empty')
+    common.fail(
+      f'--config.eval.from_files={config.eval.from_files!r}: exporting draws the '
+      'examples; leave it empty'
+    )
   try:
     run = setup.build(config)
   except config_lib.ConfigError as e:
@@ -53,14 +55,22 @@ def main(argv: list[str]) -> None:
     common.fail(f'--out={_OUT.value} already holds an evaluation set; use a new directory')
   common.check_out_dir(_OUT.value, '--out')
   data_key = run.eval_key
-  kept = lambda: (f'the cells written so far are kept; {frozen.MANIFEST}, written last, marks '
-                  'the set complete')
+  kept = lambda: (
+    f'the cells written so far are kept; {frozen.MANIFEST}, written last, marks the set complete'
+  )
   with common.on_full_disk(kept, _OUT.value):
     common.make_dir(_OUT.value, '--out')
-    manifest = frozen.write(_OUT.value, config, protocol.name,
-                            protocol.examples(config, task, data_key), protocol.example_fields)
-  print(f'wrote {len(manifest["cells"])} cells of {config.task} ({protocol.name} protocol) '
-        f'and {frozen.MANIFEST} to {_OUT.value}')
+    manifest = frozen.write(
+      _OUT.value,
+      config,
+      protocol.name,
+      protocol.examples(config, task, data_key),
+      protocol.example_fields,
+    )
+  print(
+    f'wrote {len(manifest["cells"])} cells of {config.task} ({protocol.name} protocol) '
+    f'and {frozen.MANIFEST} to {_OUT.value}'
+  )
 
 
 if __name__ == '__main__':

@@ -31,6 +31,7 @@ Example:
   python -m launch.report sweeps/decoder --metric=exact_match --out=report_exact
   python -m launch.report runs/abacus_cpu --out=runs/abacus_cpu/report
 """
+
 import argparse
 import pathlib
 import sys
@@ -45,39 +46,73 @@ class _Parser(argparse.ArgumentParser):
   """argparse with the project's one-line errors and exit status 2."""
 
   def error(self, message: str) -> NoReturn:
-    self.exit(2, f'error: {message} (usage: python -m launch.report WORKDIR... [--out=DIR] '
-                 '[--full_grid] [--metric=accuracy|exact_match])\n')
+    self.exit(
+      2,
+      f'error: {message} (usage: python -m launch.report WORKDIR... [--out=DIR] '
+      '[--full_grid] [--metric=accuracy|exact_match])\n',
+    )
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-  parser = _Parser(prog='python -m launch.report',
-                   description=('Tables 1 and 4 and Figure 4 of the study, and the arithmetic '
-                                "study's region table and heatmaps, from run directories."))
-  parser.add_argument('workdirs', nargs='+', metavar='WORKDIR',
-                      help='run directories, sweep directories or results.json files')
-  parser.add_argument('--out', default='report',
-                      help='output directory (default: ./report); created if needed')
-  parser.add_argument('--full_grid', action='store_true',
-                      help='every task and encoding of the study, not only those with runs; '
-                           'missing cells shown as missing')
-  parser.add_argument('--scorecard', action='store_true',
-                      help='also the robustness scorecard over the members of every run '
-                           '(scorecard.md, scorecard.json, scorecard_<task>.png): mean, sd, '
-                           'median, IQR, max (the published statistic), success rate, longest '
-                           'length generalized, bootstrap intervals, pairwise comparisons')
+  parser = _Parser(
+    prog='python -m launch.report',
+    description=(
+      'Tables 1 and 4 and Figure 4 of the study, and the arithmetic '
+      "study's region table and heatmaps, from run directories."
+    ),
+  )
+  parser.add_argument(
+    'workdirs',
+    nargs='+',
+    metavar='WORKDIR',
+    help='run directories, sweep directories or results.json files',
+  )
+  parser.add_argument(
+    '--out', default='report', help='output directory (default: ./report); created if needed'
+  )
+  parser.add_argument(
+    '--full_grid',
+    action='store_true',
+    help='every task and encoding of the study, not only those with runs; '
+    'missing cells shown as missing',
+  )
+  parser.add_argument(
+    '--scorecard',
+    action='store_true',
+    help='also the robustness scorecard over the members of every run '
+    '(scorecard.md, scorecard.json, scorecard_<task>.png): mean, sd, '
+    'median, IQR, max (the published statistic), success rate, longest '
+    'length generalized, bootstrap intervals, pairwise comparisons',
+  )
   # Defaults None: a threshold given without --scorecard is refused, not ignored.
-  parser.add_argument('--success_threshold', type=float, default=None,
-                      help="scorecard: a member succeeds at a score >= this (default 0.9)")
-  parser.add_argument('--length_threshold', type=float, default=None,
-                      help='scorecard: a length is generalized at >= this accuracy (exact '
-                           'match for generated answers; default 0.95)')
-  parser.add_argument('--perplexity_tolerance', type=float, default=None,
-                      help='scorecard, language models: success within this share of the '
-                           "member's perplexity at the training length (default 0.1)")
-  parser.add_argument('--metric', choices=tuple(report_lib.METRICS), default='accuracy',
-                      help='the score of the range tables and figures: per-token accuracy '
-                           '(default) or exact match of the whole output; grid runs are always '
-                           'judged by exact match')
+  parser.add_argument(
+    '--success_threshold',
+    type=float,
+    default=None,
+    help="scorecard: a member succeeds at a score >= this (default 0.9)",
+  )
+  parser.add_argument(
+    '--length_threshold',
+    type=float,
+    default=None,
+    help='scorecard: a length is generalized at >= this accuracy (exact '
+    'match for generated answers; default 0.95)',
+  )
+  parser.add_argument(
+    '--perplexity_tolerance',
+    type=float,
+    default=None,
+    help='scorecard, language models: success within this share of the '
+    "member's perplexity at the training length (default 0.1)",
+  )
+  parser.add_argument(
+    '--metric',
+    choices=tuple(report_lib.METRICS),
+    default='accuracy',
+    help='the score of the range tables and figures: per-token accuracy '
+    '(default) or exact match of the whole output; grid runs are always '
+    'judged by exact match',
+  )
   return parser.parse_args(argv)
 
 
@@ -87,16 +122,18 @@ def _fail(message: str) -> NoReturn:
 
 
 # The scorecard's flags: (name, Thresholds field, valid range as text, check).
-_THRESHOLDS = (('--success_threshold', 'score', 'in (0, 1]', lambda v: 0 < v <= 1),
-               ('--length_threshold', 'length', 'in (0, 1]', lambda v: 0 < v <= 1),
-               ('--perplexity_tolerance', 'tolerance', 'a finite number >= 0',
-                lambda v: 0 <= v < float('inf')))
+_THRESHOLDS = (
+  ('--success_threshold', 'score', 'in (0, 1]', lambda v: 0 < v <= 1),
+  ('--length_threshold', 'length', 'in (0, 1]', lambda v: 0 < v <= 1),
+  ('--perplexity_tolerance', 'tolerance', 'a finite number >= 0', lambda v: 0 <= v < float('inf')),
+)
 
 
 def _thresholds(args: argparse.Namespace) -> scorecard_lib.Thresholds | None:
   """The scorecard's thresholds from the flags (None without --scorecard)."""
-  given = {flag: getattr(args, flag[2:]) for flag, *_ in _THRESHOLDS
-           if getattr(args, flag[2:]) is not None}
+  given = {
+    flag: getattr(args, flag[2:]) for flag, *_ in _THRESHOLDS if getattr(args, flag[2:]) is not None
+  }
   if not args.scorecard:
     if given:
       flag, value = next(iter(given.items()))
@@ -105,8 +142,9 @@ def _thresholds(args: argparse.Namespace) -> scorecard_lib.Thresholds | None:
   for flag, _, valid, ok in _THRESHOLDS:
     if flag in given and not ok(given[flag]):
       _fail(f'{flag}={given[flag]} must be {valid}')
-  return scorecard_lib.Thresholds(**{field: given[flag] for flag, field, *_ in _THRESHOLDS
-                                     if flag in given})
+  return scorecard_lib.Thresholds(
+    **{field: given[flag] for flag, field, *_ in _THRESHOLDS if flag in given}
+  )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -116,8 +154,9 @@ def main(argv: Sequence[str] | None = None) -> None:
   thresholds = _thresholds(args)
   try:
     # Everything is rendered in memory first, so bad input leaves nothing on disk.
-    report = report_lib.build_report(args.workdirs, full_grid=args.full_grid,
-                                     metric=args.metric, scorecard=thresholds)
+    report = report_lib.build_report(
+      args.workdirs, full_grid=args.full_grid, metric=args.metric, scorecard=thresholds
+    )
   except report_lib.ReportError as e:
     _fail(str(e))
   for problem in report.skipped:
@@ -131,8 +170,11 @@ def main(argv: Sequence[str] | None = None) -> None:
   for text in report.texts.values():
     print(text)
   written = [f'{out}/{name}' for name in report.tables] + list(report.figures)
-  print(f'wrote {", ".join(written[:-1])} and {written[-1]}' if len(written) > 1
-        else f'wrote {written[0]}')
+  print(
+    f'wrote {", ".join(written[:-1])} and {written[-1]}'
+    if len(written) > 1
+    else f'wrote {written[0]}'
+  )
 
 
 if __name__ == '__main__':

@@ -55,19 +55,25 @@ _WORKDIR = flags.DEFINE_string('workdir', None, 'Sweep directory (created or res
 _TASKS = flags.DEFINE_list('tasks', [], 'Only these tasks (default: all in the grid).')
 _ENCODINGS = flags.DEFINE_list('encodings', [], 'Only these encodings (default: all).')
 _SHARD = flags.DEFINE_string('shard', '0/1', 'i/n: run every n-th cell from i.')
-_DISTRIBUTED = flags.DEFINE_bool('distributed', False,
-                                 'Call jax.distributed.initialize; shard = process i/n.')
+_DISTRIBUTED = flags.DEFINE_bool(
+  'distributed', False, 'Call jax.distributed.initialize; shard = process i/n.'
+)
 _COORDINATOR = flags.DEFINE_string('coordinator_address', None, 'host:port of process 0.')
 _NUM_PROCESSES = flags.DEFINE_integer('num_processes', None, 'Number of processes.')
 _PROCESS_ID = flags.DEFINE_integer('process_id', None, 'This process index.')
 _STATUS = flags.DEFINE_bool('status', False, 'Print the state of every cell and exit.')
 _COST = flags.DEFINE_bool('cost', False, 'Print the estimated cost of the grid and exit.')
 _COST_STEPS = flags.DEFINE_integer('cost_steps', 20, 'Steps timed per bucket by --cost.')
-_DEVICE = flags.DEFINE_string('device', None, 'With --cost: estimate a roofline on this '
-                              'accelerator instead of timing this machine (H100, A100, v4, '
-                              'v5e).')
-_CHIPS = flags.DEFINE_integer('chips', 1, 'With --cost --device: chips the grid is spread '
-                              'over (e.g. 256 for a v5e-256 slice).')
+_DEVICE = flags.DEFINE_string(
+  'device',
+  None,
+  'With --cost: estimate a roofline on this '
+  'accelerator instead of timing this machine (H100, A100, v4, '
+  'v5e).',
+)
+_CHIPS = flags.DEFINE_integer(
+  'chips', 1, 'With --cost --device: chips the grid is spread over (e.g. 256 for a v5e-256 slice).'
+)
 _REPORT = flags.DEFINE_bool('report', True, 'Write and print DIR/report after the sweep.')
 _RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed cells again.')
 
@@ -96,13 +102,15 @@ def _distributed() -> tuple[int, int]:
   if index is not None and index < 0:
     common.fail(f'--process_id={index} must be an integer >= 0')
   if index is not None and count is not None and index >= count:
-    common.fail(f'--process_id={index} is not a process of --num_processes={count} '
-                f'(0..{count - 1})')
+    common.fail(
+      f'--process_id={index} is not a process of --num_processes={count} (0..{count - 1})'
+    )
   # CPU hosts talk through gloo; GPU and TPU backends ignore this setting.
   jax.config.update('jax_cpu_collectives_implementation', 'gloo')
   try:
-    jax.distributed.initialize(coordinator_address=_COORDINATOR.value, num_processes=count,
-                               process_id=index)
+    jax.distributed.initialize(
+      coordinator_address=_COORDINATOR.value, num_processes=count, process_id=index
+    )
   except (ValueError, RuntimeError) as e:
     common.fail(f'--distributed: jax.distributed.initialize failed: {e}')
   return jax.process_index(), jax.process_count()
@@ -135,8 +143,9 @@ def main(argv):
       if _DEVICE.value:
         if _CHIPS.value < 1:
           common.fail(f'--chips={_CHIPS.value} must be a positive integer')
-        est = cost.roofline(_CONFIG.value, cells, _DEVICE.value,
-                            progress=lambda line: print(line, flush=True))
+        est = cost.roofline(
+          _CONFIG.value, cells, _DEVICE.value, progress=lambda line: print(line, flush=True)
+        )
         print(cost.format_roofline(est, _CHIPS.value))
       else:
         print(cost.format_estimate(cost.estimate(_CONFIG.value, cells, _COST_STEPS.value)))
@@ -149,10 +158,15 @@ def main(argv):
     preemption = common.Preemption()
     preemption.install()
     with common.on_full_disk(_kept, _WORKDIR.value):
-      rows = sweep_lib.run_sweep(_CONFIG.value, cells, _WORKDIR.value, shard=shard,
-                                 retry_failed=_RETRY_FAILED.value,
-                                 progress=lambda line: print(line, flush=True),
-                                 should_stop=preemption)
+      rows = sweep_lib.run_sweep(
+        _CONFIG.value,
+        cells,
+        _WORKDIR.value,
+        shard=shard,
+        retry_failed=_RETRY_FAILED.value,
+        progress=lambda line: print(line, flush=True),
+        should_stop=preemption,
+      )
       failed = [r for r in rows if r['state'] == sweep_lib.FAILED]
       for row in failed:
         print(f'failed: {row["cell"]}: {row["error"]}')
@@ -168,8 +182,10 @@ def main(argv):
 def _kept() -> str:
   """What a full disk leaves of the sweep: its complete cells, and the checkpoints of the
   cell it was running."""
-  return ('the complete cells are kept, and the rerun resumes the cell that was running from '
-          'its last checkpoint')
+  return (
+    'the complete cells are kept, and the rerun resumes the cell that was running from '
+    'its last checkpoint'
+  )
 
 
 def _report(cells, skipped: dict[str, str]) -> None:
@@ -196,10 +212,14 @@ def _write_report(cells, skipped: dict[str, str]) -> None:
   # Deferred: scipy.stats and matplotlib take about 2.5 s, which --status, --cost and a
   # sweep without its report (a shard, --noreport) need not wait for.
   from posenc import report as report_lib  # pylint: disable=g-import-not-at-top
+
   # Read again now: a cell another process held may have completed since it was skipped.
   rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
-  complete = [os.path.join(_WORKDIR.value, 'cells', r['cell']) for r in rows
-              if r['state'] == sweep_lib.COMPLETE]
+  complete = [
+    os.path.join(_WORKDIR.value, 'cells', r['cell'])
+    for r in rows
+    if r['state'] == sweep_lib.COMPLETE
+  ]
   missing = sweep_lib.missing_from_report(rows, skipped)
   out = os.path.join(_WORKDIR.value, 'report')
   if not complete:
@@ -213,9 +233,15 @@ def _write_report(cells, skipped: dict[str, str]) -> None:
     print(f'no report: {e}')
   else:
     print(text)
-    print(f'report written to {out}/' + (
+    print(
+      f'report written to {out}/'
+      + (
         f' from {len(complete)} of {len(rows)} cells (the others are listed above)'
-        if missing else ''))
+        if missing
+        else ''
+      )
+    )
+
 
 if __name__ == '__main__':
   common.run(main)

@@ -39,9 +39,12 @@ def main(argv: list[str]) -> None:
   common.make_dir(_WORKDIR.value, '--workdir')
   config = run.config
   # Before training: does the bias family satisfy Qin et al.'s condition for extrapolation?
-  line = receptive.diagnostic(config.encoding, num_heads=config.model.num_heads,
-                              head_dim=config.model.d_model // config.model.num_heads,
-                              options=config.encoding_options.to_dict())
+  line = receptive.diagnostic(
+    config.encoding,
+    num_heads=config.model.num_heads,
+    head_dim=config.model.d_model // config.model.num_heads,
+    options=config.encoding_options.to_dict(),
+  )
   if line:
     print(line, flush=True)
   preemption = common.Preemption()
@@ -50,16 +53,22 @@ def main(argv: list[str]) -> None:
   try:
     with common.on_full_disk(lambda: common.kept_checkpoint(workdir), workdir):
       results = train.train_and_evaluate(
-          run, workdir, progress=lambda line: print(line, flush=True), should_stop=preemption,
-          checkpointed=common.checkpoint_hook())
+        run,
+        workdir,
+        progress=lambda line: print(line, flush=True),
+        should_stop=preemption,
+        checkpointed=common.checkpoint_hook(),
+      )
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   summary = run.protocol.summary(results_lib.Results.from_json(results, evaluate.kinds()))
-  print(f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
-        f'{_WORKDIR.value}/results.json')
+  print(
+    f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
+    f'{_WORKDIR.value}/results.json'
+  )
 
 
 if __name__ == '__main__':

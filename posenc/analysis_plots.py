@@ -13,6 +13,7 @@ Example (the TRF figure of two bias encodings at horizon 512):
   >>> data[:4]
   b'\\x89PNG'
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -27,8 +28,9 @@ from posenc import plots
 EPS_GRID = np.linspace(1, 0, 50)[1:-1]
 
 
-def trf_figure(grid: Sequence[float], curves: Mapping[str, Sequence[float]],
-               horizon: int) -> mpl_figure.Figure:
+def trf_figure(
+  grid: Sequence[float], curves: Mapping[str, Sequence[float]], horizon: int
+) -> mpl_figure.Figure:
   """TRF / m against ε at horizon m, one curve per encoding (Qin et al.'s plot).
 
   Args:
@@ -55,8 +57,9 @@ def trf_figure(grid: Sequence[float], curves: Mapping[str, Sequence[float]],
   return fig
 
 
-def erf_figure(grid: Sequence[float], summary: Mapping[str, Any], encoding: str,
-               length: int) -> mpl_figure.Figure:
+def erf_figure(
+  grid: Sequence[float], summary: Mapping[str, Any], encoding: str, length: int
+) -> mpl_figure.Figure:
   """ERF / keys attended against ε, one curve per layer (the mean over its heads).
 
   Args:
@@ -73,8 +76,7 @@ def erf_figure(grid: Sequence[float], summary: Mapping[str, Any], encoding: str,
   fig = mpl_figure.Figure(figsize=(6, 4))
   ax = fig.subplots()
   for i in range(layers):
-    shares = [np.mean([head['mean_share'] for head in by_eps[str(e)]['layers'][i]])
-              for e in grid]
+    shares = [np.mean([head['mean_share'] for head in by_eps[str(e)]['layers'][i]]) for e in grid]
     ax.plot(grid, shares, label=f'layer {i}', markevery=7, **plots.series_style(i))
   ax.set_xlabel('ε')
   ax.set_ylabel('ERF / keys attended')
@@ -86,8 +88,9 @@ def erf_figure(grid: Sequence[float], summary: Mapping[str, Any], encoding: str,
   return fig
 
 
-def attention_maps_figure(maps: Sequence[Sequence[np.ndarray]], lengths: Sequence[int],
-                          encoding: str) -> mpl_figure.Figure:
+def attention_maps_figure(
+  maps: Sequence[Sequence[np.ndarray]], lengths: Sequence[int], encoding: str
+) -> mpl_figure.Figure:
   """One example's attention per length (rows) and layer (columns), max over heads
   (Ruoss et al. Fig. 6).
 
@@ -100,8 +103,9 @@ def attention_maps_figure(maps: Sequence[Sequence[np.ndarray]], lengths: Sequenc
   sharing one colour bar from 0 to 1.
   """
   layers = len(maps[0])
-  fig = mpl_figure.Figure(figsize=(2.6 * layers + 1.2, 2.6 * len(lengths) + 0.4),
-                          layout='constrained')
+  fig = mpl_figure.Figure(
+    figsize=(2.6 * layers + 1.2, 2.6 * len(lengths) + 0.4), layout='constrained'
+  )
   axes = fig.subplots(len(lengths), layers, squeeze=False)
   for r, (n, row) in enumerate(zip(lengths, maps)):
     for layer, weights in enumerate(row):
@@ -117,8 +121,9 @@ def attention_maps_figure(maps: Sequence[Sequence[np.ndarray]], lengths: Sequenc
   return fig
 
 
-def activation_pca_figure(pca: Mapping[str, Any], lengths: Sequence[int], encoding: str,
-                          layer: int) -> mpl_figure.Figure:
+def activation_pca_figure(
+  pca: Mapping[str, Any], lengths: Sequence[int], encoding: str, layer: int
+) -> mpl_figure.Figure:
   """A layer's activations in the PCA plane fitted at the first length, one panel per
   length, tokens coloured by position (Ruoss et al. Fig. 5).
 
@@ -142,8 +147,9 @@ def activation_pca_figure(pca: Mapping[str, Any], lengths: Sequence[int], encodi
   return fig
 
 
-def position_probe_figure(layers: Sequence[Mapping[str, Any]], encoding: str,
-                          length: int) -> mpl_figure.Figure:
+def position_probe_figure(
+  layers: Sequence[Mapping[str, Any]], encoding: str, length: int
+) -> mpl_figure.Figure:
   """The probe's mean |error| per position, one curve per layer, against random guessing
   (Haviv et al. 2022).
 
@@ -159,8 +165,9 @@ def position_probe_figure(layers: Sequence[Mapping[str, Any]], encoding: str,
   ax = fig.subplots()
   for i, result in enumerate(layers):
     errors = [np.nan if v is None else v for v in result['by_position']]
-    ax.plot(errors, label=f'layer {i}', markevery=max(1, len(errors) // 12),
-            **plots.series_style(i))
+    ax.plot(
+      errors, label=f'layer {i}', markevery=max(1, len(errors) // 12), **plots.series_style(i)
+    )
   ax.axhline(layers[0]['baseline'], **plots.CHANCE_LINE, label='random guessing')
   ax.set_xlabel('position')
   ax.set_ylabel('mean |error|')

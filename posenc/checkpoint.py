@@ -15,6 +15,7 @@ Example:
   >>> step, state, history, notes = restore_newest(manager, abstract, population,
   ...                                              lambda s: f'left in place: {s}')
 """
+
 from __future__ import annotations
 
 import os
@@ -48,27 +49,41 @@ def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
   if jax.process_count() > 1:
     me = jax.process_index()
     kwargs['multiprocessing_options'] = ocp.options.MultiprocessingOptions(
-        primary_host=me, active_processes={me}, barrier_sync_key_prefix=f'process{me}')
+      primary_host=me, active_processes={me}, barrier_sync_key_prefix=f'process{me}'
+    )
   directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
   os.makedirs(directory, exist_ok=True)
   options = ocp.CheckpointManagerOptions(
-      max_to_keep=3, create=False, enable_async_checkpointing=False, **kwargs)
+    max_to_keep=3, create=False, enable_async_checkpointing=False, **kwargs
+  )
   return ocp.CheckpointManager(directory, options=options)
 
 
-def save_state(manager: ocp.CheckpointManager, step: int, state: Any,
-               population: Population, history: list[dict[str, Any]]) -> None:
-  manager.save(step, args=ocp.args.Composite(
+def save_state(
+  manager: ocp.CheckpointManager,
+  step: int,
+  state: Any,
+  population: Population,
+  history: list[dict[str, Any]],
+) -> None:
+  manager.save(
+    step,
+    args=ocp.args.Composite(
       state=ocp.args.StandardSave(population.unpad(state)),
-      run=ocp.args.JsonSave({'device_history': history})))
+      run=ocp.args.JsonSave({'device_history': history}),
+    ),
+  )
 
 
-def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any,
-                  population: Population) -> tuple[Any, list[dict[str, Any]]]:
+def restore_state(
+  manager: ocp.CheckpointManager, step: int, abstract: Any, population: Population
+) -> tuple[Any, list[dict[str, Any]]]:
   """(the checkpointed state at `step` padded and placed like `abstract`, device history)."""
   target = population.unpad(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract))
-  restored = manager.restore(step, args=ocp.args.Composite(
-      state=ocp.args.StandardRestore(target), run=ocp.args.JsonRestore()))
+  restored = manager.restore(
+    step,
+    args=ocp.args.Composite(state=ocp.args.StandardRestore(target), run=ocp.args.JsonRestore()),
+  )
   return population.pad(restored['state'], abstract), restored['run']['device_history']
 
 
@@ -79,9 +94,12 @@ def restore_state(manager: ocp.CheckpointManager, step: int, abstract: Any,
 DAMAGED = (ValueError, KeyError, OSError)
 
 
-def restore_newest(manager: ocp.CheckpointManager, abstract: Any, population: Population,
-                   set_aside: Callable[[int], str]
-                   ) -> tuple[int | None, Any, list[dict[str, Any]], list[str]]:
+def restore_newest(
+  manager: ocp.CheckpointManager,
+  abstract: Any,
+  population: Population,
+  set_aside: Callable[[int], str],
+) -> tuple[int | None, Any, list[dict[str, Any]], list[str]]:
   """(step, state, device history, damage notes) of the newest checkpoint that restores,
   step None when none does (then state and history are None).
 
@@ -112,8 +130,9 @@ def _drop_closed_loop_callbacks() -> None:
     return
 
   def hook(unraisable: Any) -> None:
-    if not (unraisable.exc_type is RuntimeError
-            and str(unraisable.exc_value) == 'Event loop is closed'):
+    if not (
+      unraisable.exc_type is RuntimeError and str(unraisable.exc_value) == 'Event loop is closed'
+    ):
       previous(unraisable)
 
   hook.drops_closed_loop = True

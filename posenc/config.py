@@ -205,8 +205,10 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
     key, eq, value = item.partition('=')
     key = key.strip()
     if key not in defaults:
-      raise ConfigError(f'unknown config arg {key!r}; valid args: '
-                        f'{", ".join(sorted(defaults)) or "none (this file takes no args)"}')
+      raise ConfigError(
+        f'unknown config arg {key!r}; valid args: '
+        f'{", ".join(sorted(defaults)) or "none (this file takes no args)"}'
+      )
     default = defaults[key]
     if not eq:
       if not isinstance(default, bool):
@@ -220,13 +222,13 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
       try:
         out[key] = type(default)(value)
       except ValueError:
-        raise ConfigError(
-            f'config arg {key}={value!r} is not a {type(default).__name__}') from None
+        raise ConfigError(f'config arg {key}={value!r} is not a {type(default).__name__}') from None
   return ml_collections.ConfigDict(out)
 
 
-def cell_config(base: ml_collections.ConfigDict,
-                overrides: dict[str, Any]) -> ml_collections.ConfigDict:
+def cell_config(
+  base: ml_collections.ConfigDict, overrides: dict[str, Any]
+) -> ml_collections.ConfigDict:
   """`base` with the cell's overrides (dotted keys allowed)."""
   config = copy.deepcopy(base)
   with config.unlocked():
@@ -271,10 +273,17 @@ def members(config: ml_collections.ConfigDict) -> list[dict[str, Any]]:
      {'seed': 0, 'data_seed': 6, 'learning_rate': 1e-4}]
   """
   if not config.get('data_seeds'):
-    return [{'seed': int(s), 'learning_rate': float(lr)}
-            for s in config.seeds for lr in config.learning_rates]
-  return [{'seed': int(s), 'data_seed': int(d), 'learning_rate': float(lr)}
-          for s in config.seeds for d in config.data_seeds for lr in config.learning_rates]
+    return [
+      {'seed': int(s), 'learning_rate': float(lr)}
+      for s in config.seeds
+      for lr in config.learning_rates
+    ]
+  return [
+    {'seed': int(s), 'data_seed': int(d), 'learning_rate': float(lr)}
+    for s in config.seeds
+    for d in config.data_seeds
+    for lr in config.learning_rates
+  ]
 
 
 def field(config: ml_collections.ConfigDict, key: str) -> Any:
@@ -296,8 +305,9 @@ def choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
   return ConfigError(f'unknown {name} {bad!r}; valid {name}s: {", ".join(valid)}')
 
 
-def check_ints(values: list[Any], name: str, low: int = 0, high: int = 2**32,
-               what: str = '') -> None:
+def check_ints(
+  values: list[Any], name: str, low: int = 0, high: int = 2**32, what: str = ''
+) -> None:
   """ConfigError naming the first of `values` that is not an integer in low..high-1, or a
   duplicate: seeds, data seeds.
 
@@ -305,18 +315,33 @@ def check_ints(values: list[Any], name: str, low: int = 0, high: int = 2**32,
   """
   bad = [v for v in values if not is_int(v) or not low <= v < high]
   if bad:
-    raise ConfigError(f'{name} {values}: {bad[0]!r} is not an integer in {low}..2^32-1; '
-                      f'{name} must be integers in {low}..2^32-1{what}')
+    raise ConfigError(
+      f'{name} {values}: {bad[0]!r} is not an integer in {low}..2^32-1; '
+      f'{name} must be integers in {low}..2^32-1{what}'
+    )
   if len(set(values)) != len(values):
     raise ConfigError(f'{name} {values} has duplicates; each must be unique')
 
 
 # The sizes every run has, each a positive integer; those with a limit name it.
-POSITIVE = ('train.steps', 'train.batch_size', 'train.max_length', 'train.log_every',
-            'train.bucket_size', 'checkpoint_every', 'eval.max_length',
-            'eval.examples_per_length', 'eval.batch_size', 'eval.bucket_size', 'eval.stride')
-LIMITS = {'train.steps': ('MAX_STEPS', MAX_STEPS), 'train.max_length': ('MAX_LENGTH', MAX_LENGTH),
-          'eval.max_length': ('MAX_LENGTH', MAX_LENGTH)}
+POSITIVE = (
+  'train.steps',
+  'train.batch_size',
+  'train.max_length',
+  'train.log_every',
+  'train.bucket_size',
+  'checkpoint_every',
+  'eval.max_length',
+  'eval.examples_per_length',
+  'eval.batch_size',
+  'eval.bucket_size',
+  'eval.stride',
+)
+LIMITS = {
+  'train.steps': ('MAX_STEPS', MAX_STEPS),
+  'train.max_length': ('MAX_LENGTH', MAX_LENGTH),
+  'eval.max_length': ('MAX_LENGTH', MAX_LENGTH),
+}
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -330,15 +355,19 @@ def validate(config: ml_collections.ConfigDict) -> None:
       raise ConfigError(f'{key}={value!r} must be a positive integer')
     if key in LIMITS and value > LIMITS[key][1]:
       name, limit = LIMITS[key]
-      raise ConfigError(f'{key}={value} exceeds the limit of {limit:,} (posenc.config.{name}: '
-                        'past it a run cannot finish or fit)')
+      raise ConfigError(
+        f'{key}={value} exceeds the limit of {limit:,} (posenc.config.{name}: '
+        'past it a run cannot finish or fit)'
+      )
   for key in ('data_seed', 'eval.seed'):
     value = field(config, key)
     if not is_int(value) or not 0 <= value < 2**32:
       raise ConfigError(f'{key}={value!r} must be an integer in 0..2^32-1')
   if config.eval.examples_per_length % config.eval.batch_size:
-    raise ConfigError(f'eval.examples_per_length={config.eval.examples_per_length} is not a '
-                      f'multiple of eval.batch_size={config.eval.batch_size}')
+    raise ConfigError(
+      f'eval.examples_per_length={config.eval.examples_per_length} is not a '
+      f'multiple of eval.batch_size={config.eval.batch_size}'
+    )
   m = config.eval.max_length
   bad = [l for l in config.eval.lengths if not (is_int(l) and 1 <= l <= m)]
   if bad:
@@ -386,8 +415,9 @@ def flatten(d: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
   return out
 
 
-def config_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]
-                   ) -> list[tuple[str, Any, Any]]:
+def config_changes(
+  recorded: Mapping[str, Any], requested: Mapping[str, Any]
+) -> list[tuple[str, Any, Any]]:
   """The fields (dotted, sorted) in which a recorded config and a requested one differ, as
   (key, recorded value, requested value), leaving out the RESUMABLE_CHANGES; a field one
   side lacks has the value ABSENT there. Both are JSON dicts (config.json, `as_json`).
@@ -402,12 +432,14 @@ def config_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]
   """
   old, new = flatten(recorded), flatten(requested)
   value = lambda d, k: d.get(k, ADDED_FIELDS.get(k, ABSENT))
-  return [(k, value(old, k), value(new, k)) for k in sorted(set(old) | set(new))
-          if value(old, k) != value(new, k) and k not in RESUMABLE_CHANGES]
+  return [
+    (k, value(old, k), value(new, k))
+    for k in sorted(set(old) | set(new))
+    if value(old, k) != value(new, k) and k not in RESUMABLE_CHANGES
+  ]
 
 
-def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4,
-                     width: int = 40) -> str:
+def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4, width: int = 40) -> str:
   """`config_changes` as one short phrase: 'key old -> new' for the first `limit` fields,
   each value cut to `width` characters.
 
@@ -415,9 +447,10 @@ def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4,
     >>> describe_changes([('train.steps', 2000, 4000), ('seeds', [0, 1], [0])])
     'train.steps 2000 -> 4000, seeds [0, 1] -> [0]'
   """
+
   def text(value: Any) -> str:
     out = repr(value) if value is ABSENT else json.dumps(value, separators=(', ', ': '))
-    return out if len(out) <= width else out[:width - 3] + '...'
+    return out if len(out) <= width else out[: width - 3] + '...'
 
   parts = [f'{k} {text(a)} -> {text(b)}' for k, a, b in changes[:limit]]
   if len(changes) > limit:

@@ -44,8 +44,10 @@ import tasks
 
 # Sequence tasks are costed by measuring one member's program at the training size (a
 # probe) and scaling by every evaluated group's FLOPs: per protocol, (probe, groups).
-SEQUENCE_COSTS = {'grid': (grid.probe, grid.eval_sequences),
-                  'lengths': (lengths.probe, lengths.eval_sequences)}
+SEQUENCE_COSTS = {
+  'grid': (grid.probe, grid.eval_sequences),
+  'lengths': (lengths.probe, lengths.eval_sequences),
+}
 
 
 def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
@@ -64,10 +66,19 @@ def cell_work(run: setup.Run) -> tuple[float, float]:
   """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
   config, task = run.config, run.task
   n, m = config.train.max_length, config.eval.max_length
-  per_step = np.mean([forward_flops(tokens(task, l, n, config.train.bucket_size), config)
-                      for l in range(1, n + 1)]) * config.train.batch_size
-  per_eval = sum(forward_flops(tokens(task, l, m, config.eval.bucket_size), config)
-                 for l in config_lib.eval_lengths(config)) * config.eval.examples_per_length
+  per_step = (
+    np.mean(
+      [forward_flops(tokens(task, l, n, config.train.bucket_size), config) for l in range(1, n + 1)]
+    )
+    * config.train.batch_size
+  )
+  per_eval = (
+    sum(
+      forward_flops(tokens(task, l, m, config.eval.bucket_size), config)
+      for l in config_lib.eval_lengths(config)
+    )
+    * config.eval.examples_per_length
+  )
   return float(per_step), float(per_eval)
 
 
@@ -109,11 +120,19 @@ def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
       state, _ = fns[train.bucket_of(run, int(length))](state, jnp.int32(length), *members)
     jax.block_until_ready(state)
     seconds = time.time() - t0
-  return {'population': population.size, 'steps': steps, 'seconds': seconds,
-          'steps_per_s': steps / seconds,
-          'model_updates_per_s': steps * population.size / seconds,
-          'warmup_compile_s': compile_s, 'compiled_programs': traces['train'],
-          'buckets': buckets, 'steps_per_dispatch': k, 'state': state, 'lengths': lengths}
+  return {
+    'population': population.size,
+    'steps': steps,
+    'seconds': seconds,
+    'steps_per_s': steps / seconds,
+    'model_updates_per_s': steps * population.size / seconds,
+    'warmup_compile_s': compile_s,
+    'compiled_programs': traces['train'],
+    'buckets': buckets,
+    'steps_per_dispatch': k,
+    'state': state,
+    'lengths': lengths,
+  }
 
 
 def measure(run: setup.Run, steps: int) -> dict[str, float]:
@@ -122,24 +141,30 @@ def measure(run: setup.Run, steps: int) -> dict[str, float]:
   figures = measure_training(run, steps)
   step_s = figures['seconds'] / steps
   n, size = config.train.max_length, config.train.bucket_size
-  measured_work = np.mean([forward_flops(tokens(task, int(l), n, size), config)
-                           for l in figures['lengths']]) * config.train.batch_size
+  measured_work = (
+    np.mean([forward_flops(tokens(task, int(l), n, size), config) for l in figures['lengths']])
+    * config.train.batch_size
+  )
   state = figures['state']
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-  evaluate = range_protocol.make_eval_fn(config, task, run.model, population, bucket,
-                                         run.eval_key)
+  evaluate = range_protocol.make_eval_fn(config, task, run.model, population, bucket, run.eval_key)
   args = (state['params'], jnp.int32(length), population.eval_keys)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
   jax.block_until_ready(evaluate(*args))
   eval_s = time.time() - t0
-  eval_work = (forward_flops(tokens(task, length, config.eval.max_length,
-                                     config.eval.bucket_size), config)
-               * config.eval.examples_per_length)
-  return {'step_s': step_s, 'train_s_per_unit': step_s / measured_work,
-          'eval_s_per_unit': eval_s / eval_work, 'population': figures['population'],
-          'model_updates_per_s': population.size / step_s}
+  eval_work = (
+    forward_flops(tokens(task, length, config.eval.max_length, config.eval.bucket_size), config)
+    * config.eval.examples_per_length
+  )
+  return {
+    'step_s': step_s,
+    'train_s_per_unit': step_s / measured_work,
+    'eval_s_per_unit': eval_s / eval_work,
+    'population': figures['population'],
+    'model_updates_per_s': population.size / step_s,
+  }
 
 
 def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) -> float:
@@ -149,35 +174,51 @@ def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) ->
   d, f = config.model.d_model, config.model.ffn_size
   ffn = 3 if config.model.ffn == 'gelu_glu' else 2
   depth = config.model.num_layers * config.model.recurrences
-  return 2.0 * (depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d)
-                + tokens * d * vocab)
+  return 2.0 * (
+    depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d) + tokens * d * vocab
+  )
 
 
-def measure_sequence(run: setup.Run, steps: int = 3, batch: int = 8,
-                     samples: int = 8) -> dict[str, Any]:
+def measure_sequence(
+  run: setup.Run, steps: int = 3, batch: int = 8, samples: int = 8
+) -> dict[str, Any]:
   """One member of a sequence-task `config` (arithmetic, task hinting) timed on the local
   devices at a reduced batch: seconds per training step of `batch` sequences (training
   batches are padded to the widths at n), and seconds per generated example at n (grid cell
   (n, n), or test length n)."""
   config = run.config
   samples = min(samples, config.eval.samples_per_cell, config.eval.batch_size)
-  small = setup.build(config_lib.cell_config(config, {
-      'seeds': config.seeds[:1], 'learning_rates': config.learning_rates[:1],
-      'train.batch_size': min(batch, config.train.batch_size),
-      'eval.samples_per_cell': samples, 'eval.batch_size': samples,
-      'eval.examples_per_length': samples}))
+  small = setup.build(
+    config_lib.cell_config(
+      config,
+      {
+        'seeds': config.seeds[:1],
+        'learning_rates': config.learning_rates[:1],
+        'train.batch_size': min(batch, config.train.batch_size),
+        'eval.samples_per_cell': samples,
+        'eval.batch_size': samples,
+        'eval.examples_per_length': samples,
+      },
+    )
+  )
   figures = measure_training(small, steps)
   probe, _ = SEQUENCE_COSTS[small.protocol.name]
-  evaluate, args, shape = probe(small.config, small.task, small.model, small.population,
-                                small.eval_key)
+  evaluate, args, shape = probe(
+    small.config, small.task, small.model, small.population, small.eval_key
+  )
   args = (figures['state']['params'], *args)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
   jax.block_until_ready(evaluate(*args))
-  return {'batch': small.config.train.batch_size, 'samples': samples,
-          'step_s': figures['seconds'] / steps, 'warmup_compile_s': figures['warmup_compile_s'],
-          'example_s': (time.time() - t0) / samples,
-          'train_tokens': sum(_train_shape(small)), 'eval_tokens': sum(shape)}
+  return {
+    'batch': small.config.train.batch_size,
+    'samples': samples,
+    'step_s': figures['seconds'] / steps,
+    'warmup_compile_s': figures['warmup_compile_s'],
+    'example_s': (time.time() - t0) / samples,
+    'train_tokens': sum(_train_shape(small)),
+    'eval_tokens': sum(shape),
+  }
 
 
 def _train_shape(run: setup.Run) -> tuple[int, int]:
@@ -203,29 +244,37 @@ def _sequence_estimate(runs, cells, steps):
   FLOP-bound, as it is on this CPU for wide models)."""
   measured = measure_sequence(runs[0], steps)
   base_step, _, base_example = sequence_work(runs[0])
-  step_s_per_flop = measured['step_s'] / (base_step / runs[0].config.train.batch_size
-                                          * measured['batch'])
+  step_s_per_flop = measured['step_s'] / (
+    base_step / runs[0].config.train.batch_size * measured['batch']
+  )
   example_s_per_flop = measured['example_s'] / base_example
   rows = []
   for overrides, run in zip(cells, runs):
     config = run.config
     per_step, per_eval, _ = sequence_work(run)
     members = run.population.size
-    rows.append({'cell': sweep_lib.cell_name(overrides),
-                 'train_s': members * config.train.steps * per_step * step_s_per_flop,
-                 'eval_s': members * per_eval * example_s_per_flop})
+    rows.append(
+      {
+        'cell': sweep_lib.cell_name(overrides),
+        'train_s': members * config.train.steps * per_step * step_s_per_flop,
+        'eval_s': members * per_eval * example_s_per_flop,
+      }
+    )
   return measured, rows
 
 
 def format_sequence_measurement(m: dict[str, Any]) -> str:
-  return (f'{m["step_s"]:.2f} s per training step of {m["batch"]} sequences of '
-          f'{m["train_tokens"]} tokens, {m["example_s"] * 1e3:.0f} ms per generated example '
-          f'of {m["eval_tokens"]} tokens (one member; scaled to the config\'s batch and '
-          'samples by FLOPs)')
+  return (
+    f'{m["step_s"]:.2f} s per training step of {m["batch"]} sequences of '
+    f'{m["train_tokens"]} tokens, {m["example_s"] * 1e3:.0f} ms per generated example '
+    f'of {m["eval_tokens"]} tokens (one member; scaled to the config\'s batch and '
+    'samples by FLOPs)'
+  )
 
 
-def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
-             steps: int = 20) -> dict[str, Any]:
+def estimate(
+  base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], steps: int = 20
+) -> dict[str, Any]:
   """Measures the first cell, then predicts every cell of `cells` on this machine."""
   runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
   configs = [run.config for run in runs]
@@ -233,11 +282,18 @@ def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
   if runs[0].protocol.name in SEQUENCE_COSTS:
     measured, rows = _sequence_estimate(runs, cells, steps)
     wall = sum(r['train_s'] + r['eval_s'] for r in rows)
-    return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,
-            'sequence': True, 'devices': len(devices), 'device_kind': devices[0].device_kind,
-            'cells': rows, 'wall_clock_s': wall, 'device_hours': wall * len(devices) / 3600,
-            'members_per_cell': len(config_lib.members(configs[0])),
-            'train_steps': configs[0].train.steps}
+    return {
+      'measured_cell': sweep_lib.cell_name(cells[0]),
+      'measured': measured,
+      'sequence': True,
+      'devices': len(devices),
+      'device_kind': devices[0].device_kind,
+      'cells': rows,
+      'wall_clock_s': wall,
+      'device_hours': wall * len(devices) / 3600,
+      'members_per_cell': len(config_lib.members(configs[0])),
+      'train_steps': configs[0].train.steps,
+    }
   measured = measure(runs[0], steps)
   rows = []
   for overrides, run in zip(cells, runs):
@@ -247,11 +303,17 @@ def estimate(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
     eval_s = per_eval * measured['eval_s_per_unit']
     rows.append({'cell': sweep_lib.cell_name(overrides), 'train_s': train_s, 'eval_s': eval_s})
   wall = sum(r['train_s'] + r['eval_s'] for r in rows)
-  return {'measured_cell': sweep_lib.cell_name(cells[0]), 'measured': measured,
-          'devices': len(devices), 'device_kind': devices[0].device_kind,
-          'cells': rows, 'wall_clock_s': wall, 'device_hours': wall * len(devices) / 3600,
-          'members_per_cell': measured['population'],
-          'train_steps': configs[0].train.steps}
+  return {
+    'measured_cell': sweep_lib.cell_name(cells[0]),
+    'measured': measured,
+    'devices': len(devices),
+    'device_kind': devices[0].device_kind,
+    'cells': rows,
+    'wall_clock_s': wall,
+    'device_hours': wall * len(devices) / 3600,
+    'members_per_cell': measured['population'],
+    'train_steps': configs[0].train.steps,
+  }
 
 
 def _by_task(cells: Sequence[dict[str, Any]]) -> list[str]:
@@ -262,8 +324,10 @@ def _by_task(cells: Sequence[dict[str, Any]]) -> list[str]:
     by_task[task][0] += row['train_s']
     by_task[task][1] += row['eval_s']
     by_task[task][2] += 1
-  return [f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h'
-          for task, (t, e, k) in by_task.items()]
+  return [
+    f'  {task:28s} {k:2d} cells  train {t / 3600:10.1f} h  eval {e / 3600:8.1f} h'
+    for task, (t, e, k) in by_task.items()
+  ]
 
 
 def format_estimate(est: dict[str, Any]) -> str:
@@ -271,22 +335,29 @@ def format_estimate(est: dict[str, Any]) -> str:
   if est.get('sequence'):
     speed = format_sequence_measurement(m)
   else:
-    speed = (f'{est["members_per_cell"]} members: {1 / m["step_s"]:.2f} population steps/s = '
-             f'{m["model_updates_per_s"]:.1f} model-updates/s')
+    speed = (
+      f'{est["members_per_cell"]} members: {1 / m["step_s"]:.2f} population steps/s = '
+      f'{m["model_updates_per_s"]:.1f} model-updates/s'
+    )
   lines = [
-      f'measured on {est["devices"]} x {est["device_kind"]}: cell {est["measured_cell"]}, '
-      f'{speed}',
-      f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
-      f'{est["train_steps"]:,} steps, run one cell after another on all devices:']
+    f'measured on {est["devices"]} x {est["device_kind"]}: cell {est["measured_cell"]}, {speed}',
+    f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
+    f'{est["train_steps"]:,} steps, run one cell after another on all devices:',
+  ]
   if est.get('sequence'):  # Few, expensive cells: each one, per member (one model).
     members = est['members_per_cell']
-    lines += [f'  {r["cell"]:48s} one model: train {r["train_s"] / members / 3600:8.1f} h  '
-              f'eval {r["eval_s"] / members / 3600:8.1f} h' for r in est['cells']]
+    lines += [
+      f'  {r["cell"]:48s} one model: train {r["train_s"] / members / 3600:8.1f} h  '
+      f'eval {r["eval_s"] / members / 3600:8.1f} h'
+      for r in est['cells']
+    ]
   else:
     lines += _by_task(est['cells'])
   wall = est['wall_clock_s']
-  lines.append(f'total: wall-clock {wall / 3600:,.1f} h ({wall / 86400:,.1f} days), '
-               f'{est["device_hours"]:,.1f} device-hours')
+  lines.append(
+    f'total: wall-clock {wall / 3600:,.1f} h ({wall / 86400:,.1f} days), '
+    f'{est["device_hours"]:,.1f} device-hours'
+  )
   return '\n'.join(lines)
 
 
@@ -297,14 +368,26 @@ def format_estimate(est: dict[str, Any]) -> str:
 # XLA uses for a float32 model by default (TF32 on NVIDIA tensor cores, one bfloat16 pass on
 # TPU MXUs) and for bfloat16, and memory bandwidth (bytes/s).
 DEVICES: dict[str, dict[str, Any]] = {
-    'H100': {'name': 'NVIDIA H100 SXM', 'flops': {'float32': 494.7e12, 'bfloat16': 989.4e12},
-             'bandwidth': 3.35e12},
-    'A100': {'name': 'NVIDIA A100 SXM 80GB', 'flops': {'float32': 156e12, 'bfloat16': 312e12},
-             'bandwidth': 2.039e12},
-    'v4': {'name': 'TPU v4 chip', 'flops': {'float32': 275e12, 'bfloat16': 275e12},
-           'bandwidth': 1.2e12},
-    'v5e': {'name': 'TPU v5e chip', 'flops': {'float32': 197e12, 'bfloat16': 197e12},
-            'bandwidth': 0.819e12},
+  'H100': {
+    'name': 'NVIDIA H100 SXM',
+    'flops': {'float32': 494.7e12, 'bfloat16': 989.4e12},
+    'bandwidth': 3.35e12,
+  },
+  'A100': {
+    'name': 'NVIDIA A100 SXM 80GB',
+    'flops': {'float32': 156e12, 'bfloat16': 312e12},
+    'bandwidth': 2.039e12,
+  },
+  'v4': {
+    'name': 'TPU v4 chip',
+    'flops': {'float32': 275e12, 'bfloat16': 275e12},
+    'bandwidth': 1.2e12,
+  },
+  'v5e': {
+    'name': 'TPU v5e chip',
+    'flops': {'float32': 197e12, 'bfloat16': 197e12},
+    'bandwidth': 0.819e12,
+  },
 }
 
 # Token counts the per-program costs are measured at (reverse_string: T = 2 x bucket); other
@@ -330,23 +413,35 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   sub-batch. The programs are those an accelerator runs (xla_fused attention, no CPU
   blocking), compiled by this machine's XLA: its fusion decides the bytes.
   """
-  run = setup.build(config_lib.cell_config(config, {'task': 'reverse_string', 'seeds': [0],
-                                                    'learning_rates': [1e-4]}), platform='gpu')
+  run = setup.build(
+    config_lib.cell_config(
+      config, {'task': 'reverse_string', 'seeds': [0], 'learning_rates': [1e-4]}
+    ),
+    platform='gpu',
+  )
   config, task, population, model = run.config, run.task, run.population, run.model
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  one_batch = config_lib.cell_config(config, {'eval.examples_per_length':
-                                             config.eval.batch_size})
+  one_batch = config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size})
   points = {'train': [], 'eval': []}
   for bucket in _FIT_TRAIN_BUCKETS:
     fn = train.make_update_fn(run, bucket)
-    points['train'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
-        fn, state, length, population.learning_rates, population.train_keys)))
+    points['train'].append(
+      (
+        tokens(task, bucket, bucket, 1),
+        *_compiled_cost(fn, state, length, population.learning_rates, population.train_keys),
+      )
+    )
   for bucket in _FIT_EVAL_BUCKETS:
-    fn = range_protocol.make_eval_fn(one_batch, task, model, population, bucket, run.eval_key,
-                                     platform='gpu')
-    points['eval'].append((tokens(task, bucket, bucket, 1), *_compiled_cost(
-        fn, state['params'], length, population.eval_keys)))
+    fn = range_protocol.make_eval_fn(
+      one_batch, task, model, population, bucket, run.eval_key, platform='gpu'
+    )
+    points['eval'].append(
+      (
+        tokens(task, bucket, bucket, 1),
+        *_compiled_cost(fn, state['params'], length, population.eval_keys),
+      )
+    )
   fits = {}
   for kind, rows in points.items():
     t, flops, nbytes = (np.array(c, np.float64) for c in zip(*rows))
@@ -354,8 +449,12 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   return fits
 
 
-def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], device: str,
-             progress: Any = lambda line: None) -> dict[str, Any]:
+def roofline(
+  base: ml_collections.ConfigDict,
+  cells: Sequence[dict[str, Any]],
+  device: str,
+  progress: Any = lambda line: None,
+) -> dict[str, Any]:
   """Each cell's time on `device` from XLA's cost analysis: max(FLOPs / peak, bytes /
   bandwidth) per program, summed over the cell's training steps and evaluation sub-batches
   for every member (one chip runs one member's work at a time; a slice of C chips divides
@@ -365,8 +464,9 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
     ConfigError: an unknown device.
   """
   if device not in DEVICES:
-    raise config_lib.ConfigError(f'unknown --device {device!r}; valid devices: '
-                                 f'{", ".join(DEVICES)}')
+    raise config_lib.ConfigError(
+      f'unknown --device {device!r}; valid devices: {", ".join(DEVICES)}'
+    )
   spec = DEVICES[device]
   runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
   configs = [run.config for run in runs]
@@ -376,17 +476,18 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
       # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
       # trip count: the estimate would leave out most of the evaluation.
       raise config_lib.ConfigError(
-          f'--device estimates cover model.family=encoder only, not {config.model.family!r}')
+        f'--device estimates cover model.family=encoder only, not {config.model.family!r}'
+      )
     # The fit compiles reverse_string programs up to the longest bucket, which an encoding
     # whose positions stop at max_position cannot encode.
-    longest = tokens(tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1],
-                     _FIT_EVAL_BUCKETS[-1], 1)
+    longest = tokens(tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1], _FIT_EVAL_BUCKETS[-1], 1)
     if run.encoding.bounded and config.model.max_position < longest:
       raise config_lib.ConfigError(
-          f'--device: the roofline fits programs of up to {longest} tokens, beyond '
-          f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
-          f'(cell {sweep_lib.cell_name(overrides)}); raise --config.model.max_position to '
-          f'{longest}, or leave out --device to measure this machine')
+        f'--device: the roofline fits programs of up to {longest} tokens, beyond '
+        f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
+        f'(cell {sweep_lib.cell_name(overrides)}); raise --config.model.max_position to '
+        f'{longest}, or leave out --device to measure this machine'
+      )
   fits = {}
   rows = []
   for overrides, run in zip(cells, runs):
@@ -403,35 +504,52 @@ def roofline(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], d
 
     task = run.task
     n, m = config.train.max_length, config.eval.max_length
-    step = np.mean([seconds('train', tokens(task, l, n, config.train.bucket_size))
-                    for l in range(1, n + 1)])
+    step = np.mean(
+      [seconds('train', tokens(task, l, n, config.train.bucket_size)) for l in range(1, n + 1)]
+    )
     sub_batches = config.eval.examples_per_length // config.eval.batch_size
-    evaluation = sum(sub_batches * seconds('eval', tokens(task, l, m, config.eval.bucket_size))
-                     for l in config_lib.eval_lengths(config))
+    evaluation = sum(
+      sub_batches * seconds('eval', tokens(task, l, m, config.eval.bucket_size))
+      for l in config_lib.eval_lengths(config)
+    )
     members = len(config_lib.members(config))
-    rows.append({'cell': sweep_lib.cell_name(overrides),
-                 'train_s': members * config.train.steps * step,
-                 'eval_s': members * evaluation})
+    rows.append(
+      {
+        'cell': sweep_lib.cell_name(overrides),
+        'train_s': members * config.train.steps * step,
+        'eval_s': members * evaluation,
+      }
+    )
   total = sum(r['train_s'] + r['eval_s'] for r in rows)
-  return {'device': device, 'device_name': spec['name'], 'peak_flops': spec['flops'],
-          'bandwidth': spec['bandwidth'], 'cells': rows, 'chip_hours': total / 3600,
-          'members_per_cell': len(config_lib.members(configs[0])),
-          'train_steps': configs[0].train.steps, 'dtype': configs[0].model.dtype}
+  return {
+    'device': device,
+    'device_name': spec['name'],
+    'peak_flops': spec['flops'],
+    'bandwidth': spec['bandwidth'],
+    'cells': rows,
+    'chip_hours': total / 3600,
+    'members_per_cell': len(config_lib.members(configs[0])),
+    'train_steps': configs[0].train.steps,
+    'dtype': configs[0].model.dtype,
+  }
 
 
 def format_roofline(est: dict[str, Any], chips: int = 1) -> str:
   dtype = est['dtype']
   lines = [
-      f'roofline on {est["device_name"]}: {est["peak_flops"][dtype] / 1e12:,.1f} TFLOP/s '
-      f'({dtype} matmuls as XLA runs them by default), {est["bandwidth"] / 1e12:.2f} TB/s',
-      'assumptions: each program runs at max(FLOPs / peak, bytes / bandwidth), the FLOPs and '
-      'bytes of XLA\'s cost analysis of the accelerator program (xla_fused attention) as this '
-      "machine's XLA compiles it; no launch overheads, no idle time; chips fully packed. Small "
-      'models like this one run far below peak on real hardware: a lower bound, not a promise.',
-      f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
-      f'{est["train_steps"]:,} steps:']
+    f'roofline on {est["device_name"]}: {est["peak_flops"][dtype] / 1e12:,.1f} TFLOP/s '
+    f'({dtype} matmuls as XLA runs them by default), {est["bandwidth"] / 1e12:.2f} TB/s',
+    'assumptions: each program runs at max(FLOPs / peak, bytes / bandwidth), the FLOPs and '
+    'bytes of XLA\'s cost analysis of the accelerator program (xla_fused attention) as this '
+    "machine's XLA compiles it; no launch overheads, no idle time; chips fully packed. Small "
+    'models like this one run far below peak on real hardware: a lower bound, not a promise.',
+    f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
+    f'{est["train_steps"]:,} steps:',
+  ]
   lines += _by_task(est['cells'])
   hours = est['chip_hours']
-  lines.append(f'total: {hours:,.1f} chip-hours; on {chips} chip{"s" * (chips > 1)}: '
-               f'{hours / chips:,.1f} h wall-clock')
+  lines.append(
+    f'total: {hours:,.1f} chip-hours; on {chips} chip{"s" * (chips > 1)}: '
+    f'{hours / chips:,.1f} h wall-clock'
+  )
   return '\n'.join(lines)

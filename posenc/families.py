@@ -12,6 +12,7 @@ Example:
   >>> of('decoder').causal, of('encoder').metric
   (True, 'accuracy')
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,6 +29,7 @@ class Family:
       tied embeddings possible); otherwise classes read off the model's outputs.
     metric: what its scores and curves on the study's tasks are judged by.
   """
+
   name: str
   causal: bool
   generates: bool

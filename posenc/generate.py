@@ -8,6 +8,7 @@ lengths share a batch (left-aligned, padded): each sequence decodes from its own
   >>> tokens = generate(model, variables, prompts, prompt_lengths, max_new=12, eos_id=9,
   ...                   rngs={'noise': key})          # int32 [B, 12], EOS-filled after EOS
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,15 +23,18 @@ Array = jax.Array
 
 def pad_cache(cache: Any, total: int) -> Any:
   """Keys and values [.., B, P, H, K] of a prompt pass, padded to [.., B, total, H, K]."""
+
   def pad(x):
     widths = [(0, 0)] * x.ndim
     widths[-3] = (0, total - x.shape[-3])
     return jnp.pad(x, widths)
+
   return jax.tree.map(pad, cache)
 
 
-def _draws(prompts: Array, prompt_lengths: Array, max_new: int,
-           answer_lengths: Array | None) -> tuple[int, Array]:
+def _draws(
+  prompts: Array, prompt_lengths: Array, max_new: int, answer_lengths: Array | None
+) -> tuple[int, Array]:
   """(S, draw lengths [B]): the tokens a generation feeds the model, at most and each.
 
   The last generated token is never fed back, so a sequence feeds its prompt and
@@ -41,10 +45,19 @@ def _draws(prompts: Array, prompt_lengths: Array, max_new: int,
   return prompts.shape[1] + max_new - 1, prompt_lengths + answer_lengths - 1
 
 
-def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_lengths: Array,
-             max_new: int, eos_id: int, rngs: dict[str, Array], *,
-             answer_lengths: Array | None = None, task: Array | None = None,
-             recurrences: int | None = None) -> Array:
+def generate(
+  model: decoder_lib.Decoder,
+  variables: Any,
+  prompts: Array,
+  prompt_lengths: Array,
+  max_new: int,
+  eos_id: int,
+  rngs: dict[str, Array],
+  *,
+  answer_lengths: Array | None = None,
+  task: Array | None = None,
+  recurrences: int | None = None,
+) -> Array:
   """Greedy continuation of each prompt, with a KV cache.
 
   Args:
@@ -66,8 +79,17 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
   b = prompts.shape[0]
   total, draw_length = _draws(prompts, prompt_lengths, max_new, answer_lengths)
   call = lambda tokens, lengths, **kw: model.apply(
-      variables, tokens, lengths, deterministic=True, num_positions=total,
-      draw_length=draw_length, task=task, recurrences=recurrences, rngs=rngs, **kw)
+    variables,
+    tokens,
+    lengths,
+    deterministic=True,
+    num_positions=total,
+    draw_length=draw_length,
+    task=task,
+    recurrences=recurrences,
+    rngs=rngs,
+    **kw,
+  )
   logits, cache = call(prompts, prompt_lengths)
   rows = jnp.arange(b)
   first = jnp.argmax(logits[rows, prompt_lengths - 1], -1).astype(jnp.int32)
@@ -75,8 +97,10 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
   # Every token so far, for encodings that read the sequence (Abacus). Adding a zero derived
   # from `first` gives it the same type as the loop's outputs inside a shard_map (varying
   # over the population's devices).
-  seq = (jnp.zeros((b, total), jnp.int32).at[:, :prompts.shape[1]].set(prompts)
-         + jnp.zeros_like(first)[:, None])
+  seq = (
+    jnp.zeros((b, total), jnp.int32).at[:, : prompts.shape[1]].set(prompts)
+    + jnp.zeros_like(first)[:, None]
+  )
 
   def cond(state):
     i, _, _, _, done = state
@@ -86,8 +110,9 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
     i, cache, seq, out, done = state
     q_idx = (prompt_lengths + i - 1)[:, None]  # where token i - 1 sits
     seq = seq.at[rows, q_idx[:, 0]].set(out[:, i - 1])
-    logits, cache = call(out[:, i - 1][:, None], q_idx[:, 0] + 1, q_idx=q_idx, cache=cache,
-                         context=seq)
+    logits, cache = call(
+      out[:, i - 1][:, None], q_idx[:, 0] + 1, q_idx=q_idx, cache=cache, context=seq
+    )
     token = jnp.where(done, eos_id, jnp.argmax(logits[:, 0], -1).astype(jnp.int32))
     return i + 1, cache, seq, out.at[:, i].set(token), done | (token == eos_id)
 
@@ -95,10 +120,19 @@ def generate(model: decoder_lib.Decoder, variables: Any, prompts: Array, prompt_
   return jax.lax.while_loop(cond, step, state)[3]
 
 
-def generate_uncached(model: decoder_lib.Decoder, variables: Any, prompts: Array,
-                      prompt_lengths: Array, max_new: int, eos_id: int,
-                      rngs: dict[str, Array], *, answer_lengths: Array | None = None,
-                      task: Array | None = None, recurrences: int | None = None) -> Array:
+def generate_uncached(
+  model: decoder_lib.Decoder,
+  variables: Any,
+  prompts: Array,
+  prompt_lengths: Array,
+  max_new: int,
+  eos_id: int,
+  rngs: dict[str, Array],
+  *,
+  answer_lengths: Array | None = None,
+  task: Array | None = None,
+  recurrences: int | None = None,
+) -> Array:
   """`generate` without a cache: every token re-decodes the whole sequence so far (the
   definition cached generation is tested against, and its speed baseline)."""
   b, p = prompts.shape
@@ -110,9 +144,17 @@ def generate_uncached(model: decoder_lib.Decoder, variables: Any, prompts: Array
   def step(i, state):
     seq, out, done = state
     lengths = prompt_lengths + i
-    logits, _ = model.apply(variables, seq[:, :total], lengths, deterministic=True,
-                            num_positions=total, draw_length=draw_length, task=task,
-                            recurrences=recurrences, rngs=rngs)
+    logits, _ = model.apply(
+      variables,
+      seq[:, :total],
+      lengths,
+      deterministic=True,
+      num_positions=total,
+      draw_length=draw_length,
+      task=task,
+      recurrences=recurrences,
+      rngs=rngs,
+    )
     token = jnp.argmax(logits[rows, lengths - 1], -1).astype(jnp.int32)
     token = jnp.where(done, eos_id, token)
     return seq.at[rows, lengths].set(token), out.at[:, i].set(token), done | (token == eos_id)

@@ -29,6 +29,7 @@ Example:
   >>> after.encoding_options.rope_scaling
   'yarn'
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,6 +55,7 @@ class InterventionError(ValueError):
 class Intervention:
   """One intervention: its parameters and their defaults (a function of the run), which
   runs it applies to (`applies`: run -> None, or why not), and the config change."""
+
   doc: str
   defaults: Callable[[setup.Run], dict[str, float]]
   applies: Callable[[setup.Run], str | None]
@@ -71,16 +73,20 @@ def _takes(option: str) -> Callable[[setup.Run], str | None]:
     if option in run.encoding.test_options:
       return None
     takers = [n for n, e in encodings.ENCODINGS.items() if option in e.test_options]
-    return (f'encoding {run.config.encoding!r} has no {option}; it applies to '
-            f'{", ".join(takers)}')
+    return f'encoding {run.config.encoding!r} has no {option}; it applies to {", ".join(takers)}'
+
   return applies
 
 
 def _rope(kind: str) -> Callable[..., dict[str, Any]]:
   def change(run, p):
     del run
-    return {'encoding_options.rope_scaling': kind, 'encoding_options.rope_factor': p['scale'],
-            'encoding_options.rope_original_length': int(p.get('original_length', 0))}
+    return {
+      'encoding_options.rope_scaling': kind,
+      'encoding_options.rope_factor': p['scale'],
+      'encoding_options.rope_original_length': int(p.get('original_length', 0)),
+    }
+
   return change
 
 
@@ -92,8 +98,10 @@ def _randomized(run: setup.Run) -> str | None:
   if run.encoding.randomized and _twin(run.config.encoding) in encodings.ENCODINGS:
     return None
   names = [n for n, e in encodings.ENCODINGS.items() if e.randomized]
-  return (f'encoding {run.config.encoding!r} is not randomized; ordered_positions applies to '
-          + ', '.join(names))
+  return (
+    f'encoding {run.config.encoding!r} is not randomized; ordered_positions applies to '
+    + ', '.join(names)
+  )
 
 
 def _ordered(run: setup.Run, p: Mapping[str, float]) -> dict[str, Any]:
@@ -106,8 +114,10 @@ def _ordered(run: setup.Run, p: Mapping[str, float]) -> dict[str, Any]:
 
 def _no_temperature(run: setup.Run) -> str | None:
   if run.config.model.get('temperature', 'none') != 'none':
-    return (f'the run already has an attention temperature (model.temperature='
-            f'{run.config.model.temperature}); scalable_softmax replaces none')
+    return (
+      f'the run already has an attention temperature (model.temperature='
+      f'{run.config.model.temperature}); scalable_softmax replaces none'
+    )
   return None
 
 
@@ -116,29 +126,49 @@ def _lengths(run: setup.Run) -> dict[str, float]:
 
 
 INTERVENTIONS: dict[str, Intervention] = {
-    'position_interpolation': Intervention(
-        'RoPE positions p -> p / scale', lambda r: {'scale': _ratio(r)},
-        _takes('rope_scaling'), _rope('pi')),
-    'ntk': Intervention(
-        'RoPE base b -> b scale^(K/(K-2))', lambda r: {'scale': _ratio(r)},
-        _takes('rope_scaling'), _rope('ntk')),
-    'yarn': Intervention(
-        'RoPE frequencies by parts (a ramp over the dimension index, as the authors\' code) '
-        'against length L, logits x (0.1 ln scale + 1)^2',
-        _lengths, _takes('rope_scaling'), _rope('yarn')),
-    'yarn_paper': Intervention(
-        "YaRN with the paper's ramp over the turns r = L f / 2π",
-        _lengths, _takes('rope_scaling'), _rope('yarn_paper')),
-    'scalable_softmax': Intervention(
-        'logits x s ln n (n the keys a query attends)',
-        lambda r: {'s': 1 / math.log(max(r.config.train.max_length, 2))}, _no_temperature,
-        lambda c, p: {'model.temperature': 'fixed', 'model.temperature_beta': p['s']}),
-    'ordered_positions': Intervention(
-        'a randomized encoding at positions 0..T-1 (its standard twin, same weights)',
-        lambda r: {}, _randomized, _ordered),
-    'slope_scale': Intervention(
-        "ALiBi's slopes or a bias family's bias x scale", lambda r: {'scale': 1 / _ratio(r)},
-        _takes('slope_scale'), lambda c, p: {'encoding_options.slope_scale': p['scale']}),
+  'position_interpolation': Intervention(
+    'RoPE positions p -> p / scale',
+    lambda r: {'scale': _ratio(r)},
+    _takes('rope_scaling'),
+    _rope('pi'),
+  ),
+  'ntk': Intervention(
+    'RoPE base b -> b scale^(K/(K-2))',
+    lambda r: {'scale': _ratio(r)},
+    _takes('rope_scaling'),
+    _rope('ntk'),
+  ),
+  'yarn': Intervention(
+    'RoPE frequencies by parts (a ramp over the dimension index, as the authors\' code) '
+    'against length L, logits x (0.1 ln scale + 1)^2',
+    _lengths,
+    _takes('rope_scaling'),
+    _rope('yarn'),
+  ),
+  'yarn_paper': Intervention(
+    "YaRN with the paper's ramp over the turns r = L f / 2π",
+    _lengths,
+    _takes('rope_scaling'),
+    _rope('yarn_paper'),
+  ),
+  'scalable_softmax': Intervention(
+    'logits x s ln n (n the keys a query attends)',
+    lambda r: {'s': 1 / math.log(max(r.config.train.max_length, 2))},
+    _no_temperature,
+    lambda c, p: {'model.temperature': 'fixed', 'model.temperature_beta': p['s']},
+  ),
+  'ordered_positions': Intervention(
+    'a randomized encoding at positions 0..T-1 (its standard twin, same weights)',
+    lambda r: {},
+    _randomized,
+    _ordered,
+  ),
+  'slope_scale': Intervention(
+    "ALiBi's slopes or a bias family's bias x scale",
+    lambda r: {'scale': 1 / _ratio(r)},
+    _takes('slope_scale'),
+    lambda c, p: {'encoding_options.slope_scale': p['scale']},
+  ),
 }
 
 
@@ -177,16 +207,19 @@ def resolve(run: setup.Run, name: str, params: Mapping[str, float]) -> dict[str,
   out = intervention.defaults(run)
   unknown = sorted(set(params) - set(out))
   if unknown:
-    raise InterventionError(f'unknown parameter {unknown[0]!r} of {name}; valid: '
-                            f'{", ".join(out) or "none"}')
+    raise InterventionError(
+      f'unknown parameter {unknown[0]!r} of {name}; valid: {", ".join(out) or "none"}'
+    )
   out.update(params)
   for key, value in out.items():
     if not (math.isfinite(value) and value > 0):
       raise InterventionError(f'{name} {key}={value:g} must be a positive number')
-  if 'original_length' in out and (out['original_length'] < 2
-                                   or out['original_length'] != int(out['original_length'])):
-    raise InterventionError(f'{name} original_length={out["original_length"]:g} must be an '
-                            'integer >= 2')
+  if 'original_length' in out and (
+    out['original_length'] < 2 or out['original_length'] != int(out['original_length'])
+  ):
+    raise InterventionError(
+      f'{name} original_length={out["original_length"]:g} must be an integer >= 2'
+    )
   return out
 
 
@@ -194,8 +227,9 @@ def apply(run: setup.Run, name: str, params: Mapping[str, float]) -> ml_collecti
   """The config evaluation runs with: the run's config changed by the intervention
   (resolved)."""
   change = INTERVENTIONS[name].change(run, resolve(run, name, params))
-  out = config_lib.cell_config(run.config, {k: v for k, v in change.items()
-                                           if k != 'encoding_options'})
+  out = config_lib.cell_config(
+    run.config, {k: v for k, v in change.items() if k != 'encoding_options'}
+  )
   if 'encoding_options' in change:
     out.encoding_options = ml_collections.ConfigDict(change['encoding_options'])
   return out
@@ -205,21 +239,38 @@ def apply(run: setup.Run, name: str, params: Mapping[str, float]) -> ml_collecti
 # Before and after, on a saved run.
 
 
-def evaluate_with(run: setup.Run, state: Any,
-                  progress: Callable[[str], None] = lambda line: None) -> Any:
+def evaluate_with(
+  run: setup.Run, state: Any, progress: Callable[[str], None] = lambda line: None
+) -> Any:
   """The protocol's evaluation record of the population `state` under `run` (in a scratch
   directory: nothing of the saved run is touched)."""
   population = run.population
   params = jax.device_put(state['params'], population.sharded)
-  diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
+  diverged = np.asarray(jax.device_get(state['diverged']))[: population.size]
   with tempfile.TemporaryDirectory() as scratch:
-    return run.protocol.evaluate(evaluate.EvalContext(
-        run.config, run.task, run.model, population, params, run.eval_key, scratch, progress,
-        None, lambda: False, diverged))
+    return run.protocol.evaluate(
+      evaluate.EvalContext(
+        run.config,
+        run.task,
+        run.model,
+        population,
+        params,
+        run.eval_key,
+        scratch,
+        progress,
+        None,
+        lambda: False,
+        diverged,
+      )
+    )
 
 
-def intervene(workdir: str, name: str, params: Mapping[str, float],
-              progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+def intervene(
+  workdir: str,
+  name: str,
+  params: Mapping[str, float],
+  progress: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
   """The run's metric by length before and after the intervention, per member and as the
   mean over the members that did not diverge.
 
@@ -241,20 +292,30 @@ def intervene(workdir: str, name: str, params: Mapping[str, float],
   family = run.family.name
   curves = lambda record: [record.curve(m, family) for m in record.members]
   mean = lambda record: _mean_curve(record, family)
-  return {'workdir': workdir, 'step': step, 'intervention': name, 'params': resolved,
-          'task': config.task, 'encoding': config.encoding, 'metric': before.metric_of(family),
-          'train_length': config.train.max_length,
-          'members': [{k: getattr(m, k) for k in ('seed', 'data_seed', 'learning_rate',
-                                                  'diverged')} for m in before.members],
-          'before': {'mean': mean(before), 'members': _json_curves(curves(before))},
-          'after': {'mean': mean(after), 'members': _json_curves(curves(after))}}
+  return {
+    'workdir': workdir,
+    'step': step,
+    'intervention': name,
+    'params': resolved,
+    'task': config.task,
+    'encoding': config.encoding,
+    'metric': before.metric_of(family),
+    'train_length': config.train.max_length,
+    'members': [
+      {k: getattr(m, k) for k in ('seed', 'data_seed', 'learning_rate', 'diverged')}
+      for m in before.members
+    ],
+    'before': {'mean': mean(before), 'members': _json_curves(curves(before))},
+    'after': {'mean': mean(after), 'members': _json_curves(curves(after))},
+  }
 
 
 def _mean_curve(record: Any, family: str) -> dict[str, float | None]:
   live = [record.curve(m, family) for m in record.members if not m.diverged]
   lengths = sorted({n for c in live for n in c})
-  return {str(n): (float(np.nanmean([c.get(n, np.nan) for c in live])) if live else None)
-          for n in lengths}
+  return {
+    str(n): (float(np.nanmean([c.get(n, np.nan) for c in live])) if live else None) for n in lengths
+  }
 
 
 def _json_curves(curves: list[dict[int, float]]) -> list[dict[str, float | None]]:
@@ -272,11 +333,17 @@ def past_training(result: Mapping[str, Any]) -> dict[str, Any] | None:
 
   def stats_of(side):
     scores = [np.mean([side['members'][i][str(n)] for n in lengths]) for i in alive]
-    return {'mean': float(np.mean(scores)),
-            'sd': float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
+    return {
+      'mean': float(np.mean(scores)),
+      'sd': float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
+    }
 
-  return {'lengths': lengths, 'members': len(alive), 'before': stats_of(result['before']),
-          'after': stats_of(result['after'])}
+  return {
+    'lengths': lengths,
+    'members': len(alive),
+    'before': stats_of(result['before']),
+    'after': stats_of(result['after']),
+  }
 
 
 def markdown(result: Mapping[str, Any]) -> str:
@@ -284,22 +351,31 @@ def markdown(result: Mapping[str, Any]) -> str:
   params = ', '.join(f'{k}={v:g}' for k, v in result['params'].items()) or 'no parameters'
   higher = result['metric'] != 'perplexity'
   scale, digits = (100, 1) if higher else (1, 3)
-  lines = [f'# {result["intervention"]} ({params}) on {result["task"]} / {result["encoding"]}',
-           '', f'{result["metric"]}{" (%)" if higher else ""} by length, mean over the '
-           f'members that did not diverge; trained up to length {result["train_length"]}.', '']
+  lines = [
+    f'# {result["intervention"]} ({params}) on {result["task"]} / {result["encoding"]}',
+    '',
+    f'{result["metric"]}{" (%)" if higher else ""} by length, mean over the '
+    f'members that did not diverge; trained up to length {result["train_length"]}.',
+    '',
+  ]
   summary = past_training(result)
   if summary:
     text = lambda s: f'{s["mean"] * scale:.{digits}f} ± {s["sd"] * scale:.{digits}f}'
-    lines += [f'Past training (lengths {summary["lengths"][0]}–{summary["lengths"][-1]}, each '
-              f'member\'s mean, then mean ± sd over {summary["members"]} members): before '
-              f'{text(summary["before"])}, after {text(summary["after"])}.', '']
+    lines += [
+      f'Past training (lengths {summary["lengths"][0]}–{summary["lengths"][-1]}, each '
+      f'member\'s mean, then mean ± sd over {summary["members"]} members): before '
+      f'{text(summary["before"])}, after {text(summary["after"])}.',
+      '',
+    ]
   lines += ['| length | before | after | change |', '|---|---|---|---|']
   for n, b in result['before']['mean'].items():
     a = result['after']['mean'].get(n)
     if b is None or a is None:
       continue
     mark = '*' if int(n) > result['train_length'] else ''
-    lines.append(f'| {n}{mark} | {b * scale:.{digits}f} | {a * scale:.{digits}f} | '
-                 f'{(a - b) * scale:+.{digits}f} |')
+    lines.append(
+      f'| {n}{mark} | {b * scale:.{digits}f} | {a * scale:.{digits}f} | '
+      f'{(a - b) * scale:+.{digits}f} |'
+    )
   lines += ['', '* past the training length.', '']
   return '\n'.join(lines)

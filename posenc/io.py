@@ -140,8 +140,9 @@ def append_jsonl(path: str, record: dict[str, Any]) -> None:
     _raise_named(e, path)
 
 
-def read_jsonl(path: str, keep: Callable[[dict[str, Any]], bool] = lambda r: True,
-               rewrite: bool = False) -> list[dict[str, Any]]:
+def read_jsonl(
+  path: str, keep: Callable[[dict[str, Any]], bool] = lambda r: True, rewrite: bool = False
+) -> list[dict[str, Any]]:
   """Reads the complete lines of a JSON-lines file that satisfy `keep`.
 
   A torn last line (a process killed mid-write) is dropped. With `rewrite`, the file
@@ -203,8 +204,10 @@ def _who(holder: dict[str, Any]) -> str:
 def _describe(holder: dict[str, Any]) -> str:
   if not holder:
     return _who(holder)
-  return (f'{_who(holder)} '
-          f'(since {time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))})')
+  return (
+    f'{_who(holder)} '
+    f'(since {time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))})'
+  )
 
 
 class DirectoryLock:
@@ -239,8 +242,11 @@ class DirectoryLock:
       except OSError:
         holder = _holder(fd)
         os.close(fd)
-        raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
-                            'wait for it to end, or stop it', _who(holder)) from None
+        raise DirectoryBusy(
+          f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
+          'wait for it to end, or stop it',
+          _who(holder),
+        ) from None
       # Its previous holder may have removed the file between our open and our flock.
       try:
         if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
@@ -252,9 +258,12 @@ class DirectoryLock:
     fresh = time.time() - os.fstat(fd).st_mtime < STALE_AFTER_S
     if holder and holder.get('host') != host and fresh:
       os.close(fd)
-      raise DirectoryBusy(f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
-                          f'its lock is taken over once {STALE_AFTER_S:.0f} s pass without '
-                          'a heartbeat', _who(holder))
+      raise DirectoryBusy(
+        f'{os.path.dirname(self.path)} is in use by {_describe(holder)}; '
+        f'its lock is taken over once {STALE_AFTER_S:.0f} s pass without '
+        'a heartbeat',
+        _who(holder),
+      )
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, json.dumps({'pid': pid, 'host': host, 'since': time.time()}).encode())

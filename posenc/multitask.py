@@ -26,6 +26,7 @@ not how it orders them).
   >>> batch = train_batch(config, task_list, key, dataset_key, step, shape)
   >>> batch['task']                                 # int32 [B]: each example's head
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -56,8 +57,9 @@ def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
   valid = getattr(main, 'HINTS', ())
   for hint in hints:
     if hint not in valid:
-      raise ValueError(f'unknown hint {hint!r} for task {config.task!r}; valid hints: '
-                       f'{", ".join(valid) or "none"}')
+      raise ValueError(
+        f'unknown hint {hint!r} for task {config.task!r}; valid hints: {", ".join(valid) or "none"}'
+      )
   if len(set(hints)) != len(hints):
     raise ValueError(f'hints {hints} has duplicates')
   names = [config.task] + hints
@@ -65,8 +67,10 @@ def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
   known = {o for name in names for o in getattr(tasks.get(name), 'OPTIONS', ())}
   for key in options:
     if key not in known:
-      raise ValueError(f'unknown option {key!r} of tasks {", ".join(names)}; valid options: '
-                       f'{", ".join(sorted(known)) or "none"}')
+      raise ValueError(
+        f'unknown option {key!r} of tasks {", ".join(names)}; valid options: '
+        f'{", ".join(sorted(known)) or "none"}'
+      )
   out = []
   for name in names:
     mine = {k: v for k, v in options.items() if k in getattr(tasks.get(name), 'OPTIONS', ())}
@@ -76,8 +80,10 @@ def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
 
 def train_shape(task_list: Sequence[Any], max_length: int) -> tuple[int, int]:
   """(prompt width, answer width) holding a training example of every task: the widest."""
-  return (max(t.max_prompt(max_length) for t in task_list),
-          max(t.max_answer(max_length) for t in task_list))
+  return (
+    max(t.max_prompt(max_length) for t in task_list),
+    max(t.max_answer(max_length) for t in task_list),
+  )
 
 
 def step_task(step: Array, num_tasks: int) -> Array:
@@ -90,20 +96,26 @@ def split_sizes(batch_size: int, num_tasks: int) -> list[int]:
   return [batch_size // num_tasks + (t < batch_size % num_tasks) for t in range(num_tasks)]
 
 
-def _example_keys(key: Array, dataset_key: Array, task_index: Any, count: int,
-                  pool: int) -> Array:
+def _example_keys(key: Array, dataset_key: Array, task_index: Any, count: int, pool: int) -> Array:
   """`count` example keys of one task: fresh draws (pool 0), or draws with replacement from
   its fixed set of `pool` examples."""
   if pool == 0:
     return jax.random.split(jax.random.fold_in(key, task_index), count)
-  index = base.uniform_below(jax.random.fold_in(key, task_index),
-                             jnp.full((count,), pool, jnp.int32))
+  index = base.uniform_below(
+    jax.random.fold_in(key, task_index), jnp.full((count,), pool, jnp.int32)
+  )
   own = jax.random.fold_in(dataset_key, task_index)
   return jax.vmap(lambda i: jax.random.fold_in(own, i))(index)
 
 
-def train_batch(config: ml_collections.ConfigDict, task_list: Sequence[Any], key: Array,
-                dataset_key: Array, step: Array, shape: tuple[int, int]) -> dict[str, Array]:
+def train_batch(
+  config: ml_collections.ConfigDict,
+  task_list: Sequence[Any],
+  key: Array,
+  dataset_key: Array,
+  step: Array,
+  shape: tuple[int, int],
+) -> dict[str, Array]:
   """The training batch of `step` (traced): the tasks' batch format plus 'task' int32 [B].
 
   Args:
@@ -127,8 +139,10 @@ def train_batch(config: ml_collections.ConfigDict, task_list: Sequence[Any], key
     return sample(0, task_list[0], b)
   if config.train.hint_schedule == 'alternate':
     t = step_task(step, count)
-    return jax.lax.switch(t, [lambda i=i, task=task: sample(i, task, b)
-                              for i, task in enumerate(task_list)])
-  parts = [sample(i, task, size) for i, (task, size)
-           in enumerate(zip(task_list, split_sizes(b, count)))]
+    return jax.lax.switch(
+      t, [lambda i=i, task=task: sample(i, task, b) for i, task in enumerate(task_list)]
+    )
+  parts = [
+    sample(i, task, size) for i, (task, size) in enumerate(zip(task_list, split_sizes(b, count)))
+  ]
   return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)

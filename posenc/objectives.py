@@ -13,6 +13,7 @@ model, bucket)` for the study's tasks, `sequence(config, task, model, shape)` fo
 sample `prompt ⊕ answer (⊕ EOS)` themselves, `masked(...)` for masked language modelling.
 The evaluation protocol of a task (`posenc.evaluate`) picks one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,8 +36,9 @@ LOSS_ON = ('answer', 'all')
 def check(config: ml_collections.ConfigDict) -> None:
   """ConfigError (one line) for an unknown `train.loss_on`."""
   if config.train.loss_on not in LOSS_ON:
-    raise config_lib.ConfigError(f'unknown train.loss_on {config.train.loss_on!r}; valid: '
-                                 f'{", ".join(LOSS_ON)}')
+    raise config_lib.ConfigError(
+      f'unknown train.loss_on {config.train.loss_on!r}; valid: {", ".join(LOSS_ON)}'
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,7 @@ class DecoderVocab:
 
   Example: V = 2, C = 2 -> sep 2, answer classes 3, 4, eos 5, size 6.
   """
+
   sep: int
   answer_offset: int
   eos: int
@@ -57,8 +60,9 @@ def decoder_vocab(task: Any) -> DecoderVocab:
   return DecoderVocab(sep=v, answer_offset=v + 1, eos=v + c + 1, size=v + c + 2)
 
 
-def decoder_layout(batch: dict[str, Array], max_output: int,
-                   vocab: DecoderVocab) -> tuple[Array, Array]:
+def decoder_layout(
+  batch: dict[str, Array], max_output: int, vocab: DecoderVocab
+) -> tuple[Array, Array]:
   """`inputs ⊕ SEP ⊕ answer ⊕ EOS`, packed from position 0 and zero-padded.
 
   Args:
@@ -80,10 +84,19 @@ def decoder_layout(batch: dict[str, Array], max_output: int,
   answer_at = jnp.clip(i - length - 1, 0, max_output - 1)
   answer = jnp.take_along_axis(targets, jnp.broadcast_to(answer_at, (b, i.shape[1])), axis=1)
   padded_inputs = jnp.pad(inputs, ((0, 0), (0, max_output + 2)))
-  tokens = jnp.where(i < length, padded_inputs,
-           jnp.where(i == length, vocab.sep,
-           jnp.where(i <= length + out, answer + vocab.answer_offset,
-           jnp.where(i == length + out + 1, vocab.eos, 0))))
+  tokens = jnp.where(
+    i < length,
+    padded_inputs,
+    jnp.where(
+      i == length,
+      vocab.sep,
+      jnp.where(
+        i <= length + out,
+        answer + vocab.answer_offset,
+        jnp.where(i == length + out + 1, vocab.eos, 0),
+      ),
+    ),
+  )
   return tokens.astype(jnp.int32), jnp.asarray(length + out + 2, jnp.int32)
 
 
@@ -91,6 +104,7 @@ class Objective(NamedTuple):
   """loss(params, batch, rngs, window) -> (loss, per-token accuracy), for training;
   counts(params, batch, rngs) -> {'correct', 'total', 'exact', 'examples'} sums, for
   evaluation (deterministic unless eval_dropout)."""
+
   loss: Callable[..., tuple[Array, Array]]
   counts: Callable[..., dict[str, Array]]
 
@@ -105,8 +119,9 @@ def study(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: int)
   return _encoder(config, model, max_output)
 
 
-def sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder,
-              shape: tuple[int, int]) -> Objective:
+def sequence(
+  config: ml_collections.ConfigDict, task: Any, model: models.Decoder, shape: tuple[int, int]
+) -> Objective:
   """Sequence tasks: teacher forcing on `tokens`, the loss on the answer and EOS (or on every
   token), each example through its output head `batch['task']` when the batch has one;
   greedy generation after each prompt, exact match of the answer through EOS."""
@@ -116,8 +131,15 @@ def sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder
     tokens = batch['tokens']
     inputs, labels = tokens[:, :-1], tokens[:, 1:]
     lengths = batch['length'] - 1  # the tokens fed: all but the last
-    logits, _ = model.apply({'params': params}, inputs, lengths, deterministic=False,
-                            rngs=rngs, window=window, task=batch.get('task'))
+    logits, _ = model.apply(
+      {'params': params},
+      inputs,
+      lengths,
+      deterministic=False,
+      rngs=rngs,
+      window=window,
+      task=batch.get('task'),
+    )
     j = jnp.arange(labels.shape[1])[None, :]
     real = j < lengths[:, None]
     answer = real & (j >= batch['prompt_length'][:, None] - 1)
@@ -131,18 +153,30 @@ def sequence(config: ml_collections.ConfigDict, task: Any, model: models.Decoder
     answer_lengths = batch['length'] - prompt_lengths  # with the EOS
     column = jnp.arange(prompt_width)[None, :]
     prompts = jnp.where(column < prompt_lengths[:, None], tokens[:, :prompt_width], 0)
-    out = generate.generate(model, {'params': params}, prompts, prompt_lengths,
-                            answer_width, task.eos_id, {'noise': rngs['noise']},
-                            answer_lengths=answer_lengths,
-                            recurrences=_eval_recurrences(config))
-    at = jnp.minimum(prompt_lengths[:, None] + jnp.arange(answer_width)[None, :],
-                     tokens.shape[1] - 1)
+    out = generate.generate(
+      model,
+      {'params': params},
+      prompts,
+      prompt_lengths,
+      answer_width,
+      task.eos_id,
+      {'noise': rngs['noise']},
+      answer_lengths=answer_lengths,
+      recurrences=_eval_recurrences(config),
+    )
+    at = jnp.minimum(
+      prompt_lengths[:, None] + jnp.arange(answer_width)[None, :], tokens.shape[1] - 1
+    )
     target = jnp.take_along_axis(tokens, at, axis=1)
     valid = jnp.arange(answer_width)[None, :] < answer_lengths[:, None]
     correct = (out == target) & valid
     every = jnp.all(correct | ~valid, axis=-1)
-    return {'correct': jnp.sum(correct), 'total': jnp.sum(valid), 'exact': jnp.sum(every),
-            'examples': jnp.float32(tokens.shape[0])}
+    return {
+      'correct': jnp.sum(correct),
+      'total': jnp.sum(valid),
+      'exact': jnp.sum(every),
+      'examples': jnp.float32(tokens.shape[0]),
+    }
 
   return Objective(loss, counts)
 
@@ -158,20 +192,22 @@ def mask_positions(key: Array, shape: tuple[int, ...]) -> Array:
   return (u < MASK_RATE) | (u == u.min(axis=-1, keepdims=True))
 
 
-def masked_nll(model: models.Encoder, params: Any, tokens: Array, mask: Array, rngs: Any,
-               deterministic: bool) -> tuple[Array, Array]:
+def masked_nll(
+  model: models.Encoder, params: Any, tokens: Array, mask: Array, rngs: Any, deterministic: bool
+) -> tuple[Array, Array]:
   """(negative log-likelihood [B, T] of each token given the masked input, its argmax
   prediction [B, T]): tokens [B, T] with `mask` positions replaced by the mask token."""
   inputs = jnp.where(mask, model.vocab_size, tokens)
-  logits = model.apply({'params': params}, inputs, jnp.int32(tokens.shape[1]),
-                       deterministic=deterministic,
-                       rngs=rngs).astype(jnp.float32)
+  logits = model.apply(
+    {'params': params}, inputs, jnp.int32(tokens.shape[1]), deterministic=deterministic, rngs=rngs
+  ).astype(jnp.float32)
   nll = optax.softmax_cross_entropy_with_integer_labels(logits, tokens)
   return nll, jnp.argmax(logits, -1)
 
 
-def masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
-            shape: tuple[int, int]) -> Objective:
+def masked(
+  config: ml_collections.ConfigDict, task: Any, model: models.Encoder, shape: tuple[int, int]
+) -> Objective:
   """A text corpus for an encoder: masked language modelling. Each training window loses
   MASK_RATE of its bytes to the mask token (all of them replaced; BERT's 80/10/10 split is
   not used) and the loss is the cross-entropy at those positions."""
@@ -183,8 +219,10 @@ def masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
     mask = mask_positions(jax.random.fold_in(rngs['dropout'], 1), tokens.shape)
     nll, pred = masked_nll(model, params, tokens, mask, rngs, deterministic=False)
     weights = mask.astype(jnp.float32)
-    return (jnp.sum(nll * weights) / jnp.sum(weights),
-            jnp.sum((pred == tokens) * weights) / jnp.sum(weights))
+    return (
+      jnp.sum(nll * weights) / jnp.sum(weights),
+      jnp.sum((pred == tokens) * weights) / jnp.sum(weights),
+    )
 
   # Perplexity (posenc.evaluate.perplexity) is the study's measure; these are for training.
   def counts(params, batch, rngs):
@@ -192,22 +230,27 @@ def masked(config: ml_collections.ConfigDict, task: Any, model: models.Encoder,
     mask = mask_positions(rngs['noise'], tokens.shape)
     _, pred = masked_nll(model, params, tokens, mask, rngs, deterministic=True)
     right = (pred == tokens) & mask
-    return {'correct': jnp.sum(right), 'total': jnp.sum(mask),
-            'exact': jnp.sum(jnp.all(right | ~mask, axis=-1)),
-            'examples': jnp.float32(tokens.shape[0])}
+    return {
+      'correct': jnp.sum(right),
+      'total': jnp.sum(mask),
+      'exact': jnp.sum(jnp.all(right | ~mask, axis=-1)),
+      'examples': jnp.float32(tokens.shape[0]),
+    }
 
   return Objective(loss, counts)
 
 
-def _encoder(config: ml_collections.ConfigDict, model: models.Encoder,
-             max_output: int) -> Objective:
+def _encoder(
+  config: ml_collections.ConfigDict, model: models.Encoder, max_output: int
+) -> Objective:
 
   def logits_of(params, batch, rngs, deterministic, **kw):
     tokens, seq_length = models.empty_output_layout(
-        batch['inputs'], batch['length'], batch['output_length'], max_output,
-        model.vocab_size)
-    logits = model.apply({'params': params}, tokens, seq_length,
-                         deterministic=deterministic, rngs=rngs, **kw)
+      batch['inputs'], batch['length'], batch['output_length'], max_output, model.vocab_size
+    )
+    logits = model.apply(
+      {'params': params}, tokens, seq_length, deterministic=deterministic, rngs=rngs, **kw
+    )
     return models.read_outputs(logits, batch['length'], max_output)
 
   def loss(params, batch, rngs, window=None):
@@ -215,18 +258,24 @@ def _encoder(config: ml_collections.ConfigDict, model: models.Encoder,
     return loss_and_accuracy(logits, batch, config.train.masked_loss)
 
   def counts(params, batch, rngs):
-    logits = logits_of(params, batch, rngs, not config.eval.eval_dropout,
-                       recurrences=_eval_recurrences(config))
+    logits = logits_of(
+      params, batch, rngs, not config.eval.eval_dropout, recurrences=_eval_recurrences(config)
+    )
     correct = (jnp.argmax(logits, -1) == batch['targets']) * batch['mask']
     every = jnp.all((correct > 0) | (batch['mask'] == 0), axis=-1)
-    return {'correct': jnp.sum(correct), 'total': jnp.sum(batch['mask']),
-            'exact': jnp.sum(every), 'examples': jnp.float32(every.shape[0])}
+    return {
+      'correct': jnp.sum(correct),
+      'total': jnp.sum(batch['mask']),
+      'exact': jnp.sum(every),
+      'examples': jnp.float32(every.shape[0]),
+    }
 
   return Objective(loss, counts)
 
 
-def _decoder(config: ml_collections.ConfigDict, task: Any, model: models.Decoder,
-             max_output: int) -> Objective:
+def _decoder(
+  config: ml_collections.ConfigDict, task: Any, model: models.Decoder, max_output: int
+) -> Objective:
   vocab = decoder_vocab(task)
 
   def loss(params, batch, rngs, window=None):
@@ -235,8 +284,9 @@ def _decoder(config: ml_collections.ConfigDict, task: Any, model: models.Decoder
     # Teacher forcing: position j predicts token j + 1.
     inputs, labels = tokens[:, :-1], tokens[:, 1:]
     lengths = jnp.full((b,), length - 1)
-    logits, _ = model.apply({'params': params}, inputs, lengths, deterministic=False,
-                            rngs=rngs, window=window)
+    logits, _ = model.apply(
+      {'params': params}, inputs, lengths, deterministic=False, rngs=rngs, window=window
+    )
     j = jnp.arange(labels.shape[1])[None, :]
     start = batch['length']  # the label of position L (SEP) is the first answer token
     answer = (j >= start) & (j < start + batch['output_length'])
@@ -256,17 +306,28 @@ def _decoder(config: ml_collections.ConfigDict, task: Any, model: models.Decoder
   def counts(params, batch, rngs):
     tokens, _ = decoder_layout(batch, max_output, vocab)
     b, l_max = batch['inputs'].shape
-    prompts = tokens[:, :l_max + 1]
+    prompts = tokens[:, : l_max + 1]
     prompt_lengths = jnp.full((b,), batch['length'] + 1)
     # Generation is deterministic (eval_dropout is an encoder option).
-    out = generate.generate(model, {'params': params}, prompts, prompt_lengths,
-                            max_output + 1, vocab.eos, {'noise': rngs['noise']},
-                            answer_lengths=jnp.full((b,), batch['output_length'] + 1),
-                            recurrences=_eval_recurrences(config))
+    out = generate.generate(
+      model,
+      {'params': params},
+      prompts,
+      prompt_lengths,
+      max_output + 1,
+      vocab.eos,
+      {'noise': rngs['noise']},
+      answer_lengths=jnp.full((b,), batch['output_length'] + 1),
+      recurrences=_eval_recurrences(config),
+    )
     correct = (out[:, :max_output] == batch['targets'] + vocab.answer_offset) * batch['mask']
     every = jnp.all((correct > 0) | (batch['mask'] == 0), axis=-1)
-    return {'correct': jnp.sum(correct), 'total': jnp.sum(batch['mask']),
-            'exact': jnp.sum(every), 'examples': jnp.float32(b)}
+    return {
+      'correct': jnp.sum(correct),
+      'total': jnp.sum(batch['mask']),
+      'exact': jnp.sum(every),
+      'examples': jnp.float32(b),
+    }
 
   return Objective(loss, counts)
 
@@ -276,8 +337,11 @@ def _answer_values(values: Array, start: Array, width: int) -> Array:
   b, o = values.shape
   padded = jnp.pad(values, ((0, 0), (0, width)))
   j = jnp.arange(width)[None, :] - start
-  return jnp.where((j >= 0) & (j < o), jnp.take_along_axis(
-      padded, jnp.broadcast_to(jnp.clip(j, 0, o), (b, width)), axis=1), 0.0)
+  return jnp.where(
+    (j >= 0) & (j < o),
+    jnp.take_along_axis(padded, jnp.broadcast_to(jnp.clip(j, 0, o), (b, width)), axis=1),
+    0.0,
+  )
 
 
 def _eval_recurrences(config: ml_collections.ConfigDict) -> int | None:
@@ -285,8 +349,9 @@ def _eval_recurrences(config: ml_collections.ConfigDict) -> int | None:
   return r if r else None
 
 
-def loss_and_accuracy(logits: Array, batch: dict[str, Array],
-                      masked_loss: bool = False) -> tuple[Array, Array]:
+def loss_and_accuracy(
+  logits: Array, batch: dict[str, Array], masked_loss: bool = False
+) -> tuple[Array, Array]:
   """The reference's loss and accuracy on one (padded) batch of encoder outputs.
 
   loss: mean cross-entropy over every real output position (the reference's loss is
@@ -294,8 +359,7 @@ def loss_and_accuracy(logits: Array, batch: dict[str, Array],
     over the positions of the accuracy mask.
   accuracy: sum(mask * correct) / sum(mask), pooled over the batch (per token).
   """
-  ce = optax.softmax_cross_entropy_with_integer_labels(
-      logits.astype(jnp.float32), batch['targets'])
+  ce = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), batch['targets'])
   weights = batch['mask'] if masked_loss else batch['output_valid']
   loss = jnp.sum(ce * weights) / jnp.sum(weights)
   correct = (jnp.argmax(logits, -1) == batch['targets']).astype(jnp.float32)

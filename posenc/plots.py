@@ -13,6 +13,7 @@ Example:
   >>> encoding_style('rotary')['color'] != encoding_style('randomized_rotary')['color']
   True
 """
+
 from __future__ import annotations
 
 import io
@@ -21,15 +22,47 @@ from typing import Any, Sequence
 from matplotlib import colors as mpl_colors
 
 # Thirteen hues that stay apart: tab10 and three darker ones.
-_HUES = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
-         '#7f7f7f', '#bcbd22', '#17becf', '#000080', '#e6a800', '#7b0b2f')
+_HUES = (
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+  '#000080',
+  '#e6a800',
+  '#7b0b2f',
+)
 # The encodings of the randomized-encoding study: each its own hue; a family one marker.
 _ENCODING_HUES = {
-    'none': 7, 'sin_cos': 0, 'randomized_sin_cos': 1, 'relative': 2, 'randomized_relative': 3,
-    'alibi': 4, 'randomized_alibi': 5, 'rotary': 6, 'randomized_rotary': 10,
-    'learned': 9, 'randomized_learned': 11, 'geometric': 8, 'geometric_directional': 12}
-_FAMILY_MARKERS = {'none': 'X', 'sin_cos': 'o', 'relative': 's', 'alibi': '^', 'rotary': 'D',
-                   'learned': 'v', 'geometric': 'P', 'geometric_directional': '*'}
+  'none': 7,
+  'sin_cos': 0,
+  'randomized_sin_cos': 1,
+  'relative': 2,
+  'randomized_relative': 3,
+  'alibi': 4,
+  'randomized_alibi': 5,
+  'rotary': 6,
+  'randomized_rotary': 10,
+  'learned': 9,
+  'randomized_learned': 11,
+  'geometric': 8,
+  'geometric_directional': 12,
+}
+_FAMILY_MARKERS = {
+  'none': 'X',
+  'sin_cos': 'o',
+  'relative': 's',
+  'alibi': '^',
+  'rotary': 'D',
+  'learned': 'v',
+  'geometric': 'P',
+  'geometric_directional': '*',
+}
 # Unnamed series and encodings outside the study: hue, marker and line style cycle at
 # coprime periods, so no two of the first 13 · 7 series look alike.
 _MARKERS = ('o', 's', '^', 'D', 'v', 'P', '*')
@@ -53,13 +86,19 @@ def series_style(index: int) -> dict[str, Any]:
   squares; hue, marker and line style repeat at periods 13, 7 and 4.
   """
   color = _HUES[index % len(_HUES)]
-  return {'color': color, 'marker': _MARKERS[index % len(_MARKERS)],
-          'linestyle': _LINESTYLES[index % len(_LINESTYLES)], 'markersize': 4,
-          'markerfacecolor': color, 'markeredgecolor': color}
+  return {
+    'color': color,
+    'marker': _MARKERS[index % len(_MARKERS)],
+    'linestyle': _LINESTYLES[index % len(_LINESTYLES)],
+    'markersize': 4,
+    'markerfacecolor': color,
+    'markeredgecolor': color,
+  }
 
 
-def encoding_style(encoding: str, variant: int = 0, variants: int = 1,
-                   figure: Sequence[str] = ()) -> dict[str, Any]:
+def encoding_style(
+  encoding: str, variant: int = 0, variants: int = 1, figure: Sequence[str] = ()
+) -> dict[str, Any]:
   """matplotlib line keywords for the `variant`-th of an encoding's `variants` columns.
 
   An encoding of the study gets its hue and its family's marker; one outside it (a bias
@@ -88,9 +127,15 @@ def encoding_style(encoding: str, variant: int = 0, variants: int = 1,
   if variant:
     marker = ('<', '>', 'd', 'H', '8')[(variant - 1) % 5]
   # Dashed lines go on top, so where a pair coincides both colours show.
-  return {'color': color, 'linestyle': linestyle, 'marker': marker, 'markersize': 4.5,
-          'markerfacecolor': 'white' if standard else color, 'markeredgecolor': color,
-          'zorder': 2.5 if standard else 2}
+  return {
+    'color': color,
+    'linestyle': linestyle,
+    'marker': marker,
+    'markersize': 4.5,
+    'markerfacecolor': 'white' if standard else color,
+    'markeredgecolor': color,
+    'zorder': 2.5 if standard else 2,
+  }
 
 
 def png(fig: Any, dpi: int = 110) -> bytes:

@@ -19,6 +19,7 @@ Example:
   >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size
   True
 """
+
 from __future__ import annotations
 
 import math
@@ -55,40 +56,49 @@ def check(config: ml_collections.ConfigDict) -> None:
   learning rates) and how it is trained (optimizer, schedule, loop, dispatch)."""
   seeds, rates = list(config.seeds), list(config.learning_rates)
   if not seeds:
-    raise config_lib.ConfigError("seeds is empty; give at least one seed, e.g. "
-                                 "--config.seeds='[0]'")
+    raise config_lib.ConfigError(
+      "seeds is empty; give at least one seed, e.g. --config.seeds='[0]'"
+    )
   config_lib.check_ints(seeds, 'seeds')
-  config_lib.check_ints(list(config.get('data_seeds') or []), 'data_seeds',
-                        what=' (or empty: one data seed)')
+  config_lib.check_ints(
+    list(config.get('data_seeds') or []), 'data_seeds', what=' (or empty: one data seed)'
+  )
   bad = [lr for lr in rates if not config_lib.is_number(lr) or not 0 < lr < math.inf]
   if not rates or bad:
     why = f': {bad[0]!r} is not a positive finite number' if bad else ' is empty'
-    raise config_lib.ConfigError(f'learning_rates {rates}{why}; learning_rates must be a '
-                                 'non-empty list of positive numbers')
+    raise config_lib.ConfigError(
+      f'learning_rates {rates}{why}; learning_rates must be a non-empty list of positive numbers'
+    )
   if len(set(rates)) != len(rates):
-    raise config_lib.ConfigError(f'learning_rates {rates} has duplicates; each rate must be '
-                                 'unique')
+    raise config_lib.ConfigError(f'learning_rates {rates} has duplicates; each rate must be unique')
   t = config.train
-  for key, value, valid in (('train.population_loop', t.population_loop, POPULATION_LOOPS),
-                            ('train.optimizer', t.optimizer, OPTIMIZERS),
-                            ('train.schedule', t.schedule, SCHEDULES)):
+  for key, value, valid in (
+    ('train.population_loop', t.population_loop, POPULATION_LOOPS),
+    ('train.optimizer', t.optimizer, OPTIMIZERS),
+    ('train.schedule', t.schedule, SCHEDULES),
+  ):
     if value not in valid:
       raise config_lib.ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
   if not config_lib.is_int(t.steps_per_dispatch) or t.steps_per_dispatch < 1:
-    raise config_lib.ConfigError(f'train.steps_per_dispatch={t.steps_per_dispatch!r} must be '
-                                 'a positive integer')
+    raise config_lib.ConfigError(
+      f'train.steps_per_dispatch={t.steps_per_dispatch!r} must be a positive integer'
+    )
   for key, value in (('train.warmup', t.warmup), ('train.cooldown', t.cooldown)):
     if not config_lib.is_number(value) or not 0 <= value <= 1:
       raise config_lib.ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
   if t.warmup + t.cooldown > 1:
-    raise config_lib.ConfigError(f'train.warmup + train.cooldown = {t.warmup + t.cooldown} '
-                                 'exceeds 1')
+    raise config_lib.ConfigError(
+      f'train.warmup + train.cooldown = {t.warmup + t.cooldown} exceeds 1'
+    )
   if not config_lib.is_number(t.weight_decay) or not 0 <= t.weight_decay < math.inf:
-    raise config_lib.ConfigError(f'train.weight_decay={t.weight_decay!r} must be a finite '
-                                 'number >= 0')
+    raise config_lib.ConfigError(
+      f'train.weight_decay={t.weight_decay!r} must be a finite number >= 0'
+    )
   if not config_lib.is_number(t.max_grad_norm) or not 0 < t.max_grad_norm < math.inf:
-    raise config_lib.ConfigError(f'train.max_grad_norm={t.max_grad_norm!r} must be a positive '
-                                 'finite number (the global norm gradients are clipped to)')
+    raise config_lib.ConfigError(
+      f'train.max_grad_norm={t.max_grad_norm!r} must be a positive '
+      'finite number (the global norm gradients are clipped to)'
+    )
 
 
 def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
@@ -97,8 +107,9 @@ def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
   Example: randomized_relative -> {'max_time': 10000.0, 'relative_mode': 'reference',
     'randomize_both_sides': False}; none -> {}.
   """
-  attention, embedding = encodings.resolve_options(config.encoding,
-                                                   config.encoding_options.to_dict())
+  attention, embedding = encodings.resolve_options(
+    config.encoding, config.encoding_options.to_dict()
+  )
   return {**attention, **embedding}
 
 
@@ -137,8 +148,9 @@ def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> j
     return jnp.float32(1.0)
   total = config.train.steps
   if config.train.schedule == 'cosine':
-    return optax.warmup_cosine_decay_schedule(
-        0.0, 1.0, round(config.train.warmup * total), total)(step).astype(jnp.float32)
+    return optax.warmup_cosine_decay_schedule(0.0, 1.0, round(config.train.warmup * total), total)(
+      step
+    ).astype(jnp.float32)
   warmup = max(1, round(config.train.warmup * total))
   cooldown = max(1, round(config.train.cooldown * total))
   t = step.astype(jnp.float32)
@@ -164,17 +176,18 @@ class Population:
     table = self.members + [self.members[0]] * (self.padded_size - self.size)
     self.sharded = jax.sharding.NamedSharding(self.mesh, P(POP))
     self.replicated = jax.sharding.NamedSharding(self.mesh, P())
-    keys = jax.vmap(lambda s: jax.random.split(
-        jax.random.fold_in(jax.random.key(s), MEMBER), 3))(
-            jnp.array([m['seed'] for m in table], jnp.uint32))
+    keys = jax.vmap(lambda s: jax.random.split(jax.random.fold_in(jax.random.key(s), MEMBER), 3))(
+      jnp.array([m['seed'] for m in table], jnp.uint32)
+    )
     self.init_keys, self.train_keys, self.eval_keys = (
-        jax.device_put(keys[:, i], self.sharded) for i in range(3))
+      jax.device_put(keys[:, i], self.sharded) for i in range(3)
+    )
     self.learning_rates = jax.device_put(
-        jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded)
+      jnp.array([m['learning_rate'] for m in table], jnp.float32), self.sharded
+    )
     # Each member's data seed as an index into `data_seeds(config)` (one batch stream each).
     seeds = data_seeds(config)
-    self.data_index = np.array([seeds.index(m.get('data_seed', seeds[0])) for m in table],
-                               np.int32)
+    self.data_index = np.array([seeds.index(m.get('data_seed', seeds[0])) for m in table], np.int32)
 
   @property
   def num_devices(self) -> int:
@@ -183,16 +196,19 @@ class Population:
   def unpad(self, state: Any) -> Any:
     """Host copies of `state` with the padding members dropped: what a checkpoint holds,
     so that it can be restored on any number of devices."""
-    return jax.tree.map(lambda x: np.asarray(x)[:self.size] if np.ndim(x) else np.asarray(x),
-                        jax.device_get(state))
+    return jax.tree.map(
+      lambda x: np.asarray(x)[: self.size] if np.ndim(x) else np.asarray(x), jax.device_get(state)
+    )
 
   def pad(self, host_state: Any, abstract: Any) -> Any:
     """`unpad`'s inverse: the padding members are copies of member 0 (they train like the
     others and are dropped from every output), placed like `abstract`."""
+
     def place(x, s):
       if np.ndim(x):
         x = np.concatenate([x] + [x[:1]] * (self.padded_size - self.size))
       return jax.device_put(x.astype(s.dtype), s.sharding)
+
     return jax.tree.map(place, host_state, abstract)
 
   def shard_map(self, f: Callable[..., Any], in_specs: Any, out_specs: Any) -> Callable:
@@ -222,14 +238,16 @@ def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, 
   bit for bit as they would in a run without `data_seeds`.
   """
   curriculum, _ = jax.random.split(jax.random.fold_in(jax.random.key(config.data_seed), DATA))
-  batches = jnp.stack([jax.random.split(jax.random.fold_in(jax.random.key(d), DATA))[1]
-                       for d in data_seeds(config)])
+  batches = jnp.stack(
+    [jax.random.split(jax.random.fold_in(jax.random.key(d), DATA))[1] for d in data_seeds(config)]
+  )
   evaluation = jax.random.fold_in(jax.random.key(config.eval.seed), EVAL_DATA)
   return curriculum, batches, evaluation
 
 
-def init_state(config: ml_collections.ConfigDict, model: Any,
-               population: Population, abstract: bool = False) -> dict[str, Any]:
+def init_state(
+  config: ml_collections.ConfigDict, model: Any, population: Population, abstract: bool = False
+) -> dict[str, Any]:
   """The population's training state: a plain dict of arrays with a leading member axis.
 
   {'params', 'opt', 'diverged' [P], 'sums': {'loss', 'accuracy'} [P], 'count', 'step'}
@@ -239,20 +257,27 @@ def init_state(config: ml_collections.ConfigDict, model: Any,
 
   def init_one(key):
     tokens = jnp.zeros((1, 4), jnp.int32)
-    params = model.init({'params': key, 'noise': key, 'dropout': key}, tokens,
-                        jnp.int32(4), deterministic=True)['params']
+    params = model.init(
+      {'params': key, 'noise': key, 'dropout': key}, tokens, jnp.int32(4), deterministic=True
+    )['params']
     return params, tx.init(params)
 
   def init(keys):
     params, opt = jax.vmap(init_one)(keys)
     zeros = jnp.zeros(keys.shape, jnp.float32)
-    return {'params': params, 'opt': opt, 'diverged': jnp.zeros(keys.shape, bool),
-            'sums': {'loss': zeros, 'accuracy': zeros}, 'count': jnp.int32(0),
-            'step': jnp.int32(0)}
+    return {
+      'params': params,
+      'opt': opt,
+      'diverged': jnp.zeros(keys.shape, bool),
+      'sums': {'loss': zeros, 'accuracy': zeros},
+      'count': jnp.int32(0),
+      'step': jnp.int32(0),
+    }
 
   shapes = jax.eval_shape(init, population.init_keys)
   sharding = population.state_sharding(shapes)
   if abstract:
-    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
-                        shapes, sharding)
+    return jax.tree.map(
+      lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes, sharding
+    )
   return jax.jit(init, out_shardings=sharding)(population.init_keys)

@@ -9,6 +9,7 @@ E|X - Y| = (N² - 1) / (3N).
     >>> hidden = [h0, h1, ...]               # per batch, per layer [B, T, D] (analysis rows)
     >>> probe_layer(train_states, train_lengths, test_states, test_lengths, num_classes=T)
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -30,6 +31,7 @@ def random_baseline(n: int) -> float:
 
 class Probe(nn.Module):
   """[..., D] -> [..., num_classes] logits: Dense 256, ReLU, Dense."""
+
   num_classes: int
   hidden: int = 256
 
@@ -46,10 +48,18 @@ def _flat(states: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarr
   return np.asarray(states, np.float32)[real], pos[real]
 
 
-def probe_layer(train_states: np.ndarray, train_lengths: np.ndarray, test_states: np.ndarray,
-                test_lengths: np.ndarray, num_classes: int, *, steps: int = 500,
-                batch: int = 256, learning_rate: float = 1e-3, seed: int = 0
-                ) -> dict[str, Any]:
+def probe_layer(
+  train_states: np.ndarray,
+  train_lengths: np.ndarray,
+  test_states: np.ndarray,
+  test_lengths: np.ndarray,
+  num_classes: int,
+  *,
+  steps: int = 500,
+  batch: int = 256,
+  learning_rate: float = 1e-3,
+  seed: int = 0,
+) -> dict[str, Any]:
   """Trains a probe on one layer's states and tests it on others.
 
   Args:
@@ -85,21 +95,30 @@ def probe_layer(train_states: np.ndarray, train_lengths: np.ndarray, test_states
   pred = np.asarray(predict(params, jnp.asarray(xt)))
   err = np.abs(pred - yt).astype(np.float64)
   longest = int(np.max(test_lengths))
-  by_position = [float(err[yt == t].mean()) if (yt == t).any() else None
-                 for t in range(longest)]
+  by_position = [float(err[yt == t].mean()) if (yt == t).any() else None for t in range(longest)]
   train_acc = float(np.mean(np.asarray(predict(params, jnp.asarray(x))) == y))
-  return {'mean_abs_distance': float(err.mean()), 'baseline': random_baseline(longest),
-          'by_position': by_position, 'train_accuracy': train_acc}
+  return {
+    'mean_abs_distance': float(err.mean()),
+    'baseline': random_baseline(longest),
+    'by_position': by_position,
+    'train_accuracy': train_acc,
+  }
 
 
-def probe_layers(train_rows: Sequence[dict[str, Any]], test_rows: Sequence[dict[str, Any]],
-                 **kwargs: Any) -> list[dict[str, Any]]:
+def probe_layers(
+  train_rows: Sequence[dict[str, Any]], test_rows: Sequence[dict[str, Any]], **kwargs: Any
+) -> list[dict[str, Any]]:
   """`probe_layer` for every layer, on analysis rows (`posenc.analysis.attention_rows`)
   concatenated over batches."""
+
   def stack(rows, layer):
-    return (np.concatenate([r['hidden'][layer] for r in rows]),
-            np.concatenate([r['lengths'] for r in rows]))
+    return (
+      np.concatenate([r['hidden'][layer] for r in rows]),
+      np.concatenate([r['lengths'] for r in rows]),
+    )
 
   classes = max(int(np.max(r['lengths'])) for r in [*train_rows, *test_rows])
-  return [probe_layer(*stack(train_rows, layer), *stack(test_rows, layer), classes, **kwargs)
-          for layer in range(len(train_rows[0]['hidden']))]
+  return [
+    probe_layer(*stack(train_rows, layer), *stack(test_rows, layer), classes, **kwargs)
+    for layer in range(len(train_rows[0]['hidden']))
+  ]

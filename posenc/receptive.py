@@ -24,6 +24,7 @@ Bias encodings covered: every family of `posenc.encodings.families` and ALiBi (r
 at their initial parameters (a seed) or at given ones (e.g. a trained layer's). FIRE and
 the Transformer-XL bias depend on more than the distance and have no TRF.
 """
+
 from __future__ import annotations
 
 import types
@@ -53,29 +54,43 @@ def family_of(name: str) -> str:
   """The bias family of encoding `name` ('alibi' or one of families.FAMILIES), or
   ValueError naming the encodings that have one."""
   base = name.split('+')[-1]
-  base = base[len('randomized_'):] if base.startswith('randomized_') else base
+  base = base[len('randomized_') :] if base.startswith('randomized_') else base
   if base == 'alibi' or base in families.FAMILIES:
     return base
   valid = ['alibi', *families.FAMILIES]
-  raise ValueError(f'encoding {name!r} has no distance bias; valid: {", ".join(valid)} (or '
-                   'their randomized_ variants)')
+  raise ValueError(
+    f'encoding {name!r} has no distance bias; valid: {", ".join(valid)} (or '
+    'their randomized_ variants)'
+  )
 
 
-def initial_params(name: str, *, num_heads: int = 8, head_dim: int = 64, seed: int = 0,
-                   options: dict[str, Any] | None = None) -> dict[str, Any]:
+def initial_params(
+  name: str,
+  *,
+  num_heads: int = 8,
+  head_dim: int = 64,
+  seed: int = 0,
+  options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
   """The parameters one layer of encoding `name` starts with (seed `seed`)."""
   family = family_of(name)
   if family == 'alibi':
     return {}
   attention, _ = encodings.resolve_options(family, options or {})
-  module = families.DistanceBiasEncoding(family=family, num_heads=num_heads, head_dim=head_dim,
-                                         causal=True, **attention)
+  module = families.DistanceBiasEncoding(
+    family=family, num_heads=num_heads, head_dim=head_dim, causal=True, **attention
+  )
   variables = module.init(jax.random.key(seed), 1, 1, jnp.zeros((1, 1, 1)))
   return jax.device_get(variables.get('params', {}))
 
 
-def _used_params(name: str, num_heads: int, head_dim: int, params: dict[str, Any] | None,
-                 options: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+def _used_params(
+  name: str,
+  num_heads: int,
+  head_dim: int,
+  params: dict[str, Any] | None,
+  options: dict[str, Any] | None,
+) -> tuple[dict[str, Any], Any]:
   """(the parameters the model uses, the module's options): the initial ones unless given,
   KERPLE's clipped to their range (fixed KERPLE parameters filled in)."""
   family = family_of(name)
@@ -83,22 +98,37 @@ def _used_params(name: str, num_heads: int, head_dim: int, params: dict[str, Any
   module = types.SimpleNamespace(num_heads=num_heads, head_dim=head_dim, **attention)
   if family == 'alibi':
     return {'slopes': biases.alibi_slopes(num_heads).astype(np.float64)}, module
-  params = initial_params(name, num_heads=num_heads, head_dim=head_dim,
-                          options=options) if params is None else params
+  params = (
+    initial_params(name, num_heads=num_heads, head_dim=head_dim, options=options)
+    if params is None
+    else params
+  )
   if family in families.LEARNED:
-    low = max(families.KERPLE_MIN, module.kerple_r_min) if family == 'kerple_log' else (
-        families.KERPLE_MIN)
+    low = (
+      max(families.KERPLE_MIN, module.kerple_r_min)
+      if family == 'kerple_log'
+      else (families.KERPLE_MIN)
+    )
     high = 2.0 if family == 'kerple_power' else np.inf
-    fixed = lambda key: params[key] if key in params else np.full(
-        num_heads, attention[f'bias_{key}'])  # fixed parameters are not in the tree
-    params = {'r': np.clip(np.asarray(fixed('r'), np.float64), low, high),
-              'k': np.maximum(np.asarray(fixed('k'), np.float64), families.KERPLE_MIN)}
+    fixed = lambda key: (
+      params[key] if key in params else np.full(num_heads, attention[f'bias_{key}'])
+    )  # fixed parameters are not in the tree
+    params = {
+      'r': np.clip(np.asarray(fixed('r'), np.float64), low, high),
+      'k': np.maximum(np.asarray(fixed('k'), np.float64), families.KERPLE_MIN),
+    }
   return params, module
 
 
-def log_weights(name: str, t: np.ndarray, *, num_heads: int = 8, head_dim: int = 64,
-                params: dict[str, Any] | None = None,
-                options: dict[str, Any] | None = None) -> np.ndarray:
+def log_weights(
+  name: str,
+  t: np.ndarray,
+  *,
+  num_heads: int = 8,
+  head_dim: int = 64,
+  params: dict[str, Any] | None = None,
+  options: dict[str, Any] | None = None,
+) -> np.ndarray:
   """r(t) of encoding `name` per head at causal distances t: float64 [H, len(t)]."""
   family = family_of(name)
   params, module = _used_params(name, num_heads, head_dim, params, options)
@@ -106,9 +136,13 @@ def log_weights(name: str, t: np.ndarray, *, num_heads: int = 8, head_dim: int =
     return -params['slopes'][:, None] * np.asarray(t, np.float64)[None, :]
   t32 = jnp.asarray(t, jnp.float32)[None, :]  # one query against len(t) keys
   if family == 't5':
-    out = families.t5_bias(-jnp.asarray(t, jnp.int32)[None, :], params['t5_table'],
-                           bidirectional=False, num_buckets=module.t5_buckets,
-                           max_distance=module.t5_max_distance)
+    out = families.t5_bias(
+      -jnp.asarray(t, jnp.int32)[None, :],
+      params['t5_table'],
+      bidirectional=False,
+      num_buckets=module.t5_buckets,
+      max_distance=module.t5_max_distance,
+    )
   else:
     out = families.family_bias(family, t32, params, module)
   return np.asarray(out, np.float64)[:, 0, :]
@@ -122,22 +156,24 @@ def _always(value: bool) -> Any:
 # 2023, Table 1): params (those the model uses) -> bool [H]. Sandwich has none: its proof's
 # bound is loose and as printed inconsistent, so its TRF alone decides.
 SERIES = {
-    'alibi': _always(True),           # Σ e^{-m t}: geometric, ratio e^{-m} < 1 (m > 0)
-    'kerple_log': lambda p, h: np.broadcast_to(p['r'] > 1, (h,)),  # (1 + k t)^-r ~ p-series
-    'kerple_power': _always(True),    # e^{-k t^r}, k, r > 0: below every p-series
-    'type1': _always(True),           # 1 / n^2: p-series, p = 2
-    'type2': _always(True),           # e^{-ln^2 n}: below every p-series
-    'inverse_n': _always(False),      # 1 / n: the harmonic series
-    'inverse_n_log_n': _always(False),  # 1 / (n ln n): diverges by the integral test
-    'sliding_window': _always(True),  # finite support
-    't5': _always(False),             # the last bucket's constant weight beyond max_distance
+  'alibi': _always(True),  # Σ e^{-m t}: geometric, ratio e^{-m} < 1 (m > 0)
+  'kerple_log': lambda p, h: np.broadcast_to(p['r'] > 1, (h,)),  # (1 + k t)^-r ~ p-series
+  'kerple_power': _always(True),  # e^{-k t^r}, k, r > 0: below every p-series
+  'type1': _always(True),  # 1 / n^2: p-series, p = 2
+  'type2': _always(True),  # e^{-ln^2 n}: below every p-series
+  'inverse_n': _always(False),  # 1 / n: the harmonic series
+  'inverse_n_log_n': _always(False),  # 1 / (n ln n): diverges by the integral test
+  'sliding_window': _always(True),  # finite support
+  't5': _always(False),  # the last bucket's constant weight beyond max_distance
 }
 
 
 def weights(name: str, horizon: int, **kwargs: Any) -> np.ndarray:
   """b_t = exp(r(t)) for t = 0..horizon-1 per head: float64 [H, horizon]."""
-  chunks = [np.exp(log_weights(name, np.arange(s, min(s + _CHUNK, horizon)), **kwargs))
-            for s in range(0, horizon, _CHUNK)]
+  chunks = [
+    np.exp(log_weights(name, np.arange(s, min(s + _CHUNK, horizon)), **kwargs))
+    for s in range(0, horizon, _CHUNK)
+  ]
   return np.concatenate(chunks, axis=1)
 
 
@@ -152,13 +188,15 @@ def trf(w: np.ndarray, eps: float | Sequence[float]) -> np.ndarray:
   eps_arr = np.atleast_1d(np.asarray(eps, np.float64))
   if ((eps_arr <= 0) | (eps_arr >= 1)).any():
     raise ValueError(f'eps={eps!r} must lie in (0, 1)')
-  out = np.stack([[np.searchsorted(p, (1 - e) * p[-1], side='right') for e in eps_arr]
-                  for p in prefix])
+  out = np.stack(
+    [[np.searchsorted(p, (1 - e) * p[-1], side='right') for e in eps_arr] for p in prefix]
+  )
   return out[:, 0] if np.ndim(eps) == 0 else out
 
 
-def convergence(name: str, eps: float = 0.01, horizons: Sequence[int] = HORIZONS,
-                **kwargs: Any) -> dict[str, Any]:
+def convergence(
+  name: str, eps: float = 0.01, horizons: Sequence[int] = HORIZONS, **kwargs: Any
+) -> dict[str, Any]:
   """Whether `name`'s bias series converges, and its TRF at each horizon.
 
   Returns {'encoding', 'eps', 'horizons', 'trf': [[per head] per horizon],
@@ -176,16 +214,23 @@ def convergence(name: str, eps: float = 0.01, horizons: Sequence[int] = HORIZONS
   fields = [np.broadcast_to(trf(weights(name, h, **kwargs), eps), (heads,)) for h in horizons]
   settles = bool(np.all(fields[-1] <= GROWTH * np.maximum(fields[-2], 1)))
   if family in SERIES:
-    params, _ = _used_params(name, heads, kwargs.get('head_dim', 64), kwargs.get('params'),
-                             kwargs.get('options'))
+    params, _ = _used_params(
+      name, heads, kwargs.get('head_dim', 64), kwargs.get('params'), kwargs.get('options')
+    )
     per_head = np.asarray(SERIES[family](params, heads), bool)
     basis = 'closed form'
   else:
     per_head, basis = np.full(heads, settles), 'TRF'
-  return {'encoding': name, 'eps': eps, 'horizons': list(horizons),
-          'trf': [f.tolist() for f in fields], 'settles': settles,
-          'converges': bool(per_head.all()), 'basis': basis,
-          'divergent_heads': np.flatnonzero(~per_head).tolist()}
+  return {
+    'encoding': name,
+    'eps': eps,
+    'horizons': list(horizons),
+    'trf': [f.tolist() for f in fields],
+    'settles': settles,
+    'converges': bool(per_head.all()),
+    'basis': basis,
+    'divergent_heads': np.flatnonzero(~per_head).tolist(),
+  }
 
 
 def diagnostic(name: str, **kwargs: Any) -> str | None:
@@ -202,23 +247,30 @@ def diagnostic(name: str, **kwargs: Any) -> str | None:
   result = convergence(name, **kwargs)
   first, last = (max(f) for f in (result['trf'][0], result['trf'][-1]))
   horizons = result['horizons']
-  fields = (f'receptive field at eps={result["eps"]}, widest head: {first:,} keys at horizon '
-            f'{horizons[0]:,}, {last:,} at {horizons[-1]:,}')
+  fields = (
+    f'receptive field at eps={result["eps"]}, widest head: {first:,} keys at horizon '
+    f'{horizons[0]:,}, {last:,} at {horizons[-1]:,}'
+  )
   head = f'{name}: at its initial parameters the bias series'
   if result['basis'] == 'TRF' and not result['settles']:
-    return (f'{head} has not settled by horizon {horizons[-1]:,} ({fields}): it diverges or '
-            "converges too slowly for Qin et al.'s condition to help (no closed form decides)")
+    return (
+      f'{head} has not settled by horizon {horizons[-1]:,} ({fields}): it diverges or '
+      "converges too slowly for Qin et al.'s condition to help (no closed form decides)"
+    )
   if not result['converges']:
     bad, heads = len(result['divergent_heads']), len(result['trf'][0])
     where = 'in every head' if bad == heads else f'in {bad} of {heads} heads'
-    return (f'{head} diverges {where} ({fields}): Qin et al.\'s condition for extrapolation '
-            'fails there')
+    return (
+      f'{head} diverges {where} ({fields}): Qin et al.\'s condition for extrapolation fails there'
+    )
   if not result['settles']:
     mid = max(result['trf'][-2])
-    return (f'{head} converges, slowly ({fields}; it still widens from {mid:,} keys at '
-            f'horizon {horizons[-2]:,}): Qin et al.\'s condition for extrapolation holds, '
-            'over more keys than the horizons it is trained at')
-  return (f'{head} converges ({fields}): Qin et al.\'s condition for extrapolation holds')
+    return (
+      f'{head} converges, slowly ({fields}; it still widens from {mid:,} keys at '
+      f'horizon {horizons[-2]:,}): Qin et al.\'s condition for extrapolation holds, '
+      'over more keys than the horizons it is trained at'
+    )
+  return f'{head} converges ({fields}): Qin et al.\'s condition for extrapolation holds'
 
 
 def mass_by_distance(w: np.ndarray, causal: bool) -> np.ndarray:
@@ -232,12 +284,20 @@ def mass_by_distance(w: np.ndarray, causal: bool) -> np.ndarray:
   q, s = w.shape[-2:]
   i, d = np.arange(q)[:, None], np.arange(s)[None, :]
   left = i - d
-  mass = np.where(left >= 0, np.take_along_axis(
-      w, np.broadcast_to(np.clip(left, 0, s - 1), w.shape[:-2] + (q, s)), axis=-1), 0.0)
+  mass = np.where(
+    left >= 0,
+    np.take_along_axis(w, np.broadcast_to(np.clip(left, 0, s - 1), w.shape[:-2] + (q, s)), axis=-1),
+    0.0,
+  )
   if not causal:
     right = i + d
-    mass = mass + np.where((right < s) & (d > 0), np.take_along_axis(
-        w, np.broadcast_to(np.clip(right, 0, s - 1), w.shape[:-2] + (q, s)), axis=-1), 0.0)
+    mass = mass + np.where(
+      (right < s) & (d > 0),
+      np.take_along_axis(
+        w, np.broadcast_to(np.clip(right, 0, s - 1), w.shape[:-2] + (q, s)), axis=-1
+      ),
+      0.0,
+    )
   return mass
 
 

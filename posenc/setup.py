@@ -13,6 +13,7 @@ Example:
   ('range', False, 30)
   >>> run, state, step = restore('runs/parity')  # the newest checkpoint that restores
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,23 +38,40 @@ class RunError(ValueError):
   """A saved run that cannot be restored (no config, no checkpoint that restores); one line."""
 
 
-def make_model(config: ml_collections.ConfigDict, task: Any, family: families.Family,
-               training: evaluate.core.Training, platform: str) -> Any:
+def make_model(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  family: families.Family,
+  training: evaluate.core.Training,
+  platform: str,
+) -> Any:
   """The model of `family` for `task`, its attention backend resolved for `platform`."""
   c = config.model
   options = config.encoding_options.to_dict()
   if hasattr(task, 'digit_ids'):  # Abacus reads which tokens are digits from the task
     options['digit_ids'] = tuple(task.digit_ids)
   common = dict(
-      encoding=config.encoding, num_layers=c.num_layers, d_model=c.d_model,
-      num_heads=c.num_heads, ffn_size=c.ffn_size, dropout=c.dropout,
-      max_position=c.max_position, encoding_options=tuple(sorted(options.items())),
-      norm=c.norm, ffn=c.ffn, recurrences=c.recurrences, injection=c.injection, loop=c.loop,
-      attention_impl=attention.resolve(c.attention_impl, platform),
-      attention_block=c.attention_block,
-      fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
-      temperature=c.temperature, temperature_beta=c.temperature_beta,
-      dtype=jnp.dtype(c.dtype), param_dtype=jnp.dtype(c.param_dtype))
+    encoding=config.encoding,
+    num_layers=c.num_layers,
+    d_model=c.d_model,
+    num_heads=c.num_heads,
+    ffn_size=c.ffn_size,
+    dropout=c.dropout,
+    max_position=c.max_position,
+    encoding_options=tuple(sorted(options.items())),
+    norm=c.norm,
+    ffn=c.ffn,
+    recurrences=c.recurrences,
+    injection=c.injection,
+    loop=c.loop,
+    attention_impl=attention.resolve(c.attention_impl, platform),
+    attention_block=c.attention_block,
+    fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
+    temperature=c.temperature,
+    temperature_beta=c.temperature_beta,
+    dtype=jnp.dtype(c.dtype),
+    param_dtype=jnp.dtype(c.param_dtype),
+  )
   sizes = training.model_sizes(config, task)
   if family.generates:
     return models.Decoder(tie_embeddings=c.tie_embeddings, **sizes, **common)
@@ -75,6 +93,7 @@ class Run:
     curriculum_key, batch_key, eval_key: the data keys (`population.data_keys`).
     platform: the platform the programs are built for ('cpu', 'gpu', 'tpu').
   """
+
   config: ml_collections.ConfigDict
   task: Any
   protocol: evaluate.Protocol
@@ -100,12 +119,17 @@ class Run:
       config = ml_collections.ConfigDict(config.to_dict())
       config.model.attention_impl = attention_impl
     platform = platform or self.platform
-    return dataclasses.replace(self, config=config, platform=platform, model=make_model(
-        config, self.task, self.family, self.training, platform))
+    return dataclasses.replace(
+      self,
+      config=config,
+      platform=platform,
+      model=make_model(config, self.task, self.family, self.training, platform),
+    )
 
 
-def build(config: ml_collections.ConfigDict, devices: list[Any] | None = None,
-          platform: str | None = None) -> Run:
+def build(
+  config: ml_collections.ConfigDict, devices: list[Any] | None = None, platform: str | None = None
+) -> Run:
   """The run of `config` on `devices` (default: every local device), its programs built for
   `platform` (default: the devices').
 
@@ -117,8 +141,19 @@ def build(config: ml_collections.ConfigDict, devices: list[Any] | None = None,
   platform = platform or population.platform
   model = make_model(config, parsed.task, parsed.family, parsed.protocol.training, platform)
   curriculum_key, batch_key, eval_key = population_lib.data_keys(config)
-  return Run(config, parsed.task, parsed.protocol, parsed.encoding, parsed.family, model,
-             population, curriculum_key, batch_key, eval_key, platform)
+  return Run(
+    config,
+    parsed.task,
+    parsed.protocol,
+    parsed.encoding,
+    parsed.family,
+    model,
+    population,
+    curriculum_key,
+    batch_key,
+    eval_key,
+    platform,
+  )
 
 
 def read_config(workdir: str) -> ml_collections.ConfigDict:
@@ -129,8 +164,11 @@ def read_config(workdir: str) -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(io.read_json(path))
 
 
-def restore(workdir: str, devices: list[Any] | None = None,
-            progress: Callable[[str], None] = lambda line: None) -> tuple[Run, Any, int]:
+def restore(
+  workdir: str,
+  devices: list[Any] | None = None,
+  progress: Callable[[str], None] = lambda line: None,
+) -> tuple[Run, Any, int]:
   """(the run, its state, the step) of `workdir` at its newest checkpoint that restores.
 
   A reader: a damaged checkpoint is named to `progress` and left where it is (training sets
@@ -146,8 +184,11 @@ def restore(workdir: str, devices: list[Any] | None = None,
     raise RunError(f'{workdir} has no checkpoint (train it first)')
   manager = checkpoint.checkpoint_manager(workdir)
   step, state, _, damaged = checkpoint.restore_newest(
-      manager, population_lib.init_state(run.config, run.model, run.population, abstract=True),
-      run.population, lambda step: os.path.join(workdir, 'checkpoints', str(step)))
+    manager,
+    population_lib.init_state(run.config, run.model, run.population, abstract=True),
+    run.population,
+    lambda step: os.path.join(workdir, 'checkpoints', str(step)),
+  )
   if step is None:
     raise RunError(f'no checkpoint of {workdir} restores: ' + '; '.join(damaged))
   if damaged:

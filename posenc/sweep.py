@@ -59,12 +59,15 @@ def check_grid(base: ml_collections.ConfigDict, grid: Any) -> None:
   naming the cell, 'train.stepz' and the fields of `train`.
   """
   if not isinstance(grid, (list, tuple)) or not grid:
-    raise config_lib.ConfigError(f'grid() returned {str(grid)[:40]!r}, not a non-empty list '
-                                 'of cells (dicts of config overrides)')
+    raise config_lib.ConfigError(
+      f'grid() returned {str(grid)[:40]!r}, not a non-empty list '
+      'of cells (dicts of config overrides)'
+    )
   for cell in grid:
     if not isinstance(cell, dict) or not {'task', 'encoding'} <= set(cell):
-      raise config_lib.ConfigError(f'grid cell {str(cell)[:60]} is not a dict of config '
-                                   'overrides with a task and an encoding')
+      raise config_lib.ConfigError(
+        f'grid cell {str(cell)[:60]} is not a dict of config overrides with a task and an encoding'
+      )
     for key in cell:
       node, parts = base, str(key).split('.')
       for depth, part in enumerate(parts):
@@ -72,13 +75,17 @@ def check_grid(base: ml_collections.ConfigDict, grid: Any) -> None:
         if not hasattr(node, 'keys') or part not in node.keys():
           valid = ', '.join(sorted(node.keys())) if hasattr(node, 'keys') else 'none'
           raise config_lib.ConfigError(
-              f'grid cell {cell_name(cell)} sets unknown config field {key!r}; valid fields '
-              f'of {where}: {valid}')
+            f'grid cell {cell_name(cell)} sets unknown config field {key!r}; valid fields '
+            f'of {where}: {valid}'
+          )
         node = node[part]
 
 
-def select_cells(grid: Sequence[dict[str, Any]], tasks: Sequence[str] | None = None,
-                 encodings: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def select_cells(
+  grid: Sequence[dict[str, Any]],
+  tasks: Sequence[str] | None = None,
+  encodings: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
   """The cells of `grid` whose task and encoding pass the filters (None keeps all).
 
   Raises:
@@ -89,9 +96,13 @@ def select_cells(grid: Sequence[dict[str, Any]], tasks: Sequence[str] | None = N
     bad = [w for w in wanted or () if w not in known]
     if bad:
       raise config_lib.ConfigError(
-          f'unknown {name} {bad[0]!r} in the sweep filter; valid {name}s: {", ".join(known)}')
-  return [c for c in grid if (not tasks or c['task'] in tasks)
-          and (not encodings or c['encoding'] in encodings)]
+        f'unknown {name} {bad[0]!r} in the sweep filter; valid {name}s: {", ".join(known)}'
+      )
+  return [
+    c
+    for c in grid
+    if (not tasks or c['task'] in tasks) and (not encodings or c['encoding'] in encodings)
+  ]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -114,8 +125,9 @@ def shard_cells(cells: Sequence[dict[str, Any]], index: int, count: int) -> list
   return list(cells[index::count])
 
 
-def recorded_changes(workdir: str, config: ml_collections.ConfigDict
-                     ) -> list[tuple[str, Any, Any]] | None:
+def recorded_changes(
+  workdir: str, config: ml_collections.ConfigDict
+) -> list[tuple[str, Any, Any]] | None:
   """How the run recorded in `workdir` differs from `config` (`config.config_changes`), [] if
   it does not, None if `workdir` holds no run.
 
@@ -129,8 +141,9 @@ def recorded_changes(workdir: str, config: ml_collections.ConfigDict
     recorded = io.read_json(path)
   except (OSError, ValueError) as e:
     raise config_lib.ConfigError(
-        f'cannot read {path}: {getattr(e, "strerror", None) or e}; remove that cell '
-        'directory to run the cell again') from None
+      f'cannot read {path}: {getattr(e, "strerror", None) or e}; remove that cell '
+      'directory to run the cell again'
+    ) from None
   return config_lib.config_changes(recorded, config_lib.as_json(config))
 
 
@@ -148,8 +161,9 @@ def cell_state(workdir: str, config: ml_collections.ConfigDict | None = None) ->
   return PENDING
 
 
-def status(sweep_dir: str, cells: Sequence[dict[str, Any]],
-           base: ml_collections.ConfigDict | None = None) -> list[dict[str, Any]]:
+def status(
+  sweep_dir: str, cells: Sequence[dict[str, Any]], base: ml_collections.ConfigDict | None = None
+) -> list[dict[str, Any]]:
   """The state of every cell: [{'cell', 'overrides', 'state', 'error'?, 'changes'?}].
 
   With the experiment's `base` config, a cell whose run has another config than the one
@@ -164,9 +178,14 @@ def status(sweep_dir: str, cells: Sequence[dict[str, Any]],
   for overrides in cells:
     name = cell_name(overrides)
     workdir = os.path.join(sweep_dir, 'cells', name)
-    changes = None if base is None else recorded_changes(workdir, config_lib.cell_config(base, overrides))
-    row = {'cell': name, 'overrides': overrides,
-           'state': DIFFERS if changes else cell_state(workdir)}
+    changes = (
+      None if base is None else recorded_changes(workdir, config_lib.cell_config(base, overrides))
+    )
+    row = {
+      'cell': name,
+      'overrides': overrides,
+      'state': DIFFERS if changes else cell_state(workdir),
+    }
     if changes:
       row['changes'] = config_lib.describe_changes(changes)
     if row['state'] == FAILED:
@@ -180,8 +199,9 @@ def _names(names: Sequence[str], limit: int = 3) -> str:
   return ', '.join(names[:limit]) + (f' and {more} more' if more > 0 else '')
 
 
-def check_configs(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]],
-                  sweep_dir: str) -> None:
+def check_configs(
+  base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], sweep_dir: str
+) -> None:
   """Refuses a sweep some of whose cells hold runs of another config than it asks for.
 
   Such a cell is neither done (its results answer another question) nor resumable (training
@@ -195,22 +215,25 @@ def check_configs(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any
   groups: dict[str, list[str]] = {}
   for overrides in cells:
     name = cell_name(overrides)
-    changes = recorded_changes(os.path.join(sweep_dir, 'cells', name),
-                               config_lib.cell_config(base, overrides))
+    changes = recorded_changes(
+      os.path.join(sweep_dir, 'cells', name), config_lib.cell_config(base, overrides)
+    )
     if changes:
       groups.setdefault(config_lib.describe_changes(changes), []).append(name)
   if groups:
     count = sum(len(names) for names in groups.values())
     listed = '; '.join(f'{_names(names)} ({changes})' for changes, names in groups.items())
     raise config_lib.ConfigError(
-        f'{count} of {len(cells)} cells in {sweep_dir} '
-        f'{"holds a run" if count == 1 else "hold runs"} of a different config: '
-        f'{listed}; a sweep neither counts nor reruns them: give a fresh --workdir for the '
-        'new runs (or the recorded config to resume these); --status lists them')
+      f'{count} of {len(cells)} cells in {sweep_dir} '
+      f'{"holds a run" if count == 1 else "hold runs"} of a different config: '
+      f'{listed}; a sweep neither counts nor reruns them: give a fresh --workdir for the '
+      'new runs (or the recorded config to resume these); --status lists them'
+    )
 
 
-def missing_from_report(rows: Sequence[dict[str, Any]],
-                        skipped: dict[str, str] | None = None) -> list[str]:
+def missing_from_report(
+  rows: Sequence[dict[str, Any]], skipped: dict[str, str] | None = None
+) -> list[str]:
   """'cell: why' for every row (of `status`) that is not complete: what a report built from
   the complete cells leaves out. `skipped` maps cells this process found held by another
   to the holder ('process 7 on host a').
@@ -245,12 +268,16 @@ def _duration(seconds: float) -> str:
   return f'{h}h{rem // 60:02d}m' if h else f'{rem // 60}m{rem % 60:02d}s'
 
 
-def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], sweep_dir: str,
-              shard: tuple[int, int] = (0, 1),
-              run_cell: Callable[[ml_collections.ConfigDict, str], Any] | None = None,
-              retry_failed: bool = True,
-              progress: Callable[[str], None] = print,
-              should_stop: Callable[[], bool] = lambda: False) -> list[dict[str, Any]]:
+def run_sweep(
+  base: ml_collections.ConfigDict,
+  cells: Sequence[dict[str, Any]],
+  sweep_dir: str,
+  shard: tuple[int, int] = (0, 1),
+  run_cell: Callable[[ml_collections.ConfigDict, str], Any] | None = None,
+  retry_failed: bool = True,
+  progress: Callable[[str], None] = print,
+  should_stop: Callable[[], bool] = lambda: False,
+) -> list[dict[str, Any]]:
   """Runs this shard's cells: skips complete ones, resumes partial ones, records failures.
 
   A cell that another live process is running (its lock is held) is skipped: its row gets
@@ -281,9 +308,11 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
   from posenc import evaluate  # Deferred: status and cell selection need no JAX.
   from posenc import train  # Deferred, as evaluate.
   from posenc import checkpoint  # Deferred, as train.
+
   if run_cell is None:
     run_cell = lambda config, workdir: train.train_and_evaluate(
-        config, workdir, progress=progress, should_stop=should_stop)
+      config, workdir, progress=progress, should_stop=should_stop
+    )
   mine = shard_cells(cells, *shard)
   configs = [config_lib.cell_config(base, overrides) for overrides in mine]
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
@@ -301,20 +330,24 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
     return out
 
   def write_index():
-    io.write_json_atomic(index_path, {'shard': list(shard), 'updated': time.time(),
-                                      'cells': rows()})
+    io.write_json_atomic(
+      index_path, {'shard': list(shard), 'updated': time.time(), 'cells': rows()}
+    )
 
   write_index()
-  before = {cell_name(o): cell_state(os.path.join(sweep_dir, 'cells', cell_name(o)))
-            for o in mine}
-  todo = [(o, c) for o, c in zip(mine, configs)
-          if before[cell_name(o)] != COMPLETE
-          and (retry_failed or before[cell_name(o)] != FAILED)]
+  before = {cell_name(o): cell_state(os.path.join(sweep_dir, 'cells', cell_name(o))) for o in mine}
+  todo = [
+    (o, c)
+    for o, c in zip(mine, configs)
+    if before[cell_name(o)] != COMPLETE and (retry_failed or before[cell_name(o)] != FAILED)
+  ]
   done = sum(state == COMPLETE for state in before.values())
   not_retried = len(mine) - done - len(todo)
-  progress(f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells, {done} already done'
-           + (f', {not_retried} failed before (not retried)' if not_retried else '')
-           + f', {len(todo)} to run')
+  progress(
+    f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells, {done} already done'
+    + (f', {not_retried} failed before (not retried)' if not_retried else '')
+    + f', {len(todo)} to run'
+  )
   ran = failed = 0
   t0 = time.time()
   for k, (overrides, config) in enumerate(todo):
@@ -335,8 +368,10 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
       # A failing cell must not stop the sweep: record it and go on.
       failed += 1
       os.makedirs(workdir, exist_ok=True)
-      io.write_json_atomic(os.path.join(workdir, 'error.json'), {
-          'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()})
+      io.write_json_atomic(
+        os.path.join(workdir, 'error.json'),
+        {'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()},
+      )
       progress(f'cell {name} failed: {type(e).__name__}: {e}')
     else:
       ran += 1
@@ -344,11 +379,16 @@ def run_sweep(base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], 
         os.unlink(os.path.join(workdir, 'error.json'))
     write_index()
     elapsed = time.time() - t0
-    progress(f'sweep: {k + 1}/{len(todo)} cells tried | elapsed {_duration(elapsed)} | '
-             f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}')
+    progress(
+      f'sweep: {k + 1}/{len(todo)} cells tried | elapsed {_duration(elapsed)} | '
+      f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}'
+    )
   holders = ', '.join(dict.fromkeys(skipped.values()))
-  progress(f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {ran} run, {done} already '
-           f'done, {len(skipped)} skipped' + (f' (held by {holders})' if skipped else '')
-           + f', {failed + not_retried} failed'
-           + (f' ({not_retried} before, not retried)' if not_retried else ''))
+  progress(
+    f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {ran} run, {done} already '
+    f'done, {len(skipped)} skipped'
+    + (f' (held by {holders})' if skipped else '')
+    + f', {failed + not_retried} failed'
+    + (f' ({not_retried} before, not retried)' if not_retried else '')
+  )
   return rows()

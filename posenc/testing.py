@@ -21,6 +21,7 @@ Example:
   backends     pass  max |difference| 9.5e-07 (values), 3.8e-06 (gradients)
   ...
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,6 +55,7 @@ NOISE = {'noise': jax.random.key(7)}
 class Check:
   """One invariant's outcome: passed, its largest difference (None where it measures none)
   and what it compared."""
+
   name: str
   passed: bool
   detail: str
@@ -69,8 +71,13 @@ def _forms(spec: encodings.Encoding) -> tuple[bool, ...]:
 
 
 def _max_diff(a: Any, b: Any) -> float:
-  return max((float(jnp.max(jnp.abs(jnp.asarray(x, jnp.float32) - jnp.asarray(y, jnp.float32))))
-              for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))), default=0.0)
+  return max(
+    (
+      float(jnp.max(jnp.abs(jnp.asarray(x, jnp.float32) - jnp.asarray(y, jnp.float32))))
+      for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    ),
+    default=0.0,
+  )
 
 
 def _within(diff: float, tolerance: float) -> bool:
@@ -86,8 +93,11 @@ def check_backends(name: str) -> Check:
   a loss on them, for the parameters, q, k, v and the layer input."""
   spec = encodings.get(name)
   if spec.attention is None:
-    return Check('backends', True, 'n/a: an input encoding (its attention is content only, '
-                 'tested with the model)')
+    return Check(
+      'backends',
+      True,
+      'n/a: an input encoding (its attention is content only, tested with the model)',
+    )
   keys = jax.random.split(jax.random.key(0), 5)
   q, k, v = (jax.random.normal(kk, (B, T, H, K)) for kk in keys[:3])
   x = jax.random.normal(keys[3], (B, T, H * K))
@@ -104,12 +114,12 @@ def check_backends(name: str) -> Check:
       enc = module.apply({'params': params}, T, LENGTH, x, rngs=NOISE)
       if enc.key_state:
         enc = enc.with_keys(enc.key_state)
-      out = attention.attend(q, k, v, enc, key_valid=key_valid, causal=causal, impl=impl,
-                             block=4)
+      out = attention.attend(q, k, v, enc, key_valid=key_valid, causal=causal, impl=impl, block=4)
       return jnp.sum(jnp.sin(out[:, :LENGTH])), out[:, :LENGTH]
 
-    grad = lambda impl: jax.jit(jax.value_and_grad(functools.partial(loss, impl),
-                                                   argnums=(0, 1, 2, 3, 4), has_aux=True))
+    grad = lambda impl: jax.jit(
+      jax.value_and_grad(functools.partial(loss, impl), argnums=(0, 1, 2, 3, 4), has_aux=True)
+    )
     (_, want), want_grads = grad('reference')(params, q, k, v, x)
     for impl in attention.IMPLS:
       if impl in ('auto', 'reference'):
@@ -120,24 +130,36 @@ def check_backends(name: str) -> Check:
       grads = max(grads, _max_diff(got_grads, want_grads) / scale)
   ok = _within(values, VALUE_TOLERANCE) and _within(grads, GRADIENT_TOLERANCE)
   forms = ' and '.join('causal' if c else 'bidirectional' for c in _forms(spec))
-  return Check('backends', ok, f'max |difference| {values:.1e} (values), {grads:.1e} '
-               f'(gradients, relative) over {", ".join(i for i in attention.IMPLS if i not in ("auto", "reference"))}, {forms}',
-               max(values, grads))
+  return Check(
+    'backends',
+    ok,
+    f'max |difference| {values:.1e} (values), {grads:.1e} '
+    f'(gradients, relative) over {", ".join(i for i in attention.IMPLS if i not in ("auto", "reference"))}, {forms}',
+    max(values, grads),
+  )
 
 
 @functools.lru_cache(maxsize=None)
 def _decoder(name: str) -> tuple[Any, Any]:
   model = models.Decoder(vocab_size=VOCAB, encoding=name, **TINY)
-  params = model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
-                      jnp.array([4]), deterministic=True)
+  params = model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 4), jnp.int32),
+    jnp.array([4]),
+    deterministic=True,
+  )
   return model, params
 
 
 @functools.lru_cache(maxsize=None)
 def _encoder(name: str) -> tuple[Any, Any]:
   model = models.Encoder(vocab_size=3, num_classes=4, encoding=name, **TINY)
-  params = model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
-                      jnp.int32(4), deterministic=True)
+  params = model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 4), jnp.int32),
+    jnp.int32(4),
+    deterministic=True,
+  )
   return model, params
 
 
@@ -162,9 +184,13 @@ def check_padded(name: str) -> Check:
     padded = model.apply(params, tokens, jnp.int32(t), deterministic=True, rngs=NOISE)
     diffs.append(_max_diff(padded[:, :t], exact))
   diff = max(diffs)
-  return Check('padded', _within(diff, VALUE_TOLERANCE),
-               f'max |difference| {diff:.1e} ({t} real tokens padded to {wide}; '
-               f'{"decoder and encoder" if len(diffs) == 2 else "decoder"})', diff)
+  return Check(
+    'padded',
+    _within(diff, VALUE_TOLERANCE),
+    f'max |difference| {diff:.1e} ({t} real tokens padded to {wide}; '
+    f'{"decoder and encoder" if len(diffs) == 2 else "decoder"})',
+    diff,
+  )
 
 
 def check_causal(name: str) -> Check:
@@ -176,8 +202,12 @@ def check_causal(name: str) -> Check:
   a, _ = model.apply(params, seq, lengths, deterministic=True, rngs=NOISE)
   b, _ = model.apply(params, other, lengths, deterministic=True, rngs=NOISE)
   diff = _max_diff(a[:, :5], b[:, :5])
-  return Check('causal', _within(diff, VALUE_TOLERANCE),
-               f'max |difference| {diff:.1e} of the logits before the changed tokens', diff)
+  return Check(
+    'causal',
+    _within(diff, VALUE_TOLERANCE),
+    f'max |difference| {diff:.1e} of the logits before the changed tokens',
+    diff,
+  )
 
 
 def check_step(name: str) -> Check:
@@ -187,18 +217,37 @@ def check_step(name: str) -> Check:
   seq = _sequences()
   lengths = jnp.array([9, 9])
   whole, _ = model.apply(params, seq, lengths, deterministic=True, rngs=NOISE)
-  _, cache = model.apply(params, seq[:, :5], jnp.array([5, 5]), deterministic=True,
-                         num_positions=9, draw_length=lengths, rngs=NOISE)
+  _, cache = model.apply(
+    params,
+    seq[:, :5],
+    jnp.array([5, 5]),
+    deterministic=True,
+    num_positions=9,
+    draw_length=lengths,
+    rngs=NOISE,
+  )
   cache = generate_lib.pad_cache(cache, 9)
   diff = 0.0
   for t in range(5, 9):
     q_idx = jnp.full((2, 1), t)
-    step, cache = model.apply(params, seq[:, t:t + 1], q_idx[:, 0] + 1, q_idx=q_idx,
-                              cache=cache, num_positions=9, draw_length=lengths,
-                              deterministic=True, rngs=NOISE)
+    step, cache = model.apply(
+      params,
+      seq[:, t : t + 1],
+      q_idx[:, 0] + 1,
+      q_idx=q_idx,
+      cache=cache,
+      num_positions=9,
+      draw_length=lengths,
+      deterministic=True,
+      rngs=NOISE,
+    )
     diff = max(diff, _max_diff(step[:, 0], whole[:, t]))
-  return Check('step', _within(diff, VALUE_TOLERANCE),
-               f'max |difference| {diff:.1e} of the logits of 4 cached steps', diff)
+  return Check(
+    'step',
+    _within(diff, VALUE_TOLERANCE),
+    f'max |difference| {diff:.1e} of the logits of 4 cached steps',
+    diff,
+  )
 
 
 def check_generation(name: str) -> Check:
@@ -210,12 +259,16 @@ def check_generation(name: str) -> Check:
   mismatches = 0
   for impl in ('xla_fused', 'cpu_blocked'):
     model = models.Decoder(vocab_size=VOCAB, encoding=name, attention_impl=impl, **TINY)
-    run = lambda fn, model=model: jax.jit(lambda p: fn(model, p, tokens, lengths, 8, EOS,
-                                                       NOISE))(params)
+    run = lambda fn, model=model: jax.jit(lambda p: fn(model, p, tokens, lengths, 8, EOS, NOISE))(
+      params
+    )
     cached, uncached = run(generate_lib.generate), run(generate_lib.generate_uncached)
     mismatches += int(np.sum(np.asarray(cached) != np.asarray(uncached)))
-  return Check('generation', mismatches == 0,
-               f'{mismatches} of 48 generated tokens differ (2 backends x 3 prompts x 8)')
+  return Check(
+    'generation',
+    mismatches == 0,
+    f'{mismatches} of 48 generated tokens differ (2 backends x 3 prompts x 8)',
+  )
 
 
 def check_gradients(name: str) -> Check:
@@ -233,12 +286,13 @@ def check_gradients(name: str) -> Check:
   leaves = jax.tree.leaves(grads)
   finite = all(bool(jnp.all(jnp.isfinite(g))) for g in leaves)
   flat = jax.tree_util.tree_flatten_with_path(grads)[0]
-  encoding = [g for path, g in flat if any('encod' in str(getattr(p, 'key', ''))
-                                           for p in path)]
+  encoding = [g for path, g in flat if any('encod' in str(getattr(p, 'key', '')) for p in path)]
   moving = not encoding or any(bool(jnp.any(g != 0)) for g in encoding)
-  detail = (f'{"finite" if finite else "NOT finite"} over {len(leaves)} parameter arrays'
-            + ('' if not encoding else f'; the encoding\'s {len(encoding)} '
-               f'{"move" if moving else "get zero gradients"}'))
+  detail = f'{"finite" if finite else "NOT finite"} over {len(leaves)} parameter arrays' + (
+    ''
+    if not encoding
+    else f'; the encoding\'s {len(encoding)} {"move" if moving else "get zero gradients"}'
+  )
   return Check('gradients', finite and moving, detail)
 
 
@@ -265,8 +319,11 @@ def check_export(name: str) -> Check:
   state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
   update = train.make_update_fn(run, run.training.buckets(run.config)[-1])
   exported = jax_export.export(update, platforms=['cuda', 'tpu'])(
-      state, jax.ShapeDtypeStruct((), jnp.int32), run.population.learning_rates,
-      run.population.train_keys)
+    state,
+    jax.ShapeDtypeStruct((), jnp.int32),
+    run.population.learning_rates,
+    run.population.train_keys,
+  )
   ok = 'stablehlo' in exported.mlir_module()
   return Check('export', ok, 'the training step lowers for cuda and tpu (jax.export)')
 
@@ -278,19 +335,31 @@ def check_training(name: str) -> Check:
     results = train.train_and_evaluate(config, workdir, progress=lambda line: None)
   member = results['members'][0]
   ok = not member['diverged'] and member['score'] is not None
-  return Check('training', ok, f'{config.train.steps} steps of {config.task} and its '
-               f'evaluation: score {member["score"]}, diverged {member["diverged"]}')
+  return Check(
+    'training',
+    ok,
+    f'{config.train.steps} steps of {config.task} and its '
+    f'evaluation: score {member["score"]}, diverged {member["diverged"]}',
+  )
 
 
 CHECKS: dict[str, Callable[[str], Check]] = {
-    'backends': check_backends, 'padded': check_padded, 'causal': check_causal,
-    'step': check_step, 'generation': check_generation, 'gradients': check_gradients,
-    'export': check_export, 'training': check_training,
+  'backends': check_backends,
+  'padded': check_padded,
+  'causal': check_causal,
+  'step': check_step,
+  'generation': check_generation,
+  'gradients': check_gradients,
+  'export': check_export,
+  'training': check_training,
 }
 
 
-def conformance(name: str, checks: tuple[str, ...] | None = None,
-                report: Callable[[Check], None] = lambda check: None) -> list[Check]:
+def conformance(
+  name: str,
+  checks: tuple[str, ...] | None = None,
+  report: Callable[[Check], None] = lambda check: None,
+) -> list[Check]:
   """Every invariant (or those named in `checks`) of encoding `name`, each a `Check`
   (an exception inside one is its failure, named in one line); `report` is called as each
   finishes.
@@ -325,6 +394,8 @@ def check_encoding(name: str, checks: tuple[str, ...] | None = None) -> list[Che
   results = conformance(name, checks)
   failed = [c for c in results if not c.passed]
   if failed:
-    raise AssertionError(f'encoding {name!r} breaks {len(failed)} invariant(s):\n'
-                         + '\n'.join(c.line() for c in failed))
+    raise AssertionError(
+      f'encoding {name!r} breaks {len(failed)} invariant(s):\n'
+      + '\n'.join(c.line() for c in failed)
+    )
   return results

@@ -57,21 +57,20 @@ P = population_lib.P
 POP = population_lib.POP
 
 
-
 # ---------------------------------------------------------------------------------------
 # The curriculum.
 
 
 @functools.partial(jax.jit, static_argnames=('count', 'max_length'))
-def curriculum_lengths(key: jax.Array, start: jax.Array, count: int,
-                       max_length: int) -> jax.Array:
+def curriculum_lengths(key: jax.Array, start: jax.Array, count: int, max_length: int) -> jax.Array:
   """Lengths ~ U{1..max_length} of steps start..start+count-1, drawn on the device.
 
   The host reads them only to pick the compiled program of each step's length bucket.
   """
   steps = start + jnp.arange(count)
-  return jax.vmap(lambda s: jax.random.randint(
-      jax.random.fold_in(key, s), (), 1, max_length + 1))(steps)
+  return jax.vmap(lambda s: jax.random.randint(jax.random.fold_in(key, s), (), 1, max_length + 1))(
+    steps
+  )
 
 
 # ---------------------------------------------------------------------------------------
@@ -122,12 +121,18 @@ def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
     keep = lambda new, old: jnp.where(diverged, old, new)
-    return (jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_opt, opt),
-            diverged, loss, accuracy)
+    return (
+      jax.tree.map(keep, new_params, params),
+      jax.tree.map(keep, new_opt, opt),
+      diverged,
+      loss,
+      accuracy,
+    )
 
   keys_per_seed = batch_key.reshape(-1)
   draw = lambda key, step, length: training.batch(
-      config, task, jax.random.fold_in(key, step), step, length, shape)
+    config, task, jax.random.fold_in(key, step), step, length, shape
+  )
 
   def local_update(state, length, learning_rates, keys):
     step = state['step']
@@ -146,10 +151,15 @@ def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
       params, opt, diverged, loss, accuracy = jax.lax.map(one, members)
     else:
       params, opt, diverged, loss, accuracy = jax.vmap(one)(members)
-    sums = {'loss': state['sums']['loss'] + loss,
-            'accuracy': state['sums']['accuracy'] + accuracy}
-    new_state = {'params': params, 'opt': opt, 'diverged': diverged, 'sums': sums,
-                 'count': state['count'] + 1, 'step': state['step'] + 1}
+    sums = {'loss': state['sums']['loss'] + loss, 'accuracy': state['sums']['accuracy'] + accuracy}
+    new_state = {
+      'params': params,
+      'opt': opt,
+      'diverged': diverged,
+      'sums': sums,
+      'count': state['count'] + 1,
+      'step': state['step'] + 1,
+    }
     return new_state, {'loss': loss, 'accuracy': accuracy}
 
   return local_update
@@ -163,8 +173,9 @@ def bucket_of(run: setup.Run, length: int) -> int:
   return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
 
 
-def make_update_fn(run: setup.Run, bucket: int, traces: collections.Counter | None = None
-                   ) -> Callable[..., Any]:
+def make_update_fn(
+  run: setup.Run, bucket: int, traces: collections.Counter | None = None
+) -> Callable[..., Any]:
   """The jitted update for batches padded to `bucket` input tokens.
 
   update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
@@ -179,16 +190,19 @@ def make_update_fn(run: setup.Run, bucket: int, traces: collections.Counter | No
       traces['train'] += 1
     return local(*args)
 
-  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(), population_lib.init_state(
-      run.config, run.model, run.population, abstract=True))
+  state_specs = jax.tree.map(
+    lambda s: P(POP) if s.ndim else P(),
+    population_lib.init_state(run.config, run.model, run.population, abstract=True),
+  )
   update = run.population.shard_map(
-      local_update, in_specs=(state_specs, P(), P(POP), P(POP)),
-      out_specs=(state_specs, P(POP)))
+    local_update, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=(state_specs, P(POP))
+  )
   return jax.jit(update, donate_argnums=0)
 
 
-def make_multi_step_fn(run: setup.Run, traces: collections.Counter | None = None
-                       ) -> Callable[..., Any]:
+def make_multi_step_fn(
+  run: setup.Run, traces: collections.Counter | None = None
+) -> Callable[..., Any]:
   """The jitted update of up to K = `train.steps_per_dispatch` consecutive steps.
 
   update(state, num_steps, learning_rates [P], train_keys [P]) -> state after min(K,
@@ -208,19 +222,22 @@ def make_multi_step_fn(run: setup.Run, traces: collections.Counter | None = None
       traces['train'] += 1
 
     def one_step(state, i):
-      length = jax.random.randint(jax.random.fold_in(curriculum_key, state['step']), (), 1,
-                                  n + 1)
+      length = jax.random.randint(jax.random.fold_in(curriculum_key, state['step']), (), 1, n + 1)
       index = jnp.minimum((length + size - 1) // size, len(buckets)) - 1
-      step = lambda s: jax.lax.switch(index, [lambda s, b=b: b(s, length, learning_rates,
-                                                               keys)[0] for b in branches], s)
+      step = lambda s: jax.lax.switch(
+        index, [lambda s, b=b: b(s, length, learning_rates, keys)[0] for b in branches], s
+      )
       return jax.lax.cond(i < num_steps, step, lambda s: s, state), None
 
     return jax.lax.scan(one_step, state, jnp.arange(k))[0]
 
-  state_specs = jax.tree.map(lambda s: P(POP) if s.ndim else P(), population_lib.init_state(
-      config, run.model, run.population, abstract=True))
-  update = run.population.shard_map(local_multi, in_specs=(state_specs, P(), P(POP), P(POP)),
-                                    out_specs=state_specs)
+  state_specs = jax.tree.map(
+    lambda s: P(POP) if s.ndim else P(),
+    population_lib.init_state(config, run.model, run.population, abstract=True),
+  )
+  update = run.population.shard_map(
+    local_multi, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=state_specs
+  )
   return jax.jit(update, donate_argnums=0)
 
 
@@ -237,18 +254,24 @@ def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
     changes = config_lib.config_changes(io.read_json(path), new)
     if changes:
       raise config_lib.ConfigError(
-          f'workdir {workdir} holds a run with a different config '
-          f'({config_lib.describe_changes(changes)}); use a new --workdir or the same config')
+        f'workdir {workdir} holds a run with a different config '
+        f'({config_lib.describe_changes(changes)}); use a new --workdir or the same config'
+      )
   os.makedirs(workdir, exist_ok=True)
   io.write_json_atomic(path, new)
 
 
 def versions() -> dict[str, Any]:
   device = jax.local_devices()[0]
-  return {'jax': jax.__version__, 'flax': flax.__version__, 'optax': optax.__version__,
-          'orbax_checkpoint': getattr(ocp, '__version__', 'unknown'),
-          'device_kind': device.device_kind, 'platform': device.platform,
-          'local_device_count': jax.local_device_count()}
+  return {
+    'jax': jax.__version__,
+    'flax': flax.__version__,
+    'optax': optax.__version__,
+    'orbax_checkpoint': getattr(ocp, '__version__', 'unknown'),
+    'device_kind': device.device_kind,
+    'platform': device.platform,
+    'local_device_count': jax.local_device_count(),
+  }
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -264,12 +287,14 @@ def _next_multiple(step: int, every: int) -> int:
 # The loop.
 
 
-def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
-                       devices: list[Any] | None = None,
-                       progress: Callable[[str], None] = logging.info,
-                       should_stop: Callable[[], bool] = lambda: False,
-                       checkpointed: Callable[[int], None] = lambda step: None
-                       ) -> dict[str, Any]:
+def train_and_evaluate(
+  run: setup.Run | ml_collections.ConfigDict,
+  workdir: str,
+  devices: list[Any] | None = None,
+  progress: Callable[[str], None] = logging.info,
+  should_stop: Callable[[], bool] = lambda: False,
+  checkpointed: Callable[[int], None] = lambda step: None,
+) -> dict[str, Any]:
   """Trains the run's population in `workdir` (resuming it) and evaluates it.
 
   Args:
@@ -302,8 +327,11 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
     # 1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch.
     manager = checkpoint.checkpoint_manager(workdir)
     latest, state, history, damaged = checkpoint.restore_newest(
-        manager, population_lib.init_state(config, model, population, abstract=True), population,
-        functools.partial(checkpoint.set_aside_damaged, workdir))
+      manager,
+      population_lib.init_state(config, model, population, abstract=True),
+      population,
+      functools.partial(checkpoint.set_aside_damaged, workdir),
+    )
     if damaged:
       manager.reload()
       damaged = 'damaged: ' + '; '.join(damaged) + ', and '
@@ -316,10 +344,17 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
       moved = {k: history[-1][k] for k in here} != here
       if moved:
         history.append({'from_step': latest, **here})
-      progress((damaged or '') + f'resumed from the checkpoint at step {latest}' + (
+      progress(
+        (damaged or '')
+        + f'resumed from the checkpoint at step {latest}'
+        + (
           f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
           f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
-          'rounding, not bit for bit' if moved else ''))
+          'rounding, not bit for bit'
+          if moved
+          else ''
+        )
+      )
     start = int(state['step'])
     # Per member: the leading axis of every leaf is the population.
     num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
@@ -331,9 +366,14 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
     # The metric sums restart each log interval; jitted so the state keeps its shardings
     # (a host-made zero would change the update's input types and retrace it).
     reset_interval = jax.jit(
-        lambda s: {**s, 'sums': jax.tree.map(jnp.zeros_like, s['sums']),
-                   'count': jnp.zeros_like(s['count'])},
-        donate_argnums=0, out_shardings=population.state_sharding(state))
+      lambda s: {
+        **s,
+        'sums': jax.tree.map(jnp.zeros_like, s['sums']),
+        'count': jnp.zeros_like(s['count']),
+      },
+      donate_argnums=0,
+      out_shardings=population.state_sharding(state),
+    )
     steps, n = config.train.steps, config.train.max_length
     update_fns: dict[int, Callable[..., Any]] = {}
     traces: collections.Counter = collections.Counter()
@@ -351,8 +391,9 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
         if step > start:  # The checkpoint at `start` already exists.
           checkpoint.save_state(manager, step, state, population, history)
           manager.wait_until_finished()
-        raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint '
-                                   'written')
+        raise checkpoint.Preempted(
+          step, f'preempted at step {step} of training: checkpoint written'
+        )
       if multi_step is None:
         # One program per length bucket; the host reads the curriculum to pick it.
         offset = (step - start) % chunk
@@ -362,16 +403,21 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
         bucket = bucket_of(run, length)
         if bucket not in update_fns:
           update_fns[bucket] = make_update_fn(run, bucket, traces)
-        state, _ = update_fns[bucket](state, jnp.int32(length), population.learning_rates,
-                                      population.train_keys)
+        state, _ = update_fns[bucket](
+          state, jnp.int32(length), population.learning_rates, population.train_keys
+        )
         done = step + 1
       else:
         # Up to K steps in one call, ending at the next log or checkpoint boundary.
-        boundary = min(_next_multiple(step, config.train.log_every),
-                       _next_multiple(step, config.checkpoint_every), steps)
+        boundary = min(
+          _next_multiple(step, config.train.log_every),
+          _next_multiple(step, config.checkpoint_every),
+          steps,
+        )
         done = min(step + config.train.steps_per_dispatch, boundary)
-        state = multi_step(state, jnp.int32(done - step), population.learning_rates,
-                           population.train_keys)
+        state = multi_step(
+          state, jnp.int32(done - step), population.learning_rates, population.train_keys
+        )
       if first_update_s is None:
         jax.block_until_ready(state['step'])
         first_update_s = time.time() - t_start
@@ -380,18 +426,26 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
         count = int(state['count'])
         now = time.time()
         rate = (done - step_log) / max(now - t_log, 1e-9)
-        loss = sums['loss'][:population.size] / count
-        accuracy = sums['accuracy'][:population.size] / count
-        io.append_jsonl(metrics_path, {
-            'step': done, 'loss': [_finite_or_none(x) for x in loss],
-            'accuracy': [_finite_or_none(x) for x in accuracy], 'steps_per_s': rate})
+        loss = sums['loss'][: population.size] / count
+        accuracy = sums['accuracy'][: population.size] / count
+        io.append_jsonl(
+          metrics_path,
+          {
+            'step': done,
+            'loss': [_finite_or_none(x) for x in loss],
+            'accuracy': [_finite_or_none(x) for x in accuracy],
+            'steps_per_s': rate,
+          },
+        )
         state = reset_interval(state)
         elapsed = now - t_start
         duration = evaluate.core.duration
         eta = (steps - done) * elapsed / max(done - start, 1)
-        progress(f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
-                 f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
-                 f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}')
+        progress(
+          f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
+          f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
+          f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}'
+        )
         t_log, step_log = now, done
       if done % config.checkpoint_every == 0 or done == steps:
         checkpoint.save_state(manager, done, state, population, history)
@@ -400,24 +454,48 @@ def train_and_evaluate(run: setup.Run | ml_collections.ConfigDict, workdir: str,
     manager.wait_until_finished()
     train_seconds = time.time() - t_start
 
-    diverged = np.asarray(jax.device_get(state['diverged']))[:population.size]
-    evaluation = run.protocol.evaluate(evaluate.EvalContext(
-        config, run.task, model, population, state['params'], run.eval_key, workdir, progress,
-        traces, should_stop, diverged))
+    diverged = np.asarray(jax.device_get(state['diverged']))[: population.size]
+    evaluation = run.protocol.evaluate(
+      evaluate.EvalContext(
+        config,
+        run.task,
+        model,
+        population,
+        state['params'],
+        run.eval_key,
+        workdir,
+        progress,
+        traces,
+        should_stop,
+        diverged,
+      )
+    )
     # With steps_per_dispatch > 1 every bucket lives in one program.
-    compiled = {'train': traces['train'],
-                'train_buckets': (sorted(update_fns) if multi_step is None
-                                  else run.training.buckets(config)),
-                'eval': traces['eval']}
+    compiled = {
+      'train': traces['train'],
+      'train_buckets': (sorted(update_fns) if multi_step is None else run.training.buckets(config)),
+      'eval': traces['eval'],
+    }
     record = results_lib.Results(
-        task=config.task, encoding=config.encoding, family=run.family.name,
-        encoding_options=population_lib.encoding_options(config), num_params=num_params,
-        architecture=architecture(config), train_steps=steps, train_length=n,
-        evaluation=evaluation, versions=versions(), compiled_programs=compiled,
-        timing={'first_update_s': first_update_s, 'train_s': train_seconds,
-                'resumed_from_step': start},
-        devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
-        config=config_lib.as_json(config))
+      task=config.task,
+      encoding=config.encoding,
+      family=run.family.name,
+      encoding_options=population_lib.encoding_options(config),
+      num_params=num_params,
+      architecture=architecture(config),
+      train_steps=steps,
+      train_length=n,
+      evaluation=evaluation,
+      versions=versions(),
+      compiled_programs=compiled,
+      timing={
+        'first_update_s': first_update_s,
+        'train_s': train_seconds,
+        'resumed_from_step': start,
+      },
+      devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
+      config=config_lib.as_json(config),
+    )
     results = record.to_json()
     io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
     return results

@@ -16,6 +16,7 @@ described in `tasks/base.py`. `HINTING` lists the task-hinting study's tasks (ta
 Adding a task: subclass `base.Task` (fields, `_target`, `_sample_inputs` or `_sample`) and
 add one entry to `REGISTRY`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,30 +32,30 @@ from tasks.base import Task
 
 # Every task, by name: the one registry. Each module of a study contributes its tasks.
 REGISTRY: dict[str, Any] = {
-    # The randomized-encoding study's 15 (Ruoss et al. 2023), in its order: regular, dcf, cs.
-    'even_pairs': regular.EvenPairs(),
-    'modular_arithmetic': regular.ModularArithmetic(),
-    'parity_check': regular.ParityCheck(),
-    'cycle_navigation': regular.CycleNavigation(),
-    'stack_manipulation': dcf.StackManipulation(),
-    'reverse_string': dcf.ReverseString(),
-    'modular_arithmetic_brackets': dcf.ModularArithmeticBrackets(),
-    'solve_equation': dcf.SolveEquation(),
-    'duplicate_string': cs.DuplicateString(),
-    'missing_duplicate_string': cs.MissingDuplicateString(),
-    'odds_first': cs.OddsFirst(),
-    'binary_addition': cs.BinaryAddition(),
-    'binary_multiplication': cs.BinaryMultiplication(),
-    'compute_sqrt': cs.ComputeSqrt(),
-    'bucket_sort': cs.BucketSort(),
-    # The arithmetic study's sequence tasks (McLeish et al. 2024; tasks/arithmetic.py):
-    # prompt, answer and EOS as one token sequence, for decoders.
-    **arithmetic.TASKS,
-    # Language modelling on the Python standard library's source (tasks/corpus.py).
-    **corpus.TASKS,
-    # The task-hinting study's tasks (Awasthi & Gupta 2023; tasks/hinting.py): sorting and
-    # increment, and their hint tasks, as `prompt answer` sequences without EOS.
-    **hinting.TASKS,
+  # The randomized-encoding study's 15 (Ruoss et al. 2023), in its order: regular, dcf, cs.
+  'even_pairs': regular.EvenPairs(),
+  'modular_arithmetic': regular.ModularArithmetic(),
+  'parity_check': regular.ParityCheck(),
+  'cycle_navigation': regular.CycleNavigation(),
+  'stack_manipulation': dcf.StackManipulation(),
+  'reverse_string': dcf.ReverseString(),
+  'modular_arithmetic_brackets': dcf.ModularArithmeticBrackets(),
+  'solve_equation': dcf.SolveEquation(),
+  'duplicate_string': cs.DuplicateString(),
+  'missing_duplicate_string': cs.MissingDuplicateString(),
+  'odds_first': cs.OddsFirst(),
+  'binary_addition': cs.BinaryAddition(),
+  'binary_multiplication': cs.BinaryMultiplication(),
+  'compute_sqrt': cs.ComputeSqrt(),
+  'bucket_sort': cs.BucketSort(),
+  # The arithmetic study's sequence tasks (McLeish et al. 2024; tasks/arithmetic.py):
+  # prompt, answer and EOS as one token sequence, for decoders.
+  **arithmetic.TASKS,
+  # Language modelling on the Python standard library's source (tasks/corpus.py).
+  **corpus.TASKS,
+  # The task-hinting study's tasks (Awasthi & Gupta 2023; tasks/hinting.py): sorting and
+  # increment, and their hint tasks, as `prompt answer` sequences without EOS.
+  **hinting.TASKS,
 }
 # Each study's names, in registry order.
 NAMES: tuple[str, ...] = tuple(n for n, t in REGISTRY.items() if isinstance(t, Task))
@@ -82,6 +83,7 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
   valid = getattr(task, 'OPTIONS', ())
   for key in options:
     if key not in valid:
-      raise ValueError(f"unknown option {key!r} of task {name!r}; valid options: "
-                       f"{', '.join(valid) or 'none'}")
+      raise ValueError(
+        f"unknown option {key!r} of task {name!r}; valid options: {', '.join(valid) or 'none'}"
+      )
   return dataclasses.replace(task, **options)

@@ -45,6 +45,7 @@ Draws with a per-example range (a sorting length, a symbol offset, a position, t
 cell of a training batch) use 64 random bits reduced mod k (`base.uniform_below`), biased
 by less than k / 2**64.
 """
+
 from __future__ import annotations
 
 import abc
@@ -60,10 +61,25 @@ from jax import lax
 from tasks import base
 from tasks import digits as digits_lib
 from tasks import arithmetic_text as text
+
 # The vocabulary, its text form and index hints are this module's too (re-exported).
-from tasks.arithmetic_text import (COLON, COMMA, DIGITS, EOS, EQUALS, FIRST_INDEX_SYMBOL,
-                                   MINUS, NUM_BASE_TOKENS, OR, PLUS, SPACE, TIMES, decode,
-                                   encode, with_index_hints)
+from tasks.arithmetic_text import (
+  COLON,
+  COMMA,
+  DIGITS,
+  EOS,
+  EQUALS,
+  FIRST_INDEX_SYMBOL,
+  MINUS,
+  NUM_BASE_TOKENS,
+  OR,
+  PLUS,
+  SPACE,
+  TIMES,
+  decode,
+  encode,
+  with_index_hints,
+)
 
 Array = jax.Array
 Batch = dict[str, Array]
@@ -95,6 +111,7 @@ class SequenceTask(abc.ABC):
     pad_probability: p of the random-padding ablation (0: no padding).
     axes: the names of the grid's two axes, e.g. ('digits_a', 'digits_b').
   """
+
   name: str = ''
   level: str = 'arithmetic'
   protocol: ClassVar[str] = 'grid'
@@ -147,12 +164,15 @@ class SequenceTask(abc.ABC):
     self.check_cell(a, b)
     need_p, need_a = self.max_prompt(a, b), self.max_answer(a, b)
     if prompt_width < need_p or answer_width < need_a:
-      raise ValueError(f'{self.name}: cell ({a}, {b}) needs prompt_width >= {need_p} and '
-                       f'answer_width >= {need_a}, got {prompt_width} and {answer_width}')
+      raise ValueError(
+        f'{self.name}: cell ({a}, {b}) needs prompt_width >= {need_p} and '
+        f'answer_width >= {need_a}, got {prompt_width} and {answer_width}'
+      )
 
   # ----------------------------------------------------------------------- sampling
-  def sample(self, key: Array, batch_size: int, a: Any, b: Any, prompt_width: int,
-             answer_width: int) -> Batch:
+  def sample(
+    self, key: Array, batch_size: int, a: Any, b: Any, prompt_width: int, answer_width: int
+  ) -> Batch:
     """A batch in which every example has axis values exactly (a, b).
 
     Args:
@@ -169,8 +189,9 @@ class SequenceTask(abc.ABC):
       self._check_widths(int(a), int(b), prompt_width, answer_width)
     return _sample_jit(self, key, batch_size, a, b, prompt_width, answer_width)
 
-  def sample_train(self, key: Array, batch_size: int, n: int, prompt_width: int,
-                   answer_width: int) -> Batch:
+  def sample_train(
+    self, key: Array, batch_size: int, n: int, prompt_width: int, answer_width: int
+  ) -> Batch:
     """A training batch, cells stratified over [1..n]**2 (see `train_cells`).
 
     The widths must be >= max_prompt(n, n) and max_answer(n, n) (checked). Returns the same
@@ -179,22 +200,26 @@ class SequenceTask(abc.ABC):
     self._check_widths(n, n, prompt_width, answer_width)
     return _sample_train_jit(self, key, batch_size, n, prompt_width, answer_width)
 
-  def _sample_rows(self, key: Array, a: Array, b: Array, prompt_width: int,
-                   answer_width: int) -> Batch:
+  def _sample_rows(
+    self, key: Array, a: Array, b: Array, prompt_width: int, answer_width: int
+  ) -> Batch:
     """Examples at per-row cells a, b [B] (traced), assembled and padded."""
     k_rows, k_pad = jax.random.split(key)
     prompt, prompt_length, answer, answer_length = self._rows(
-        k_rows, a, b, self._raw_width(prompt_width), answer_width)
+      k_rows, a, b, self._raw_width(prompt_width), answer_width
+    )
     if self.pad_probability > 0:
-      prompt, prompt_length = text.pad_prompt(k_pad, prompt, prompt_length,
-                                          self.pad_probability, prompt_width)
+      prompt, prompt_length = text.pad_prompt(
+        k_pad, prompt, prompt_length, self.pad_probability, prompt_width
+      )
     else:
       prompt = digits_lib.fit(prompt, prompt_width)
     return text.assemble(prompt, prompt_length, answer, answer_length)
 
   @abc.abstractmethod
-  def _rows(self, key: Array, a: Array, b: Array, prompt_width: int,
-            answer_width: int) -> tuple[Array, Array, Array, Array]:
+  def _rows(
+    self, key: Array, a: Array, b: Array, prompt_width: int, answer_width: int
+  ) -> tuple[Array, Array, Array, Array]:
     """(prompt [B, prompt_width], its length [B], answer [B, answer_width], its length [B]).
 
     Unpadded; zeros past each length; the answer length counts the EOS.
@@ -202,8 +227,15 @@ class SequenceTask(abc.ABC):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 5, 6))
-def _sample_jit(task: SequenceTask, key: Array, batch_size: int, a: Any, b: Any,
-                prompt_width: int, answer_width: int) -> Batch:
+def _sample_jit(
+  task: SequenceTask,
+  key: Array,
+  batch_size: int,
+  a: Any,
+  b: Any,
+  prompt_width: int,
+  answer_width: int,
+) -> Batch:
   a = jnp.broadcast_to(jnp.asarray(a, jnp.int32), (batch_size,))
   b = jnp.broadcast_to(jnp.asarray(b, jnp.int32), (batch_size,))
   # pylint: disable-next=protected-access
@@ -211,8 +243,9 @@ def _sample_jit(task: SequenceTask, key: Array, batch_size: int, a: Any, b: Any,
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5))
-def _sample_train_jit(task: SequenceTask, key: Array, batch_size: int, n: int,
-                      prompt_width: int, answer_width: int) -> Batch:
+def _sample_train_jit(
+  task: SequenceTask, key: Array, batch_size: int, n: int, prompt_width: int, answer_width: int
+) -> Batch:
   k_cells, k_rows = jax.random.split(key)
   a, b = train_cells(k_cells, batch_size, n)
   # pylint: disable-next=protected-access
@@ -238,6 +271,7 @@ class Addition(SequenceTask):
       alike (as the paper): `a9b8c2d8e2+a3b8c5d9e1f7g2=` answer `a2b7c8d7e4f7g2` EOS.
     num_index_symbols: K, the hint alphabet (ids 19..19 + K - 1; the paper's 102).
   """
+
   name: str = 'addition'
   index_hints: bool = False
   num_index_symbols: int = 102
@@ -249,8 +283,10 @@ class Addition(SequenceTask):
     if self.num_index_symbols < 1:
       raise ValueError(f'num_index_symbols must be >= 1, got {self.num_index_symbols}')
     if self.index_hints and self.pad_probability > 0:
-      raise ValueError('index_hints and pad_probability > 0 do not combine (spaces would split '
-                       'the numbers the hints count)')
+      raise ValueError(
+        'index_hints and pad_probability > 0 do not combine (spaces would split '
+        'the numbers the hints count)'
+      )
 
   @property
   def vocab_size(self) -> int:
@@ -272,12 +308,15 @@ class Addition(SequenceTask):
     prompt, prompt_length = text.binary_prompt(x, a, PLUS, y, b, prompt_width)
     answer, answer_length = text.number_answer(digits_lib.add_digits(x, y), None, answer_width)
     if self.index_hints:
-      start = base.uniform_below(jax.random.fold_in(key, 2),
-                                 jnp.full(a.shape, self.num_index_symbols, jnp.int32))
-      prompt, prompt_length = with_index_hints(prompt, prompt_length, start,
-                                               self.num_index_symbols, prompt_width)
-      answer, answer_length = with_index_hints(answer, answer_length, start,
-                                               self.num_index_symbols, answer_width)
+      start = base.uniform_below(
+        jax.random.fold_in(key, 2), jnp.full(a.shape, self.num_index_symbols, jnp.int32)
+      )
+      prompt, prompt_length = with_index_hints(
+        prompt, prompt_length, start, self.num_index_symbols, prompt_width
+      )
+      answer, answer_length = with_index_hints(
+        answer, answer_length, start, self.num_index_symbols, answer_width
+      )
     return prompt, prompt_length, answer, answer_length
 
 
@@ -287,6 +326,7 @@ class Multiplication(SequenceTask):
 
   Example (a = 12, b = 34): `21*43=` answer `804` EOS (408).
   """
+
   name: str = 'multiplication'
   axes: ClassVar[tuple[str, str]] = ('digits_a', 'digits_b')
 
@@ -322,6 +362,7 @@ class AdditionSubtraction(Addition):
   is `0`. Examples: `321+654=` -> `975`; `321-654=` -> `333-` (123 - 456 = -333);
   `21-21=` -> `0`.
   """
+
   name: str = 'addition_subtraction'  # addition's sizes: |a - b| has at most max(a, b) digits
 
   def _rows(self, key, a, b, prompt_width, answer_width):
@@ -329,8 +370,9 @@ class AdditionSubtraction(Addition):
     k_x, k_y, k_op = jax.random.split(key, 3)
     x, y = digits_lib.draw_operands(k_x, a, width), digits_lib.draw_operands(k_y, b, width)
     is_sum = base.uniform_digits(k_op, (a.shape[0], 1), 2) == 1
-    prompt, prompt_length = text.binary_prompt(x, a, jnp.where(is_sum, PLUS, MINUS), y, b,
-                                           prompt_width)
+    prompt, prompt_length = text.binary_prompt(
+      x, a, jnp.where(is_sum, PLUS, MINUS), y, b, prompt_width
+    )
     difference, negative = digits_lib.subtract_digits(x, y)
     result = jnp.where(is_sum, digits_lib.add_digits(x, y), digits_lib.fit(difference, width + 1))
     answer, answer_length = text.number_answer(result, negative & ~is_sum[:, 0], answer_width)
@@ -352,6 +394,7 @@ class Sorting(SequenceTask):
   Attributes:
     num_index_symbols: K, the number of index symbols (ids 19..19 + K - 1); m <= K.
   """
+
   name: str = 'sorting'
   num_index_symbols: int = 64
   axes: ClassVar[tuple[str, str]] = ('count', 'digits')
@@ -367,24 +410,27 @@ class Sorting(SequenceTask):
     return NUM_BASE_TOKENS + self.num_index_symbols
 
   def _max_raw_prompt(self, a, b):
-    return a * (b + 3)       # per number: symbol, ':', digits, ',' (the last one '=')
+    return a * (b + 3)  # per number: symbol, ':', digits, ',' (the last one '=')
 
   def max_answer(self, a, b):
-    return 2 * a             # symbols and commas, then EOS
+    return 2 * a  # symbols and commas, then EOS
 
   def check_cell(self, a, b):
     super().check_cell(a, b)
     if a > self.num_index_symbols:
-      raise ValueError(f'sorting: {a} numbers need more than num_index_symbols='
-                       f'{self.num_index_symbols} index symbols')
+      raise ValueError(
+        f'sorting: {a} numbers need more than num_index_symbols='
+        f'{self.num_index_symbols} index symbols'
+      )
 
   def _rows(self, key, m, j, prompt_width, answer_width):
     batch = m.shape[0]
-    count = max(1, min(answer_width // 2, self.num_index_symbols))    # static bound on m
+    count = max(1, min(answer_width // 2, self.num_index_symbols))  # static bound on m
     k_len, k_off, k_low, k_top = jax.random.split(key, 4)
     valid = base.positions(count) < m[:, None]
-    lengths = jnp.where(valid, 1 + base.uniform_below(
-        k_len, jnp.broadcast_to(j[:, None], (batch, count))), 0)
+    lengths = jnp.where(
+      valid, 1 + base.uniform_below(k_len, jnp.broadcast_to(j[:, None], (batch, count))), 0
+    )
     # The prompt is laid out flat: number i fills [starts_i, ends_i) with its symbol, ':',
     # digits and a separator, so memory is O(prompt_width), whatever the widest number.
     ends = jnp.cumsum(jnp.where(valid, lengths + 3, 0), axis=1)
@@ -393,31 +439,39 @@ class Sorting(SequenceTask):
     # The number at each position: how many numbers end at or before it. One comparison
     # per number, up to the batch's largest m; jnp.searchsorted was 4x slower on CPU.
     which = lax.fori_loop(
-        0, jnp.max(m),
-        lambda i, acc: acc + (lax.dynamic_index_in_dim(ends, i, axis=1) <= pos),
-        jnp.zeros((batch, prompt_width), jnp.int32))
+      0,
+      jnp.max(m),
+      lambda i, acc: acc + (lax.dynamic_index_in_dim(ends, i, axis=1) <= pos),
+      jnp.zeros((batch, prompt_width), jnp.int32),
+    )
     which = jnp.minimum(which, count - 1)
     offset = pos - jnp.take_along_axis(starts, which, axis=1)
     size = jnp.take_along_axis(lengths, which, axis=1)
     top = 1 + base.uniform_digits(k_top, (batch, count), 9)
-    digits = jnp.where(offset == size + 1, jnp.take_along_axis(top, which, axis=1),
-                       base.uniform_digits(k_low, (batch, prompt_width), 10))
+    digits = jnp.where(
+      offset == size + 1,
+      jnp.take_along_axis(top, which, axis=1),
+      base.uniform_digits(k_low, (batch, prompt_width), 10),
+    )
     digits = jnp.where((offset >= 2) & (offset <= size + 1), digits, 0)
     first = FIRST_INDEX_SYMBOL + base.uniform_below(k_off, self.num_index_symbols - m + 1)
     last = which == m[:, None] - 1
     prompt = jnp.where(
-        offset == 0, first[:, None] + which,
-        jnp.where(offset == 1, COLON,
-                  jnp.where(offset <= size + 1, digits, jnp.where(last, EQUALS, COMMA))))
+      offset == 0,
+      first[:, None] + which,
+      jnp.where(
+        offset == 1, COLON, jnp.where(offset <= size + 1, digits, jnp.where(last, EQUALS, COMMA))
+      ),
+    )
     prompt = jnp.where(pos < ends[:, -1:], prompt, 0)
 
     order = _sort_numbers(digits, starts, lengths, valid)
     pos_a = base.positions(answer_width)
     rank = jnp.minimum(pos_a // 2, count - 1)
-    symbol = first[:, None] + jnp.take_along_axis(order, jnp.broadcast_to(
-        rank, (batch, answer_width)), axis=1)
-    answer = jnp.where(pos_a % 2 == 0, symbol,
-                       jnp.where(pos_a // 2 < m[:, None] - 1, COMMA, EOS))
+    symbol = first[:, None] + jnp.take_along_axis(
+      order, jnp.broadcast_to(rank, (batch, answer_width)), axis=1
+    )
+    answer = jnp.where(pos_a % 2 == 0, symbol, jnp.where(pos_a // 2 < m[:, None] - 1, COMMA, EOS))
     answer = jnp.where(pos_a < 2 * m[:, None], answer, 0)
     return prompt, ends[:, -1], answer, 2 * m
 
@@ -446,7 +500,7 @@ def _sort_numbers(digits: Array, starts: Array, lengths: Array, valid: Array) ->
   weights = 10**q
 
   def chunk(c):
-    k = chunk_digits * c + q                                         # [9]
+    k = chunk_digits * c + q  # [9]
     at = (starts[:, :, None] + 2 + k).reshape(batch, -1)
     d = jnp.take_along_axis(digits, jnp.clip(at, 0, digits.shape[1] - 1), axis=1)
     d = jnp.where(k < lengths[:, :, None], d.reshape(batch, count, chunk_digits), 0)
@@ -478,6 +532,7 @@ class BitwiseOr(SequenceTask):
 
   Example: `001|00000=` -> `00100`.
   """
+
   name: str = 'bitwise_or'
   axes: ClassVar[tuple[str, str]] = ('length_a', 'length_b')
 
@@ -493,20 +548,22 @@ class BitwiseOr(SequenceTask):
     in_a = ((a < b) | ((a == b) & first_side))[:, None]
     one = base.uniform_below(k_pos, jnp.minimum(a, b))[:, None]
     hot = (base.positions(prompt_width) == one).astype(jnp.int32)
-    prompt, prompt_length = text.binary_prompt(jnp.where(in_a, hot, 0), a, OR,
-                                           jnp.where(in_a, 0, hot), b, prompt_width)
+    prompt, prompt_length = text.binary_prompt(
+      jnp.where(in_a, hot, 0), a, OR, jnp.where(in_a, 0, hot), b, prompt_width
+    )
     pos_a = base.positions(answer_width)
     longest = jnp.maximum(a, b)[:, None]
-    answer = jnp.where(pos_a < longest, (pos_a == one).astype(jnp.int32),
-                       jnp.where(pos_a == longest, EOS, 0))
+    answer = jnp.where(
+      pos_a < longest, (pos_a == one).astype(jnp.int32), jnp.where(pos_a == longest, EOS, 0)
+    )
     return prompt, prompt_length, answer, longest[:, 0] + 1
 
 
 # This module's tasks, registered in `tasks.REGISTRY`.
 TASKS: dict[str, SequenceTask] = {
-    'addition': Addition(),
-    'multiplication': Multiplication(),
-    'addition_subtraction': AdditionSubtraction(),
-    'sorting': Sorting(),
-    'bitwise_or': BitwiseOr(),
+  'addition': Addition(),
+  'multiplication': Multiplication(),
+  'addition_subtraction': AdditionSubtraction(),
+  'sorting': Sorting(),
+  'bitwise_or': BitwiseOr(),
 }

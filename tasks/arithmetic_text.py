@@ -5,6 +5,7 @@ ids, `decode` / `encode` between ids and text, and the pieces a task's `_rows` b
 examples from (`binary_prompt`, `number_answer`, `pad_prompt`, `assemble`,
 `with_index_hints`). See `tasks.arithmetic` for the format.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,14 +23,14 @@ Batch = dict[str, Array]
 
 DIGITS: tuple[int, ...] = tuple(range(10))
 PLUS, MINUS, TIMES, EQUALS, COMMA, COLON, OR, SPACE, EOS = range(10, 19)
-FIRST_INDEX_SYMBOL = 19   # sorting's index symbol k has id FIRST_INDEX_SYMBOL + k
-NUM_BASE_TOKENS = 19      # every id below FIRST_INDEX_SYMBOL
+FIRST_INDEX_SYMBOL = 19  # sorting's index symbol k has id FIRST_INDEX_SYMBOL + k
+NUM_BASE_TOKENS = 19  # every id below FIRST_INDEX_SYMBOL
 
 _SHOWN = '0123456789+-*=,:| $'
 _LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 # At most two spaces before each character: a padded prompt is at most 3x its length.
 MAX_PAD_FACTOR = 3
-_SECOND_SPACE = 0.1       # P(second space | first space) = 0.1 p
+_SECOND_SPACE = 0.1  # P(second space | first space) = 0.1 p
 
 
 # ========================================================================= text
@@ -69,8 +70,9 @@ def encode(text: str) -> list[int]:
 
 
 # ========================================================================= assembly
-def binary_prompt(x: Array, len_x: Array, op: Any, y: Array, len_y: Array,
-                   width: int) -> tuple[Array, Array]:
+def binary_prompt(
+  x: Array, len_x: Array, op: Any, y: Array, len_y: Array, width: int
+) -> tuple[Array, Array]:
   """`x op y =` as tokens [B, width] (zeros after) and its length [B].
 
   x, y: int32 [B, W] token strings with len_x, len_y [B] valid entries; op: an id or [B, 1].
@@ -79,9 +81,12 @@ def binary_prompt(x: Array, len_x: Array, op: Any, y: Array, len_y: Array,
   lx, ly = len_x[:, None], len_y[:, None]
   y_at = jnp.take_along_axis(digits_lib.fit(y, width), jnp.clip(pos - lx - 1, 0, width - 1), axis=1)
   tokens = jnp.where(
-      pos < lx, digits_lib.fit(x, width),
-      jnp.where(pos == lx, op,
-                jnp.where(pos <= lx + ly, y_at, jnp.where(pos == lx + ly + 1, EQUALS, 0))))
+    pos < lx,
+    digits_lib.fit(x, width),
+    jnp.where(
+      pos == lx, op, jnp.where(pos <= lx + ly, y_at, jnp.where(pos == lx + ly + 1, EQUALS, 0))
+    ),
+  )
   return tokens, len_x + len_y + 2
 
 
@@ -102,43 +107,53 @@ def number_answer(digits: Array, negative: Array | None, width: int) -> tuple[Ar
   return tokens, end[:, 0] + 1
 
 
-def pad_prompt(key: Array, prompt: Array, length: Array, probability: float,
-                width: int) -> tuple[Array, Array]:
+def pad_prompt(
+  key: Array, prompt: Array, length: Array, probability: float, width: int
+) -> tuple[Array, Array]:
   """Random spaces before each of the first `length` [B] tokens of prompt [B, N].
 
   Returns the padded prompt [B, width] (zeros after it) and its length [B].
   """
   batch, n = prompt.shape
   u = jax.random.uniform(key, (batch, n))
-  spaces = ((u < probability).astype(jnp.int32)
-            + (u < _SECOND_SPACE * probability * probability).astype(jnp.int32))
+  spaces = (u < probability).astype(jnp.int32) + (
+    u < _SECOND_SPACE * probability * probability
+  ).astype(jnp.int32)
   inside = base.positions(n) < length[:, None]
   spaces = jnp.where(inside, spaces, 0)
   # A token moves up by the spaces inserted before it and before every earlier token.
   dest = base.positions(n) + base.cumulative(jnp.add, spaces, 0)
   new_length = length + jnp.sum(spaces, axis=1)
   out = jnp.where(base.positions(width) < new_length[:, None], SPACE, 0)
-  dest = jnp.where(inside, dest, width)          # out of range: dropped
+  dest = jnp.where(inside, dest, width)  # out of range: dropped
   rows = jnp.arange(batch)[:, None]
   return out.at[rows, dest].set(prompt, mode='drop'), new_length
 
 
-def assemble(prompt: Array, prompt_length: Array, answer: Array, answer_length: Array,
-              ) -> Batch:
+def assemble(
+  prompt: Array,
+  prompt_length: Array,
+  answer: Array,
+  answer_length: Array,
+) -> Batch:
   """tokens [B, P + A]: the prompt, then the answer from column prompt_length, then 0."""
   width_a = answer.shape[1]
   pos = base.positions(prompt.shape[1] + width_a)
   lp, la = prompt_length[:, None], answer_length[:, None]
   tail = jnp.take_along_axis(answer, jnp.clip(pos - lp, 0, width_a - 1), axis=1)
-  tokens = jnp.where(pos < lp, jnp.pad(prompt, ((0, 0), (0, width_a))),
-                     jnp.where(pos < lp + la, tail, 0))
-  return {'tokens': tokens.astype(jnp.int32),
-          'prompt_length': prompt_length.astype(jnp.int32),
-          'length': (prompt_length + answer_length).astype(jnp.int32)}
+  tokens = jnp.where(
+    pos < lp, jnp.pad(prompt, ((0, 0), (0, width_a))), jnp.where(pos < lp + la, tail, 0)
+  )
+  return {
+    'tokens': tokens.astype(jnp.int32),
+    'prompt_length': prompt_length.astype(jnp.int32),
+    'length': (prompt_length + answer_length).astype(jnp.int32),
+  }
 
 
-def with_index_hints(tokens: Array, length: Array, start: Array, num_symbols: int,
-                     width: int) -> tuple[Array, Array]:
+def with_index_hints(
+  tokens: Array, length: Array, start: Array, num_symbols: int, width: int
+) -> tuple[Array, Array]:
   """Index hints (Zhou et al. 2024): an index symbol before every digit, the same symbol for
   the same significance in every number (each written least-significant digit first).
 

@@ -25,6 +25,7 @@ exact (several base-k digits per 32-bit word, with rejection); draws whose range
 example (a split point, a random index) use 64 random bits reduced mod k, like
 `jax.random.randint`, i.e. with a relative bias below k / 2**64.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,6 +51,7 @@ class Task:
     vocab_size: V, number of input token ids (0..V-1).
     num_classes: C, number of output classes.
   """
+
   name: str = ''
   level: str = ''
   # How the task is trained and judged (`posenc.evaluate.PROTOCOLS`).
@@ -93,8 +95,9 @@ class Task:
     raise NotImplementedError
 
   # ----------------------------------------------------------------------- sampling
-  def _sample(self, key: Array, batch_size: int, length: Array,
-              max_length: int) -> tuple[Array, Array, Array]:
+  def _sample(
+    self, key: Array, batch_size: int, length: Array, max_length: int
+  ) -> tuple[Array, Array, Array]:
     """(inputs [B, Lmax], targets [B, Omax], mask [B, Omax]) for the traced L_in `length`.
 
     The default draws the inputs with `_sample_inputs` and computes `_target`.
@@ -103,8 +106,7 @@ class Task:
     targets, mask = self._target(inputs, length)
     return inputs, targets, mask
 
-  def _sample_inputs(self, key: Array, batch_size: int, length: Array,
-                     max_length: int) -> Array:
+  def _sample_inputs(self, key: Array, batch_size: int, length: Array, max_length: int) -> Array:
     raise NotImplementedError
 
   def sample(self, key: Array, batch_size: int, length: int) -> Batch:
@@ -120,8 +122,10 @@ class Task:
     is checked here.
     """
     if isinstance(length, int) and not (length >= 1 and self.input_length(length) <= max_length):
-      raise ValueError(f'length {length} does not fit max_length={max_length} '
-                       f'(input length {self.input_length(length)})')
+      raise ValueError(
+        f'length {length} does not fit max_length={max_length} '
+        f'(input length {self.input_length(length)})'
+      )
     return _sample_jit(self, key, batch_size, length, max_length)
 
 
@@ -133,12 +137,12 @@ def _sample_jit(task: Task, key: Array, batch_size: int, length: Any, max_length
   out_len = task.output_length(length)
   valid = (jnp.arange(targets.shape[1]) < out_len)[None, :]
   return {
-      'inputs': inputs.astype(jnp.int32),
-      'targets': targets.astype(jnp.int32),
-      'mask': mask.astype(jnp.float32),
-      'output_valid': jnp.broadcast_to(valid, targets.shape).astype(jnp.float32),
-      'length': length,
-      'output_length': jnp.asarray(out_len, jnp.int32),
+    'inputs': inputs.astype(jnp.int32),
+    'targets': targets.astype(jnp.int32),
+    'mask': mask.astype(jnp.float32),
+    'output_valid': jnp.broadcast_to(valid, targets.shape).astype(jnp.float32),
+    'length': length,
+    'output_length': jnp.asarray(out_len, jnp.int32),
   }
 
 
@@ -180,8 +184,7 @@ def terminated_output(bits: Array, bits_len: Any, width: int) -> tuple[Array, Ar
 
 def take_col(x: Array, index: Any) -> Array:
   """x[:, index] for a traced scalar index (clipped into range)."""
-  return lax.dynamic_index_in_dim(x, jnp.clip(index, 0, x.shape[1] - 1), axis=1,
-                                  keepdims=False)
+  return lax.dynamic_index_in_dim(x, jnp.clip(index, 0, x.shape[1] - 1), axis=1, keepdims=False)
 
 
 def take_per_row(x: Array, index: Array) -> Array:
@@ -218,6 +221,7 @@ def cumulative(op, x: Array, identity: int, reverse: bool = False) -> Array:
   A sequential `lax.scan` over positions with [B]-vectors: on CPU it is an order of
   magnitude faster than XLA's cumulative reductions (`jnp.cumsum`, `lax.cummax`).
   """
+
   def step(carry, column):
     carry = op(carry, column)
     return carry, carry
@@ -258,16 +262,16 @@ def uniform_digits(key: Array, shape: tuple[int, ...], base: int) -> Array:
     shifts = jnp.arange(per_word, dtype=jnp.uint32) * width
     digits = (words[None, :] >> shifts[:, None]) & (base - 1)
   else:
-    per_word = max(k for k in range(1, 33)
-                   if base**k <= 2**32 and 2**32 % base**k <= 2**22)
+    per_word = max(k for k in range(1, 33) if base**k <= 2**32 and 2**32 % base**k <= 2**22)
     block = base**per_word
     limit = (2**32 // block) * block
     words = _accepted_words(key, -(-count // per_word), limit)
     words = words % jnp.uint32(block) if limit < 2**32 else words
     # Division by scalar constants compiles to multiply-shift (vectorised); by an array of
     # powers it would be a scalar division per digit, the slowest part of the simple tasks.
-    digits = jnp.stack([(words // jnp.uint32(base**j)) % jnp.uint32(base)
-                        for j in range(per_word)], axis=0)
+    digits = jnp.stack(
+      [(words // jnp.uint32(base**j)) % jnp.uint32(base) for j in range(per_word)], axis=0
+    )
   # Digit j of word w lands at flat position j * W + w (any bijection gives iid digits);
   # this one is a plain concatenation, where w * k + j needed a transposing copy.
   return digits.reshape(-1)[:count].reshape(shape).astype(jnp.int32)

@@ -2,6 +2,7 @@
 
 Little-endian bit arrays are int32 [B, N] of 0/1 (index i = weight 2**i).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +18,7 @@ Array = jax.Array
 
 def _shift_up(x: Array, k: int) -> Array:
   """Multiply by 2**k, dropping bits past the width."""
-  return jnp.pad(x, ((0, 0), (k, 0)))[:, :x.shape[1]] if k else x
+  return jnp.pad(x, ((0, 0), (k, 0)))[:, : x.shape[1]] if k else x
 
 
 def add(a: Array, b: Array) -> Array:
@@ -101,7 +102,7 @@ def isqrt_big_endian(bits: Array, length: Any, out_width: int) -> Array:
   """
   batch = bits.shape[0]
   root_len = (length + 1) // 2
-  offset = 2 * root_len - length               # 1: an implicit leading 0 for odd lengths
+  offset = 2 * root_len - length  # 1: an implicit leading 0 for odd lengths
   padded = jnp.pad(bits.astype(jnp.uint32), ((0, 0), (1, 2)))
   num_limbs = (out_width + 4) // 32 + 1
   zeros = jnp.zeros((num_limbs, batch), jnp.uint32)

@@ -17,6 +17,7 @@ perplexity of the validation text (`posenc.lm_eval`).
     task = get()                                   # python_stdlib
     batch = task.sample_train(key, 32, 64, 1, 64)  # tokens [32, 65] of bytes
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,11 +55,14 @@ def split_files(root: str, valid_percent: int) -> dict[str, list[str]]:
 
 
 @functools.lru_cache(maxsize=None)
-def _split(root: str, valid_percent: int, max_train: int, max_valid: int
-           ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def _split(
+  root: str, valid_percent: int, max_train: int, max_valid: int
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
   parts = split_files(root, valid_percent)
-  texts, info = {}, {'python': platform.python_version(), 'root': root,
-                     'valid_percent': valid_percent}
+  texts, info = (
+    {},
+    {'python': platform.python_version(), 'root': root, 'valid_percent': valid_percent},
+  )
   for which, budget in (('train', max_train), ('valid', max_valid)):
     chunks, size, used = [], 0, 0
     for rel in parts[which]:
@@ -70,8 +74,12 @@ def _split(root: str, valid_percent: int, max_train: int, max_valid: int
       used += 1
     data = np.frombuffer(b''.join(chunks)[:budget], np.uint8)
     texts[which] = data
-    info[which] = {'files': len(parts[which]), 'files_used': used, 'bytes': int(data.size),
-                   'first_file': parts[which][0] if parts[which] else None}
+    info[which] = {
+      'files': len(parts[which]),
+      'files_used': used,
+      'bytes': int(data.size),
+      'first_file': parts[which][0] if parts[which] else None,
+    }
   return texts['train'], texts['valid'], info
 
 
@@ -83,6 +91,7 @@ class StdlibCorpus:
     valid_percent: share of files (by a hash of their path) in the validation split.
     max_train_bytes, max_valid_bytes: byte budgets of the splits.
   """
+
   name: str = 'python_stdlib'
   level: str = 'language'
   protocol: ClassVar[str] = 'perplexity'
@@ -113,17 +122,27 @@ class StdlibCorpus:
 
   def texts(self) -> tuple[np.ndarray, np.ndarray]:
     """(train, valid) uint8 byte arrays."""
-    train, valid, _ = _split(sysconfig.get_paths()['stdlib'], self.valid_percent,
-                             self.max_train_bytes, self.max_valid_bytes)
+    train, valid, _ = _split(
+      sysconfig.get_paths()['stdlib'],
+      self.valid_percent,
+      self.max_train_bytes,
+      self.max_valid_bytes,
+    )
     if train.size < 2 or valid.size < 2:
-      raise ValueError(f'the corpus split is empty (train {train.size} bytes, validation '
-                       f'{valid.size} bytes at valid_percent={self.valid_percent})')
+      raise ValueError(
+        f'the corpus split is empty (train {train.size} bytes, validation '
+        f'{valid.size} bytes at valid_percent={self.valid_percent})'
+      )
     return train, valid
 
   def split_info(self) -> dict[str, Any]:
     self.texts()
-    return _split(sysconfig.get_paths()['stdlib'], self.valid_percent, self.max_train_bytes,
-                  self.max_valid_bytes)[2]
+    return _split(
+      sysconfig.get_paths()['stdlib'],
+      self.valid_percent,
+      self.max_train_bytes,
+      self.max_valid_bytes,
+    )[2]
 
   def check_cell(self, a: int, b: int) -> None:
     if a < 2:
@@ -139,27 +158,32 @@ class StdlibCorpus:
   def max_answer(self, a: int, b: int) -> int:
     return a
 
-  def sample_train(self, key: jax.Array, batch_size: int, n: int, prompt_width: int,
-                   answer_width: int) -> dict[str, jax.Array]:
+  def sample_train(
+    self, key: jax.Array, batch_size: int, n: int, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
     """Windows of n + 1 bytes at uniform offsets of the training text: tokens int32
     [B, prompt_width + answer_width] (= n + 1), prompt_length 1, length n + 1."""
     return self._windows(self.texts()[0], key, batch_size, n, prompt_width + answer_width)
 
-  def sample(self, key: jax.Array, batch_size: int, a: int, b: int, prompt_width: int,
-             answer_width: int) -> dict[str, jax.Array]:
+  def sample(
+    self, key: jax.Array, batch_size: int, a: int, b: int, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
     """As `sample_train`, from the validation text (held-out windows of a + 1 bytes, e.g. for
     the analyses of `posenc.analysis`)."""
     del b
     return self._windows(self.texts()[1], key, batch_size, a, prompt_width + answer_width)
 
-  def _windows(self, text: np.ndarray, key: jax.Array, batch_size: int, n: int,
-               width: int) -> dict[str, jax.Array]:
+  def _windows(
+    self, text: np.ndarray, key: jax.Array, batch_size: int, n: int, width: int
+  ) -> dict[str, jax.Array]:
     data = jnp.asarray(text)
     offsets = jax.random.randint(key, (batch_size,), 0, data.shape[0] - width + 1)
     tokens = jax.vmap(lambda o: jax.lax.dynamic_slice(data, (o,), (width,)))(offsets)
-    return {'tokens': tokens.astype(jnp.int32),
-            'prompt_length': jnp.ones((batch_size,), jnp.int32),
-            'length': jnp.full((batch_size,), n + 1, jnp.int32)}
+    return {
+      'tokens': tokens.astype(jnp.int32),
+      'prompt_length': jnp.ones((batch_size,), jnp.int32),
+      'length': jnp.full((batch_size,), n + 1, jnp.int32),
+    }
 
 
 TASKS = {'python_stdlib': StdlibCorpus()}

@@ -1,5 +1,6 @@
 """Context-sensitive tasks: duplicate_string, missing_duplicate_string, odds_first,
 binary_addition, binary_multiplication, compute_sqrt, bucket_sort."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,6 +22,7 @@ def _random_string(key, batch_size, length, max_length, vocab=2):
 @dataclasses.dataclass(frozen=True)
 class DuplicateString(base.Task):
   """Output the input twice. Tokens 0/1, O = 2L. Example: `101` -> `101101`."""
+
   name: str = 'duplicate_string'
   level: str = 'cs'
   vocab_size: int = 2
@@ -48,6 +50,7 @@ class MissingDuplicateString(base.Task):
 
   Example: `0 1 2 0 1 0 3` -> 0 (the hidden symbol mirrors position 5, a 0).
   """
+
   name: str = 'missing_duplicate_string'
   level: str = 'cs'
   vocab_size: int = 4
@@ -81,6 +84,7 @@ class OddsFirst(base.Task):
   y = x[1::2] ++ x[0::2] (the reference's docstring says the opposite; its code does this).
   Example: `1011100` -> `010` `1110`.
   """
+
   name: str = 'odds_first'
   level: str = 'cs'
   vocab_size: int = 2
@@ -96,7 +100,7 @@ class OddsFirst(base.Task):
     width = inputs.shape[1]
     x = jnp.where(base.positions(width) < length, inputs, 0)
     even_width = width + width % 2
-    x = jnp.pad(x, ((0, 0), (0, 2 * even_width - width)))     # even width, room to shift
+    x = jnp.pad(x, ((0, 0), (0, 2 * even_width - width)))  # even width, room to shift
     odds, evens = x[:, 1::2], x[:, 0::2]
     num_odds = length // 2
     y = jnp.where(base.positions(odds.shape[1]) < num_odds, odds, 0)
@@ -124,7 +128,7 @@ def _binary_expression(key, batch_size, length, max_length):
     k_bits, k_n, k_m = jax.random.split(k, 3)
     bits = base.uniform_digits(k_bits, (batch_size, max_length), 2)
     for k_op, size, first, inside in ((k_n, len_n, 0, in_n), (k_m, len_m, len_n + 1, in_m)):
-      value = 1 + base.uniform_below(k_op, 2**jnp.clip(size[:, 0], 1, short) - 1)[:, None]
+      value = 1 + base.uniform_below(k_op, 2 ** jnp.clip(size[:, 0], 1, short) - 1)[:, None]
       own = (value >> jnp.clip(pos - first, 0, 31)) & 1
       bits = jnp.where(inside & (size <= short), own, bits)
     return bits
@@ -137,7 +141,7 @@ def _binary_expression(key, batch_size, length, max_length):
   bits = base.redraw_until(k_bits, draw, bad)
   x = jnp.where(in_n | in_m, bits, jnp.where(pos == len_n, 2, 0))
   # L <= 2: a number n ~ U{0..2**L - 2} written LE on L bits (no separator).
-  small = base.uniform_below(k_small, jnp.full((batch_size,), 2**jnp.minimum(length, 2) - 1))
+  small = base.uniform_below(k_small, jnp.full((batch_size,), 2 ** jnp.minimum(length, 2) - 1))
   small = jnp.where(pos < length, (small[:, None] >> pos) & 1, 0)
   return jnp.where(length <= 2, small, x)
 
@@ -166,6 +170,7 @@ class BinaryAddition(base.Task):
 
   Example: `1 2 0 1 1 1 1` (1 + 30) -> `1 1 1 1 1 2 0 0`.
   """
+
   name: str = 'binary_addition'
   level: str = 'cs'
   vocab_size: int = 3
@@ -198,6 +203,7 @@ class BinaryMultiplication(base.Task):
 
   Example: `1 1 2 1 0 1 0` (3 x 5) -> `1 1 1 1 2 0 0`.
   """
+
   name: str = 'binary_multiplication'
   level: str = 'cs'
   vocab_size: int = 3
@@ -226,6 +232,7 @@ class ComputeSqrt(base.Task):
   Tokens 0/1; n ~ U{1..2**L-1} (a uniform nonzero L-bit string). No terminator, no mask.
   Example: `1110100` (116) -> `1010` (10).
   """
+
   name: str = 'compute_sqrt'
   level: str = 'cs'
   vocab_size: int = 2
@@ -254,6 +261,7 @@ class BucketSort(base.Task):
 
   Computed by counting: y_i = #{v in 0..3 : #(x <= v) <= i}.
   """
+
   name: str = 'bucket_sort'
   level: str = 'cs'
   vocab_size: int = 5

@@ -1,5 +1,6 @@
 """Deterministic context-free tasks: stack_manipulation, reverse_string,
 modular_arithmetic_brackets, solve_equation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,6 +30,7 @@ class StackManipulation(base.Task):
   Examples: `1 1 0 1 1 3 3` -> `0 0 1 1 0 1 1 2`;  `0 1 0 2 2 2 4` -> `1 2 0 0 0 0 0 0`
   with mask `1 1 0 0 0 0 0 0`.
   """
+
   name: str = 'stack_manipulation'
   level: str = 'dcf'
   vocab_size: int = 5
@@ -71,6 +73,7 @@ class StackManipulation(base.Task):
 @dataclasses.dataclass(frozen=True)
 class ReverseString(base.Task):
   """Output the input reversed. Tokens 0/1. Example: `0111` -> `1110`."""
+
   name: str = 'reverse_string'
   level: str = 'dcf'
   vocab_size: int = 2
@@ -99,8 +102,9 @@ def _eq_ids(codes: Array) -> Array:
 
 # id -> code; NumPy, so that importing the tasks starts no JAX backend (a multi-process job
 # must call jax.distributed.initialize first).
-_EQ_CODES = np.asarray([0, 1, 2, 3, 4, ex.PLUS, ex.MINUS, ex.OPEN, ex.CLOSE, ex.X, ex.PAD],
-                       np.int32)
+_EQ_CODES = np.asarray(
+  [0, 1, 2, 3, 4, ex.PLUS, ex.MINUS, ex.OPEN, ex.CLOSE, ex.X, ex.PAD], np.int32
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +118,7 @@ class ModularArithmeticBrackets(base.Task):
 
   Example: `( 0 - ( 3 ) )` -> 2.
   """
+
   name: str = 'modular_arithmetic_brackets'
   level: str = 'dcf'
   vocab_size: int = 11
@@ -141,6 +146,7 @@ class SolveEquation(base.Task):
 
   Example: `( 4 - x ) = 4` -> 0.
   """
+
   name: str = 'solve_equation'
   level: str = 'dcf'
   vocab_size: int = 11
@@ -169,5 +175,5 @@ class SolveEquation(base.Task):
     codes = jnp.asarray(_EQ_CODES)[jnp.clip(inputs, 0, 10)]
     a, b = ex.evaluate(codes, n)
     value = base.take_col(inputs, length - 1)
-    x = (a * (value - b)) % 5       # a = +-1 is its own inverse mod 5
+    x = (a * (value - b)) % 5  # a = +-1 is its own inverse mod 5
     return base.cls_output(jnp.where(length < 3, 0, x))

@@ -8,6 +8,7 @@ Example:
   >>> add_digits(jnp.array([[9, 9, 0]]), jnp.array([[1, 0, 0]]))   # 99 + 1
   Array([[0, 0, 1, 0]], dtype=int32)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,7 +34,7 @@ def shift_up(x: Array, k: int) -> Array:
     return x
   if k >= x.shape[1]:
     return jnp.zeros_like(x)
-  return jnp.pad(x, ((0, 0), (k, 0)))[:, :x.shape[1]]
+  return jnp.pad(x, ((0, 0), (k, 0)))[:, : x.shape[1]]
 
 
 def carry_out(generate: Array, propagate: Array) -> Array:
@@ -117,7 +118,7 @@ def multiply_digits(x: Array, y: Array, width: int, count: Any = None) -> Array:
   ypad = jnp.pad(fit(y, width), ((0, 0), (width, 0)))
 
   def body(i, columns):
-    shifted = lax.dynamic_slice_in_dim(ypad, width - i, width, axis=1)    # y * 10**i
+    shifted = lax.dynamic_slice_in_dim(ypad, width - i, width, axis=1)  # y * 10**i
     return columns + lax.dynamic_index_in_dim(x, i, axis=1) * shifted
 
   columns = lax.fori_loop(0, count, body, jnp.zeros((x.shape[0], width), jnp.int32))

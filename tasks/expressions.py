@@ -17,6 +17,7 @@ Internal token codes (those of modular_arithmetic_brackets): 0-4 digits, 5 `+`, 
 Values are affine forms a*x + b mod 5 so that the same evaluator solves for `x`
 (products are only ever taken with an x-free factor: solve_equation has no `*`).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -104,7 +105,8 @@ def evaluate(tokens: Array, length: Any) -> tuple[Array, Array]:
     push, pop = tok == OPEN, tok == CLOSE
     # In place, not a copy per token: see `_walk`.
     stack = stack.at[rows, jnp.where(push, sp, depth)].set(
-        jnp.where(push, _pack(*top), below), mode='drop')
+      jnp.where(push, _pack(*top), below), mode='drop'
+    )
     sp = sp + push - pop
     return (new_top, neg, sp, stack), None
 
@@ -119,12 +121,13 @@ def _shift(x: Array, k: int) -> Array:
   if abs(k) >= x.shape[1]:
     return jnp.zeros_like(x)
   if k >= 0:
-    return jnp.pad(x[:, :x.shape[1] - k], ((0, 0), (k, 0)))
+    return jnp.pad(x[:, : x.shape[1] - k], ((0, 0), (k, 0)))
   return jnp.pad(x[:, -k:], ((0, 0), (0, -k)))
 
 
-def generate(key: Array, batch_size: int, length: Any, max_length: int,
-             num_ops: int) -> tuple[Array, Array]:
+def generate(
+  key: Array, batch_size: int, length: Any, max_length: int, num_ops: int
+) -> tuple[Array, Array]:
   """Sample gen(length) (the reference's law) for every example, and its value.
 
   Three passes, none of them over token positions one at a time:
@@ -158,7 +161,7 @@ def generate(key: Array, batch_size: int, length: Any, max_length: int,
   """
   k_digit, k_node = jax.random.split(key)
   num_nodes = max(1, (max_length - 1) // 4)  # each internal node spends >= 4 tokens
-  digits = base.uniform_digits(k_digit, (batch_size, max_length), 5)   # one per position
+  digits = base.uniform_digits(k_digit, (batch_size, max_length), 5)  # one per position
   words = jax.random.bits(k_node, (num_nodes, 2, batch_size), jnp.uint32)
   n = jnp.broadcast_to(jnp.asarray(length, jnp.int32), (batch_size,))
   with jax.named_scope('walk'):
@@ -170,8 +173,9 @@ def generate(key: Array, batch_size: int, length: Any, max_length: int,
   return tokens, value
 
 
-def _walk(words: Array, n: Array, max_length: int,
-          num_ops: int) -> tuple[Array, Array, Array, Array]:
+def _walk(
+  words: Array, n: Array, max_length: int, num_ops: int
+) -> tuple[Array, Array, Array, Array]:
   """Pass 1: the internal nodes of gen(n) in preorder, from their words.
 
   Args:
@@ -208,7 +212,8 @@ def _walk(words: Array, n: Array, max_length: int,
     # Writing `top` where nothing is pushed (dropped anyway) makes the scatter depend on the
     # gather: XLA then updates the stack in place instead of copying it every iteration.
     stack = stack.at[rows, jnp.where(push, sp, depth)].set(
-        jnp.where(push, right_start * width + right_size, top), mode='drop')
+      jnp.where(push, right_start * width + right_size, top), mode='drop'
+    )
     sp = sp + push - pop
     return (new_start, new_size, sp, stack), (jnp.where(active, start, -1), size, split, op)
 
@@ -230,29 +235,36 @@ def _assemble(nodes, digits: Array, n: Array) -> tuple[Array, Array]:
   starts, sizes, splits, ops = nodes
   batch_size, max_length = digits.shape
   internal = starts >= 0
-  where_ = lambda p: jnp.where(internal, p, max_length)            # dropped if not a node
-  marks = jnp.concatenate([where_(starts), where_(starts + 1 + splits),
-                           where_(starts + sizes - 1)], 0)         # [3K, B]
+  where_ = lambda p: jnp.where(internal, p, max_length)  # dropped if not a node
+  marks = jnp.concatenate(
+    [where_(starts), where_(starts + 1 + splits), where_(starts + sizes - 1)], 0
+  )  # [3K, B]
   values = jnp.concatenate([jnp.full_like(ops, OPEN), ops, jnp.full_like(ops, CLOSE)], 0)
   # The tokens of internal nodes (`(`, operator, `)`); -1 elsewhere.
-  marked = jnp.full((batch_size, max_length), -1, jnp.int32).at[
-      jnp.arange(batch_size)[None, :], marks].set(values, mode='drop')
+  marked = (
+    jnp.full((batch_size, max_length), -1, jnp.int32)
+    .at[jnp.arange(batch_size)[None, :], marks]
+    .set(values, mode='drop')
+  )
   pos = base.positions(max_length)
   leaf = (pos < n[:, None]) & (marked < 0)
   lf = leaf.astype(jnp.int32)
   b1, b2, b3 = (_shift(lf, k) for k in (1, 2, 3))
   a1, a2, a3 = (_shift(lf, -k) for k in (1, 2, 3))
-  before = b1 + b1 * b2 + b1 * b2 * b3                              # offset in the run
-  run = before + 1 + a1 + a1 * a2 + a1 * a2 * a3                   # the leaf's length
+  before = b1 + b1 * b2 + b1 * b2 * b3  # offset in the run
+  run = before + 1 + a1 + a1 * a2 + a1 * a2 * a3  # the leaf's length
   # Leaf patterns by length: `d`, `-d`, `(d)`, `(-d)`.
   digit_offset = run // 2  # 0, 1, 1, 2 for runs of 1, 2, 3, 4
   leaf_tok = jnp.select(
-      [before == digit_offset, before == digit_offset - 1, before == 0],
-      [digits, jnp.where(run % 2 == 0, MINUS, OPEN), OPEN], CLOSE)
+    [before == digit_offset, before == digit_offset - 1, before == 0],
+    [digits, jnp.where(run % 2 == 0, MINUS, OPEN), OPEN],
+    CLOSE,
+  )
   tokens = jnp.where(leaf, leaf_tok, jnp.where(marked >= 0, marked, PAD))
   # The digit sits at offset 0, 1, 1, 2 of a run of 1, 2, 3, 4; `-d` and `(-d)` negate it.
-  digit_at = jnp.select([digit_offset == 0, digit_offset == 2], [digits, _shift(digits, -2)],
-                        _shift(digits, -1))
+  digit_at = jnp.select(
+    [digit_offset == 0, digit_offset == 2], [digits, _shift(digits, -2)], _shift(digits, -1)
+  )
   first = leaf & (before == 0)
   values = jnp.where(first, jnp.where((run == 2) | (run == 4), -digit_at, digit_at) % 5, 0)
   return tokens, values
@@ -267,24 +279,30 @@ def _evaluate_nodes(nodes, values: Array) -> Array:
   position -> node map made once before the loop; leaf children are read before the loop
   too. The loop body then does one small gather instead of two from [B, Lmax].
   """
-  starts, _, splits, ops = nodes                                    # [K, B]
+  starts, _, splits, ops = nodes  # [K, B]
   batch_size, max_length = values.shape
   num_nodes = starts.shape[0]
   exists = starts >= 0
   cols = jnp.arange(batch_size)
-  node_at = jnp.full((batch_size, max_length + 1), -1, jnp.int32).at[
-      cols[None, :], jnp.where(exists, starts, max_length)].set(
-          jnp.arange(num_nodes, dtype=jnp.int32)[:, None])
-  take = lambda x, p: x[cols[None, :], jnp.clip(p, 0, max_length - 1)]   # [K, B]
+  node_at = (
+    jnp.full((batch_size, max_length + 1), -1, jnp.int32)
+    .at[cols[None, :], jnp.where(exists, starts, max_length)]
+    .set(jnp.arange(num_nodes, dtype=jnp.int32)[:, None])
+  )
+  take = lambda x, p: x[cols[None, :], jnp.clip(p, 0, max_length - 1)]  # [K, B]
   left_pos, right_pos = starts + 1, starts + 2 + splits
-  xs = (ops, take(node_at, left_pos), take(node_at, right_pos),
-        take(values, left_pos), take(values, right_pos))
+  xs = (
+    ops,
+    take(node_at, left_pos),
+    take(node_at, right_pos),
+    take(values, left_pos),
+    take(values, right_pos),
+  )
 
   def body(node_values, x):
     k, (op, left_node, right_node, left_leaf, right_leaf) = x
     left = jnp.where(left_node >= 0, node_values[jnp.minimum(k + 1, num_nodes - 1)], left_leaf)
-    right = jnp.where(right_node >= 0, node_values[jnp.maximum(right_node, 0), cols],
-                      right_leaf)
+    right = jnp.where(right_node >= 0, node_values[jnp.maximum(right_node, 0), cols], right_leaf)
     v = jnp.select([op == PLUS, op == MINUS], [left + right, left - right], left * right) % 5
     return node_values.at[k].set(v), None
 

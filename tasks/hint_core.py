@@ -1,5 +1,6 @@
 """The task-hinting study's shared pieces (tasks/hinting.py): the base class `HintingTask`,
 the vocabulary text, random helpers and batch assembly."""
+
 from __future__ import annotations
 
 import abc
@@ -17,13 +18,13 @@ from tasks import base
 
 Array = jax.Array
 Batch = dict[str, Array]
-Example = tuple[Array, Array, Array]       # tokens [W], prompt_length [], length []
-Rows = tuple[Array, Array, Array, Array]   # prompt [P], its length, answer [A], its length
+Example = tuple[Array, Array, Array]  # tokens [W], prompt_length [], length []
+Rows = tuple[Array, Array, Array, Array]  # prompt [P], its length, answer [A], its length
 
 PAD = 0
 # The increment family's ids above the digits.
 INCREMENT_SEP, UP = 10, 11
-REP_RANGE = (2, 5)     # the paper's r of rep(i, r), and of the repeats mixed into training
+REP_RANGE = (2, 5)  # the paper's r of rep(i, r), and of the repeats mixed into training
 
 
 # ========================================================================= text
@@ -37,8 +38,9 @@ def decode(task: HintingTask, ids: Sequence[int] | Array) -> str:
   out = []
   for i in np.asarray(ids).reshape(-1).tolist():
     if not 0 <= i < len(shown):
-      raise ValueError(f'token id {i} is not in the vocabulary of {task.name} '
-                       f'(ids 0..{len(shown) - 1})')
+      raise ValueError(
+        f'token id {i} is not in the vocabulary of {task.name} (ids 0..{len(shown) - 1})'
+      )
     out.append(shown[i])
   return ' '.join(out)
 
@@ -138,16 +140,21 @@ def fit(x: Array, width: int) -> Array:
   return x[:width] if n >= width else jnp.pad(x, (0, width - n))
 
 
-def _assemble(prompt: Array, prompt_length: Array, answer: Array,
-              answer_length: Array) -> Example:
+def _assemble(prompt: Array, prompt_length: Array, answer: Array, answer_length: Array) -> Example:
   """tokens [P + A]: the prompt, then the answer from column prompt_length, then zeros."""
   width_a = answer.shape[0]
   pos = positions(prompt.shape[0] + width_a)
   tail = jnp.take(answer, jnp.clip(pos - prompt_length, 0, width_a - 1))
-  tokens = jnp.where(pos < prompt_length, jnp.pad(prompt, (0, width_a)),
-                     jnp.where(pos < prompt_length + answer_length, tail, PAD))
-  return (tokens.astype(jnp.int32), jnp.asarray(prompt_length, jnp.int32),
-          jnp.asarray(prompt_length + answer_length, jnp.int32))
+  tokens = jnp.where(
+    pos < prompt_length,
+    jnp.pad(prompt, (0, width_a)),
+    jnp.where(pos < prompt_length + answer_length, tail, PAD),
+  )
+  return (
+    tokens.astype(jnp.int32),
+    jnp.asarray(prompt_length, jnp.int32),
+    jnp.asarray(prompt_length + answer_length, jnp.int32),
+  )
 
 
 # ========================================================================= tasks
@@ -166,6 +173,7 @@ class HintingTask(abc.ABC):
     HINTS: a main task's valid hint tasks; () for a hint task.
     DISTRIBUTIONS: the test distributions of `sample` ('uniform' first, the default).
   """
+
   name: str = ''
   level: str = 'hinting'
   protocol: ClassVar[str] = 'lengths'
@@ -179,8 +187,10 @@ class HintingTask(abc.ABC):
 
   def __post_init__(self):
     if not self.min_input_length <= self.min_length <= self.short_max:
-      raise ValueError(f'{self.name}: need {self.min_input_length} <= min_length <= short_max, '
-                       f'got min_length={self.min_length}, short_max={self.short_max}')
+      raise ValueError(
+        f'{self.name}: need {self.min_input_length} <= min_length <= short_max, '
+        f'got min_length={self.min_length}, short_max={self.short_max}'
+      )
     check_share(self.name, 'short_share', self.short_share)
 
   # ----------------------------------------------------------------------- vocabulary
@@ -212,30 +222,38 @@ class HintingTask(abc.ABC):
     """Raises ValueError when input length n cannot be sampled from `distribution`."""
     self._check_distribution(distribution)
     if n < self.min_input_length:
-      raise ValueError(f'{self.name}: length {n} is too short; valid lengths: '
-                       f'n >= {self.min_input_length}')
+      raise ValueError(
+        f'{self.name}: length {n} is too short; valid lengths: n >= {self.min_input_length}'
+      )
 
   def _check_distribution(self, distribution: str) -> None:
     if distribution not in self.DISTRIBUTIONS:
-      raise ValueError(f'{self.name}: unknown distribution {distribution!r}; valid '
-                       f'distributions: {", ".join(self.DISTRIBUTIONS)}')
+      raise ValueError(
+        f'{self.name}: unknown distribution {distribution!r}; valid '
+        f'distributions: {", ".join(self.DISTRIBUTIONS)}'
+      )
 
   def _check_widths(self, n: int, prompt_width: int, answer_width: int) -> None:
     need_p, need_a = self.max_prompt(n), self.max_answer(n)
     if prompt_width < need_p or answer_width < need_a:
-      raise ValueError(f'{self.name}: length {n} needs prompt_width >= {need_p} and '
-                       f'answer_width >= {need_a}, got {prompt_width} and {answer_width}')
+      raise ValueError(
+        f'{self.name}: length {n} needs prompt_width >= {need_p} and '
+        f'answer_width >= {need_a}, got {prompt_width} and {answer_width}'
+      )
 
   def check_train(self, max_length: int, prompt_width: int, answer_width: int) -> None:
     """Raises ValueError when the training law at `max_length` cannot fill these widths."""
     if max_length < self.min_length:
-      raise ValueError(f'{self.name}: max_length {max_length} is below min_length='
-                       f'{self.min_length}; valid: max_length >= {self.min_length}')
+      raise ValueError(
+        f'{self.name}: max_length {max_length} is below min_length='
+        f'{self.min_length}; valid: max_length >= {self.min_length}'
+      )
     self._check_widths(max_length, prompt_width, answer_width)
 
   # ----------------------------------------------------------------------- one example
-  def example(self, key: Array, n: Any, distribution: str, prompt_width: int,
-              answer_width: int) -> Example:
+  def example(
+    self, key: Array, n: Any, distribution: str, prompt_width: int, answer_width: int
+  ) -> Example:
     """One example of input length n (int or traced int32 scalar) from a test distribution.
 
     Returns:
@@ -245,8 +263,9 @@ class HintingTask(abc.ABC):
     n = jnp.asarray(n, jnp.int32)
     return _assemble(*self._rows(key, n, distribution, prompt_width, answer_width))
 
-  def example_train(self, key: Array, max_length: Any, prompt_width: int,
-                    answer_width: int) -> Example:
+  def example_train(
+    self, key: Array, max_length: Any, prompt_width: int, answer_width: int
+  ) -> Example:
     """One example of the training law (its length drawn by `train_length`); as `example`."""
     k_length, k_rows = jax.random.split(key)
     n = self.train_length(k_length, max_length)
@@ -266,8 +285,9 @@ class HintingTask(abc.ABC):
     return jnp.where(use_long, long, short).astype(jnp.int32)
 
   @abc.abstractmethod
-  def _rows(self, key: Array, n: Array, distribution: str, prompt_width: int,
-            answer_width: int) -> Rows:
+  def _rows(
+    self, key: Array, n: Array, distribution: str, prompt_width: int, answer_width: int
+  ) -> Rows:
     """(prompt [prompt_width], its length, answer [answer_width], its length) of length n.
 
     Zeros past each length.
@@ -278,8 +298,15 @@ class HintingTask(abc.ABC):
     return self._rows(key, n, 'uniform', prompt_width, answer_width)
 
   # ----------------------------------------------------------------------- batches
-  def sample(self, key: Array, batch_size: int, n: Any, prompt_width: int,
-             answer_width: int, distribution: str = 'uniform') -> Batch:
+  def sample(
+    self,
+    key: Array,
+    batch_size: int,
+    n: Any,
+    prompt_width: int,
+    answer_width: int,
+    distribution: str = 'uniform',
+  ) -> Batch:
     """A batch in which every example has input length n.
 
     Args:
@@ -299,14 +326,17 @@ class HintingTask(abc.ABC):
       self._check_widths(int(n), prompt_width, answer_width)
     return _sample_jit(self, key, batch_size, n, prompt_width, answer_width, distribution)
 
-  def sample_train(self, key: Array, batch_size: int, max_length: int, prompt_width: int,
-                   answer_width: int) -> Batch:
+  def sample_train(
+    self, key: Array, batch_size: int, max_length: int, prompt_width: int, answer_width: int
+  ) -> Batch:
     """A training batch: `sample_train_keys(jax.random.split(key, batch_size), ...)`."""
-    return self.sample_train_keys(jax.random.split(key, batch_size), max_length, prompt_width,
-                                  answer_width)
+    return self.sample_train_keys(
+      jax.random.split(key, batch_size), max_length, prompt_width, answer_width
+    )
 
-  def sample_train_keys(self, keys: Array, max_length: int, prompt_width: int,
-                        answer_width: int) -> Batch:
+  def sample_train_keys(
+    self, keys: Array, max_length: int, prompt_width: int, answer_width: int
+  ) -> Batch:
     """A training batch of one example per key of `keys` [B] (`example_train`).
 
     A fixed training set of D examples is D keys, e.g. example i's key
@@ -328,19 +358,29 @@ def _as_batch(example: Example) -> Batch:
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 4, 5, 6))
-def _sample_jit(task: HintingTask, key: Array, batch_size: int, n: Any, prompt_width: int,
-                answer_width: int, distribution: str) -> Batch:
+def _sample_jit(
+  task: HintingTask,
+  key: Array,
+  batch_size: int,
+  n: Any,
+  prompt_width: int,
+  answer_width: int,
+  distribution: str,
+) -> Batch:
   n = jnp.asarray(n, jnp.int32)
   keys = jax.random.split(key, batch_size)
-  return _as_batch(jax.vmap(
-      lambda k: task.example(k, n, distribution, prompt_width, answer_width))(keys))
+  return _as_batch(
+    jax.vmap(lambda k: task.example(k, n, distribution, prompt_width, answer_width))(keys)
+  )
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 3, 4))
-def _sample_train_keys_jit(task: HintingTask, keys: Array, max_length: int, prompt_width: int,
-                           answer_width: int) -> Batch:
-  return _as_batch(jax.vmap(
-      lambda k: task.example_train(k, max_length, prompt_width, answer_width))(keys))
+def _sample_train_keys_jit(
+  task: HintingTask, keys: Array, max_length: int, prompt_width: int, answer_width: int
+) -> Batch:
+  return _as_batch(
+    jax.vmap(lambda k: task.example_train(k, max_length, prompt_width, answer_width))(keys)
+  )
 
 
 # ------------------------------------------------------------------------- sorting family

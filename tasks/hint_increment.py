@@ -1,5 +1,6 @@
 """The increment family of the task-hinting study: increment and its carry hint task
 (tasks/hinting.py)."""
+
 from __future__ import annotations
 
 import abc
@@ -27,6 +28,7 @@ class _IncrementFamily(hint_core.HintingTask):
   Attributes:
     nines_share: the share of training numbers that end in a run of 9s (the paper's 10%).
   """
+
   min_length: int = 1
   short_max: int = 4
   nines_share: float = 0.1
@@ -68,8 +70,9 @@ class _IncrementFamily(hint_core.HintingTask):
   def _train_rows(self, key, n, prompt_width, answer_width):
     k_number, k_run, k_pick = jax.random.split(key, 3)
     digits = self._number(k_number, n, prompt_width)
-    digits = jnp.where(hint_core.coin(k_pick, self.nines_share),
-                       self._end_in_nines(k_run, digits, n), digits)
+    digits = jnp.where(
+      hint_core.coin(k_pick, self.nines_share), self._end_in_nines(k_run, digits, n), digits
+    )
     return self._write(digits, n, prompt_width, answer_width)
 
   @staticmethod
@@ -88,14 +91,15 @@ class _IncrementFamily(hint_core.HintingTask):
     big_endian = jnp.take(digits, jnp.clip(n - 1 - pos, 0, digits.shape[0] - 1))
     prompt = jnp.where(pos < n, big_endian, jnp.where(pos == n, self.sep_id, hint_core.PAD))
     one = (hint_core.positions(digits.shape[0]) == 0).astype(jnp.int32)
-    result = digits_lib.add_digits(digits[None], one[None])[0]       # [W + 1]
-    size = digits_lib.num_digits(result[None])[0]                    # n, or n + 1 for 9..9
+    result = digits_lib.add_digits(digits[None], one[None])[0]  # [W + 1]
+    size = digits_lib.num_digits(result[None])[0]  # n, or n + 1 for 9..9
     answer, answer_length = self._answer(digits, result, size, answer_width)
     return prompt, n + 1, answer, answer_length
 
   @abc.abstractmethod
-  def _answer(self, digits: Array, result: Array, size: Array,
-              answer_width: int) -> tuple[Array, Array]:
+  def _answer(
+    self, digits: Array, result: Array, size: Array, answer_width: int
+  ) -> tuple[Array, Array]:
     """(answer [answer_width], its length) from x's digits, x + 1's and its digit count."""
 
 
@@ -108,6 +112,7 @@ class Increment(_IncrementFamily):
 
   Examples (the paper's): `1 2 3 ⊥` -> `4 2 1`; `9 9 9 ⊥` -> `0 0 0 1`.
   """
+
   name: str = 'increment'
   HINTS: ClassVar[tuple[str, ...]] = ('carry',)
   DISTRIBUTIONS: ClassVar[tuple[str, ...]] = ('uniform', 'nines')
@@ -116,8 +121,9 @@ class Increment(_IncrementFamily):
     return n + 1
 
   def _answer(self, digits, result, size, answer_width):
-    answer = jnp.where(hint_core.positions(answer_width) < size,
-                       hint_core.fit(result, answer_width), hint_core.PAD)
+    answer = jnp.where(
+      hint_core.positions(answer_width) < size, hint_core.fit(result, answer_width), hint_core.PAD
+    )
     return answer, size
 
 
@@ -131,6 +137,7 @@ class Carry(_IncrementFamily):
   Examples (the first is the paper's): `1 2 3 ⊥` -> `4 ↑ 0 2 ↑ 0 1 ↑ 0`;
   `1 9 9 ⊥` -> `0 ↑ 1 0 ↑ 1 2 ↑ 0`; `9 9 ⊥` -> `0 ↑ 1 0 ↑ 1 1 ↑ 0`.
   """
+
   name: str = 'carry'
 
   def max_answer(self, n):
@@ -141,6 +148,7 @@ class Carry(_IncrementFamily):
     carries = jnp.cumprod((digits == 9).astype(jnp.int32))
     pos = hint_core.positions(answer_width)
     i = jnp.minimum(pos // 3, digits.shape[0] - 1)
-    triple = jnp.where(pos % 3 == 0, jnp.take(result, i),
-                       jnp.where(pos % 3 == 1, self.up_id, jnp.take(carries, i)))
+    triple = jnp.where(
+      pos % 3 == 0, jnp.take(result, i), jnp.where(pos % 3 == 1, self.up_id, jnp.take(carries, i))
+    )
     return jnp.where(pos < 3 * size, triple, hint_core.PAD), 3 * size

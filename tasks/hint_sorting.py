@@ -1,5 +1,6 @@
 """The sorting family of the task-hinting study: sorting and its hint tasks successor, count
 and fill (tasks/hinting.py)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,6 +22,7 @@ class _SortingFamily(hint_core.HintingTask):
   Attributes:
     num_values: V, the values 1..V (ids 1..V); >= 2.
   """
+
   num_values: int = 100
   family: ClassVar[str] = 'sorting'
   OPTIONS: ClassVar[tuple[str, ...]] = hint_core.HintingTask.OPTIONS + ('num_values',)
@@ -53,6 +55,7 @@ class _RepeatedInputs(_SortingFamily):
     repeat_share: the share of training inputs drawn as rep(n, r), r uniform in
       2..min(5, n) (the paper's "modified" training set has 10% "non-trivial repetitions").
   """
+
   repeat_share: float = 0.0
   OPTIONS: ClassVar[tuple[str, ...]] = _SortingFamily.OPTIONS + ('repeat_share',)
 
@@ -62,20 +65,23 @@ class _RepeatedInputs(_SortingFamily):
 
   def check_train(self, max_length, prompt_width, answer_width):
     super().check_train(max_length, prompt_width, answer_width)
-    if self.repeat_share > 0:     # r = 2 asks for the most distinct values
+    if self.repeat_share > 0:  # r = 2 asks for the most distinct values
       self._check_repeats(max_length, hint_core.REP_RANGE[0])
 
   def _check_repeats(self, n: int, r: int) -> None:
     if n // r > self.num_values:
-      raise ValueError(f'{self.name}: rep{r} at length {n} needs {n // r} distinct values, '
-                       f'more than num_values={self.num_values}; valid lengths for rep{r}: '
-                       f'n <= {r * self.num_values + r - 1}')
+      raise ValueError(
+        f'{self.name}: rep{r} at length {n} needs {n // r} distinct values, '
+        f'more than num_values={self.num_values}; valid lengths for rep{r}: '
+        f'n <= {r * self.num_values + r - 1}'
+      )
 
   def _test_values(self, key: Array, n: Array, distribution: str, width: int) -> Array:
     if distribution == 'uniform':
       return hint_core.uniform_values(key, n, width, self.num_values)
-    return hint_core.repeated_values(key, n, hint_core.repeats(distribution), width,
-                                     self.num_values)
+    return hint_core.repeated_values(
+      key, n, hint_core.repeats(distribution), width, self.num_values
+    )
 
   def _train_values(self, key: Array, n: Array, width: int) -> Array:
     k_uniform, k_repeat, k_r, k_pick = jax.random.split(key, 4)
@@ -99,11 +105,14 @@ class SortingHinted(_RepeatedInputs):
 
   Example: `17 5 92 5 ⊥` answer `5 5 17 92`.
   """
+
   name: str = 'sorting_hinted'
   HINTS: ClassVar[tuple[str, ...]] = ('successor', 'count', 'fill')
-  DISTRIBUTIONS: ClassVar[tuple[str, ...]] = ('uniform',) + tuple(
-      f'rep{r}' for r in range(hint_core.REP_RANGE[0], hint_core.REP_RANGE[1] + 1)
-  ) + ('distinct',)
+  DISTRIBUTIONS: ClassVar[tuple[str, ...]] = (
+    ('uniform',)
+    + tuple(f'rep{r}' for r in range(hint_core.REP_RANGE[0], hint_core.REP_RANGE[1] + 1))
+    + ('distinct',)
+  )
 
   def max_prompt(self, n):
     return n + 1
@@ -151,6 +160,7 @@ class Successor(_RepeatedInputs):
       after its maximum; needs n >= 2. 'token': a is uniform over all n positions and a
       unique maximum is answered ⊤ (id V + 2).
   """
+
   name: str = 'successor'
   max_successor: str = 'exclude'
   OPTIONS: ClassVar[tuple[str, ...]] = _RepeatedInputs.OPTIONS + ('max_successor',)
@@ -158,8 +168,10 @@ class Successor(_RepeatedInputs):
 
   def __post_init__(self):
     if self.max_successor not in self._MODES:
-      raise ValueError(f'{self.name}: unknown max_successor {self.max_successor!r}; valid: '
-                       f'{", ".join(self._MODES)}')
+      raise ValueError(
+        f'{self.name}: unknown max_successor {self.max_successor!r}; valid: '
+        f'{", ".join(self._MODES)}'
+      )
     super().__post_init__()
 
   @property
@@ -183,21 +195,23 @@ class Successor(_RepeatedInputs):
     values = self._train_values(k_values, n, prompt_width)
     return self._ask(k_query, values, n, prompt_width, answer_width)
 
-  def _ask(self, key: Array, values: Array, n: Array, prompt_width: int,
-           answer_width: int) -> hint_core.Rows:
+  def _ask(
+    self, key: Array, values: Array, n: Array, prompt_width: int, answer_width: int
+  ) -> hint_core.Rows:
     pos = hint_core.positions(prompt_width)
     valid = pos < n
     top = jnp.max(jnp.where(valid, values, 0))
     unique_top = valid & (values == top) & (jnp.sum(valid & (values == top)) == 1)
     askable = valid & ~unique_top if self.max_successor == 'exclude' else valid
     k = hint_core.below(key, jnp.sum(askable))
-    where = jnp.argmax(jnp.cumsum(askable) > k)        # the k-th askable position
+    where = jnp.argmax(jnp.cumsum(askable) > k)  # the k-th askable position
     a = values[where]
     twice = jnp.sum(valid & (values == a)) >= 2
     above = jnp.min(jnp.where(valid & (values > a), values, self.num_values + 1))
     succ = jnp.where(twice, a, jnp.where(above > self.num_values, self.top_id, above))
-    prompt = jnp.where(valid, values,
-                       jnp.where(pos == n, self.sep_id, jnp.where(pos == n + 1, a, hint_core.PAD)))
+    prompt = jnp.where(
+      valid, values, jnp.where(pos == n, self.sep_id, jnp.where(pos == n + 1, a, hint_core.PAD))
+    )
     answer = jnp.where(hint_core.positions(answer_width) == 0, succ, hint_core.PAD)
     return prompt, n + 2, answer, jnp.int32(1)
 
@@ -212,6 +226,7 @@ class Count(_SortingFamily):
 
   Example: `8 3 3 8 3 ⊥` -> `8`.
   """
+
   name: str = 'count'
   min_length: int = 3
 
@@ -249,6 +264,7 @@ class Fill(_SortingFamily):
 
   Example (n = 4, j = 1): `7 7 7 7 ⊥ 7` -> `7 7 7`.
   """
+
   name: str = 'fill'
 
   def max_prompt(self, n):

@@ -74,20 +74,28 @@ a float32 uniform with the share.
 The base class, the vocabulary text and the random helpers are in `hint_core.py`; the
 sorting family in `hint_sorting.py`, the increment family in `hint_increment.py`.
 """
+
 from __future__ import annotations
 
 # pylint: disable=unused-import,g-importing-member
-from tasks.hint_core import (HintingTask, _sample_jit, decode, encode, random_order,
-                             repeated_values, uniform_values)
+from tasks.hint_core import (
+  HintingTask,
+  _sample_jit,
+  decode,
+  encode,
+  random_order,
+  repeated_values,
+  uniform_values,
+)
 from tasks.hint_increment import Carry, Increment
 from tasks.hint_sorting import Count, Fill, SortingHinted, Successor
 # pylint: enable=unused-import,g-importing-member
 
 TASKS: dict[str, HintingTask] = {
-    'sorting_hinted': SortingHinted(),
-    'successor': Successor(),
-    'count': Count(),
-    'fill': Fill(),
-    'increment': Increment(),
-    'carry': Carry(),
+  'sorting_hinted': SortingHinted(),
+  'successor': Successor(),
+  'count': Count(),
+  'fill': Fill(),
+  'increment': Increment(),
+  'carry': Carry(),
 }

@@ -1,4 +1,5 @@
 """Regular tasks: even_pairs, modular_arithmetic, parity_check, cycle_navigation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,9 @@ from tasks import base
 Array = jax.Array
 
 
-def _masked_bits(key: Array, batch_size: int, length: Any, max_length: int,
-                 base_: int = 2) -> Array:
+def _masked_bits(
+  key: Array, batch_size: int, length: Any, max_length: int, base_: int = 2
+) -> Array:
   """Uniform tokens from {0..base_-1} at positions < length, 0 after: int32 [B, Lmax]."""
   x = base.uniform_digits(key, (batch_size, max_length), base_)
   return jnp.where(base.positions(max_length) < length, x, 0)
@@ -29,6 +31,7 @@ class EvenPairs(base.Task):
 
   Example: `0110` has changes 0->1 and 1->0: 2, even, so y = 0 (x_0 == x_3).
   """
+
   name: str = 'even_pairs'
   level: str = 'regular'
   vocab_size: int = 2
@@ -55,6 +58,7 @@ class ModularArithmetic(base.Task):
 
   Example: `0 - 4 + 1 + 1` -> 3; `0 + 1 - 4 * 4` -> 0.
   """
+
   name: str = 'modular_arithmetic'
   level: str = 'regular'
   vocab_size: int = 9
@@ -79,8 +83,8 @@ class ModularArithmetic(base.Task):
       inputs = jnp.pad(inputs, ((0, 0), (0, 1)))
     digits = inputs[:, 0::2]
     ops = inputs[:, 1::2]
-    valid = base.positions(digits.shape[1] - 1) < (length - 1) // 2   # operator i+1 valid
-    ops = jnp.where(valid, ops, 7)                     # past the end: `* 1`, a no-op
+    valid = base.positions(digits.shape[1] - 1) < (length - 1) // 2  # operator i+1 valid
+    ops = jnp.where(valid, ops, 7)  # past the end: `* 1`, a no-op
     later = jnp.where(valid, digits[:, 1:], 1)
 
     def step(state, xs):
@@ -100,6 +104,7 @@ class ModularArithmetic(base.Task):
 @dataclasses.dataclass(frozen=True)
 class ParityCheck(base.Task):
   """Is the number of 1s odd? Tokens 0/1. Example: `1010100` has three 1s -> class 1."""
+
   name: str = 'parity_check'
   level: str = 'regular'
   vocab_size: int = 2
@@ -122,6 +127,7 @@ class CycleNavigation(base.Task):
 
   Example: `2 2 0 1 2` -> +1 +1 -1 +0 +1 = 2.
   """
+
   name: str = 'cycle_navigation'
   level: str = 'regular'
   vocab_size: int = 3

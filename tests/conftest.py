@@ -29,8 +29,9 @@ os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES', '0')
 
 import jax  # noqa: E402
 
-jax.config.update('jax_disable_most_optimizations',
-                  os.environ['JAX_DISABLE_MOST_OPTIMIZATIONS'] == 'true')
+jax.config.update(
+  'jax_disable_most_optimizations', os.environ['JAX_DISABLE_MOST_OPTIMIZATIONS'] == 'true'
+)
 
 
 import pytest  # noqa: E402
@@ -46,8 +47,7 @@ def kill_after_checkpoint():
 
   def kill(cmd, workdir, step, timeout=300):
     env = dict(os.environ, POSENC_KILL_AFTER_CHECKPOINT=str(step))
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert os.path.exists(os.path.join(workdir, 'checkpoints', str(step)))
     assert not os.path.exists(os.path.join(workdir, 'results.json'))
@@ -62,17 +62,23 @@ class CliServer:
 
   def __init__(self):
     self.proc = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, 'tests', 'scripts', 'cli_server.py')], cwd=ROOT,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+      [sys.executable, os.path.join(ROOT, 'tests', 'scripts', 'cli_server.py')],
+      cwd=ROOT,
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      text=True,
+    )
 
   def run(self, argv, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
     """Runs `python -m argv[0] argv[1:]` in `cwd`, with `env` added to the environment."""
-    self.proc.stdin.write(json.dumps({'argv': list(argv), 'cwd': str(cwd),
-                                      'env': dict(env or {})}) + '\n')
+    self.proc.stdin.write(
+      json.dumps({'argv': list(argv), 'cwd': str(cwd), 'env': dict(env or {})}) + '\n'
+    )
     self.proc.stdin.flush()
     reply = json.loads(self.proc.stdout.readline())
-    return subprocess.CompletedProcess(['python', '-m', *argv], reply['returncode'],
-                                       reply['stdout'], reply['stderr'])
+    return subprocess.CompletedProcess(
+      ['python', '-m', *argv], reply['returncode'], reply['stdout'], reply['stderr']
+    )
 
   def close(self):
     self.proc.stdin.close()

@@ -9,6 +9,7 @@ Programs are compiled once per (task, batch size, widths): the oracle, law and j
 share BATCH and the widths of cell (30, 30) (`_cell_widths`), the training tests those of
 n = 8.
 """
+
 import collections
 import dataclasses
 import math
@@ -28,7 +29,7 @@ from tasks import digits as digits_lib
 P_MIN = 1e-4
 Z_MAX = 4.5
 BATCH = 1024
-CELL_MAX = 30      # `sample` tests use cells up to (30, 30) in one compiled program
+CELL_MAX = 30  # `sample` tests use cells up to (30, 30) in one compiled program
 TRAIN_N = 8
 NAMES = tuple(arithmetic.TASKS)
 
@@ -68,14 +69,15 @@ def _symbol_index(symbol):
 
 def oracle_sorting(prompt, num_index_symbols=64):
   assert prompt.endswith('=')
-  pairs = [re.fullmatch(r'(<i\d+>|[a-zA-Z]):(\d+)', part).groups()
-           for part in prompt[:-1].split(',')]
+  pairs = [
+    re.fullmatch(r'(<i\d+>|[a-zA-Z]):(\d+)', part).groups() for part in prompt[:-1].split(',')
+  ]
   labels = [_symbol_index(symbol) for symbol, _ in pairs]
-  assert labels == list(range(labels[0], labels[0] + len(labels))), labels   # consecutive
+  assert labels == list(range(labels[0], labels[0] + len(labels))), labels  # consecutive
   assert 0 <= labels[0] and labels[-1] < num_index_symbols, labels
   values = []
   for _, digits in pairs:
-    assert digits[-1] != '0', digits       # no leading zero; may begin with 0 reversed
+    assert digits[-1] != '0', digits  # no leading zero; may begin with 0 reversed
     values.append(int(digits[::-1]))
   order = sorted(range(len(pairs)), key=lambda i: (values[i], i))
   return ','.join(pairs[i][0] for i in order), (len(pairs), max(len(d) for _, d in pairs))
@@ -86,29 +88,33 @@ def oracle_bitwise_or(prompt):
   longer = max((x, y), key=len)
   assert (x + y).count('1') == 1 and (len(x) == len(y) or '1' not in longer), prompt
   width = max(len(x), len(y))
-  return ''.join(str(int(x.ljust(width, '0')[i]) | int(y.ljust(width, '0')[i]))
-                 for i in range(width)), (len(x), len(y))
+  return ''.join(
+    str(int(x.ljust(width, '0')[i]) | int(y.ljust(width, '0')[i])) for i in range(width)
+  ), (len(x), len(y))
 
 
 ORACLES = {
-    'addition': oracle_addition,
-    'multiplication': oracle_multiplication,
-    'addition_subtraction': oracle_addition_subtraction,
-    'sorting': oracle_sorting,
-    'bitwise_or': oracle_bitwise_or,
+  'addition': oracle_addition,
+  'multiplication': oracle_multiplication,
+  'addition_subtraction': oracle_addition_subtraction,
+  'sorting': oracle_sorting,
+  'bitwise_or': oracle_bitwise_or,
 }
 
 
-@pytest.mark.parametrize('name, prompt, answer', [
-    ('addition', '98282+3859172=', '2787472'),                  # the paper's example
+@pytest.mark.parametrize(
+  'name, prompt, answer',
+  [
+    ('addition', '98282+3859172=', '2787472'),  # the paper's example
     ('addition', '999+1=', '0001'),
     ('multiplication', '21*43=', '804'),
-    ('addition_subtraction', '321-654=', '333-'),                # 123 - 456 = -333
+    ('addition_subtraction', '321-654=', '333-'),  # 123 - 456 = -333
     ('addition_subtraction', '21-21=', '0'),
     ('sorting', 'a:64957,b:99963,c:10218,d:7141,e:05781=', 'd,e,b,a,c'),  # the paper's
-    ('sorting', 'c:5,d:3,e:5,f:3=', 'd,f,c,e'),                  # ties: stable
+    ('sorting', 'c:5,d:3,e:5,f:3=', 'd,f,c,e'),  # ties: stable
     ('bitwise_or', '001|00000=', '00100'),
-])
+  ],
+)
 def test_oracles_on_worked_examples(name, prompt, answer):
   assert ORACLES[name](prompt)[0] == answer
 
@@ -128,7 +134,7 @@ def _examples(batch):
     assert 0 < lp < n <= len(row)
     assert row[lp - 1] == arithmetic.EQUALS and row[n - 1] == arithmetic.EOS
     assert (row[n:] == 0).all()
-    answer = row[lp:n - 1]
+    answer = row[lp : n - 1]
     assert (answer != arithmetic.EOS).all() and (answer != arithmetic.SPACE).all()
     out.append((arithmetic.decode(row[:lp]), arithmetic.decode(answer)))
   return out
@@ -167,9 +173,16 @@ def _train_widths(task, n=TRAIN_N):
 # ============================================================================ vocabulary
 def test_vocabulary_constants_and_decode():
   assert arithmetic.DIGITS == tuple(range(10)) and arithmetic.EOS == 18
-  assert (arithmetic.PLUS, arithmetic.MINUS, arithmetic.TIMES, arithmetic.EQUALS,
-          arithmetic.COMMA, arithmetic.COLON, arithmetic.OR, arithmetic.SPACE) == tuple(
-              range(10, 18))
+  assert (
+    arithmetic.PLUS,
+    arithmetic.MINUS,
+    arithmetic.TIMES,
+    arithmetic.EQUALS,
+    arithmetic.COMMA,
+    arithmetic.COLON,
+    arithmetic.OR,
+    arithmetic.SPACE,
+  ) == tuple(range(10, 18))
   assert arithmetic.FIRST_INDEX_SYMBOL == 19
   assert arithmetic.decode([9, 8, 10, 3, 13, 2, 7, 18]) == '98+3=27$'
   assert arithmetic.decode([19, 44, 45, 70, 71, 100]) == 'azAZ<i52><i81>'
@@ -180,15 +193,14 @@ def test_vocabulary_constants_and_decode():
 
 
 def test_registry_and_task_attributes():
-  assert NAMES == ('addition', 'multiplication', 'addition_subtraction', 'sorting',
-                   'bitwise_or')
+  assert NAMES == ('addition', 'multiplication', 'addition_subtraction', 'sorting', 'bitwise_or')
   for name in NAMES:
     task = tasks.get(name)
     assert task.name == name and task.level == 'arithmetic' and task.pad_probability == 0
     assert task.digit_ids == tuple(range(10)) and task.eos_id == 18
     assert len(task.axes) == 2 and all(isinstance(x, str) for x in task.axes)
     assert task.vocab_size == (19 + 64 if name == 'sorting' else 19)
-    hash(task)     # a static argument of jit
+    hash(task)  # a static argument of jit
   assert arithmetic.Sorting(num_index_symbols=100).vocab_size == 119
   with pytest.raises(ValueError, match=r"unknown task 'nope'.*addition.*bitwise_or"):
     tasks.get('nope')
@@ -196,13 +208,16 @@ def test_registry_and_task_attributes():
     arithmetic.Addition(pad_probability=1.5)
 
 
-@pytest.mark.parametrize('name, a, b, prompt, answer', [
+@pytest.mark.parametrize(
+  'name, a, b, prompt, answer',
+  [
     ('addition', 3, 5, 10, 7),
     ('multiplication', 3, 5, 10, 9),
     ('addition_subtraction', 5, 3, 10, 7),
     ('sorting', 4, 5, 32, 8),
     ('bitwise_or', 3, 5, 10, 6),
-])
+  ],
+)
 def test_max_sizes(name, a, b, prompt, answer):
   task = tasks.get(name)
   assert (task.max_prompt(a, b), task.max_answer(a, b)) == (prompt, answer)
@@ -225,8 +240,7 @@ def test_width_and_cell_checks():
 
 # ============================================================================ digit arithmetic
 def _to_digits(values, width):
-  return jnp.asarray([[int(c) for c in str(v)[::-1].ljust(width, '0')] for v in values],
-                     jnp.int32)
+  return jnp.asarray([[int(c) for c in str(v)[::-1].ljust(width, '0')] for v in values], jnp.int32)
 
 
 def _from_digits(digits):
@@ -243,7 +257,7 @@ def _adversarial_numbers(rng, count, max_digits):
     if kind == 0:
       out.append(10**size - 1)
     elif kind == 1:
-      out.append(10**(size - 1))
+      out.append(10 ** (size - 1))
     else:
       fill = '9' if kind == 2 else '0'
       digits = [fill if rng.random() < 0.9 else str(rng.integers(10)) for _ in range(size)]
@@ -277,15 +291,22 @@ def test_subtract_digits_borrow_chains_and_signs():
 @pytest.mark.parametrize('width_x, width_y', [(1, 1), (20, 20), (7, 33), (100, 100)])
 def test_multiply_digits_max_length_products(width_x, width_y):
   rng = np.random.default_rng(width_x + width_y)
-  nines = [(10**width_x - 1, 10**width_y - 1)]      # the largest column sums: 81 * min width
-  pairs = nines + list(zip(_adversarial_numbers(rng, 500, width_x),
-                           _adversarial_numbers(rng, 500, width_y)))
-  pairs += [(int(rng.integers(1, 10)) * 10**(width_x - 1) + int(rng.integers(10**min(
-      width_x - 1, 18))), 10**width_y - 1 - int(rng.integers(10**min(width_y - 1, 18))))
-            for _ in range(500)]
+  nines = [(10**width_x - 1, 10**width_y - 1)]  # the largest column sums: 81 * min width
+  pairs = nines + list(
+    zip(_adversarial_numbers(rng, 500, width_x), _adversarial_numbers(rng, 500, width_y))
+  )
+  pairs += [
+    (
+      int(rng.integers(1, 10)) * 10 ** (width_x - 1)
+      + int(rng.integers(10 ** min(width_x - 1, 18))),
+      10**width_y - 1 - int(rng.integers(10 ** min(width_y - 1, 18))),
+    )
+    for _ in range(500)
+  ]
   xs, ys = zip(*pairs)
-  product = digits_lib.multiply_digits(_to_digits(xs, width_x), _to_digits(ys, width_y),
-                                       width_x + width_y)
+  product = digits_lib.multiply_digits(
+    _to_digits(xs, width_x), _to_digits(ys, width_y), width_x + width_y
+  )
   assert _from_digits(product) == [x * y for x, y in pairs]
   assert _from_digits(product)[0] == (10**width_x - 1) * (10**width_y - 1)
 
@@ -310,7 +331,7 @@ def test_sample_train_against_oracle(name):
     axes = _check_oracle(name, batch)
     a, b = map(np.asarray, arithmetic.train_cells(jax.random.split(key)[0], BATCH, TRAIN_N))
     assert (axes[:, 0] == a).all()
-    if name == 'sorting':              # b bounds the lengths; the longest is random
+    if name == 'sorting':  # b bounds the lengths; the longest is random
       assert (axes[:, 1] <= b).all() and (axes[:, 1] == b).mean() > 0.5
     else:
       assert (axes[:, 1] == b).all()
@@ -327,7 +348,7 @@ def test_sample_at_cells_against_oracle(name):
     assert (axes[:, 0] == a).all()
     assert (axes[:, 1] <= b).all() if name == 'sorting' else (axes[:, 1] == b).all()
     lengths = np.asarray(batch['length'] - batch['prompt_length'])
-    if name == 'multiplication':       # products of a + b or a + b - 1 digits, plus EOS
+    if name == 'multiplication':  # products of a + b or a + b - 1 digits, plus EOS
       assert set(lengths.tolist()) <= {a + b, a + b + 1} and lengths.max() == a + b + 1
 
 
@@ -369,8 +390,9 @@ def test_operand_law():
   _chi2_uniform([int(s[1]) for s in y], range(10))
   # The value of a 2-digit operand: uniform on 10..99.
   texts = [p for p, _ in _examples(_sample(task, 401, 2, 2))]
-  _chi2_uniform([int(p[:2][::-1]) for p in texts] + [int(p[3:5][::-1]) for p in texts],
-                range(10, 100))
+  _chi2_uniform(
+    [int(p[:2][::-1]) for p in texts] + [int(p[3:5][::-1]) for p in texts], range(10, 100)
+  )
 
 
 def test_addition_subtraction_operator_law():
@@ -399,8 +421,9 @@ def test_sample_train_stratified_law_of_operand_lengths(name):
   task, n, batch_size = tasks.get(name), 4, 7
   widths = _train_widths(task, n)
   keys = jax.random.split(jax.random.key(430), 3000)
-  tokens = np.asarray(jax.jit(jax.vmap(
-      lambda k: task.sample_train(k, batch_size, n, *widths)['tokens']))(keys))
+  tokens = np.asarray(
+    jax.jit(jax.vmap(lambda k: task.sample_train(k, batch_size, n, *widths)['tokens']))(keys)
+  )
   tokens = tokens.reshape(-1, tokens.shape[-1])
   op = arithmetic.PLUS if name == 'addition' else arithmetic.OR
   len_a = np.argmax(tokens == op, axis=1)
@@ -424,13 +447,13 @@ def test_shapes_zeros_and_traced_cells(name):
   assert all(v.dtype == jnp.int32 for v in shapes.values())
   for a, b in ((1, 1), (9, 9), (2, 7), (8, 3)):
     batch = fn(jax.random.key(a * 10 + b), jnp.int32(a), jnp.int32(b))
-    axes = _check_oracle(name, batch)        # zeros past `length`, EOS, '=' checked
+    axes = _check_oracle(name, batch)  # zeros past `length`, EOS, '=' checked
     assert (axes[:, 0] == a).all()
     tokens = np.asarray(batch['tokens'])
     assert tokens.min() >= 0 and tokens.max() < task.vocab_size
     if name != 'sorting':
       assert (np.asarray(batch['prompt_length']) == a + b + 2).all()
-  assert fn._cache_size() == 1   # pylint: disable=protected-access
+  assert fn._cache_size() == 1  # pylint: disable=protected-access
 
 
 def test_sample_compiles_once_for_all_cells():
@@ -438,10 +461,10 @@ def test_sample_compiles_once_for_all_cells():
   task = arithmetic.Addition(name='addition_cache_probe')
   widths = _cell_widths(task, 6, 6)
   task.sample(jax.random.key(0), 8, 1, 1, *widths)
-  compiled = arithmetic._sample_jit._cache_size()   # pylint: disable=protected-access
+  compiled = arithmetic._sample_jit._cache_size()  # pylint: disable=protected-access
   for a, b in ((6, 6), (3, 5), (4, 2)):
     task.sample(jax.random.key(a), 8, a, b, *widths)
-  assert arithmetic._sample_jit._cache_size() == compiled   # pylint: disable=protected-access
+  assert arithmetic._sample_jit._cache_size() == compiled  # pylint: disable=protected-access
 
 
 # ============================================================================ sorting
@@ -452,7 +475,7 @@ def test_sorting_symbols_and_lengths_law():
   texts = [p for p, _ in _examples(_sample(task, 500, 30, 4))]
   offsets, lengths, tops = [], [], []
   for prompt in texts:
-    oracle_sorting(prompt)                    # consecutive, in range
+    oracle_sorting(prompt)  # consecutive, in range
     pairs = [part.split(':') for part in prompt[:-1].split(',')]
     offsets.append(_symbol_index(pairs[0][0]))
     lengths += [len(d) for _, d in pairs]
@@ -479,7 +502,7 @@ def test_sorting_more_index_symbols():
   batch = task.sample(jax.random.key(520), 64, 70, 3, *widths)
   for prompt, answer in _examples(batch):
     assert answer == oracle_sorting(prompt, num_index_symbols=100)[0]
-    assert '<i' in prompt           # labels past the 52 letters
+    assert '<i' in prompt  # labels past the 52 letters
 
 
 # ============================================================================ bitwise or
@@ -500,7 +523,7 @@ def _strip_spaces(batch):
   prompts, answers, runs = [], [], []
   for prompt, answer in _examples(batch):
     chars = re.findall(r'( *)(<i\d+>|[^ ])', prompt)
-    assert ''.join(s + c for s, c in chars) == prompt       # no trailing spaces
+    assert ''.join(s + c for s, c in chars) == prompt  # no trailing spaces
     runs += [len(s) for s, _ in chars]
     prompts.append(''.join(c for _, c in chars))
     answers.append(answer)
@@ -558,19 +581,19 @@ def test_sample_train_paper_scale_grid_against_oracle(name):
   n = 100
   widths = _train_widths(task, n)
   for seed in range(3):
-    _check_oracle(name, task.sample_train(jax.random.key(600 + seed), 512, n, *widths),
-                  **kwargs)
+    _check_oracle(name, task.sample_train(jax.random.key(600 + seed), 512, n, *widths), **kwargs)
   _check_oracle(name, task.sample(jax.random.key(610), 512, n, n, *widths), **kwargs)
 
 
 def test_index_hints_mark_each_significance_with_one_symbol():
   from tasks import arithmetic
+
   tokens = jnp.asarray([arithmetic.encode('98+385=')])
   out, length = arithmetic.with_index_hints(tokens, jnp.array([7]), jnp.array([0]), 102, 12)
-  assert arithmetic.decode(out[0, :int(length[0])]) == 'a9b8+a3b8c5='
+  assert arithmetic.decode(out[0, : int(length[0])]) == 'a9b8+a3b8c5='
   # Wrapping around the alphabet: K = 3, start 2.
   out, length = arithmetic.with_index_hints(tokens, jnp.array([7]), jnp.array([2]), 3, 12)
-  assert arithmetic.decode(out[0, :int(length[0])]) == 'c9a8+c3a8b5='
+  assert arithmetic.decode(out[0, : int(length[0])]) == 'c9a8+c3a8b5='
   task = tasks.get('addition', {'index_hints': True})
   plain = tasks.get('addition')
   key = jax.random.key(5)
@@ -578,10 +601,10 @@ def test_index_hints_mark_each_significance_with_one_symbol():
   bare = plain.sample(key, 16, 4, 6, plain.max_prompt(4, 6), plain.max_answer(4, 6))
   assert task.vocab_size == arithmetic.NUM_BASE_TOKENS + 102
   for row in range(16):
-    ids = [int(t) for t in hinted['tokens'][row, :int(hinted['length'][row])]]
+    ids = [int(t) for t in hinted['tokens'][row, : int(hinted['length'][row])]]
     # Without the hints it is the plain task's example.
     plain_ids = [t for t in ids if t < arithmetic.FIRST_INDEX_SYMBOL]
-    assert plain_ids == [int(t) for t in bare['tokens'][row, :int(bare['length'][row])]]
+    assert plain_ids == [int(t) for t in bare['tokens'][row, : int(bare['length'][row])]]
     # The symbol before each digit names its significance: the same in both operands and
     # the answer.
     numbers, current = [], []

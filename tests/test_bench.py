@@ -14,13 +14,16 @@ from launch import bench_train
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize('args, needle', [
+@pytest.mark.parametrize(
+  'args, needle',
+  [
     (['nope'], "unknown benchmark 'nope'; choose one of"),
     (['samplers', '--tasks=nope'], "unknown task 'nope'; valid tasks: even_pairs"),
     (['samplers', '--lengths=x'], "--lengths='x' must be comma-separated positive integers"),
     (['samplers', '--bogus'], 'unrecognized arguments: --bogus'),
     (['forward', '--encodings=nope'], "unknown encoding 'nope'; valid encodings: none"),
-])
+  ],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, needle):
   out = tmp_path / 'out.json'
   extra = [f'--out={out}'] if args[0] in ('samplers', 'forward') else []
@@ -36,9 +39,14 @@ def test_keep_freed_memory_is_opt_in(monkeypatch):
   assert bench.keep_freed_memory() is False
   if sys.platform.startswith('linux'):  # applied in a child process: it is process-wide
     env = dict(os.environ, POSENC_KEEP_FREED_MEMORY='1')
-    out = subprocess.run([sys.executable, '-c', 'from launch import bench; '
-                          'print(bench.keep_freed_memory())'], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+      [sys.executable, '-c', 'from launch import bench; print(bench.keep_freed_memory())'],
+      cwd=ROOT,
+      env=env,
+      capture_output=True,
+      text=True,
+      check=True,
+    ).stdout
     assert out.strip() == 'True'
 
 

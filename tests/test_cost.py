@@ -19,8 +19,11 @@ def test_estimate_covers_every_cell_and_scales_with_sequence_length():
   config = sweep_tiny.get_config()
   est = cost.estimate(config, sweep_tiny.grid(), steps=3)
   assert [r['cell'] for r in est['cells']] == [
-      'parity_check__none', 'parity_check__randomized_relative', 'reverse_string__none',
-      'reverse_string__randomized_relative']
+    'parity_check__none',
+    'parity_check__randomized_relative',
+    'reverse_string__none',
+    'reverse_string__randomized_relative',
+  ]
   rows = {r['cell']: r for r in est['cells']}
   # reverse_string has L outputs, parity_check one: more tokens, more time.
   assert rows['reverse_string__none']['train_s'] > rows['parity_check__none']['train_s'] > 0
@@ -44,24 +47,29 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
     return max(flops / spec['flops']['float32'], nbytes / spec['bandwidth'])
 
   n, m = config.train.max_length, config.eval.max_length
-  step = np.mean([seconds('train', cost.tokens(task, l, n, config.train.bucket_size))
-                  for l in range(1, n + 1)])
+  step = np.mean(
+    [seconds('train', cost.tokens(task, l, n, config.train.bucket_size)) for l in range(1, n + 1)]
+  )
   members = len(config.seeds) * len(config.learning_rates)
   row = est['cells'][0]
   assert row['train_s'] == pytest.approx(members * config.train.steps * step)
   assert row['eval_s'] > 0
   assert est['chip_hours'] == pytest.approx((row['train_s'] + row['eval_s']) / 3600)
   assert '1 chip' in cost.format_roofline(est) and '8 chips' in cost.format_roofline(est, 8)
-  with pytest.raises(cost.config_lib.ConfigError, match="unknown --device 'B200'; valid "
-                     'devices: H100, A100, v4, v5e'):
+  with pytest.raises(
+    cost.config_lib.ConfigError, match="unknown --device 'B200'; valid devices: H100, A100, v4, v5e"
+  ):
     cost.roofline(config, cells, 'B200')
 
 
 def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
   from experiments import abacus_arithmetic
+
   base = abacus_arithmetic.get_config('tiny')
-  cells = [{'encoding': 'abacus'}, {'encoding': 'abacus', 'train.batch_size': 16,
-                                    'eval.samples_per_cell': 8}]
+  cells = [
+    {'encoding': 'abacus'},
+    {'encoding': 'abacus', 'train.batch_size': 16, 'eval.samples_per_cell': 8},
+  ]
   est = cost.estimate(base, cells, steps=2)
   assert est['sequence'] and est['measured']['batch'] == base.train.batch_size
   small, big = est['cells']

@@ -31,32 +31,44 @@ def tiny_run(workdir, **fields):
   """Per member: the logged losses and the accuracy by length."""
   results = train.train_and_evaluate(tiny_config(**fields), str(workdir))
   rows = io.read_jsonl(os.path.join(workdir, 'metrics.jsonl'))
-  return [{'member': {k: m[k] for k in ('seed', 'data_seed', 'learning_rate') if k in m},
-           'loss': [r['loss'][i] for r in rows],
-           'accuracy_by_length': m['accuracy_by_length']}
-          for i, m in enumerate(results['members'])]
+  return [
+    {
+      'member': {k: m[k] for k in ('seed', 'data_seed', 'learning_rate') if k in m},
+      'loss': [r['loss'][i] for r in rows],
+      'accuracy_by_length': m['accuracy_by_length'],
+    }
+    for i, m in enumerate(results['members'])
+  ]
 
 
 def test_members_are_seed_data_seed_learning_rate():
   config = tiny_config(data_seeds=[5, 6])
   assert config_lib.members(config) == [
-      {'seed': s, 'data_seed': d, 'learning_rate': 1e-3} for s in (0, 1) for d in (5, 6)]
-  assert config_lib.members(tiny_config()) == [{'seed': 0, 'learning_rate': 1e-3},
-                                               {'seed': 1, 'learning_rate': 1e-3}]
+    {'seed': s, 'data_seed': d, 'learning_rate': 1e-3} for s in (0, 1) for d in (5, 6)
+  ]
+  assert config_lib.members(tiny_config()) == [
+    {'seed': 0, 'learning_rate': 1e-3},
+    {'seed': 1, 'learning_rate': 1e-3},
+  ]
   population = population_lib.Population(config)
   assert population.data_index.tolist() == [0, 1, 0, 1]
   _, keys, _ = population_lib.data_keys(config)
   assert keys.shape == (2,)
 
 
-@pytest.mark.parametrize('data_seeds, message', [
+@pytest.mark.parametrize(
+  'data_seeds, message',
+  [
     ([0, 0], 'data_seeds [0, 0] has duplicates'),
     ([0, -1], 'data_seeds [0, -1]: -1 is not an integer in 0..2^32-1'),
     ([0, 'a'], "data_seeds [0, 'a']: 'a' is not an integer"),
-])
+  ],
+)
 def test_bad_data_seeds_are_one_line(data_seeds, message):
-  with pytest.raises(config_lib.ConfigError, match=message.replace('[', r'\[').replace(
-      ']', r'\]').replace('^', r'\^')):
+  with pytest.raises(
+    config_lib.ConfigError,
+    match=message.replace('[', r'\[').replace(']', r'\]').replace('^', r'\^'),
+  ):
     config_lib.validate(tiny_config(data_seeds=data_seeds))
 
 
@@ -64,8 +76,9 @@ def test_a_recorded_config_without_data_seeds_is_the_same_run():
   recorded = config_lib.as_json(tiny_config())
   del recorded['data_seeds']
   assert config_lib.config_changes(recorded, config_lib.as_json(tiny_config())) == []
-  assert config_lib.config_changes(recorded, config_lib.as_json(tiny_config(
-      data_seeds=[0, 1]))) == [('data_seeds', [], [0, 1])]
+  assert config_lib.config_changes(
+    recorded, config_lib.as_json(tiny_config(data_seeds=[0, 1]))
+  ) == [('data_seeds', [], [0, 1])]
 
 
 def test_the_default_reproduces_the_run_before_data_seeds(tmp_path):
@@ -78,8 +91,9 @@ def test_the_default_reproduces_the_run_before_data_seeds(tmp_path):
   for a, b in zip(now, golden):
     np.testing.assert_allclose(a['loss'], b['loss'], rtol=1e-6)
     assert a['accuracy_by_length'].keys() == b['accuracy_by_length'].keys()
-    np.testing.assert_allclose(list(a['accuracy_by_length'].values()),
-                               list(b['accuracy_by_length'].values()), rtol=1e-6)
+    np.testing.assert_allclose(
+      list(a['accuracy_by_length'].values()), list(b['accuracy_by_length'].values()), rtol=1e-6
+    )
 
 
 def test_data_seed_members_are_the_runs_of_that_data_order(tmp_path):
@@ -101,7 +115,11 @@ def test_data_seed_members_are_the_runs_of_that_data_order(tmp_path):
 def test_results_record_each_member_s_data_seed(tmp_path):
   results = train.train_and_evaluate(tiny_config(data_seeds=[3, 4]), str(tmp_path))
   assert [(m['seed'], m['data_seed']) for m in results['members']] == [
-      (0, 3), (0, 4), (1, 3), (1, 4)]
+    (0, 3),
+    (0, 4),
+    (1, 3),
+    (1, 4),
+  ]
   assert list(results['members'][0])[:3] == ['seed', 'data_seed', 'learning_rate']
 
 
@@ -110,8 +128,12 @@ def test_a_data_seed_population_resumes_bit_for_bit(tmp_path):
   config = tiny_config(data_seeds=[0, 7], checkpoint_every=2)
   written = []
   with pytest.raises(checkpoint.Preempted):
-    train.train_and_evaluate(config, str(tmp_path / 'stopped'), should_stop=lambda: bool(written),
-                             checkpointed=written.append)
+    train.train_and_evaluate(
+      config,
+      str(tmp_path / 'stopped'),
+      should_stop=lambda: bool(written),
+      checkpointed=written.append,
+    )
   assert written == [2]
   results = train.train_and_evaluate(config, str(tmp_path / 'stopped'))
   rows = io.read_jsonl(os.path.join(tmp_path / 'stopped', 'metrics.jsonl'))

@@ -25,8 +25,12 @@ def decoder(name, **kw):
 @functools.lru_cache(maxsize=None)
 def variables(name, **kw):
   model = decoder(name, **dict(kw))
-  return model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
-                    jnp.array([4]), deterministic=True)
+  return model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 4), jnp.int32),
+    jnp.array([4]),
+    deterministic=True,
+  )
 
 
 def prompts():
@@ -39,17 +43,21 @@ def prompts():
 # families beyond a sample: they share one module, and the sample keeps the suite short.
 # Plus two combinations.
 FAMILY_SAMPLE = ('kerple_log', 'sliding_window', 't5', 'randomized_type2', 'randomized_t5')
-NAMES = [n for n in encodings.ENCODINGS
-         if n.removeprefix('randomized_') not in families.FAMILIES or n in FAMILY_SAMPLE] + [
-             'sin_cos+alibi', 'abacus+fire']
+NAMES = [
+  n
+  for n in encodings.ENCODINGS
+  if n.removeprefix('randomized_') not in families.FAMILIES or n in FAMILY_SAMPLE
+] + ['sin_cos+alibi', 'abacus+fire']
 
 
 # The CPU backend serves the prompt pass (steps run fused): every family it specializes in
 # the default suite, the rest with -m slow.
 CASES = [(name, 'xla_fused') for name in NAMES] + [
-    (name, 'cpu_blocked') if name in ('randomized_relative', 'alibi', 'geometric_directional',
-                                      'randomized_rotary')
-    else pytest.param(name, 'cpu_blocked', marks=pytest.mark.slow) for name in NAMES]
+  (name, 'cpu_blocked')
+  if name in ('randomized_relative', 'alibi', 'geometric_directional', 'randomized_rotary')
+  else pytest.param(name, 'cpu_blocked', marks=pytest.mark.slow)
+  for name in NAMES
+]
 
 
 @pytest.mark.parametrize('name, impl', CASES)
@@ -72,8 +80,9 @@ def test_decoder_alibi_weights_are_press_et_al():
   params[('params', 'layer_0', 'attention', 'query', 'kernel')] *= 0
   params = traverse_util.unflatten_dict(params)
   tokens = jax.random.randint(jax.random.key(2), (1, 6), 0, EOS)
-  _, state = model.apply(params, tokens, jnp.array([6]), deterministic=True,
-                         mutable='intermediates')
+  _, state = model.apply(
+    params, tokens, jnp.array([6]), deterministic=True, mutable='intermediates'
+  )
   weights = np.asarray(jax.tree.leaves(state['intermediates'])[0])[0]  # [H, Q, S]
   slopes = encodings.alibi_slopes(TINY['num_heads'])
   i, j = np.arange(6)[:, None], np.arange(6)[None, :]
@@ -90,14 +99,29 @@ def test_cached_decoding_step_logits_equal_the_whole_sequence():
   lengths = jnp.array([9, 9])
   rngs = {'noise': jax.random.key(3)}
   whole, _ = model.apply(params, seq, lengths, deterministic=True, rngs=rngs)
-  _, cache = model.apply(params, seq[:, :5], jnp.array([5, 5]), deterministic=True,
-                         num_positions=9, draw_length=lengths, rngs=rngs)
+  _, cache = model.apply(
+    params,
+    seq[:, :5],
+    jnp.array([5, 5]),
+    deterministic=True,
+    num_positions=9,
+    draw_length=lengths,
+    rngs=rngs,
+  )
   cache = generate_lib.pad_cache(cache, 9)
   for t in range(5, 9):
     q_idx = jnp.full((2, 1), t)
-    step, cache = model.apply(params, seq[:, t:t + 1], q_idx[:, 0] + 1, q_idx=q_idx,
-                              cache=cache, num_positions=9, draw_length=lengths,
-                              deterministic=True, rngs=rngs)
+    step, cache = model.apply(
+      params,
+      seq[:, t : t + 1],
+      q_idx[:, 0] + 1,
+      q_idx=q_idx,
+      cache=cache,
+      num_positions=9,
+      draw_length=lengths,
+      deterministic=True,
+      rngs=rngs,
+    )
     np.testing.assert_allclose(step[:, 0], whole[:, t], atol=2e-5)
 
 
@@ -107,8 +131,7 @@ def test_generation_stops_at_eos_and_fills_after_it():
   # Zero weights but the output bias: every step emits EOS.
   params['params']['head']['bias'] = jnp.zeros(VOCAB).at[EOS].set(1.0)
   tokens, lengths = prompts()
-  out = generate_lib.generate(model, params, tokens, lengths, 6, EOS,
-                              {'noise': jax.random.key(0)})
+  out = generate_lib.generate(model, params, tokens, lengths, 6, EOS, {'noise': jax.random.key(0)})
   np.testing.assert_array_equal(out, np.full((3, 6), EOS))
 
 
@@ -134,11 +157,13 @@ def test_looped_block_at_one_recurrence_without_injection_is_the_plain_model(nam
   plain = models.Encoder(vocab_size=3, num_classes=2, encoding=name, **TINY)
   looped = plain.clone(loop=True)
   tokens = jax.random.randint(jax.random.key(1), (2, 7), 0, 3)
-  params = plain.init(models.init_rngs(jax.random.key(0)), tokens, jnp.int32(7),
-                      deterministic=True)['params']
+  params = plain.init(
+    models.init_rngs(jax.random.key(0)), tokens, jnp.int32(7), deterministic=True
+  )['params']
   flat = traverse_util.flatten_dict(params, sep='/')
   as_block = traverse_util.unflatten_dict(
-      {(f'block/{k}' if k.startswith('layer_') else k): v for k, v in flat.items()}, sep='/')
+    {(f'block/{k}' if k.startswith('layer_') else k): v for k, v in flat.items()}, sep='/'
+  )
   rngs = {'noise': jax.random.key(5)}
   a = plain.apply({'params': params}, tokens, jnp.int32(6), deterministic=True, rngs=rngs)
   b = looped.apply({'params': as_block}, tokens, jnp.int32(6), deterministic=True, rngs=rngs)
@@ -146,11 +171,16 @@ def test_looped_block_at_one_recurrence_without_injection_is_the_plain_model(nam
 
 
 def _looped(**kw):
-  model = models.Encoder(vocab_size=3, num_classes=2, encoding='none',
-                         **{**TINY, 'num_layers': 1, 'recurrences': 4, **kw})
+  model = models.Encoder(
+    vocab_size=3,
+    num_classes=2,
+    encoding='none',
+    **{**TINY, 'num_layers': 1, 'recurrences': 4, **kw},
+  )
   tokens = jax.random.randint(jax.random.key(1), (2, 5), 0, 3)
-  params = model.init(models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5),
-                      deterministic=True)['params']
+  params = model.init(
+    models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
+  )['params']
   return model, params, tokens
 
 
@@ -161,25 +191,28 @@ def test_progressive_window_cuts_the_gradient_of_earlier_recurrences(injection):
   model, params, tokens = _looped(injection=injection)
 
   def embedding_grad(window):
-    loss = lambda p: jnp.sum(model.apply({'params': p}, tokens, jnp.int32(5),
-                                         deterministic=True, window=window) ** 2)
+    loss = lambda p: jnp.sum(
+      model.apply({'params': p}, tokens, jnp.int32(5), deterministic=True, window=window) ** 2
+    )
     return jax.grad(loss)(params)['token_embed']['embedding']
 
   assert np.abs(embedding_grad((0, 4))).max() > 0
   cut = np.abs(embedding_grad((2, 3))).max()
   assert (cut == 0) == (injection == 'none'), cut
   # Recurrences past the window do not run: (0, 2) is the model with R = 2.
-  two = model.apply({'params': params}, tokens, jnp.int32(5), deterministic=True,
-                    recurrences=2)
-  windowed = model.apply({'params': params}, tokens, jnp.int32(5), deterministic=True,
-                         window=(0, 2))
+  two = model.apply({'params': params}, tokens, jnp.int32(5), deterministic=True, recurrences=2)
+  windowed = model.apply(
+    {'params': params}, tokens, jnp.int32(5), deterministic=True, window=(0, 2)
+  )
   np.testing.assert_allclose(two, windowed, atol=1e-6)
 
 
 def test_more_recurrences_at_evaluation_than_in_training():
   model, params, tokens = _looped(injection='block')
-  four, eight = (model.apply({'params': params}, tokens, jnp.int32(5), deterministic=True,
-                             recurrences=r) for r in (4, 8))
+  four, eight = (
+    model.apply({'params': params}, tokens, jnp.int32(5), deterministic=True, recurrences=r)
+    for r in (4, 8)
+  )
   assert np.all(np.isfinite(eight)) and not np.allclose(four, eight)
 
 
@@ -190,13 +223,16 @@ def test_more_recurrences_at_evaluation_than_in_training():
 def test_each_example_uses_the_head_of_its_task():
   model = models.Encoder(vocab_size=3, num_classes=2, encoding='none', num_outputs=2, **TINY)
   tokens = jax.random.randint(jax.random.key(1), (4, 5), 0, 3)
-  params = model.init(models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5),
-                      deterministic=True)['params']
+  params = model.init(
+    models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
+  )['params']
   task = jnp.array([0, 0, 1, 1])
 
   def head_grads(weights):
-    loss = lambda p: jnp.sum(weights[:, None, None] * model.apply(
-        {'params': p}, tokens, jnp.int32(5), deterministic=True, task=task))
+    loss = lambda p: jnp.sum(
+      weights[:, None, None]
+      * model.apply({'params': p}, tokens, jnp.int32(5), deterministic=True, task=task)
+    )
     return np.abs(jax.grad(loss)(params)['heads']['kernel']).max(axis=(0, 2))  # per head
 
   only_task0 = head_grads(jnp.array([1.0, 1.0, 0.0, 0.0]))
@@ -205,15 +241,27 @@ def test_each_example_uses_the_head_of_its_task():
   assert only_task1[0] == 0 and only_task1[1] > 0
 
 
-@pytest.mark.parametrize('options', [
-    dict(norm='pre'), dict(ffn='gelu_glu'), dict(tie_embeddings=True),
-    dict(temperature='learned', temperature_beta=0.5), dict(temperature='fixed'),
-    dict(recurrences=2, injection='layer'), dict(dtype=jnp.bfloat16)])
+@pytest.mark.parametrize(
+  'options',
+  [
+    dict(norm='pre'),
+    dict(ffn='gelu_glu'),
+    dict(tie_embeddings=True),
+    dict(temperature='learned', temperature_beta=0.5),
+    dict(temperature='fixed'),
+    dict(recurrences=2, injection='layer'),
+    dict(dtype=jnp.bfloat16),
+  ],
+)
 def test_decoder_options_generate_consistently(options):
   # Every option keeps cached generation equal to re-decoding.
   model = decoder('rotary', **options)
-  params = model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
-                      jnp.array([4]), deterministic=True)
+  params = model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 4), jnp.int32),
+    jnp.array([4]),
+    deterministic=True,
+  )
   tokens, lengths = prompts()
   rngs = {'noise': jax.random.key(3)}
   cached = generate_lib.generate(model, params, tokens, lengths, 6, EOS, rngs)
@@ -228,19 +276,24 @@ def test_decoder_options_generate_consistently(options):
 
 def test_temperature_grows_with_the_keys_attended():
   from posenc import attention
+
   tau = attention.temperature(jnp.float32(1.0), jnp.array([0, 1, 5]), jnp.int32(9), True)
   np.testing.assert_allclose(tau, [[np.log(2), np.log(2), np.log(6)]], rtol=1e-6)
   tau = attention.temperature(jnp.float32(2.0), jnp.array([0, 1]), jnp.array([3, 9]), False)
   np.testing.assert_allclose(tau, [[2 * np.log(3)] * 2, [2 * np.log(9)] * 2], rtol=1e-6)
 
 
-@pytest.mark.parametrize('name', [pytest.param('randomized_alibi', marks=pytest.mark.slow),
-                                  'forgetting'])
+@pytest.mark.parametrize(
+  'name', [pytest.param('randomized_alibi', marks=pytest.mark.slow), 'forgetting']
+)
 def test_generation_under_a_population_vmap_equals_each_member_alone(name):
   model = decoder(name)
   keys = jax.random.split(jax.random.key(0), 2)
-  members = jax.vmap(lambda k: model.init(models.init_rngs(k), jnp.zeros((1, 4), jnp.int32),
-                                          jnp.array([4]), deterministic=True))(keys)
+  members = jax.vmap(
+    lambda k: model.init(
+      models.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
+    )
+  )(keys)
   tokens, lengths = prompts()
   rngs = {'noise': jax.random.key(3)}
   run = lambda v: generate_lib.generate(model, v, tokens, lengths, 6, EOS, rngs)
@@ -253,12 +306,17 @@ def test_looped_program_size_does_not_grow_with_recurrences():
   # Recurrences run in a scan: the compiled program is the same size for any R.
   sizes = []
   for r in (2, 16):
-    model = models.Encoder(vocab_size=3, num_classes=2, encoding='rotary',
-                           **{**TINY, 'num_layers': 1, 'recurrences': r})
+    model = models.Encoder(
+      vocab_size=3, num_classes=2, encoding='rotary', **{**TINY, 'num_layers': 1, 'recurrences': r}
+    )
     tokens = jnp.zeros((1, 5), jnp.int32)
-    params = model.init(models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5),
-                        deterministic=True)
-    text = jax.jit(lambda p: model.apply(p, tokens, jnp.int32(5), deterministic=True)).lower(
-        params).as_text()
+    params = model.init(
+      models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
+    )
+    text = (
+      jax.jit(lambda p: model.apply(p, tokens, jnp.int32(5), deterministic=True))
+      .lower(params)
+      .as_text()
+    )
     sizes.append(text.count('\n'))  # operations, one per line
   assert sizes[0] == sizes[1], sizes

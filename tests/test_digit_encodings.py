@@ -52,24 +52,33 @@ def test_padding_never_changes_a_real_tokens_embedding(name, deterministic):
     tokens, lengths = _batch(width)
     # The same key at both widths: Abacus draws one offset per batch, position coupling
     # one per row from the row's own bound; neither draw reads the padding.
-    out[width] = module.apply(params, width, lengths, tokens, deterministic,
-                              rngs={'noise': jax.random.key(1)})
+    out[width] = module.apply(
+      params, width, lengths, tokens, deterministic, rngs={'noise': jax.random.key(1)}
+    )
   _assert_real_tokens_equal(out, lengths)
 
 
 @pytest.mark.parametrize('name', READS_DIGITS)
 def test_padding_never_reaches_a_real_token_in_a_causal_decoder(name):
-  model = models.Decoder(vocab_size=arithmetic.NUM_BASE_TOKENS, encoding=name, num_layers=1,
-                         d_model=16, num_heads=2, ffn_size=16, dropout=0.0, max_position=64,
-                         attention_impl='reference')
+  model = models.Decoder(
+    vocab_size=arithmetic.NUM_BASE_TOKENS,
+    encoding=name,
+    num_layers=1,
+    d_model=16,
+    num_heads=2,
+    ffn_size=16,
+    dropout=0.0,
+    max_position=64,
+    attention_impl='reference',
+  )
   tokens, lengths = _batch(WIDTHS[0])
-  params = model.init(models.init_rngs(jax.random.key(0)), tokens, lengths,
-                      deterministic=True)
+  params = model.init(models.init_rngs(jax.random.key(0)), tokens, lengths, deterministic=True)
   out = {}
   for width in WIDTHS:
     tokens, lengths = _batch(width)
-    out[width], _ = model.apply(params, tokens, lengths, deterministic=False,
-                                rngs={'noise': jax.random.key(1)})
+    out[width], _ = model.apply(
+      params, tokens, lengths, deterministic=False, rngs={'noise': jax.random.key(1)}
+    )
   _assert_real_tokens_equal(out, lengths)
 
 
@@ -81,14 +90,17 @@ def test_abacus_counts_padding_as_a_number_that_no_real_token_sees():
   padding lies right of every real token; in a causal decoder no real query attends to it
   either (keys past each row's length are masked, and a query sees only keys up to itself),
   as the decoder test above checks."""
-  tokens = jnp.asarray([arithmetic.encode('5+5=01$') + [0] * 5,
-                        arithmetic.encode('98+385=27') + [0] * 3])
+  tokens = jnp.asarray(
+    [arithmetic.encode('5+5=01$') + [0] * 5, arithmetic.encode('98+385=27') + [0] * 3]
+  )
   ids = np.asarray(embeddings.abacus_positions(tokens, tokens < 10))
-  np.testing.assert_array_equal(ids, [[1, 0, 1, 0, 1, 2, 0, 1, 2, 3, 4, 5],
-                                      [1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5]])
+  np.testing.assert_array_equal(
+    ids, [[1, 0, 1, 0, 1, 2, 0, 1, 2, 3, 4, 5], [1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5]]
+  )
   for cut in (6, 9):  # the rows' real lengths (the first fed without its EOS)
     np.testing.assert_array_equal(
-        embeddings.abacus_positions(tokens[:, :cut], tokens[:, :cut] < 10), ids[:, :cut])
+      embeddings.abacus_positions(tokens[:, :cut], tokens[:, :cut] < 10), ids[:, :cut]
+    )
 
 
 def test_index_hints_never_hint_padding():
@@ -97,8 +109,9 @@ def test_index_hints_never_hint_padding():
   out = {}
   for width in WIDTHS:
     tokens = jnp.asarray([row + [0] * (width // 2 - len(row))])
-    hinted, length = arithmetic.with_index_hints(tokens, jnp.asarray([len(row)]),
-                                                 jnp.asarray([3]), 102, width)
+    hinted, length = arithmetic.with_index_hints(
+      tokens, jnp.asarray([len(row)]), jnp.asarray([3]), 102, width
+    )
     assert int(length[0]) == 12 and not np.asarray(hinted[0, 12:]).any()
     out[width] = hinted
   assert arithmetic.decode(out[WIDTHS[0]][0, :12]) == 'd9e8+d3e8f5='
@@ -108,9 +121,11 @@ def test_index_hints_never_hint_padding():
   task = tasks.get('addition', {'index_hints': True})
   symbols = {}
   for extra in (0, 6):
-    batch = task.sample(jax.random.key(2), 8, 3, 5, task.max_prompt(3, 5) + extra,
-                        task.max_answer(3, 5) + extra)
+    batch = task.sample(
+      jax.random.key(2), 8, 3, 5, task.max_prompt(3, 5) + extra, task.max_answer(3, 5) + extra
+    )
     prompt = np.arange(batch['tokens'].shape[1])[None, :] < batch['prompt_length'][:, None]
-    symbols[extra] = np.where(prompt & (batch['tokens'] >= arithmetic.FIRST_INDEX_SYMBOL),
-                              batch['tokens'], -1)[:, :task.max_prompt(3, 5)]
+    symbols[extra] = np.where(
+      prompt & (batch['tokens'] >= arithmetic.FIRST_INDEX_SYMBOL), batch['tokens'], -1
+    )[:, : task.max_prompt(3, 5)]
   np.testing.assert_array_equal(symbols[0], symbols[6])

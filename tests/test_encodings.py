@@ -1,4 +1,5 @@
 """Golden numbers and invariants of the encodings' functions and modules (posenc/encodings)."""
+
 import math
 import re
 
@@ -20,34 +21,39 @@ from posenc.attention import reference
 def test_sinusoid_by_hand():
   # D = 4: ω = [1, 10000^(-1/2)] = [1, 0.01]; concatenated sin | cos halves.
   got = encodings.sinusoid(jnp.array([0, 1, -2]), 4)
-  want = [[0, 0, 1, 1],
-          [math.sin(1), math.sin(0.01), math.cos(1), math.cos(0.01)],
-          [math.sin(-2), math.sin(-0.02), math.cos(-2), math.cos(-0.02)]]
+  want = [
+    [0, 0, 1, 1],
+    [math.sin(1), math.sin(0.01), math.cos(1), math.cos(0.01)],
+    [math.sin(-2), math.sin(-0.02), math.cos(-2), math.cos(-0.02)],
+  ]
   np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_learned_rows_clamped():
-  np.testing.assert_array_equal(encodings.learned(jnp.array([0, 5]), jnp.eye(3)),
-                                [[1, 0, 0], [0, 0, 1]])
+  np.testing.assert_array_equal(
+    encodings.learned(jnp.array([0, 5]), jnp.eye(3)), [[1, 0, 0], [0, 0, 1]]
+  )
 
 
 def test_alibi_slopes():
   np.testing.assert_allclose(encodings.alibi_slopes(8), [2.0**-k for k in range(1, 9)])
   # Non-power of two: slopes of 4 heads, then every other slope of the 8-head list.
-  np.testing.assert_allclose(encodings.alibi_slopes(6),
-                             [1 / 4, 1 / 16, 1 / 64, 1 / 256, 1 / 2, 1 / 8])
+  np.testing.assert_allclose(
+    encodings.alibi_slopes(6), [1 / 4, 1 / 16, 1 / 64, 1 / 256, 1 / 2, 1 / 8]
+  )
 
 
 def test_alibi_matrix():
-  want = np.array([[0, -1, -2, -3], [-.5, 0, -1, -2], [-1.5, -.5, 0, -1], [-2.5, -1.5, -.5, 0]])
+  want = np.array([[0, -1, -2, -3], [-0.5, 0, -1, -2], [-1.5, -0.5, 0, -1], [-2.5, -1.5, -0.5, 0]])
   slopes = encodings.alibi_slopes(8)
   got = encodings.alibi_bias(jnp.arange(4), jnp.arange(4), slopes)
   assert got.shape == (8, 4, 4)
   for h, slope in enumerate(slopes):
     np.testing.assert_allclose(got[h], slope * want)
   # Some query rows (one decoding step, a block) are those rows of the whole.
-  np.testing.assert_array_equal(encodings.alibi_bias(jnp.arange(1, 3), jnp.arange(4), slopes),
-                                got[:, 1:3])
+  np.testing.assert_array_equal(
+    encodings.alibi_bias(jnp.arange(1, 3), jnp.arange(4), slopes), got[:, 1:3]
+  )
 
 
 def press_alibi(num_queries, num_keys, slopes, distance=lambda d: d):
@@ -67,12 +73,16 @@ def test_causal_alibi_is_press_et_al():
   visible = ~np.isnan(want)
   np.testing.assert_allclose(got[visible], want[visible], rtol=1e-6)
   np.testing.assert_allclose(
-      encodings.alibi_bias(jnp.arange(4), jnp.arange(4), np.ones(1), causal=True)[0, 3],
-      [-3, -2, -1, 0])
+    encodings.alibi_bias(jnp.arange(4), jnp.arange(4), np.ones(1), causal=True)[0, 3],
+    [-3, -2, -1, 0],
+  )
   # Randomized: the drawn distance of each offset, and still nothing on the diagonal.
   table = np.array([0, 2, 3, 7, 9, 12])
-  got = np.asarray(encodings.alibi_bias(jnp.arange(6), jnp.arange(6), slopes, causal=True,
-                                        distances=jnp.asarray(table)))
+  got = np.asarray(
+    encodings.alibi_bias(
+      jnp.arange(6), jnp.arange(6), slopes, causal=True, distances=jnp.asarray(table)
+    )
+  )
   want = press_alibi(6, 6, slopes, lambda d: table[d])
   np.testing.assert_allclose(got[visible], want[visible], rtol=1e-6)
 
@@ -80,8 +90,9 @@ def test_causal_alibi_is_press_et_al():
 def test_randomized_alibi_uses_distance_table():
   # The reference's ALiBi: with distances q = [0, 1, 4, 6, 10] row 0 is 0 -1 -4 -6 -10 and row
   # 2 is -3.5 -0.5 0 -1 -4 (÷ slope).
-  got = encodings.alibi_bias(jnp.arange(5), jnp.arange(5), np.ones(1, np.float32),
-                             distances=jnp.array([0, 1, 4, 6, 10]))
+  got = encodings.alibi_bias(
+    jnp.arange(5), jnp.arange(5), np.ones(1, np.float32), distances=jnp.array([0, 1, 4, 6, 10])
+  )
   np.testing.assert_allclose(got[0, 0], [0, -1, -4, -6, -10])
   np.testing.assert_allclose(got[0, 2], [-3.5, -0.5, 0, -1, -4])
 
@@ -102,8 +113,9 @@ def test_relative_bias_by_brute_force():
   u, v = jax.random.normal(keys[2], (2, h, d))
   w_r = jax.random.normal(keys[3], (h * d, h * d))
   offsets = encodings.relative_offset_positions(t)
-  got = encodings.relative_bias(q, k, jnp.arange(t), jnp.arange(t), u=u, v=v, w_r=w_r,
-                                offset_positions=offsets)
+  got = encodings.relative_bias(
+    q, k, jnp.arange(t), jnp.arange(t), u=u, v=v, w_r=w_r, offset_positions=offsets
+  )
   want = np.zeros((h, t, t))
   for i in range(t):
     for j in range(t):
@@ -117,10 +129,12 @@ def test_relative_offset_positions_example():
   r = jnp.array([0, 2, 5])
   np.testing.assert_array_equal(encodings.relative_offset_positions(3), [-2, -1, 0, 1, 2])
   np.testing.assert_array_equal(
-      encodings.relative_offset_positions(3, distances=r, max_position=8), [-5, -2, 0, 2, 5])
+    encodings.relative_offset_positions(3, distances=r, max_position=8), [-5, -2, 0, 2, 5]
+  )
   np.testing.assert_array_equal(
-      encodings.relative_offset_positions(3, distances=r, mode='reference', max_position=8),
-      [3, 6, 7, 7, 7])
+    encodings.relative_offset_positions(3, distances=r, mode='reference', max_position=8),
+    [3, 6, 7, 7, 7],
+  )
 
 
 def _geometric_brute_force(s, valid):
@@ -145,16 +159,20 @@ def test_geometric_matches_brute_force_and_rows_at_most_one():
   for t in (1, 2, 5, 9):
     s = rng.normal(size=(t, t)) * 2
     valid = np.arange(t) < max(1, t - 2)
-    got = np.asarray(encodings.geometric_weights(jnp.asarray(s), jnp.arange(t), jnp.arange(t),
-                                                 jnp.asarray(valid)[None, :]))
+    got = np.asarray(
+      encodings.geometric_weights(
+        jnp.asarray(s), jnp.arange(t), jnp.arange(t), jnp.asarray(valid)[None, :]
+      )
+    )
     np.testing.assert_allclose(got, _geometric_brute_force(s, valid), atol=1e-6)
     assert np.all(got.sum(-1) <= 1 + 1e-6) and np.all(got >= 0)
     assert np.all(got[:, ~valid] == 0) and np.all(np.diag(got) == 0)
   # Padded keys (invalid) do not change the real rows.
   s = rng.normal(size=(16, 16)) * 2
   valid = np.arange(16) < 7
-  got = encodings.geometric_weights(jnp.asarray(s[:9]), jnp.arange(9), jnp.arange(16),
-                                    jnp.asarray(valid)[None, :])
+  got = encodings.geometric_weights(
+    jnp.asarray(s[:9]), jnp.arange(9), jnp.arange(16), jnp.asarray(valid)[None, :]
+  )
   np.testing.assert_allclose(got, _geometric_brute_force(s, valid)[:9], atol=1e-6)
 
 
@@ -163,8 +181,11 @@ def test_geometric_picks_nearest_matching_key():
   matches = np.zeros(t, bool)
   matches[[1, 4, 8]] = True
   s = np.where(matches[None, :], 8.0, -8.0) * np.ones((t, 1))
-  weights = np.asarray(encodings.geometric_weights(jnp.asarray(s), jnp.arange(t),
-                                                   jnp.arange(t), jnp.ones((1, t), bool)))
+  weights = np.asarray(
+    encodings.geometric_weights(
+      jnp.asarray(s), jnp.arange(t), jnp.arange(t), jnp.ones((1, t), bool)
+    )
+  )
   best = weights.argmax(-1)
   assert best[5] == 4  # distance 1 to the left beats distance 3 to the right
   assert best[6] == 8  # a tie at distance 2: the right key wins
@@ -177,8 +198,7 @@ def test_abacus_positions_by_hand():
   # from its first (least significant) digit; other tokens get 0.
   tokens = jnp.array([[9, 8, 10, 3, 8, 5, 13, 2, 7], [5, 12, 0, 13, 13, 13, 13, 13, 13]])
   got = encodings.embeddings.abacus_positions(tokens, tokens < 10)
-  np.testing.assert_array_equal(got, [[1, 2, 0, 1, 2, 3, 0, 1, 2],
-                                      [1, 0, 1, 0, 0, 0, 0, 0, 0]])
+  np.testing.assert_array_equal(got, [[1, 2, 0, 1, 2, 3, 0, 1, 2], [1, 0, 1, 0, 0, 0, 0, 0, 0]])
 
 
 def test_abacus_embedding_shares_one_offset_in_training_and_none_at_evaluation():
@@ -195,20 +215,23 @@ def test_abacus_embedding_shares_one_offset_in_training_and_none_at_evaluation()
     assert 0 <= k <= 5
     want = jnp.where(jnp.array([1, 2, 0, 1, 2, 3]) > 0, jnp.array([1, 2, 0, 1, 2, 3]) + k, 0)
     np.testing.assert_allclose(trained[0], table[want])
-    np.testing.assert_allclose(trained[1], table[jnp.array([1, 0, 1, 2, 3, 4]) + k *
-                                                 (jnp.array([1, 0, 1, 2, 3, 4]) > 0)])
+    np.testing.assert_allclose(
+      trained[1], table[jnp.array([1, 0, 1, 2, 3, 4]) + k * (jnp.array([1, 0, 1, 2, 3, 4]) > 0)]
+    )
 
 
 def test_fire_against_a_direct_numpy_formula():
   rng = np.random.default_rng(0)
   w1, b1 = rng.normal(size=(1, 32)), rng.normal(size=32)
   w2, b2 = rng.normal(size=(32, 3)), rng.normal(size=3)
-  mlp = lambda x: encodings.biases.fire_mlp(x, (jnp.asarray(w1), jnp.asarray(w2)),
-                                            (jnp.asarray(b1), jnp.asarray(b2)))
+  mlp = lambda x: encodings.biases.fire_mlp(
+    x, (jnp.asarray(w1), jnp.asarray(w2)), (jnp.asarray(b1), jnp.asarray(b2))
+  )
   c, threshold = 0.3, 4.0
   q_pos, k_pos = np.arange(7), np.arange(7)
-  got = encodings.biases.fire_bias(jnp.asarray(q_pos), jnp.asarray(k_pos), mlp, c=c,
-                                   threshold=threshold)
+  got = encodings.biases.fire_bias(
+    jnp.asarray(q_pos), jnp.asarray(k_pos), mlp, c=c, threshold=threshold
+  )
   psi = lambda x: np.log(abs(c * x) + 1)
   want = np.zeros((3, 7, 7))
   for i in q_pos:
@@ -245,9 +268,16 @@ def test_relative_bias_depends_only_on_offset():
   q = jnp.broadcast_to(jax.random.normal(keys[0], (1, 1, h, d)), (1, t, h, d))
   k = jnp.broadcast_to(jax.random.normal(keys[1], (1, 1, h, d)), (1, t, h, d))
   u, v = jax.random.normal(keys[3], (2, h, d))
-  bias = encodings.relative_bias(q, k, jnp.arange(t), jnp.arange(t), u=u, v=v,
-                                 w_r=jax.random.normal(keys[2], (h * d, h * d)),
-                                 offset_positions=encodings.relative_offset_positions(t))
+  bias = encodings.relative_bias(
+    q,
+    k,
+    jnp.arange(t),
+    jnp.arange(t),
+    u=u,
+    v=v,
+    w_r=jax.random.normal(keys[2], (h * d, h * d)),
+    offset_positions=encodings.relative_offset_positions(t),
+  )
   for head in range(h):
     _depends_only_on_offset(bias[0, head])
 
@@ -271,8 +301,9 @@ def test_random_positions_padded_equals_exact():
     exact = encodings.random_positions(key, length, max_position=30)
     np.testing.assert_array_equal(padded(length)[:length], exact)
     np.testing.assert_array_equal(
-        encodings.random_distances(key, 12, max_position=30, length=length)[:length],
-        encodings.random_distances(key, length, max_position=30))
+      encodings.random_distances(key, 12, max_position=30, length=length)[:length],
+      encodings.random_distances(key, length, max_position=30),
+    )
 
 
 def test_random_positions_too_long_raises():
@@ -287,8 +318,11 @@ def test_random_positions_uniform_chi_square():
   draws = jax.vmap(lambda k: encodings.random_positions(k, t, max_position=big_l))(keys)
   observed = np.bincount(np.asarray(draws[:, rank]), minlength=big_l)
   m = np.arange(big_l)
-  expected = np.array([math.comb(x, rank) * math.comb(big_l - 1 - x, t - 1 - rank)
-                       for x in m]) / math.comb(big_l, t) * n
+  expected = (
+    np.array([math.comb(x, rank) * math.comb(big_l - 1 - x, t - 1 - rank) for x in m])
+    / math.comb(big_l, t)
+    * n
+  )
   keep = expected > 0
   assert observed[~keep].sum() == 0
   _, p_value = stats.chisquare(observed[keep], expected[keep])
@@ -315,8 +349,9 @@ def _weights(name, q, k, noise_seed=0, params=None, x=None, **options):
     params = module.init(rngs, t, t, x).get('params', {})
   enc = module.apply({'params': params}, t, t, x, rngs=rngs)
   eye = jnp.broadcast_to(jnp.eye(t)[None, :, None, :], (b, t, h, t))  # v = one-hot keys
-  out = attention.attend(q, k, eye, enc, key_valid=jnp.ones(t, bool), causal=False,
-                         impl='reference')
+  out = attention.attend(
+    q, k, eye, enc, key_valid=jnp.ones(t, bool), causal=False, impl='reference'
+  )
   return out.transpose(0, 2, 1, 3), params
 
 
@@ -351,16 +386,34 @@ def test_randomized_rotary_shares_positions_for_q_and_k():
 
 def test_layers_draw_independently():
   from posenc import models as model_lib
-  m = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='randomized_alibi', num_layers=2,
-                        d_model=8, num_heads=2, ffn_size=8, max_position=100)
+
+  m = model_lib.Encoder(
+    vocab_size=2,
+    num_classes=2,
+    encoding='randomized_alibi',
+    num_layers=2,
+    d_model=8,
+    num_heads=2,
+    ffn_size=8,
+    max_position=100,
+  )
   tokens = jnp.zeros((1, 6), jnp.int32)
-  variables = m.init(model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(6),
-                     deterministic=True)
-  _, state = m.apply(variables, tokens, jnp.int32(6), deterministic=True,
-                     rngs={'noise': jax.random.key(1)}, capture_intermediates=True,
-                     mutable=['intermediates'])
-  draws = [state['intermediates'][f'layer_{i}']['attention']['encoding']['__call__'][0]
-           .params['distances'] for i in range(2)]
+  variables = m.init(
+    model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(6), deterministic=True
+  )
+  _, state = m.apply(
+    variables,
+    tokens,
+    jnp.int32(6),
+    deterministic=True,
+    rngs={'noise': jax.random.key(1)},
+    capture_intermediates=True,
+    mutable=['intermediates'],
+  )
+  draws = [
+    state['intermediates'][f'layer_{i}']['attention']['encoding']['__call__'][0].params['distances']
+    for i in range(2)
+  ]
   assert not np.array_equal(draws[0], draws[1])
 
 
@@ -371,8 +424,9 @@ def test_geometric_directional_tells_left_from_right(side):
   _, params = _weights('geometric_directional', q, q)
   params = jax.tree.map(jnp.zeros_like, params)
   # Bias layout per head: (left, right). Favour one side strongly.
-  params['direction']['bias'] = jnp.tile(jnp.array([5.0, -5.0] if side == 'left'
-                                                   else [-5.0, 5.0]), h)
+  params['direction']['bias'] = jnp.tile(
+    jnp.array([5.0, -5.0] if side == 'left' else [-5.0, 5.0]), h
+  )
   params['gamma'], params['rho'] = jnp.ones(()), jnp.ones(())
   w, _ = _weights('geometric_directional', q, q, params=params, x=jnp.ones((1, t, h * d)))
   w = np.asarray(w[0, 0])
@@ -393,13 +447,29 @@ def test_visible_keys_only():
 
 def test_registry():
   assert encodings.NAMES == (
-      'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos',
-      'randomized_relative', 'randomized_alibi', 'randomized_rotary', 'randomized_learned',
-      'geometric', 'geometric_directional')
+    'none',
+    'sin_cos',
+    'relative',
+    'alibi',
+    'rotary',
+    'learned',
+    'randomized_sin_cos',
+    'randomized_relative',
+    'randomized_alibi',
+    'randomized_rotary',
+    'randomized_learned',
+    'geometric',
+    'geometric_directional',
+  )
   families = set(encodings.families.FAMILIES)
   assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {
-      'abacus', 'fire', 'randomized_fire', *families, *{f'randomized_{f}' for f in families},
-      *encodings.RECENT}
+    'abacus',
+    'fire',
+    'randomized_fire',
+    *families,
+    *{f'randomized_{f}' for f in families},
+    *encodings.RECENT,
+  }
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
   kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}
@@ -413,16 +483,24 @@ def test_combinations():
   assert combo.attention is encodings.ENCODINGS['alibi'].attention and combo.kind == 'bias'
   assert encodings.get('randomized_rotary+learned').randomized
   assert encodings.resolve_options('sin_cos+relative', (('max_time', 500.0),)) == (
-      {'max_time': 500.0}, {'max_time': 500.0})
-  for bad in ('sin_cos+learned', 'alibi+rotary', 'sin_cos+sin_cos', 'sin_cos+alibi+rotary',
-              'sin_cos+nope'):
+    {'max_time': 500.0},
+    {'max_time': 500.0},
+  )
+  for bad in (
+    'sin_cos+learned',
+    'alibi+rotary',
+    'sin_cos+sin_cos',
+    'sin_cos+alibi+rotary',
+    'sin_cos+nope',
+  ):
     with pytest.raises(ValueError, match=re.escape(repr(bad))):
       encodings.get(bad)
 
 
 def test_resolve_options():
-  attention_options, embedding = encodings.resolve_options('randomized_relative',
-                                                           (('relative_mode', 'reference'),))
+  attention_options, embedding = encodings.resolve_options(
+    'randomized_relative', (('relative_mode', 'reference'),)
+  )
   assert attention_options['relative_mode'] == 'reference' and embedding == {}
   assert encodings.resolve_options('randomized_relative')[0]['relative_mode'] == 'symmetric'
   # Options of other encodings are ignored; unknown keys and bad modes raise.

@@ -26,8 +26,9 @@ def brute_force_stick_breaking(z, attend_self, remainder):
   out = np.zeros_like(p)
   for i in range(z.shape[0]):
     for j in range(i + 1 if attend_self else i):
-      out[i, j] = p[i, j] * np.prod([1 - p[i, t] for t in range(j + 1, i + 1 if attend_self
-                                                                       else i)])
+      out[i, j] = p[i, j] * np.prod(
+        [1 - p[i, t] for t in range(j + 1, i + 1 if attend_self else i)]
+      )
     if remainder == 'self':
       out[i, i] += 1 - out[i].sum()
   return out
@@ -38,8 +39,9 @@ def brute_force_stick_breaking(z, attend_self, remainder):
 def test_stick_breaking_equals_the_brute_force_product(attend_self, remainder):
   z = 2 * jax.random.normal(jax.random.key(0), (T, T))
   idx = jnp.arange(T)
-  got = stick_breaking.stick_breaking_weights(z, idx, idx, jnp.ones((T, T), bool),
-                                              attend_self, remainder)
+  got = stick_breaking.stick_breaking_weights(
+    z, idx, idx, jnp.ones((T, T), bool), attend_self, remainder
+  )
   want = brute_force_stick_breaking(z, attend_self, remainder)
   np.testing.assert_allclose(got, want, atol=1e-6)
   sums = np.asarray(got).sum(-1)
@@ -53,15 +55,15 @@ def test_stick_breaking_equals_the_brute_force_product(attend_self, remainder):
 def test_stick_breaking_by_hand_and_without_underflow():
   # Every z = 0 (σ = 1/2): from query 2 key 1 gets 1/2, key 0 1/4, the remainder 1/4.
   idx = jnp.arange(3)
-  got = stick_breaking.stick_breaking_weights(jnp.zeros((3, 3)), idx, idx,
-                                              jnp.ones((3, 3), bool))
+  got = stick_breaking.stick_breaking_weights(jnp.zeros((3, 3)), idx, idx, jnp.ones((3, 3), bool))
   np.testing.assert_allclose(got[2], [0.25, 0.5, 0.25])
   # A thousand open gates between key and query: log space keeps the far key's weight
   # (2^-1000 underflows, but the near keys take it all, and nothing is NaN).
   n = 1024
   idx = jnp.arange(n)
-  w = stick_breaking.stick_breaking_weights(jnp.zeros((1, n)), idx[-1:], idx,
-                                            jnp.ones((1, n), bool), remainder='none')
+  w = stick_breaking.stick_breaking_weights(
+    jnp.zeros((1, n)), idx[-1:], idx, jnp.ones((1, n), bool), remainder='none'
+  )
   assert np.all(np.isfinite(w)) and abs(float(w[0, -2]) - 0.5) < 1e-7
 
 
@@ -85,8 +87,9 @@ def test_forgetting_bias_sums_the_gates_between_key_and_query():
 def test_cope_with_every_gate_open_counts_relative_positions_from_the_query():
   gates = jnp.tril(jnp.ones((T, T)))
   i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-  np.testing.assert_array_equal(contextual.contextual_positions(gates),
-                                np.where(j <= i, i - j + 1, 0))
+  np.testing.assert_array_equal(
+    contextual.contextual_positions(gates), np.where(j <= i, i - j + 1, 0)
+  )
 
 
 def test_cope_bias_against_a_direct_formula():
@@ -101,8 +104,9 @@ def test_cope_bias_against_a_direct_formula():
   for hh in range(h):
     for i in range(T):
       for jj in range(i + 1):
-        pos = sum(1 / (1 + np.exp(-qn[0, i, hh] @ kn[0, t, hh] / math.sqrt(k)))
-                  for t in range(jj, i + 1))
+        pos = sum(
+          1 / (1 + np.exp(-qn[0, i, hh] @ kn[0, t, hh] / math.sqrt(k))) for t in range(jj, i + 1)
+        )
         pos = min(pos, p - 1)
         lo, hi = math.floor(pos), math.ceil(pos)
         z = qn[0, i, hh] @ tn
@@ -116,11 +120,13 @@ def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
   config.model.family = 'encoder'
   with pytest.raises(config_lib.ConfigError, match=f"encoding '{name}' is causal by definition"):
     config_lib.validate(config)
-  model = models.Encoder(vocab_size=2, num_classes=2, encoding=name, num_layers=1, d_model=8,
-                         num_heads=2, ffn_size=8)
+  model = models.Encoder(
+    vocab_size=2, num_classes=2, encoding=name, num_layers=1, d_model=8, num_heads=2, ffn_size=8
+  )
   with pytest.raises(ValueError, match='needs a causal model'):
-    model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 3), jnp.int32), 3,
-               deterministic=True)
+    model.init(
+      models.init_rngs(jax.random.key(0)), jnp.zeros((1, 3), jnp.int32), 3, deterministic=True
+    )
   config.model.family = 'decoder'
   config_lib.validate(config)
 
@@ -130,6 +136,7 @@ def _coupled_ids(text, start, length=None, width=None):
   `start`, its first `length` tokens real (default all)."""
   from posenc.encodings import embeddings
   from tasks import arithmetic
+
   ids = arithmetic.encode(text)
   tokens = jnp.asarray([ids + [0] * ((width or len(ids)) - len(ids))])
   real = embeddings.real_tokens(tokens, jnp.asarray([length or len(ids)]))
@@ -157,12 +164,39 @@ def test_position_coupling_ids_match_the_authors_by_hand():
   gets s + k + 1, '+' and '=' s, EOS and padding 0, s ~ U{1..max_pos - len(answer)}."""
   from posenc.encodings import embeddings
   from tasks import arithmetic
+
   p = 33  # the authors' max_pos: the largest id in training
   # 28289 + 2719583 = 2747872. Theirs: [EOS] 0028289+2719583=27478720 [EOS], answer 8 long,
   # s in 1..25; at s = 1 and s = 25:
   theirs_1 = [0, 8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]
-  theirs_25 = [0, 32, 31, 30, 29, 28, 27, 26, 25, 32, 31, 30, 29, 28, 27, 26, 25, 26, 27,
-               28, 29, 30, 31, 32, 33, 0]
+  theirs_25 = [
+    0,
+    32,
+    31,
+    30,
+    29,
+    28,
+    27,
+    26,
+    25,
+    32,
+    31,
+    30,
+    29,
+    28,
+    27,
+    26,
+    25,
+    26,
+    27,
+    28,
+    29,
+    30,
+    31,
+    32,
+    33,
+    0,
+  ]
   assert (min(theirs_1[1:-1]), max(theirs_25)) == (1, 33)
   # Ours: 98282+3859172=2787472$ (no zeros written: the answer, 7 digits, is the longest
   # number), fed without its last token (real length 21, the EOS past it): s in 1..26.
@@ -171,8 +205,7 @@ def test_position_coupling_ids_match_the_authors_by_hand():
   real = embeddings.real_tokens(tokens, jnp.asarray([21]))
   assert int(embeddings.coupling_offset_bound(tokens, tokens < 10, real, p)[0]) == 26
   ours_1 = [2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 0]
-  ours_26 = [27, 28, 29, 30, 31, 26, 27, 28, 29, 30, 31, 32, 33, 26, 27, 28, 29, 30, 31, 32,
-             33, 0]
+  ours_26 = [27, 28, 29, 30, 31, 26, 27, 28, 29, 30, 31, 32, 33, 26, 27, 28, 29, 30, 31, 32, 33, 0]
   np.testing.assert_array_equal(_coupled_ids(text, 1, 21), ours_1)
   np.testing.assert_array_equal(_coupled_ids(text, 26, 21), ours_26)
   # The same range of ids, [1, 33], and the same ids by significance at each s: digit k of
@@ -184,12 +217,16 @@ def test_position_coupling_ids_match_the_authors_by_hand():
     assert theirs[8] == theirs[16] == ours[5] == ours[13] == s  # '+' and '='
   # With a carry out the answer is the longest number in both forms: 5+5=01 (theirs
   # [EOS] 5+5=01 [EOS]) draws s in 1..31 and reaches 33 in both.
-  np.testing.assert_array_equal(_coupled_ids('5+5=01$', 31, 6, width=12),
-                                [32, 31, 32, 31, 32, 33] + [0] * 6)
+  np.testing.assert_array_equal(
+    _coupled_ids('5+5=01$', 31, 6, width=12), [32, 31, 32, 31, 32, 33] + [0] * 6
+  )
   # Without one, theirs writes 12+03=510 (three answer digits) and ours 21+3=51: s reaches
   # one further here, and both reach max_pos. `coupling_padded_answer` draws as theirs.
-  for text, written, padded in (('21+3=51', p - 2, p - 3), ('5+5=01', p - 2, p - 2),
-                                ('98282+3859172=2787472', 26, 25)):
+  for text, written, padded in (
+    ('21+3=51', p - 2, p - 3),
+    ('5+5=01', p - 2, p - 2),
+    ('98282+3859172=2787472', 26, 25),
+  ):
     tokens = jnp.asarray([arithmetic.encode(text)])
     real = embeddings.real_tokens(tokens, jnp.asarray([len(text)]))
     for flag, want in ((False, written), (True, padded)):
@@ -199,12 +236,18 @@ def test_position_coupling_ids_match_the_authors_by_hand():
 # Rows of different real lengths (the decoder is fed a sequence without its last token, the
 # EOS), padded with token 0, the digit 0, and their bounds at P = 26 by hand: 26 minus the
 # digits of the longest number.
-_ROWS = (('5+5=01$', 6, 24), ('98282+3859172=2787472$', 21, 19), ('3+4=7$', 5, 25),
-         ('0+0=0$', 5, 25), ('123456+7=823456$', 15, 20))
+_ROWS = (
+  ('5+5=01$', 6, 24),
+  ('98282+3859172=2787472$', 21, 19),
+  ('3+4=7$', 5, 25),
+  ('0+0=0$', 5, 25),
+  ('123456+7=823456$', 15, 20),
+)
 
 
 def _padded_batch(width):
   from tasks import arithmetic
+
   ids = [arithmetic.encode(text) for text, _, _ in _ROWS]
   tokens = jnp.asarray([row + [0] * (width - len(row)) for row in ids])
   return tokens, jnp.asarray([length for _, length, _ in _ROWS])
@@ -212,6 +255,7 @@ def _padded_batch(width):
 
 def test_position_coupling_offset_range_is_each_rows_own():
   from posenc.encodings import embeddings
+
   want = [bound for _, _, bound in _ROWS]
   # As the authors' zero-padded answers, one digit longer than the longest operand.
   padded = [24, 18, 24, 24, 19]
@@ -230,14 +274,19 @@ def test_position_coupling_offset_range_is_each_rows_own():
 def test_position_coupling_draws_each_rows_offset_from_its_own_range():
   from posenc.encodings import embeddings
   from tasks import arithmetic
+
   copies, width, p = 200, 40, 26
   tokens, lengths = _padded_batch(width)
   tokens, lengths = jnp.repeat(tokens, copies, axis=0), jnp.repeat(lengths, copies)
   # A table whose row i is the one-hot of i reads the ids back.
   module = embeddings.CouplingEmbedding(width=p + 1, max_position=p + 1)
   params = {'params': {'embedding': jnp.eye(p + 1)}}
-  ids = np.argmax(module.apply(params, width, lengths, tokens, deterministic=False,
-                               rngs={'noise': jax.random.key(1)}), -1)
+  ids = np.argmax(
+    module.apply(
+      params, width, lengths, tokens, deterministic=False, rngs={'noise': jax.random.key(1)}
+    ),
+    -1,
+  )
   real = np.arange(width)[None, :] < np.asarray(lengths)[:, None]
   assert ids.max() <= p and (ids[~real] == 0).all() and (ids[real] >= 1).all()
   plus = np.argmax(np.asarray(tokens) == arithmetic.PLUS, -1)
@@ -248,21 +297,28 @@ def test_position_coupling_draws_each_rows_offset_from_its_own_range():
   ids = np.argmax(module.apply(params, width, lengths, tokens), -1)
   assert (ids[np.arange(len(ids)), plus] == 1).all()
   # As for the authors' zero-padded answers.
-  module = embeddings.CouplingEmbedding(width=p + 1, max_position=p + 1,
-                                        coupling_padded_answer=True)
-  ids = np.argmax(module.apply(params, width, lengths, tokens, deterministic=False,
-                               rngs={'noise': jax.random.key(1)}), -1)
+  module = embeddings.CouplingEmbedding(
+    width=p + 1, max_position=p + 1, coupling_padded_answer=True
+  )
+  ids = np.argmax(
+    module.apply(
+      params, width, lengths, tokens, deterministic=False, rngs={'noise': jax.random.key(1)}
+    ),
+    -1,
+  )
   offsets = ids[np.arange(len(ids)), plus].reshape(len(_ROWS), copies)
   assert [row.max() for row in offsets] == [24, 18, 24, 24, 19]
 
 
 def test_position_coupling_refuses_ids_past_its_table():
   from posenc.encodings import embeddings
+
   module = embeddings.CouplingEmbedding(width=4, max_position=20, coupling_max_position=20)
   with pytest.raises(ValueError, match=r'coupling_max_position=20 must be in 0\.\.19'):
     module.init({'params': jax.random.key(0)}, 3, 3, jnp.zeros((1, 3), jnp.int32))
   from experiments import encodings_2024
   from posenc import evaluate
+
   config = encodings_2024.get_config('tiny,study=arithmetic')
   config.encoding_options.coupling_max_position = config.model.max_position
   with pytest.raises(config_lib.ConfigError, match='coupling_max_position=64 must be in 0..63'):
@@ -273,11 +329,13 @@ def test_position_coupling_refuses_ids_past_its_table():
 @pytest.mark.parametrize('base', ['alibi', 'kerple_log', 'fire'])
 def test_dape_with_f_zero_is_its_base(name, base):
   from posenc.encodings import dape
+
   keys = jax.random.split(jax.random.key(2), 4)
   q, k = (jax.random.normal(kk, (2, T, 2, 4)) for kk in keys[:2])
   x = jax.random.normal(keys[2], (2, T, 8))
-  module = encodings.get(name).attention(max_position=64, num_heads=2, head_dim=4,
-                                         dape_base=base, causal=True)
+  module = encodings.get(name).attention(
+    max_position=64, num_heads=2, head_dim=4, dape_base=base, causal=True
+  )
   params = module.init({'params': keys[3]}, T, T, x)['params']
   zero = {**params, 'w2': jnp.zeros_like(params['w2']), 'b2': jnp.zeros_like(params['b2'])}
   idx = jnp.arange(T)
@@ -292,6 +350,7 @@ def test_dape_with_f_zero_is_its_base(name, base):
 
 def test_dape_v2_convolution_reads_neighbouring_keys_and_ignores_padding():
   from posenc.encodings import dape
+
   x = jnp.arange(1.0, 4.0).reshape(1, 1, 3, 1)
   shift = jnp.array([[[1.0]], [[0.0]], [[0.0]]])
   np.testing.assert_allclose(dape.conv_keys(x, shift, jnp.zeros(1))[0, 0, :, 0], [0, 1, 2])
@@ -303,29 +362,33 @@ def test_dape_v2_convolution_reads_neighbouring_keys_and_ignores_padding():
   module = encodings.get('dape_v2').attention(max_position=64, num_heads=2, head_dim=4)
   params = module.init({'params': keys[3]}, t, n, x)
   padded = module.apply(params, t, n, x).bias(q, k, jnp.arange(t), jnp.arange(t))
-  exact = module.apply(params, n, n, x[:, :n]).bias(q[:, :n], k[:, :n], jnp.arange(n),
-                                                     jnp.arange(n))
+  exact = module.apply(params, n, n, x[:, :n]).bias(
+    q[:, :n], k[:, :n], jnp.arange(n), jnp.arange(n)
+  )
   np.testing.assert_allclose(padded[..., :n, :n], exact, atol=1e-5)
 
 
 def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
   from posenc.encodings import polar
+
   keys = jax.random.split(jax.random.key(4), 3)
   k_dim, h = 4, 2
   q = jax.random.normal(keys[0], (1, T, h, k_dim))
   kk = jax.random.normal(keys[1], (1, T, h, k_dim))
   delta = -jax.random.uniform(keys[2], (h, k_dim))
   idx = jnp.arange(T)
-  got = jnp.einsum('bqhk,bshk->bhqs', polar.apply_pope(q, idx),
-                   polar.apply_pope(kk, idx, phase_shift=delta))
+  got = jnp.einsum(
+    'bqhk,bshk->bhqs', polar.apply_pope(q, idx), polar.apply_pope(kk, idx, phase_shift=delta)
+  )
   theta = polar.pope_frequencies(k_dim)
   sp = lambda x: np.log1p(np.exp(np.asarray(x, np.float64)))
   want = np.zeros((1, h, T, T))
   for hh in range(h):
     for t in range(T):
       for s in range(T):
-        want[0, hh, t, s] = np.sum(sp(q[0, t, hh]) * sp(kk[0, s, hh])
-                                   * np.cos((s - t) * theta + np.asarray(delta[hh])))
+        want[0, hh, t, s] = np.sum(
+          sp(q[0, t, hh]) * sp(kk[0, s, hh]) * np.cos((s - t) * theta + np.asarray(delta[hh]))
+        )
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   # The phase shift is clamped to [-2π, 0] (initialised at 0).
   module = encodings.get('pope').attention(num_heads=h, head_dim=k_dim)
@@ -333,7 +396,8 @@ def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
   assert float(jnp.abs(module.apply(params, T, T, q).params['phase_shift']).max()) == 0
   shifted = jax.tree.map(lambda p: p - 10.0, params)
   assert float(module.apply(shifted, T, T, q).params['phase_shift'].min()) == pytest.approx(
-      -2 * math.pi)
+    -2 * math.pi
+  )
 
 
 @pytest.mark.parametrize('arg', ['cpu', 'cpu,study=arithmetic', 'tiny,study=arithmetic'])
@@ -341,11 +405,14 @@ def test_the_comparison_s_cells_validate(arg):
   from experiments import encodings_2024
   from posenc import evaluate
   from posenc import sweep
+
   config = encodings_2024.get_config(arg)
   cells = encodings_2024.grid(arg)
-  assert len(cells) == (len(encodings_2024.ARITHMETIC) if 'arithmetic' in arg else
-                        len(encodings_2024.TASKS) * (len(encodings_2024.NEW)
-                                                     + len(encodings_2024.BASELINES)))
+  assert len(cells) == (
+    len(encodings_2024.ARITHMETIC)
+    if 'arithmetic' in arg
+    else len(encodings_2024.TASKS) * (len(encodings_2024.NEW) + len(encodings_2024.BASELINES))
+  )
   for cell in cells:
     evaluate.validate(config_lib.cell_config(config, cell))
   with pytest.raises(config_lib.ConfigError, match="unknown study 'nope'; valid: tasks"):
@@ -353,11 +420,13 @@ def test_the_comparison_s_cells_validate(arg):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('arg, encoding', [('tiny', 'forgetting'),
-                                           ('tiny,study=arithmetic', 'position_coupling')])
+@pytest.mark.parametrize(
+  'arg, encoding', [('tiny', 'forgetting'), ('tiny,study=arithmetic', 'position_coupling')]
+)
 def test_a_tiny_cell_of_each_study_trains_and_evaluates(tmp_path, arg, encoding):
   from experiments import encodings_2024
   from posenc import train
+
   config = encodings_2024.get_config(arg)
   config.encoding = encoding
   results = train.train_and_evaluate(config, str(tmp_path))

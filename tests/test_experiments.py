@@ -11,8 +11,11 @@ from posenc import train
 from posenc import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, 'experiments', '*.py'))
-               if not p.endswith('__init__.py'))
+FILES = sorted(
+  os.path.basename(p)[:-3]
+  for p in glob.glob(os.path.join(ROOT, 'experiments', '*.py'))
+  if not p.endswith('__init__.py')
+)
 
 
 @pytest.mark.parametrize('name', FILES)
@@ -23,12 +26,14 @@ def test_experiment_configs_validate(name):
     evaluate.validate(config)
     if hasattr(module, 'grid'):
       from posenc import sweep
+
       for cell in module.grid():
         evaluate.validate(config_lib.cell_config(config, cell))
 
 
 def test_rpe_table1_is_the_study_protocol():
   from experiments import rpe_table1
+
   c = rpe_table1.get_config('task=missing_duplicate_string,encoding=randomized_relative')
   assert (c.task, c.encoding) == ('missing_duplicate_string', 'randomized_relative')
   assert len(c.seeds) == 10 and list(c.learning_rates) == [1e-4, 3e-4, 5e-4]
@@ -38,6 +43,7 @@ def test_rpe_table1_is_the_study_protocol():
 
 def test_quickstart_tiny_runs_end_to_end(tmp_path):
   from experiments import quickstart
+
   for cell in quickstart.grid('tiny'):
     config = quickstart.get_config('tiny')
     config.task, config.encoding = cell['task'], cell['encoding']

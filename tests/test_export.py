@@ -36,21 +36,27 @@ def exported(name, family='encoder'):
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   update = train.make_update_fn(run, 40)
-  evaluate = range_protocol.make_eval_fn(config, task, model, population, EVAL_BUCKET,
-                                         run.eval_key, platform='gpu')
+  evaluate = range_protocol.make_eval_fn(
+    config, task, model, population, EVAL_BUCKET, run.eval_key, platform='gpu'
+  )
   platforms = ['cuda', 'tpu']
   step = export.export(update, platforms=platforms)(
-      state, length, population.learning_rates, population.train_keys)
+    state, length, population.learning_rates, population.train_keys
+  )
   evaluation = export.export(evaluate, platforms=platforms)(
-      state['params'], length, population.eval_keys)
+    state['params'], length, population.eval_keys
+  )
   return step.mlir_module(), evaluation.mlir_module()
 
 
 def later(causal):
   """The later methods that run on the study's tasks (not the digit readers) in an encoder
   (causal False) or a decoder."""
-  return [n for n in encodings.RECENT if not encodings.get(n).reads_digits
-          and (causal or not encodings.get(n).causal_only)]
+  return [
+    n
+    for n in encodings.RECENT
+    if not encodings.get(n).reads_digits and (causal or not encodings.get(n).causal_only)
+  ]
 
 
 def encoder_names():
@@ -96,17 +102,22 @@ def test_decoder_training_and_generation_export_on_the_fused_path(name):
   assert generate_text.count('stablehlo.while') == 3  # members, sub-batches, tokens
 
 
-@pytest.mark.parametrize('name', ['abacus'] + [n for n in encodings.RECENT
-                                               if encodings.get(n).reads_digits])
+@pytest.mark.parametrize(
+  'name', ['abacus'] + [n for n in encodings.RECENT if encodings.get(n).reads_digits]
+)
 def test_digit_readers_export_their_addition_training_step(name):
   # Encodings that read digit tokens run on the arithmetic tasks: the decoder's training
   # step on addition lowers for CUDA and TPU on the fused path.
   from experiments import abacus_arithmetic
+
   config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
   run = setup.build(config, platform='gpu')
   state = population_lib.init_state(config, run.model, run.population, abstract=True)
   update = train.make_update_fn(run, config.train.max_length)
   text = export.export(update, platforms=['cuda', 'tpu'])(
-      state, jax.ShapeDtypeStruct((), jnp.int32), run.population.learning_rates,
-      run.population.train_keys).mlir_module()
+    state,
+    jax.ShapeDtypeStruct((), jnp.int32),
+    run.population.learning_rates,
+    run.population.train_keys,
+  ).mlir_module()
   assert 'attention_xla_fused' in text and 'attention_cpu_blocked' not in text

@@ -1,5 +1,6 @@
 """The bias families of the distance against their closed forms, in a model, and their
 options."""
+
 import math
 
 import jax
@@ -23,12 +24,14 @@ def _heads(x):  # [H, 1, T] -> [H, T]
 def test_each_family_against_its_closed_form():
   t = jnp.asarray(T)[None, :]  # [Q = 1, S]
   r, k = np.array([0.5, 1.5], np.float32), np.array([0.2, 1.0], np.float32)
-  np.testing.assert_allclose(_heads(families.kerple_log(t, r, k)),
-                             -r[:, None] * np.log(1 + k[:, None] * T), rtol=1e-6)
-  np.testing.assert_allclose(_heads(families.kerple_power(t, r, k)),
-                             -k[:, None] * T ** r[:, None], rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    _heads(families.kerple_log(t, r, k)), -r[:, None] * np.log(1 + k[:, None] * T), rtol=1e-6
+  )
+  np.testing.assert_allclose(
+    _heads(families.kerple_power(t, r, k)), -k[:, None] * T ** r[:, None], rtol=1e-5, atol=1e-6
+  )
   np.testing.assert_allclose(families.type1(T), np.log(1 / (T + 1) ** 2), rtol=1e-6)
-  np.testing.assert_allclose(families.type2(T), -np.log(T + 1) ** 2, rtol=1e-6)
+  np.testing.assert_allclose(families.type2(T), -(np.log(T + 1) ** 2), rtol=1e-6)
   np.testing.assert_allclose(families.inverse_n(T), np.log(1 / (T + 1)), rtol=1e-6)
   n = np.maximum(T + 1, 2)
   np.testing.assert_allclose(families.inverse_n_log_n(T), -np.log(n * np.log(n)), rtol=1e-6)
@@ -40,8 +43,9 @@ def test_each_family_against_its_closed_form():
   scales = families.sandwich_scales(h)
   np.testing.assert_allclose(scales, [4 / 8, 4 / 16, 4 / 24, 4 / 32])
   want = sum(np.cos(T / 10_000 ** (2 * j / d)) for j in range(1, d // 2 + 1)) - d // 2
-  np.testing.assert_allclose(_heads(families.sandwich(t, scales, d)), scales[:, None] * want,
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+    _heads(families.sandwich(t, scales, d)), scales[:, None] * want, rtol=1e-5, atol=1e-5
+  )
   assert (np.asarray(families.sandwich(t, scales, d)) <= 1e-6).all()
 
 
@@ -57,16 +61,18 @@ def _t5_reference(offset, bidirectional, num_buckets, max_distance):
   exact = num_buckets // 2
   if n < exact:
     return ret + n
-  large = exact + int(math.log(n / exact) / math.log(max_distance / exact)
-                      * (num_buckets - exact))
+  large = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (num_buckets - exact))
   return ret + min(large, num_buckets - 1)
 
 
 @pytest.mark.parametrize('bidirectional', [False, True])
 def test_t5_buckets_match_t5(bidirectional):
   offsets = np.arange(-300, 301)
-  got = np.asarray(families.t5_buckets(jnp.asarray(offsets), bidirectional=bidirectional,
-                                       num_buckets=32, max_distance=128))
+  got = np.asarray(
+    families.t5_buckets(
+      jnp.asarray(offsets), bidirectional=bidirectional, num_buckets=32, max_distance=128
+    )
+  )
   want = [_t5_reference(int(o), bidirectional, 32, 128) for o in offsets]
   np.testing.assert_array_equal(got, want)
 
@@ -96,8 +102,9 @@ def test_module_uses_its_learned_parameters_and_the_distance():
   # Below KERPLE's floor, the value is clipped and the gradient still reaches r.
   low = jax.tree.map(lambda x: x, variables)
   low['params']['r'] = jnp.full((2,), -1.0)
-  np.testing.assert_allclose(run(low)[1], -0.01 * np.log1p(
-      np.maximum(k, 0.01)[:, None, None] * t), rtol=1e-5)
+  np.testing.assert_allclose(
+    run(low)[1], -0.01 * np.log1p(np.maximum(k, 0.01)[:, None, None] * t), rtol=1e-5
+  )
   grad = jax.grad(lambda v: run(v)[1].sum())(low)['params']['r']
   assert (np.asarray(grad) != 0).all()
 
@@ -122,22 +129,23 @@ def test_fixed_parameters_and_randomized_positions():
   enc, bias = run(variables)
   p = np.asarray(enc.params['positions'])
   assert (np.diff(p) > 0).all() and p.max() < 64
-  np.testing.assert_allclose(bias[0], -2 * np.log1p(np.abs(p[None, :] - p[:, None])),
-                             rtol=1e-6)
+  np.testing.assert_allclose(bias[0], -2 * np.log1p(np.abs(p[None, :] - p[:, None])), rtol=1e-6)
 
 
-@pytest.mark.parametrize('options, needle', [
+@pytest.mark.parametrize(
+  'options, needle',
+  [
     ({'bias_r': 0.0}, 'bias_r=0.0 must be > 0'),
     ({'bias_k': -1.0}, 'bias_k=-1.0 must be > 0'),
     ({'bias_window': 0}, 'bias_window=0 must be an integer >= 1'),
     ({'t5_max_distance': 8}, 't5_max_distance=8 must be an integer > t5_buckets / 2 = 16'),
-])
+  ],
+)
 def test_bad_fixed_parameters_are_config_errors(options, needle):
   config = rpe_table1.get_config('task=parity_check,encoding=kerple_log,tiny')
   for key, value in options.items():
     config.encoding_options[key] = value
-  with pytest.raises(config_lib.ConfigError, match=needle.replace('(', r'\(').replace(
-      ')', r'\)')):
+  with pytest.raises(config_lib.ConfigError, match=needle.replace('(', r'\(').replace(')', r'\)')):
     evaluate.validate(config)
 
 

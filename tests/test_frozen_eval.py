@@ -21,20 +21,25 @@ from posenc import setup
 from posenc.evaluate import frozen
 
 CONFIGS = {
-    'range': lambda: rpe_table1.get_config('task=reverse_string,tiny'),
-    'grid': lambda: config_lib.cell_config(abacus_arithmetic.get_config('tiny'), {
-        'eval.grid_max': 3, 'eval.samples_per_cell': 4}),
-    'lengths': lambda: sorting_hints.get_config('tiny'),
-    'perplexity': lambda: extrapolation_lm.get_config('tiny'),
+  'range': lambda: rpe_table1.get_config('task=reverse_string,tiny'),
+  'grid': lambda: config_lib.cell_config(
+    abacus_arithmetic.get_config('tiny'), {'eval.grid_max': 3, 'eval.samples_per_cell': 4}
+  ),
+  'lengths': lambda: sorting_hints.get_config('tiny'),
+  'perplexity': lambda: extrapolation_lm.get_config('tiny'),
 }
 
 
 def export(config, out):
   run = setup.build(config)
   task, protocol = run.task, run.protocol
-  return frozen.write(str(out), config, protocol.name,
-                      protocol.examples(config, task, population_lib.data_keys(config)[2]),
-                      protocol.example_fields)
+  return frozen.write(
+    str(out),
+    config,
+    protocol.name,
+    protocol.examples(config, task, population_lib.data_keys(config)[2]),
+    protocol.example_fields,
+  )
 
 
 def evaluation(config):
@@ -43,9 +48,21 @@ def evaluation(config):
   task, population, model = run.task, run.population, run.model
   state = population_lib.init_state(config, model, population)
   with tempfile.TemporaryDirectory() as scratch:
-    return run.protocol.evaluate(evaluate.EvalContext(
-        config, task, model, population, state['params'], run.eval_key,
-        scratch, lambda line: None, None, lambda: False, np.zeros(population.size, bool)))
+    return run.protocol.evaluate(
+      evaluate.EvalContext(
+        config,
+        task,
+        model,
+        population,
+        state['params'],
+        run.eval_key,
+        scratch,
+        lambda line: None,
+        None,
+        lambda: False,
+        np.zeros(population.size, bool),
+      )
+    )
 
 
 @pytest.mark.parametrize('protocol', list(CONFIGS))
@@ -75,8 +92,9 @@ def test_a_changed_file_fails_its_checksum(tmp_path):
 
 def test_another_config_is_named(tmp_path):
   export(CONFIGS['range'](), tmp_path / 'set')
-  other = config_lib.cell_config(CONFIGS['range'](), {
-      'eval.seed': 5, 'eval.from_files': str(tmp_path / 'set')})
+  other = config_lib.cell_config(
+    CONFIGS['range'](), {'eval.seed': 5, 'eval.from_files': str(tmp_path / 'set')}
+  )
   with pytest.raises(config_lib.ConfigError, match='eval.seed is 1 there but 5 in the config'):
     evaluate.validate(other)
   missing = config_lib.cell_config(CONFIGS['range'](), {'eval.from_files': str(tmp_path / 'no')})
@@ -87,10 +105,13 @@ def test_another_config_is_named(tmp_path):
 def test_export_from_the_command_line(cli, tmp_path):
   spec = '--config=experiments/rpe_table1.py:task=parity_check,tiny'
   # A disk that fills up at the third cell: one line; the rerun completes the set.
-  full = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'],
-                 env={'POSENC_NO_SPACE_AT': 'length_3.npz'})
+  full = cli.run(
+    ['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'],
+    env={'POSENC_NO_SPACE_AT': 'length_3.npz'},
+  )
   assert full.returncode == 2 and full.stderr.startswith(
-      f'error: no space left on device writing {tmp_path / "set" / "length_3.npz"}: '), full.stderr
+    f'error: no space left on device writing {tmp_path / "set" / "length_3.npz"}: '
+  ), full.stderr
   assert sorted(os.listdir(tmp_path / 'set')) == ['length_1.npz', 'length_2.npz']
   proc = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'])
   assert proc.returncode == 0, proc.stderr
@@ -99,7 +120,8 @@ def test_export_from_the_command_line(cli, tmp_path):
   assert len(manifest['cells']) == len(os.listdir(tmp_path / 'set')) - 1
   again = cli.run(['launch.export_eval_set', spec, f'--out={tmp_path / "set"}'])
   assert again.returncode == 2 and 'already holds an evaluation set' in again.stderr
-  bad = cli.run(['launch.export_eval_set', spec, '--config.task=bogus',
-                 f'--out={tmp_path / "bad"}'])
+  bad = cli.run(
+    ['launch.export_eval_set', spec, '--config.task=bogus', f'--out={tmp_path / "bad"}']
+  )
   assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
   assert not (tmp_path / 'bad').exists()

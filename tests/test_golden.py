@@ -24,7 +24,7 @@ def golden():
 
 def params_of(name):
   prefix = f'{name}|params|'
-  flat = {k[len(prefix):]: v for k, v in golden().items() if k.startswith(prefix)}
+  flat = {k[len(prefix) :]: v for k, v in golden().items() if k.startswith(prefix)}
   return traverse_util.unflatten_dict(flat, sep='/')
 
 
@@ -34,11 +34,17 @@ def test_logits_equal_the_verified_encoder(name, causal):
   # The reference ran ALiBi's bidirectional form under its causal mask too; posenc's causal
   # default is Press et al.'s, so the reference's form is asked for by its option.
   options = (('alibi_reference_form', True),) if causal else ()
-  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal,
-                            encoding_options=options, **TINY)
+  model = model_lib.Encoder(
+    vocab_size=3, num_classes=4, encoding=name, causal=causal, encoding_options=options, **TINY
+  )
   tokens = jnp.asarray(golden()['tokens'])
-  logits = model.apply({'params': params_of(name)}, tokens, jnp.int32(9), deterministic=True,
-                       rngs={'noise': jax.random.key(5)})
+  logits = model.apply(
+    {'params': params_of(name)},
+    tokens,
+    jnp.int32(9),
+    deterministic=True,
+    rngs={'noise': jax.random.key(5)},
+  )
   want = golden()[f'{name}|logits{"|causal" if causal else ""}']
   # Real positions only: past seq_length the rows are padding.
   np.testing.assert_allclose(np.asarray(logits)[:, :9], want[:, :9], atol=2e-5, rtol=0)
@@ -50,8 +56,13 @@ def test_causal_encoder_alibi_defaults_to_press_et_al(name):
   reference's logits (whose diagonal keeps a relative penalty of s/2)."""
   model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=True, **TINY)
   tokens = jnp.asarray(golden()['tokens'])
-  logits = model.apply({'params': params_of(name)}, tokens, jnp.int32(9), deterministic=True,
-                       rngs={'noise': jax.random.key(5)})
+  logits = model.apply(
+    {'params': params_of(name)},
+    tokens,
+    jnp.int32(9),
+    deterministic=True,
+    rngs={'noise': jax.random.key(5)},
+  )
   want = golden()[f'{name}|logits|causal']
   # Position 0 sees only itself: equal there, different from position 1 on.
   np.testing.assert_allclose(np.asarray(logits)[:, 0], want[:, 0], atol=2e-5, rtol=0)

@@ -16,13 +16,32 @@ def small(m=5, stride=1, beyond=(7,), n=2):
 
 def test_cells_row_major_with_stride_then_the_diagonal_beyond():
   assert grid_eval.cells(small(m=5, stride=2)) == [
-      (1, 1), (1, 3), (1, 5), (3, 1), (3, 3), (3, 5), (5, 1), (5, 3), (5, 5), (7, 7)]
+    (1, 1),
+    (1, 3),
+    (1, 5),
+    (3, 1),
+    (3, 3),
+    (3, 5),
+    (5, 1),
+    (5, 3),
+    (5, 5),
+    (7, 7),
+  ]
   assert len(grid_eval.cells(small(m=4, beyond=()))) == 16
 
 
-@pytest.mark.parametrize('cell, region', [
-    ((1, 1), 'id'), ((2, 2), 'id'), ((2, 3), 'ood'), ((5, 1), 'ood'), ((5, 5), 'ood'),
-    ((7, 7), 'beyond'), ((6, 1), 'beyond')])
+@pytest.mark.parametrize(
+  'cell, region',
+  [
+    ((1, 1), 'id'),
+    ((2, 2), 'id'),
+    ((2, 3), 'ood'),
+    ((5, 1), 'ood'),
+    ((5, 5), 'ood'),
+    ((7, 7), 'beyond'),
+    ((6, 1), 'beyond'),
+  ],
+)
 def test_region(cell, region):
   assert grid_eval.region(*cell, n=2, m=5) == region
 

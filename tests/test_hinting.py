@@ -23,7 +23,6 @@ from posenc import train
 from posenc import setup
 
 
-
 def _levenshtein(a, b):
   row = list(range(len(b) + 1))
   for i, x in enumerate(a, 1):
@@ -38,19 +37,26 @@ def _pad(rows, width):
 
 
 def test_edit_distance_on_known_pairs_and_against_the_textbook_recurrence():
-  pairs = [('kitten', 'sitting', 3), ('', 'abc', 3), ('abc', '', 3), ('abc', 'abc', 0),
-           ('flaw', 'lawn', 2), ('intention', 'execution', 5)]
+  pairs = [
+    ('kitten', 'sitting', 3),
+    ('', 'abc', 3),
+    ('abc', '', 3),
+    ('abc', 'abc', 0),
+    ('flaw', 'lawn', 2),
+    ('intention', 'execution', 5),
+  ]
   a = _pad([[ord(c) for c in x] for x, _, _ in pairs], 9)
   b = _pad([[ord(c) for c in y] for _, y, _ in pairs], 9)
-  got = length_eval.edit_distance(a, b, jnp.array([len(x) for x, _, _ in pairs]),
-                                  jnp.array([len(y) for _, y, _ in pairs]))
+  got = length_eval.edit_distance(
+    a, b, jnp.array([len(x) for x, _, _ in pairs]), jnp.array([len(y) for _, y, _ in pairs])
+  )
   assert got.tolist() == [d for _, _, d in pairs]
   rng = np.random.default_rng(0)
   xs = [rng.integers(0, 4, rng.integers(0, 12)).tolist() for _ in range(64)]
   ys = [rng.integers(0, 4, rng.integers(0, 12)).tolist() for _ in range(64)]
-  got = jax.jit(length_eval.edit_distance)(_pad(xs, 12), _pad(ys, 12),
-                                           jnp.array([len(x) for x in xs]),
-                                           jnp.array([len(y) for y in ys]))
+  got = jax.jit(length_eval.edit_distance)(
+    _pad(xs, 12), _pad(ys, 12), jnp.array([len(x) for x in xs]), jnp.array([len(y) for y in ys])
+  )
   assert got.tolist() == [_levenshtein(x, y) for x, y in zip(xs, ys)]
 
 
@@ -61,8 +67,14 @@ def _config(arg='tiny,hint=successor', **overrides):
 def _batch(config, step):
   task_list = multitask.tasks_of(config)
   shape = multitask.train_shape(task_list, config.train.max_length)
-  return multitask.train_batch(config, task_list, jax.random.key(step),
-                               population_lib.dataset_key(config), jnp.int32(step), shape)
+  return multitask.train_batch(
+    config,
+    task_list,
+    jax.random.key(step),
+    population_lib.dataset_key(config),
+    jnp.int32(step),
+    shape,
+  )
 
 
 def test_alternating_steps_train_one_task_each_in_turn():
@@ -73,7 +85,7 @@ def test_alternating_steps_train_one_task_each_in_turn():
     assert len(set(batch['task'].tolist())) == 1
     heads.append(int(batch['task'][0]))
     answers = (batch['length'] - batch['prompt_length']).tolist()
-    if heads[-1] in (1, 2):   # successor and count answer with one token
+    if heads[-1] in (1, 2):  # successor and count answer with one token
       assert set(answers) == {1}
   assert heads == [0, 1, 2, 3, 0, 1]
 
@@ -87,7 +99,7 @@ def test_mixed_batches_split_every_step_between_the_tasks():
 
 
 def test_a_fixed_training_set_repeats_its_examples():
-  config = _config(**{'train.dataset_size': 2})       # one example per task
+  config = _config(**{'train.dataset_size': 2})  # one example per task
   rows = {tuple(r) for step in (0, 2, 4) for r in _batch(config, step)['tokens'].tolist()}
   assert len(rows) == 1
   config.train.dataset_size = 0
@@ -96,12 +108,12 @@ def test_a_fixed_training_set_repeats_its_examples():
 
 
 def _head_kernel(state):
-  return np.asarray(state['params']['heads']['kernel'])   # [P, D, heads, V]
+  return np.asarray(state['params']['heads']['kernel'])  # [P, D, heads, V]
 
 
 def test_an_alternate_step_updates_only_its_tasks_head():
   config = _config()
-  config.seeds, config.train.schedule = [0], 'constant'   # (the cosine's first rate is 0)
+  config.seeds, config.train.schedule = [0], 'constant'  # (the cosine's first rate is 0)
   run = setup.build(config)
   population, model = run.population, run.model
   assert model.num_outputs == 2
@@ -121,16 +133,22 @@ def test_an_alternate_step_updates_only_its_tasks_head():
 def test_the_cosine_schedule_warms_up_then_decays_to_zero():
   config = config_lib.base_config()
   config.train.schedule, config.train.steps, config.train.warmup = 'cosine', 100, 0.1
-  scale = [float(population_lib.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)]
+  scale = [
+    float(population_lib.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)
+  ]
   np.testing.assert_allclose(scale, [0.0, 0.5, 1.0, 0.5, 0.0], atol=1e-6)
 
 
-@pytest.mark.parametrize('overrides, message', [
-    ({'hints': ['carry']}, "unknown hint 'carry' for task 'sorting_hinted'; valid hints: "
-                           'successor, count, fill'),
+@pytest.mark.parametrize(
+  'overrides, message',
+  [
+    (
+      {'hints': ['carry']},
+      "unknown hint 'carry' for task 'sorting_hinted'; valid hints: successor, count, fill",
+    ),
     ({'model.temperature': 'fixed', 'model.temperature_beta': -0.5}, 'is negative'),
     ({'eval.distributions': ['zipf']}, "unknown eval.distributions entry 'zipf'"),
-    ({'eval.lengths': [4, 60]}, 'eval.lengths'),   # rep2 at 60 needs 30 > 10 values
+    ({'eval.lengths': [4, 60]}, 'eval.lengths'),  # rep2 at 60 needs 30 > 10 values
     ({'eval.lengths': []}, 'eval.lengths is empty'),
     ({'train.dataset_size': 1}, 'train.dataset_size=1'),
     ({'train.hint_schedule': 'random'}, "train.hint_schedule 'random'"),
@@ -138,7 +156,8 @@ def test_the_cosine_schedule_warms_up_then_decays_to_zero():
     ({'task_options.colour': 1}, "unknown option 'colour'"),
     ({'model.family': 'encoder'}, 'model.family=decoder'),
     ({'encoding': 'learned', 'model.max_position': 12}, 'model.max_position=12'),
-])
+  ],
+)
 def test_bad_hinting_configs_are_one_line_errors(overrides, message):
   config = _config(**{k: v for k, v in overrides.items() if not k.startswith('task_options')})
   for key, value in overrides.items():
@@ -156,26 +175,49 @@ def test_hints_on_a_task_without_any_are_refused():
     evaluate.validate(config)
 
 
-@pytest.mark.parametrize('arg', ['tiny,hint=colour', 'tiny,task=parity', 'tiny,temperature=hot',
-                                 'tiny,beta=-1,temperature=fixed', 'tiny,encoding=abacus',
-                                 'tiny,encoding=abacus+fire'])
+@pytest.mark.parametrize(
+  'arg',
+  [
+    'tiny,hint=colour',
+    'tiny,task=parity',
+    'tiny,temperature=hot',
+    'tiny,beta=-1,temperature=fixed',
+    'tiny,encoding=abacus',
+    'tiny,encoding=abacus+fire',
+  ],
+)
 def test_bad_experiment_args_exit_2_with_one_line_and_write_nothing(cli, tmp_path, arg):
   workdir = tmp_path / 'run'
-  proc = cli.run(['launch.train', f'--config=experiments/sorting_hints.py:{arg}',
-                  f'--workdir={workdir}'])
+  proc = cli.run(
+    ['launch.train', f'--config=experiments/sorting_hints.py:{arg}', f'--workdir={workdir}']
+  )
   assert proc.returncode == 2, proc.stderr
   assert proc.stderr.count('\n') == 1 and proc.stderr.startswith('error: ')
   assert not workdir.exists()
 
 
 def test_every_mode_of_the_experiment_validates():
-  for arg in ('', 'cpu', 'tiny', 'hint=all', 'task=increment', 'task=increment,hint=carry',
-              'temperature=learned,beta=0.5', 'modified,hint=successor', 'schedule=mixed,hint=all',
-              'task=increment,encoding=abacus'):
+  for arg in (
+    '',
+    'cpu',
+    'tiny',
+    'hint=all',
+    'task=increment',
+    'task=increment,hint=carry',
+    'temperature=learned,beta=0.5',
+    'modified,hint=successor',
+    'schedule=mixed,hint=all',
+    'task=increment,encoding=abacus',
+  ):
     evaluate.validate(sorting_hints.get_config(arg))
   cells = sorting_hints.grid()
-  assert {tuple(c['hints']) for c in cells} == {(), ('successor',), ('count',), ('fill',),
-                                                ('successor', 'count', 'fill')}
+  assert {tuple(c['hints']) for c in cells} == {
+    (),
+    ('successor',),
+    ('count',),
+    ('fill',),
+    ('successor', 'count', 'fill'),
+  }
   assert [c['hints'] for c in sorting_hints.grid('cpu')] == [[], ['successor']]
 
 
@@ -185,24 +227,32 @@ def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerat
   batch = _batch(config, 1)
   for platform in ('cuda', 'tpu'):
     model = setup.build(config, platform='gpu' if platform == 'cuda' else 'tpu').model
-    params = model.init({'params': jax.random.key(0)}, jnp.zeros((1, 4), jnp.int32),
-                        jnp.int32(4), deterministic=True)['params']
+    params = model.init(
+      {'params': jax.random.key(0)}, jnp.zeros((1, 4), jnp.int32), jnp.int32(4), deterministic=True
+    )['params']
 
     def loss(p, tokens, lengths, heads):
       logits, _ = model.apply({'params': p}, tokens, lengths, deterministic=True, task=heads)
       return jnp.mean(logits)
 
     exported = jax.export.export(jax.jit(jax.grad(loss)), platforms=[platform])(
-        params, batch['tokens'][:, :sum(shape) - 1], batch['length'] - 1, batch['task'])
+      params, batch['tokens'][:, : sum(shape) - 1], batch['length'] - 1, batch['task']
+    )
     assert exported.platforms == (platform,)
     assert 'temperature_beta' in str(params['layer_0']['attention'].keys())
 
 
-@pytest.mark.parametrize('arg, hints, distributions', [
+@pytest.mark.parametrize(
+  'arg, hints, distributions',
+  [
     ('tiny,task=increment,hint=carry', ['carry'], ['uniform', 'nines']),
-    ('tiny,hint=all,schedule=mixed,temperature=learned,dataset=64',
-     ['successor', 'count', 'fill'], ['uniform', 'rep2']),
-])
+    (
+      'tiny,hint=all,schedule=mixed,temperature=learned,dataset=64',
+      ['successor', 'count', 'fill'],
+      ['uniform', 'rep2'],
+    ),
+  ],
+)
 def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
   config = sorting_hints.get_config(arg)
   config.seeds = [0]
@@ -216,14 +266,28 @@ def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
 def test_the_report_pools_runs_of_one_variant():
   def run(seed_value, hints=()):
     member = results.LengthsMember(
-        seed=0, learning_rate=1e-3, diverged=False, score=0.0,
-        by_length={'exact_match': {'uniform': {10: seed_value, 30: 0.0}},
-                   'edit_distance': {'uniform': {10: 0.5, 30: 0.25}}})
+      seed=0,
+      learning_rate=1e-3,
+      diverged=False,
+      score=0.0,
+      by_length={
+        'exact_match': {'uniform': {10: seed_value, 30: 0.0}},
+        'edit_distance': {'uniform': {10: 0.5, 30: 0.25}},
+      },
+    )
     record = results.Results(
-        task='sorting_hinted', encoding='fire', family='decoder', encoding_options={},
-        num_params=1, architecture='standard', train_steps=1, train_length=20,
-        evaluation=results.LengthsResults(hints, 'alternate', (10, 30), ('uniform',),
-                                          'uniform', (30,), (member,)))
+      task='sorting_hinted',
+      encoding='fire',
+      family='decoder',
+      encoding_options={},
+      num_params=1,
+      architecture='standard',
+      train_steps=1,
+      train_length=20,
+      evaluation=results.LengthsResults(
+        hints, 'alternate', (10, 30), ('uniform',), 'uniform', (30,), (member,)
+      ),
+    )
     return report_load.RunFile(pathlib.Path(f'run{seed_value}/results.json'), record)
 
   text = hint_report.table([run(0.5), run(1.0), run(0.25, ('successor',))])

@@ -8,6 +8,7 @@ sampler fails with negligible probability per key.
 Programs are compiled once per (task, batch size, widths, distribution): the test laws share
 the widths of length N_MAX and sample every length from that one program (n is traced).
 """
+
 import collections
 import math
 
@@ -36,13 +37,14 @@ def _widths(task, n=N_MAX):
 
 def _texts(task, batch):
   """[(prompt tokens, answer tokens)] of a batch as decoded strings; checks the layout."""
-  tokens, prompt_length, length = (np.asarray(batch[k]) for k in
-                                   ('tokens', 'prompt_length', 'length'))
+  tokens, prompt_length, length = (
+    np.asarray(batch[k]) for k in ('tokens', 'prompt_length', 'length')
+  )
   assert tokens.dtype == prompt_length.dtype == length.dtype == np.int32
   out = []
   for row, p, l in zip(tokens, prompt_length, length):
     assert 0 < p < l <= row.shape[0]
-    assert not row[l:].any(), row                         # zeros past `length`
+    assert not row[l:].any(), row  # zeros past `length`
     assert row.max() < task.vocab_size and row.min() >= 0
     text = hinting.decode(task, row[:l]).split()
     out.append((text[:p], text[p:]))
@@ -50,7 +52,7 @@ def _texts(task, batch):
 
 
 def _values(task, tokens):
-  values = [int(t) for t in tokens]          # '⊥', '⊤' and '_' fail here
+  values = [int(t) for t in tokens]  # '⊥', '⊤' and '_' fail here
   assert all(1 <= v <= task.num_values for v in values), values
   return values
 
@@ -88,7 +90,7 @@ def oracle_count(task, prompt):
 
 def oracle_fill(task, prompt):
   n = prompt.index('⊥')
-  values = _values(task, prompt[:n] + prompt[n + 1:])
+  values = _values(task, prompt[:n] + prompt[n + 1 :])
   assert len(set(values)) == 1 and len(values) - n < n, prompt
   return n, [str(values[0])] * (n - (len(values) - n))
 
@@ -110,7 +112,7 @@ def oracle_carry(task, prompt):
   out = []
   for i, digit in enumerate(str(x + 1)[::-1]):
     # Adding 1 carries out of position i when the low i + 1 digits are all 9s.
-    carry = int(x % 10**(i + 1) + 1 == 10**(i + 1))
+    carry = int(x % 10 ** (i + 1) + 1 == 10 ** (i + 1))
     out += [digit, '↑', str(carry)]
   return n, out
 
@@ -130,26 +132,37 @@ def _check(task, batch):
 
 # ============================================================================ registry
 def test_registry():
-  assert tuple(hinting.TASKS) == ('sorting_hinted', 'successor', 'count', 'fill', 'increment',
-                           'carry')
+  assert tuple(hinting.TASKS) == (
+    'sorting_hinted',
+    'successor',
+    'count',
+    'fill',
+    'increment',
+    'carry',
+  )
   assert tasks.HINTING == tuple(hinting.TASKS)
   for name in tuple(hinting.TASKS):
     task = tasks.get(name)
     assert task is tasks.REGISTRY[name] and task.name == name and task.level == 'hinting'
-    hash(task)                                   # static argument of jit
+    hash(task)  # static argument of jit
     assert task.DISTRIBUTIONS[0] == 'uniform'
     for hint in task.HINTS:
       assert tasks.get(hint).family == task.family and not tasks.get(hint).HINTS
   assert tasks.get('sorting_hinted').HINTS == ('successor', 'count', 'fill')
   assert tasks.get('increment').HINTS == ('carry',)
-  assert tasks.get('sorting_hinted').DISTRIBUTIONS == ('uniform', 'rep2', 'rep3', 'rep4',
-                                                       'rep5', 'distinct')
+  assert tasks.get('sorting_hinted').DISTRIBUTIONS == (
+    'uniform',
+    'rep2',
+    'rep3',
+    'rep4',
+    'rep5',
+    'distinct',
+  )
   assert tasks.get('increment').DISTRIBUTIONS == ('uniform', 'nines')
   # The paper's q = 103; one vocabulary per family.
   for name in ('sorting_hinted', 'successor', 'count', 'fill'):
     task = tasks.get(name)
-    assert (task.vocab_size, task.sep_id, task.top_id, task.family) == (103, 101, 102,
-                                                                         'sorting')
+    assert (task.vocab_size, task.sep_id, task.top_id, task.family) == (103, 101, 102, 'sorting')
   for name in ('increment', 'carry'):
     task = tasks.get(name)
     assert (task.vocab_size, task.sep_id, task.up_id, task.family) == (12, 10, 11, 'increment')
@@ -219,7 +232,7 @@ def test_successor_edge_cases():
       if a == max(values):
         seen[task.max_successor, values.count(a) > 1, answer[0]] += 1
   assert seen['exclude', True, '⊤'] == 0 and seen['exclude', False, '⊤'] == 0
-  assert min(seen['exclude', True, str(m)] for m in (2, 3)) > 0    # duplicated max -> itself
+  assert min(seen['exclude', True, str(m)] for m in (2, 3)) > 0  # duplicated max -> itself
   assert seen['token', False, '⊤'] > 0 and seen['token', True, '⊤'] == 0
   # A single element can only be asked in 'token' mode, and has no successor.
   batch = token.sample(jax.random.key(1), 512, 1, *_widths(token, 4))
@@ -283,14 +296,15 @@ def _binomial_z(hits, total, p):
   return (hits - total * p) / math.sqrt(total * p * (1 - p))
 
 
-@pytest.mark.parametrize('name,max_length', [('sorting_hinted', 20), ('increment', 10),
-                                             ('count', 20), ('fill', 4)])
+@pytest.mark.parametrize(
+  'name,max_length', [('sorting_hinted', 20), ('increment', 10), ('count', 20), ('fill', 4)]
+)
 def test_train_length_law(name, max_length):
   """80% uniform on min_length..short_max, 20% on short_max + 1..max_length; all of
   min_length..max_length when max_length <= short_max."""
   task = hinting.TASKS[name]
   batch = task.sample_train(jax.random.key(5), 4000, max_length, *_widths(task, max_length))
-  n = np.argmax(np.asarray(batch['tokens']) == task.sep_id, axis=1)     # ⊥ ends the input
+  n = np.argmax(np.asarray(batch['tokens']) == task.sep_id, axis=1)  # ⊥ ends the input
   lo, short, share = task.min_length, task.short_max, task.short_share
   law = {}
   for m in range(lo, max_length + 1):
@@ -312,7 +326,7 @@ def test_repeated_values_law(n, r, num_values):
   inputs = np.asarray(batch['tokens'])[:, :n]
   assert (np.asarray(batch['tokens'])[:, n] == task.sep_id).all()
   blocks = n // r
-  category = np.zeros(inputs.shape, int)      # per entry: is its value's count >= r?
+  category = np.zeros(inputs.shape, int)  # per entry: is its value's count >= r?
   for row, cat in zip(inputs, category):
     counts = collections.Counter(row.tolist())
     # The sorted multiset splits into `blocks` distinct r-blocks and n - r * blocks others.
@@ -321,13 +335,12 @@ def test_repeated_values_law(n, r, num_values):
     cat[:] = [counts[v] >= r for v in row]
   # One entry per example (entries of a row are dependent): uniform over 1..V.
   first = collections.Counter(inputs[:, 0].tolist())
-  assert _chi2([first[v] for v in range(1, num_values + 1)], [1 / num_values] * num_values
-               ) > P_MIN
+  assert _chi2([first[v] for v in range(1, num_values + 1)], [1 / num_values] * num_values) > P_MIN
   # Shuffled: every position has the same law of "belongs to a block-sized value".
   table = np.array([[np.sum(category[:, p] == c) for c in (0, 1)] for p in range(n)])
-  if table.sum(axis=0).all():           # (with no remainder, every entry is in a block)
+  if table.sum(axis=0).all():  # (with no remainder, every entry is in a block)
     assert stats.chi2_contingency(table).pvalue > P_MIN, table
-  if n // r == num_values:     # every value is used: the blocks are without replacement
+  if n // r == num_values:  # every value is used: the blocks are without replacement
     assert all(len(set(row)) == num_values for row in inputs.tolist())
 
 
@@ -355,8 +368,9 @@ def test_training_repeats_law(n):
   count r is the largest count (up to remainder collisions, of probability < 0.5%)."""
   task = hinting.SortingHinted(num_values=1000, repeat_share=1.0, min_length=n, short_max=n)
   batch = task.sample_train(jax.random.key(14), 2000, n, *_widths(task, n))
-  r = collections.Counter(max(collections.Counter(row).values())
-                          for row in np.asarray(batch['tokens'])[:, :n].tolist())
+  r = collections.Counter(
+    max(collections.Counter(row).values()) for row in np.asarray(batch['tokens'])[:, :n].tolist()
+  )
   rs = range(2, min(5, n) + 1)
   assert set(r) <= set(rs) | {max(rs) + 1}
   assert _chi2([r[k] for k in rs], [1 / len(rs)] * len(rs)) > P_MIN
@@ -377,10 +391,10 @@ def test_nines_run_law():
   n = 4
   task = hinting.TASKS['increment']
   batch = task.sample(jax.random.key(10), 4000, n, *_widths(task, n), 'nines')
-  digits = np.asarray(batch['tokens'])[:, :n][:, ::-1]            # little-endian
+  digits = np.asarray(batch['tokens'])[:, :n][:, ::-1]  # little-endian
   runs = np.argmin(np.concatenate([digits == 9, np.zeros((4000, 1), bool)], axis=1), axis=1)
   law = np.zeros(n + 1)
-  for k in range(1, n + 1):                 # P(run = l | drawn k): 9s continue at random
+  for k in range(1, n + 1):  # P(run = l | drawn k): 9s continue at random
     p_stay = 1.0
     for l in range(k, n + 1):
       p_nine = 0 if l == n else (1 / 9 if l == n - 1 else 1 / 10)
@@ -440,7 +454,9 @@ def test_fill_prefix_law():
 
 
 # ============================================================================ bad input
-@pytest.mark.parametrize('name,options,match', [
+@pytest.mark.parametrize(
+  'name,options,match',
+  [
     ('sorting_hinted', {'num_values': 1}, 'num_values must be >= 2, got 1'),
     ('count', {'min_length': 2}, r'need 3 <= min_length <= short_max, got min_length=2'),
     ('successor', {'min_length': 1}, r'need 2 <= min_length'),
@@ -450,7 +466,8 @@ def test_fill_prefix_law():
     ('carry', {'nines_share': -0.1}, r'nines_share must be in \[0, 1\], got -0.1'),
     ('sorting_hinted', {'repeat_share': 2}, r'repeat_share must be in \[0, 1\], got 2'),
     ('fill', {'repeat_share': 0.1}, r"unknown option 'repeat_share' of task 'fill'"),
-])
+  ],
+)
 def test_bad_options(name, options, match):
   with pytest.raises(ValueError, match=match):
     tasks.get(name, options)
@@ -466,22 +483,34 @@ def test_bad_lengths_and_widths():
     succ.check_length(1)
   with pytest.raises(ValueError, match=r'increment: length 0 is too short.*n >= 1'):
     inc.check_length(0, 'nines')
-  with pytest.raises(ValueError, match=r'rep2 at length 202 needs 101 distinct values, more '
-                     r'than num_values=100; valid lengths for rep2: n <= 201'):
+  with pytest.raises(
+    ValueError,
+    match=r'rep2 at length 202 needs 101 distinct values, more '
+    r'than num_values=100; valid lengths for rep2: n <= 201',
+  ):
     sort.check_length(202, 'rep2')
   sort.check_length(201, 'rep2')
-  with pytest.raises(ValueError, match=r"unknown distribution 'rep6'; valid distributions: "
-                     r'uniform, rep2, rep3, rep4, rep5'):
+  with pytest.raises(
+    ValueError,
+    match=r"unknown distribution 'rep6'; valid distributions: "
+    r'uniform, rep2, rep3, rep4, rep5',
+  ):
     sort.sample(key, 2, 5, 6, 5, 'rep6')
   with pytest.raises(ValueError, match=r"unknown distribution 'nines'.*: uniform"):
     hinting.TASKS['carry'].check_length(3, 'nines')
-  with pytest.raises(ValueError, match=r'length 5 needs prompt_width >= 6 and answer_width '
-                     r'>= 5, got 6 and 4'):
+  with pytest.raises(
+    ValueError,
+    match=r'length 5 needs prompt_width >= 6 and answer_width '
+    r'>= 5, got 6 and 4',
+  ):
     sort.sample(key, 2, 5, 6, 4)
   with pytest.raises(ValueError, match=r'length 20 needs prompt_width >= 40'):
     hinting.TASKS['fill'].sample_train(key, 2, 20, 39, 20)
-  with pytest.raises(ValueError, match=r'max_length 2 is below min_length=3; valid: '
-                     r'max_length >= 3'):
+  with pytest.raises(
+    ValueError,
+    match=r'max_length 2 is below min_length=3; valid: '
+    r'max_length >= 3',
+  ):
     count.sample_train(key, 2, 2, 10, 10)
   small = hinting.SortingHinted(num_values=4, repeat_share=0.1)
   with pytest.raises(ValueError, match=r'rep2 at length 10 needs 5 distinct values'):

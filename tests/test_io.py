@@ -36,13 +36,20 @@ def test_every_writer_gives_the_usual_mode(tmp_path, mask):
     report.write_files(tmp_path / 'report', {'table1.md': b'# t\n', 'figure4_x.png': b'png'})
     with io.DirectoryLock(str(tmp_path)):
       assert _mode(tmp_path / io.LOCK_FILE) == expected
-  written = ['a.json', 'a.md', 'a.png', 'a.jsonl', 'b.jsonl', 'report/table1.md',
-             'report/figure4_x.png']
+  written = [
+    'a.json',
+    'a.md',
+    'a.png',
+    'a.jsonl',
+    'b.jsonl',
+    'report/table1.md',
+    'report/figure4_x.png',
+  ]
   assert {name: oct(_mode(tmp_path / name)) for name in written} == {
-      name: oct(expected) for name in written}
+    name: oct(expected) for name in written
+  }
   # No temporary file is left behind.
-  assert sorted(os.listdir(tmp_path)) == ['a.json', 'a.jsonl', 'a.md', 'a.png', 'b.jsonl',
-                                          'report']
+  assert sorted(os.listdir(tmp_path)) == ['a.json', 'a.jsonl', 'a.md', 'a.png', 'b.jsonl', 'report']
 
 
 def test_rewriting_keeps_the_new_mode_not_the_old_files(tmp_path):

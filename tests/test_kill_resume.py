@@ -1,6 +1,7 @@
 """Each study's experiment end to end in its tiny mode: a straight run; a run killed right
 after its first checkpoint and started again ends with the same results; an evaluation
 stopped half-way measures only the cells it has not measured; the report builds."""
+
 import dataclasses
 import json
 import os
@@ -21,14 +22,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  experiment: str           # experiments/NAME.py
-  arg: str                  # its tiny mode
-  evaluation: str           # results.json's protocol
-  rows: str                 # the protocol's file of measured cells
+  experiment: str  # experiments/NAME.py
+  arg: str  # its tiny mode
+  evaluation: str  # results.json's protocol
+  rows: str  # the protocol's file of measured cells
   cells: Callable[[dict], list]  # row -> cell, compared with `expected_cells`
   expected_cells: Callable[[], list]
-  summary: str              # in the closing line
-  report: tuple[str, ...]   # the report's text file and what it holds
+  summary: str  # in the closing line
+  report: tuple[str, ...]  # the report's text file and what it holds
   check: Callable[[dict], None]  # the protocol's results
 
 
@@ -50,30 +51,51 @@ def _check_lengths(results: dict) -> None:
 
 
 STUDIES = {
-    'arithmetic': Study(
-        'abacus_arithmetic', 'tiny', 'grid', 'grid.jsonl', lambda r: tuple(r['cell']),
-        lambda: grid.cells(abacus_arithmetic.get_config('tiny')),
-        'out-of-distribution cells (exact match) up to 5',
-        ('arithmetic.md', 'OOD', 'looped', 'abacus'), lambda results: _check_grid(results)),
-    'hints': Study(
-        'sorting_hints', 'tiny,hint=successor', 'lengths', 'lengths.jsonl',
-        lambda r: (r['distribution'], r['length']),
-        lambda: lengths.cells(sorting_hints.get_config('tiny,hint=successor')),
-        'full-sequence accuracy, successor',
-        ('hints.md', 'full-sequence accuracy (%), uniform inputs',
-         'mean edit distance, rep2 inputs', 'successor · fire', '| 8* |'),
-        lambda results: _check_lengths(results)),
+  'arithmetic': Study(
+    'abacus_arithmetic',
+    'tiny',
+    'grid',
+    'grid.jsonl',
+    lambda r: tuple(r['cell']),
+    lambda: grid.cells(abacus_arithmetic.get_config('tiny')),
+    'out-of-distribution cells (exact match) up to 5',
+    ('arithmetic.md', 'OOD', 'looped', 'abacus'),
+    lambda results: _check_grid(results),
+  ),
+  'hints': Study(
+    'sorting_hints',
+    'tiny,hint=successor',
+    'lengths',
+    'lengths.jsonl',
+    lambda r: (r['distribution'], r['length']),
+    lambda: lengths.cells(sorting_hints.get_config('tiny,hint=successor')),
+    'full-sequence accuracy, successor',
+    (
+      'hints.md',
+      'full-sequence accuracy (%), uniform inputs',
+      'mean edit distance, rep2 inputs',
+      'successor · fire',
+      '| 8* |',
+    ),
+    lambda results: _check_lengths(results),
+  ),
 }
 
 
 def _cmd(study: Study, workdir: str) -> list[str]:
-  return [sys.executable, '-m', 'launch.train',
-          f'--config=experiments/{study.experiment}.py:{study.arg}', f'--workdir={workdir}']
+  return [
+    sys.executable,
+    '-m',
+    'launch.train',
+    f'--config=experiments/{study.experiment}.py:{study.arg}',
+    f'--workdir={workdir}',
+  ]
 
 
 @pytest.mark.parametrize('name', list(STUDIES))
 def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(
-    name, tmp_path, kill_after_checkpoint):
+  name, tmp_path, kill_after_checkpoint
+):
   study = STUDIES[name]
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   done = subprocess.run(_cmd(study, straight), cwd=ROOT, capture_output=True, text=True)
@@ -88,14 +110,18 @@ def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(
   assert [study.cells(r) for r in rows] == study.expected_cells()
   # An evaluation stopped half-way measures only the cells it has not measured.
   with open(os.path.join(killed, study.rows), 'w') as f:
-    f.writelines(json.dumps(r) + '\n' for r in rows[:len(rows) // 2])
+    f.writelines(json.dumps(r) + '\n' for r in rows[: len(rows) // 2])
   os.remove(os.path.join(killed, 'results.json'))
   assert subprocess.run(_cmd(study, killed), cwd=ROOT, capture_output=True).returncode == 0
   assert io.read_jsonl(os.path.join(killed, study.rows)) == rows
   assert io.read_json(os.path.join(killed, 'results.json'))['members'] == a['members']
   out = str(tmp_path / 'report')
-  proc = subprocess.run([sys.executable, '-m', 'launch.report', straight, f'--out={out}'],
-                        cwd=ROOT, capture_output=True, text=True)
+  proc = subprocess.run(
+    [sys.executable, '-m', 'launch.report', straight, f'--out={out}'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
   assert proc.returncode == 0, proc.stderr
   text = open(os.path.join(out, study.report[0])).read()
   for needle in study.report[1:]:

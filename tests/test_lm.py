@@ -1,5 +1,6 @@
 """Language modelling on the Python standard library: the corpus, perplexity windows, the
 experiment's tiny mode end to end with a resumed evaluation, the report."""
+
 import json
 import os
 import subprocess
@@ -43,8 +44,13 @@ def test_corpus_split_by_file_is_deterministic_and_windows_come_from_the_trainin
 
 
 def _cmd(workdir):
-  return [sys.executable, '-m', 'launch.train', '--config=experiments/extrapolation_lm.py:tiny',
-          f'--workdir={workdir}']
+  return [
+    sys.executable,
+    '-m',
+    'launch.train',
+    '--config=experiments/extrapolation_lm.py:tiny',
+    f'--workdir={workdir}',
+  ]
 
 
 def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path):
@@ -56,8 +62,7 @@ def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path)
   assert results['evaluation'] == 'perplexity' and results['corpus']['valid']['files'] > 0
   member = results['members'][0]
   assert set(member['perplexity_by_length']) == set(lm_eval.MODES)
-  assert all(1 < v < 256 for by in member['perplexity_by_length'].values()
-             for v in by.values())
+  assert all(1 < v < 256 for by in member['perplexity_by_length'].values() for v in by.values())
   # An evaluation stopped after its first length measures only the rest.
   lines = (run / 'perplexity.jsonl').read_text().splitlines()
   (run / 'perplexity.jsonl').write_text(lines[0] + '\n')
@@ -70,10 +75,21 @@ def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path)
   table = _perplexity_report(run, tmp_path / 'report')
   assert '| 32 |' in table and 'sliding windows' in table
   # The prefix-shuffle analysis of the same run.
-  proc = subprocess.run([sys.executable, '-m', 'launch.analyze', 'prefix_shuffle',
-                         f'--workdir={run}', '--length=16', '--examples=8',
-                         f'--out={tmp_path / "shuffle"}'], cwd=ROOT, capture_output=True,
-                        text=True)
+  proc = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'launch.analyze',
+      'prefix_shuffle',
+      f'--workdir={run}',
+      '--length=16',
+      '--examples=8',
+      f'--out={tmp_path / "shuffle"}',
+    ],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
   assert proc.returncode == 0, proc.stderr
   result = json.loads((tmp_path / 'shuffle' / 'prefix_shuffle.json').read_text())
   assert result['shuffled_loss'] - result['loss'] == result['increase'] and result['loss'] > 0
@@ -81,14 +97,19 @@ def test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report(tmp_path)
 
 def _perplexity_report(run, out):
   """perplexity.md of `launch.report` on `run`, written to `out`."""
-  proc = subprocess.run([sys.executable, '-m', 'launch.report', str(run), f'--out={out}'],
-                        cwd=ROOT, capture_output=True, text=True)
+  proc = subprocess.run(
+    [sys.executable, '-m', 'launch.report', str(run), f'--out={out}'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
   assert proc.returncode == 0, proc.stderr
   return (out / 'perplexity.md').read_text()
 
 
 def test_every_cell_of_the_experiment_validates():
   from experiments import extrapolation_lm
+
   for arg in ('', 'cpu', 'tiny'):
     base = extrapolation_lm.get_config(arg)
     for cell in extrapolation_lm.grid(arg):
@@ -106,10 +127,18 @@ def test_held_out_windows_come_from_the_validation_text():
 
 def test_masked_language_model_of_the_same_data(tmp_path):
   run = tmp_path / 'mlm'
-  proc = subprocess.run([sys.executable, '-m', 'launch.train',
-                         '--config=experiments/extrapolation_lm.py:tiny,family=encoder,'
-                         'encoding=none', f'--workdir={run}'], cwd=ROOT, capture_output=True,
-                        text=True)
+  proc = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'launch.train',
+      '--config=experiments/extrapolation_lm.py:tiny,family=encoder,encoding=none',
+      f'--workdir={run}',
+    ],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
   assert proc.returncode == 0, proc.stderr
   member = io.read_json(str(run / 'results.json'))['members'][0]
   assert set(member['perplexity_by_length']) == {lm_eval.MASKED}
@@ -120,6 +149,7 @@ def test_masked_language_model_of_the_same_data(tmp_path):
 
 def test_masks_cover_the_rate_and_at_least_one_position():
   from posenc import objectives
+
   mask = np.asarray(objectives.mask_positions(jax.random.key(0), (64, 200)))
   assert mask.any(axis=1).all()
   assert abs(mask.mean() - objectives.MASK_RATE) < 0.02
@@ -127,14 +157,16 @@ def test_masks_cover_the_rate_and_at_least_one_position():
 
 def test_the_split_is_disjoint_covers_every_file_and_is_the_same_in_another_process():
   import sysconfig
+
   root = sysconfig.get_paths()['stdlib']
   parts = corpus.split_files(root, 10)
   train, valid = set(parts['train']), set(parts['valid'])
   assert train and valid and not train & valid
   assert train | valid == set(corpus._files(root))
   assert 0.05 < len(valid) / (len(train) + len(valid)) < 0.15
-  code = ('import json, sysconfig; from tasks import corpus; '
-          'print(json.dumps(corpus.split_files(sysconfig.get_paths()["stdlib"], 10)))')
-  other = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
-                         text=True)
+  code = (
+    'import json, sysconfig; from tasks import corpus; '
+    'print(json.dumps(corpus.split_files(sysconfig.get_paths()["stdlib"], 10)))'
+  )
+  other = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
   assert json.loads(other.stdout) == parts

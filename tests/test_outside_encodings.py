@@ -66,19 +66,35 @@ def outside_module(tmp_path_factory):
   sys.modules.pop('posenc_outside_example', None)
 
 
-@pytest.mark.parametrize('attribute, kind', [('SQRT_ALIBI', 'bias'), ('HALF_ROPE', 'rotation'),
-                                             ('SCALED_SIN_COS', 'embedding'),
-                                             ('WINDOW', 'geometric')])
+@pytest.mark.parametrize(
+  'attribute, kind',
+  [
+    ('SQRT_ALIBI', 'bias'),
+    ('HALF_ROPE', 'rotation'),
+    ('SCALED_SIN_COS', 'embedding'),
+    ('WINDOW', 'geometric'),
+  ],
+)
 def test_an_import_path_is_an_encoding_of_each_kind(outside_module, attribute, kind):
   name = f'{outside_module}:{attribute}'
   spec = encodings.get(name)
   assert isinstance(spec, encodings.Encoding) and spec.kind == kind
-  model = models.Decoder(vocab_size=7, encoding=name, num_layers=1, d_model=16, num_heads=2,
-                         ffn_size=32, max_position=64)
-  variables = model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
-                         jnp.array([4]), deterministic=True)
-  logits, _ = model.apply(variables, jnp.ones((2, 5), jnp.int32), jnp.array([5, 3]),
-                          deterministic=True, rngs={'noise': jax.random.key(1)})
+  model = models.Decoder(
+    vocab_size=7, encoding=name, num_layers=1, d_model=16, num_heads=2, ffn_size=32, max_position=64
+  )
+  variables = model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 4), jnp.int32),
+    jnp.array([4]),
+    deterministic=True,
+  )
+  logits, _ = model.apply(
+    variables,
+    jnp.ones((2, 5), jnp.int32),
+    jnp.array([5, 3]),
+    deterministic=True,
+    rngs={'noise': jax.random.key(1)},
+  )
   assert logits.shape == (2, 5, 7) and np.all(np.isfinite(logits))
 
 
@@ -88,29 +104,55 @@ def test_combinations_and_randomized_twins(outside_module):
   twin = encodings.get(f'randomized_{outside_module}:SQRT_ALIBI')
   assert twin.randomized and not encodings.get(f'{outside_module}:SQRT_ALIBI').randomized
   # The twin draws its positions: two noise keys, two sets of logits.
-  model = models.Encoder(vocab_size=3, num_classes=2, encoding=f'randomized_{outside_module}:'
-                         'SQRT_ALIBI', num_layers=1, d_model=16, num_heads=2, ffn_size=32,
-                         max_position=64)
-  variables = model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 6), jnp.int32),
-                         jnp.int32(6), deterministic=True)
+  model = models.Encoder(
+    vocab_size=3,
+    num_classes=2,
+    encoding=f'randomized_{outside_module}:SQRT_ALIBI',
+    num_layers=1,
+    d_model=16,
+    num_heads=2,
+    ffn_size=32,
+    max_position=64,
+  )
+  variables = model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 6), jnp.int32),
+    jnp.int32(6),
+    deterministic=True,
+  )
   tokens = jnp.array([[0, 1, 2, 1, 0, 2]])
-  out = [model.apply(variables, tokens, jnp.int32(6), deterministic=True,
-                     rngs={'noise': jax.random.key(k)}) for k in (1, 2)]
+  out = [
+    model.apply(
+      variables, tokens, jnp.int32(6), deterministic=True, rngs={'noise': jax.random.key(k)}
+    )
+    for k in (1, 2)
+  ]
   assert not np.allclose(out[0], out[1])
 
 
-@pytest.mark.parametrize('name, message', [
+@pytest.mark.parametrize(
+  'name, message',
+  [
     ('no_such_module_xyz:ENC', "no module named 'no_such_module_xyz'"),
-    ('{m}:MISSING', "has no attribute 'MISSING'; its Encoding records: BAD_KIND, BAD_OPTION, "
-     'HALF_ROPE, SCALED_SIN_COS, SQRT_ALIBI, WINDOW'),
-    ('{m}:NOT_A_RECORD', 'is a function, not a posenc Encoding record; build one with '
-     'posenc.encodings.bias, rotation, embedding or weights'),
+    (
+      '{m}:MISSING',
+      "has no attribute 'MISSING'; its Encoding records: BAD_KIND, BAD_OPTION, "
+      'HALF_ROPE, SCALED_SIN_COS, SQRT_ALIBI, WINDOW',
+    ),
+    (
+      '{m}:NOT_A_RECORD',
+      'is a function, not a posenc Encoding record; build one with '
+      'posenc.encodings.bias, rotation, embedding or weights',
+    ),
     ('{m}:BAD_KIND', "has kind 'sideways'; valid kinds: embedding, rotation, bias, geometric"),
     ('{m}:BAD_OPTION', "takes options no encoding knows: ['my_strength']"),
     ('randomized_no_such_module_xyz:ENC', "no module named 'randomized_no_such_module_xyz'"),
-    ('nothing_installed_by_this_name', "unknown encoding 'nothing_installed_by_this_name'; "
-     'valid encodings: none, sin_cos'),
-])
+    (
+      'nothing_installed_by_this_name',
+      "unknown encoding 'nothing_installed_by_this_name'; valid encodings: none, sin_cos",
+    ),
+  ],
+)
 def test_what_cannot_be_loaded_is_one_line(outside_module, name, message):
   with pytest.raises(ValueError) as error:
     encodings.get(name.format(m=outside_module))
@@ -126,41 +168,58 @@ def test_an_entry_point_is_used_by_its_name(outside_module, tmp_path, monkeypatc
   """An installed package's entry point (the metadata pip writes, on the path)."""
   info = tmp_path / 'posenc_outside_example-1.0.dist-info'
   info.mkdir()
-  (info / 'METADATA').write_text('Metadata-Version: 2.1\nName: posenc-outside-example\n'
-                                 'Version: 1.0\n')
+  (info / 'METADATA').write_text(
+    'Metadata-Version: 2.1\nName: posenc-outside-example\nVersion: 1.0\n'
+  )
   (info / 'entry_points.txt').write_text(
-      f'[posenc.encodings]\nsqrt_alibi = {outside_module}:SQRT_ALIBI\n'
-      f'broken = {outside_module}:NOPE\n')
+    f'[posenc.encodings]\nsqrt_alibi = {outside_module}:SQRT_ALIBI\n'
+    f'broken = {outside_module}:NOPE\n'
+  )
   monkeypatch.syspath_prepend(str(tmp_path))
   outside.entry_points.cache_clear()
   outside.load.cache_clear()
   try:
     assert encodings.get('sqrt_alibi') is encodings.get(f'{outside_module}:SQRT_ALIBI')
     assert encodings.get('randomized_sqrt_alibi').randomized
-    with pytest.raises(ValueError, match="entry point 'broken' of an installed package does "
-                       'not load: AttributeError'):
+    with pytest.raises(
+      ValueError, match="entry point 'broken' of an installed package does not load: AttributeError"
+    ):
       encodings.get('broken')
-    with pytest.raises(ValueError, match=r'installed package\'s \(entry point group '
-                       r'posenc.encodings: broken, sqrt_alibi\)'):
+    with pytest.raises(
+      ValueError,
+      match=r'installed package\'s \(entry point group '
+      r'posenc.encodings: broken, sqrt_alibi\)',
+    ):
       encodings.get('nope')
   finally:
     outside.entry_points.cache_clear()
     outside.load.cache_clear()
 
 
-@pytest.mark.parametrize('attribute', ['SQRT_ALIBI'] + [
-    pytest.param(a, marks=pytest.mark.slow) for a in ('HALF_ROPE', 'SCALED_SIN_COS', 'WINDOW')])
+@pytest.mark.parametrize(
+  'attribute',
+  ['SQRT_ALIBI']
+  + [pytest.param(a, marks=pytest.mark.slow) for a in ('HALF_ROPE', 'SCALED_SIN_COS', 'WINDOW')],
+)
 def test_the_conformance_helper_passes_outside_encodings(outside_module, attribute):
-  checks = testing.check_encoding(f'{outside_module}:{attribute}',
-                                  ('backends', 'padded', 'causal', 'step', 'generation',
-                                   'gradients'))
-  assert [c.name for c in checks] == ['backends', 'padded', 'causal', 'step', 'generation',
-                                      'gradients'] and all(c.passed for c in checks)
+  checks = testing.check_encoding(
+    f'{outside_module}:{attribute}',
+    ('backends', 'padded', 'causal', 'step', 'generation', 'gradients'),
+  )
+  assert [c.name for c in checks] == [
+    'backends',
+    'padded',
+    'causal',
+    'step',
+    'generation',
+    'gradients',
+  ] and all(c.passed for c in checks)
 
 
 def test_the_conformance_helper_fails_a_broken_encoding(outside_module, tmp_path):
   # Weights that ignore the mask see later tokens: the causal check must catch it.
-  (tmp_path / 'posenc_peeking.py').write_text(textwrap.dedent('''
+  (tmp_path / 'posenc_peeking.py').write_text(
+    textwrap.dedent('''
       import jax.numpy as jnp
       from posenc import encodings
 
@@ -168,7 +227,8 @@ def test_the_conformance_helper_fails_a_broken_encoding(outside_module, tmp_path
         return jnp.exp(scores - scores.max(-1, keepdims=True))
 
       PEEK = encodings.weights(peek, normalize=True)
-  '''))
+  ''')
+  )
   sys.path.insert(0, str(tmp_path))
   try:
     with pytest.raises(AssertionError, match='causal +FAIL'):

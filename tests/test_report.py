@@ -1,4 +1,5 @@
 """Tests of posenc.report and launch.report on fabricated run directories."""
+
 import errno
 import io
 import json
@@ -23,11 +24,19 @@ PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 N = 4  # Fabricated training length; evaluation lengths are 1..10.
 
 
-def write_run(directory: pathlib.Path, task: str, encoding: str,
-              members: list[tuple[int, float, float | None]], *, train_steps: int = 100,
-              eval_lengths=tuple(range(1, 11)), config_steps: int | None = None,
-              options: dict | None = None, exact_match: float | None = None,
-              family: str | None = None) -> pathlib.Path:
+def write_run(
+  directory: pathlib.Path,
+  task: str,
+  encoding: str,
+  members: list[tuple[int, float, float | None]],
+  *,
+  train_steps: int = 100,
+  eval_lengths=tuple(range(1, 11)),
+  config_steps: int | None = None,
+  options: dict | None = None,
+  exact_match: float | None = None,
+  family: str | None = None,
+) -> pathlib.Path:
   """Writes a results.json; members are (seed, learning_rate, score or None if diverged).
 
   A member's accuracy is 1 on lengths <= N and its score above, so the score is its mean
@@ -39,24 +48,35 @@ def write_run(directory: pathlib.Path, task: str, encoding: str,
   """
   directory.mkdir(parents=True, exist_ok=True)
   results = {
-      'task': task, 'encoding': encoding, 'num_params': 1234, 'train_steps': train_steps,
-      'train_length': N, 'eval_lengths': list(eval_lengths),
-      'versions': {'jax': '0', 'flax': '0', 'device_kind': 'cpu'},
-      'members': [{
-          'seed': seed, 'learning_rate': lr, 'diverged': score is None, 'score': score,
-          'accuracy_by_length': {str(n): (1.0 if n <= N else (score or 0.0))
-                                 for n in eval_lengths},
-      } for seed, lr, score in members],
-      'config': {'train': {'steps': config_steps or train_steps}},
+    'task': task,
+    'encoding': encoding,
+    'num_params': 1234,
+    'train_steps': train_steps,
+    'train_length': N,
+    'eval_lengths': list(eval_lengths),
+    'versions': {'jax': '0', 'flax': '0', 'device_kind': 'cpu'},
+    'members': [
+      {
+        'seed': seed,
+        'learning_rate': lr,
+        'diverged': score is None,
+        'score': score,
+        'accuracy_by_length': {str(n): (1.0 if n <= N else (score or 0.0)) for n in eval_lengths},
+      }
+      for seed, lr, score in members
+    ],
+    'config': {'train': {'steps': config_steps or train_steps}},
   }
   if options is not None:
     results['encoding_options'] = options
   if exact_match is not None:
     for member in results['members']:
-      member['exact_match_score'] = (None if member['score'] is None
-                                     else exact_match * member['score'])
+      member['exact_match_score'] = (
+        None if member['score'] is None else exact_match * member['score']
+      )
       member['exact_match_by_length'] = {
-          n: exact_match * accuracy for n, accuracy in member['accuracy_by_length'].items()}
+        n: exact_match * accuracy for n, accuracy in member['accuracy_by_length'].items()
+      }
   if family is not None:
     results['family'] = family
   (directory / 'results.json').write_text(json.dumps(results))
@@ -72,15 +92,35 @@ def fixture_workdirs(tmp_path: pathlib.Path) -> list[pathlib.Path]:
   bucket_sort/relative (standalone): one member. Every other combination is missing.
   """
   sweep = tmp_path / 'sweep'
-  write_run(sweep / 'cells' / 'reverse_string__none', 'reverse_string', 'none', [
-      (0, 1e-4, 0.50), (1, 1e-4, 0.52), (2, 1e-4, 0.54),
-      (0, 3e-4, 0.60), (1, 3e-4, 0.40), (2, 3e-4, None)])
-  write_run(sweep / 'cells' / 'reverse_string__randomized_relative', 'reverse_string',
-            'randomized_relative', [
-                (0, 1e-4, 0.90), (1, 1e-4, 0.80), (2, 1e-4, 0.70),
-                (0, 3e-4, 0.95), (1, 3e-4, 0.93), (2, 3e-4, None)])
-  write_run(sweep / 'cells' / 'even_pairs__none', 'even_pairs', 'none',
-            [(0, 1e-4, None), (1, 1e-4, None)])
+  write_run(
+    sweep / 'cells' / 'reverse_string__none',
+    'reverse_string',
+    'none',
+    [
+      (0, 1e-4, 0.50),
+      (1, 1e-4, 0.52),
+      (2, 1e-4, 0.54),
+      (0, 3e-4, 0.60),
+      (1, 3e-4, 0.40),
+      (2, 3e-4, None),
+    ],
+  )
+  write_run(
+    sweep / 'cells' / 'reverse_string__randomized_relative',
+    'reverse_string',
+    'randomized_relative',
+    [
+      (0, 1e-4, 0.90),
+      (1, 1e-4, 0.80),
+      (2, 1e-4, 0.70),
+      (0, 3e-4, 0.95),
+      (1, 3e-4, 0.93),
+      (2, 3e-4, None),
+    ],
+  )
+  write_run(
+    sweep / 'cells' / 'even_pairs__none', 'even_pairs', 'none', [(0, 1e-4, None), (1, 1e-4, None)]
+  )
   (sweep / 'index.json').write_text('{}')  # Sweep bookkeeping: not a run, ignored.
   single = write_run(tmp_path / 'run_bucket', 'bucket_sort', 'relative', [(0, 5e-4, 0.333)])
   return [sweep, single]
@@ -96,8 +136,7 @@ def grid(markdown: str, index: int = 0) -> dict[tuple[str, str], str]:
       blocks.append(current)
       current = []
   header, _, *rows = blocks[index]
-  return {(row[1], encoding): entry for row in rows
-          for encoding, entry in zip(header[2:], row[2:])}
+  return {(row[1], encoding): entry for row in rows for encoding, entry in zip(header[2:], row[2:])}
 
 
 def test_table1_is_max_over_members(workdirs):
@@ -105,15 +144,15 @@ def test_table1_is_max_over_members(workdirs):
   assert not skipped
   entries = grid(report.table1(report.collect_cells(runs)))
   assert entries == {
-      ('even_pairs', 'none'): 'div',
-      ('even_pairs', 'relative'): '–',
-      ('even_pairs', 'randomized_relative'): '–',
-      ('reverse_string', 'none'): '60.0',
-      ('reverse_string', 'relative'): '–',
-      ('reverse_string', 'randomized_relative'): '95.0',
-      ('bucket_sort', 'none'): '–',
-      ('bucket_sort', 'relative'): '33.3',
-      ('bucket_sort', 'randomized_relative'): '–',
+    ('even_pairs', 'none'): 'div',
+    ('even_pairs', 'relative'): '–',
+    ('even_pairs', 'randomized_relative'): '–',
+    ('reverse_string', 'none'): '60.0',
+    ('reverse_string', 'relative'): '–',
+    ('reverse_string', 'randomized_relative'): '95.0',
+    ('bucket_sort', 'none'): '–',
+    ('bucket_sort', 'relative'): '33.3',
+    ('bucket_sort', 'randomized_relative'): '–',
   }
 
 
@@ -141,7 +180,10 @@ def test_rows_follow_the_study_and_columns_the_grid(workdirs):
   assert header == '| level | task | none | relative | randomized_relative |'
   rows = [line.split('|')[1:3] for line in text.splitlines()[4:7]]
   assert [(a.strip(), b.strip()) for a, b in rows] == [
-      ('R', 'even_pairs'), ('DCF', 'reverse_string'), ('CS', 'bucket_sort')]
+    ('R', 'even_pairs'),
+    ('DCF', 'reverse_string'),
+    ('CS', 'bucket_sort'),
+  ]
 
 
 def test_full_grid_and_unknown_names(workdirs, tmp_path):
@@ -160,8 +202,7 @@ def test_full_grid_and_unknown_names(workdirs, tmp_path):
 def test_merged_cell_counts_identical_members_once(tmp_path):
   members = [(0, 1e-4, 0.5), (1, 1e-4, 0.7)]
   write_run(tmp_path / 'a', 'parity_check', 'alibi', members)
-  write_run(tmp_path / 'b', 'parity_check', 'alibi', members[1:] + [(2, 1e-4, 0.6),
-                                                                     (0, 1e-4, 0.9)])
+  write_run(tmp_path / 'b', 'parity_check', 'alibi', members[1:] + [(2, 1e-4, 0.6), (0, 1e-4, 0.9)])
   cells = report.collect_cells(report.load_runs([tmp_path])[0])
   cell = cells['parity_check', 'alibi']
   # (1, 1e-4, 0.7) is in both runs and counts once; (0, 1e-4) has two different trainings.
@@ -174,14 +215,23 @@ def test_merged_cell_counts_identical_members_once(tmp_path):
 
 
 def test_notes_describe_lengths_members_and_training(tmp_path):
-  write_run(tmp_path / 'strided', 'odds_first', 'rotary', [(0, 1e-4, 0.5), (1, 1e-4, 0.6)],
-            eval_lengths=range(1, 31, 3), train_steps=50, config_steps=80)
-  write_run(tmp_path / 'full', 'odds_first', 'none', [(0, 1e-4, 0.5), (1, 1e-4, 0.6)],
-            train_steps=2_000_000)
+  write_run(
+    tmp_path / 'strided',
+    'odds_first',
+    'rotary',
+    [(0, 1e-4, 0.5), (1, 1e-4, 0.6)],
+    eval_lengths=range(1, 31, 3),
+    train_steps=50,
+    config_steps=80,
+  )
+  write_run(
+    tmp_path / 'full', 'odds_first', 'none', [(0, 1e-4, 0.5), (1, 1e-4, 0.6)], train_steps=2_000_000
+  )
   text = report.table1(report.collect_cells(report.load_runs([tmp_path])[0]))
-  assert ('N = 4, lengths 5..10 (every length, 6 lengths) in odds_first/none; N = 4, lengths '
-          '7, 10, …, 28 (every 3rd length, 8 lengths), a subset of 5..28 in odds_first/rotary.'
-          in text)
+  assert (
+    'N = 4, lengths 5..10 (every length, 6 lengths) in odds_first/none; N = 4, lengths '
+    '7, 10, …, 28 (every 3rd length, 8 lengths), a subset of 5..28 in odds_first/rotary.' in text
+  )
   assert 'Members per cell: 2 (2 seeds × learning rates {0.0001}) in all 2 cells.' in text
   assert 'Not fully trained: stopped at 50 of 80 configured steps: odds_first/rotary.' in text
   assert 'Trained 2,000,000 steps: odds_first/none.' in text
@@ -190,7 +240,8 @@ def test_notes_describe_lengths_members_and_training(tmp_path):
 def test_describe_lengths():
   assert report.describe_lengths(range(41, 501)) == '41..500 (every length, 460 lengths)'
   assert report.describe_lengths(range(41, 501, 10)) == (
-      '41, 51, …, 491 (every 10th length, 46 lengths)')
+    '41, 51, …, 491 (every 10th length, 46 lengths)'
+  )
   assert report.describe_lengths([41, 45, 100]) == '41..100 (3 lengths, irregularly spaced)'
 
 
@@ -203,18 +254,26 @@ def test_malformed_runs_are_skipped_and_named(workdirs, tmp_path):
   data = json.loads((nomembers / 'results.json').read_text())
   del data['members'][0]['accuracy_by_length']
   (nomembers / 'results.json').write_text(json.dumps(data))
-  write_run(tmp_path / 'sweep' / 'cells' / 'seen_only', 'even_pairs', 'alibi', [(0, 1e-4, 0.5)],
-            eval_lengths=range(1, N + 1))
+  write_run(
+    tmp_path / 'sweep' / 'cells' / 'seen_only',
+    'even_pairs',
+    'alibi',
+    [(0, 1e-4, 0.5)],
+    eval_lengths=range(1, N + 1),
+  )
   nan = tmp_path / 'sweep' / 'cells' / 'unscored'
   write_run(nan, 'even_pairs', 'rotary', [(0, 1e-4, float('nan'))])
   runs, skipped = report.load_runs(workdirs)
   assert len(runs) == 4 and len(skipped) == 4
   assert 'broken/results.json: cannot read JSON' in skipped[0]
   assert "members[0] (seed 0, learning rate 0.0001): missing 'accuracy_by_length'" in skipped[1]
-  assert 'seen_only/results.json: no evaluated length above the training length N = 4' in (
-      skipped[2])
-  assert 'unscored/results.json: members[0] (seed 0, learning rate 0.0001): not diverged but ' \
-      'its score is nan' in skipped[3]
+  assert (
+    'seen_only/results.json: no evaluated length above the training length N = 4' in (skipped[2])
+  )
+  assert (
+    'unscored/results.json: members[0] (seed 0, learning rate 0.0001): not diverged but '
+    'its score is nan' in skipped[3]
+  )
   assert 'Skipped 4 malformed runs' in report.table1(report.collect_cells(runs), skipped=skipped)
 
 
@@ -229,8 +288,12 @@ def test_bad_paths_raise(tmp_path):
 def test_figures_are_valid_pngs(workdirs):
   built = report.build_report(workdirs)
   assert sorted(built.files) == [
-      'figure4_bucket_sort.png', 'figure4_even_pairs.png', 'figure4_reverse_string.png',
-      'table1.md', 'table4.md']
+    'figure4_bucket_sort.png',
+    'figure4_even_pairs.png',
+    'figure4_reverse_string.png',
+    'table1.md',
+    'table4.md',
+  ]
   for name, data in built.files.items():
     if name.endswith('.png'):
       assert data.startswith(PNG_SIGNATURE)
@@ -269,43 +332,69 @@ def test_figure4_curves_clear_the_frame_and_pairs_differ(tmp_path):
 def test_encoding_variants_are_separate_columns(tmp_path):
   reference = {'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}
   symmetric = dict(reference, relative_mode='symmetric')
-  write_run(tmp_path / 'ref', 'reverse_string', 'randomized_relative', [(0, 1e-4, 0.6)],
-            options=reference)
-  write_run(tmp_path / 'sym', 'reverse_string', 'randomized_relative', [(0, 1e-4, 0.9)],
-            options=symmetric)
-  write_run(tmp_path / 'ep_ref', 'even_pairs', 'randomized_relative', [(0, 1e-4, 0.7)],
-            options=reference)
+  write_run(
+    tmp_path / 'ref', 'reverse_string', 'randomized_relative', [(0, 1e-4, 0.6)], options=reference
+  )
+  write_run(
+    tmp_path / 'sym', 'reverse_string', 'randomized_relative', [(0, 1e-4, 0.9)], options=symmetric
+  )
+  write_run(
+    tmp_path / 'ep_ref', 'even_pairs', 'randomized_relative', [(0, 1e-4, 0.7)], options=reference
+  )
   # An encoding without options: an old run without the record joins a new one.
   write_run(tmp_path / 'none_new', 'reverse_string', 'none', [(0, 1e-4, 0.5)], options={})
   write_run(tmp_path / 'none_old', 'reverse_string', 'none', [(1, 1e-4, 0.4)])
   # Runs that share their options are one plain column.
-  write_run(tmp_path / 'rot0', 'reverse_string', 'rotary', [(0, 1e-4, 0.3)],
-            options={'max_time': 10000.0})
-  write_run(tmp_path / 'rot1', 'reverse_string', 'rotary', [(1, 1e-4, 0.2)],
-            options={'max_time': 10000.0})
+  write_run(
+    tmp_path / 'rot0', 'reverse_string', 'rotary', [(0, 1e-4, 0.3)], options={'max_time': 10000.0}
+  )
+  write_run(
+    tmp_path / 'rot1', 'reverse_string', 'rotary', [(1, 1e-4, 0.2)], options={'max_time': 10000.0}
+  )
   cells = report.collect_cells(report.load_runs([tmp_path])[0])
-  ref, sym = ('randomized_relative (relative_mode=reference)',
-              'randomized_relative (relative_mode=symmetric)')
-  assert report.grid_axes(cells) == (['even_pairs', 'reverse_string'],
-                                     ['none', 'rotary', ref, sym])
+  ref, sym = (
+    'randomized_relative (relative_mode=reference)',
+    'randomized_relative (relative_mode=symmetric)',
+  )
+  assert report.grid_axes(cells) == (['even_pairs', 'reverse_string'], ['none', 'rotary', ref, sym])
   assert report.grid_axes(cells, full_grid=True)[1] == [
-      'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos', ref,
-      sym, 'randomized_alibi', 'randomized_rotary', 'randomized_learned', 'geometric',
-      'geometric_directional']
+    'none',
+    'sin_cos',
+    'relative',
+    'alibi',
+    'rotary',
+    'learned',
+    'randomized_sin_cos',
+    ref,
+    sym,
+    'randomized_alibi',
+    'randomized_rotary',
+    'randomized_learned',
+    'geometric',
+    'geometric_directional',
+  ]
   assert len(cells['reverse_string', 'none'].members) == 2
   assert len(cells['reverse_string', 'rotary'].runs) == 2
   text = report.table1(cells)
   assert grid(text) == {
-      ('even_pairs', 'none'): '–', ('even_pairs', 'rotary'): '–', ('even_pairs', ref): '70.0',
-      ('even_pairs', sym): '–', ('reverse_string', 'none'): '50.0',
-      ('reverse_string', 'rotary'): '30.0', ('reverse_string', ref): '60.0',
-      ('reverse_string', sym): '90.0'}
-  assert (f'randomized_relative is split by encoding options into 2 columns ({ref}; {sym}); '
-          'their runs are never merged; options shared by every run that records them: '
-          'max_time=10000.0, randomize_both_sides=false.') in text
+    ('even_pairs', 'none'): '–',
+    ('even_pairs', 'rotary'): '–',
+    ('even_pairs', ref): '70.0',
+    ('even_pairs', sym): '–',
+    ('reverse_string', 'none'): '50.0',
+    ('reverse_string', 'rotary'): '30.0',
+    ('reverse_string', ref): '60.0',
+    ('reverse_string', sym): '90.0',
+  }
+  assert (
+    f'randomized_relative is split by encoding options into 2 columns ({ref}; {sym}); '
+    'their runs are never merged; options shared by every run that records them: '
+    'max_time=10000.0, randomize_both_sides=false.'
+  ) in text
   assert f'reverse_string/{sym} merges' not in text
   assert f'| length | none | rotary | {ref} | {sym} |' in report.per_length_table(
-      cells, 'reverse_string')
+    cells, 'reverse_string'
+  )
   figure = report.figure4(cells, 'reverse_string')
   lines = lines_by_label(figure)
   assert lines[ref].get_label() == f'{ref}: 60.0'
@@ -317,28 +406,46 @@ def test_encoding_variants_are_separate_columns(tmp_path):
 
 
 def make_run(encoding: str, options: dict | None, family: str = 'encoder') -> report.RunFile:
-  member = results.RangeMember(seed=0, learning_rate=1e-4, diverged=False, score=0.5,
-                               accuracy_by_length={N + 1: 0.5})
+  member = results.RangeMember(
+    seed=0, learning_rate=1e-4, diverged=False, score=0.5, accuracy_by_length={N + 1: 0.5}
+  )
   record = results.Results(
-      task='parity_check', encoding=encoding, family=family, encoding_options=options,
-      num_params=None, architecture=None, train_steps=1, train_length=N,
-      evaluation=results.RangeResults((N + 1,), (N + 1, N + 1), (member,)))
+    task='parity_check',
+    encoding=encoding,
+    family=family,
+    encoding_options=options,
+    num_params=None,
+    architecture=None,
+    train_steps=1,
+    train_length=N,
+    evaluation=results.RangeResults((N + 1,), (N + 1, N + 1), (member,)),
+  )
   return report.RunFile(pathlib.Path('run/results.json'), record)
 
 
 def test_column_labels_name_the_options_that_differ():
-  runs = [make_run('randomized_alibi', {'randomize_both_sides': True}),
-          make_run('randomized_alibi', None),
-          make_run('randomized_alibi', {'randomize_both_sides': True}),
-          make_run('randomized_relative', {'max_time': 100.0, 'relative_mode': 'reference'}),
-          make_run('randomized_relative', {'max_time': 10.0}),
-          make_run('rotary', None), make_run('rotary', None), make_run('none', None),
-          make_run('none', {})]
+  runs = [
+    make_run('randomized_alibi', {'randomize_both_sides': True}),
+    make_run('randomized_alibi', None),
+    make_run('randomized_alibi', {'randomize_both_sides': True}),
+    make_run('randomized_relative', {'max_time': 100.0, 'relative_mode': 'reference'}),
+    make_run('randomized_relative', {'max_time': 10.0}),
+    make_run('rotary', None),
+    make_run('rotary', None),
+    make_run('none', None),
+    make_run('none', {}),
+  ]
   assert report.column_labels(runs) == [
-      'randomized_alibi (randomize_both_sides=true)', 'randomized_alibi (options not recorded)',
-      'randomized_alibi (randomize_both_sides=true)',
-      'randomized_relative (max_time=100.0, relative_mode=reference)',
-      'randomized_relative (max_time=10.0, relative_mode=?)', 'rotary', 'rotary', 'none', 'none']
+    'randomized_alibi (randomize_both_sides=true)',
+    'randomized_alibi (options not recorded)',
+    'randomized_alibi (randomize_both_sides=true)',
+    'randomized_relative (max_time=100.0, relative_mode=reference)',
+    'randomized_relative (max_time=10.0, relative_mode=?)',
+    'rotary',
+    'rotary',
+    'none',
+    'none',
+  ]
 
 
 def test_malformed_encoding_options_are_skipped(tmp_path):
@@ -347,8 +454,9 @@ def test_malformed_encoding_options_are_skipped(tmp_path):
   runs, skipped = report.load_runs([tmp_path])
   assert [r.record.encoding for r in runs] == ['none']
   assert runs[0].record.encoding_options is None
-  assert skipped == [f"{tmp_path / 'bad' / 'results.json'}: encoding_options is ['alibi'], "
-                     'expected an object']
+  assert skipped == [
+    f"{tmp_path / 'bad' / 'results.json'}: encoding_options is ['alibi'], expected an object"
+  ]
 
 
 @pytest.fixture(name='unreadable')
@@ -370,8 +478,9 @@ def test_unreadable_directory_raises(workdirs, unreadable, depth):
   sweep = workdirs[0]
   blocked = sweep if depth == 0 else sweep / 'cells'
   unreadable.add(blocked)
-  with pytest.raises(report.ReportError,
-                     match=f"^cannot read directory '{blocked}': Permission denied$"):
+  with pytest.raises(
+    report.ReportError, match=f"^cannot read directory '{blocked}': Permission denied$"
+  ):
     report.find_results(workdirs)
 
 
@@ -384,8 +493,9 @@ def test_unreadable_path_raises(tmp_path, monkeypatch):
     return real_is_file(path)
 
   monkeypatch.setattr(pathlib.Path, 'is_file', is_file)
-  with pytest.raises(report.ReportError,
-                     match=f"^cannot read '{tmp_path / 'locked'}': Permission denied$"):
+  with pytest.raises(
+    report.ReportError, match=f"^cannot read '{tmp_path / 'locked'}': Permission denied$"
+  ):
     report.find_results([tmp_path / 'locked'])
 
 
@@ -396,7 +506,8 @@ def test_cli_unreadable_directory_is_one_line(workdirs, unreadable, tmp_path, ca
     launch_report.main([*map(str, workdirs), f'--out={out}'])
   assert exit_info.value.code == 2
   assert capsys.readouterr().err == (
-      f"error: cannot read directory '{workdirs[0]}': Permission denied\n")
+    f"error: cannot read directory '{workdirs[0]}': Permission denied\n"
+  )
   assert not out.exists()
 
 
@@ -405,19 +516,30 @@ def test_names_come_from_the_registries():
   # The report keeps the encodings' names as data (it needs no Flax): the registry's.
   assert report.ENCODINGS == encodings.NAMES and len(report.ENCODINGS) == 13
   assert report.core.GRID_ENCODINGS == tuple(encodings.ENCODINGS), (
-      'posenc/report/core.py: GRID_ENCODINGS must list the encodings registry in its order')
+    'posenc/report/core.py: GRID_ENCODINGS must list the encodings registry in its order'
+  )
   assert report.core.ARITHMETIC_TASKS == tuple(tasks.ARITHMETIC)
   assert list(report.TASK_LEVELS) == list(tasks.NAMES)
   labels = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}
   assert report.TASK_LEVELS == {name: labels[tasks.get(name).level] for name in tasks.NAMES}
-  assert (report.TASK_LEVELS['parity_check'], report.TASK_LEVELS['reverse_string'],
-          report.TASK_LEVELS['bucket_sort']) == ('R', 'DCF', 'CS')
+  assert (
+    report.TASK_LEVELS['parity_check'],
+    report.TASK_LEVELS['reverse_string'],
+    report.TASK_LEVELS['bucket_sort'],
+  ) == ('R', 'DCF', 'CS')
 
 
 def run_cli(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
   env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND='Agg')
-  return subprocess.run([sys.executable, '-m', 'launch.report', *map(str, args)], cwd=cwd,
-                        env=env, capture_output=True, text=True, timeout=60, check=False)
+  return subprocess.run(
+    [sys.executable, '-m', 'launch.report', *map(str, args)],
+    cwd=cwd,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=60,
+    check=False,
+  )
 
 
 def test_cli_writes_the_report(workdirs, tmp_path):
@@ -425,8 +547,12 @@ def test_cli_writes_the_report(workdirs, tmp_path):
   assert result.returncode == 0, result.stderr
   out = tmp_path / 'report'  # The default output directory.
   assert sorted(p.name for p in out.iterdir()) == [
-      'figure4_bucket_sort.png', 'figure4_even_pairs.png', 'figure4_reverse_string.png',
-      'table1.md', 'table4.md']
+    'figure4_bucket_sort.png',
+    'figure4_even_pairs.png',
+    'figure4_reverse_string.png',
+    'table1.md',
+    'table4.md',
+  ]
   assert (out / 'table1.md').read_text() in result.stdout
   assert (out / 'table4.md').read_text() in result.stdout
   assert (out / 'figure4_even_pairs.png').read_bytes().startswith(PNG_SIGNATURE)
@@ -456,16 +582,29 @@ def test_options_of_older_results_come_from_their_config(tmp_path):
     (path / 'results.json').write_text(json.dumps(results))
   runs = report.load_runs([tmp_path])[0]
   assert sorted(report.load.encoding_options(r.record)['relative_mode'] for r in runs) == [
-      'reference', 'symmetric']
+    'reference',
+    'symmetric',
+  ]
   assert report.grid_axes(report.collect_cells(runs))[1] == [
-      'randomized_relative (relative_mode=reference)',
-      'randomized_relative (relative_mode=symmetric)']
+    'randomized_relative (relative_mode=reference)',
+    'randomized_relative (relative_mode=symmetric)',
+  ]
 
 
-@pytest.mark.parametrize('given', [
-    {}, {'relative_mode': 'reference'},
-    {'max_time': 100.0, 'randomize_both_sides': True, 'alibi_reference_form': True,
-     'geometric_normalize': True, 'relative_mode': 'symmetric'}])
+@pytest.mark.parametrize(
+  'given',
+  [
+    {},
+    {'relative_mode': 'reference'},
+    {
+      'max_time': 100.0,
+      'randomize_both_sides': True,
+      'alibi_reference_form': True,
+      'geometric_normalize': True,
+      'relative_mode': 'symmetric',
+    },
+  ],
+)
 def test_options_from_older_configs_are_the_registry_s(given):
   # What the report reads from the config of a results.json without `encoding_options`:
   # the options each study encoding takes, resolved as the encodings registry resolves them.
@@ -477,19 +616,29 @@ def test_options_from_older_configs_are_the_registry_s(given):
 
 
 def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
-  write_run(tmp_path / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.6), (1, 1e-4, 0.4)],
-            exact_match=0.5)
-  write_run(tmp_path / 'rr', 'reverse_string', 'randomized_rotary',
-            [(0, 1e-4, 0.9), (1, 1e-4, None)], exact_match=0.25)
+  write_run(
+    tmp_path / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.6), (1, 1e-4, 0.4)], exact_match=0.5
+  )
+  write_run(
+    tmp_path / 'rr',
+    'reverse_string',
+    'randomized_rotary',
+    [(0, 1e-4, 0.9), (1, 1e-4, None)],
+    exact_match=0.25,
+  )
   exact = report.build_report([tmp_path], per_length=True, metric='exact_match')
   assert not exact.skipped
   table1, table4 = exact.texts['table1'], exact.texts['table4']
   assert table1.splitlines()[0] == (
-      '# Table 1: exact match (%) on unseen lengths, max over members')
-  assert table4.splitlines()[0] == ('# Table 4: exact match (%) on unseen lengths, '
-                                    'mean ± sd over seeds at the best learning rate')
-  assert grid(table1) == {('reverse_string', 'none'): '30.0',
-                          ('reverse_string', 'randomized_rotary'): '22.5'}
+    '# Table 1: exact match (%) on unseen lengths, max over members'
+  )
+  assert table4.splitlines()[0] == (
+    '# Table 4: exact match (%) on unseen lengths, mean ± sd over seeds at the best learning rate'
+  )
+  assert grid(table1) == {
+    ('reverse_string', 'none'): '30.0',
+    ('reverse_string', 'randomized_rotary'): '22.5',
+  }
   assert grid(table4)['reverse_string', 'none'] == '25.0 ± 7.1'
   assert 'Scores average the exact match over the evaluated lengths' in table1
   lengths = exact.files['lengths_reverse_string.md'].decode()
@@ -498,15 +647,17 @@ def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
   assert f'| {N + 1} | 30.0 | 22.5 |' in lengths and f'| {N}* | 50.0 | 25.0 |' in lengths
   for text in (table1, table4, lengths):
     assert 'accuracy' not in text
-  cells = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0],
-                               metric='exact_match')
+  cells = report.collect_cells(
+    report.load_runs([tmp_path], metric='exact_match')[0], metric='exact_match'
+  )
   figure = report.figure4(cells, 'reverse_string', metric='exact_match')
   assert figure.axes[0].get_ylabel() == 'exact match'
   assert lines_by_label(figure)['none'].get_label() == 'none: 30.0'
   # The default report of the same runs is the accuracy one.
   default = report.build_report([tmp_path], figures=False)
   assert default.texts['table1'].splitlines()[0] == (
-      '# Table 1: accuracy (%) on unseen lengths, max over members')
+    '# Table 1: accuracy (%) on unseen lengths, max over members'
+  )
   assert grid(default.texts['table1'])['reverse_string', 'none'] == '60.0'
   with pytest.raises(report.ReportError, match="unknown metric 'bogus'"):
     report.build_report([tmp_path], metric='bogus')
@@ -515,8 +666,7 @@ def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
 def test_runs_without_exact_match_are_malformed_only_under_it(tmp_path):
   write_run(tmp_path / 'new', 'even_pairs', 'none', [(0, 1e-4, 0.5)], exact_match=0.5)
   old = write_run(tmp_path / 'old', 'even_pairs', 'alibi', [(0, 1e-4, None), (1, 1e-4, 0.7)])
-  curve = write_run(tmp_path / 'curve', 'even_pairs', 'rotary', [(0, 1e-4, 0.5)],
-                    exact_match=0.5)
+  curve = write_run(tmp_path / 'curve', 'even_pairs', 'rotary', [(0, 1e-4, 0.5)], exact_match=0.5)
   results = json.loads((curve / 'results.json').read_text())
   del results['members'][0]['exact_match_by_length']
   (curve / 'results.json').write_text(json.dumps(results))
@@ -525,42 +675,55 @@ def test_runs_without_exact_match_are_malformed_only_under_it(tmp_path):
   runs, skipped = report.load_runs([tmp_path], metric='exact_match')
   assert [r.record.encoding for r in runs] == ['none']
   assert skipped == [
-      f"{curve / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
-      "'exact_match_by_length'",
-      # Even a diverged member: the file predates the metric.
-      f"{old / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
-      "'exact_match_score'"]
-  assert 'Skipped 2 malformed runs' in report.build_report(
-      [tmp_path], figures=False, metric='exact_match').texts['table1']
+    f"{curve / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
+    "'exact_match_by_length'",
+    # Even a diverged member: the file predates the metric.
+    f"{old / 'results.json'}: members[0] (seed 0, learning rate 0.0001): missing "
+    "'exact_match_score'",
+  ]
+  assert (
+    'Skipped 2 malformed runs'
+    in report.build_report([tmp_path], figures=False, metric='exact_match').texts['table1']
+  )
   with pytest.raises(report.ReportError, match='no well-formed run among 1 results.json'):
     report.build_report([old], metric='exact_match')
 
 
 def test_model_families_are_separate_columns(tmp_path):
-  write_run(tmp_path / 'enc', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 0.9)],
-            family='encoder')
+  write_run(
+    tmp_path / 'enc', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 0.9)], family='encoder'
+  )
   # Written before results recorded the family: an encoder run, merged with the one above.
   write_run(tmp_path / 'enc_old', 'reverse_string', 'randomized_rotary', [(1, 1e-4, 0.8)])
-  write_run(tmp_path / 'dec', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 0.6)],
-            family='decoder')
+  write_run(
+    tmp_path / 'dec', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 0.6)], family='decoder'
+  )
   write_run(tmp_path / 'dec_none', 'reverse_string', 'none', [(0, 1e-4, 0.2)], family='decoder')
   runs = report.load_runs([tmp_path])[0]
   assert sorted(r.record.family for r in runs) == ['decoder', 'decoder', 'encoder', 'encoder']
   cells = report.collect_cells(runs)
   assert report.grid_axes(cells)[1] == [
-      'none (decoder)', 'randomized_rotary (decoder)', 'randomized_rotary (encoder)']
+    'none (decoder)',
+    'randomized_rotary (decoder)',
+    'randomized_rotary (encoder)',
+  ]
   assert len(cells['reverse_string', 'randomized_rotary (encoder)'].runs) == 2
   assert cells['reverse_string', 'randomized_rotary (decoder)'].family == 'decoder'
   text = report.table1(cells)
-  assert grid(text) == {('reverse_string', 'none (decoder)'): '20.0',
-                        ('reverse_string', 'randomized_rotary (decoder)'): '60.0',
-                        ('reverse_string', 'randomized_rotary (encoder)'): '90.0'}
-  assert ('Runs of 2 model families (decoder, encoder): each column names its family; runs of '
-          'different families are never merged.') in text
+  assert grid(text) == {
+    ('reverse_string', 'none (decoder)'): '20.0',
+    ('reverse_string', 'randomized_rotary (decoder)'): '60.0',
+    ('reverse_string', 'randomized_rotary (encoder)'): '90.0',
+  }
+  assert (
+    'Runs of 2 model families (decoder, encoder): each column names its family; runs of '
+    'different families are never merged.'
+  ) in text
   assert 'split by encoding options' not in text
   lines = lines_by_label(report.figure4(cells, 'reverse_string'))
-  assert (mpl_colors.to_hex(lines['randomized_rotary (decoder)'].get_color())
-          != mpl_colors.to_hex(lines['randomized_rotary (encoder)'].get_color()))
+  assert mpl_colors.to_hex(lines['randomized_rotary (decoder)'].get_color()) != mpl_colors.to_hex(
+    lines['randomized_rotary (encoder)'].get_color()
+  )
   # One family, decoder or not: the labels are the encodings'.
   decoder_only = report.collect_cells([r for r in runs if r.record.family == 'decoder'])
   assert report.grid_axes(decoder_only)[1] == ['none', 'randomized_rotary']
@@ -568,20 +731,26 @@ def test_model_families_are_separate_columns(tmp_path):
 
 
 def test_column_labels_name_the_family_and_the_options_that_differ():
-  runs = [make_run('randomized_relative', {'relative_mode': 'reference'}),
-          make_run('randomized_relative', {'relative_mode': 'symmetric'}),
-          make_run('randomized_relative', {'relative_mode': 'reference'}, family='decoder'),
-          make_run('none', None, family='decoder')]
+  runs = [
+    make_run('randomized_relative', {'relative_mode': 'reference'}),
+    make_run('randomized_relative', {'relative_mode': 'symmetric'}),
+    make_run('randomized_relative', {'relative_mode': 'reference'}, family='decoder'),
+    make_run('none', None, family='decoder'),
+  ]
   assert report.column_labels(runs) == [
-      'randomized_relative (encoder, relative_mode=reference)',
-      'randomized_relative (encoder, relative_mode=symmetric)',
-      'randomized_relative (decoder, relative_mode=reference)', 'none (decoder)']
+    'randomized_relative (encoder, relative_mode=reference)',
+    'randomized_relative (encoder, relative_mode=symmetric)',
+    'randomized_relative (decoder, relative_mode=reference)',
+    'none (decoder)',
+  ]
   cells = report.collect_cells(runs)
   text = report.table1(cells)
-  assert ('randomized_relative is split by encoding options into 3 columns '
-          '(randomized_relative (decoder, relative_mode=reference); '
-          'randomized_relative (encoder, relative_mode=reference); '
-          'randomized_relative (encoder, relative_mode=symmetric))') in text
+  assert (
+    'randomized_relative is split by encoding options into 3 columns '
+    '(randomized_relative (decoder, relative_mode=reference); '
+    'randomized_relative (encoder, relative_mode=reference); '
+    'randomized_relative (encoder, relative_mode=symmetric))'
+  ) in text
 
 
 def test_malformed_family_is_skipped(tmp_path):
@@ -590,22 +759,23 @@ def test_malformed_family_is_skipped(tmp_path):
   results['family'] = 3
   (path / 'results.json').write_text(json.dumps(results))
   assert report.load_runs([tmp_path])[1] == [
-      f"{path / 'results.json'}: family is 3, expected a model family name"]
+    f"{path / 'results.json'}: family is 3, expected a model family name"
+  ]
 
 
 def test_cli_metric(tmp_path, capsys):
-  write_run(tmp_path / 'runs' / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.6)],
-            exact_match=0.5)
+  write_run(tmp_path / 'runs' / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.6)], exact_match=0.5)
   out = tmp_path / 'out'
   launch_report.main([str(tmp_path / 'runs'), f'--out={out}', '--metric=exact_match'])
   printed = capsys.readouterr()
   assert printed.err == ''
   assert printed.out.startswith('# Table 1: exact match (%) on unseen lengths')
   assert (out / 'table1.md').read_text() in printed.out
-  assert grid((out / 'table4.md').read_text())['reverse_string', 'none'] == '30.0'  # One seed: no sd.
+  assert (
+    grid((out / 'table4.md').read_text())['reverse_string', 'none'] == '30.0'
+  )  # One seed: no sd.
   with pytest.raises(SystemExit) as exit_info:
-    launch_report.main([str(tmp_path / 'runs'), f'--out={tmp_path / "bogus"}',
-                        '--metric=bogus'])
+    launch_report.main([str(tmp_path / 'runs'), f'--out={tmp_path / "bogus"}', '--metric=bogus'])
   assert exit_info.value.code == 2
   err = capsys.readouterr().err
   assert len(err.splitlines()) == 1 and err.endswith('\n')
@@ -625,10 +795,18 @@ def grid_region(a: int, b: int) -> str:
   return 'ood' if a <= GRID_M and b <= GRID_M else 'beyond'
 
 
-def write_grid_run(directory: pathlib.Path, task: str, encoding: str, architecture: str,
-                   members: list[tuple[int, float, tuple[float, float, float] | None]], *,
-                   stride: int = 1, beyond=(8, 9), train_steps: int = 100,
-                   options: dict | None = None) -> pathlib.Path:
+def write_grid_run(
+  directory: pathlib.Path,
+  task: str,
+  encoding: str,
+  architecture: str,
+  members: list[tuple[int, float, tuple[float, float, float] | None]],
+  *,
+  stride: int = 1,
+  beyond=(8, 9),
+  train_steps: int = 100,
+  options: dict | None = None,
+) -> pathlib.Path:
   """Writes a grid run's results.json; members are (seed, learning_rate, (id, ood, beyond)
   exact match, or None if diverged).
 
@@ -645,18 +823,34 @@ def write_grid_run(directory: pathlib.Path, task: str, encoding: str, architectu
     if not beyond:
       regions['beyond'] = None
     by_cell = {f'{a},{b}': regions[grid_region(a, b)] for a, b in cells}
-    results_members.append({
-        'seed': seed, 'learning_rate': lr, 'diverged': values is None,
-        'score': None if values is None else regions['ood'], 'regions': regions,
-        'token_accuracy_regions': regions, 'exact_match_by_cell': by_cell,
-        'accuracy_by_cell': by_cell})
+    results_members.append(
+      {
+        'seed': seed,
+        'learning_rate': lr,
+        'diverged': values is None,
+        'score': None if values is None else regions['ood'],
+        'regions': regions,
+        'token_accuracy_regions': regions,
+        'exact_match_by_cell': by_cell,
+        'accuracy_by_cell': by_cell,
+      }
+    )
   results = {
-      'task': task, 'encoding': encoding, 'family': 'decoder', 'evaluation': 'grid',
-      'architecture': architecture, 'encoding_options': options or {}, 'num_params': 1234,
-      'train_steps': train_steps, 'train_length': GRID_N, 'axes': ['digits_a', 'digits_b'],
-      'grid': {'max': GRID_M, 'stride': stride, 'beyond': list(beyond), 'samples_per_cell': 4},
-      'versions': {'jax': '0', 'flax': '0', 'device_kind': 'cpu'},
-      'members': results_members, 'config': {'train': {'steps': train_steps}}}
+    'task': task,
+    'encoding': encoding,
+    'family': 'decoder',
+    'evaluation': 'grid',
+    'architecture': architecture,
+    'encoding_options': options or {},
+    'num_params': 1234,
+    'train_steps': train_steps,
+    'train_length': GRID_N,
+    'axes': ['digits_a', 'digits_b'],
+    'grid': {'max': GRID_M, 'stride': stride, 'beyond': list(beyond), 'samples_per_cell': 4},
+    'versions': {'jax': '0', 'flax': '0', 'device_kind': 'cpu'},
+    'members': results_members,
+    'config': {'train': {'steps': train_steps}},
+  }
   directory.mkdir(parents=True, exist_ok=True)
   (directory / 'results.json').write_text(json.dumps(results))
   return directory
@@ -678,7 +872,8 @@ def region_grids(markdown: str) -> dict[tuple[str, str], dict[tuple[str, str], s
         tables[task, region] = {}
       else:
         tables[task, region].update(
-            {(row[0], column): entry for column, entry in zip(header[1:], row[1:])})
+          {(row[0], column): entry for column, entry in zip(header[1:], row[1:])}
+        )
   return tables
 
 
@@ -690,10 +885,20 @@ def fixture_grid_dir(tmp_path: pathlib.Path) -> pathlib.Path:
   addition/standard/none: every member diverged; no looped/none run.
   """
   root = tmp_path / 'grid'
-  write_grid_run(root / 'std_abacus', 'addition', 'abacus', 'standard', [
-      (0, 1e-4, (1.0, 0.9, 0.3)), (1, 1e-4, (1.0, 0.8, 0.1)), (2, 1e-4, None)])
-  write_grid_run(root / 'loop_abacus', 'addition', 'abacus', 'looped 8x2', [
-      (0, 1e-4, (1.0, 0.95, 0.6)), (1, 1e-4, (0.98, 0.91, 0.5))])
+  write_grid_run(
+    root / 'std_abacus',
+    'addition',
+    'abacus',
+    'standard',
+    [(0, 1e-4, (1.0, 0.9, 0.3)), (1, 1e-4, (1.0, 0.8, 0.1)), (2, 1e-4, None)],
+  )
+  write_grid_run(
+    root / 'loop_abacus',
+    'addition',
+    'abacus',
+    'looped 8x2',
+    [(0, 1e-4, (1.0, 0.95, 0.6)), (1, 1e-4, (0.98, 0.91, 0.5))],
+  )
   write_grid_run(root / 'std_none', 'addition', 'none', 'standard', [(0, 1e-4, None)])
   return root
 
@@ -708,13 +913,22 @@ def test_grid_runs_load_apart_from_range_runs(workdirs, grid_dir):
   record, evaluation = run.record, run.record.evaluation
   assert isinstance(evaluation, results.GridResults)
   assert (record.task, record.encoding, record.architecture, record.family) == (
-      'addition', 'abacus', 'standard', 'decoder')
-  assert (record.train_length, evaluation.grid_max, evaluation.grid_stride, evaluation.beyond,
-          evaluation.axes) == (GRID_N, GRID_M, 1, (8, 9), ('digits_a', 'digits_b'))
+    'addition',
+    'abacus',
+    'standard',
+    'decoder',
+  )
+  assert (
+    record.train_length,
+    evaluation.grid_max,
+    evaluation.grid_stride,
+    evaluation.beyond,
+    evaluation.axes,
+  ) == (GRID_N, GRID_M, 1, (8, 9), ('digits_a', 'digits_b'))
   assert record.members[0].regions == {'ood': 0.9, 'beyond': 0.3, 'id': 1.0}
   assert record.members[0].exact_match_by_cell[GRID_M, 1] == 0.9
   assert record.members[2].diverged
-  assert len(record.members[0].exact_match_by_cell) == GRID_M ** 2 + 2
+  assert len(record.members[0].exact_match_by_cell) == GRID_M**2 + 2
   with pytest.raises(report.MalformedRunError, match='not a grid run'):
     report.load_grid_run(workdirs[1] / 'results.json')
 
@@ -722,65 +936,99 @@ def test_grid_runs_load_apart_from_range_runs(workdirs, grid_dir):
 def test_region_table_is_mean_and_sd_over_members(grid_dir):
   entries = report.collect_grid_entries(report.load_all_runs([grid_dir]).of('grid'))
   text = report.region_table(entries)
-  assert text.splitlines()[0] == (
-      '# Arithmetic: exact match (%) by region, mean ± sd over members')
+  assert text.splitlines()[0] == ('# Arithmetic: exact match (%) by region, mean ± sd over members')
   tables = region_grids(text)
   assert list(tables) == [('addition', 'OOD'), ('addition', 'beyond'), ('addition', 'ID')]
   # standard/abacus: the 2 non-diverged members of 3.
   assert tables['addition', 'OOD'] == {
-      ('standard', 'none'): 'div', ('standard', 'abacus'): '85.0 ± 7.1 (2/3)',
-      ('looped 8x2', 'none'): '–', ('looped 8x2', 'abacus'): '93.0 ± 2.8'}
+    ('standard', 'none'): 'div',
+    ('standard', 'abacus'): '85.0 ± 7.1 (2/3)',
+    ('looped 8x2', 'none'): '–',
+    ('looped 8x2', 'abacus'): '93.0 ± 2.8',
+  }
   assert tables['addition', 'beyond']['standard', 'abacus'] == '20.0 ± 14.1 (2/3)'
   assert tables['addition', 'beyond']['looped 8x2', 'abacus'] == '55.0 ± 7.1'
   assert tables['addition', 'ID']['looped 8x2', 'abacus'] == '99.0 ± 1.4'
   stats = report.region_stats(entries['addition', 'looped 8x2', 'abacus'], 'ood')
-  assert stats == report.RegionStats(pytest.approx(0.93), pytest.approx(0.02 * 2 ** 0.5), 2, 2)
-  assert ('Cells measured: n = 3, M = 6, cells (digits_a, digits_b) in 1..6, beyond 8, 9, '
-          '4 samples per cell in all 3 entries.') in text
-  assert ('Members per entry: 1 (1 seed × learning rates {0.0001}) in addition/standard/none; '
-          '3 (3 seeds × learning rates {0.0001}) in addition/standard/abacus; 2 (2 seeds × '
-          'learning rates {0.0001}) in addition/looped 8x2/abacus.') in text
-  assert ('Diverged members, left out of the entries: addition/standard/none (1 of 1), '
-          'addition/standard/abacus (1 of 3).') in text
+  assert stats == report.RegionStats(pytest.approx(0.93), pytest.approx(0.02 * 2**0.5), 2, 2)
+  assert (
+    'Cells measured: n = 3, M = 6, cells (digits_a, digits_b) in 1..6, beyond 8, 9, '
+    '4 samples per cell in all 3 entries.'
+  ) in text
+  assert (
+    'Members per entry: 1 (1 seed × learning rates {0.0001}) in addition/standard/none; '
+    '3 (3 seeds × learning rates {0.0001}) in addition/standard/abacus; 2 (2 seeds × '
+    'learning rates {0.0001}) in addition/looped 8x2/abacus.'
+  ) in text
+  assert (
+    'Diverged members, left out of the entries: addition/standard/none (1 of 1), '
+    'addition/standard/abacus (1 of 3).'
+  ) in text
   assert 'Not fully trained' not in text and 'Trained 100 steps: all 3 entries.' in text
 
 
 def test_region_table_orders_architectures_encodings_and_tasks(tmp_path):
-  for architecture in ('looped 4x4', 'custom', 'standard_ii', 'looped 8x2', 'standard',
-                       'looped 8x1'):
+  for architecture in (
+    'looped 4x4',
+    'custom',
+    'standard_ii',
+    'looped 8x2',
+    'standard',
+    'looped 8x1',
+  ):
     for encoding in ('abacus+fire', 'fire', 'none', 'abacus'):
-      write_grid_run(tmp_path / 'mul' / f'{architecture}_{encoding}', 'multiplication',
-                     encoding, architecture, [(0, 1e-4, (1.0, 0.5, 0.1))])
+      write_grid_run(
+        tmp_path / 'mul' / f'{architecture}_{encoding}',
+        'multiplication',
+        encoding,
+        architecture,
+        [(0, 1e-4, (1.0, 0.5, 0.1))],
+      )
   write_grid_run(tmp_path / 'add', 'addition', 'fire', 'standard', [(0, 1e-4, (1.0, 0.5, 0.1))])
   entries = report.collect_grid_entries(report.load_all_runs([tmp_path]).of('grid'))
   tasks_, architectures, columns = report.grid_layout(entries)
   assert tasks_ == ['addition', 'multiplication']
-  assert architectures == ['standard', 'standard_ii', 'looped 8x1', 'looped 8x2', 'looped 4x4',
-                           'custom']
+  assert architectures == [
+    'standard',
+    'standard_ii',
+    'looped 8x1',
+    'looped 8x2',
+    'looped 4x4',
+    'custom',
+  ]
   assert columns == ['none', 'abacus', 'fire', 'abacus+fire']
   text = report.region_table(entries)
   # Each task's tables hold only its own rows and columns.
   assert '## addition\n\n### OOD: some axis > n, both ≤ M\n\n| architecture | fire |\n' in text
-  rows = [line.split('|')[1].strip() for line in text.split('## multiplication')[1].splitlines()
-          if line.startswith('| ') and 'architecture' not in line]
+  rows = [
+    line.split('|')[1].strip()
+    for line in text.split('## multiplication')[1].splitlines()
+    if line.startswith('| ') and 'architecture' not in line
+  ]
   assert rows[:6] == architectures
 
 
 def test_grid_members_merge_and_heatmaps_are_one_per_member(grid_dir):
   # A copy of a member in a second run counts once; a distinct one with the same seed and rate
   # counts too, and its heatmap gets a name of its own.
-  write_grid_run(grid_dir / 'more', 'addition', 'abacus', 'looped 8x2', [
-      (0, 1e-4, (1.0, 0.95, 0.6)), (0, 1e-4, (1.0, 0.5, 0.2))])
+  write_grid_run(
+    grid_dir / 'more',
+    'addition',
+    'abacus',
+    'looped 8x2',
+    [(0, 1e-4, (1.0, 0.95, 0.6)), (0, 1e-4, (1.0, 0.5, 0.2))],
+  )
   built = report.build_report([grid_dir])
   heatmaps = sorted(name for name in built.files if name.endswith('.png'))
   assert heatmaps == [
-      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png',
-      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001__2.png',
-      'heatmap_addition__abacus__looped_8x2__seed1_lr0.0001.png',
-      'heatmap_addition__abacus__standard__seed0_lr0.0001.png',
-      'heatmap_addition__abacus__standard__seed1_lr0.0001.png',
-      'heatmap_addition__abacus__standard__seed2_lr0.0001.png',
-      'heatmap_addition__none__standard__seed0_lr0.0001.png']
+    'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png',
+    'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001__2.png',
+    'heatmap_addition__abacus__looped_8x2__seed1_lr0.0001.png',
+    'heatmap_addition__abacus__standard__seed0_lr0.0001.png',
+    'heatmap_addition__abacus__standard__seed1_lr0.0001.png',
+    'heatmap_addition__abacus__standard__seed2_lr0.0001.png',
+    'heatmap_addition__none__standard__seed0_lr0.0001.png',
+  ]
   for name in heatmaps:
     data = built.files[name]
     assert data.startswith(PNG_SIGNATURE)
@@ -797,8 +1045,14 @@ def test_grid_members_merge_and_heatmaps_are_one_per_member(grid_dir):
 
 
 def test_heatmap_draws_measured_cells_and_leaves_the_others_blank(tmp_path):
-  path = write_grid_run(tmp_path / 'strided', 'addition', 'abacus', 'looped 8x2',
-                        [(0, 1e-4, (1.0, 0.5, 0.25))], stride=2)
+  path = write_grid_run(
+    tmp_path / 'strided',
+    'addition',
+    'abacus',
+    'looped 8x2',
+    [(0, 1e-4, (1.0, 0.5, 0.25))],
+    stride=2,
+  )
   results = json.loads((path / 'results.json').read_text())
   del results['members'][0]['exact_match_by_cell']['5,1']  # Never measured.
   (path / 'results.json').write_text(json.dumps(results))
@@ -825,22 +1079,34 @@ def test_heatmap_ticks_stay_legible_on_a_large_grid():
   assert report.grid._ticks(list(range(101, 161))) == [101] + list(range(110, 161, 10))
   assert report.architecture_key('looped 16x1') < report.architecture_key('looped 8x2')
   assert report.heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4) == (
-      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png')
+    'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png'
+  )
 
 
-@pytest.mark.parametrize('change, message', [
+@pytest.mark.parametrize(
+  'change, message',
+  [
     (lambda r: r.pop('architecture'), "missing 'architecture'"),
-    (lambda r: r.update(evaluation='lattice'), "evaluation is 'lattice', expected 'range', "
-                                                "'grid', 'lengths' or 'perplexity'"),
+    (
+      lambda r: r.update(evaluation='lattice'),
+      "evaluation is 'lattice', expected 'range', 'grid', 'lengths' or 'perplexity'",
+    ),
     (lambda r: r.update(axes=['digits_a']), "axes is ['digits_a'], expected two axis names"),
     (lambda r: r['grid'].pop('samples_per_cell'), "grid: missing 'samples_per_cell'"),
-    (lambda r: r['members'][0]['regions'].pop('beyond'),
-     "members[0] (seed 0, learning rate 0.0001): regions has no 'beyond'"),
-    (lambda r: r['members'][0]['regions'].update(ood=float('nan')),
-     'members[0] (seed 0, learning rate 0.0001): not diverged but its regions.ood is nan'),
-    (lambda r: r['members'][0]['exact_match_by_cell'].update({'1;2': 0.5}),
-     "members[0] (seed 0, learning rate 0.0001): exact_match_by_cell key '1;2' is not 'a,b'"),
-])
+    (
+      lambda r: r['members'][0]['regions'].pop('beyond'),
+      "members[0] (seed 0, learning rate 0.0001): regions has no 'beyond'",
+    ),
+    (
+      lambda r: r['members'][0]['regions'].update(ood=float('nan')),
+      'members[0] (seed 0, learning rate 0.0001): not diverged but its regions.ood is nan',
+    ),
+    (
+      lambda r: r['members'][0]['exact_match_by_cell'].update({'1;2': 0.5}),
+      "members[0] (seed 0, learning rate 0.0001): exact_match_by_cell key '1;2' is not 'a,b'",
+    ),
+  ],
+)
 def test_malformed_grid_run_is_skipped(grid_dir, change, message):
   path = grid_dir / 'std_abacus' / 'results.json'
   results = json.loads(path.read_text())
@@ -866,15 +1132,15 @@ def test_mixed_report_writes_both_kinds(workdirs, grid_dir, tmp_path):
     assert mixed.files[name] == data
   assert 'arithmetic.md' not in range_only.files
   assert sorted(set(mixed.files) - set(range_only.files)) == ['arithmetic.md'] + sorted(
-      n for n in mixed.files if n.startswith('heatmap_'))
+    n for n in mixed.files if n.startswith('heatmap_')
+  )
   assert len([n for n in mixed.files if n.startswith('heatmap_')]) == 6
   out = tmp_path / 'out'
   text = report.write_report(workdirs + [grid_dir], out)
   assert text == '\n'.join(mixed.texts.values())
   assert (out / 'arithmetic.md').read_text() == mixed.texts['arithmetic']
   assert (out / 'table1.md').read_text() == mixed.texts['table1']
-  assert report.write_report(workdirs, tmp_path / 'range') == '\n'.join(
-      range_only.texts.values())
+  assert report.write_report(workdirs, tmp_path / 'range') == '\n'.join(range_only.texts.values())
 
 
 def test_cli_on_grid_runs_only(grid_dir, tmp_path):
@@ -894,7 +1160,8 @@ def test_cli_mixed_summary_counts_every_file(workdirs, grid_dir, tmp_path, capsy
   launch_report.main([*map(str, workdirs), str(grid_dir), f'--out={out}'])
   printed = capsys.readouterr().out
   assert printed.splitlines()[-1] == (
-      f'wrote {out}/table1.md, {out}/table4.md, {out}/arithmetic.md, 3 figures and 6 heatmaps')
+    f'wrote {out}/table1.md, {out}/table4.md, {out}/arithmetic.md, 3 figures and 6 heatmaps'
+  )
   assert (out / 'table1.md').read_text() in printed
   assert (out / 'arithmetic.md').read_text() in printed
   assert len(list(out.iterdir())) == 2 + 1 + 3 + 6
@@ -923,7 +1190,10 @@ def test_figure4_draws_chance_for_per_token_accuracy_only(tmp_path):
   cells = report.collect_cells(report.load_runs([tmp_path])[0])
   lines = lines_by_label(report.figure4(cells, 'modular_arithmetic'))
   assert list(lines['chance (1/C = 20.0%)'].get_ydata()) == [0.2, 0.2]
-  exact = report.collect_cells(report.load_runs([tmp_path], metric='exact_match')[0],
-                               metric='exact_match')
-  assert not any(k.startswith('chance') for k in
-                 lines_by_label(report.figure4(exact, 'modular_arithmetic', metric='exact_match')))
+  exact = report.collect_cells(
+    report.load_runs([tmp_path], metric='exact_match')[0], metric='exact_match'
+  )
+  assert not any(
+    k.startswith('chance')
+    for k in lines_by_label(report.figure4(exact, 'modular_arithmetic', metric='exact_match'))
+  )

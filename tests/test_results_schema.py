@@ -90,9 +90,15 @@ def test_the_report_needs_neither_flax_nor_the_protocols(tmp_path):
           ('flax', 'posenc.evaluate', 'posenc.models', 'posenc.encodings'))]
       assert not loaded, loaded
       """)
-  proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
-                        text=True, timeout=300, check=False,
-                        env=dict(os.environ, MPLBACKEND='Agg'))
+  proc = subprocess.run(
+    [sys.executable, '-c', code],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+    env=dict(os.environ, MPLBACKEND='Agg'),
+  )
   assert proc.returncode == 0, proc.stderr
   for path in EXPECTED.iterdir():
     assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
@@ -108,9 +114,17 @@ def test_version_1_defaults_what_older_files_left_out():
   assert (record.family, record.encoding_options, record.architecture) == ('encoder', None, None)
   # Version 2 files must say so.
   with pytest.raises(results.SchemaError, match="x.json: missing 'family'"):
-    results.Results.from_json({**data, 'schema_version': 2, 'evaluation': 'range',
-                               'encoding_options': None, 'architecture': None},
-                              evaluate.kinds(), 'x.json')
+    results.Results.from_json(
+      {
+        **data,
+        'schema_version': 2,
+        'evaluation': 'range',
+        'encoding_options': None,
+        'architecture': None,
+      },
+      evaluate.kinds(),
+      'x.json',
+    )
 
 
 @pytest.mark.parametrize('version', [3, '2', None, True])
@@ -131,6 +145,7 @@ def test_an_unknown_version_is_one_line_naming_it(version, cli, tmp_path):
 
 def test_a_new_run_writes_the_current_version(tmp_path):
   from experiments import rpe_table1
+
   config = rpe_table1.get_config('task=parity_check,tiny')
   config.train.steps, config.seeds, config.learning_rates = 2, [0], [1e-3]
   config.eval.max_length = config.train.max_length + 1
@@ -148,5 +163,4 @@ def test_a_copy_of_the_fixture_reads_the_same(tmp_path):
   shutil.copytree(FIXTURE, tmp_path / 'copy')
   for path in FILES:
     moved = tmp_path / 'copy' / path.relative_to(FIXTURE)
-    assert (results.read(moved, evaluate.kinds())
-            == results.read(path, evaluate.kinds()))
+    assert results.read(moved, evaluate.kinds()) == results.read(path, evaluate.kinds())

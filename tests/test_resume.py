@@ -28,8 +28,16 @@ CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomiz
 
 
 def _train_cmd(workdir, *extra):
-  return [sys.executable, '-m', 'launch.train', CONFIG, f'--workdir={workdir}',
-          '--config.train.steps=80', '--config.train.log_every=5', *extra]
+  return [
+    sys.executable,
+    '-m',
+    'launch.train',
+    CONFIG,
+    f'--workdir={workdir}',
+    '--config.train.steps=80',
+    '--config.train.log_every=5',
+    *extra,
+  ]
 
 
 def _wait_for(path, proc, seconds=120):
@@ -44,8 +52,12 @@ def _final_params(workdir, config):
   run = setup.build(config)
   model, population = run.model, run.population
   manager = checkpoint.checkpoint_manager(workdir)
-  state, _ = checkpoint.restore_state(manager, manager.latest_step(), population_lib.init_state(
-      config, model, population, abstract=True), population)
+  state, _ = checkpoint.restore_state(
+    manager,
+    manager.latest_step(),
+    population_lib.init_state(config, model, population, abstract=True),
+    population,
+  )
   return jax.device_get(state['params'])
 
 
@@ -55,16 +67,28 @@ def _final_params(workdir, config):
 
 def test_second_process_on_a_live_workdir_is_refused(tmp_path):
   workdir = tmp_path / 'run'
-  first = subprocess.Popen(_train_cmd(workdir, '--config.train.steps=100000'), cwd=ROOT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  first = subprocess.Popen(
+    _train_cmd(workdir, '--config.train.steps=100000'),
+    cwd=ROOT,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
   try:
     _wait_for(workdir / 'metrics.jsonl', first)
-    second = subprocess.run(_train_cmd(workdir, '--config.train.steps=100000'), cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    second = subprocess.run(
+      _train_cmd(workdir, '--config.train.steps=100000'),
+      cwd=ROOT,
+      capture_output=True,
+      text=True,
+      timeout=120,
+    )
     assert second.returncode == 2, second.stderr
     lines = second.stderr.strip().splitlines()
-    assert len(lines) == 1 and f'in use by process {first.pid} on host ' \
-        f'{socket.gethostname()}' in lines[0], lines
+    assert (
+      len(lines) == 1
+      and f'in use by process {first.pid} on host {socket.gethostname()}' in lines[0]
+    ), lines
   finally:
     first.send_signal(signal.SIGKILL)
     first.wait()
@@ -77,8 +101,9 @@ def test_second_process_on_a_live_workdir_is_refused(tmp_path):
 def test_lock_of_a_dead_holder_is_taken_over(tmp_path):
   dead = subprocess.Popen([sys.executable, '-c', 'pass'])
   dead.wait()
-  (tmp_path / io.LOCK_FILE).write_text(json.dumps(
-      {'pid': dead.pid, 'host': socket.gethostname(), 'since': time.time()}))
+  (tmp_path / io.LOCK_FILE).write_text(
+    json.dumps({'pid': dead.pid, 'host': socket.gethostname(), 'since': time.time()})
+  )
   with io.DirectoryLock(str(tmp_path)):
     holder = json.loads((tmp_path / io.LOCK_FILE).read_text())
     assert holder['pid'] == os.getpid()
@@ -110,11 +135,12 @@ def test_sweep_skips_a_cell_another_process_holds(tmp_path):
   held.mkdir(parents=True)
   lines = []
   with io.DirectoryLock(str(held)):
-    rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path),
-                           progress=lines.append)
+    rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path), progress=lines.append)
   states = {r['cell']: r['state'] for r in rows}
-  assert states == {sweep.cell_name(cells[0]): sweep.PENDING,
-                    sweep.cell_name(cells[1]): sweep.COMPLETE}
+  assert states == {
+    sweep.cell_name(cells[0]): sweep.PENDING,
+    sweep.cell_name(cells[1]): sweep.COMPLETE,
+  }
   assert any('skipped' in line and 'in use by process' in line for line in lines), lines
   assert not (held / 'error.json').exists()
 
@@ -127,10 +153,10 @@ def test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_ru
   straight, stopped = tmp_path / 'straight', tmp_path / 'stopped'
   # No periodic checkpoint before the end: only the preemption writes one.
   extra = ('--config.checkpoint_every=1000',)
-  assert subprocess.run(_train_cmd(straight, *extra), cwd=ROOT,
-                        capture_output=True).returncode == 0
-  proc = subprocess.Popen(_train_cmd(stopped, *extra), cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+  assert subprocess.run(_train_cmd(straight, *extra), cwd=ROOT, capture_output=True).returncode == 0
+  proc = subprocess.Popen(
+    _train_cmd(stopped, *extra), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+  )
   metrics = stopped / 'metrics.jsonl'
   deadline = time.time() + 120
   while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 2):
@@ -143,20 +169,20 @@ def test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_ru
   assert 10 <= step < 80
   assert sorted(os.listdir(stopped / 'checkpoints')) == [str(step)]
   assert not (stopped / 'results.json').exists() and not (stopped / io.LOCK_FILE).exists()
-  rerun = subprocess.run(_train_cmd(stopped, *extra), cwd=ROOT, capture_output=True,
-                         text=True)
+  rerun = subprocess.run(_train_cmd(stopped, *extra), cwd=ROOT, capture_output=True, text=True)
   assert rerun.returncode == 0, rerun.stderr
   assert f'resumed from the checkpoint at step {step}' in rerun.stdout
   config = rpe_table1.get_config('task=parity_check,encoding=randomized_rotary,tiny')
   config.train.steps, config.train.log_every, config.checkpoint_every = 80, 5, 1000
-  for a, b in zip(jax.tree.leaves(_final_params(str(straight), config)),
-                  jax.tree.leaves(_final_params(str(stopped), config))):
+  for a, b in zip(
+    jax.tree.leaves(_final_params(str(straight), config)),
+    jax.tree.leaves(_final_params(str(stopped), config)),
+  ):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
   a, b = (io.read_json(str(d / 'results.json')) for d in (straight, stopped))
   assert a['members'] == b['members']
   strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
-  assert strip(io.read_jsonl(str(straight / 'metrics.jsonl'))) == strip(
-      io.read_jsonl(str(metrics)))
+  assert strip(io.read_jsonl(str(straight / 'metrics.jsonl'))) == strip(io.read_jsonl(str(metrics)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,8 +191,13 @@ def test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_ru
 
 def _phase(workdir, phase, devices):
   env = {**os.environ, 'XLA_FLAGS': f'--xla_force_host_platform_device_count={devices}'}
-  proc = subprocess.run([sys.executable, 'tests/scripts/resume_devices.py', str(workdir),
-                         phase], cwd=ROOT, env=env, capture_output=True, text=True)
+  proc = subprocess.run(
+    [sys.executable, 'tests/scripts/resume_devices.py', str(workdir), phase],
+    cwd=ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -202,16 +233,20 @@ def straight_run(tmp_path_factory):
 
 
 def _largest_data_file(step_dir):
-  files = [os.path.join(root, f) for root, _, fs in os.walk(os.path.join(step_dir, 'state'))
-           for f in fs if os.sep + 'd' + os.sep in os.path.join(root, f) + os.sep]
+  files = [
+    os.path.join(root, f)
+    for root, _, fs in os.walk(os.path.join(step_dir, 'state'))
+    for f in fs
+    if os.sep + 'd' + os.sep in os.path.join(root, f) + os.sep
+  ]
   return max(files, key=os.path.getsize)
 
 
 DAMAGE = {
-    'truncated_data_file': lambda d: os.truncate(_largest_data_file(d), 10),
-    'missing_data_file': lambda d: os.remove(_largest_data_file(d)),
-    'missing_metadata': lambda d: os.remove(os.path.join(d, 'state', '_METADATA')),
-    'missing_state': lambda d: shutil.rmtree(os.path.join(d, 'state')),
+  'truncated_data_file': lambda d: os.truncate(_largest_data_file(d), 10),
+  'missing_data_file': lambda d: os.remove(_largest_data_file(d)),
+  'missing_metadata': lambda d: os.remove(os.path.join(d, 'state', '_METADATA')),
+  'missing_state': lambda d: shutil.rmtree(os.path.join(d, 'state')),
 }
 
 
@@ -226,11 +261,14 @@ def test_damaged_latest_checkpoint_falls_back_and_ends_equal(tmp_path, straight_
   lines = []
   train.train_and_evaluate(_damage_config(), workdir, progress=lines.append)
   assert lines[0].startswith('damaged: checkpoint 30 (') and lines[0].endswith(
-      'resumed from the checkpoint at step 20'), lines[0]
+    'resumed from the checkpoint at step 20'
+  ), lines[0]
   assert os.path.isdir(os.path.join(workdir, 'checkpoints_damaged', '30'))
   config = _damage_config()
-  for x, y in zip(jax.tree.leaves(_final_params(straight_run, config)),
-                  jax.tree.leaves(_final_params(workdir, config))):
+  for x, y in zip(
+    jax.tree.leaves(_final_params(straight_run, config)),
+    jax.tree.leaves(_final_params(workdir, config)),
+  ):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
   strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
   read = lambda d, f: io.read_jsonl(os.path.join(d, f))
@@ -250,13 +288,15 @@ def test_no_checkpoint_restores_then_the_run_starts_again(tmp_path, straight_run
   train.train_and_evaluate(_damage_config(), workdir, progress=lines.append)
   assert lines[0].endswith('no other checkpoint: started from scratch'), lines[0]
   assert sorted(os.listdir(os.path.join(workdir, 'checkpoints_damaged'))) == sorted(
-      s for s in ('10', '20', '30') if os.path.isdir(os.path.join(straight_run, 'checkpoints', s)))
+    s for s in ('10', '20', '30') if os.path.isdir(os.path.join(straight_run, 'checkpoints', s))
+  )
   members = lambda d: io.read_json(os.path.join(d, 'results.json'))['members']
   assert members(workdir) == members(straight_run)
 
 
-def test_analysis_reads_the_newest_checkpoint_that_restores_and_moves_nothing(tmp_path,
-                                                                           straight_run):
+def test_analysis_reads_the_newest_checkpoint_that_restores_and_moves_nothing(
+  tmp_path, straight_run
+):
   workdir = str(tmp_path / 'run')
   shutil.copytree(straight_run, workdir)
   DAMAGE['missing_metadata'](os.path.join(workdir, 'checkpoints', '30'))

@@ -14,18 +14,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # The decoder's population sharding runs in the hinting case too, so its plain cases are slow.
-@pytest.mark.parametrize('encoding, family, population', [
+@pytest.mark.parametrize(
+  'encoding, family, population',
+  [
     pytest.param('dape', 'encoder', 'seeds', marks=pytest.mark.slow),
     pytest.param('randomized_rotary', 'decoder', 'seeds', marks=pytest.mark.slow),
     pytest.param('forgetting', 'decoder', 'seeds', marks=pytest.mark.slow),
     ('hints', 'decoder', 'seeds'),
     # Members of two data orders: each device draws both data seeds' batches.
-    ('randomized_relative', 'encoder', 'data_seeds')])
+    ('randomized_relative', 'encoder', 'data_seeds'),
+  ],
+)
 def test_sharded_population_matches_single_device(encoding, family, population):
   env = {**os.environ, 'XLA_FLAGS': '--xla_force_host_platform_device_count=8'}
-  proc = subprocess.run([sys.executable, 'tests/scripts/sharded_vs_single.py', encoding,
-                         family, population], cwd=ROOT, env=env, capture_output=True,
-                        text=True)
+  proc = subprocess.run(
+    [sys.executable, 'tests/scripts/sharded_vs_single.py', encoding, family, population],
+    cwd=ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = json.loads(proc.stdout.strip().splitlines()[-1])
   # 6 members on 8 devices: 2 padding members, dropped from the results.
@@ -46,11 +54,27 @@ def _free_port():
 
 def test_two_process_sweep_splits_the_cells(tmp_path):
   port = _free_port()
-  procs = [subprocess.Popen(
-      [sys.executable, '-m', 'launch.sweep', '--config=experiments/sweep_tiny.py',
-       f'--workdir={tmp_path}', '--tasks=parity_check', '--distributed',
-       f'--coordinator_address=127.0.0.1:{port}', '--num_processes=2', f'--process_id={i}'],
-      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+  procs = [
+    subprocess.Popen(
+      [
+        sys.executable,
+        '-m',
+        'launch.sweep',
+        '--config=experiments/sweep_tiny.py',
+        f'--workdir={tmp_path}',
+        '--tasks=parity_check',
+        '--distributed',
+        f'--coordinator_address=127.0.0.1:{port}',
+        '--num_processes=2',
+        f'--process_id={i}',
+      ],
+      cwd=ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    for i in range(2)
+  ]
   outs = [p.communicate(timeout=600) for p in procs]
   assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
   for i, name in enumerate(['parity_check__none', 'parity_check__randomized_relative']):

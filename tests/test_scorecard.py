@@ -21,15 +21,28 @@ def range_member(seed, curve, data_seed=None, diverged=False):
   """A member whose accuracy by length is `curve` (a list over LENGTHS)."""
   by_length = dict(zip(LENGTHS, curve))
   score = None if diverged else float(np.mean([by_length[n] for n in LENGTHS if n > 4]))
-  return results.RangeMember(seed=seed, learning_rate=1e-3, diverged=diverged, score=score,
-                             data_seed=data_seed, accuracy_by_length=by_length)
+  return results.RangeMember(
+    seed=seed,
+    learning_rate=1e-3,
+    diverged=diverged,
+    score=score,
+    data_seed=data_seed,
+    accuracy_by_length=by_length,
+  )
 
 
 def range_record(encoding, members, task='parity_check'):
   return results.Results(
-      task=task, encoding=encoding, family='encoder', encoding_options={}, num_params=1,
-      architecture='standard', train_steps=10, train_length=4,
-      evaluation=results.RangeResults(LENGTHS, (5, 8), tuple(members)))
+    task=task,
+    encoding=encoding,
+    family='encoder',
+    encoding_options={},
+    num_params=1,
+    architecture='standard',
+    train_steps=10,
+    train_length=4,
+    evaluation=results.RangeResults(LENGTHS, (5, 8), tuple(members)),
+  )
 
 
 def flat(seed, value, **kw):
@@ -52,10 +65,16 @@ def test_summary_statistics_are_numpy_s():
 
 def test_bootstrap_interval_is_scipy_s():
   x = [0.2, 0.9, 0.55, 0.7, 0.61]
-  expected = stats.bootstrap((np.array(x),), np.mean, n_resamples=sc.RESAMPLES,
-                             method='percentile', rng=np.random.default_rng(0))
+  expected = stats.bootstrap(
+    (np.array(x),),
+    np.mean,
+    n_resamples=sc.RESAMPLES,
+    method='percentile',
+    rng=np.random.default_rng(0),
+  )
   assert sc.bootstrap_interval(np.mean, x) == pytest.approx(
-      [expected.confidence_interval.low, expected.confidence_interval.high])
+    [expected.confidence_interval.low, expected.confidence_interval.high]
+  )
   lo, hi = sc.bootstrap_interval(np.mean, x)
   assert lo < np.mean(x) < hi
   assert sc.bootstrap_interval(np.mean, [0.5]) is None
@@ -100,8 +119,9 @@ def wilson(k, n, z=1.959963984540054):
   return [(centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)]
 
 
-@pytest.mark.parametrize('k, n, expected', [(0, 12, [0.0, 0.242]), (12, 12, [0.758, 1.0]),
-                                            (11, 12, [0.646, 0.985])])
+@pytest.mark.parametrize(
+  'k, n, expected', [(0, 12, [0.0, 0.242]), (12, 12, [0.758, 1.0]), (11, 12, [0.646, 0.985])]
+)
 def test_success_interval_is_wilson_and_never_zero_width(k, n, expected):
   ci = sc.success_interval(k, n)
   assert ci == pytest.approx(wilson(k, n)) and ci == pytest.approx(expected, abs=5e-4)
@@ -120,16 +140,24 @@ def _enumerated_p(a, b):
     rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
     null.append(u([pooled[i] for i in chosen], rest))
   null = np.array(null)
-  return observed, min(1.0, 2 * min(np.mean(null <= observed + 1e-9),
-                                    np.mean(null >= observed - 1e-9)))
+  return observed, min(
+    1.0, 2 * min(np.mean(null <= observed + 1e-9), np.mean(null >= observed - 1e-9))
+  )
 
 
-@pytest.mark.parametrize('a, b, test', [
+@pytest.mark.parametrize(
+  'a, b, test',
+  [
     ([0.91, 0.95, 0.97, 0.99, 1.0], [0.5, 0.62, 0.7, 0.93], 'Mann-Whitney, exact'),
     ([0.3, 0.5, 0.8, 0.9], [0.4, 0.6, 0.7, 0.75, 0.85], 'Mann-Whitney, exact'),
     ([1.0, 1.0, 0.9, 0.8], [1.0, 0.7, 0.7, 0.6], 'Mann-Whitney, exact permutation test (ties)'),
-    ([0.5, 0.5, 0.9, 0.9, 0.2], [0.5, 0.9, 0.1, 0.1], 'Mann-Whitney, exact permutation test '
-     '(ties)')])
+    (
+      [0.5, 0.5, 0.9, 0.9, 0.2],
+      [0.5, 0.9, 0.1, 0.1],
+      'Mann-Whitney, exact permutation test (ties)',
+    ),
+  ],
+)
 def test_rank_test_is_exact_against_every_split(a, b, test):
   observed, p = _enumerated_p(a, b)
   result = sc.rank_test(a, b)
@@ -159,10 +187,17 @@ def test_longest_at_the_last_evaluated_length_is_a_lower_bound():
   lg = row['longest_generalized']
   assert [m['longest_censored'] for m in row['member_scores']] == [True, True, False]
   assert (lg['median'], lg['max'], lg['min'], lg['censored']) == (8, 8, 4, 2)
-  assert lg['lower_bound'] == {'mean': True, 'median': True, 'q25': True, 'q75': True,
-                               'min': False, 'max': True}
+  assert lg['lower_bound'] == {
+    'mean': True,
+    'median': True,
+    'q25': True,
+    'q75': True,
+    'min': False,
+    'max': True,
+  }
   assert '≥ 8 [≥ 6, ≥ 8] (≥ 2.00×); 2/3 pass every evaluated length' in sc.markdown(
-      {**sc.scorecard([('a', range_record('randomized_rotary', members))])})
+    {**sc.scorecard([('a', range_record('randomized_rotary', members))])}
+  )
   every = sc.scorecard([('a', range_record('rotary', members[:2]))])
   assert '≥ 8 (every evaluated length)' in sc.markdown(every)
   exact = sc.longest_summary([2, 3, 8], [False, False, True], 4)
@@ -172,18 +207,29 @@ def test_longest_at_the_last_evaluated_length_is_a_lower_bound():
 def test_scorecard_names_the_lengths_a_score_averages():
   card = sc.scorecard([('a', range_record('rotary', [flat(0, 1.0)]))])
   assert card['rows'][0]['score_basis'] == {
-      'what': 'mean over the evaluated lengths past training', 'lengths': [5, 6, 7, 8]}
+    'what': 'mean over the evaluated lengths past training',
+    'lengths': [5, 6, 7, 8],
+  }
   assert 'Score: mean over the evaluated lengths past training, lengths 5, 6, 7, 8.' in (
-      sc.markdown(card))
+    sc.markdown(card)
+  )
 
 
 def test_scorecard_rows_success_and_longest():
-  good = [flat(0, 1.0), flat(1, 0.92), flat(2, 0.5),
-          range_member(3, [1.0, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0]),
-          range_member(4, [0.0] * 8, diverged=True)]
-  card = sc.scorecard([('a', range_record('randomized_rotary', good)),
-                       ('b', range_record('rotary', [flat(0, 0.6)])),
-                       ('c', range_record('alibi', [flat(0, 0, diverged=True)]))])
+  good = [
+    flat(0, 1.0),
+    flat(1, 0.92),
+    flat(2, 0.5),
+    range_member(3, [1.0, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0]),
+    range_member(4, [0.0] * 8, diverged=True),
+  ]
+  card = sc.scorecard(
+    [
+      ('a', range_record('randomized_rotary', good)),
+      ('b', range_record('rotary', [flat(0, 0.6)])),
+      ('c', range_record('alibi', [flat(0, 0, diverged=True)])),
+    ]
+  )
   rows = {r['column']: r for r in card['rows']}
   r = rows['randomized_rotary']
   scores = [1.0, 0.92, 0.5, 1.0]
@@ -195,8 +241,10 @@ def test_scorecard_rows_success_and_longest():
   assert r['success']['ci'] == pytest.approx(wilson(3, 5))
   # Longest: 8 (all pass), 4 (0.92 < 0.95 past training), 4, 2 (length 3 fails).
   assert [m['longest'] for m in r['member_scores']] == [8, 4, 4, 2, None]
-  assert r['longest_generalized']['median'] == 4 and r['longest_generalized'][
-      'ratio_to_train_length'] == 1.0
+  assert (
+    r['longest_generalized']['median'] == 4
+    and r['longest_generalized']['ratio_to_train_length'] == 1.0
+  )
   assert r['success_by_length']['8'] == pytest.approx(2 / 5)
   assert r['success_by_length']['1'] == pytest.approx(4 / 5)
   one = rows['rotary']
@@ -226,15 +274,27 @@ def test_seed_and_data_order_variance_apart():
 
 def test_perplexity_lower_is_better():
   def member(seed, ppl):
-    return results.PerplexityMember(seed=seed, learning_rate=1e-3, diverged=False,
-                                    score=ppl[64], degradation=None,
-                                    perplexity_by_length={'non_overlapping': ppl})
-  members = [member(0, {16: 10.0, 32: 10.5, 64: 10.9}), member(1, {16: 10.0, 32: 12.0,
-                                                                   64: 30.0})]
+    return results.PerplexityMember(
+      seed=seed,
+      learning_rate=1e-3,
+      diverged=False,
+      score=ppl[64],
+      degradation=None,
+      perplexity_by_length={'non_overlapping': ppl},
+    )
+
+  members = [member(0, {16: 10.0, 32: 10.5, 64: 10.9}), member(1, {16: 10.0, 32: 12.0, 64: 30.0})]
   record = results.Results(
-      task='python_stdlib', encoding='alibi', family='decoder', encoding_options={},
-      num_params=1, architecture='standard', train_steps=1, train_length=16,
-      evaluation=results.PerplexityResults((16, 32, 64), {}, {}, tuple(members)))
+    task='python_stdlib',
+    encoding='alibi',
+    family='decoder',
+    encoding_options={},
+    num_params=1,
+    architecture='standard',
+    train_steps=1,
+    train_length=16,
+    evaluation=results.PerplexityResults((16, 32, 64), {}, {}, tuple(members)),
+  )
   row = sc.scorecard([('a', record)])['rows'][0]
   assert row['score']['published'] == 10.9 and not row['higher_is_better']
   # Within 10% of the perplexity at length 16: member 0 everywhere, member 1 at 16 only.
@@ -259,8 +319,15 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
   assert '# Robustness scorecard' in (out / 'scorecard.md').read_text()
   assert (out / 'scorecard_even_pairs.png').read_bytes()[:4] == b'\x89PNG'
   assert 'scorecard figures' in proc.stdout
-  bad = cli.run(['launch.report', 'tests/data/results_v1', f'--out={tmp_path / "bad"}',
-                 '--scorecard', '--length_threshold=2'])
+  bad = cli.run(
+    [
+      'launch.report',
+      'tests/data/results_v1',
+      f'--out={tmp_path / "bad"}',
+      '--scorecard',
+      '--length_threshold=2',
+    ]
+  )
   assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
   assert '--length_threshold=2.0 must be in (0, 1]' in bad.stderr
   assert not pathlib.Path(tmp_path / 'bad').exists()
@@ -269,9 +336,14 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
 def test_a_decoder_is_judged_by_exact_match():
   """Generated answers: the decoder's scores and curves are its exact match."""
   member = results.RangeMember(
-      seed=0, learning_rate=1e-3, diverged=False, score=0.99,
-      accuracy_by_length=dict.fromkeys(LENGTHS, 0.99), exact_match_score=0.5,
-      exact_match_by_length={**dict.fromkeys(LENGTHS[:5], 1.0), **dict.fromkeys(LENGTHS[5:], 0.5)})
+    seed=0,
+    learning_rate=1e-3,
+    diverged=False,
+    score=0.99,
+    accuracy_by_length=dict.fromkeys(LENGTHS, 0.99),
+    exact_match_score=0.5,
+    exact_match_by_length={**dict.fromkeys(LENGTHS[:5], 1.0), **dict.fromkeys(LENGTHS[5:], 0.5)},
+  )
   record = range_record('rotary', [member])
   decoder = results.Results(**{**record.__dict__, 'family': 'decoder'})
   rows = {r['family']: r for r in sc.scorecard([('e', record), ('d', decoder)])['rows']}

@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def module_name(path: str) -> str:
-  rel = os.path.relpath(path, ROOT)[:-len('.py')].replace(os.sep, '.')
+  rel = os.path.relpath(path, ROOT)[: -len('.py')].replace(os.sep, '.')
   return rel.removesuffix('.__init__')
 
 
@@ -33,8 +33,9 @@ def import_graph(package: str = 'posenc') -> dict[str, set[str]]:
         # `from posenc import train` names a module; `from posenc.x import y` may name one.
         targets.add(node.module)
         targets.update(f'{node.module}.{a.name}' for a in node.names)
-    graph[module] = {t for t in targets if t in modules and t != module
-                     and not module.startswith(t + '.')}
+    graph[module] = {
+      t for t in targets if t in modules and t != module and not module.startswith(t + '.')
+    }
   return graph
 
 
@@ -46,7 +47,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state[node] = 'open'
     for nxt in sorted(graph[node]):
       if state.get(nxt) == 'open':
-        return path[path.index(nxt):] + [nxt]
+        return path[path.index(nxt) :] + [nxt]
       if nxt not in state:
         found = visit(nxt, path + [nxt])
         if found:
@@ -75,9 +76,20 @@ def test_posenc_imports_have_no_cycle():
 
 # What testing the kind of a task looks like; only the protocols (posenc/evaluate/) and the
 # task registry may.
-KIND_TESTS = ('is_sequence_task', 'is_hinting_task', 'is_language_task', "['evaluation'] ==",
-              "evaluation == '", 'tasks.ARITHMETIC', 'tasks.LANGUAGE', 'tasks.HINTING',
-              '.level ==', '.protocol ==', "level in (")
+KIND_TESTS = (
+  'is_sequence_task',
+  'is_hinting_task',
+  'is_language_task',
+  "['evaluation'] ==",
+  "evaluation == '",
+  'tasks.ARITHMETIC',
+  'tasks.LANGUAGE',
+  'tasks.HINTING',
+  '.level ==',
+  '.protocol ==',
+  "level in (",
+)
+
 
 def test_only_the_protocols_test_the_kind_of_a_task():
   found = []
@@ -142,8 +154,14 @@ def test_a_run_is_built_in_one_place():
 
 def test_only_the_family_record_names_a_model_family():
   """What a module asks of the model family is a field of `posenc.families.Family`."""
-  pattern = re.compile(r"""family\s*[!=]=\s*['"](encoder|decoder)|['"](encoder|decoder)['"]\s*[!=]=""")
-  found = [f'{rel}:{n}: {line.strip()}' for rel, text in _sources()
-           if rel != 'posenc/families.py'
-           for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+  pattern = re.compile(
+    r"""family\s*[!=]=\s*['"](encoder|decoder)|['"](encoder|decoder)['"]\s*[!=]="""
+  )
+  found = [
+    f'{rel}:{n}: {line.strip()}'
+    for rel, text in _sources()
+    if rel != 'posenc/families.py'
+    for n, line in enumerate(text.splitlines(), 1)
+    if pattern.search(line)
+  ]
   assert not found, '\n'.join(found)

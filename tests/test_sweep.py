@@ -34,9 +34,10 @@ def test_shards_cover_every_cell_exactly_once(count):
 
 def test_filters_and_bad_filters():
   cells = sweep.select_cells(rpe_table1.grid(), ['reverse_string'], ['none', 'relative'])
-  assert [sweep.cell_name(c) for c in cells] == ['reverse_string__none',
-                                                 'reverse_string__relative']
-  with pytest.raises(config_lib.ConfigError, match="unknown task 'reverse' in the sweep filter; valid tasks"):
+  assert [sweep.cell_name(c) for c in cells] == ['reverse_string__none', 'reverse_string__relative']
+  with pytest.raises(
+    config_lib.ConfigError, match="unknown task 'reverse' in the sweep filter; valid tasks"
+  ):
     sweep.select_cells(rpe_table1.grid(), ['reverse'], None)
   with pytest.raises(config_lib.ConfigError, match='bad shard'):
     sweep.parse_shard('2/2')
@@ -54,8 +55,9 @@ def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
   cells = sweep_tiny.grid()
   calls = []
   run = lambda config, workdir: (calls.append(config.encoding), _fake_results(config, workdir))
-  rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run,
-                         progress=lambda _: None)
+  rows = sweep.run_sweep(
+    sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run, progress=lambda _: None
+  )
   assert len(calls) == 4
   states = {r['cell']: r['state'] for r in rows}
   assert states.pop('reverse_string__none') == sweep.FAILED
@@ -66,21 +68,29 @@ def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
   assert {c['cell']: c['state'] for c in index['cells']} == {r['cell']: r['state'] for r in rows}
   # A rerun runs only what is not complete: the failed cell.
   calls.clear()
-  sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run,
-                  progress=lambda _: None)
+  sweep.run_sweep(
+    sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run, progress=lambda _: None
+  )
   assert calls == ['none']
 
 
 def _sweep_cmd(workdir, *extra):
-  return [sys.executable, '-m', 'launch.sweep', '--config=experiments/sweep_tiny.py',
-          f'--workdir={workdir}', *extra]
+  return [
+    sys.executable,
+    '-m',
+    'launch.sweep',
+    '--config=experiments/sweep_tiny.py',
+    f'--workdir={workdir}',
+    *extra,
+  ]
 
 
 def test_killed_sweep_reruns_exactly_the_missing_cells(tmp_path):
   straight, killed = tmp_path / 'straight', tmp_path / 'killed'
   subprocess.run(_sweep_cmd(straight), cwd=ROOT, check=True, capture_output=True)
-  proc = subprocess.Popen(_sweep_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+  proc = subprocess.Popen(
+    _sweep_cmd(killed), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+  )
   first = killed / 'cells' / 'parity_check__none' / 'results.json'
   deadline = time.time() + 300
   while not first.exists():
@@ -91,8 +101,9 @@ def test_killed_sweep_reruns_exactly_the_missing_cells(tmp_path):
   done_before = {c.name for c in (killed / 'cells').iterdir() if (c / 'results.json').exists()}
   assert 'parity_check__none' in done_before and len(done_before) < 4
   mtimes = {n: os.path.getmtime(killed / 'cells' / n / 'results.json') for n in done_before}
-  out = subprocess.run(_sweep_cmd(killed), cwd=ROOT, check=True, capture_output=True,
-                       text=True).stdout
+  out = subprocess.run(
+    _sweep_cmd(killed), cwd=ROOT, check=True, capture_output=True, text=True
+  ).stdout
   assert f'{len(done_before)} already done, {4 - len(done_before)} to run' in out
   for name, mtime in mtimes.items():
     assert os.path.getmtime(killed / 'cells' / name / 'results.json') == mtime
@@ -104,8 +115,9 @@ def test_killed_sweep_reruns_exactly_the_missing_cells(tmp_path):
 
 def _complete_tiny_sweep(sweep_dir, base=None):
   base = base or sweep_tiny.get_config()
-  sweep.run_sweep(base, sweep_tiny.grid(), str(sweep_dir), run_cell=_fake_results,
-                  progress=lambda _: None)
+  sweep.run_sweep(
+    base, sweep_tiny.grid(), str(sweep_dir), run_cell=_fake_results, progress=lambda _: None
+  )
   return base
 
 
@@ -115,21 +127,29 @@ def test_a_changed_override_is_refused_before_anything_runs(tmp_path):
   changed.train.steps = 12
   calls = []
   with pytest.raises(config_lib.ConfigError) as e:
-    sweep.run_sweep(changed, sweep_tiny.grid(), str(tmp_path),
-                    run_cell=lambda config, workdir: calls.append(workdir),
-                    progress=lambda _: None)
+    sweep.run_sweep(
+      changed,
+      sweep_tiny.grid(),
+      str(tmp_path),
+      run_cell=lambda config, workdir: calls.append(workdir),
+      progress=lambda _: None,
+    )
   message = str(e.value)
   assert calls == [] and '\n' not in message
-  assert message.startswith(f'4 of 4 cells in {tmp_path} hold runs of a different config: '
-                            'parity_check__none, parity_check__randomized_relative, '
-                            'reverse_string__none and 1 more (train.steps 10 -> 12)')
+  assert message.startswith(
+    f'4 of 4 cells in {tmp_path} hold runs of a different config: '
+    'parity_check__none, parity_check__randomized_relative, '
+    'reverse_string__none and 1 more (train.steps 10 -> 12)'
+  )
   assert 'fresh --workdir' in message
   rows = sweep.status(str(tmp_path), sweep_tiny.grid(), changed)
   assert {r['state'] for r in rows} == {sweep.DIFFERS}
   assert rows[0]['changes'] == 'train.steps 10 -> 12'
   # Without the requested config, the state is read from the files alone.
   assert {r['state'] for r in sweep.status(str(tmp_path), sweep_tiny.grid())} == {
-      sweep.COMPLETE, sweep.FAILED}
+    sweep.COMPLETE,
+    sweep.FAILED,
+  }
 
 
 def test_resumable_fields_may_change_and_the_cells_stay_done(tmp_path):
@@ -137,11 +157,18 @@ def test_resumable_fields_may_change_and_the_cells_stay_done(tmp_path):
   changed = sweep_tiny.get_config()
   changed.train.log_every = 3
   lines, calls = [], []
-  sweep.run_sweep(changed, sweep_tiny.grid(), str(tmp_path), retry_failed=False,
-                  run_cell=lambda config, workdir: calls.append(workdir), progress=lines.append)
+  sweep.run_sweep(
+    changed,
+    sweep_tiny.grid(),
+    str(tmp_path),
+    retry_failed=False,
+    run_cell=lambda config, workdir: calls.append(workdir),
+    progress=lines.append,
+  )
   assert calls == []
-  assert lines[0] == ('sweep shard 0/1: 4 cells, 3 already done, 1 failed before (not '
-                      'retried), 0 to run')
+  assert lines[0] == (
+    'sweep shard 0/1: 4 cells, 3 already done, 1 failed before (not retried), 0 to run'
+  )
 
 
 def test_closing_summary_counts_run_done_skipped_and_failed(tmp_path):
@@ -158,16 +185,20 @@ def test_closing_summary_counts_run_done_skipped_and_failed(tmp_path):
 
   lines = []
   with io.DirectoryLock(str(held)):
-    rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run,
-                           progress=lines.append)
+    rows = sweep.run_sweep(
+      sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run, progress=lines.append
+    )
   who = f'process {os.getpid()} on host {socket.gethostname()}'
-  assert lines[-1] == (f'sweep shard 0/1: 4 cells: 1 run, 1 already done, 1 skipped (held by '
-                       f'{who}), 1 failed')
+  assert lines[-1] == (
+    f'sweep shard 0/1: 4 cells: 1 run, 1 already done, 1 skipped (held by {who}), 1 failed'
+  )
   assert [r.get('skipped') for r in rows] == [None, who, None, None]
-  assert sweep.missing_from_report(rows, {r['cell']: r['skipped'] for r in rows
-                                          if 'skipped' in r}) == [
-      f'parity_check__randomized_relative: held by {who} (another sweep or run is training '
-      'it)', 'reverse_string__none: failed: RuntimeError: boom']
+  assert sweep.missing_from_report(
+    rows, {r['cell']: r['skipped'] for r in rows if 'skipped' in r}
+  ) == [
+    f'parity_check__randomized_relative: held by {who} (another sweep or run is training it)',
+    'reverse_string__none: failed: RuntimeError: boom',
+  ]
 
 
 @pytest.fixture(scope='module')
@@ -175,14 +206,22 @@ def one_cell_sweep(tmp_path_factory):
   """A tiny sweep directory whose cell parity_check__none is complete, trained under umask
   077; each test copies it."""
   workdir = tmp_path_factory.mktemp('one_cell') / 'sweep'
-  subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check', '--encodings=none'), cwd=ROOT,
-                 check=True, capture_output=True, preexec_fn=lambda: os.umask(0o077))
+  subprocess.run(
+    _sweep_cmd(workdir, '--tasks=parity_check', '--encodings=none'),
+    cwd=ROOT,
+    check=True,
+    capture_output=True,
+    preexec_fn=lambda: os.umask(0o077),
+  )
   return workdir
 
 
 def _modes(directory):
-  return {oct(os.stat(os.path.join(d, n)).st_mode & 0o777)
-          for d, _, names in os.walk(directory) for n in names}
+  return {
+    oct(os.stat(os.path.join(d, n)).st_mode & 0o777)
+    for d, _, names in os.walk(directory)
+    for n in names
+  }
 
 
 def test_files_of_a_sweep_under_umask_077_are_private(one_cell_sweep):
@@ -190,30 +229,50 @@ def test_files_of_a_sweep_under_umask_077_are_private(one_cell_sweep):
   assert _modes(one_cell_sweep) == {'0o600'}
 
 
-def test_sweep_with_a_changed_override_refuses_and_status_says_config_differs(one_cell_sweep,
-                                                                              tmp_path):
+def test_sweep_with_a_changed_override_refuses_and_status_says_config_differs(
+  one_cell_sweep, tmp_path
+):
   workdir = tmp_path / 'sweep'
   shutil.copytree(one_cell_sweep, workdir)
-  changed = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check',
-                                      '--config.train.steps=12'),
-                           cwd=ROOT, capture_output=True, text=True)
+  changed = subprocess.run(
+    _sweep_cmd(workdir, '--tasks=parity_check', '--config.train.steps=12'),
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
   assert changed.returncode == 2 and changed.stdout == ''
   assert changed.stderr == (
-      f'error: 1 of 2 cells in {workdir} holds a run of a different config: '
-      'parity_check__none (train.steps 10 -> 12); a sweep neither counts nor reruns them: '
-      'give a fresh --workdir for the new runs (or the recorded config to resume these); '
-      '--status lists them\n')
+    f'error: 1 of 2 cells in {workdir} holds a run of a different config: '
+    'parity_check__none (train.steps 10 -> 12); a sweep neither counts nor reruns them: '
+    'give a fresh --workdir for the new runs (or the recorded config to resume these); '
+    '--status lists them\n'
+  )
   assert not (workdir / 'cells' / 'parity_check__randomized_relative').exists()
-  status = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check', '--status',
-                                     '--config.train.steps=12'),
-                          cwd=ROOT, check=True, capture_output=True, text=True).stdout
-  assert status.splitlines()[0].split() == ['parity_check__none', 'config', 'differs',
-                                            'train.steps', '10', '->', '12']
+  status = subprocess.run(
+    _sweep_cmd(workdir, '--tasks=parity_check', '--status', '--config.train.steps=12'),
+    cwd=ROOT,
+    check=True,
+    capture_output=True,
+    text=True,
+  ).stdout
+  assert status.splitlines()[0].split() == [
+    'parity_check__none',
+    'config',
+    'differs',
+    'train.steps',
+    '10',
+    '->',
+    '12',
+  ]
   assert status.splitlines()[-1].endswith('config differs: 1')
   # The same config, but for a resumable field: the cell is done.
-  same = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check', '--encodings=none',
-                                   '--config.train.log_every=3'),
-                        cwd=ROOT, check=True, capture_output=True, text=True).stdout
+  same = subprocess.run(
+    _sweep_cmd(workdir, '--tasks=parity_check', '--encodings=none', '--config.train.log_every=3'),
+    cwd=ROOT,
+    check=True,
+    capture_output=True,
+    text=True,
+  ).stdout
   assert '1 cells, 1 already done, 0 to run' in same
 
 
@@ -223,20 +282,30 @@ def test_sweep_reports_only_complete_cells_and_lists_the_held_one(one_cell_sweep
   held = workdir / 'cells' / 'parity_check__randomized_relative'
   held.mkdir()
   with io.DirectoryLock(str(held)):
-    out = subprocess.run(_sweep_cmd(workdir, '--tasks=parity_check'), cwd=ROOT, check=True,
-                         capture_output=True, text=True,
-                         preexec_fn=lambda: os.umask(0o022)).stdout
+    out = subprocess.run(
+      _sweep_cmd(workdir, '--tasks=parity_check'),
+      cwd=ROOT,
+      check=True,
+      capture_output=True,
+      text=True,
+      preexec_fn=lambda: os.umask(0o022),
+    ).stdout
   who = f'process {os.getpid()} on host {socket.gethostname()}'
   why = f'parity_check__randomized_relative: held by {who} (another sweep or run is training it)'
-  assert (f'sweep shard 0/1: 2 cells: 0 run, 1 already done, 1 skipped (held by {who}), '
-          '0 failed') in out
-  assert (f'## Not in this report\n\n1 cell of the grid is not in the tables and figures '
-          f'above:\n- {why}\n') in out
+  assert (
+    f'sweep shard 0/1: 2 cells: 0 run, 1 already done, 1 skipped (held by {who}), 0 failed'
+  ) in out
+  assert (
+    f'## Not in this report\n\n1 cell of the grid is not in the tables and figures '
+    f'above:\n- {why}\n'
+  ) in out
   assert 'report written to' in out and 'from 1 of 2 cells' in out
   for name in ('table1.md', 'table4.md', 'lengths_parity_check.md'):
     text = (workdir / 'report' / name).read_text()
-    assert text.endswith(f'## Not in this report\n\n1 cell of the grid is not in the tables '
-                         f'and figures above:\n- {why}\n')
+    assert text.endswith(
+      f'## Not in this report\n\n1 cell of the grid is not in the tables '
+      f'and figures above:\n- {why}\n'
+    )
     tables = text.split('## Not in this report')[0]
     assert 'randomized_relative' not in tables
     header = '| level | task | none |' if name.startswith('table') else '| length | none |'

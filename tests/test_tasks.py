@@ -6,6 +6,7 @@ anyway; that its valid part has the law of `sample` is tested here too.
 Statistical tests use fixed keys (deterministic) and reject at p < 1e-4 (chi-square) or
 |z| > 4.5 (binomial), so a correct sampler fails with negligible probability per key.
 """
+
 import collections
 import math
 
@@ -24,21 +25,21 @@ P_MIN = 1e-4
 
 # name -> (V, C, O(L)) from the spec's table.
 TABLE = {
-    'even_pairs': (2, 2, lambda n: 1),
-    'modular_arithmetic': (9, 5, lambda n: 1),
-    'parity_check': (2, 2, lambda n: 1),
-    'cycle_navigation': (3, 5, lambda n: 1),
-    'stack_manipulation': (5, 3, lambda n: n + 1),
-    'reverse_string': (2, 2, lambda n: n),
-    'modular_arithmetic_brackets': (11, 5, lambda n: 1),
-    'solve_equation': (11, 5, lambda n: 1),
-    'duplicate_string': (2, 2, lambda n: 2 * n),
-    'missing_duplicate_string': (4, 2, lambda n: 1),
-    'odds_first': (2, 2, lambda n: n),
-    'binary_addition': (3, 3, lambda n: n + 1),
-    'binary_multiplication': (3, 3, lambda n: n),
-    'compute_sqrt': (2, 2, lambda n: -(-n // 2)),
-    'bucket_sort': (5, 5, lambda n: n),
+  'even_pairs': (2, 2, lambda n: 1),
+  'modular_arithmetic': (9, 5, lambda n: 1),
+  'parity_check': (2, 2, lambda n: 1),
+  'cycle_navigation': (3, 5, lambda n: 1),
+  'stack_manipulation': (5, 3, lambda n: n + 1),
+  'reverse_string': (2, 2, lambda n: n),
+  'modular_arithmetic_brackets': (11, 5, lambda n: 1),
+  'solve_equation': (11, 5, lambda n: 1),
+  'duplicate_string': (2, 2, lambda n: 2 * n),
+  'missing_duplicate_string': (4, 2, lambda n: 1),
+  'odds_first': (2, 2, lambda n: n),
+  'binary_addition': (3, 3, lambda n: n + 1),
+  'binary_multiplication': (3, 3, lambda n: n),
+  'compute_sqrt': (2, 2, lambda n: -(-n // 2)),
+  'bucket_sort': (5, 5, lambda n: n),
 }
 LEVELS = ['regular'] * 4 + ['dcf'] * 4 + ['cs'] * 7
 
@@ -73,8 +74,9 @@ def _inputs(name, length, batch=20000, seed=0):
 def test_registry():
   assert tasks.NAMES == tuple(TABLE)
   assert isinstance(tasks.REGISTRY, dict)
-  assert list(tasks.REGISTRY) == list(tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE
-                                      + tasks.HINTING)
+  assert list(tasks.REGISTRY) == list(
+    tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE + tasks.HINTING
+  )
   for name, level in zip(tasks.NAMES, LEVELS):
     task = tasks.get(name)
     assert task.name == name and task.level == level
@@ -104,37 +106,48 @@ def _target(name, tokens):
   return np.asarray(targets)[0].tolist(), np.asarray(mask)[0].tolist()
 
 
-@pytest.mark.parametrize('name, tokens, want, want_mask', [
-    ('modular_arithmetic', [0, 6, 4, 5, 1, 5, 1], [3], None),             # 0 - 4 + 1 + 1
-    ('modular_arithmetic', [0, 5, 1, 6, 4, 7, 4], [0], None),             # 0 + 1 - 4 * 4
+@pytest.mark.parametrize(
+  'name, tokens, want, want_mask',
+  [
+    ('modular_arithmetic', [0, 6, 4, 5, 1, 5, 1], [3], None),  # 0 - 4 + 1 + 1
+    ('modular_arithmetic', [0, 5, 1, 6, 4, 7, 4], [0], None),  # 0 + 1 - 4 * 4
     ('stack_manipulation', [1, 1, 0, 1, 1, 3, 3], [0, 0, 1, 1, 0, 1, 1, 2], [1] * 8),
-    ('stack_manipulation', [0, 1, 0, 2, 2, 2, 4], [1, 2, 0, 0, 0, 0, 0, 0],
-     [1, 1, 0, 0, 0, 0, 0, 0]),
-    ('modular_arithmetic_brackets', [8, 0, 6, 8, 3, 9, 9], [2], None),    # ( 0 - ( 3 ) )
-    ('solve_equation', [7, 4, 6, 9, 8, 10, 4], [0], None),                # ( 4 - x ) = 4
+    (
+      'stack_manipulation',
+      [0, 1, 0, 2, 2, 2, 4],
+      [1, 2, 0, 0, 0, 0, 0, 0],
+      [1, 1, 0, 0, 0, 0, 0, 0],
+    ),
+    ('modular_arithmetic_brackets', [8, 0, 6, 8, 3, 9, 9], [2], None),  # ( 0 - ( 3 ) )
+    ('solve_equation', [7, 4, 6, 9, 8, 10, 4], [0], None),  # ( 4 - x ) = 4
     ('missing_duplicate_string', [0, 1, 2, 0, 1, 0, 3], [0], None),
     ('odds_first', [1, 0, 1, 1, 1, 0, 0], [0, 1, 0, 1, 1, 1, 0], None),
     ('binary_addition', [1, 2, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 2, 0, 0], [1] * 6 + [0] * 2),
     ('binary_multiplication', [1, 1, 2, 1, 0, 1, 0], [1, 1, 1, 1, 2, 0, 0], [1] * 5 + [0] * 2),
-    ('compute_sqrt', [1, 1, 1, 0, 1, 0, 0], [1, 0, 1, 0], None),          # isqrt(116) = 10
+    ('compute_sqrt', [1, 1, 1, 0, 1, 0, 0], [1, 0, 1, 0], None),  # isqrt(116) = 10
     ('even_pairs', [0, 1, 1, 0], [0], None),
     ('cycle_navigation', [2, 2, 0, 1, 2], [2], None),
     ('bucket_sort', [4, 1, 3, 1, 0], [0, 1, 1, 3, 4], None),
-])
+  ],
+)
 def test_worked_examples(name, tokens, want, want_mask):
   targets, mask = _target(name, tokens)
   assert targets == want
   assert mask == (want_mask or [1] * len(want))
 
 
-@pytest.mark.parametrize('name, length, inputs, targets', [
+@pytest.mark.parametrize(
+  'name, length, inputs, targets',
+  [
     ('stack_manipulation', 1, None, None),
-    ('solve_equation', 1, [[0]], [0]), ('solve_equation', 2, [[0, 0]], [0]),
+    ('solve_equation', 1, [[0]], [0]),
+    ('solve_equation', 2, [[0, 0]], [0]),
     ('missing_duplicate_string', 1, [[1]], [1]),
     ('binary_addition', 1, [[0]], [0, 2]),
     ('binary_multiplication', 1, [[0]], [2]),
     ('binary_multiplication', 2, None, [0, 2]),
-])
+  ],
+)
 def test_degenerate_lengths(name, length, inputs, targets):
   batch = oracles.exact_sample(name, length)
   x, y = batch['inputs'], batch['targets']
@@ -142,7 +155,7 @@ def test_degenerate_lengths(name, length, inputs, targets):
     assert (x == np.asarray(inputs)).all()
   if targets is not None:
     assert (y == np.asarray(targets)).all()
-  if name == 'stack_manipulation':                        # one bit b -> `b 2`
+  if name == 'stack_manipulation':  # one bit b -> `b 2`
     assert (y[:, 0] == x[:, 0]).all() and (y[:, 1] == 2).all() and set(x[:, 0]) == {0, 1}
 
 
@@ -181,8 +194,9 @@ def test_padded_equals_exact_when_buffer_fits(name):
   task = tasks.get(name)
   for length in (7, 40):
     exact = oracles.exact_sample(name, length)
-    padded = task.sample_padded(jax.random.key(7 + length), oracles.NUM_SAMPLES, length,
-                                task.input_length(length))
+    padded = task.sample_padded(
+      jax.random.key(7 + length), oracles.NUM_SAMPLES, length, task.input_length(length)
+    )
     chex.assert_trees_all_equal(exact, jax.tree.map(np.asarray, padded))
 
 
@@ -195,12 +209,15 @@ def test_padded_valid_part_has_the_exact_law(name):
   padded = oracles.padded_sample(name, 7, 41)
   l_in, out_len = int(exact['length']), int(exact['output_length'])
   assert int(padded['length']) == l_in and padded['inputs'].shape[1] == 41
-  for key, width, size in (('inputs', l_in, task.vocab_size),
-                           ('targets', out_len, task.num_classes)):
+  for key, width, size in (
+    ('inputs', l_in, task.vocab_size),
+    ('targets', out_len, task.num_classes),
+  ):
     a, b = exact[key][:, :width], padded[key][:, :width]
     for pos in range(width):
-      table = np.stack([np.bincount(a[:, pos], minlength=size),
-                        np.bincount(b[:, pos], minlength=size)])
+      table = np.stack(
+        [np.bincount(a[:, pos], minlength=size), np.bincount(b[:, pos], minlength=size)]
+      )
       table = table[:, table.sum(0) > 0]
       if table.shape[1] > 1:
         assert stats.chi2_contingency(table).pvalue > P_MIN / 100, (key, pos, table)
@@ -230,7 +247,7 @@ def test_uniform_digit_draws():
   _chi2_uniform(_inputs('parity_check', 40, 2000), range(2))
   x = np.asarray(base.uniform_digits(jax.random.key(3), (40000,), 15))
   _chi2_uniform(x, range(15))
-  pairs = x[0::2] * 15 + x[1::2]           # neighbours independent
+  pairs = x[0::2] * 15 + x[1::2]  # neighbours independent
   _chi2_uniform(pairs, range(225))
 
 
@@ -257,12 +274,12 @@ def test_binary_operand_laws():
   for name in ('binary_addition', 'binary_multiplication'):
     x = _inputs(name, 10)
     sep = np.argmax(x == 2, axis=1)
-    _chi2_uniform(sep, range(1, 9))                     # len_n ~ U{1..L-2}
-    rows = x[sep == 3][:, :3]                           # n given len_n = 3: U{1..7}
+    _chi2_uniform(sep, range(1, 9))  # len_n ~ U{1..L-2}
+    rows = x[sep == 3][:, :3]  # n given len_n = 3: U{1..7}
     _chi2_uniform(rows @ np.asarray([1, 2, 4]), range(1, 8))
-    rows = x[sep == 6][:, 7:]                           # m given len_m = 3: U{1..7}
+    rows = x[sep == 6][:, 7:]  # m given len_m = 3: U{1..7}
     _chi2_uniform(rows @ np.asarray([1, 2, 4]), range(1, 8))
-    small = _inputs(name, 2, 5000)                      # L = 2: n ~ U{0, 1, 2}
+    small = _inputs(name, 2, 5000)  # L = 2: n ~ U{0, 1, 2}
     _chi2_uniform(small @ np.asarray([1, 2]), range(3))
     # Operands past 24 bits are uniform bits redrawn if zero; shorter ones are drawn whole.
     x = _inputs(name, 41, 4000)
@@ -330,7 +347,7 @@ def test_bracket_root_split_and_operators():
     _, left = oracles.parse_expression(row, sym, (5, 6, 7))
     lefts.append(left)
     root_ops.append(row[1 + left])
-  _chi2_uniform(lefts, range(1, 37))                   # left_len ~ U{1..L-4}
+  _chi2_uniform(lefts, range(1, 37))  # left_len ~ U{1..L-4}
   _chi2_uniform(root_ops, (5, 6, 7))
 
 
@@ -341,7 +358,7 @@ def test_solve_equation_laws():
   n = length - 2
   shapes = collections.Counter(_shape(r[:n], sym) for r in x.tolist())
   _chi2(shapes, _shape_probs(n, 2))
-  assert not (x == 7 - 7 + 11).any()                   # no token past the vocabulary
+  assert not (x == 7 - 7 + 11).any()  # no token past the vocabulary
   # Which digit becomes x: P(digit k) = (#positions whose cyclic scan stops at k) / n.
   expected, observed, var = 0.0, 0, 0.0
   for row in x.tolist():
@@ -356,7 +373,8 @@ def test_solve_equation_laws():
 
 def test_solve_equation_ids_invert_codes():
   from tasks import dcf  # pylint: disable=import-outside-toplevel
-  ids = np.arange(11)                                  # every token id but PAD's 0 slot
-  codes = np.asarray(dcf._EQ_CODES)[ids]               # pylint: disable=protected-access
-  back = np.asarray(dcf._eq_ids(codes))                # pylint: disable=protected-access
-  assert (back[:10] == ids[:10]).all() and back[10] == 0   # id 10 (`=`) -> PAD -> 0
+
+  ids = np.arange(11)  # every token id but PAD's 0 slot
+  codes = np.asarray(dcf._EQ_CODES)[ids]  # pylint: disable=protected-access
+  back = np.asarray(dcf._eq_ids(codes))  # pylint: disable=protected-access
+  assert (back[:10] == ids[:10]).all() and back[10] == 0  # id 10 (`=`) -> PAD -> 0

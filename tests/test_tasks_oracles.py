@@ -4,6 +4,7 @@ Each oracle takes one input sequence (a list of ints) and returns (targets, mask
 and asserts that the sequence is a well-formed sample of the task at its length (the
 structure the reference's sampler produces). Nothing here imports `tasks`.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,7 +87,7 @@ class _Parser:
       self.eat()
       inner_start = self.i
       left = self.expr()
-      if self.peek() == self.sym[')'] and self.i - inner_start <= 2:   # (d) or (-d)
+      if self.peek() == self.sym[')'] and self.i - inner_start <= 2:  # (d) or (-d)
         value = left
       else:
         op = self.eat()
@@ -136,8 +137,8 @@ def solve_equation(x):
     assert all(t == 0 for t in x)
     return [0], [1]
   assert x[n - 2] == 10 and 0 <= x[n - 1] <= 4, x
-  assert x[:n - 2].count(9) == 1, x
-  (a, b), _ = parse_expression(x[:n - 2], EQUATION_SYMBOLS, (5, 6))
+  assert x[: n - 2].count(9) == 1, x
+  (a, b), _ = parse_expression(x[: n - 2], EQUATION_SYMBOLS, (5, 6))
   assert a in (1, 4), x
   solutions = [d for d in range(5) if (a * d + b) % 5 == x[n - 1]]
   assert len(solutions) == 1
@@ -155,7 +156,7 @@ def missing_duplicate_string(x):
     return [1], [1]
   half = n // 2
   assert (x[-1] == 3) == (n % 2 == 1), x
-  d = x[:2 * half]
+  d = x[: 2 * half]
   assert d.count(2) == 1 and all(t in (0, 1, 2) for t in d), x
   idx = d.index(2)
   mirror = idx + half if idx < half else idx - half
@@ -173,7 +174,7 @@ def _binary_operands(x):
   sep = x.index(2)
   assert 1 <= sep <= n - 2, x
   a = sum(bit << i for i, bit in enumerate(x[:sep]))
-  b = sum(bit << i for i, bit in enumerate(x[sep + 1:]))
+  b = sum(bit << i for i, bit in enumerate(x[sep + 1 :]))
   assert a >= 1 and b >= 1, x
   return a, b
 
@@ -221,21 +222,21 @@ def bucket_sort(x):
 
 
 ORACLES = {
-    'even_pairs': even_pairs,
-    'modular_arithmetic': modular_arithmetic,
-    'parity_check': parity_check,
-    'cycle_navigation': cycle_navigation,
-    'stack_manipulation': stack_manipulation,
-    'reverse_string': reverse_string,
-    'modular_arithmetic_brackets': modular_arithmetic_brackets,
-    'solve_equation': solve_equation,
-    'duplicate_string': duplicate_string,
-    'missing_duplicate_string': missing_duplicate_string,
-    'odds_first': odds_first,
-    'binary_addition': binary_addition,
-    'binary_multiplication': binary_multiplication,
-    'compute_sqrt': compute_sqrt,
-    'bucket_sort': bucket_sort,
+  'even_pairs': even_pairs,
+  'modular_arithmetic': modular_arithmetic,
+  'parity_check': parity_check,
+  'cycle_navigation': cycle_navigation,
+  'stack_manipulation': stack_manipulation,
+  'reverse_string': reverse_string,
+  'modular_arithmetic_brackets': modular_arithmetic_brackets,
+  'solve_equation': solve_equation,
+  'duplicate_string': duplicate_string,
+  'missing_duplicate_string': missing_duplicate_string,
+  'odds_first': odds_first,
+  'binary_addition': binary_addition,
+  'binary_multiplication': binary_multiplication,
+  'compute_sqrt': compute_sqrt,
+  'bucket_sort': bucket_sort,
 }
 
 
@@ -254,7 +255,7 @@ NUM_SAMPLES = 1000
 # `task.target` at the lengths of the shape table, and one padded sampler per buffer size
 # (lengths are traced) for the other lengths.
 EXACT_LENGTHS = (1, 2, 7, 40)
-TARGET_FN_LENGTHS = (2, 40)    # `task.target` compiles per width; all 11 under -m slow
+TARGET_FN_LENGTHS = (2, 40)  # `task.target` compiles per width; all 11 under -m slow
 PADDED = ((41, (3, 4, 5, 7, 8, 41)), (500, (100, 500)))
 _TARGET_FNS = {}
 
@@ -274,8 +275,7 @@ def exact_sample(name, length):
 @functools.lru_cache(maxsize=None)
 def padded_sample(name, length, max_length):
   """`sample_padded` of NUM_SAMPLES examples (key 9 + length), as numpy; cached."""
-  batch = tasks.get(name).sample_padded(jax.random.key(9 + length), NUM_SAMPLES, length,
-                                        max_length)
+  batch = tasks.get(name).sample_padded(jax.random.key(9 + length), NUM_SAMPLES, length, max_length)
   return jax.tree.map(np.asarray, batch)
 
 
@@ -287,7 +287,7 @@ def draw_inputs(name, length, num_batches, seed=0):
   for i in range(num_batches):
     key = jax.random.fold_in(jax.random.key(seed), i)
     batch = task.sample_padded(key, NUM_SAMPLES, length, 41)
-    out.append(np.asarray(batch['inputs'])[:, :int(batch['length'])])
+    out.append(np.asarray(batch['inputs'])[:, : int(batch['length'])])
   return np.concatenate(out)
 
 
@@ -319,8 +319,7 @@ def _check(name, batch, length, call_target):
 @pytest.mark.parametrize('name', tasks.NAMES)
 def test_exact_sampler_and_target_fn_match_oracle(name):
   for length in EXACT_LENGTHS:
-    _check(name, exact_sample(name, length), length,
-           call_target=length in TARGET_FN_LENGTHS)
+    _check(name, exact_sample(name, length), length, call_target=length in TARGET_FN_LENGTHS)
 
 
 @pytest.mark.parametrize('name', tasks.NAMES)

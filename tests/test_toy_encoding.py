@@ -36,23 +36,28 @@ class ToyEncoding(core.EncodingModule):
   @nn.compact
   def __call__(self, num_positions, length, inputs, deterministic=True):
     del num_positions, length, inputs, deterministic
-    slopes = self.param('toy_slopes', nn.initializers.ones, (self.num_heads,),
-                        self.param_dtype)
+    slopes = self.param('toy_slopes', nn.initializers.ones, (self.num_heads,), self.param_dtype)
     return core.AttentionEncoding(
-        'toy', core.BIAS, bias=lambda q, k, qi, ki: core.with_batch(toy_bias(qi, ki, slopes)),
-        params={'slopes': slopes})
+      'toy',
+      core.BIAS,
+      bias=lambda q, k, qi, ki: core.with_batch(toy_bias(qi, ki, slopes)),
+      params={'slopes': slopes},
+    )
 
 
 @pytest.fixture
 def toy(monkeypatch):
-  monkeypatch.setitem(encodings.ENCODINGS, 'toy', encodings.Encoding(core.BIAS,
-                                                                     attention=ToyEncoding))
+  monkeypatch.setitem(
+    encodings.ENCODINGS, 'toy', encodings.Encoding(core.BIAS, attention=ToyEncoding)
+  )
   return 'toy'
 
 
 def test_toy_encoding_trains_and_evaluates(toy, tmp_path):
-  config = config_lib.cell_config(rpe_table1.get_config(f'task=parity_check,encoding={toy},tiny'),
-                                 {'train.steps': 4, 'seeds': [0]})
+  config = config_lib.cell_config(
+    rpe_table1.get_config(f'task=parity_check,encoding={toy},tiny'),
+    {'train.steps': 4, 'seeds': [0]},
+  )
   evaluate.validate(config)
   results = train.train_and_evaluate(config, str(tmp_path), progress=lambda line: None)
   assert results['encoding'] == toy and results['members'][0]['score'] is not None
@@ -84,10 +89,15 @@ def test_toy_encoding_on_every_backend(toy, causal):
 
 
 def test_toy_encoding_in_cached_generation(toy):
-  model = models.Decoder(vocab_size=7, encoding=toy, num_layers=2, d_model=16, num_heads=2,
-                         ffn_size=32, max_position=64)
-  params = model.init(models.init_rngs(jax.random.key(0)), jnp.zeros((1, 4), jnp.int32),
-                      jnp.array([4]), deterministic=True)
+  model = models.Decoder(
+    vocab_size=7, encoding=toy, num_layers=2, d_model=16, num_heads=2, ffn_size=32, max_position=64
+  )
+  params = model.init(
+    models.init_rngs(jax.random.key(0)),
+    jnp.zeros((1, 4), jnp.int32),
+    jnp.array([4]),
+    deterministic=True,
+  )
   tokens = jax.random.randint(jax.random.key(1), (3, 5), 0, 6)
   lengths = jnp.array([3, 5, 1])
   rngs = {'noise': jax.random.key(3)}
@@ -103,6 +113,6 @@ def test_toy_encoding_exports_for_gpu_and_tpu(toy):
   state = population_lib.init_state(config, run.model, population, abstract=True)
   update = train.make_update_fn(run, 8)
   step = export.export(update, platforms=['cuda', 'tpu'])(
-      state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates,
-      population.train_keys)
+    state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates, population.train_keys
+  )
   assert 'stablehlo' in step.mlir_module()

@@ -25,6 +25,7 @@ from tasks import regular
 @dataclasses.dataclass(frozen=True)
 class ToyParity(regular.ParityCheck):
   """Parity, judged by the toy protocol."""
+
   name: str = 'toy_parity'
   protocol: ClassVar[str] = 'toy'
 
@@ -34,45 +35,59 @@ TOY_LENGTHS = (3, 5)
 
 def toy_evaluate(ctx: core.EvalContext) -> 'ToyResults':
   """Accuracy at two lengths, kept in toy.jsonl; the score is the worse of the two."""
-  fn = range_protocol.make_eval_fn(ctx.config, ctx.task, ctx.model, ctx.population,
-                                   max(TOY_LENGTHS), ctx.data_key, ctx.traces)
+  fn = range_protocol.make_eval_fn(
+    ctx.config, ctx.task, ctx.model, ctx.population, max(TOY_LENGTHS), ctx.data_key, ctx.traces
+  )
 
   def measure(length):
     metrics = fn(ctx.params, jnp.int32(length), ctx.population.eval_keys)
     return {'accuracy': core.member_values(metrics['accuracy'], ctx.population.size)}
 
-  by = core.run_cells(ctx, 'toy.jsonl', list(TOY_LENGTHS), lambda n: {'length': n}, measure,
-                      lambda n: f'length {n}')
-  members = tuple(results_lib.Member(**m, diverged=bool(ctx.diverged[i]),
-                                     score=min(by[n]['accuracy'][i] for n in TOY_LENGTHS))
-                  for i, m in enumerate(ctx.population.members))
+  by = core.run_cells(
+    ctx, 'toy.jsonl', list(TOY_LENGTHS), lambda n: {'length': n}, measure, lambda n: f'length {n}'
+  )
+  members = tuple(
+    results_lib.Member(
+      **m, diverged=bool(ctx.diverged[i]), score=min(by[n]['accuracy'][i] for n in TOY_LENGTHS)
+    )
+    for i, m in enumerate(ctx.population.members)
+  )
   return ToyResults(TOY_LENGTHS, members)
 
 
 @dataclasses.dataclass(frozen=True)
 class ToyResults:
   """The toy protocol's record in results.json."""
+
   evaluation: ClassVar[str] = 'toy'
   default_family: ClassVar[str] = 'encoder'
   toy_lengths: tuple[int, ...]
   members: tuple[results_lib.Member, ...]
 
   def to_json(self):
-    return {'evaluation': self.evaluation, 'toy_lengths': list(self.toy_lengths),
-            'members': [m._head() for m in self.members]}
+    return {
+      'evaluation': self.evaluation,
+      'toy_lengths': list(self.toy_lengths),
+      'members': [m._head() for m in self.members],
+    }
 
   @classmethod
   def from_json(cls, data, where):
-    members = tuple(results_lib.Member(**{k: m[k] for k in ('seed', 'learning_rate',
-                                                            'diverged', 'score')})
-                    for m in results_lib.require(data, 'members', list, where))
+    members = tuple(
+      results_lib.Member(**{k: m[k] for k in ('seed', 'learning_rate', 'diverged', 'score')})
+      for m in results_lib.require(data, 'members', list, where)
+    )
     return cls(tuple(results_lib.require(data, 'toy_lengths', list, where)), members)
 
 
 TOY = dataclasses.replace(
-    range_protocol.PROTOCOL, name='toy', validate=lambda config, task, spec: None,
-    evaluate=toy_evaluate, results=ToyResults,
-    summary=lambda record: f'toy score {record.members[0].score}')
+  range_protocol.PROTOCOL,
+  name='toy',
+  validate=lambda config, task, spec: None,
+  evaluate=toy_evaluate,
+  results=ToyResults,
+  summary=lambda record: f'toy score {record.members[0].score}',
+)
 
 
 @pytest.fixture
@@ -83,8 +98,10 @@ def toy_task(monkeypatch):
 
 
 def test_a_task_with_its_own_protocol_trains_and_is_evaluated(toy_task, tmp_path):
-  config = config_lib.cell_config(rpe_table1.get_config('task=parity_check,tiny'),
-                                 {'task': toy_task, 'train.steps': 4, 'seeds': [0, 1]})
+  config = config_lib.cell_config(
+    rpe_table1.get_config('task=parity_check,tiny'),
+    {'task': toy_task, 'train.steps': 4, 'seeds': [0, 1]},
+  )
   evaluate.validate(config)
   assert evaluate.of(tasks.get(toy_task)) is TOY
   lines = []

@@ -30,8 +30,12 @@ def final_params(workdir, config):
   run = setup.build(config)
   model, population = run.model, run.population
   manager = checkpoint.checkpoint_manager(workdir)
-  state, _ = checkpoint.restore_state(manager, manager.latest_step(), (
-      population_lib.init_state(config, model, population, abstract=True)), population)
+  state, _ = checkpoint.restore_state(
+    manager,
+    manager.latest_step(),
+    (population_lib.init_state(config, model, population, abstract=True)),
+    population,
+  )
   return jax.device_get(state)
 
 
@@ -40,8 +44,16 @@ def test_tiny_run_writes_the_results_schema(tmp_path):
   results = train.train_and_evaluate(config, str(tmp_path))
   on_disk = io.read_json(str(tmp_path / 'results.json'))
   assert on_disk['members'] == json.loads(json.dumps(results['members']))
-  for key in ('task', 'encoding', 'num_params', 'train_steps', 'train_length', 'eval_lengths',
-              'versions', 'members'):
+  for key in (
+    'task',
+    'encoding',
+    'num_params',
+    'train_steps',
+    'train_length',
+    'eval_lengths',
+    'versions',
+    'members',
+  ):
     assert key in on_disk
   assert on_disk['eval_lengths'] == list(range(1, config.eval.max_length + 1))
   assert set(on_disk['versions']) >= {'jax', 'flax', 'device_kind'}
@@ -75,7 +87,11 @@ def test_population_members_differ_and_share_nothing_but_data(tmp_path, loop):
   config = tiny(**{'learning_rates': [1e-3, 3e-3], 'train.population_loop': loop})
   results = train.train_and_evaluate(config, str(tmp_path))
   assert [(m['seed'], m['learning_rate']) for m in results['members']] == [
-      (0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
+    (0, 1e-3),
+    (0, 3e-3),
+    (1, 1e-3),
+    (1, 3e-3),
+  ]
   params = final_params(str(tmp_path), config)['params']
   leaf = np.asarray(jax.tree.leaves(params)[0])
   assert len({leaf[i].tobytes() for i in range(4)}) == 4
@@ -92,15 +108,27 @@ def test_divergent_member_is_marked_and_others_go_on(tmp_path):
 
 
 def _launch_cmd(workdir, *extra):
-  return [sys.executable, '-m', 'launch.train',
-          '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny',
-          f'--workdir={workdir}', '--config.train.steps=80', '--config.checkpoint_every=10',
-          '--config.train.log_every=5', *extra]
+  return [
+    sys.executable,
+    '-m',
+    'launch.train',
+    '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny',
+    f'--workdir={workdir}',
+    '--config.train.steps=80',
+    '--config.checkpoint_every=10',
+    '--config.train.log_every=5',
+    *extra,
+  ]
 
 
 def _launch(workdir, *extra):
-  return subprocess.Popen(_launch_cmd(workdir, *extra), cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+  return subprocess.Popen(
+    _launch_cmd(workdir, *extra),
+    cwd=ROOT,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
 
 
 def test_killed_run_resumes_bit_for_bit(tmp_path, kill_after_checkpoint):
@@ -115,7 +143,8 @@ def test_killed_run_resumes_bit_for_bit(tmp_path, kill_after_checkpoint):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
   strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
   assert strip(io.read_jsonl(os.path.join(straight, 'metrics.jsonl'))) == strip(
-      io.read_jsonl(os.path.join(killed, 'metrics.jsonl')))
+    io.read_jsonl(os.path.join(killed, 'metrics.jsonl'))
+  )
   ra = io.read_json(os.path.join(straight, 'results.json'))
   rb = io.read_json(os.path.join(killed, 'results.json'))
   assert ra['members'] == rb['members']
@@ -127,21 +156,28 @@ def test_rerun_with_other_config_is_refused(tmp_path):
     train.train_and_evaluate(tiny(**{'train.steps': 30}), str(tmp_path))
 
 
-@pytest.mark.parametrize('override, needle', [
+@pytest.mark.parametrize(
+  'override, needle',
+  [
     ('--config.task=reverse_strin', "unknown task 'reverse_strin'; valid tasks: even_pairs"),
     ('--config.encoding=rope', "unknown encoding 'rope'; valid encodings: none"),
     ('--config.model.num_heads=3', 'not divisible'),
     ('--config.train.steps=abc', 'train.steps'),
     ('--config.model.max_position=10', 'max_position'),
     ('--config.model.attention_block=-1', 'model.attention_block=-1 must be'),
-    ('--config.encoding=abacus', "encoding 'abacus' reads digit tokens and task 'reverse_string' "
-                                 'has none; tasks with digits: addition'),
+    (
+      '--config.encoding=abacus',
+      "encoding 'abacus' reads digit tokens and task 'reverse_string' "
+      'has none; tasks with digits: addition',
+    ),
     ('--bogus_flag=1', 'bogus_flag'),
-])
+  ],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, override, needle):
   workdir = tmp_path / 'run'
-  proc = cli.run(['launch.train', '--config=experiments/rpe_table1.py:tiny',
-                  f'--workdir={workdir}', override])
+  proc = cli.run(
+    ['launch.train', '--config=experiments/rpe_table1.py:tiny', f'--workdir={workdir}', override]
+  )
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and needle in lines[0], proc.stderr
@@ -157,8 +193,9 @@ def test_eval_lengths_stride_subset():
   assert config_lib.eval_lengths(config) == [41, 500]
 
 
-@pytest.mark.parametrize('encoding', [
-    'randomized_relative', pytest.param('geometric_directional', marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+  'encoding', ['randomized_relative', pytest.param('geometric_directional', marks=pytest.mark.slow)]
+)
 def test_steps_per_dispatch_equals_single_steps_bit_for_bit(tmp_path, encoding):
   # 23 steps in calls of up to 4 (cut at the log interval of 5 and the checkpoint at 10).
   base = {'encoding': encoding, 'train.steps': 23, 'train.log_every': 5}
@@ -167,18 +204,29 @@ def test_steps_per_dispatch_equals_single_steps_bit_for_bit(tmp_path, encoding):
   many = train.train_and_evaluate(config, str(tmp_path / 'many'))
   assert one['members'] == many['members']
   assert many['compiled_programs']['train'] == 1
-  for a, b in zip(jax.tree.leaves(final_params(str(tmp_path / 'one'), tiny(**base))),
-                  jax.tree.leaves(final_params(str(tmp_path / 'many'), config))):
+  for a, b in zip(
+    jax.tree.leaves(final_params(str(tmp_path / 'one'), tiny(**base))),
+    jax.tree.leaves(final_params(str(tmp_path / 'many'), config)),
+  ):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
   strip = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
   assert strip(io.read_jsonl(str(tmp_path / 'one' / 'metrics.jsonl'))) == strip(
-      io.read_jsonl(str(tmp_path / 'many' / 'metrics.jsonl')))
+    io.read_jsonl(str(tmp_path / 'many' / 'metrics.jsonl'))
+  )
 
 
 def test_bfloat16_tiny_run_learns(tmp_path):
-  config = tiny(**{'encoding': 'randomized_rotary', 'model.dtype': 'bfloat16',
-                   'train.steps': 60, 'train.log_every': 20, 'learning_rates': [3e-3],
-                   'seeds': [0], 'task': 'reverse_string'})
+  config = tiny(
+    **{
+      'encoding': 'randomized_rotary',
+      'model.dtype': 'bfloat16',
+      'train.steps': 60,
+      'train.log_every': 20,
+      'learning_rates': [3e-3],
+      'seeds': [0],
+      'task': 'reverse_string',
+    }
+  )
   results = train.train_and_evaluate(config, str(tmp_path))
   losses = [r['loss'][0] for r in io.read_jsonl(str(tmp_path / 'metrics.jsonl'))]
   assert losses[-1] < losses[0] - 0.02, losses
@@ -186,14 +234,21 @@ def test_bfloat16_tiny_run_learns(tmp_path):
 
 
 def _decoder_cmd(workdir):
-  return [sys.executable, '-m', 'launch.train',
-          '--config=experiments/rpe_decoder.py:task=reverse_string,encoding=randomized_rotary,'
-          'tiny', f'--workdir={workdir}', '--config.train.steps=40',
-          '--config.checkpoint_every=10', '--config.train.log_every=5']
+  return [
+    sys.executable,
+    '-m',
+    'launch.train',
+    '--config=experiments/rpe_decoder.py:task=reverse_string,encoding=randomized_rotary,tiny',
+    f'--workdir={workdir}',
+    '--config.train.steps=40',
+    '--config.checkpoint_every=10',
+    '--config.train.log_every=5',
+  ]
 
 
 def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(
-    tmp_path, kill_after_checkpoint):
+  tmp_path, kill_after_checkpoint
+):
   straight, killed = str(tmp_path / 'straight'), str(tmp_path / 'killed')
   assert subprocess.run(_decoder_cmd(straight), cwd=ROOT, capture_output=True).returncode == 0
   kill_after_checkpoint(_decoder_cmd(killed), killed, 20)
@@ -209,12 +264,23 @@ def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(
 @pytest.mark.slow  # the progressive window's gradient is tested in test_decoder.py
 def test_looped_decoder_with_progressive_loss_trains(tmp_path):
   config = rpe_table1.get_config('task=reverse_string,encoding=rotary,tiny')
-  config = config_lib.cell_config(config, {
-      'model.family': 'decoder', 'model.num_layers': 1, 'model.recurrences': 3,
-      'model.injection': 'layer', 'model.eval_recurrences': 5, 'model.norm': 'pre',
-      'model.ffn': 'gelu_glu', 'model.tie_embeddings': True,
-      'train.progressive_alpha': 0.5, 'train.scale_block_gradients': True,
-      'train.steps': 10, 'seeds': [0]})
+  config = config_lib.cell_config(
+    config,
+    {
+      'model.family': 'decoder',
+      'model.num_layers': 1,
+      'model.recurrences': 3,
+      'model.injection': 'layer',
+      'model.eval_recurrences': 5,
+      'model.norm': 'pre',
+      'model.ffn': 'gelu_glu',
+      'model.tie_embeddings': True,
+      'train.progressive_alpha': 0.5,
+      'train.scale_block_gradients': True,
+      'train.steps': 10,
+      'seeds': [0],
+    },
+  )
   results = train.train_and_evaluate(config, str(tmp_path))
   assert results['members'][0]['score'] is not None
   params = final_params(str(tmp_path), config)['params']
@@ -223,8 +289,9 @@ def test_looped_decoder_with_progressive_loss_trains(tmp_path):
 
 def test_rerun_with_another_config_is_refused_naming_the_changed_fields(tmp_path):
   train.prepare_workdir(tiny(**{'train.steps': 10}), str(tmp_path))
-  with pytest.raises(config_lib.ConfigError,
-                     match=r'holds a run with a different config \(train.steps 10 -> 12\)'):
+  with pytest.raises(
+    config_lib.ConfigError, match=r'holds a run with a different config \(train.steps 10 -> 12\)'
+  ):
     train.prepare_workdir(tiny(**{'train.steps': 12}), str(tmp_path))
   # The resumable fields may change: the same run, now logging more often.
   train.prepare_workdir(tiny(**{'train.steps': 10, 'train.log_every': 1}), str(tmp_path))

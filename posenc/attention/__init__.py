@@ -11,6 +11,7 @@
 Every backend is tested equal to 'reference' (values and gradients). Speed tricks live
 only here, never in an encoding's function.
 """
+
 from __future__ import annotations
 
 import jax
@@ -39,10 +40,21 @@ def resolve(impl: str, platform: str | None = None) -> str:
   return 'cpu_blocked' if platform == 'cpu' else 'xla_fused'
 
 
-def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, key_valid: Array,
-           causal: bool, impl: str = 'auto', q_idx: Array | None = None,
-           k_idx: Array | None = None, temperature: Array | None = None, block: int = 256,
-           fused_implementation: str | None = None) -> Array:
+def attend(
+  q: Array,
+  k: Array,
+  v: Array,
+  enc: core.AttentionEncoding,
+  *,
+  key_valid: Array,
+  causal: bool,
+  impl: str = 'auto',
+  q_idx: Array | None = None,
+  k_idx: Array | None = None,
+  temperature: Array | None = None,
+  block: int = 256,
+  fused_implementation: str | None = None,
+) -> Array:
   """Attention of queries q over keys k and values v under the layer's encoding.
 
   Args:
@@ -70,12 +82,31 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, key_val
     with jax.named_scope('attention_cpu_blocked'):
       return cpu_blocked.attend(q, k, v, enc, key_valid=key_valid, causal=causal, block=block)
   if impl == 'reference':
-    return reference.attend(q, k, v, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid,
-                            causal=causal, temperature=temperature)
+    return reference.attend(
+      q,
+      k,
+      v,
+      enc,
+      q_idx=q_idx,
+      k_idx=k_idx,
+      key_valid=key_valid,
+      causal=causal,
+      temperature=temperature,
+    )
   # xla_fused; and cpu_blocked for a part of a sequence (one decoding step) or a temperature.
-  return fused.attend(q, k, v, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid,
-                      causal=causal, whole_sequence=whole, temperature=temperature,
-                      implementation=fused_implementation)
+  return fused.attend(
+    q,
+    k,
+    v,
+    enc,
+    q_idx=q_idx,
+    k_idx=k_idx,
+    key_valid=key_valid,
+    causal=causal,
+    whole_sequence=whole,
+    temperature=temperature,
+    implementation=fused_implementation,
+  )
 
 
 def temperature(beta: Array, q_idx: Array, length: Array, causal: bool) -> Array:
@@ -94,6 +125,9 @@ def temperature(beta: Array, q_idx: Array, length: Array, causal: bool) -> Array
   """
   q_idx = q_idx if q_idx.ndim == 2 else q_idx[None]
   length = jnp.reshape(length, (-1, 1))
-  n = (jnp.minimum(q_idx + 1, length) if causal
-       else jnp.broadcast_to(length, jnp.broadcast_shapes(length.shape, q_idx.shape)))
+  n = (
+    jnp.minimum(q_idx + 1, length)
+    if causal
+    else jnp.broadcast_to(length, jnp.broadcast_shapes(length.shape, q_idx.shape))
+  )
   return beta * jnp.log(jnp.maximum(n, 2).astype(jnp.float32))

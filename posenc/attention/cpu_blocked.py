@@ -14,6 +14,7 @@ does differently, each measured on XLA's CPU backend (docs/benchmarks.md):
   attention the same blocked prefix sums (XLA's reverse cumulative sum is slow on CPU).
 Encodings without a specialization here run their readable functions block by block.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,6 +54,7 @@ class Scores(NamedTuple):
     per_head: on long sequences a block holds one head (False: every head, for encodings
       whose weights are made for all heads at once, so no block recomputes them).
   """
+
   weights: Callable[[Any, slice], Array]
   normalize: bool
   sequential_heads: bool = False
@@ -69,8 +71,7 @@ def take_heads(x: Array, heads: slice | Array) -> Array:
   return jax.lax.dynamic_slice_in_dim(x, heads, 1, axis=0)
 
 
-def attention_blocks(num_heads: int, num_positions: int,
-                     block: int) -> list[tuple[slice, slice]]:
+def attention_blocks(num_heads: int, num_positions: int, block: int) -> list[tuple[slice, slice]]:
   """The (heads, queries) blocks attention runs in: one block, or per head in query blocks.
 
   Sequences longer than `block` (> 0) run each head separately, in query blocks of at most
@@ -83,8 +84,11 @@ def attention_blocks(num_heads: int, num_positions: int,
     return [(slice(0, num_heads), slice(0, num_positions))]
   num_blocks = -(-num_positions // block)
   bounds = [round(b * num_positions / num_blocks) for b in range(num_blocks + 1)]
-  return [(slice(h, h + 1), slice(bounds[b], bounds[b + 1]))
-          for h in range(num_heads) for b in range(num_blocks)]
+  return [
+    (slice(h, h + 1), slice(bounds[b], bounds[b + 1]))
+    for h in range(num_heads)
+    for b in range(num_blocks)
+  ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,22 +125,29 @@ def softmax_numerator(logits: Array, causal: bool, queries: slice) -> Array:
   """
   logits = logits.astype(jnp.float32)
   if causal:
-    mask = geometric_prefix.visible_block(jnp.ones(logits.shape[-1], bool), logits.shape[-1],
-                                          True, queries)
+    mask = geometric_prefix.visible_block(
+      jnp.ones(logits.shape[-1], bool), logits.shape[-1], True, queries
+    )
     logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
   row_max = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
   return jnp.exp(logits - row_max)
 
 
-def _dot_product_scores(q: Array, k: Array, key_valid: Array, causal: bool,
-                        bias: Callable[[Any, slice], Array] | None = None,
-                        sequential_heads: bool = False) -> Scores:
+def _dot_product_scores(
+  q: Array,
+  k: Array,
+  key_valid: Array,
+  causal: bool,
+  bias: Callable[[Any, slice], Array] | None = None,
+  sequential_heads: bool = False,
+) -> Scores:
   """softmax(q·k / sqrt(K) [+ bias(heads, queries) [h, B or 1, Q, T]]) numerators."""
   head_dim = q.shape[-1]
 
   def weights(heads, queries):
-    logits = key_masked_dot(take_heads(q, heads)[:, :, queries] / math.sqrt(head_dim),
-                            take_heads(k, heads), key_valid)
+    logits = key_masked_dot(
+      take_heads(q, heads)[:, :, queries] / math.sqrt(head_dim), take_heads(k, heads), key_valid
+    )
     if bias is not None:
       logits = logits + bias(heads, queries)
     return softmax_numerator(logits, causal, queries)
@@ -226,8 +237,9 @@ def _relative_position_logits_bwd(residuals, g):
 relative_position_logits.defvjp(_relative_position_logits_fwd, _relative_position_logits_bwd)
 
 
-def relative_logits(q: Array, k: Array, rel: Array, u: Array, v: Array,
-                    key_valid: Array | None = None) -> Array:
+def relative_logits(
+  q: Array, k: Array, rel: Array, u: Array, v: Array, key_valid: Array | None = None
+) -> Array:
   """[(q_i + u)·k_j + (q_i + v)·rel[Q + j - i]] / sqrt(K) for a block of Q queries.
 
   Args:
@@ -251,7 +263,7 @@ def _relative_scores(q, k, enc, key_valid, causal):
   # c = 0..2T-1 hold offset c - T (the first is never read).
   drawn = p['offset_positions']
   centre = (drawn.shape[-1] - 1) // 2
-  offsets = drawn[centre - (t - 1):centre + t]
+  offsets = drawn[centre - (t - 1) : centre + t]
   offsets = jnp.concatenate([offsets[:1], offsets])
   table = embeddings.sinusoid(offsets, num_heads * head_dim, max_time=p['max_time'])
   rel = (table @ p['w_r'].astype(jnp.float32)).reshape(2 * t, num_heads, head_dim)
@@ -259,9 +271,14 @@ def _relative_scores(q, k, enc, key_valid, causal):
   u, v = p['u'].astype(q.dtype), p['v'].astype(q.dtype)
 
   def weights(heads, queries):
-    logits = relative_logits(take_heads(q, heads)[:, :, queries], take_heads(k, heads),
-                             take_heads(rel, heads)[:, relative_window(t, queries)],
-                             take_heads(u, heads), take_heads(v, heads), key_valid)
+    logits = relative_logits(
+      take_heads(q, heads)[:, :, queries],
+      take_heads(k, heads),
+      take_heads(rel, heads)[:, relative_window(t, queries)],
+      take_heads(u, heads),
+      take_heads(v, heads),
+      key_valid,
+    )
     return softmax_numerator(logits, causal, queries)
 
   return Scores(weights, True, sequential_heads=True)
@@ -277,9 +294,14 @@ def _alibi_scores(q, k, enc, key_valid, causal):
   positions = jnp.arange(t)
 
   def bias(heads, queries):  # made per block, not sliced from all heads' bias (XLA copies)
-    b = biases.alibi_bias(positions[queries], positions, take_heads(p['slopes'], heads),
-                          distances=p['distances'], left_distances=p['left_distances'],
-                          causal=p['causal'])
+    b = biases.alibi_bias(
+      positions[queries],
+      positions,
+      take_heads(p['slopes'], heads),
+      distances=p['distances'],
+      left_distances=p['left_distances'],
+      causal=p['causal'],
+    )
     return b[:, None] if b.ndim == 3 else b.transpose(1, 0, 2, 3)  # [h, B or 1, Q, T]
 
   return _dot_product_scores(q, k, key_valid, causal, bias, sequential_heads=True)
@@ -297,14 +319,18 @@ def _geometric_scores(q, k, enc, key_valid, causal):
   keys_valid = jnp.pad(key_valid, [(0, 0)] * (key_valid.ndim - 1) + [(0, num_keys - t)])
 
   def weights(heads, queries):
-    logits = p['gamma'] * jnp.einsum('hbik,hbjk->hbij', take_heads(qu, heads)[:, :, queries],
-                                     take_heads(k, heads)) + p['s0']
+    logits = (
+      p['gamma']
+      * jnp.einsum('hbik,hbjk->hbij', take_heads(qu, heads)[:, :, queries], take_heads(k, heads))
+      + p['s0']
+    )
     if beta is not None:
       left = np.arange(num_keys)[None, :] < np.arange(queries.start, queries.stop)[:, None]
       b = take_heads(beta, heads)[:, :, queries]
       logits = logits + jnp.where(left, b[..., :1], b[..., 1:])
-    return geometric_prefix.geometric_weights(logits, keys_valid, causal=causal,
-                                              first_query=queries.start)[..., :t]
+    return geometric_prefix.geometric_weights(
+      logits, keys_valid, causal=causal, first_query=queries.start
+    )[..., :t]
 
   return Scores(weights, enc.normalize, sequential_heads=True)
 
@@ -317,8 +343,9 @@ def _stick_breaking_scores(q, k, enc, key_valid, causal):
   t, scale = q.shape[2], 1 / math.sqrt(q.shape[-1])
 
   def weights(heads, queries):
-    z = jnp.einsum('hbik,hbjk->hbij', take_heads(q, heads)[:, :, queries] * scale,
-                   take_heads(k, heads)).astype(jnp.float32)
+    z = jnp.einsum(
+      'hbik,hbjk->hbij', take_heads(q, heads)[:, :, queries] * scale, take_heads(k, heads)
+    ).astype(jnp.float32)
     i = np.arange(queries.start, queries.stop)[:, None]
     j = np.arange(t)[None, :]
     real = key_valid[..., None, :]  # [1, T] or [B, 1, T]
@@ -344,8 +371,7 @@ def _generic_scores(q, k, enc, key_valid, causal):
     qi = positions[queries]
     visible = reference.visible(qi, positions, key_valid, causal)  # [B or 1, 1, Q, T]
     if enc.kind == core.GEOMETRIC:
-      w = enc.weights(enc.scores(q_bthk[:, queries], k_bthk, qi, positions), qi, positions,
-                      visible)
+      w = enc.weights(enc.scores(q_bthk[:, queries], k_bthk, qi, positions), qi, positions, visible)
       return take_heads(w.transpose(1, 0, 2, 3), heads)
     logits = jnp.einsum('bqhk,bshk->hbqs', q_bthk[:, queries], k_bthk) / math.sqrt(q.shape[-1])
     if enc.kind == core.BIAS:
@@ -357,12 +383,17 @@ def _generic_scores(q, k, enc, key_valid, causal):
   return Scores(weights, enc.kind != core.GEOMETRIC or enc.normalize, per_head=False)
 
 
-_SPECIALIZED = {'relative': _relative_scores, 'alibi': _alibi_scores,
-                'geometric': _geometric_scores, 'stick_breaking': _stick_breaking_scores}
+_SPECIALIZED = {
+  'relative': _relative_scores,
+  'alibi': _alibi_scores,
+  'geometric': _geometric_scores,
+  'stick_breaking': _stick_breaking_scores,
+}
 
 
-def scores(q: Array, k: Array, enc: core.AttentionEncoding, key_valid: Array,
-           causal: bool) -> Scores:
+def scores(
+  q: Array, k: Array, enc: core.AttentionEncoding, key_valid: Array, causal: bool
+) -> Scores:
   """The layer's `Scores` for q, k [H, B, T, K] (already rotated for a rotary encoding)."""
   if enc.family in ('content', 'rotary'):
     return _dot_product_scores(q, k, key_valid, causal)
@@ -371,8 +402,16 @@ def scores(q: Array, k: Array, enc: core.AttentionEncoding, key_valid: Array,
   return _SPECIALIZED.get(enc.family, _generic_scores)(q, k, enc, key_valid, causal)
 
 
-def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, key_valid: Array,
-           causal: bool, block: int = 256) -> Array:
+def attend(
+  q: Array,
+  k: Array,
+  v: Array,
+  enc: core.AttentionEncoding,
+  *,
+  key_valid: Array,
+  causal: bool,
+  block: int = 256,
+) -> Array:
   """Attention over a whole sequence, in blocks: q, k, v [B, T, H, K] -> [B, T, H, K]."""
   positions = jnp.arange(q.shape[1])
   if enc.kind == core.ROTATION:
@@ -399,8 +438,9 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, key_val
   if s.sequential_heads and len(blocks) > 1:
     per_head = [queries for heads, queries in blocks if heads.start == 0]
     out = jax.lax.map(
-        lambda h: jnp.concatenate([attend_block(h, qs) for qs in per_head], axis=2)[0],
-        jnp.arange(num_heads))
+      lambda h: jnp.concatenate([attend_block(h, qs) for qs in per_head], axis=2)[0],
+      jnp.arange(num_heads),
+    )
   else:
     rows: dict[int, list[Array]] = {}
     for heads, queries in blocks:

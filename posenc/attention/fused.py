@@ -8,6 +8,7 @@ attention, which replaces the softmax, runs by prefix sums over whole rows
 (stick-breaking, already cumulative sums), use their readable functions. Nothing runs per
 head or per example.
 """
+
 from __future__ import annotations
 
 import jax
@@ -20,16 +21,36 @@ from posenc.encodings import core
 Array = jax.Array
 
 
-def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: Array,
-           k_idx: Array, key_valid: Array, causal: bool, whole_sequence: bool,
-           temperature: Array | None = None, implementation: str | None = None) -> Array:
+def attend(
+  q: Array,
+  k: Array,
+  v: Array,
+  enc: core.AttentionEncoding,
+  *,
+  q_idx: Array,
+  k_idx: Array,
+  key_valid: Array,
+  causal: bool,
+  whole_sequence: bool,
+  temperature: Array | None = None,
+  implementation: str | None = None,
+) -> Array:
   """As `reference.attend` (same arguments and result); `whole_sequence`: q_idx and k_idx
   are both arange(T) (static knowledge the geometric prefix sums need)."""
   with jax.named_scope('attention_xla_fused'):
     if enc.kind == core.GEOMETRIC:
       if enc.family != 'geometric' or not whole_sequence or jnp.ndim(key_valid) > 1:
-        return reference.attend(q, k, v, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid,
-                                causal=causal, temperature=temperature)
+        return reference.attend(
+          q,
+          k,
+          v,
+          enc,
+          q_idx=q_idx,
+          k_idx=k_idx,
+          key_valid=key_valid,
+          causal=causal,
+          temperature=temperature,
+        )
       s = enc.scores(q, k, q_idx, k_idx)
       if temperature is not None:
         s = s * temperature[:, None, :, None]
@@ -50,5 +71,10 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
       v = jnp.pad(v, [(0, 0)] * 3 + [(0, q.shape[-1] - width)])
     with jax.named_scope('dot_product_attention'):
       return jax.nn.dot_product_attention(
-          q, k, v.astype(q.dtype), bias=None if bias is None else bias.astype(q.dtype),
-          mask=mask, implementation=implementation)[..., :width].astype(v.dtype)
+        q,
+        k,
+        v.astype(q.dtype),
+        bias=None if bias is None else bias.astype(q.dtype),
+        mask=mask,
+        implementation=implementation,
+      )[..., :width].astype(v.dtype)

@@ -10,6 +10,7 @@ left key, the right key at the same distance:
 C is a blocked prefix sum (two small matmuls) and C_i(2i - j) a flip and a skew
 (`mirror`): XLA's cumulative sums and gathers are slow on CPU.
 """
+
 from __future__ import annotations
 
 import jax
@@ -76,7 +77,7 @@ def mirror(cum: Array, first_query: int = 0) -> Array:
   flat = jnp.pad(jnp.flip(cum, -1), no_pad + [(0, 0), (left, right)])
   flat = flat.reshape(*batch, q * width)
   flat = jnp.pad(flat, no_pad + [(0, max(0, base - 2 * q))])
-  skewed = flat[..., base:base + q * (width - 2)].reshape(*batch, q, width - 2)[..., :t]
+  skewed = flat[..., base : base + q * (width - 2)].reshape(*batch, q, width - 2)[..., :t]
   i = np.arange(i0, i0 + q)[:, None]
   j = np.arange(t)[None, :]
   return jnp.where(2 * i - j > t - 1, cum[..., -1:], skewed)
@@ -85,16 +86,18 @@ def mirror(cum: Array, first_query: int = 0) -> Array:
 def visible_block(key_valid: Array, num_keys: int, causal: bool, queries: slice) -> Array:
   """bool [Q, T'] ([B, Q, T'] for key_valid [B, T']): key j visible from query i of the
   block `queries` (a real key; j <= i if causal)."""
-  mask = jnp.broadcast_to(key_valid[..., None, :],
-                          key_valid.shape[:-1] + (queries.stop - queries.start, num_keys))
+  mask = jnp.broadcast_to(
+    key_valid[..., None, :], key_valid.shape[:-1] + (queries.stop - queries.start, num_keys)
+  )
   if causal:
     i = np.arange(queries.start, queries.stop)[:, None]
     mask = mask & (i >= np.arange(num_keys)[None, :])
   return mask
 
 
-def geometric_weights(logits: Array, key_valid: Array, *, causal: bool = False,
-                      first_query: int = 0) -> Array:
+def geometric_weights(
+  logits: Array, key_valid: Array, *, causal: bool = False, first_query: int = 0
+) -> Array:
   """Geometric attention weights of queries first_query.. against every key, by prefix sums.
 
   Args:

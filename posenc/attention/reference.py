@@ -1,4 +1,5 @@
 """The readable definition of attention with a positional encoding: einsum, mask, softmax."""
+
 from __future__ import annotations
 
 import math
@@ -23,15 +24,25 @@ def visible(q_idx: Array, k_idx: Array, key_valid: Array, causal: bool) -> Array
   Example: q_idx [1], k_idx [0, 1, 2], key_valid [1, 1, 0], causal -> [[[[T, T, F]]]].
   """
   real = randomized.lookup(key_valid, k_idx, 1)  # [(B,) S]
-  mask = jnp.broadcast_to(real[..., None, :], real.shape[:-1] + (q_idx.shape[-1],)
-                          + real.shape[-1:])
+  mask = jnp.broadcast_to(
+    real[..., None, :], real.shape[:-1] + (q_idx.shape[-1],) + real.shape[-1:]
+  )
   if causal:
     mask = mask & (k_idx[..., None, :] <= q_idx[..., :, None])
   return mask[:, None] if mask.ndim == 3 else mask[None, None]
 
 
-def weights(q: Array, k: Array, enc: core.AttentionEncoding, *, q_idx: Array, k_idx: Array,
-            key_valid: Array, causal: bool, temperature: Array | None = None) -> Array:
+def weights(
+  q: Array,
+  k: Array,
+  enc: core.AttentionEncoding,
+  *,
+  q_idx: Array,
+  k_idx: Array,
+  key_valid: Array,
+  causal: bool,
+  temperature: Array | None = None,
+) -> Array:
   """The attention weights: softmax(τ (q·k / sqrt(K) + bias)) over the visible keys, or the
   encoding's weights in place of the softmax. Arguments as `attend`.
 
@@ -55,9 +66,18 @@ def weights(q: Array, k: Array, enc: core.AttentionEncoding, *, q_idx: Array, k_
   return jax.nn.softmax(logits, axis=-1)
 
 
-def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: Array,
-           k_idx: Array, key_valid: Array, causal: bool,
-           temperature: Array | None = None) -> Array:
+def attend(
+  q: Array,
+  k: Array,
+  v: Array,
+  enc: core.AttentionEncoding,
+  *,
+  q_idx: Array,
+  k_idx: Array,
+  key_valid: Array,
+  causal: bool,
+  temperature: Array | None = None,
+) -> Array:
   """softmax(τ (q·k / sqrt(K) + bias)) @ v, or the encoding's weights in place of the softmax.
 
   Args:
@@ -75,6 +95,7 @@ def attend(q: Array, k: Array, v: Array, enc: core.AttentionEncoding, *, q_idx: 
 
   Example: one query and one key: the output is v itself.
   """
-  w = weights(q, k, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid, causal=causal,
-              temperature=temperature)
+  w = weights(
+    q, k, enc, q_idx=q_idx, k_idx=k_idx, key_valid=key_valid, causal=causal, temperature=temperature
+  )
   return jnp.einsum('bhqs,bshk->bqhk', w.astype(v.dtype), v)

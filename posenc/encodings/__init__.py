@@ -24,6 +24,7 @@ run in the decoder only. A name may also
 combine one input encoding and one attention encoding as `a+b`, e.g. `sin_cos+alibi`.
 Adding an encoding = one function, one module, one `ENCODINGS` entry.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,143 +50,236 @@ from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT
 from posenc.encodings.define import bias, embedding, param, randomized_twin, rotation, weights
 from posenc.encodings.embeddings import learned, sinusoid
 from posenc.encodings.geometric import geometric_scores, geometric_weights
-from posenc.encodings.randomized import (RELATIVE_MODES, random_distances, random_positions,
-                                         relative_offset_positions)
+from posenc.encodings.randomized import (
+  RELATIVE_MODES,
+  random_distances,
+  random_positions,
+  relative_offset_positions,
+)
 from posenc.encodings.rotary import apply_rope
 
 
 # Test-time options (`Encoding.test_options`) and their neutral values.
 TEST_OPTION_DEFAULTS: dict[str, Any] = {
-    'rope_scaling': 'none',  # rotary.ROPE_SCALINGS
-    'rope_factor': 1.0,
-    'rope_original_length': 0,  # YaRN's L; 0 only with another scaling
-    'slope_scale': 1.0,  # ALiBi's slopes, a bias family's bias
+  'rope_scaling': 'none',  # rotary.ROPE_SCALINGS
+  'rope_factor': 1.0,
+  'rope_original_length': 0,  # YaRN's L; 0 only with another scaling
+  'slope_scale': 1.0,  # ALiBi's slopes, a bias family's bias
 }
 _ROPE_TEST = ('rope_scaling', 'rope_factor', 'rope_original_length')
 _SLOPE_TEST = ('slope_scale',)
 
 # Every encoding option and its default; an encoding ignores options it does not take.
 OPTION_DEFAULTS: dict[str, Any] = {
-    'max_time': 10_000.0,
-    'relative_mode': 'symmetric',
-    'randomize_both_sides': False,
-    # ALiBi under a causal mask: False, Press et al.'s -s (i - j); True, the reference
-    # encoder's bidirectional form (+s/2 left of the query) as its causal_masking ran it.
-    'alibi_reference_form': False,
-    'geometric_normalize': False,
-    'abacus_offset': 99,  # K: training offsets k ~ U{0..K}
-    'digit_ids': tuple(range(10)),  # Abacus: the token ids that are digits (from the task)
-    'fire_variant': 'aba',
-    # The distance-bias families (`families`).
-    'bias_two_sided': False,
-    'bias_r': None,  # fixed KERPLE r (None: learned per head)
-    'bias_k': None,  # fixed KERPLE k (None: learned per head)
-    'kerple_r_min': families.KERPLE_MIN,
-    'bias_window': 128,
-    'sandwich_dim': 0,  # 0: the head width
-    't5_buckets': 32,
-    't5_max_distance': 128,
-    'cope_positions': 64,  # CoPE's table rows (npos_max)
-    'forget_bias_init': 0.0,  # the Forgetting Transformer's gate bias at init
-    'stick_attend_self': False,  # stick-breaking: the query may attend to itself
-    'stick_remainder': 'self',  # stick-breaking: where a row's remainder goes
-    # Position coupling's P, the largest id in training (the authors' max_pos: s ~ U{1..P - l}
-    # for a longest number of l digits); 0: the table's last row, max_position - 1.
-    'coupling_max_position': 0,
-    # Position coupling: draw s as for the authors' zero-padded answer (l at least the
-    # longest operand's digits + 1).
-    'coupling_padded_answer': False,
-    'dape_base': 'alibi',  # DAPE's base bias (dape.DAPE_BASES)
-    'dape_hidden': 32,  # the width of DAPE's network
+  'max_time': 10_000.0,
+  'relative_mode': 'symmetric',
+  'randomize_both_sides': False,
+  # ALiBi under a causal mask: False, Press et al.'s -s (i - j); True, the reference
+  # encoder's bidirectional form (+s/2 left of the query) as its causal_masking ran it.
+  'alibi_reference_form': False,
+  'geometric_normalize': False,
+  'abacus_offset': 99,  # K: training offsets k ~ U{0..K}
+  'digit_ids': tuple(range(10)),  # Abacus: the token ids that are digits (from the task)
+  'fire_variant': 'aba',
+  # The distance-bias families (`families`).
+  'bias_two_sided': False,
+  'bias_r': None,  # fixed KERPLE r (None: learned per head)
+  'bias_k': None,  # fixed KERPLE k (None: learned per head)
+  'kerple_r_min': families.KERPLE_MIN,
+  'bias_window': 128,
+  'sandwich_dim': 0,  # 0: the head width
+  't5_buckets': 32,
+  't5_max_distance': 128,
+  'cope_positions': 64,  # CoPE's table rows (npos_max)
+  'forget_bias_init': 0.0,  # the Forgetting Transformer's gate bias at init
+  'stick_attend_self': False,  # stick-breaking: the query may attend to itself
+  'stick_remainder': 'self',  # stick-breaking: where a row's remainder goes
+  # Position coupling's P, the largest id in training (the authors' max_pos: s ~ U{1..P - l}
+  # for a longest number of l digits); 0: the table's last row, max_position - 1.
+  'coupling_max_position': 0,
+  # Position coupling: draw s as for the authors' zero-padded answer (l at least the
+  # longest operand's digits + 1).
+  'coupling_padded_answer': False,
+  'dape_base': 'alibi',  # DAPE's base bias (dape.DAPE_BASES)
+  'dape_hidden': 32,  # the width of DAPE's network
 }
-_FAMILY_OPTIONS = ('bias_two_sided', 'bias_r', 'bias_k', 'kerple_r_min', 'bias_window',
-                   'sandwich_dim', 'max_time', 't5_buckets', 't5_max_distance')
+_FAMILY_OPTIONS = (
+  'bias_two_sided',
+  'bias_r',
+  'bias_k',
+  'kerple_r_min',
+  'bias_window',
+  'sandwich_dim',
+  'max_time',
+  't5_buckets',
+  't5_max_distance',
+)
 
 _p = functools.partial
 _RELATIVE = ('max_time', 'relative_mode', 'randomize_both_sides')
 ENCODINGS: dict[str, Encoding] = {
-    'none': Encoding(core.CONTENT),
-    'sin_cos': Encoding(core.EMBEDDING, embeddings.SinCosEmbedding,
-                        embedding_options=('max_time',)),
-    'relative': Encoding(core.BIAS, attention=biases.RelativeEncoding,
-                         attention_options=('max_time',)),
-    'alibi': Encoding(core.BIAS, attention=biases.AlibiEncoding,
-                      attention_options=('alibi_reference_form',), test_options=_SLOPE_TEST),
-    'rotary': Encoding(core.ROTATION, attention=rotary.RotaryEncoding,
-                       attention_options=('max_time',), even_head_dim=True,
-                       test_options=_ROPE_TEST),
-    'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding, learned_table=True),
-    'randomized_sin_cos': Encoding(core.EMBEDDING, _p(embeddings.SinCosEmbedding,
-                                                      randomized=True),
-                                   embedding_options=('max_time',), randomized=True),
-    'randomized_relative': Encoding(core.BIAS, attention=_p(biases.RelativeEncoding,
-                                                            randomized=True),
-                                    attention_options=_RELATIVE, randomized=True),
-    'randomized_alibi': Encoding(core.BIAS, attention=_p(biases.AlibiEncoding, randomized=True),
-                                 attention_options=('randomize_both_sides', 'alibi_reference_form'),
-                                 randomized=True, test_options=_SLOPE_TEST),
-    'randomized_rotary': Encoding(core.ROTATION, attention=_p(rotary.RotaryEncoding,
-                                                              randomized=True),
-                                  attention_options=('max_time',), randomized=True,
-                                  even_head_dim=True, test_options=_ROPE_TEST),
-    'randomized_learned': Encoding(core.EMBEDDING, _p(embeddings.LearnedEmbedding,
-                                                      randomized=True), randomized=True,
-                                   learned_table=True),
-    # The arithmetic study's (McLeish et al. 2024): a digit's position within its number,
-    # and FIRE (Li et al. 2023), plain or on randomized positions (Zhou et al. 2024).
-    'abacus': Encoding(core.EMBEDDING, embeddings.AbacusEmbedding,
-                       embedding_options=('abacus_offset', 'digit_ids'), reads_digits=True),
-    'fire': Encoding(core.BIAS, attention=biases.FireEncoding,
-                     attention_options=('fire_variant',)),
-    'randomized_fire': Encoding(core.BIAS, attention=_p(biases.FireEncoding, randomized=True),
-                                attention_options=('fire_variant',), randomized=True),
-    'geometric': Encoding(core.GEOMETRIC, attention=geometric.GeometricEncoding,
-                          attention_options=('geometric_normalize',)),
-    'geometric_directional': Encoding(core.GEOMETRIC, attention=_p(geometric.GeometricEncoding,
-                                                                   directional=True),
-                                      attention_options=('geometric_normalize',)),
+  'none': Encoding(core.CONTENT),
+  'sin_cos': Encoding(core.EMBEDDING, embeddings.SinCosEmbedding, embedding_options=('max_time',)),
+  'relative': Encoding(
+    core.BIAS, attention=biases.RelativeEncoding, attention_options=('max_time',)
+  ),
+  'alibi': Encoding(
+    core.BIAS,
+    attention=biases.AlibiEncoding,
+    attention_options=('alibi_reference_form',),
+    test_options=_SLOPE_TEST,
+  ),
+  'rotary': Encoding(
+    core.ROTATION,
+    attention=rotary.RotaryEncoding,
+    attention_options=('max_time',),
+    even_head_dim=True,
+    test_options=_ROPE_TEST,
+  ),
+  'learned': Encoding(core.EMBEDDING, embeddings.LearnedEmbedding, learned_table=True),
+  'randomized_sin_cos': Encoding(
+    core.EMBEDDING,
+    _p(embeddings.SinCosEmbedding, randomized=True),
+    embedding_options=('max_time',),
+    randomized=True,
+  ),
+  'randomized_relative': Encoding(
+    core.BIAS,
+    attention=_p(biases.RelativeEncoding, randomized=True),
+    attention_options=_RELATIVE,
+    randomized=True,
+  ),
+  'randomized_alibi': Encoding(
+    core.BIAS,
+    attention=_p(biases.AlibiEncoding, randomized=True),
+    attention_options=('randomize_both_sides', 'alibi_reference_form'),
+    randomized=True,
+    test_options=_SLOPE_TEST,
+  ),
+  'randomized_rotary': Encoding(
+    core.ROTATION,
+    attention=_p(rotary.RotaryEncoding, randomized=True),
+    attention_options=('max_time',),
+    randomized=True,
+    even_head_dim=True,
+    test_options=_ROPE_TEST,
+  ),
+  'randomized_learned': Encoding(
+    core.EMBEDDING,
+    _p(embeddings.LearnedEmbedding, randomized=True),
+    randomized=True,
+    learned_table=True,
+  ),
+  # The arithmetic study's (McLeish et al. 2024): a digit's position within its number,
+  # and FIRE (Li et al. 2023), plain or on randomized positions (Zhou et al. 2024).
+  'abacus': Encoding(
+    core.EMBEDDING,
+    embeddings.AbacusEmbedding,
+    embedding_options=('abacus_offset', 'digit_ids'),
+    reads_digits=True,
+  ),
+  'fire': Encoding(core.BIAS, attention=biases.FireEncoding, attention_options=('fire_variant',)),
+  'randomized_fire': Encoding(
+    core.BIAS,
+    attention=_p(biases.FireEncoding, randomized=True),
+    attention_options=('fire_variant',),
+    randomized=True,
+  ),
+  'geometric': Encoding(
+    core.GEOMETRIC,
+    attention=geometric.GeometricEncoding,
+    attention_options=('geometric_normalize',),
+  ),
+  'geometric_directional': Encoding(
+    core.GEOMETRIC,
+    attention=_p(geometric.GeometricEncoding, directional=True),
+    attention_options=('geometric_normalize',),
+  ),
 }
 # Methods of 2024-2025: a base bias corrected from the scores (DAPE, DAPE-V2); contextual
 # positions (CoPE), forgetting attention (FoX) and stick-breaking attention, each causal by
 # definition.
-ENCODINGS.update({
+ENCODINGS.update(
+  {
     # Position coupling (Cho et al. 2024) for the arithmetic tasks.
-    'position_coupling': Encoding(core.EMBEDDING, embeddings.CouplingEmbedding,
-                                  embedding_options=('digit_ids', 'coupling_max_position',
-                                                     'coupling_padded_answer'),
-                                  reads_digits=True),
+    'position_coupling': Encoding(
+      core.EMBEDDING,
+      embeddings.CouplingEmbedding,
+      embedding_options=('digit_ids', 'coupling_max_position', 'coupling_padded_answer'),
+      reads_digits=True,
+    ),
     # Polar positions (PoPE): content magnitudes, positional phases.
-    'pope': Encoding(core.ROTATION, attention=polar.PolarEncoding,
-                     attention_options=('max_time',)),
-    'dape': Encoding(core.BIAS, attention=dape.DapeEncoding,
-                     attention_options=('dape_base', 'dape_hidden')),
-    'dape_v2': Encoding(core.BIAS, attention=_p(dape.DapeEncoding, convolution=True),
-                        attention_options=('dape_base', 'dape_hidden')),
-    'cope': Encoding(core.BIAS, attention=contextual.ContextualEncoding,
-                     attention_options=('cope_positions',), causal_only=True),
-    'forgetting': Encoding(core.BIAS, attention=forgetting.ForgettingEncoding,
-                           attention_options=('forget_bias_init',), causal_only=True),
-    'stick_breaking': Encoding(core.GEOMETRIC, attention=stick_breaking.StickBreakingEncoding,
-                               attention_options=('stick_attend_self', 'stick_remainder'),
-                               causal_only=True),
-})
+    'pope': Encoding(core.ROTATION, attention=polar.PolarEncoding, attention_options=('max_time',)),
+    'dape': Encoding(
+      core.BIAS, attention=dape.DapeEncoding, attention_options=('dape_base', 'dape_hidden')
+    ),
+    'dape_v2': Encoding(
+      core.BIAS,
+      attention=_p(dape.DapeEncoding, convolution=True),
+      attention_options=('dape_base', 'dape_hidden'),
+    ),
+    'cope': Encoding(
+      core.BIAS,
+      attention=contextual.ContextualEncoding,
+      attention_options=('cope_positions',),
+      causal_only=True,
+    ),
+    'forgetting': Encoding(
+      core.BIAS,
+      attention=forgetting.ForgettingEncoding,
+      attention_options=('forget_bias_init',),
+      causal_only=True,
+    ),
+    'stick_breaking': Encoding(
+      core.GEOMETRIC,
+      attention=stick_breaking.StickBreakingEncoding,
+      attention_options=('stick_attend_self', 'stick_remainder'),
+      causal_only=True,
+    ),
+  }
+)
 # Bias families of the distance (Qin et al. 2023, KERPLE, Sandwich, T5), plain and on
 # randomized positions.
 for _family in families.FAMILIES:
-  ENCODINGS[_family] = Encoding(core.BIAS, attention=_p(families.DistanceBiasEncoding,
-                                                        family=_family),
-                                attention_options=_FAMILY_OPTIONS, test_options=_SLOPE_TEST)
+  ENCODINGS[_family] = Encoding(
+    core.BIAS,
+    attention=_p(families.DistanceBiasEncoding, family=_family),
+    attention_options=_FAMILY_OPTIONS,
+    test_options=_SLOPE_TEST,
+  )
   ENCODINGS[f'randomized_{_family}'] = Encoding(
-      core.BIAS, attention=_p(families.DistanceBiasEncoding, family=_family, randomized=True),
-      attention_options=_FAMILY_OPTIONS, randomized=True, test_options=_SLOPE_TEST)
+    core.BIAS,
+    attention=_p(families.DistanceBiasEncoding, family=_family, randomized=True),
+    attention_options=_FAMILY_OPTIONS,
+    randomized=True,
+    test_options=_SLOPE_TEST,
+  )
 # The methods of 2024-2025 (docs/encodings_2024.md).
-RECENT: tuple[str, ...] = ('dape', 'dape_v2', 'cope', 'forgetting', 'stick_breaking',
-                           'pope', 'position_coupling')
+RECENT: tuple[str, ...] = (
+  'dape',
+  'dape_v2',
+  'cope',
+  'forgetting',
+  'stick_breaking',
+  'pope',
+  'position_coupling',
+)
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
-NAMES: tuple[str, ...] = ('none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned',
-                          'randomized_sin_cos', 'randomized_relative', 'randomized_alibi',
-                          'randomized_rotary', 'randomized_learned', 'geometric',
-                          'geometric_directional')
+NAMES: tuple[str, ...] = (
+  'none',
+  'sin_cos',
+  'relative',
+  'alibi',
+  'rotary',
+  'learned',
+  'randomized_sin_cos',
+  'randomized_relative',
+  'randomized_alibi',
+  'randomized_rotary',
+  'randomized_learned',
+  'geometric',
+  'geometric_directional',
+)
 
 
 def _combine(name: str) -> Encoding:
@@ -199,22 +293,35 @@ def _combine(name: str) -> Encoding:
   inputs = [e for e in specs if e.embedding is not None]
   attention = [e for e in specs if e.embedding is None]
   if len(inputs) != 1 or len(attention) != 1:
-    raise ValueError(f'encoding {name!r} must join one input encoding (one of '
-                     f'{", ".join(n for n, e in ENCODINGS.items() if e.embedding)}) and one '
-                     'attention encoding (any other)')
+    raise ValueError(
+      f'encoding {name!r} must join one input encoding (one of '
+      f'{", ".join(n for n, e in ENCODINGS.items() if e.embedding)}) and one '
+      'attention encoding (any other)'
+    )
   (emb,), (att,) = inputs, attention
-  return Encoding(att.kind, emb.embedding, att.attention, emb.embedding_options,
-                  att.attention_options, emb.randomized or att.randomized,
-                  emb.reads_digits or att.reads_digits, emb.learned_table or att.learned_table,
-                  att.even_head_dim, att.test_options, att.causal_only)
+  return Encoding(
+    att.kind,
+    emb.embedding,
+    att.attention,
+    emb.embedding_options,
+    att.attention_options,
+    emb.randomized or att.randomized,
+    emb.reads_digits or att.reads_digits,
+    emb.learned_table or att.learned_table,
+    att.even_head_dim,
+    att.test_options,
+    att.causal_only,
+  )
 
 
 def _unknown(name: str) -> str:
   installed = sorted(outside.entry_points())
-  return (f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}; an input '
-          'encoding and an attention encoding joined by +, e.g. sin_cos+alibi; an import path '
-          'module:ENCODING; or an installed package\'s (entry point group posenc.encodings: '
-          f'{", ".join(installed) or "none installed"})')
+  return (
+    f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}; an input '
+    'encoding and an attention encoding joined by +, e.g. sin_cos+alibi; an import path '
+    'module:ENCODING; or an installed package\'s (entry point group posenc.encodings: '
+    f'{", ".join(installed) or "none installed"})'
+  )
 
 
 def get(name: str) -> Encoding:
@@ -236,8 +343,9 @@ def get(name: str) -> Encoding:
   return found
 
 
-def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+def resolve_options(
+  name: str, options: tuple[tuple[str, Any], ...] | dict = ()
+) -> tuple[dict[str, Any], dict[str, Any]]:
   """(attention kwargs, embedding kwargs) of `name` from (key, value) option pairs.
 
   Options an encoding does not take are ignored, so one config can serve the whole grid;
@@ -250,17 +358,21 @@ def resolve_options(name: str, options: tuple[tuple[str, Any], ...] | dict = ()
   given = dict(options)
   unknown = sorted(set(given) - set(OPTION_DEFAULTS) - set(TEST_OPTION_DEFAULTS))
   if unknown:
-    raise ValueError(f'unknown encoding options {unknown}; valid: '
-                     f'{sorted({**OPTION_DEFAULTS, **TEST_OPTION_DEFAULTS})}')
+    raise ValueError(
+      f'unknown encoding options {unknown}; valid: '
+      f'{sorted({**OPTION_DEFAULTS, **TEST_OPTION_DEFAULTS})}'
+    )
   if given.get('relative_mode', 'symmetric') not in RELATIVE_MODES:
     raise ValueError(
-        f'relative_mode must be one of {RELATIVE_MODES}, got {given["relative_mode"]!r}')
+      f'relative_mode must be one of {RELATIVE_MODES}, got {given["relative_mode"]!r}'
+    )
   spec = get(name)
   families.check_options(name, given)
   pick = lambda keys: {key: given.get(key, OPTION_DEFAULTS[key]) for key in keys}
   # Test-time options only when given: a run trained without them records none.
   test = {key: given[key] for key in spec.test_options if key in given}
   if test.get('rope_scaling', 'none') not in rotary.ROPE_SCALINGS:
-    raise ValueError(f'rope_scaling must be one of {rotary.ROPE_SCALINGS}, got '
-                     f'{test["rope_scaling"]!r}')
+    raise ValueError(
+      f'rope_scaling must be one of {rotary.ROPE_SCALINGS}, got {test["rope_scaling"]!r}'
+    )
   return {**pick(spec.attention_options), **test}, pick(spec.embedding_options)

@@ -1,4 +1,5 @@
 """Encodings that add a bias to the attention logits: ALiBi and Transformer-XL relative."""
+
 from __future__ import annotations
 
 import math
@@ -29,6 +30,7 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
     >>> alibi_slopes(8)    # [1/2, 1/4, ..., 1/256]
     >>> alibi_slopes(3)    # [1/16, 1/256] + [1/4] = [.0625, .0039, .25]
   """
+
   def power_of_two(n):
     return [2.0 ** (-8.0 * (k + 1) / n) for k in range(n)]
 
@@ -36,12 +38,19 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
     slopes = power_of_two(num_heads)
   else:
     p = 2 ** int(math.floor(math.log2(num_heads)))
-    slopes = power_of_two(p) + power_of_two(2 * p)[0::2][:num_heads - p]
+    slopes = power_of_two(p) + power_of_two(2 * p)[0::2][: num_heads - p]
   return np.asarray(slopes, np.float32)
 
 
-def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | None = None,
-               left_distances: Array | None = None, causal: bool = False) -> Array:
+def alibi_bias(
+  q_pos: Array,
+  k_pos: Array,
+  slopes: Array,
+  *,
+  distances: Array | None = None,
+  left_distances: Array | None = None,
+  causal: bool = False,
+) -> Array:
   """ALiBi: bias[h, i, j] = -s_h dist(|j - i|), plus s_h / 2 on keys left of the query in the
   bidirectional form; 0 for j = i.
 
@@ -77,14 +86,27 @@ def alibi_bias(q_pos: Array, k_pos: Array, slopes: Array, *, distances: Array | 
     dist = offset.astype(jnp.float32)
   else:
     left_distances = distances if left_distances is None else left_distances
-    dist = jnp.where(left, randomized_lib.lookup(left_distances, offset, 2),
-                     randomized_lib.lookup(distances, offset, 2)).astype(jnp.float32)
+    dist = jnp.where(
+      left,
+      randomized_lib.lookup(left_distances, offset, 2),
+      randomized_lib.lookup(distances, offset, 2),
+    ).astype(jnp.float32)
   bias = -dist if causal else jnp.where(offset == 0, 0.0, -dist + 0.5 * left)
   return jnp.asarray(slopes, jnp.float32)[:, None, None] * bias[..., None, :, :]
 
 
-def relative_bias(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array, v: Array,
-                  w_r: Array, offset_positions: Array, max_time: float = 10_000.0) -> Array:
+def relative_bias(
+  q: Array,
+  k: Array,
+  q_pos: Array,
+  k_pos: Array,
+  *,
+  u: Array,
+  v: Array,
+  w_r: Array,
+  offset_positions: Array,
+  max_time: float = 10_000.0,
+) -> Array:
   """Transformer-XL's relative terms (Dai et al. 2019), added to q·k / sqrt(K).
 
   bias[b, h, i, j] = (u_h·k_j + (q_i + v_h)·R_h(j - i)) / sqrt(K), where R(o) = S(φ(o)) W_R
@@ -114,7 +136,8 @@ def relative_bias(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array, v
   column = k_pos[..., None, :] - q_pos[..., :, None] + (t - 1)  # [(B,) Q, S]
   column = column[None, None] if column.ndim == 2 else column[:, None]
   position = jnp.take_along_axis(
-      by_offset, jnp.broadcast_to(column, by_offset.shape[:3] + column.shape[-1:]), axis=-1)
+    by_offset, jnp.broadcast_to(column, by_offset.shape[:3] + column.shape[-1:]), axis=-1
+  )
   content = jnp.einsum('hk,bshk->bhs', u, k)[:, :, None, :]
   return (content + position) / math.sqrt(head_dim)
 
@@ -124,7 +147,8 @@ def _distances(module: nn.Module, num_positions: int, length: Array):
   if not module.randomized:
     return None, None
   draw = lambda: randomized_lib.random_distances(
-      module.make_rng('noise'), num_positions, max_position=module.max_position, length=length)
+    module.make_rng('noise'), num_positions, max_position=module.max_position, length=length
+  )
   distances = draw()
   return distances, (draw() if module.randomize_both_sides else None)
 
@@ -136,13 +160,15 @@ class AlibiEncoding(core.EncodingModule):
   bidirectional; `alibi_reference_form` keeps the reference's form under a causal mask too
   (the reference encoder's `causal_masking` option ran it that way).
   """
+
   randomized: bool = False
   randomize_both_sides: bool = False
   alibi_reference_form: bool = False
   slope_scale: float = 1.0  # A test-time scaling of every slope (1: as trained).
 
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del inputs, deterministic
     distances, left = _distances(self, num_positions, length)
     slopes = jnp.asarray(alibi_slopes(self.num_heads))
@@ -150,12 +176,14 @@ class AlibiEncoding(core.EncodingModule):
       slopes = slopes * self.slope_scale
     press = self.causal and not self.alibi_reference_form
     return core.AttentionEncoding(
-        'alibi', core.BIAS,
-        bias=lambda q, k, qi, ki: core.with_batch(alibi_bias(
-            qi, ki, slopes, distances=distances, left_distances=left, causal=press)),
-        # The form (causal or bidirectional) is the encoding's, not the backend's.
-        params={'slopes': slopes, 'distances': distances, 'left_distances': left,
-                'causal': press})
+      'alibi',
+      core.BIAS,
+      bias=lambda q, k, qi, ki: core.with_batch(
+        alibi_bias(qi, ki, slopes, distances=distances, left_distances=left, causal=press)
+      ),
+      # The form (causal or bidirectional) is the encoding's, not the backend's.
+      params={'slopes': slopes, 'distances': distances, 'left_distances': left, 'causal': press},
+    )
 
 
 class RelativeEncoding(core.EncodingModule):
@@ -164,14 +192,16 @@ class RelativeEncoding(core.EncodingModule):
 
   Parameters per layer: u, v [H, K] ~ Normal(0.02); W_R (`w_r/kernel`, [D, D], no bias).
   """
+
   randomized: bool = False
   relative_mode: str = 'symmetric'
   randomize_both_sides: bool = False
   max_time: float = 10_000.0
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del inputs, deterministic
     shape = (self.num_heads, self.head_dim)
     u = self.param('u', nn.initializers.normal(0.02), shape, self.param_dtype)
@@ -180,14 +210,21 @@ class RelativeEncoding(core.EncodingModule):
     w_r = core.Kernel((width, width), self.param_dtype, name='w_r')()
     distances, left = _distances(self, num_positions, length)
     offsets = randomized_lib.relative_offset_positions(
-        num_positions, distances=distances, left_distances=left, mode=self.relative_mode,
-        max_position=self.max_position)
+      num_positions,
+      distances=distances,
+      left_distances=left,
+      mode=self.relative_mode,
+      max_position=self.max_position,
+    )
     max_time = self.max_time
     return core.AttentionEncoding(
-        'relative', core.BIAS,
-        bias=lambda q, k, qi, ki: relative_bias(q, k, qi, ki, u=u, v=v, w_r=w_r,
-                                                offset_positions=offsets, max_time=max_time),
-        params={'u': u, 'v': v, 'w_r': w_r, 'offset_positions': offsets, 'max_time': max_time})
+      'relative',
+      core.BIAS,
+      bias=lambda q, k, qi, ki: relative_bias(
+        q, k, qi, ki, u=u, v=v, w_r=w_r, offset_positions=offsets, max_time=max_time
+      ),
+      params={'u': u, 'v': v, 'w_r': w_r, 'offset_positions': offsets, 'max_time': max_time},
+    )
 
 
 FIRE_VARIANTS = ('aba', 'pc')
@@ -246,48 +283,64 @@ class FireEncoding(core.EncodingModule):
   sorted random subset of {0..L_max - 1}, one per sequence (per batch in an encoder); at
   evaluation they are 0..T-1.
   """
+
   randomized: bool = False
   fire_variant: str = 'aba'
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del inputs
     if self.fire_variant not in FIRE_VARIANTS:
-      raise ValueError(f'unknown fire_variant {self.fire_variant!r}; valid: '
-                       f'{", ".join(FIRE_VARIANTS)}')
+      raise ValueError(
+        f'unknown fire_variant {self.fire_variant!r}; valid: {", ".join(FIRE_VARIANTS)}'
+      )
     # f_θ: 'aba' Linear(1, 32) + bias, ReLU, Linear(32, H) + bias (the Abacus paper's code,
     # Flax's default initializers); 'pc' 1 -> 32 -> ReLU -> 32 -> ReLU -> H without biases,
     # N(0, 1) then N(0, 1/32).
     hidden, h = 32, self.num_heads
     if self.fire_variant == 'aba':
       init = nn.initializers.lecun_normal()
-      weights = (self.param('w1', init, (1, hidden), self.param_dtype),
-                 self.param('w2', init, (hidden, h), self.param_dtype))
-      bias_terms = (self.param('b1', nn.initializers.zeros, (hidden,), self.param_dtype),
-                    self.param('b2', nn.initializers.zeros, (h,), self.param_dtype))
+      weights = (
+        self.param('w1', init, (1, hidden), self.param_dtype),
+        self.param('w2', init, (hidden, h), self.param_dtype),
+      )
+      bias_terms = (
+        self.param('b1', nn.initializers.zeros, (hidden,), self.param_dtype),
+        self.param('b2', nn.initializers.zeros, (h,), self.param_dtype),
+      )
     else:
       later = nn.initializers.normal(1 / math.sqrt(hidden))
-      weights = (self.param('w1', nn.initializers.normal(1.0), (1, hidden), self.param_dtype),
-                 self.param('w2', later, (hidden, hidden), self.param_dtype),
-                 self.param('w3', later, (hidden, h), self.param_dtype))
+      weights = (
+        self.param('w1', nn.initializers.normal(1.0), (1, hidden), self.param_dtype),
+        self.param('w2', later, (hidden, hidden), self.param_dtype),
+        self.param('w3', later, (hidden, h), self.param_dtype),
+      )
       bias_terms = ()
     mlp = lambda x: fire_mlp(x, weights, bias_terms)
     c = self.param('c', nn.initializers.constant(0.1), (), self.param_dtype)
     if self.fire_variant == 'aba':
-      threshold = jnp.abs(self.param('scale', nn.initializers.ones, (), self.param_dtype)
-                          * 512.0)
+      threshold = jnp.abs(self.param('scale', nn.initializers.ones, (), self.param_dtype) * 512.0)
     else:
-      threshold = self.param('threshold_sqrt', nn.initializers.constant(16.0), (),
-                             self.param_dtype) ** 2
+      threshold = (
+        self.param('threshold_sqrt', nn.initializers.constant(16.0), (), self.param_dtype) ** 2
+      )
     if self.randomized and not deterministic:
       positions = randomized_lib.random_positions(
-          self.make_rng('noise'), num_positions, max_position=self.max_position, length=length)
+        self.make_rng('noise'), num_positions, max_position=self.max_position, length=length
+      )
     else:
       positions = jnp.arange(num_positions)
-    bias = lambda q, k, qi, ki: core.with_batch(fire_bias(
-        randomized_lib.lookup(positions, qi, 1), randomized_lib.lookup(positions, ki, 1), mlp,
-        c=c, threshold=threshold))
-    return core.AttentionEncoding('fire', core.BIAS, bias=bias,
-                                  params={'positions': positions, 'c': c,
-                                          'threshold': threshold})
+    bias = lambda q, k, qi, ki: core.with_batch(
+      fire_bias(
+        randomized_lib.lookup(positions, qi, 1),
+        randomized_lib.lookup(positions, ki, 1),
+        mlp,
+        c=c,
+        threshold=threshold,
+      )
+    )
+    return core.AttentionEncoding(
+      'fire', core.BIAS, bias=bias, params={'positions': positions, 'c': c, 'threshold': threshold}
+    )

@@ -12,6 +12,7 @@ The position term is not scaled by 1/sqrt(K), as in the paper's code. With every
 p_ij = i - j + 1: a relative position counted from the query (the query itself is 1).
 Causal by definition: the count runs over the keys up to the query.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,7 +73,7 @@ def cope_bias(q: Array, k: Array, q_idx: Array, k_idx: Array, table: Array) -> A
   Example: with q = 0 every gate is 1/2 and the bias is 0.
   """
   q, k = q.astype(jnp.float32), k.astype(jnp.float32)
-  at_or_before = (k_idx[..., None, :] <= q_idx[..., :, None])  # [(B,) Q, S]
+  at_or_before = k_idx[..., None, :] <= q_idx[..., :, None]  # [(B,) Q, S]
   at_or_before = at_or_before[:, None] if at_or_before.ndim == 3 else at_or_before
   logits = jnp.einsum('bqhk,bshk->bhqs', q, k) / math.sqrt(q.shape[-1])
   gates = jnp.where(at_or_before, jax.nn.sigmoid(logits), 0.0)
@@ -83,15 +84,21 @@ def cope_bias(q: Array, k: Array, q_idx: Array, k_idx: Array, table: Array) -> A
 
 class ContextualEncoding(core.EncodingModule):
   """CoPE: one table e [K, cope_positions] per layer, initialised at zero (the paper's)."""
+
   cope_positions: int = 64
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del num_positions, length, inputs, deterministic
     core.check_causal(self, 'cope')
-    table = self.param('positions', nn.initializers.zeros, (self.head_dim, self.cope_positions),
-                       self.param_dtype)
+    table = self.param(
+      'positions', nn.initializers.zeros, (self.head_dim, self.cope_positions), self.param_dtype
+    )
     return core.AttentionEncoding(
-        'cope', core.BIAS, bias=lambda q, k, qi, ki: cope_bias(q, k, qi, ki, table),
-        params={'table': table})
+      'cope',
+      core.BIAS,
+      bias=lambda q, k, qi, ki: cope_bias(q, k, qi, ki, table),
+      params={'table': table},
+    )

@@ -6,6 +6,7 @@ positions (`max_position`). q_idx [Q] and k_idx [S] are int32 indices of queries
 the sequence: arange(T) for both over a whole sequence, [t] against arange(t + 1) for one
 decoding step at t.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,8 @@ Array = jax.Array
 # Haiku's default `hk.Linear` init: TruncatedNormal(1/sqrt(fan_in)) cut at 2 sigma, no
 # variance correction. 0.87962566...² undoes variance_scaling's correction exactly.
 HAIKU_LINEAR_INIT = nn.initializers.variance_scaling(
-    0.87962566103423978**2, 'fan_in', 'truncated_normal')
+  0.87962566103423978**2, 'fan_in', 'truncated_normal'
+)
 
 # The four kinds of positional encoding (`Encoding.kind`). GEOMETRIC is every replacement of
 # the softmax (NDR geometric attention, stick-breaking), named after the first one here.
@@ -53,6 +55,7 @@ class AttentionEncoding:
       to the keys and values and calls `with_keys` with the state of all the keys.
     with_keys: (state of every key {name: [B, S, H, X]}) -> the encoding bound to it.
   """
+
   family: str
   kind: str
   rotate: Callable[[Array, Array], Array] | None = None
@@ -95,6 +98,7 @@ class Encoding:
     causal_only: causal by definition (it counts, gates or breaks the keys up to the
       query): only a causal model (the decoder) can use it.
   """
+
   kind: str
   embedding: Callable[..., Any] | None = None
   attention: Callable[..., Any] | None = None
@@ -122,6 +126,7 @@ def with_batch(x: Array) -> Array:
 class Kernel(nn.Module):
   """A weight matrix stored as nn.Dense stores it (`name/kernel`), for an encoding function
   that takes its product itself."""
+
   shape: tuple[int, ...]
   param_dtype: Any = jnp.float32
 
@@ -138,6 +143,7 @@ class EncodingModule(nn.Module):
   traced number of real positions and the layer input of the queries [B, Q, D] (the whole
   sequence, or the tokens of one decoding step).
   """
+
   max_position: int = 2048
   num_heads: int = 8
   head_dim: int = 8
@@ -148,5 +154,6 @@ class EncodingModule(nn.Module):
 def check_causal(module: EncodingModule, name: str) -> None:
   """ValueError unless `module` runs under a causal mask (for encodings causal by definition)."""
   if not module.causal:
-    raise ValueError(f'encoding {name!r} is causal by definition and needs a causal model '
-                     '(model.family=decoder)')
+    raise ValueError(
+      f'encoding {name!r} is causal by definition and needs a causal model (model.family=decoder)'
+    )

@@ -16,6 +16,7 @@ right of the query are zeroed before it (so nothing leaks from them); the scores
 features of padding keys are zeroed too, so a padded sequence gives its unpadded logits. The
 base bias is its registry encoding's module at its default options (`dape_base`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,23 +34,23 @@ from posenc.encodings import families
 Array = jax.Array
 
 DAPE_BASES: dict[str, Any] = {
-    'alibi': biases.AlibiEncoding,
-    'kerple_log': functools.partial(families.DistanceBiasEncoding, family='kerple_log'),
-    'fire': biases.FireEncoding,
+  'alibi': biases.AlibiEncoding,
+  'kerple_log': functools.partial(families.DistanceBiasEncoding, family='kerple_log'),
+  'fire': biases.FireEncoding,
 }
 
 
 def dape_features(q: Array, k: Array, base: Array) -> Array:
   """[A; B] with A = q·k / sqrt(K): [B, Q, H, K] x [B, S, H, K], B [B or 1, H, Q, S] ->
   float32 [B, Q, S, 2H] (the heads last, the channels of f)."""
-  a = jnp.einsum('bqhk,bshk->bqsh', q.astype(jnp.float32),
-                 k.astype(jnp.float32)) / math.sqrt(q.shape[-1])
+  a = jnp.einsum('bqhk,bshk->bqsh', q.astype(jnp.float32), k.astype(jnp.float32)) / math.sqrt(
+    q.shape[-1]
+  )
   b = jnp.broadcast_to(base.astype(jnp.float32).transpose(0, 2, 3, 1), a.shape)
   return jnp.concatenate([a, b], axis=-1)
 
 
-def dape_bias(q: Array, k: Array, base: Array, w1: Array, b1: Array, w2: Array,
-              b2: Array) -> Array:
+def dape_bias(q: Array, k: Array, base: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> Array:
   """B + f([A; B]), f(x) = W2 LeakyReLU(W1 x + b1) + b2, per (query, key) pair.
 
   Args:
@@ -80,11 +81,20 @@ def conv_keys(x: Array, kernel: Array, bias: Array) -> Array:
   """
   padded = jnp.pad(x, [(0, 0), (0, 0), (1, 1), (0, 0)])
   s = x.shape[2]
-  return sum(padded[:, :, t:t + s] @ kernel[t].astype(jnp.float32) for t in range(3)) + bias
+  return sum(padded[:, :, t : t + s] @ kernel[t].astype(jnp.float32) for t in range(3)) + bias
 
 
-def dape_v2_bias(q: Array, k: Array, base: Array, visible: Array, real: Array, conv1: Array,
-                 b1: Array, conv2: Array, b2: Array) -> Array:
+def dape_v2_bias(
+  q: Array,
+  k: Array,
+  base: Array,
+  visible: Array,
+  real: Array,
+  conv1: Array,
+  b1: Array,
+  conv2: Array,
+  b2: Array,
+) -> Array:
   """B + g([A; B]) with g = conv2(LeakyReLU(conv1(·))), 1x3 convolutions along the keys,
   on the scores of the visible keys (the others zeroed); hidden features of padding keys
   are zeroed too.
@@ -102,7 +112,8 @@ def dape_v2_bias(q: Array, k: Array, base: Array, visible: Array, real: Array, c
   """
   x = dape_features(q, k, base)
   as_features = lambda m: jnp.broadcast_to(m, (x.shape[0], 1) + x.shape[1:3]).transpose(
-      0, 2, 3, 1)  # [B, Q, S, 1]
+    0, 2, 3, 1
+  )  # [B, Q, S, 1]
   h = jax.nn.leaky_relu(conv_keys(jnp.where(as_features(visible), x, 0.0), conv1, b1))
   g = conv_keys(jnp.where(as_features(real), h, 0.0), conv2, b2)
   return base.astype(jnp.float32) + g.transpose(0, 3, 1, 2)
@@ -112,19 +123,25 @@ class DapeEncoding(core.EncodingModule):
   """DAPE (`convolution=False`) or DAPE-V2 (True) over the bias of `dape_base`, one network
   of width `dape_hidden` per layer (PyTorch's Linear/Conv initialisation: uniform in
   ±1/sqrt(fan_in)), the base module in the submodule `base`."""
+
   dape_base: str = 'alibi'
   dape_hidden: int = 32
   convolution: bool = False
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     if self.dape_base not in DAPE_BASES:
       raise ValueError(f'unknown dape_base {self.dape_base!r}; valid: {", ".join(DAPE_BASES)}')
     base = DAPE_BASES[self.dape_base](
-        max_position=self.max_position, num_heads=self.num_heads, head_dim=self.head_dim,
-        param_dtype=self.param_dtype, causal=self.causal, name='base')(
-            num_positions, length, inputs, deterministic)
+      max_position=self.max_position,
+      num_heads=self.num_heads,
+      head_dim=self.head_dim,
+      param_dtype=self.param_dtype,
+      causal=self.causal,
+      name='base',
+    )(num_positions, length, inputs, deterministic)
     h, hidden = self.num_heads, self.dape_hidden
     taps = 3 if self.convolution else 1
 
@@ -149,5 +166,6 @@ class DapeEncoding(core.EncodingModule):
       return dape_v2_bias(q, k, b, seen[:, None], real[:, None], w1, b1, w2, b2)
 
     name = 'dape_v2' if self.convolution else 'dape'
-    return core.AttentionEncoding(name, core.BIAS, bias=bias,
-                                  params={'base': base.params, 'w1': w1, 'w2': w2})
+    return core.AttentionEncoding(
+      name, core.BIAS, bias=bias, params={'base': base.params, 'w1': w1, 'w2': w2}
+    )

@@ -3,6 +3,7 @@
 Each is a function of explicit positions [T] (0..T-1, or a sorted random draw), so one
 decoding step at position t is the same call with positions [t].
 """
+
 from __future__ import annotations
 
 import flax.linen as nn
@@ -60,8 +61,9 @@ def positions_of(module: nn.Module, num_positions: int, length: Array) -> Array:
   """0..T-1, or one sorted random draw from the module's 'noise' stream if it is randomized."""
   if not module.randomized:
     return jnp.arange(num_positions)
-  return randomized_lib.random_positions(module.make_rng('noise'), num_positions,
-                                         max_position=module.max_position, length=length)
+  return randomized_lib.random_positions(
+    module.make_rng('noise'), num_positions, max_position=module.max_position, length=length
+  )
 
 
 def abacus_positions(tokens: Array, is_digit: Array) -> Array:
@@ -87,31 +89,35 @@ def abacus_positions(tokens: Array, is_digit: Array) -> Array:
 class SinCosEmbedding(nn.Module):
   """S(0..T-1), or S(sorted random positions) if randomized: [T, D] ([B, T, D] for draws
   per sequence)."""
+
   width: int
   max_position: int = 2048
   randomized: bool = False
   max_time: float = 10_000.0
 
-  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
+  ) -> Array:
     del tokens, deterministic
-    return sinusoid(positions_of(self, num_positions, length), self.width,
-                    max_time=self.max_time)
+    return sinusoid(positions_of(self, num_positions, length), self.width, max_time=self.max_time)
 
 
 class LearnedEmbedding(nn.Module):
   """E[0..T-1] (Embed(L, D), TruncNormal(1) init as hk.Embed), or E[sorted random positions]
   if randomized: the "label-based" encoding. [T, D] ([B, T, D] for draws per sequence)."""
+
   width: int
   max_position: int = 2048
   randomized: bool = False
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
+  ) -> Array:
     del tokens, deterministic
-    table = self.param('embedding', nn.initializers.truncated_normal(1.0),
-                       (self.max_position, self.width))
+    table = self.param(
+      'embedding', nn.initializers.truncated_normal(1.0), (self.max_position, self.width)
+    )
     return learned(positions_of(self, num_positions, length), table)
 
 
@@ -120,17 +126,20 @@ class AbacusEmbedding(nn.Module):
   table of `max_position` rows; non-digits read row 0. In training one offset k ~ U{0..K}
   per batch (from the 'noise' stream) is added to every digit's index, so the model sees
   indices up to K + the longest number; at evaluation k = 0. [B, T, D] for tokens [B, T]."""
+
   width: int
   max_position: int = 2048
   digit_ids: tuple[int, ...] = tuple(range(10))
   abacus_offset: int = 99
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
+  ) -> Array:
     del num_positions, length
-    table = self.param('embedding', nn.initializers.truncated_normal(1.0),
-                       (self.max_position, self.width))
+    table = self.param(
+      'embedding', nn.initializers.truncated_normal(1.0), (self.max_position, self.width)
+    )
     positions = abacus_positions(tokens, jnp.isin(tokens, jnp.asarray(self.digit_ids)))
     if not deterministic:
       k = jax.random.randint(self.make_rng('noise'), (), 0, self.abacus_offset + 1)
@@ -176,8 +185,9 @@ def real_tokens(tokens: Array, length: Array) -> Array:
   return jnp.broadcast_to(jnp.arange(tokens.shape[-1]) < length, tokens.shape)
 
 
-def coupling_offset_bound(tokens: Array, is_digit: Array, real: Array, max_id: int,
-                          padded_answer: bool = False) -> Array:
+def coupling_offset_bound(
+  tokens: Array, is_digit: Array, real: Array, max_id: int, padded_answer: bool = False
+) -> Array:
   """The largest training offset of each sequence: s ~ U{1..P - l}, l the digits of its
   longest number among its real tokens, so its largest id s + l is at most P and reaches
   it at the top draw, as the authors' `randint(1, max_pos - len(answer) + 1)`.
@@ -232,6 +242,7 @@ class CouplingEmbedding(nn.Module):
   Example (P = 26, training): `5+5=01` (real length 6) then `$` and padding zeros draws s
   in 1..24: '+' and '=' get s, the digits s + 1 (the answer's second s + 2), the rest 0.
   """
+
   width: int
   max_position: int = 2048
   digit_ids: tuple[int, ...] = tuple(range(10))
@@ -242,24 +253,25 @@ class CouplingEmbedding(nn.Module):
   def max_id(self) -> int:
     """P: `coupling_max_position`, or the table's last row when 0."""
     if not 0 <= self.coupling_max_position < self.max_position:
-      raise ValueError(f'coupling_max_position={self.coupling_max_position} must be in '
-                       f'0..{self.max_position - 1} (ids index a table of max_position='
-                       f'{self.max_position} rows; 0: {self.max_position - 1})')
+      raise ValueError(
+        f'coupling_max_position={self.coupling_max_position} must be in '
+        f'0..{self.max_position - 1} (ids index a table of max_position='
+        f'{self.max_position} rows; 0: {self.max_position - 1})'
+      )
     return self.coupling_max_position or self.max_position - 1
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, tokens: Array | None = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
+  ) -> Array:
     del num_positions
-    table = self.param('embedding', nn.initializers.normal(1.0),
-                       (self.max_position, self.width))
+    table = self.param('embedding', nn.initializers.normal(1.0), (self.max_position, self.width))
     is_digit = jnp.isin(tokens, jnp.asarray(self.digit_ids))
     real = real_tokens(tokens, length)
     start = jnp.ones(tokens.shape[:1], jnp.int32)
     max_id = self.max_id
     if not deterministic:
-      top = coupling_offset_bound(tokens, is_digit, real, max_id,
-                                  self.coupling_padded_answer)
+      top = coupling_offset_bound(tokens, is_digit, real, max_id, self.coupling_padded_answer)
       # One draw per row from its own bound: a row's offset is the same whatever the others
       # or its padding.
       start = jax.random.randint(self.make_rng('noise'), tokens.shape[:1], 1, top + 1)

@@ -26,6 +26,7 @@ Each layer has its own module and parameters (KERPLE's code shares one module ac
 layers). KERPLE's code clips r and k to >= 0.01 in place after each step; here the clipped
 values are what the model uses and the gradient passes through the clip (`_clamped`).
 """
+
 from __future__ import annotations
 
 import math
@@ -95,7 +96,7 @@ def type1(t: Array) -> Array:
 
 def type2(t: Array) -> Array:
   """-log²(t + 1). Example: t = [0, 1, 3] -> [0, -0.480, -1.922]."""
-  return -jnp.log1p(t) ** 2
+  return -(jnp.log1p(t) ** 2)
 
 
 def inverse_n(t: Array) -> Array:
@@ -116,8 +117,9 @@ def sliding_window(t: Array, window: int) -> Array:
   return jnp.where(t <= window, 0.0, OUTSIDE)
 
 
-def t5_buckets(offset: Array, *, bidirectional: bool, num_buckets: int = 32,
-               max_distance: int = 128) -> Array:
+def t5_buckets(
+  offset: Array, *, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128
+) -> Array:
   """T5's bucket of a key at signed offset j - i: exact buckets for the smallest half of
   the distances, log-spaced ones up to `max_distance`, the last bucket beyond; in a
   bidirectional model half the buckets are for keys on the right.
@@ -133,21 +135,33 @@ def t5_buckets(offset: Array, *, bidirectional: bool, num_buckets: int = 32,
   else:
     n = jnp.maximum(n, 0)
   exact = num_buckets // 2
-  large = exact + (jnp.log(jnp.maximum(n, 1) / exact) / math.log(max_distance / exact)
-                   * (num_buckets - exact)).astype(offset.dtype)
+  large = exact + (
+    jnp.log(jnp.maximum(n, 1) / exact) / math.log(max_distance / exact) * (num_buckets - exact)
+  ).astype(offset.dtype)
   return bucket + jnp.where(n < exact, n, jnp.minimum(large, num_buckets - 1))
 
 
-def t5_bias(offset: Array, table: Array, *, bidirectional: bool, num_buckets: int,
-            max_distance: int) -> Array:
+def t5_bias(
+  offset: Array, table: Array, *, bidirectional: bool, num_buckets: int, max_distance: int
+) -> Array:
   """table[bucket(j - i)] per head: table [num_buckets, H] -> [..., H, Q, S]."""
-  bucket = t5_buckets(offset, bidirectional=bidirectional, num_buckets=num_buckets,
-                      max_distance=max_distance)
+  bucket = t5_buckets(
+    offset, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
+  )
   return jnp.moveaxis(jnp.asarray(table, jnp.float32)[bucket], -1, -3)
 
 
-FAMILIES = ('kerple_log', 'kerple_power', 'sandwich', 'type1', 'type2', 'inverse_n',
-            'inverse_n_log_n', 'sliding_window', 't5')
+FAMILIES = (
+  'kerple_log',
+  'kerple_power',
+  'sandwich',
+  'type1',
+  'type2',
+  'inverse_n',
+  'inverse_n_log_n',
+  'sliding_window',
+  't5',
+)
 # The families with parameters learned per head (two sets with `bias_two_sided`).
 LEARNED = ('kerple_log', 'kerple_power')
 # The families whose bias is the same in every head.
@@ -161,8 +175,10 @@ def check_options(name: str, options: dict[str, Any]) -> None:
   if r is not None and not r > 0:
     raise ValueError(f'encoding_options.bias_r={r!r} must be > 0')
   if r is not None and 'kerple_power' in name and r > 2:
-    raise ValueError(f'encoding_options.bias_r={r!r} must be <= 2 for {name!r} (the power '
-                     'kernel is conditionally positive definite for 0 < r <= 2)')
+    raise ValueError(
+      f'encoding_options.bias_r={r!r} must be <= 2 for {name!r} (the power '
+      'kernel is conditionally positive definite for 0 < r <= 2)'
+    )
   if k is not None and not k > 0:
     raise ValueError(f'encoding_options.bias_k={k!r} must be > 0')
   if not (isinstance(w, (int, np.integer)) and w >= 1):
@@ -172,8 +188,10 @@ def check_options(name: str, options: dict[str, Any]) -> None:
   if not (isinstance(buckets, (int, np.integer)) and buckets >= 4):
     raise ValueError(f'encoding_options.t5_buckets={buckets!r} must be an integer >= 4')
   if not (isinstance(distance, (int, np.integer)) and distance > buckets // 2):
-    raise ValueError(f'encoding_options.t5_max_distance={distance!r} must be an integer '
-                     f'> t5_buckets / 2 = {buckets // 2}')
+    raise ValueError(
+      f'encoding_options.t5_max_distance={distance!r} must be an integer '
+      f'> t5_buckets / 2 = {buckets // 2}'
+    )
 
 
 def _clamped(p: Array, low: float, high: float = math.inf) -> Array:
@@ -212,12 +230,14 @@ def family_bias(family: str, t: Array, params: dict[str, Array], module: Any) ->
   if family == 'kerple_power':
     return kerple_power(t, params['r'], params['k'])
   if family == 'sandwich':
-    return sandwich(t, sandwich_scales(h), module.sandwich_dim or module.head_dim,
-                    module.max_time)
+    return sandwich(t, sandwich_scales(h), module.sandwich_dim or module.head_dim, module.max_time)
   if family == 'sliding_window':
     return shared(lambda x: sliding_window(x, module.bias_window))
-  return shared({'type1': type1, 'type2': type2, 'inverse_n': inverse_n,
-                 'inverse_n_log_n': inverse_n_log_n}[family])
+  return shared(
+    {'type1': type1, 'type2': type2, 'inverse_n': inverse_n, 'inverse_n_log_n': inverse_n_log_n}[
+      family
+    ]
+  )
 
 
 class DistanceBiasEncoding(core.EncodingModule):
@@ -229,6 +249,7 @@ class DistanceBiasEncoding(core.EncodingModule):
   `bias_window` (sliding_window's w), `sandwich_dim` (d'; 0: the head width), `max_time`
   (Sandwich's ρ), `t5_buckets`, `t5_max_distance`.
   """
+
   family: str = 'type1'
   randomized: bool = False
   bias_two_sided: bool = False
@@ -243,22 +264,30 @@ class DistanceBiasEncoding(core.EncodingModule):
   slope_scale: float = 1.0  # A test-time scaling of the whole bias (1: as trained).
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del inputs, deterministic
     if self.randomized:
       positions = randomized_lib.random_positions(
-          self.make_rng('noise'), num_positions, max_position=self.max_position, length=length)
+        self.make_rng('noise'), num_positions, max_position=self.max_position, length=length
+      )
     else:
       positions = jnp.arange(num_positions)
     two_sided = self.bias_two_sided and not self.causal
     if self.family == 't5':
-      table = self.param('t5_table', nn.initializers.variance_scaling(1.0, 'fan_avg', 'uniform'),
-                         (self.t5_buckets, self.num_heads), self.param_dtype)
+      table = self.param(
+        't5_table',
+        nn.initializers.variance_scaling(1.0, 'fan_avg', 'uniform'),
+        (self.t5_buckets, self.num_heads),
+        self.param_dtype,
+      )
       params = {'t5_table': table}
     elif two_sided:
-      params = {'left': family_params(self, self.family, '_left'),
-                'right': family_params(self, self.family, '_right')}
+      params = {
+        'left': family_params(self, self.family, '_left'),
+        'right': family_params(self, self.family, '_right'),
+      }
     else:
       params = family_params(self, self.family, '')
 
@@ -272,15 +301,27 @@ class DistanceBiasEncoding(core.EncodingModule):
       j = randomized_lib.lookup(positions, ki, 1)
       offset = j[..., None, :] - i[..., :, None]  # [(B,) Q, S]
       if self.family == 't5':
-        return core.with_batch(t5_bias(offset, params['t5_table'], bidirectional=not self.causal,
-                                       num_buckets=self.t5_buckets,
-                                       max_distance=self.t5_max_distance))
+        return core.with_batch(
+          t5_bias(
+            offset,
+            params['t5_table'],
+            bidirectional=not self.causal,
+            num_buckets=self.t5_buckets,
+            max_distance=self.t5_max_distance,
+          )
+        )
       t = jnp.abs(offset).astype(jnp.float32)
       if two_sided:
         left = (offset < 0)[..., None, :, :]
-        return core.with_batch(jnp.where(left, family_bias(self.family, t, params['left'], self),
-                                         family_bias(self.family, t, params['right'], self)))
+        return core.with_batch(
+          jnp.where(
+            left,
+            family_bias(self.family, t, params['left'], self),
+            family_bias(self.family, t, params['right'], self),
+          )
+        )
       return core.with_batch(family_bias(self.family, t, params, self))
 
-    return core.AttentionEncoding(self.family, core.BIAS, bias=bias,
-                                  params={'positions': positions, **params})
+    return core.AttentionEncoding(
+      self.family, core.BIAS, bias=bias, params={'positions': positions, **params}
+    )

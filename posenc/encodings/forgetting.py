@@ -9,6 +9,7 @@ With F_t = Σ_{l<=t} log f_l this is F_i - F_j: one cumulative sum per sequence.
 has no other positional encoding. Causal by definition (the gates of the tokens between
 key and query). A constant gate f is ALiBi with slope -log f.
 """
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -57,24 +58,33 @@ class ForgettingEncoding(core.EncodingModule):
   so a decoding step reads F of every cached key. FoX's "Pro" extras (output gate, QK-norm,
   key and value shifts) belong to its block, not to its positional treatment, and are not here.
   """
+
   forget_bias_init: float = 0.0
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del num_positions, length, deterministic
     core.check_causal(self, 'forgetting')
-    gate = nn.Dense(self.num_heads, kernel_init=nn.initializers.normal(0.02),
-                    bias_init=nn.initializers.constant(self.forget_bias_init),
-                    param_dtype=self.param_dtype, name='forget_gate')(inputs)
+    gate = nn.Dense(
+      self.num_heads,
+      kernel_init=nn.initializers.normal(0.02),
+      bias_init=nn.initializers.constant(self.forget_bias_init),
+      param_dtype=self.param_dtype,
+      name='forget_gate',
+    )(inputs)
     log_forget = jax.nn.log_sigmoid(gate.astype(jnp.float32))[..., None]  # [B, Q, H, 1]
 
     def with_keys(state: Mapping[str, Array]) -> core.AttentionEncoding:
       every = state['log_forget'][..., 0]  # [B, S, H]
       return core.AttentionEncoding(
-          'forgetting', core.BIAS,
-          bias=lambda q, k, qi, ki: forgetting_bias(every, qi, ki),
-          params={'log_forget': every})
+        'forgetting',
+        core.BIAS,
+        bias=lambda q, k, qi, ki: forgetting_bias(every, qi, ki),
+        params={'log_forget': every},
+      )
 
-    return core.AttentionEncoding('forgetting', core.BIAS, key_state={'log_forget': log_forget},
-                                  with_keys=with_keys)
+    return core.AttentionEncoding(
+      'forgetting', core.BIAS, key_state={'log_forget': log_forget}, with_keys=with_keys
+    )

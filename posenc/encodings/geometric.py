@@ -1,4 +1,5 @@
 """Geometric attention of the Neural Data Router (Csordás et al. 2022): a softmax replacement."""
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,17 @@ def _per_head(x: Array) -> Array:
   return x if x.ndim == 2 else x[:, None]
 
 
-def geometric_scores(q: Array, k: Array, q_pos: Array, k_pos: Array, *, u: Array,
-                     gamma: Array, s0: Array, direction: Array | None = None) -> Array:
+def geometric_scores(
+  q: Array,
+  k: Array,
+  q_pos: Array,
+  k_pos: Array,
+  *,
+  u: Array,
+  gamma: Array,
+  s0: Array,
+  direction: Array | None = None,
+) -> Array:
   """The logits of geometric attention: s_ij = γ (q_i + u)·k_j + s0 [+ β_i^← or β_i^→].
 
   Args:
@@ -79,29 +89,35 @@ class GeometricEncoding(core.EncodingModule):
   Parameters: u [H, K] (init 0), γ (init 1/sqrt(K)), s0 (init 0); with `directional`:
   (β^←, β^→) = ρ·(W_p h_i + b_p) per head from the layer input h, W_p: Dense(2H), ρ (init 1).
   """
+
   directional: bool = False
   geometric_normalize: bool = False
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del num_positions, length, deterministic
     h, d = self.num_heads, self.head_dim
     u = self.param('u', nn.initializers.zeros, (h, d), self.param_dtype)
-    gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(d)), (),
-                       self.param_dtype)
+    gamma = self.param('gamma', nn.initializers.constant(1 / math.sqrt(d)), (), self.param_dtype)
     s0 = self.param('s0', nn.initializers.zeros, (), self.param_dtype)
     direction = None
     if self.directional:
       rho = self.param('rho', nn.initializers.ones, (), self.param_dtype)
-      direction = rho * nn.Dense(2 * h, kernel_init=core.HAIKU_LINEAR_INIT,
-                                 param_dtype=self.param_dtype, name='direction')(inputs)
+      direction = rho * nn.Dense(
+        2 * h, kernel_init=core.HAIKU_LINEAR_INIT, param_dtype=self.param_dtype, name='direction'
+      )(inputs)
       direction = direction.reshape(*direction.shape[:2], h, 2)  # [B, T, H, 2]
 
     def scores(q, k, qi, ki):  # the queries are those of `inputs`, in order
       return geometric_scores(q, k, qi, ki, u=u, gamma=gamma, s0=s0, direction=direction)
 
     return core.AttentionEncoding(
-        'geometric', core.GEOMETRIC, scores=scores, weights=geometric_weights,
-        normalize=self.geometric_normalize,
-        params={'u': u, 'gamma': gamma, 's0': s0, 'direction': direction})
+      'geometric',
+      core.GEOMETRIC,
+      scores=scores,
+      weights=geometric_weights,
+      normalize=self.geometric_normalize,
+      params={'u': u, 'gamma': gamma, 's0': s0, 'direction': direction},
+    )

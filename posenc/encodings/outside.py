@@ -16,6 +16,7 @@ Example:
   >>> load('tests.outside_example:SQRT_ALIBI').kind     # doctest: +SKIP
   'bias'
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,37 +51,51 @@ def entry_points() -> dict[str, Any]:
 
 
 def _describe(obj: Any) -> str:
-  kind = 'a function' if callable(obj) and not isinstance(obj, type) else (
-      'a class' if isinstance(obj, type) else f'a {type(obj).__name__}')
+  kind = (
+    'a function'
+    if callable(obj) and not isinstance(obj, type)
+    else ('a class' if isinstance(obj, type) else f'a {type(obj).__name__}')
+  )
   return kind
 
 
-def check(encoding: Any, name: str, option_names: set[str], test_option_names: set[str]
-          ) -> core.Encoding:
+def check(
+  encoding: Any, name: str, option_names: set[str], test_option_names: set[str]
+) -> core.Encoding:
   """`encoding` if it is an `Encoding` that keeps the contract, else `OutsideError` naming
   what is wrong: its kind, the module factory its kind needs, options no encoding knows."""
   if not isinstance(encoding, core.Encoding):
-    raise OutsideError(f'encoding {name!r} is {_describe(encoding)}, not a posenc Encoding '
-                       f'record; build one with {HELPERS}')
+    raise OutsideError(
+      f'encoding {name!r} is {_describe(encoding)}, not a posenc Encoding '
+      f'record; build one with {HELPERS}'
+    )
   if encoding.kind not in KINDS:
-    raise OutsideError(f'encoding {name!r} has kind {encoding.kind!r}; valid kinds: '
-                       f'{", ".join(KINDS)}')
+    raise OutsideError(
+      f'encoding {name!r} has kind {encoding.kind!r}; valid kinds: {", ".join(KINDS)}'
+    )
   if encoding.kind == core.EMBEDDING:
     if not callable(encoding.embedding) or encoding.attention is not None:
-      raise OutsideError(f'encoding {name!r} of kind {encoding.kind!r} needs an embedding '
-                         'module factory and no attention one')
+      raise OutsideError(
+        f'encoding {name!r} of kind {encoding.kind!r} needs an embedding '
+        'module factory and no attention one'
+      )
   elif encoding.kind == core.CONTENT:
     if encoding.attention is not None:
-      raise OutsideError(f'encoding {name!r} of kind {encoding.kind!r} takes no attention '
-                         'module factory')
+      raise OutsideError(
+        f'encoding {name!r} of kind {encoding.kind!r} takes no attention module factory'
+      )
   elif not callable(encoding.attention):
-    raise OutsideError(f'encoding {name!r} of kind {encoding.kind!r} needs an attention '
-                       'module factory (attention=...)')
+    raise OutsideError(
+      f'encoding {name!r} of kind {encoding.kind!r} needs an attention '
+      'module factory (attention=...)'
+    )
   unknown = sorted(set(encoding.embedding_options + encoding.attention_options) - option_names)
   if unknown or not set(encoding.test_options) <= test_option_names:
     bad = unknown or sorted(set(encoding.test_options) - test_option_names)
-    raise OutsideError(f'encoding {name!r} takes options no encoding knows: {bad}; its own '
-                       'settings belong in its module (functools.partial of the factory)')
+    raise OutsideError(
+      f'encoding {name!r} takes options no encoding knows: {bad}; its own '
+      'settings belong in its module (functools.partial of the factory)'
+    )
   return encoding
 
 
@@ -92,19 +107,25 @@ def _import(path: str) -> Any:
     module = importlib.import_module(module_name)
   except ModuleNotFoundError as e:
     if e.name and module_name.startswith(e.name) or e.name == module_name:
-      raise OutsideError(f'encoding {path!r}: no module named {module_name!r} (is it installed, '
-                         'or on the Python path from the directory you run in?)') from None
-    raise OutsideError(f'encoding {path!r}: module {module_name!r} does not import: '
-                       f'{type(e).__name__}: {e}') from None
+      raise OutsideError(
+        f'encoding {path!r}: no module named {module_name!r} (is it installed, '
+        'or on the Python path from the directory you run in?)'
+      ) from None
+    raise OutsideError(
+      f'encoding {path!r}: module {module_name!r} does not import: {type(e).__name__}: {e}'
+    ) from None
   except Exception as e:  # pylint: disable=broad-except  (any error of the user's module)
-    raise OutsideError(f'encoding {path!r}: module {module_name!r} does not import: '
-                       f'{type(e).__name__}: {e}') from None
+    raise OutsideError(
+      f'encoding {path!r}: module {module_name!r} does not import: {type(e).__name__}: {e}'
+    ) from None
   obj = module
   for part in attribute.split('.'):
     if not hasattr(obj, part):
       records = sorted(n for n, v in vars(module).items() if isinstance(v, core.Encoding))
-      raise OutsideError(f'encoding {path!r}: module {module_name!r} has no attribute '
-                         f'{attribute!r}; its Encoding records: {", ".join(records) or "none"}')
+      raise OutsideError(
+        f'encoding {path!r}: module {module_name!r} has no attribute '
+        f'{attribute!r}; its Encoding records: {", ".join(records) or "none"}'
+      )
     obj = getattr(obj, part)
   return obj
 
@@ -113,16 +134,19 @@ def _entry_point(name: str) -> Any:
   try:
     return entry_points()[name].load()
   except Exception as e:  # pylint: disable=broad-except  (an installed package's error)
-    raise OutsideError(f'encoding {name!r}: the {GROUP} entry point {name!r} of an installed '
-                       f'package does not load: {type(e).__name__}: {e}') from None
+    raise OutsideError(
+      f'encoding {name!r}: the {GROUP} entry point {name!r} of an installed '
+      f'package does not load: {type(e).__name__}: {e}'
+    ) from None
 
 
 @functools.lru_cache(maxsize=None)
-def load(name: str, option_names: frozenset[str], test_option_names: frozenset[str]
-         ) -> core.Encoding | None:
+def load(
+  name: str, option_names: frozenset[str], test_option_names: frozenset[str]
+) -> core.Encoding | None:
   """The outside encoding `name` (an import path or an entry point, either with the
   `randomized_` prefix for the twin), checked; None when `name` is neither."""
-  base = name[len(RANDOMIZED):] if name.startswith(RANDOMIZED) else None
+  base = name[len(RANDOMIZED) :] if name.startswith(RANDOMIZED) else None
   check_ = lambda obj, which: check(obj, which, set(option_names), set(test_option_names))
   if is_path(name):
     if base is not None and not _importable(name) and _importable(base):

@@ -14,6 +14,7 @@ so it depends on the positions through s - t only, and "what" (magnitudes) and "
 interleaved, a_ts is their dot product; the backends divide it by sqrt(2K), the width of
 those vectors (an SDPA call's scale; the paper's scale is not given in the sources at hand).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,9 @@ def pope_frequencies(head_dim: int, max_time: float = 10_000.0) -> np.ndarray:
   return max_time ** (-np.arange(head_dim) / head_dim)
 
 
-def apply_pope(x: Array, positions: Array, *, max_time: float = 10_000.0,
-               phase_shift: Array | None = None) -> Array:
+def apply_pope(
+  x: Array, positions: Array, *, max_time: float = 10_000.0, phase_shift: Array | None = None
+) -> Array:
   """x [..., T, H, K] -> [..., T, H, 2K]: (softplus(x_c) cos φ_c, softplus(x_c) sin φ_c)
   interleaved, φ_c = p·θ_c (+ δ_hc for keys).
 
@@ -51,8 +53,9 @@ def apply_pope(x: Array, positions: Array, *, max_time: float = 10_000.0,
   Example (K = 1, θ = 1): x = [0] at p = 0 -> [ln 2, 0]; at p = π/2 -> [0, ln 2].
   """
   head_dim = x.shape[-1]
-  angles = (jnp.asarray(positions, jnp.float32)[..., None, None]
-            * jnp.asarray(pope_frequencies(head_dim, max_time), jnp.float32))  # [.., T, 1, K]
+  angles = jnp.asarray(positions, jnp.float32)[..., None, None] * jnp.asarray(
+    pope_frequencies(head_dim, max_time), jnp.float32
+  )  # [.., T, 1, K]
   if phase_shift is not None:
     angles = angles + phase_shift.astype(jnp.float32)
   magnitude = jax.nn.softplus(x.astype(jnp.float32))
@@ -63,21 +66,25 @@ def apply_pope(x: Array, positions: Array, *, max_time: float = 10_000.0,
 class PolarEncoding(core.EncodingModule):
   """PoPE: positions 0..T-1, one phase shift δ [H, K] per layer (init 0, clamped to
   [-2π, 0] in the forward pass, as the reference implementation)."""
+
   max_time: float = 10_000.0
 
   @nn.compact
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del length, inputs, deterministic
-    delta = self.param('phase_shift', nn.initializers.zeros, (self.num_heads, self.head_dim),
-                       self.param_dtype)
+    delta = self.param(
+      'phase_shift', nn.initializers.zeros, (self.num_heads, self.head_dim), self.param_dtype
+    )
     delta = jnp.clip(delta, -2 * math.pi, 0.0)
     positions = jnp.arange(num_positions)
     max_time = self.max_time
     at = lambda idx: randomized_lib.lookup(positions, idx, 1)
     return core.AttentionEncoding(
-        'pope', core.ROTATION,
-        rotate=lambda x, idx: apply_pope(x, at(idx), max_time=max_time),
-        rotate_keys=lambda x, idx: apply_pope(x, at(idx), max_time=max_time,
-                                              phase_shift=delta),
-        params={'phase_shift': delta, 'max_time': max_time})
+      'pope',
+      core.ROTATION,
+      rotate=lambda x, idx: apply_pope(x, at(idx), max_time=max_time),
+      rotate_keys=lambda x, idx: apply_pope(x, at(idx), max_time=max_time, phase_shift=delta),
+      params={'phase_shift': delta, 'max_time': max_time},
+    )

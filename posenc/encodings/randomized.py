@@ -6,6 +6,7 @@ two tokens by r_d, with r_1 < ... < r_{T-1} a sorted random subset of {1..L-1}
 (`random_distances`), as the reference implementation does. One draw serves a whole batch;
 attention encodings draw once per layer, embeddings once per call.
 """
+
 from __future__ import annotations
 
 import jax
@@ -17,8 +18,14 @@ Array = jax.Array
 RELATIVE_MODES = ('symmetric', 'reference')
 
 
-def random_positions(key: Array, num_positions: int, *, max_position: int,
-                     length: Array | int | None = None, min_position: int = 0) -> Array:
+def random_positions(
+  key: Array,
+  num_positions: int,
+  *,
+  max_position: int,
+  length: Array | int | None = None,
+  min_position: int = 0,
+) -> Array:
   """A sorted uniform random subset of {min_position, ..., max_position - 1}.
 
   Draws without replacement, as `sort(jax.random.choice(key, range, (T,), replace=False))`.
@@ -45,14 +52,17 @@ def random_positions(key: Array, num_positions: int, *, max_position: int,
   """
   if length is not None and jnp.ndim(length) == 1:
     keys = jax.random.split(key, length.shape[0])
-    return jax.vmap(lambda k, n: random_positions(
-        k, num_positions, max_position=max_position, length=n,
-        min_position=min_position))(keys, length)
+    return jax.vmap(
+      lambda k, n: random_positions(
+        k, num_positions, max_position=max_position, length=n, min_position=min_position
+      )
+    )(keys, length)
   population = max_position - min_position
   if num_positions > population:
     raise ValueError(
-        f'sequence length {num_positions} exceeds the {population} positions available to '
-        f'randomized encodings (max_position={max_position}); increase max_position')
+      f'sequence length {num_positions} exceeds the {population} positions available to '
+      f'randomized encodings (max_position={max_position}); increase max_position'
+    )
   draw = jax.random.permutation(key, population)[:num_positions] + min_position
   if length is not None:
     draw = jnp.where(jnp.arange(num_positions) < length, draw, max_position)
@@ -60,8 +70,9 @@ def random_positions(key: Array, num_positions: int, *, max_position: int,
   return jnp.minimum(draw, max_position - 1).astype(jnp.int32)
 
 
-def random_distances(key: Array, num_positions: int, *, max_position: int,
-                     length: Array | int | None = None) -> Array:
+def random_distances(
+  key: Array, num_positions: int, *, max_position: int, length: Array | int | None = None
+) -> Array:
   """Randomized distances [0, r_1, ..., r_{T-1}] with r_1 < ... < r_{T-1} drawn from {1..L-1}.
 
   Args:
@@ -79,17 +90,24 @@ def random_distances(key: Array, num_positions: int, *, max_position: int,
   """
   if num_positions > max_position:
     raise ValueError(
-        f'sequence length {num_positions} exceeds max_position={max_position} of randomized '
-        'encodings; increase max_position')
+      f'sequence length {num_positions} exceeds max_position={max_position} of randomized '
+      'encodings; increase max_position'
+    )
   rest_length = None if length is None else length - 1
-  rest = random_positions(key, num_positions - 1, max_position=max_position,
-                          length=rest_length, min_position=1)
+  rest = random_positions(
+    key, num_positions - 1, max_position=max_position, length=rest_length, min_position=1
+  )
   return jnp.concatenate([jnp.zeros(rest.shape[:-1] + (1,), jnp.int32), rest], axis=-1)
 
 
-def relative_offset_positions(num_positions: int, *, distances: Array | None = None,
-                              left_distances: Array | None = None, mode: str = 'symmetric',
-                              max_position: int = 0) -> Array:
+def relative_offset_positions(
+  num_positions: int,
+  *,
+  distances: Array | None = None,
+  left_distances: Array | None = None,
+  mode: str = 'symmetric',
+  max_position: int = 0,
+) -> Array:
   """The position the relative encoding feeds its sinusoid for each offset j - i.
 
   Entry c holds offset c - (T - 1), c = 0..2T-2. Without `distances`: the offset itself.
@@ -120,8 +138,9 @@ def relative_offset_positions(num_positions: int, *, distances: Array | None = N
     return jnp.asarray(offsets, jnp.int32)
   d = np.abs(offsets)
   if mode == 'reference':
-    return jnp.where(offsets >= 0, max_position - 1,
-                     max_position - distances[..., d]).astype(jnp.int32)
+    return jnp.where(offsets >= 0, max_position - 1, max_position - distances[..., d]).astype(
+      jnp.int32
+    )
   left = distances if left_distances is None else left_distances
   return jnp.where(offsets >= 0, distances[..., d], -left[..., d]).astype(jnp.int32)
 

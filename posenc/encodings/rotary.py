@@ -1,4 +1,5 @@
 """Rotary position encoding (Su et al. 2021): q and k rotated by their positions."""
+
 from __future__ import annotations
 
 import math
@@ -36,19 +37,25 @@ def ntk_max_time(max_time: float, factor: float, head_dim: int) -> float:
   return max_time * factor ** (head_dim / (head_dim - 2))
 
 
-def yarn_correction_dim(turns: float, head_dim: int, max_time: float,
-                        original_length: int) -> float:
+def yarn_correction_dim(
+  turns: float, head_dim: int, max_time: float, original_length: int
+) -> float:
   """The (fractional) pair index m whose frequency b^(-2m/K) turns `turns` times over L:
   m = K ln(L / (2π turns)) / (2 ln b).
 
   Example: K = 16, b = 10,000, L = 16: 1 turn at m = 0.81, 32 turns at m = -2.20.
   """
-  return (head_dim * math.log(original_length / (turns * 2 * math.pi))
-          / (2 * math.log(max_time)))
+  return head_dim * math.log(original_length / (turns * 2 * math.pi)) / (2 * math.log(max_time))
 
 
-def yarn_frequencies(head_dim: int, max_time: float, factor: float, original_length: int,
-                     alpha: float = YARN_ALPHA, beta: float = YARN_BETA) -> np.ndarray:
+def yarn_frequencies(
+  head_dim: int,
+  max_time: float,
+  factor: float,
+  original_length: int,
+  alpha: float = YARN_ALPHA,
+  beta: float = YARN_BETA,
+) -> np.ndarray:
   """YaRN's "NTK-by-parts" frequencies as its authors' code computes them: pairs up to
   floor(m(β)) keep f, pairs from ceil(m(α)) on take f / s, a linear ramp in the pair index
   between (`yarn_correction_dim` gives m(turns); the bounds clipped to [0, K - 1]).
@@ -58,16 +65,22 @@ def yarn_frequencies(head_dim: int, max_time: float, factor: float, original_len
   """
   freqs = rope_frequencies(head_dim, max_time)
   low = max(math.floor(yarn_correction_dim(beta, head_dim, max_time, original_length)), 0)
-  high = min(math.ceil(yarn_correction_dim(alpha, head_dim, max_time, original_length)),
-             head_dim - 1)
+  high = min(
+    math.ceil(yarn_correction_dim(alpha, head_dim, max_time, original_length)), head_dim - 1
+  )
   # The authors' guard against a zero-width ramp.
   width = high - low if high != low else 0.001
   interpolated = np.clip((np.arange(head_dim // 2) - low) / width, 0.0, 1.0)
   return freqs * (1 - interpolated) + freqs / factor * interpolated
 
 
-def yarn_paper_frequencies(freqs: np.ndarray, factor: float, original_length: int,
-                           alpha: float = YARN_ALPHA, beta: float = YARN_BETA) -> np.ndarray:
+def yarn_paper_frequencies(
+  freqs: np.ndarray,
+  factor: float,
+  original_length: int,
+  alpha: float = YARN_ALPHA,
+  beta: float = YARN_BETA,
+) -> np.ndarray:
   """YaRN's frequencies as the paper's equation writes them: f (1 - γ) / s + f γ, with
   γ = clip((r - α) / (β - α), 0, 1) a ramp in r = L f / (2π), the turns of each pair over L.
   """
@@ -81,8 +94,9 @@ def yarn_attention_factor(factor: float) -> float:
   return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
 
 
-def rope_scaling(kind: str, factor: float, original_length: int, head_dim: int,
-                 max_time: float) -> tuple[float, np.ndarray | None, float]:
+def rope_scaling(
+  kind: str, factor: float, original_length: int, head_dim: int, max_time: float
+) -> tuple[float, np.ndarray | None, float]:
   """(position divisor, frequencies (None: the standard ones), q/k scale) of a scaling.
 
   Example: ('pi', 4, ...) -> (4, None, 1): positions p -> p / 4, as in Chen et al. 2023.
@@ -94,16 +108,28 @@ def rope_scaling(kind: str, factor: float, original_length: int, head_dim: int,
   if kind == 'ntk':
     return 1.0, rope_frequencies(head_dim, ntk_max_time(max_time, factor, head_dim)), 1.0
   if kind == 'yarn':
-    return (1.0, yarn_frequencies(head_dim, max_time, factor, original_length),
-            yarn_attention_factor(factor))
+    return (
+      1.0,
+      yarn_frequencies(head_dim, max_time, factor, original_length),
+      yarn_attention_factor(factor),
+    )
   if kind == 'yarn_paper':
-    return (1.0, yarn_paper_frequencies(rope_frequencies(head_dim, max_time), factor,
-                                        original_length), yarn_attention_factor(factor))
+    return (
+      1.0,
+      yarn_paper_frequencies(rope_frequencies(head_dim, max_time), factor, original_length),
+      yarn_attention_factor(factor),
+    )
   raise ValueError(f'unknown rope_scaling {kind!r}; valid: {", ".join(ROPE_SCALINGS)}')
 
 
-def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0,
-               freqs: np.ndarray | None = None, scale: float = 1.0) -> Array:
+def apply_rope(
+  x: Array,
+  positions: Array,
+  *,
+  max_time: float = 10_000.0,
+  freqs: np.ndarray | None = None,
+  scale: float = 1.0,
+) -> Array:
   """Rotates interleaved pairs of x by angles proportional to the positions.
 
   For the pair (x_{2m}, x_{2m+1}) at position p, with f_m = max_time^(-m/(K/2)):
@@ -129,8 +155,7 @@ def apply_rope(x: Array, positions: Array, *, max_time: float = 10_000.0,
     raise ValueError(f'rotary encoding needs an even head width, got {head_dim}')
   if freqs is None:
     freqs = rope_frequencies(head_dim, max_time)
-  angles = (jnp.asarray(positions, jnp.float32)[..., None, None]
-            * jnp.asarray(freqs, jnp.float32))
+  angles = jnp.asarray(positions, jnp.float32)[..., None, None] * jnp.asarray(freqs, jnp.float32)
   cos, sin = jnp.cos(angles), jnp.sin(angles)  # [(B,) T, 1, K/2]
   pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], head_dim // 2, 2)
   even, odd = pairs[..., 0], pairs[..., 1]
@@ -146,23 +171,29 @@ class RotaryEncoding(core.EncodingModule):
   `rope_scaling` ('pi', 'ntk', 'yarn' by `rope_factor`, YaRN against
   `rope_original_length`) rescales it at test time; 'none' is RoPE as trained.
   """
+
   randomized: bool = False
   max_time: float = 10_000.0
   rope_scaling: str = 'none'
   rope_factor: float = 1.0
   rope_original_length: int = 0
 
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del inputs, deterministic
     positions = embeddings.positions_of(self, num_positions, length)
     max_time = self.max_time
-    divisor, freqs, scale = rope_scaling(self.rope_scaling, self.rope_factor,
-                                         self.rope_original_length, self.head_dim, max_time)
+    divisor, freqs, scale = rope_scaling(
+      self.rope_scaling, self.rope_factor, self.rope_original_length, self.head_dim, max_time
+    )
     if divisor != 1:
       positions = positions / divisor
     return core.AttentionEncoding(
-        'rotary', core.ROTATION,
-        rotate=lambda x, idx: apply_rope(x, randomized_lib.lookup(positions, idx, 1),
-                                         max_time=max_time, freqs=freqs, scale=scale),
-        params={'positions': positions, 'max_time': max_time})
+      'rotary',
+      core.ROTATION,
+      rotate=lambda x, idx: apply_rope(
+        x, randomized_lib.lookup(positions, idx, 1), max_time=max_time, freqs=freqs, scale=scale
+      ),
+      params={'positions': positions, 'max_time': max_time},
+    )

@@ -17,6 +17,7 @@ one reverse cumulative sum per row: no loop over positions, no product that unde
 NDR geometric attention (`geometric`) is its bidirectional relative: it visits keys on both
 sides by distance. Causal by definition.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,14 @@ Array = jax.Array
 STICK_REMAINDERS = ('self', 'none')
 
 
-def stick_breaking_weights(scores: Array, q_pos: Array, k_pos: Array, visible: Array,
-                           attend_self: bool = False, remainder: str = 'self') -> Array:
+def stick_breaking_weights(
+  scores: Array,
+  q_pos: Array,
+  k_pos: Array,
+  visible: Array,
+  attend_self: bool = False,
+  remainder: str = 'self',
+) -> Array:
   """A_ij = σ(z_ij) ∏_{j<t<i} (1 - σ(z_it)) over the visible keys before the query, the
   remainder of the row added to the query's own weight ('self') or dropped ('none').
 
@@ -56,8 +63,7 @@ def stick_breaking_weights(scores: Array, q_pos: Array, k_pos: Array, visible: A
   s = scores.astype(jnp.float32)
   offset = k_pos[..., None, :] - q_pos[..., :, None]
   offset = offset[:, None] if offset.ndim == 3 else offset
-  earlier = jnp.broadcast_to(visible & ((offset <= 0) if attend_self else (offset < 0)),
-                             s.shape)
+  earlier = jnp.broadcast_to(visible & ((offset <= 0) if attend_self else (offset < 0)), s.shape)
   log_not = jnp.where(earlier, -jax.nn.softplus(s), 0.0)  # log(1 - σ(z))
   # Σ over the keys after j (up to the query): a reverse cumulative sum without j itself.
   after = jax.lax.cumsum(log_not, axis=s.ndim - 1, reverse=True) - log_not
@@ -71,27 +77,34 @@ def stick_breaking_weights(scores: Array, q_pos: Array, k_pos: Array, visible: A
 
 def stick_breaking_scores(q: Array, k: Array) -> Array:
   """z = q·k / sqrt(K): [B, Q, H, K] x [B, S, H, K] -> float32 [B, H, Q, S]."""
-  return jnp.einsum('bqhk,bshk->bhqs', q.astype(jnp.float32),
-                    k.astype(jnp.float32)) / math.sqrt(q.shape[-1])
+  return jnp.einsum('bqhk,bshk->bhqs', q.astype(jnp.float32), k.astype(jnp.float32)) / math.sqrt(
+    q.shape[-1]
+  )
 
 
 class StickBreakingEncoding(core.EncodingModule):
   """Stick-breaking attention; no parameters (the logits are plain q·k / sqrt(K))."""
+
   stick_attend_self: bool = False
   stick_remainder: str = 'self'
 
-  def __call__(self, num_positions: int, length: Array, inputs: Array,
-               deterministic: bool = True) -> core.AttentionEncoding:
+  def __call__(
+    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
+  ) -> core.AttentionEncoding:
     del num_positions, length, inputs, deterministic
     core.check_causal(self, 'stick_breaking')
     if self.stick_remainder not in STICK_REMAINDERS:
-      raise ValueError(f'unknown stick_remainder {self.stick_remainder!r}; valid: '
-                       f'{", ".join(STICK_REMAINDERS)}')
+      raise ValueError(
+        f'unknown stick_remainder {self.stick_remainder!r}; valid: {", ".join(STICK_REMAINDERS)}'
+      )
     attend_self, remainder = self.stick_attend_self, self.stick_remainder
     return core.AttentionEncoding(
-        'stick_breaking', core.GEOMETRIC,
-        params={'attend_self': attend_self, 'remainder': remainder},
-        scores=lambda q, k, qi, ki: stick_breaking_scores(q, k),
-        weights=lambda s, qi, ki, visible: stick_breaking_weights(s, qi, ki, visible,
-                                                                  attend_self, remainder),
-        normalize=False)
+      'stick_breaking',
+      core.GEOMETRIC,
+      params={'attend_self': attend_self, 'remainder': remainder},
+      scores=lambda q, k, qi, ki: stick_breaking_scores(q, k),
+      weights=lambda s, qi, ki, visible: stick_breaking_weights(
+        s, qi, ki, visible, attend_self, remainder
+      ),
+      normalize=False,
+    )

@@ -15,6 +15,7 @@ Example:
   >>> protocol.name
   'grid'
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,6 +35,7 @@ from posenc.evaluate import grid
 from posenc.evaluate import lengths
 from posenc.evaluate import perplexity
 from posenc.evaluate import range as range_protocol
+
 # Re-exported: the names a caller of the protocols uses.
 from posenc.evaluate.core import EvalContext  # pylint: disable=unused-import
 from posenc.evaluate.core import Protocol
@@ -42,10 +44,10 @@ from posenc.models import checks as model_checks
 import tasks
 
 PROTOCOLS: dict[str, Protocol] = {
-    'range': range_protocol.PROTOCOL,
-    'grid': grid.PROTOCOL,
-    'lengths': lengths.PROTOCOL,
-    'perplexity': perplexity.PROTOCOL,
+  'range': range_protocol.PROTOCOL,
+  'grid': grid.PROTOCOL,
+  'lengths': lengths.PROTOCOL,
+  'perplexity': perplexity.PROTOCOL,
 }
 
 
@@ -67,8 +69,10 @@ def of(task: Any) -> Protocol:
   """The protocol `task` names (`task.protocol`, 'range' by default)."""
   name = getattr(task, 'protocol', 'range')
   if name not in PROTOCOLS:
-    raise ValueError(f'task {getattr(task, "name", task)!r} names an unknown protocol {name!r}; '
-                     f'valid: {", ".join(PROTOCOLS)}')
+    raise ValueError(
+      f'task {getattr(task, "name", task)!r} names an unknown protocol {name!r}; '
+      f'valid: {", ".join(PROTOCOLS)}'
+    )
   return PROTOCOLS[name]
 
 
@@ -76,6 +80,7 @@ def of(task: Any) -> Protocol:
 class Parsed:
   """What a valid config names: its task (with its options), the task's protocol, the
   encoding's entry and the model family's record."""
+
   task: Any
   protocol: Protocol
   encoding: encodings.Encoding
@@ -91,10 +96,11 @@ def validate(config: ml_collections.ConfigDict) -> Parsed:
     allowed = of(tasks.REGISTRY[config.task]).families
     if config.model.family not in allowed:
       raise config_lib.ConfigError(
-          f'task {config.task!r} is a token sequence for a decoder; set model.family='
-          f'{allowed[0]}' if allowed == ('decoder',) else
-          f'task {config.task!r} runs on model.family {", ".join(allowed)}, not '
-          f'{config.model.family!r}')
+        f'task {config.task!r} is a token sequence for a decoder; set model.family={allowed[0]}'
+        if allowed == ('decoder',)
+        else f'task {config.task!r} runs on model.family {", ".join(allowed)}, not '
+        f'{config.model.family!r}'
+      )
   if config.task not in tasks.REGISTRY:
     raise config_lib.choices(config.task, 'task', list(tasks.REGISTRY))
   try:
@@ -112,29 +118,37 @@ def validate(config: ml_collections.ConfigDict) -> Parsed:
     raise config_lib.ConfigError(str(e)) from None
   if config.get('hints') and not getattr(task, 'HINTS', ()):
     raise config_lib.ConfigError(
-        f'hints {list(config.hints)} need a task of the hinting study; valid tasks: '
-        + ', '.join(name for name, t in tasks.REGISTRY.items() if getattr(t, 'HINTS', ())))
+      f'hints {list(config.hints)} need a task of the hinting study; valid tasks: '
+      + ', '.join(name for name, t in tasks.REGISTRY.items() if getattr(t, 'HINTS', ()))
+    )
   protocol, family = of(task), families.of(config.model.family)
   if spec.causal_only and not family.causal:
-    raise config_lib.ConfigError(f'encoding {config.encoding!r} is causal by definition and '
-                                 f'needs model.family=decoder, got {config.model.family!r}')
+    raise config_lib.ConfigError(
+      f'encoding {config.encoding!r} is causal by definition and '
+      f'needs model.family=decoder, got {config.model.family!r}'
+    )
   if spec.reads_digits and getattr(task, 'digit_ids', None) is None:
     with_digits = [name for name, t in tasks.REGISTRY.items() if hasattr(t, 'digit_ids')]
     raise config_lib.ConfigError(
-        f'encoding {config.encoding!r} reads digit tokens and task {config.task!r} has none; '
-        f'tasks with digits: {", ".join(with_digits)}')
+      f'encoding {config.encoding!r} reads digit tokens and task {config.task!r} has none; '
+      f'tasks with digits: {", ".join(with_digits)}'
+    )
   protocol.validate(config, task, spec)
   tokens, where = protocol.longest_tokens(config, task)
   if spec.bounded and tokens > config.model.max_position:
     raise config_lib.ConfigError(
-        f'model.max_position={config.model.max_position} is smaller than the longest sequence '
-        f'({tokens} tokens {where}); encoding {config.encoding!r} needs max_position >= '
-        f'{tokens}')
+      f'model.max_position={config.model.max_position} is smaller than the longest sequence '
+      f'({tokens} tokens {where}); encoding {config.encoding!r} needs max_position >= '
+      f'{tokens}'
+    )
   if config.eval.get('from_files'):
     if protocol.examples is None:
-      raise config_lib.ConfigError(f'eval.from_files: the {protocol.name!r} protocol of task '
-                                   f'{config.task!r} has no frozen evaluation sets')
+      raise config_lib.ConfigError(
+        f'eval.from_files: the {protocol.name!r} protocol of task '
+        f'{config.task!r} has no frozen evaluation sets'
+      )
     specs = protocol.example_specs(config, task) if protocol.example_specs else None
-    frozen.check(config, protocol.name, protocol.example_fields, protocol.example_cells(config),
-                 specs)
+    frozen.check(
+      config, protocol.name, protocol.example_fields, protocol.example_cells(config), specs
+    )
   return Parsed(task, protocol, spec, family)

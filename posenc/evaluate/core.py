@@ -8,6 +8,7 @@ of a finished run, its frozen evaluation sets, and the training variant its task
 the record's `evaluation` (`posenc.report.SECTIONS`).
 A task names its protocol once (`task.protocol`); a run looks it up once (`posenc.setup`).
 """
+
 from __future__ import annotations
 
 import collections
@@ -42,6 +43,7 @@ class EvalContext:
   parameters [P, ...], the evaluation data key, the work directory (where measured cells
   are kept), `progress` for its lines, `traces` (a Counter of compiled programs),
   `should_stop` (polled between cells) and the members' divergence flags [P]."""
+
   config: ml_collections.ConfigDict
   task: Any
   model: Any
@@ -74,6 +76,7 @@ class Training:
     inputs: (config, task, key, examples, length) -> (tokens [B, T], real lengths, causal):
       model inputs at one length, drawn as training draws them (for the analyses).
   """
+
   name: str
   buckets: Callable[[ml_collections.ConfigDict], list[int]]
   shape: Callable[..., Any]
@@ -111,6 +114,7 @@ class Protocol:
     longest_length: config -> the longest length the evaluation reaches (for defaults that
       scale with it, e.g. an intervention's factor).
   """
+
   name: str
   validate: Callable[[ml_collections.ConfigDict, Any, Any], None]
   evaluate: Callable[[EvalContext], Any]
@@ -134,10 +138,16 @@ def duration(seconds: float) -> str:
   return f'{h}h{m:02d}m{s:02d}s' if h else f'{m}m{s:02d}s'
 
 
-def run_cells(ctx: EvalContext, file: str, cells: Sequence[Hashable],
-              fields: Callable[[Any], dict[str, Any]], measure: Callable[[Any], dict],
-              label: Callable[[Any], str], every: int = 1,
-              note: Callable[[dict], str] = lambda metrics: '') -> dict[Any, dict]:
+def run_cells(
+  ctx: EvalContext,
+  file: str,
+  cells: Sequence[Hashable],
+  fields: Callable[[Any], dict[str, Any]],
+  measure: Callable[[Any], dict],
+  label: Callable[[Any], str],
+  every: int = 1,
+  note: Callable[[dict], str] = lambda metrics: '',
+) -> dict[Any, dict]:
   """The metrics of every cell, measuring only those `workdir/file` does not hold yet.
 
   Each measured cell is appended to the JSON-lines file as `{**fields(cell), **metrics}`
@@ -172,22 +182,27 @@ def run_cells(ctx: EvalContext, file: str, cells: Sequence[Hashable],
     values = [tuple(row[k]) if isinstance(row[k], list) else row[k] for k in names]
     return values[0] if len(values) == 1 else tuple(values)
 
-  done = {cell_of(r): {k: v for k, v in r.items() if k not in names}
-          for r in io.read_jsonl(path, rewrite=True)}
+  done = {
+    cell_of(r): {k: v for k, v in r.items() if k not in names}
+    for r in io.read_jsonl(path, rewrite=True)
+  }
   todo = [c for c in cells if c not in done]
   t0 = time.time()
   for k, cell in enumerate(todo):
     if ctx.should_stop():
       raise checkpoint.Preempted(
-          ctx.config.train.steps, f'preempted during evaluation, before {label(cell)}: the '
-          'cells measured so far are kept')
+        ctx.config.train.steps,
+        f'preempted during evaluation, before {label(cell)}: the cells measured so far are kept',
+      )
     metrics = measure(cell)
     io.append_jsonl(path, {**fields(cell), **metrics})
     done[cell] = metrics
     if (k + 1) % every == 0 or k + 1 == len(todo):
       elapsed = time.time() - t0
-      ctx.progress(f'eval {label(cell)} ({k + 1}/{len(todo)}){note(metrics)} | elapsed '
-                   f'{duration(elapsed)} | ETA {duration(elapsed / (k + 1) * (len(todo) - k - 1))}')
+      ctx.progress(
+        f'eval {label(cell)} ({k + 1}/{len(todo)}){note(metrics)} | elapsed '
+        f'{duration(elapsed)} | ETA {duration(elapsed / (k + 1) * (len(todo) - k - 1))}'
+      )
   return {c: done[c] for c in cells}
 
 
@@ -210,8 +225,13 @@ def device_memory(platform: str) -> int:
   return int(stats.get('bytes_limit', _DEFAULT_DEVICE_MEMORY))
 
 
-def eval_micro_batch(batch_size: int, num_heads: int, tokens: int, platform: str = 'cpu',
-                     memory_bytes: int | None = None) -> int:
+def eval_micro_batch(
+  batch_size: int,
+  num_heads: int,
+  tokens: int,
+  platform: str = 'cpu',
+  memory_bytes: int | None = None,
+) -> int:
   """Examples per evaluation micro-batch, a divisor of `batch_size`.
 
   On CPU: the most whose [H, T, T] attention weights fit `_CPU_ATTENTION_BUDGET` floats, so
@@ -237,28 +257,34 @@ def sequence_buckets(config: ml_collections.ConfigDict) -> list[int]:
   return [config.train.max_length]
 
 
-def sequence_shape(config: ml_collections.ConfigDict, task: Any, bucket: int
-                   ) -> tuple[int, int]:
+def sequence_shape(config: ml_collections.ConfigDict, task: Any, bucket: int) -> tuple[int, int]:
   """(prompt width, answer width) of a sequence task's training batches: its bounds at N."""
   del bucket
   n = config.train.max_length
   return task.max_prompt(n, n), task.max_answer(n, n)
 
 
-def sequence_inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
-                    examples: int, length: int) -> tuple[jax.Array, jax.Array, bool]:
+def sequence_inputs(
+  config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int, length: int
+) -> tuple[jax.Array, jax.Array, bool]:
   """Sequences of the cell (length, length): a decoder reads them causally; a masked
   language model (an encoder) reads whole windows of one length."""
-  batch = task.sample(key, examples, length, length, task.max_prompt(length, length),
-                      task.max_answer(length, length))
+  batch = task.sample(
+    key, examples, length, length, task.max_prompt(length, length), task.max_answer(length, length)
+  )
   if not families.of(config.model.family).causal:
     return batch['tokens'], jax.numpy.int32(batch['tokens'].shape[1]), False
   return batch['tokens'], batch['length'], True
 
 
-def sequence_batch(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
-                   step: jax.Array, length: jax.Array, shape: tuple[int, int]
-                   ) -> dict[str, jax.Array]:
+def sequence_batch(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  key: jax.Array,
+  step: jax.Array,
+  length: jax.Array,
+  shape: tuple[int, int],
+) -> dict[str, jax.Array]:
   """Every example its own lengths, drawn stratified over [1..N]²."""
   del step, length
   return task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
@@ -270,6 +296,12 @@ def sequence_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, in
   return {'vocab_size': task.vocab_size, 'num_outputs': 1}
 
 
-SEQUENCE = Training('sequence', buckets=sequence_buckets, shape=sequence_shape,
-                    batch=sequence_batch, objective=objectives.sequence,
-                    model_sizes=sequence_sizes, inputs=sequence_inputs)
+SEQUENCE = Training(
+  'sequence',
+  buckets=sequence_buckets,
+  shape=sequence_shape,
+  batch=sequence_batch,
+  objective=objectives.sequence,
+  model_sizes=sequence_sizes,
+  inputs=sequence_inputs,
+)

@@ -22,6 +22,7 @@ Example:
   >>> load(config_with_from_files, 'length_41')['inputs'].shape   # doctest: +SKIP
   (8, 64, 48)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,19 +50,25 @@ def _value(config: ml_collections.ConfigDict, key: str) -> Any:
   node: Any = config
   for part in key.split('.'):
     node = node[part]
-  return json.loads(json.dumps(node.to_dict() if hasattr(node, 'to_dict') else node,
-                               default=list))
+  return json.loads(json.dumps(node.to_dict() if hasattr(node, 'to_dict') else node, default=list))
 
 
 def manifest_fields(config: ml_collections.ConfigDict, fields: Iterable[str]) -> dict[str, Any]:
   """What decides the examples: the task, its options, and `fields` with their values."""
-  return {'task': config.task, 'task_options': _value(config, 'task_options'),
-          **{key: _value(config, key) for key in fields}}
+  return {
+    'task': config.task,
+    'task_options': _value(config, 'task_options'),
+    **{key: _value(config, key) for key in fields},
+  }
 
 
-def write(out: str, config: ml_collections.ConfigDict, protocol: str,
-          cells: Iterable[tuple[str, Mapping[str, np.ndarray]]],
-          fields: Iterable[str]) -> dict[str, Any]:
+def write(
+  out: str,
+  config: ml_collections.ConfigDict,
+  protocol: str,
+  cells: Iterable[tuple[str, Mapping[str, np.ndarray]]],
+  fields: Iterable[str],
+) -> dict[str, Any]:
   """Writes every cell's arrays as `out/<cell>.npz` and the manifest (last, so a set
   without one is incomplete); returns the manifest."""
   os.makedirs(out, exist_ok=True)
@@ -73,17 +80,28 @@ def write(out: str, config: ml_collections.ConfigDict, protocol: str,
     file = f'{name}.npz'
     io.write_bytes_atomic(os.path.join(out, file), data)
     first = next(iter(arrays.values()))
-    entries.append({'cell': name, 'file': file, 'sha256': hashlib.sha256(data).hexdigest(),
-                    'arrays': {k: list(np.shape(v)) for k, v in arrays.items()},
-                    'leading_shape': list(np.shape(first))[:2]})
-  manifest = {'schema_version': SCHEMA_VERSION, 'protocol': protocol,
-              'fields': manifest_fields(config, fields), 'cells': entries}
+    entries.append(
+      {
+        'cell': name,
+        'file': file,
+        'sha256': hashlib.sha256(data).hexdigest(),
+        'arrays': {k: list(np.shape(v)) for k, v in arrays.items()},
+        'leading_shape': list(np.shape(first))[:2],
+      }
+    )
+  manifest = {
+    'schema_version': SCHEMA_VERSION,
+    'protocol': protocol,
+    'fields': manifest_fields(config, fields),
+    'cells': entries,
+  }
   io.write_json_atomic(os.path.join(out, MANIFEST), manifest)
   return manifest
 
 
-def read_manifest(config: ml_collections.ConfigDict, protocol: str,
-                  fields: Iterable[str]) -> dict[str, Any]:
+def read_manifest(
+  config: ml_collections.ConfigDict, protocol: str, fields: Iterable[str]
+) -> dict[str, Any]:
   """The manifest of `config.eval.from_files`, checked against `config`.
 
   Raises:
@@ -96,19 +114,23 @@ def read_manifest(config: ml_collections.ConfigDict, protocol: str,
     manifest = io.read_json(path)
   except (OSError, ValueError) as e:
     raise config_lib.ConfigError(
-        f'eval.from_files={directory!r} holds no readable {MANIFEST} '
-        f'({getattr(e, "strerror", None) or e}); write one with launch.export_eval_set') from None
+      f'eval.from_files={directory!r} holds no readable {MANIFEST} '
+      f'({getattr(e, "strerror", None) or e}); write one with launch.export_eval_set'
+    ) from None
   _check_layout(manifest, path)
   if manifest.get('protocol') != protocol:
-    raise config_lib.ConfigError(f'{path} holds {manifest.get("protocol")!r} examples; task '
-                                 f'{config.task!r} is evaluated by the {protocol!r} protocol')
+    raise config_lib.ConfigError(
+      f'{path} holds {manifest.get("protocol")!r} examples; task '
+      f'{config.task!r} is evaluated by the {protocol!r} protocol'
+    )
   wanted = manifest_fields(config, fields)
   for key, value in wanted.items():
     have = manifest['fields'].get(key, '(absent)')
     if have != value:
       raise config_lib.ConfigError(
-          f'{path}: {key} is {json.dumps(have)} there but {json.dumps(value)} in the config; '
-          'export the set for this config')
+        f'{path}: {key} is {json.dumps(have)} there but {json.dumps(value)} in the config; '
+        'export the set for this config'
+      )
   return manifest
 
 
@@ -120,9 +142,9 @@ def _check_layout(manifest: Any, path: str) -> None:
 
   Example: a manifest `[]`, or a cell whose file is another cell's, is refused.
   """
+
   def bad(what: str) -> config_lib.ConfigError:
-    return config_lib.ConfigError(f'{path}: {what}; export the set again '
-                                  '(launch.export_eval_set)')
+    return config_lib.ConfigError(f'{path}: {what}; export the set again (launch.export_eval_set)')
 
   if not isinstance(manifest, dict):
     raise bad(f'holds {json.dumps(manifest)[:40]}, not a JSON object')
@@ -130,8 +152,10 @@ def _check_layout(manifest: Any, path: str) -> None:
     raise bad(f'schema_version {manifest.get("schema_version")!r} is not {SCHEMA_VERSION}')
   for key, kind in (('fields', dict), ('cells', list)):
     if not isinstance(manifest.get(key), kind):
-      raise bad(f'{key} is {json.dumps(manifest.get(key))[:40]}, not a JSON '
-                f'{"object" if kind is dict else "list"}')
+      raise bad(
+        f'{key} is {json.dumps(manifest.get(key))[:40]}, not a JSON '
+        f'{"object" if kind is dict else "list"}'
+      )
   seen = set()
   for i, entry in enumerate(manifest['cells']):
     if not isinstance(entry, dict) or not re.fullmatch(r'\w[\w.+-]*', str(entry.get('cell'))):
@@ -153,23 +177,32 @@ def _check_arrays(path: str, name: str, data: bytes, expected: Spec | None) -> N
     with np.load(io_buffer.BytesIO(data)) as archive:
       have = {k: (tuple(archive[k].shape), str(archive[k].dtype)) for k in archive.files}
   except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-    raise config_lib.ConfigError(f'{path} is not an .npz archive of arrays; export the set '
-                                 'again') from None
+    raise config_lib.ConfigError(
+      f'{path} is not an .npz archive of arrays; export the set again'
+    ) from None
   if expected is None:
     return
   if sorted(have) != sorted(expected):
-    raise config_lib.ConfigError(f'{path} holds the arrays {", ".join(sorted(have))}, not those '
-                                 f'of cell {name} ({", ".join(sorted(expected))}); export the '
-                                 'set again')
+    raise config_lib.ConfigError(
+      f'{path} holds the arrays {", ".join(sorted(have))}, not those '
+      f'of cell {name} ({", ".join(sorted(expected))}); export the '
+      'set again'
+    )
   for key, (shape, dtype) in sorted(expected.items()):
     if have[key] != (tuple(shape), dtype):
       raise config_lib.ConfigError(
-          f'{path}: array {key} is {have[key][1]} {list(have[key][0])}, not the {dtype} '
-          f'{list(shape)} of cell {name}; export the set again')
+        f'{path}: array {key} is {have[key][1]} {list(have[key][0])}, not the {dtype} '
+        f'{list(shape)} of cell {name}; export the set again'
+      )
 
 
-def check(config: ml_collections.ConfigDict, protocol: str, fields: Iterable[str],
-          names: Iterable[str], specs: Mapping[str, Spec] | None = None) -> None:
+def check(
+  config: ml_collections.ConfigDict,
+  protocol: str,
+  fields: Iterable[str],
+  names: Iterable[str],
+  specs: Mapping[str, Spec] | None = None,
+) -> None:
   """The manifest matches the config, holds every cell of `names`, every file its checksum
   and (with `specs`, {cell: its arrays' names, shapes and dtypes}) the cell's arrays
   (`read_manifest`, `load`).
@@ -182,11 +215,17 @@ def check(config: ml_collections.ConfigDict, protocol: str, fields: Iterable[str
   cells = {c['cell']: c for c in manifest['cells']}
   for name in names:
     if name not in cells:
-      raise config_lib.ConfigError(f'eval.from_files={config.eval.from_files!r} has no '
-                                   f'examples for {name}; export the set for this config')
+      raise config_lib.ConfigError(
+        f'eval.from_files={config.eval.from_files!r} has no '
+        f'examples for {name}; export the set for this config'
+      )
     data = _read(config.eval.from_files, cells[name])
-    _check_arrays(os.path.join(config.eval.from_files, cells[name]['file']), name, data,
-                  None if specs is None else specs[name])
+    _check_arrays(
+      os.path.join(config.eval.from_files, cells[name]['file']),
+      name,
+      data,
+      None if specs is None else specs[name],
+    )
 
 
 def _read(directory: str, entry: Mapping[str, Any]) -> bytes:
@@ -198,8 +237,10 @@ def _read(directory: str, entry: Mapping[str, Any]) -> bytes:
     raise config_lib.ConfigError(f'cannot read {path}: {e.strerror or e}') from None
   digest = hashlib.sha256(data).hexdigest()
   if digest != entry['sha256']:
-    raise config_lib.ConfigError(f'{path} has changed: sha256 {digest[:12]}... is not the '
-                                 f"manifest's {entry['sha256'][:12]}...")
+    raise config_lib.ConfigError(
+      f'{path} has changed: sha256 {digest[:12]}... is not the '
+      f"manifest's {entry['sha256'][:12]}..."
+    )
   return data
 
 
@@ -208,7 +249,8 @@ def load(config: ml_collections.ConfigDict, name: str) -> dict[str, np.ndarray]:
   manifest = io.read_json(os.path.join(config.eval.from_files, MANIFEST))
   entry = next((c for c in manifest['cells'] if c['cell'] == name), None)
   if entry is None:
-    raise config_lib.ConfigError(f'eval.from_files={config.eval.from_files!r} has no '
-                                 f'examples for {name}')
+    raise config_lib.ConfigError(
+      f'eval.from_files={config.eval.from_files!r} has no examples for {name}'
+    )
   with np.load(io_buffer.BytesIO(_read(config.eval.from_files, entry))) as data:
     return {k: data[k] for k in data.files}

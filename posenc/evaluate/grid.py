@@ -13,6 +13,7 @@ evaluation measures only the others.
   >>> by_cell = evaluate_cells(ctx)     # {(a, b): {'exact_match': [per member], ...}}
   >>> region_means(by_cell, config)    # per member: {'id': .., 'ood': .., 'beyond': ..}
 """
+
 from __future__ import annotations
 
 import collections
@@ -71,27 +72,45 @@ def eval_task(task: Any) -> Any:
   return task
 
 
-def sample_cell(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array,
-                a: jax.Array, b: jax.Array, shape: tuple[int, int]) -> dict[str, jax.Array]:
+def sample_cell(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  data_key: jax.Array,
+  a: jax.Array,
+  b: jax.Array,
+  shape: tuple[int, int],
+) -> dict[str, jax.Array]:
   """The examples of cell (a, b), padded to `shape`: the same for every model and run."""
-  return task.sample(jax.random.fold_in(jax.random.fold_in(data_key, a), b),
-                     config.eval.samples_per_cell, a, b, *shape)
+  return task.sample(
+    jax.random.fold_in(jax.random.fold_in(data_key, a), b),
+    config.eval.samples_per_cell,
+    a,
+    b,
+    *shape,
+  )
 
 
-def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
-             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(
+  config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
+) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every cell's examples as the evaluation draws them: ('cell_A_B', arrays [example,
   ...] padded to the cell's widths)."""
   task = eval_task(task)
-  draw = jax.jit(lambda a, b, shape: sample_cell(config, task, data_key, a, b, shape),
-                 static_argnums=2)
+  draw = jax.jit(
+    lambda a, b, shape: sample_cell(config, task, data_key, a, b, shape), static_argnums=2
+  )
   for a, b in cells(config):
-    yield f'cell_{a}_{b}', jax.tree.map(np.asarray, draw(
-        jnp.int32(a), jnp.int32(b), widths(task, a, b, config.eval.bucket_size)))
+    yield (
+      f'cell_{a}_{b}',
+      jax.tree.map(
+        np.asarray, draw(jnp.int32(a), jnp.int32(b), widths(task, a, b, config.eval.bucket_size))
+      ),
+    )
 
 
-def example_specs(config: ml_collections.ConfigDict, task: Any
-                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(
+  config: ml_collections.ConfigDict, task: Any
+) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'cell_A_B': {array: (shape, dtype)}} of `examples`, traced once per pair of widths.
 
   Example: {'cell_1_1': {'tokens': ((4, P + A), 'int32'), ...}, ...} with (P, A) the cell's
@@ -102,17 +121,27 @@ def example_specs(config: ml_collections.ConfigDict, task: Any
   for a, b in cells(config):
     shape = widths(task, a, b, config.eval.bucket_size)
     if shape not in by_shape:
-      by_shape[shape] = core.shape_spec(jax.eval_shape(
+      by_shape[shape] = core.shape_spec(
+        jax.eval_shape(
           lambda x, y, s=shape: sample_cell(config, task, jax.random.key(0), x, y, s),
-          jnp.int32(a), jnp.int32(b)))
+          jnp.int32(a),
+          jnp.int32(b),
+        )
+      )
     out[f'cell_{a}_{b}'] = by_shape[shape]
   return out
 
 
-def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-                 shape: tuple[int, int], data_key: jax.Array,
-                 traces: collections.Counter | None = None,
-                 from_data: bool = False) -> Callable[..., dict]:
+def make_cell_fn(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  model: Any,
+  population: Any,
+  shape: tuple[int, int],
+  data_key: jax.Array,
+  traces: collections.Counter | None = None,
+  from_data: bool = False,
+) -> Callable[..., dict]:
   """The jitted evaluation of one cell padded to `shape`: f(params [P], a, b, eval_keys [P])
   -> {'exact_match', 'accuracy'} [P]. Members run one after another. With `from_data`,
   f(params, a, b, eval_keys, data) reads the cell's examples from `data` (`examples`)."""
@@ -127,17 +156,20 @@ def make_cell_fn(config: ml_collections.ConfigDict, task: Any, model: Any, popul
       p, key = args
       noise = jax.random.fold_in(jax.random.fold_in(key, a), b)
       sums = objective.counts(p, batch, {'dropout': noise, 'noise': noise})
-      return {'exact_match': sums['exact'] / sums['examples'],
-              'accuracy': sums['correct'] / sums['total']}
+      return {
+        'exact_match': sums['exact'] / sums['examples'],
+        'accuracy': sums['correct'] / sums['total'],
+      }
 
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
-      config, model, population, abstract=True)['params'])
+  specs = jax.tree.map(
+    lambda _: P(population_lib.POP),
+    population_lib.init_state(config, model, population, abstract=True)['params'],
+  )
   in_specs = (specs, P(), P(), P(population_lib.POP)) + ((P(),) if from_data else ())
-  return jax.jit(population.shard_map(local, in_specs=in_specs,
-                                      out_specs=P(population_lib.POP)))
+  return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
 
 
 def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[int, int], dict[str, list[float]]]:
@@ -151,19 +183,29 @@ def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[int, int], dict[str, lis
     a, b = cell
     shape = widths(task, a, b, config.eval.bucket_size)
     if shape not in fns:
-      fns[shape] = make_cell_fn(config, task, ctx.model, population, shape, ctx.data_key,
-                                ctx.traces, from_data=frozen)
+      fns[shape] = make_cell_fn(
+        config, task, ctx.model, population, shape, ctx.data_key, ctx.traces, from_data=frozen
+      )
     data = (frozen_lib.load(config, f'cell_{a}_{b}'),) if frozen else ()
     metrics = fns[shape](ctx.params, jnp.int32(a), jnp.int32(b), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
-  return core.run_cells(ctx, 'grid.jsonl', cells(config), lambda c: {'cell': list(c)}, measure,
-                        lambda c: f'cell {c[0]},{c[1]}', every=50)
+  return core.run_cells(
+    ctx,
+    'grid.jsonl',
+    cells(config),
+    lambda c: {'cell': list(c)},
+    measure,
+    lambda c: f'cell {c[0]},{c[1]}',
+    every=50,
+  )
 
 
-def region_means(by_cell: dict[tuple[int, int], dict[str, list[float]]],
-                 config: ml_collections.ConfigDict,
-                 metric: str = 'exact_match') -> list[dict[str, float | None]]:
+def region_means(
+  by_cell: dict[tuple[int, int], dict[str, list[float]]],
+  config: ml_collections.ConfigDict,
+  metric: str = 'exact_match',
+) -> list[dict[str, float | None]]:
   """Per member, the mean of `metric` over each region's cells (None for an empty region).
 
   Example: cells (1,1) id 1.0 and (9,9) ood 0.5 -> [{'id': 1.0, 'ood': 0.5, 'beyond': None}].
@@ -189,22 +231,37 @@ def evaluate(ctx: core.EvalContext) -> results_lib.GridResults:
   members = []
   for i, member in enumerate(population.members):
     cell = lambda metric: {(a, b): v[metric][i] for (a, b), v in by_cell.items()}
-    members.append(results_lib.GridMember(
-        **member, diverged=bool(diverged[i]), score=None if diverged[i] else regions[i]['ood'],
-        regions=regions[i], token_accuracy_regions=token_regions[i],
-        exact_match_by_cell=cell('exact_match'), accuracy_by_cell=cell('accuracy')))
+    members.append(
+      results_lib.GridMember(
+        **member,
+        diverged=bool(diverged[i]),
+        score=None if diverged[i] else regions[i]['ood'],
+        regions=regions[i],
+        token_accuracy_regions=token_regions[i],
+        exact_match_by_cell=cell('exact_match'),
+        accuracy_by_cell=cell('accuracy'),
+      )
+    )
   return results_lib.GridResults(
-      tuple(task.axes), config.eval.grid_max, config.eval.grid_stride,
-      tuple(config.eval.beyond), config.eval.samples_per_cell, tuple(members))
+    tuple(task.axes),
+    config.eval.grid_max,
+    config.eval.grid_stride,
+    tuple(config.eval.beyond),
+    config.eval.samples_per_cell,
+    tuple(members),
+  )
 
 
 def summary(record: results_lib.Results) -> str:
-  return (f'best score {range_lib.best_score(record)} over out-of-distribution cells (exact '
-          f'match) up to {record.evaluation.grid_max}')
+  return (
+    f'best score {range_lib.best_score(record)} over out-of-distribution cells (exact '
+    f'match) up to {record.evaluation.grid_max}'
+  )
 
 
-def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-          data_key: jax.Array) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+def probe(
+  config: ml_collections.ConfigDict, task: Any, model: Any, population: Any, data_key: jax.Array
+) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of the cell (n, n) at the training size n, its arguments after the
   parameters, and its widths (for the cost model)."""
   n = config.train.max_length
@@ -213,12 +270,12 @@ def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: 
   return fn, (jnp.int32(n), jnp.int32(n), population.eval_keys), shape
 
 
-def eval_sequences(config: ml_collections.ConfigDict, task: Any
-                   ) -> tuple[list[tuple[int, int]], int]:
+def eval_sequences(
+  config: ml_collections.ConfigDict, task: Any
+) -> tuple[list[tuple[int, int]], int]:
   """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
   n, size = config.train.max_length, config.eval.bucket_size
-  groups = [(sum(widths(task, a, b, size)), config.eval.samples_per_cell)
-            for a, b in cells(config)]
+  groups = [(sum(widths(task, a, b, size)), config.eval.samples_per_cell) for a, b in cells(config)]
   return groups, sum(widths(task, n, n, size))
 
 
@@ -234,7 +291,7 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     raise ConfigError(f'eval.beyond {bad} must be integers past eval.grid_max={m}')
   top = max([m, config.train.max_length, *config.eval.beyond])
   try:
-    task.check_cell(top, top)   # e.g. sorting: enough index symbols for the longest array
+    task.check_cell(top, top)  # e.g. sorting: enough index symbols for the longest array
   except ValueError as e:
     raise ConfigError(f'{e} (the grid reaches {top} x {top})') from None
   if spec.reads_digits:
@@ -242,31 +299,51 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     longest = max(top, task.max_answer(top, top) - 1)
     need = longest + config.encoding_options.get('abacus_offset', 99) + 1
     if config.model.max_position < need:
-      raise ConfigError(f'model.max_position={config.model.max_position} is smaller than the '
-                        f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
-                        f'offsets up to {config.encoding_options.get("abacus_offset", 99)})')
+      raise ConfigError(
+        f'model.max_position={config.model.max_position} is smaller than the '
+        f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
+        f'offsets up to {config.encoding_options.get("abacus_offset", 99)})'
+      )
   largest = config.encoding_options.get('coupling_max_position', 0)
-  if ('coupling_max_position' in spec.embedding_options
-      and not 0 <= largest < config.model.max_position):
-    raise ConfigError(f'encoding_options.coupling_max_position={largest} must be in '
-                      f'0..{config.model.max_position - 1}: position coupling\'s ids index a '
-                      f'table of model.max_position={config.model.max_position} rows')
+  if (
+    'coupling_max_position' in spec.embedding_options
+    and not 0 <= largest < config.model.max_position
+  ):
+    raise ConfigError(
+      f'encoding_options.coupling_max_position={largest} must be in '
+      f'0..{config.model.max_position - 1}: position coupling\'s ids index a '
+      f'table of model.max_position={config.model.max_position} rows'
+    )
 
 
 def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
   """The prompt and answer of the largest cell, fed all but its last token."""
   top = max([config.eval.grid_max, config.train.max_length, *config.eval.beyond])
-  return (task.max_prompt(top, top) + task.max_answer(top, top) - 1,
-          f'at {top} x {top} of {config.task}')
+  return (
+    task.max_prompt(top, top) + task.max_answer(top, top) - 1,
+    f'at {top} x {top} of {config.task}',
+  )
 
 
 PROTOCOL = core.Protocol(
-    name='grid', validate=validate, evaluate=evaluate, summary=summary,
-    results=results_lib.GridResults, training=core.SEQUENCE,
-    longest_tokens=longest_tokens,
-    longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
-    families=('decoder',), examples=examples,
-    example_fields=('eval.seed', 'eval.grid_max', 'eval.grid_stride', 'eval.beyond',
-                    'eval.samples_per_cell', 'eval.bucket_size'),
-    example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)],
-    example_specs=example_specs)
+  name='grid',
+  validate=validate,
+  evaluate=evaluate,
+  summary=summary,
+  results=results_lib.GridResults,
+  training=core.SEQUENCE,
+  longest_tokens=longest_tokens,
+  longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
+  families=('decoder',),
+  examples=examples,
+  example_fields=(
+    'eval.seed',
+    'eval.grid_max',
+    'eval.grid_stride',
+    'eval.beyond',
+    'eval.samples_per_cell',
+    'eval.bucket_size',
+  ),
+  example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)],
+  example_specs=example_specs,
+)

@@ -18,6 +18,7 @@ are appended to `workdir/lengths.jsonl`; a resumed evaluation measures only the 
   >>> by_cell = evaluate_cells(ctx)
   >>> by_cell[('rep2', 50)]['exact_match']    # one value per member
 """
+
 from __future__ import annotations
 
 import collections
@@ -72,13 +73,14 @@ def edit_distance(a: Array, b: Array, len_a: Array, len_b: Array) -> Array:
     i, a_i = inputs
     substitute = prev[:, :-1] + (a_i[:, None] != b).astype(jnp.int32)
     delete = prev[:, 1:] + 1
-    e = jnp.concatenate([jnp.full((batch, 1), i, jnp.int32),
-                         jnp.minimum(substitute, delete)], axis=1)
+    e = jnp.concatenate(
+      [jnp.full((batch, 1), i, jnp.int32), jnp.minimum(substitute, delete)], axis=1
+    )
     new = j + lax.cummin(e - j, axis=1)
     return new, new
 
   _, rows = lax.scan(row, first, (jnp.arange(1, a.shape[1] + 1, dtype=jnp.int32), a.T))
-  rows = jnp.concatenate([first[None], rows])            # [N + 1, B, M + 1]
+  rows = jnp.concatenate([first[None], rows])  # [N + 1, B, M + 1]
   return rows[len_a, jnp.arange(batch), len_b]
 
 
@@ -96,8 +98,9 @@ def sample_key(data_key: Array, d: Array, length: int, j: Array) -> Array:
   return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(data_key, d), length), j)
 
 
-def examples(config: ml_collections.ConfigDict, task: Any, data_key: Array
-             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(
+  config: ml_collections.ConfigDict, task: Any, data_key: Array
+) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every (distribution, length)'s examples as the evaluation draws them:
   ('DIST_length_N', arrays [sub-batch, example, ...])."""
   size = config.eval.batch_size
@@ -105,27 +108,52 @@ def examples(config: ml_collections.ConfigDict, task: Any, data_key: Array
   for d, dist in enumerate(config.eval.distributions):
     for n in config.eval.lengths:
       n = int(n)
-      draw = jax.jit(jax.vmap(lambda j, d=d, n=n, dist=dist: task.sample(
-          sample_key(data_key, jnp.int32(d), n, j), size, n, task.max_prompt(n),
-          task.max_answer(n), dist)))
+      draw = jax.jit(
+        jax.vmap(
+          lambda j, d=d, n=n, dist=dist: task.sample(
+            sample_key(data_key, jnp.int32(d), n, j),
+            size,
+            n,
+            task.max_prompt(n),
+            task.max_answer(n),
+            dist,
+          )
+        )
+      )
       yield f'{dist}_length_{n}', jax.tree.map(np.asarray, draw(jnp.arange(num_sub)))
 
 
-def example_specs(config: ml_collections.ConfigDict, task: Any
-                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(
+  config: ml_collections.ConfigDict, task: Any
+) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'DIST_length_N': {array: (shape, dtype)}} of `examples`, without drawing them."""
   size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // size
-  return {f'{dist}_length_{n}': core.shape_spec(jax.eval_shape(jax.vmap(
-      lambda j, n=n, dist=dist: task.sample(jax.random.key(0), size, n, task.max_prompt(n),
-                                            task.max_answer(n), dist)), jnp.arange(num_sub)))
-          for dist, n in cells(config)}
+  return {
+    f'{dist}_length_{n}': core.shape_spec(
+      jax.eval_shape(
+        jax.vmap(
+          lambda j, n=n, dist=dist: task.sample(
+            jax.random.key(0), size, n, task.max_prompt(n), task.max_answer(n), dist
+          )
+        ),
+        jnp.arange(num_sub),
+      )
+    )
+    for dist, n in cells(config)
+  }
 
 
-def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-                   length: int, data_key: Array,
-                   traces: collections.Counter | None = None,
-                   from_data: bool = False) -> Callable[..., dict]:
+def make_length_fn(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  model: Any,
+  population: Any,
+  length: int,
+  data_key: Array,
+  traces: collections.Counter | None = None,
+  from_data: bool = False,
+) -> Callable[..., dict]:
   """The jitted evaluation of every distribution at one `length`.
 
   f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}; with `from_data`,
@@ -142,42 +170,58 @@ def make_length_fn(config: ml_collections.ConfigDict, task: Any, model: Any, pop
 
     def sub_batch(j):
       if data is None:
-        batch = lax.switch(d, [lambda k, dist=dist: task.sample(k, size, length, width_p,
-                                                                 width_a, dist)
-                               for dist in distributions], sample_key(data_key, d, length, j))
+        batch = lax.switch(
+          d,
+          [
+            lambda k, dist=dist: task.sample(k, size, length, width_p, width_a, dist)
+            for dist in distributions
+          ],
+          sample_key(data_key, d, length, j),
+        )
       else:
         batch = jax.tree.map(lambda x: x[j], data)
       tokens, prompt_lengths = batch['tokens'], batch['prompt_length']
       answer_lengths = batch['length'] - prompt_lengths
       column = jnp.arange(width_p)[None, :]
       prompts = jnp.where(column < prompt_lengths[:, None], tokens[:, :width_p], 0)
-      at = jnp.minimum(prompt_lengths[:, None] + jnp.arange(width_a)[None, :],
-                       tokens.shape[1] - 1)
+      at = jnp.minimum(prompt_lengths[:, None] + jnp.arange(width_a)[None, :], tokens.shape[1] - 1)
       target = jnp.take_along_axis(tokens, at, axis=1)
       valid = jnp.arange(width_a)[None, :] < answer_lengths[:, None]
 
       def member(args):
         p, member_key = args
         noise = jax.random.fold_in(jax.random.fold_in(member_key, length), j)
-        out = generate.generate(model, {'params': p}, prompts, prompt_lengths, width_a,
-                                _NO_EOS, {'noise': noise}, answer_lengths=answer_lengths,
-                                task=jnp.zeros_like(prompt_lengths))
+        out = generate.generate(
+          model,
+          {'params': p},
+          prompts,
+          prompt_lengths,
+          width_a,
+          _NO_EOS,
+          {'noise': noise},
+          answer_lengths=answer_lengths,
+          task=jnp.zeros_like(prompt_lengths),
+        )
         right = (out == target) & valid
-        return {'exact_match': jnp.mean(jnp.all(right | ~valid, axis=-1)),
-                'edit_distance': jnp.mean(edit_distance(out, target, answer_lengths,
-                                                        answer_lengths).astype(jnp.float32)),
-                'accuracy': jnp.sum(right) / jnp.sum(valid)}
+        return {
+          'exact_match': jnp.mean(jnp.all(right | ~valid, axis=-1)),
+          'edit_distance': jnp.mean(
+            edit_distance(out, target, answer_lengths, answer_lengths).astype(jnp.float32)
+          ),
+          'accuracy': jnp.sum(right) / jnp.sum(valid),
+        }
 
       return lax.map(member, (params, keys))
 
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), lax.map(sub_batch, jnp.arange(num_sub)))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
-      config, model, population, abstract=True)['params'])
+  specs = jax.tree.map(
+    lambda _: P(population_lib.POP),
+    population_lib.init_state(config, model, population, abstract=True)['params'],
+  )
   in_specs = (specs, P(), P(population_lib.POP)) + ((P(),) if from_data else ())
-  return jax.jit(population.shard_map(local, in_specs=in_specs,
-                                      out_specs=P(population_lib.POP)))
+  return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
 
 
 def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, list[float]]]:
@@ -190,16 +234,22 @@ def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, lis
   def measure(cell):
     dist, n = cell
     if n not in fns:
-      fns[n] = make_length_fn(config, ctx.task, ctx.model, population, n, ctx.data_key,
-                              ctx.traces, from_data=frozen)
+      fns[n] = make_length_fn(
+        config, ctx.task, ctx.model, population, n, ctx.data_key, ctx.traces, from_data=frozen
+      )
     data = (frozen_lib.load(config, f'{dist}_length_{n}'),) if frozen else ()
     metrics = fns[n](ctx.params, jnp.int32(index[dist]), population.eval_keys, *data)
     return {name: core.member_values(metrics[name], population.size) for name in METRICS}
 
   return core.run_cells(
-      ctx, 'lengths.jsonl', cells(config), lambda c: {'distribution': c[0], 'length': c[1]},
-      measure, lambda c: f'{c[0]} length {c[1]}',
-      note=lambda m: f' | exact match {np.mean(m["exact_match"]):.3f}')
+    ctx,
+    'lengths.jsonl',
+    cells(config),
+    lambda c: {'distribution': c[0], 'length': c[1]},
+    measure,
+    lambda c: f'{c[0]} length {c[1]}',
+    note=lambda m: f' | exact match {np.mean(m["exact_match"]):.3f}',
+  )
 
 
 def evaluate(ctx: core.EvalContext) -> results_lib.LengthsResults:
@@ -213,23 +263,44 @@ def evaluate(ctx: core.EvalContext) -> results_lib.LengthsResults:
   first = config.eval.distributions[0]
   members = []
   for i, member in enumerate(population.members):
-    table = {metric: {d: {n: by_cell[(d, n)][metric][i] for n in lengths}
-                      for d in config.eval.distributions} for metric in METRICS}
-    score = (float(np.mean([table['exact_match'][first][n] for n in unseen]))
-             if unseen and not diverged[i] else None)
-    members.append(results_lib.LengthsMember(**member, diverged=bool(diverged[i]),
-                                             score=score, by_length=table))
+    table = {
+      metric: {
+        d: {n: by_cell[(d, n)][metric][i] for n in lengths} for d in config.eval.distributions
+      }
+      for metric in METRICS
+    }
+    score = (
+      float(np.mean([table['exact_match'][first][n] for n in unseen]))
+      if unseen and not diverged[i]
+      else None
+    )
+    members.append(
+      results_lib.LengthsMember(**member, diverged=bool(diverged[i]), score=score, by_length=table)
+    )
   return results_lib.LengthsResults(
-      tuple(config.hints), config.train.hint_schedule, tuple(lengths),
-      tuple(config.eval.distributions), first, tuple(unseen), tuple(members))
+    tuple(config.hints),
+    config.train.hint_schedule,
+    tuple(lengths),
+    tuple(config.eval.distributions),
+    first,
+    tuple(unseen),
+    tuple(members),
+  )
 
 
-def train_batch(config: ml_collections.ConfigDict, task: Any, key: Array, step: Array,
-                length: Array, shape: tuple[int, int]) -> dict[str, Array]:
+def train_batch(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  key: Array,
+  step: Array,
+  length: Array,
+  shape: tuple[int, int],
+) -> dict[str, Array]:
   """The main task and its hints, each example through its own head (`multitask`)."""
   del task, length
-  return multitask.train_batch(config, multitask.tasks_of(config), key,
-                               population_lib.dataset_key(config), step, shape)
+  return multitask.train_batch(
+    config, multitask.tasks_of(config), key, population_lib.dataset_key(config), step, shape
+  )
 
 
 def train_shape(config: ml_collections.ConfigDict, task: Any, bucket: int) -> tuple[int, int]:
@@ -240,27 +311,30 @@ def train_shape(config: ml_collections.ConfigDict, task: Any, bucket: int) -> tu
 
 def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
   """A head per task: the main task's, then each hint's."""
-  return {'vocab_size': task.vocab_size,
-          'num_outputs': 1 + len(config.get('hints', []) or [])}
+  return {'vocab_size': task.vocab_size, 'num_outputs': 1 + len(config.get('hints', []) or [])}
 
 
 def summary(record: results_lib.Results) -> str:
   evaluation = record.evaluation
   hints = '+'.join(evaluation.hints) or 'no hint'
-  return (f'best score {range_lib.best_score(record)} over {evaluation.score_distribution} '
-          f'lengths {list(evaluation.score_lengths)} (full-sequence accuracy, {hints})')
+  return (
+    f'best score {range_lib.best_score(record)} over {evaluation.score_distribution} '
+    f'lengths {list(evaluation.score_lengths)} (full-sequence accuracy, {hints})'
+  )
 
 
-def inputs(config: ml_collections.ConfigDict, task: Any, key: Array, examples: int,
-           length: int) -> tuple[Array, Array, bool]:
+def inputs(
+  config: ml_collections.ConfigDict, task: Any, key: Array, examples: int, length: int
+) -> tuple[Array, Array, bool]:
   """Sequences of the main task at input length n, read through its head (head 0)."""
   del config
   batch = task.sample(key, examples, length, task.max_prompt(length), task.max_answer(length))
   return batch['tokens'], batch['length'], True
 
 
-def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: Any,
-          data_key: Array) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+def probe(
+  config: ml_collections.ConfigDict, task: Any, model: Any, population: Any, data_key: Array
+) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of test length n (the training size), first distribution, for the cost
   model: it, its arguments after the parameters, and its widths."""
   n = config.train.max_length
@@ -268,13 +342,13 @@ def probe(config: ml_collections.ConfigDict, task: Any, model: Any, population: 
   return fn, (jnp.int32(0), population.eval_keys), (task.max_prompt(n), task.max_answer(n))
 
 
-def eval_sequences(config: ml_collections.ConfigDict, task: Any
-                   ) -> tuple[list[tuple[int, int]], int]:
+def eval_sequences(
+  config: ml_collections.ConfigDict, task: Any
+) -> tuple[list[tuple[int, int]], int]:
   """Every test length's examples under every distribution, and the tokens at n."""
   tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
   count = config.eval.examples_per_length * len(config.eval.distributions)
-  return ([(tokens(n), count) for n in config.eval.lengths],
-          tokens(config.train.max_length))
+  return ([(tokens(n), count) for n in config.eval.lengths], tokens(config.train.max_length))
 
 
 def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
@@ -284,36 +358,48 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
   task_list = multitask.tasks_of(config)
   main = task_list[0]
   if config.train.hint_schedule not in multitask.SCHEDULES:
-    raise config_lib.choices(config.train.hint_schedule, 'train.hint_schedule',
-                             list(multitask.SCHEDULES))
+    raise config_lib.choices(
+      config.train.hint_schedule, 'train.hint_schedule', list(multitask.SCHEDULES)
+    )
   size = config.train.dataset_size
   if not config_lib.is_int(size) or size < 0 or 0 < size < len(task_list):
-    raise ConfigError(f'train.dataset_size={size!r} must be 0 (fresh examples) or an integer '
-                      f'>= the {len(task_list)} tasks it is split between')
+    raise ConfigError(
+      f'train.dataset_size={size!r} must be 0 (fresh examples) or an integer '
+      f'>= the {len(task_list)} tasks it is split between'
+    )
   if config.train.hint_schedule == 'mixed' and config.train.batch_size < len(task_list):
-    raise ConfigError(f'train.batch_size={config.train.batch_size} cannot be split between '
-                      f'{len(task_list)} tasks (train.hint_schedule=mixed)')
+    raise ConfigError(
+      f'train.batch_size={config.train.batch_size} cannot be split between '
+      f'{len(task_list)} tasks (train.hint_schedule=mixed)'
+    )
   n = config.train.max_length
   for task in task_list:
     if n < task.min_length:
-      raise ConfigError(f'train.max_length={n} is below task {task.name!r}\'s shortest '
-                        f'training length {task.min_length}')
+      raise ConfigError(
+        f'train.max_length={n} is below task {task.name!r}\'s shortest '
+        f'training length {task.min_length}'
+      )
   distributions, lengths = list(config.eval.distributions), list(config.eval.lengths)
   if not distributions:
     raise ConfigError(f'eval.distributions is empty; valid: {", ".join(main.DISTRIBUTIONS)}')
   for d in distributions:
     if d not in main.DISTRIBUTIONS:
-      raise ConfigError(f'unknown eval.distributions entry {d!r} of task {config.task!r}; '
-                        f'valid: {", ".join(main.DISTRIBUTIONS)}')
+      raise ConfigError(
+        f'unknown eval.distributions entry {d!r} of task {config.task!r}; '
+        f'valid: {", ".join(main.DISTRIBUTIONS)}'
+      )
   if len(set(distributions)) != len(distributions):
     raise ConfigError(f'eval.distributions {distributions} has duplicates')
   if not lengths:
-    raise ConfigError('eval.lengths is empty; give the test lengths, e.g. '
-                      "--config.eval.lengths='[10, 50, 100]'")
+    raise ConfigError(
+      'eval.lengths is empty; give the test lengths, e.g. --config.eval.lengths=\'[10, 50, 100]\''
+    )
   if not any(length > n for length in lengths):
-    raise ConfigError(f'eval.lengths {lengths} are all within train.max_length={n}: the score, '
-                      'the exact match past training, needs a length past '
-                      f'{n}; add one to eval.lengths')
+    raise ConfigError(
+      f'eval.lengths {lengths} are all within train.max_length={n}: the score, '
+      'the exact match past training, needs a length past '
+      f'{n}; add one to eval.lengths'
+    )
   for d in distributions:
     for length in lengths:
       try:
@@ -328,22 +414,34 @@ def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, s
   at the test lengths, fed all but the last token."""
   del task
   task_list, n = multitask.tasks_of(config), config.train.max_length
-  longest = max([t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
-                + [task_list[0].max_prompt(l) + task_list[0].max_answer(l) - 1
-                   for l in config.eval.lengths])
+  longest = max(
+    [t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
+    + [task_list[0].max_prompt(l) + task_list[0].max_answer(l) - 1 for l in config.eval.lengths]
+  )
   return longest, f'of {config.task} and its hints'
 
 
 PROTOCOL = core.Protocol(
-    name='lengths', validate=validate, evaluate=evaluate, summary=summary,
-    results=results_lib.LengthsResults,
-    # A main task and its hints share every batch (`multitask`).
-    training=dataclasses.replace(core.SEQUENCE, shape=train_shape, batch=train_batch,
-                                 model_sizes=model_sizes, inputs=inputs),
-    longest_tokens=longest_tokens,
-    longest_length=lambda config: max(int(n) for n in config.eval.lengths),
-    families=('decoder',), examples=examples,
-    example_fields=('eval.seed', 'eval.distributions', 'eval.lengths', 'eval.batch_size',
-                    'eval.examples_per_length'),
-    example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)],
-    example_specs=example_specs)
+  name='lengths',
+  validate=validate,
+  evaluate=evaluate,
+  summary=summary,
+  results=results_lib.LengthsResults,
+  # A main task and its hints share every batch (`multitask`).
+  training=dataclasses.replace(
+    core.SEQUENCE, shape=train_shape, batch=train_batch, model_sizes=model_sizes, inputs=inputs
+  ),
+  longest_tokens=longest_tokens,
+  longest_length=lambda config: max(int(n) for n in config.eval.lengths),
+  families=('decoder',),
+  examples=examples,
+  example_fields=(
+    'eval.seed',
+    'eval.distributions',
+    'eval.lengths',
+    'eval.batch_size',
+    'eval.examples_per_length',
+  ),
+  example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)],
+  example_specs=example_specs,
+)

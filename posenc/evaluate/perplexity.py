@@ -13,6 +13,7 @@ Perplexity = exp(mean negative log-likelihood per scored byte). Each (L, mode) i
 compiled program; measured lengths are appended to `workdir/perplexity.jsonl` and a resumed
 evaluation measures only the others. Wall time per mode is recorded.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,12 +54,16 @@ def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.
   starts = np.arange(count) * stride
   idx = starts[:, None] + np.arange(length + 1)[None, :]
   scored = np.ones((count, length), np.float32)
-  scored[1:, :length - stride] = 0.0
+  scored[1:, : length - stride] = 0.0
   return text[idx].astype(np.int32), scored
 
 
-def _population_scorer(config: ml_collections.ConfigDict, model: Any, population: Any,
-                       group: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
+def _population_scorer(
+  config: ml_collections.ConfigDict,
+  model: Any,
+  population: Any,
+  group: Callable[..., tuple[Any, Any]],
+) -> Callable[..., Any]:
   """f(params [P], windows [G, Bg, L + 1], scored [G, Bg, L], keys [P]) -> (sum of negative
   log-likelihoods [P], scored tokens [P]): `group(params, window group, its scored mask,
   key)` summed over the groups, members one after another, sharded like the population."""
@@ -67,21 +72,30 @@ def _population_scorer(config: ml_collections.ConfigDict, model: Any, population
     def member(args):
       p, key = args
       nll, count = jax.lax.map(
-          lambda g: group(p, wins[g], scored[g], jax.random.fold_in(key, g), g),
-          jnp.arange(wins.shape[0]))
+        lambda g: group(p, wins[g], scored[g], jax.random.fold_in(key, g), g),
+        jnp.arange(wins.shape[0]),
+      )
       return jnp.sum(nll), jnp.sum(count)
 
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(lambda _: P(population_lib.POP), population_lib.init_state(
-      config, model, population, abstract=True)['params'])
-  return jax.jit(population.shard_map(local, in_specs=(specs, P(), P(), P(population_lib.POP)),
-                                      out_specs=(P(population_lib.POP), P(population_lib.POP))))
+  specs = jax.tree.map(
+    lambda _: P(population_lib.POP),
+    population_lib.init_state(config, model, population, abstract=True)['params'],
+  )
+  return jax.jit(
+    population.shard_map(
+      local,
+      in_specs=(specs, P(), P(), P(population_lib.POP)),
+      out_specs=(P(population_lib.POP), P(population_lib.POP)),
+    )
+  )
 
 
-def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
-                  ) -> Callable[..., Any]:
+def make_score_fn(
+  config: ml_collections.ConfigDict, model: Any, population: Any
+) -> Callable[..., Any]:
   """A causal model's scorer (`_population_scorer`): each window feeds its first L tokens
   and scores the next token at the positions marked in `scored`."""
 
@@ -89,8 +103,7 @@ def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
     del g
     inputs, labels = w[:, :-1], w[:, 1:]
     lengths = jnp.full((w.shape[0],), inputs.shape[1])
-    logits, _ = model.apply({'params': p}, inputs, lengths, deterministic=True,
-                            rngs={'noise': key})
+    logits, _ = model.apply({'params': p}, inputs, lengths, deterministic=True, rngs={'noise': key})
     logp = jax.nn.log_softmax(logits.astype(jnp.float32), -1)
     nll = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
     return jnp.sum(nll * s), jnp.sum(s)
@@ -98,8 +111,9 @@ def make_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
   return _population_scorer(config, model, population, group)
 
 
-def make_masked_score_fn(config: ml_collections.ConfigDict, model: Any, population: Any
-                         ) -> Callable[..., Any]:
+def make_masked_score_fn(
+  config: ml_collections.ConfigDict, model: Any, population: Any
+) -> Callable[..., Any]:
   """A masked language model's scorer (`_population_scorer`; `scored` unused): the masks
   are drawn from eval.seed, the same for every member, and the masked bytes are scored."""
   mask_key = jax.random.key(config.eval.seed)
@@ -119,21 +133,23 @@ def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
   return MODES if families.of(config.model.family).causal else (MASKED,)
 
 
-def mode_windows(config: ml_collections.ConfigDict, text: np.ndarray, length: int,
-                 mode: str) -> tuple[np.ndarray, np.ndarray]:
+def mode_windows(
+  config: ml_collections.ConfigDict, text: np.ndarray, length: int, mode: str
+) -> tuple[np.ndarray, np.ndarray]:
   """The windows of `length` scored in `mode` (`windows` at the mode's stride)."""
   stride = length if mode != 'sliding' else min(config.eval.sliding_stride, length)
   return windows(text, length, stride)
 
 
-def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
-             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(
+  config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
+) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every length's windows of the validation text, per mode: ('length_L',
   {'MODE_windows': [W, L + 1], 'MODE_scored': [W, L]}). An encoder's masks are drawn from
   eval.seed in the evaluation, not stored."""
   del data_key
   _, valid = task.texts()
-  text = valid[:config.eval.lm_tokens + 1]
+  text = valid[: config.eval.lm_tokens + 1]
   for length in config.eval.lengths:
     out = {}
     for mode in modes(config):
@@ -141,8 +157,9 @@ def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
     yield f'length_{length}', out
 
 
-def example_specs(config: ml_collections.ConfigDict, task: Any
-                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(
+  config: ml_collections.ConfigDict, task: Any
+) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'length_L': {array: (shape, dtype)}} of `examples` (cut from the text: cheap)."""
   return {name: core.shape_spec(arrays) for name, arrays in examples(config, task, None)}
 
@@ -152,7 +169,7 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   (an encoder: {'masked': [...]}), resuming from `workdir/perplexity.jsonl`."""
   config, population = ctx.config, ctx.population
   _, valid = ctx.task.texts()
-  text = valid[:config.eval.lm_tokens + 1]
+  text = valid[: config.eval.lm_tokens + 1]
   b = config.eval.batch_size
   masked = not families.of(config.model.family).causal
   fn = (make_masked_score_fn if masked else make_score_fn)(config, ctx.model, population)
@@ -174,17 +191,30 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
       if ctx.traces is not None:
         ctx.traces['eval'] += 1
       t0 = time.time()
-      nll, count = jax.device_get(fn(ctx.params, wins.reshape(groups, b, -1),
-                                     scored.reshape(groups, b, -1), population.eval_keys))
+      nll, count = jax.device_get(
+        fn(
+          ctx.params,
+          wins.reshape(groups, b, -1),
+          scored.reshape(groups, b, -1),
+          population.eval_keys,
+        )
+      )
       row['seconds'][mode] = time.time() - t0
-      row[mode] = [float(np.exp(x / c)) for x, c in
-                   zip(np.asarray(nll)[:population.size], np.asarray(count)[:population.size])]
+      row[mode] = [
+        float(np.exp(x / c))
+        for x, c in zip(np.asarray(nll)[: population.size], np.asarray(count)[: population.size])
+      ]
     return row
 
   return core.run_cells(
-      ctx, 'perplexity.jsonl', list(config.eval.lengths), lambda n: {'length': n}, measure,
-      lambda n: f'perplexity at length {n}',
-      note=lambda row: ': ' + ', '.join(f'{m} {np.mean(row[m]):.3f}' for m in modes(config)))
+    ctx,
+    'perplexity.jsonl',
+    list(config.eval.lengths),
+    lambda n: {'length': n},
+    measure,
+    lambda n: f'perplexity at length {n}',
+    note=lambda row: ': ' + ', '.join(f'{m} {np.mean(row[m]):.3f}' for m in modes(config)),
+  )
 
 
 def evaluate(ctx: core.EvalContext) -> results_lib.PerplexityResults:
@@ -200,13 +230,18 @@ def evaluate(ctx: core.EvalContext) -> results_lib.PerplexityResults:
     first = ppl[modes(config)[0]]
     at_n, longest = first.get(n), first[max(lengths)]
     # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
-    members.append(results_lib.PerplexityMember(
-        **member, diverged=bool(diverged[i]), score=None if diverged[i] else longest,
+    members.append(
+      results_lib.PerplexityMember(
+        **member,
+        diverged=bool(diverged[i]),
+        score=None if diverged[i] else longest,
         degradation=(None if diverged[i] or at_n is None else abs(longest - at_n) / at_n),
-        perplexity_by_length=ppl))
+        perplexity_by_length=ppl,
+      )
+    )
   return results_lib.PerplexityResults(
-      tuple(lengths), task.split_info(), {str(l): by[l]['seconds'] for l in lengths},
-      tuple(members))
+    tuple(lengths), task.split_info(), {str(l): by[l]['seconds'] for l in lengths}, tuple(members)
+  )
 
 
 def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
@@ -219,12 +254,15 @@ def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
 def summary(record: results_lib.Results) -> str:
   best = results_lib.best_score(record.members, min)
   mode = next(iter(record.members[0].perplexity_by_length))
-  return (f'best perplexity {"n/a" if best is None else f"{best:.3f}"} at length '
-          f'{max(record.evaluation.eval_lengths)} ({mode} windows)')
+  return (
+    f'best perplexity {"n/a" if best is None else f"{best:.3f}"} at length '
+    f'{max(record.evaluation.eval_lengths)} ({mode} windows)'
+  )
 
 
-def objective(config: ml_collections.ConfigDict, task: Any, model: Any,
-              shape: tuple[int, int]) -> objectives.Objective:
+def objective(
+  config: ml_collections.ConfigDict, task: Any, model: Any, shape: tuple[int, int]
+) -> objectives.Objective:
   """Next-byte prediction for a decoder, masked language modelling for an encoder."""
   if not families.of(config.model.family).causal:
     return objectives.masked(config, task, model, shape)
@@ -238,8 +276,9 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
   lengths = list(config.eval.lengths)
   if not lengths or any(not config_lib.is_int(l) or l < 2 for l in lengths):
-    raise ConfigError(f'eval.lengths={lengths} must be a non-empty list of integers >= 2 '
-                      '(the perplexity lengths)')
+    raise ConfigError(
+      f'eval.lengths={lengths} must be a non-empty list of integers >= 2 (the perplexity lengths)'
+    )
   for key in ('eval.lm_tokens', 'eval.sliding_stride'):
     value = config.eval[key.split('.')[1]]
     if not config_lib.is_int(value) or value < 1:
@@ -252,26 +291,35 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     raise ConfigError(str(e)) from None
   scored = min(config.eval.lm_tokens + 1, valid.size)
   if scored < longest + 1:
-    raise ConfigError(f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
-                      f'split) holds no window of {longest}; lower eval.lengths or raise '
-                      'eval.lm_tokens')
+    raise ConfigError(
+      f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
+      f'split) holds no window of {longest}; lower eval.lengths or raise '
+      'eval.lm_tokens'
+    )
   del spec
 
 
 def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
   """The longest window, trained or evaluated."""
   del task
-  return (max(list(config.eval.lengths) + [config.train.max_length]),
-          f'the longest window of {config.task}')
+  return (
+    max(list(config.eval.lengths) + [config.train.max_length]),
+    f'the longest window of {config.task}',
+  )
 
 
 PROTOCOL = core.Protocol(
-    name='perplexity', validate=validate, evaluate=evaluate, summary=summary,
-    results=results_lib.PerplexityResults,
-    # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
-    training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
-    longest_tokens=longest_tokens, longest_length=lambda config: max(config.eval.lengths),
-    examples=examples,
-    example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
-    example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths],
-    example_specs=example_specs)
+  name='perplexity',
+  validate=validate,
+  evaluate=evaluate,
+  summary=summary,
+  results=results_lib.PerplexityResults,
+  # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
+  training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
+  longest_tokens=longest_tokens,
+  longest_length=lambda config: max(config.eval.lengths),
+  examples=examples,
+  example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
+  example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths],
+  example_specs=example_specs,
+)

@@ -9,6 +9,7 @@ scores a member by its mean accuracy over the lengths past N. Measured lengths a
   >>> fields = PROTOCOL.evaluate(ctx)    # {'evaluation': 'range', 'eval_lengths', 'members'}
   >>> fields['members'][0]['accuracy_by_length']['41']
 """
+
 from __future__ import annotations
 
 import collections
@@ -43,8 +44,14 @@ def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
   return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
 
 
-def train_batch(config: ml_collections.ConfigDict, task: Any, key: jax.Array,
-                step: jax.Array, length: jax.Array, bucket: int) -> dict[str, jax.Array]:
+def train_batch(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  key: jax.Array,
+  step: jax.Array,
+  length: jax.Array,
+  bucket: int,
+) -> dict[str, jax.Array]:
   """`train.batch_size` examples of the step's (traced) length, padded to `bucket`."""
   del step
   return task.sample_padded(key, config.train.batch_size, length, bucket)
@@ -57,28 +64,43 @@ def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
   return {'vocab_size': task.vocab_size, 'num_classes': task.num_classes}
 
 
-def sample_sub_batch(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array,
-                     length: jax.Array, j: jax.Array, bucket: int) -> dict[str, jax.Array]:
+def sample_sub_batch(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  data_key: jax.Array,
+  length: jax.Array,
+  j: jax.Array,
+  bucket: int,
+) -> dict[str, jax.Array]:
   """The examples of (length, sub-batch j): the same for every model and run."""
-  return task.sample_padded(jax.random.fold_in(jax.random.fold_in(data_key, length), j),
-                            config.eval.batch_size, length, bucket)
+  return task.sample_padded(
+    jax.random.fold_in(jax.random.fold_in(data_key, length), j),
+    config.eval.batch_size,
+    length,
+    bucket,
+  )
 
 
-def examples(config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
-             ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(
+  config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
+) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every evaluated length's examples, as the evaluation draws them: ('length_N', arrays
   [sub-batch, example, ...] padded to the length's bucket, `length` [sub-batch])."""
   num_sub = config.eval.examples_per_length // config.eval.batch_size
-  draw = jax.jit(lambda length, bucket: jax.vmap(
-      lambda j: sample_sub_batch(config, task, data_key, length, j, bucket))(
-          jnp.arange(num_sub)), static_argnums=1)
+  draw = jax.jit(
+    lambda length, bucket: jax.vmap(
+      lambda j: sample_sub_batch(config, task, data_key, length, j, bucket)
+    )(jnp.arange(num_sub)),
+    static_argnums=1,
+  )
   for length in config_lib.eval_lengths(config):
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
     yield f'length_{length}', jax.tree.map(np.asarray, draw(jnp.int32(length), bucket))
 
 
-def example_specs(config: ml_collections.ConfigDict, task: Any
-                  ) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(
+  config: ml_collections.ConfigDict, task: Any
+) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'length_N': {array: (shape, dtype)}} of `examples`, traced once per bucket.
 
   Example: parity_check in tiny mode (2 sub-batches of 8, buckets of 6) ->
@@ -89,19 +111,33 @@ def example_specs(config: ml_collections.ConfigDict, task: Any
   for length in config_lib.eval_lengths(config):
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
     if bucket not in by_bucket:
-      by_bucket[bucket] = core.shape_spec(jax.eval_shape(lambda n, b=bucket: jax.vmap(
-          lambda j: sample_sub_batch(config, task, jax.random.key(0), n, j, b))(
-              jnp.arange(num_sub)), jnp.int32(length)))
-  return {f'length_{n}': by_bucket[config_lib.bucket_of(n, config.eval.max_length,
-                                                        config.eval.bucket_size)]
-          for n in config_lib.eval_lengths(config)}
+      by_bucket[bucket] = core.shape_spec(
+        jax.eval_shape(
+          lambda n, b=bucket: jax.vmap(
+            lambda j: sample_sub_batch(config, task, jax.random.key(0), n, j, b)
+          )(jnp.arange(num_sub)),
+          jnp.int32(length),
+        )
+      )
+  return {
+    f'length_{n}': by_bucket[
+      config_lib.bucket_of(n, config.eval.max_length, config.eval.bucket_size)
+    ]
+    for n in config_lib.eval_lengths(config)
+  }
 
 
-def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
-                 population: Any, bucket: int, data_key: jax.Array,
-                 traces: collections.Counter | None = None,
-                 platform: str | None = None,
-                 from_data: bool = False) -> Callable[..., dict[str, jax.Array]]:
+def make_eval_fn(
+  config: ml_collections.ConfigDict,
+  task: Any,
+  model: Any,
+  population: Any,
+  bucket: int,
+  data_key: jax.Array,
+  traces: collections.Counter | None = None,
+  platform: str | None = None,
+  from_data: bool = False,
+) -> Callable[..., dict[str, jax.Array]]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
 
   evaluate(params [P], length, eval_keys [P]) -> {'accuracy', 'exact_match'} [P]: the mean
@@ -122,8 +158,9 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
   num_sub = config.eval.examples_per_length // batch_size
   max_output = int(task.output_length(bucket))
   tokens = bucket + max_output
-  micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens,
-                           platform or population.platform)
+  micro = core.eval_micro_batch(
+    batch_size, config.model.num_heads, tokens, platform or population.platform
+  )
   objective = objectives.study(config, task, model, bucket)
 
   def local_eval(params, length, keys, data=None):
@@ -137,35 +174,39 @@ def make_eval_fn(config: ml_collections.ConfigDict, task: Any, model: Any,
         batch = jax.tree.map(lambda x: x[j], data)
       per_example = {k: v for k, v in batch.items() if k not in ('length', 'output_length')}
       micro_batches = jax.tree.map(
-          lambda x: x.reshape(batch_size // micro, micro, *x.shape[1:]), per_example)
+        lambda x: x.reshape(batch_size // micro, micro, *x.shape[1:]), per_example
+      )
 
       def member(args):
         p, key = args
-        dropout, noise = jax.random.split(
-            jax.random.fold_in(jax.random.fold_in(key, length), j))
+        dropout, noise = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, length), j))
 
         def counts(args):
           i, mb = args
           mb = {**mb, 'length': batch['length'], 'output_length': batch['output_length']}
-          return objective.counts(p, mb, {'dropout': jax.random.fold_in(dropout, i),
-                                          'noise': noise})
+          return objective.counts(
+            p, mb, {'dropout': jax.random.fold_in(dropout, i), 'noise': noise}
+          )
 
         if micro == batch_size:
           sums = counts((0, jax.tree.map(lambda x: x[0], micro_batches)))
         else:
           with jax.named_scope('eval_micro_batches'):
-            sums = jax.tree.map(jnp.sum, jax.lax.map(
-                counts, (jnp.arange(batch_size // micro), micro_batches)))
-        return {'accuracy': sums['correct'] / sums['total'],
-                'exact_match': sums['exact'] / sums['examples']}
+            sums = jax.tree.map(
+              jnp.sum, jax.lax.map(counts, (jnp.arange(batch_size // micro), micro_batches))
+            )
+        return {
+          'accuracy': sums['correct'] / sums['total'],
+          'exact_match': sums['exact'] / sums['examples'],
+        }
 
       return jax.lax.map(member, (params, keys))
 
-    return jax.tree.map(lambda x: jnp.mean(x, axis=0),
-                        jax.lax.map(sub_batch, jnp.arange(num_sub)))
+    return jax.tree.map(lambda x: jnp.mean(x, axis=0), jax.lax.map(sub_batch, jnp.arange(num_sub)))
 
-  param_specs = jax.tree.map(lambda _: P(POP), population_lib.init_state(
-      config, model, population, abstract=True)['params'])
+  param_specs = jax.tree.map(
+    lambda _: P(POP), population_lib.init_state(config, model, population, abstract=True)['params']
+  )
   in_specs = (param_specs, P(), P(POP)) + ((P(),) if from_data else ())
   evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
   return jax.jit(evaluate)
@@ -182,14 +223,22 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]
   def measure(length):
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
     if bucket not in fns:
-      fns[bucket] = make_eval_fn(config, ctx.task, ctx.model, population, bucket, ctx.data_key,
-                                 ctx.traces, from_data=frozen)
+      fns[bucket] = make_eval_fn(
+        config, ctx.task, ctx.model, population, bucket, ctx.data_key, ctx.traces, from_data=frozen
+      )
     data = (frozen_lib.load(config, f'length_{length}'),) if frozen else ()
     metrics = fns[bucket](ctx.params, jnp.int32(length), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
-  return core.run_cells(ctx, 'eval.jsonl', config_lib.eval_lengths(config),
-                        lambda n: {'length': n}, measure, lambda n: f'length {n}', every=25)
+  return core.run_cells(
+    ctx,
+    'eval.jsonl',
+    config_lib.eval_lengths(config),
+    lambda n: {'length': n},
+    measure,
+    lambda n: f'length {n}',
+    every=25,
+  )
 
 
 def evaluate(ctx: core.EvalContext) -> results_lib.RangeResults:
@@ -203,15 +252,23 @@ def evaluate(ctx: core.EvalContext) -> results_lib.RangeResults:
   for i, member in enumerate(ctx.population.members):
     by_length = {l: by[l]['accuracy'][i] for l in eval_list}
     exact = {l: by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
-    mean_unseen = lambda values: (float(np.mean([values[l] for l in unseen]))
-                                  if unseen and not diverged[i] else None)
+    mean_unseen = lambda values: (
+      float(np.mean([values[l] for l in unseen])) if unseen and not diverged[i] else None
+    )
     exact_score = None if None in exact.values() else mean_unseen(exact)
-    members.append(results_lib.RangeMember(
-        **member, diverged=bool(diverged[i]), score=mean_unseen(by_length),
-        accuracy_by_length=by_length, exact_match_score=exact_score,
-        exact_match_by_length=exact))
-  return results_lib.RangeResults(tuple(eval_list),
-                                  (unseen[0], unseen[-1]) if unseen else None, tuple(members))
+    members.append(
+      results_lib.RangeMember(
+        **member,
+        diverged=bool(diverged[i]),
+        score=mean_unseen(by_length),
+        accuracy_by_length=by_length,
+        exact_match_score=exact_score,
+        exact_match_by_length=exact,
+      )
+    )
+  return results_lib.RangeResults(
+    tuple(eval_list), (unseen[0], unseen[-1]) if unseen else None, tuple(members)
+  )
 
 
 def best_score(record: results_lib.Results) -> str:
@@ -222,11 +279,14 @@ def best_score(record: results_lib.Results) -> str:
 
 def summary(record: results_lib.Results) -> str:
   lengths = record.evaluation.score_lengths
-  return f'best score {best_score(record)} over lengths {None if lengths is None else list(lengths)}'
+  return (
+    f'best score {best_score(record)} over lengths {None if lengths is None else list(lengths)}'
+  )
 
 
-def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int,
-           length: int) -> tuple[jax.Array, jax.Array, bool]:
+def inputs(
+  config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int, length: int
+) -> tuple[jax.Array, jax.Array, bool]:
   """The family's layout of `examples` inputs at `length`: the decoder's inputs ⊕ SEP ⊕
   answer ⊕ EOS (causal), or the encoder's inputs and empty query tokens."""
   batch = task.sample(key, examples, length)
@@ -235,7 +295,8 @@ def inputs(config: ml_collections.ConfigDict, task: Any, key: jax.Array, example
     tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
     return tokens, jnp.full((examples,), total), True
   tokens, seq_length = models.empty_output_layout(
-      batch['inputs'], batch['length'], batch['output_length'], max_output, task.vocab_size)
+    batch['inputs'], batch['length'], batch['output_length'], max_output, task.vocab_size
+  )
   return tokens, seq_length, False
 
 
@@ -247,11 +308,16 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
   """
   n = config.train.max_length
   if not any(l > n for l in config_lib.eval_lengths(config)):
-    lengths = (f'eval.lengths {sorted(config.eval.lengths)}' if config.eval.lengths
-               else f'1..eval.max_length={config.eval.max_length}')
-    raise ConfigError(f'the evaluation lengths ({lengths}) are all within train.max_length={n}:'
-                      ' the score, the mean over the lengths past training, needs one past '
-                      f'{n}; add one to eval.lengths or raise eval.max_length')
+    lengths = (
+      f'eval.lengths {sorted(config.eval.lengths)}'
+      if config.eval.lengths
+      else f'1..eval.max_length={config.eval.max_length}'
+    )
+    raise ConfigError(
+      f'the evaluation lengths ({lengths}) are all within train.max_length={n}:'
+      ' the score, the mean over the lengths past training, needs one past '
+      f'{n}; add one to eval.lengths or raise eval.max_length'
+    )
   del task, spec
 
 
@@ -260,25 +326,46 @@ def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, s
   sequences add a separator and EOS, and it is fed all but the last token."""
   longest = max(config.eval.max_length, config.train.max_length)
   extra = 1 if families.of(config.model.family).generates else 0
-  return (longest + int(task.output_length(longest)) + extra,
-          f'at length {longest} of {config.task} for the {config.model.family}')
+  return (
+    longest + int(task.output_length(longest)) + extra,
+    f'at length {longest} of {config.task} for the {config.model.family}',
+  )
 
 
 # The config fields that decide `examples` (with the task and its options).
-EXAMPLE_FIELDS = ('eval.seed', 'eval.max_length', 'eval.lengths', 'eval.stride',
-                  'eval.bucket_size', 'eval.batch_size', 'eval.examples_per_length')
+EXAMPLE_FIELDS = (
+  'eval.seed',
+  'eval.max_length',
+  'eval.lengths',
+  'eval.stride',
+  'eval.bucket_size',
+  'eval.batch_size',
+  'eval.examples_per_length',
+)
 
 
 # The study's training: a length per step from U{1..N}, one program per length bucket.
-TRAINING = core.Training('curriculum', buckets=train_buckets,
-                         shape=lambda config, task, bucket: bucket, batch=train_batch,
-                         objective=objectives.study, model_sizes=model_sizes, inputs=inputs)
+TRAINING = core.Training(
+  'curriculum',
+  buckets=train_buckets,
+  shape=lambda config, task, bucket: bucket,
+  batch=train_batch,
+  objective=objectives.study,
+  model_sizes=model_sizes,
+  inputs=inputs,
+)
 
 PROTOCOL = core.Protocol(
-    name='range', validate=validate, evaluate=evaluate, summary=summary,
-    results=results_lib.RangeResults, training=TRAINING,
-    longest_tokens=longest_tokens,
-    longest_length=lambda config: max(config_lib.eval_lengths(config)),
-    examples=examples, example_fields=EXAMPLE_FIELDS,
-    example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)],
-    example_specs=example_specs)
+  name='range',
+  validate=validate,
+  evaluate=evaluate,
+  summary=summary,
+  results=results_lib.RangeResults,
+  training=TRAINING,
+  longest_tokens=longest_tokens,
+  longest_length=lambda config: max(config_lib.eval_lengths(config)),
+  examples=examples,
+  example_fields=EXAMPLE_FIELDS,
+  example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)],
+  example_specs=example_specs,
+)

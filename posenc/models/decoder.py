@@ -13,6 +13,7 @@ teacher forcing over whole sequences and one decoding step against a cache:
 
 `posenc.generate` builds greedy generation from it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,17 +37,27 @@ class Decoder(stack.Architecture):
     tie_embeddings: the output projection is the token embedding's transpose (one head).
     embedding_init_scale: σ of the token embedding's TruncNormal init.
   """
+
   vocab_size: int = 0
   tie_embeddings: bool = False
   embedding_init_scale: float = 0.02
 
   @nn.compact
-  def __call__(self, tokens: Array, lengths: Array, *, deterministic: bool,
-               q_idx: Array | None = None, cache: dict[str, Any] | None = None,
-               num_positions: int | None = None, draw_length: Array | None = None,
-               task: Array | None = None, recurrences: int | None = None,
-               window: tuple[Array, Array] | None = None,
-               context: Array | None = None) -> tuple[Array, dict[str, Any]]:
+  def __call__(
+    self,
+    tokens: Array,
+    lengths: Array,
+    *,
+    deterministic: bool,
+    q_idx: Array | None = None,
+    cache: dict[str, Any] | None = None,
+    num_positions: int | None = None,
+    draw_length: Array | None = None,
+    task: Array | None = None,
+    recurrences: int | None = None,
+    window: tuple[Array, Array] | None = None,
+    context: Array | None = None,
+  ) -> tuple[Array, dict[str, Any]]:
     """Next-token logits of the given tokens.
 
     Args:
@@ -75,17 +86,33 @@ class Decoder(stack.Architecture):
       num_positions = q if cache is None else jax.tree.leaves(cache)[0].shape[-3]
     self.check_length(num_positions)
     types = {'dtype': self.dtype, 'param_dtype': self.param_dtype}
-    embed = nn.Embed(self.vocab_size, self.d_model,
-                     embedding_init=nn.initializers.truncated_normal(self.embedding_init_scale),
-                     name='token_embed', **types)
+    embed = nn.Embed(
+      self.vocab_size,
+      self.d_model,
+      embedding_init=nn.initializers.truncated_normal(self.embedding_init_scale),
+      name='token_embed',
+      **types,
+    )
     keys = q if cache is None else num_positions
     key_valid = jnp.arange(keys)[None, :] < lengths[:, None]
-    where = layers.Positions(key_valid=key_valid, q_idx=q_idx,
-                             draw_length=lengths if draw_length is None else draw_length,
-                             draw_positions=num_positions)
-    h, new_cache = stack.body(self, embed, tokens, where, causal=True,
-                              deterministic=deterministic, cache=cache, window=window,
-                              recurrences=recurrences, context=context)
+    where = layers.Positions(
+      key_valid=key_valid,
+      q_idx=q_idx,
+      draw_length=lengths if draw_length is None else draw_length,
+      draw_positions=num_positions,
+    )
+    h, new_cache = stack.body(
+      self,
+      embed,
+      tokens,
+      where,
+      causal=True,
+      deterministic=deterministic,
+      cache=cache,
+      window=window,
+      recurrences=recurrences,
+      context=context,
+    )
     if self.tie_embeddings:
       logits = embed.attend(h)
     else:

@@ -15,6 +15,7 @@ Example:
   ...                      rngs={'noise': k3})          # [B, T, C]
   >>> outputs = read_outputs(logits, length, max_out)   # [B, O_max, C]
 """
+
 from __future__ import annotations
 
 import math
@@ -31,15 +32,17 @@ from posenc.models import stack
 Array = jax.Array
 
 
-def output_heads(h: Array, task: Array | None, num_classes: int, num_outputs: int,
-                 **types: Any) -> Array:
+def output_heads(
+  h: Array, task: Array | None, num_classes: int, num_outputs: int, **types: Any
+) -> Array:
   """Logits [B, T, C] of hidden states [B, T, D], made in the calling module's scope: one
   head (`head`, Dense C), or several (`heads`, kernel [D, n, C]), each example's picked by
   its task index [B], so one backbone serves several tasks."""
   if num_outputs == 1:
     return nn.Dense(num_classes, kernel_init=core.HAIKU_LINEAR_INIT, name='head', **types)(h)
-  logits = nn.DenseGeneral((num_outputs, num_classes), kernel_init=core.HAIKU_LINEAR_INIT,
-                           name='heads', **types)(h)
+  logits = nn.DenseGeneral(
+    (num_outputs, num_classes), kernel_init=core.HAIKU_LINEAR_INIT, name='heads', **types
+  )(h)
   task = jnp.zeros(h.shape[0], jnp.int32) if task is None else task
   return jnp.take_along_axis(logits, task[:, None, None, None], axis=2)[:, :, 0]
 
@@ -59,30 +62,50 @@ class Encoder(stack.Architecture):
     embedding_init_scale: σ of the token embedding's TruncNormal init (the reference's
       `emb_init_scale`, 0.02, applied to its one-hot Dense).
   """
+
   vocab_size: int = 0
   num_classes: int = 0
   causal: bool = False
   embedding_init_scale: float = 0.02
 
   @nn.compact
-  def __call__(self, tokens: Array, seq_length: Array, *, deterministic: bool,
-               task: Array | None = None, recurrences: int | None = None,
-               window: tuple[Array, Array] | None = None) -> Array:
+  def __call__(
+    self,
+    tokens: Array,
+    seq_length: Array,
+    *,
+    deterministic: bool,
+    task: Array | None = None,
+    recurrences: int | None = None,
+    window: tuple[Array, Array] | None = None,
+  ) -> Array:
     """Logits of every position; `task` [B] picks each example's output head, `recurrences`
     and `window` run a looped block another number of times or in part (`stack.body`)."""
     t = tokens.shape[1]
     self.check_length(t)
     types = {'dtype': self.dtype, 'param_dtype': self.param_dtype}
-    embed = nn.Embed(self.vocab_size + 1, self.d_model,
-                     embedding_init=nn.initializers.truncated_normal(self.embedding_init_scale),
-                     name='token_embed', **types)
+    embed = nn.Embed(
+      self.vocab_size + 1,
+      self.d_model,
+      embedding_init=nn.initializers.truncated_normal(self.embedding_init_scale),
+      name='token_embed',
+      **types,
+    )
     key_valid = jnp.arange(t) < seq_length
-    where = layers.Positions(key_valid=key_valid, q_idx=None,
-                             draw_length=jnp.asarray(seq_length), draw_positions=t)
-    h, _ = stack.body(self, embed, tokens, where, causal=self.causal,
-                      deterministic=deterministic, window=window, recurrences=recurrences)
-    return output_heads(h, task, self.num_classes, self.num_outputs, **types).astype(
-        jnp.float32)
+    where = layers.Positions(
+      key_valid=key_valid, q_idx=None, draw_length=jnp.asarray(seq_length), draw_positions=t
+    )
+    h, _ = stack.body(
+      self,
+      embed,
+      tokens,
+      where,
+      causal=self.causal,
+      deterministic=deterministic,
+      window=window,
+      recurrences=recurrences,
+    )
+    return output_heads(h, task, self.num_classes, self.num_outputs, **types).astype(jnp.float32)
 
 
 def init_rngs(key: Array) -> dict[str, Array]:
@@ -95,14 +118,17 @@ def num_params(model: Encoder, num_positions: int = 4) -> int:
   """Parameter count from shapes only (jax.eval_shape; nothing is allocated)."""
   tokens = jnp.zeros((1, num_positions), jnp.int32)
   shapes = jax.eval_shape(
-      lambda key: model.init(init_rngs(key), tokens, jnp.int32(num_positions),
-                             deterministic=True)['params'],
-      jax.random.key(0))
+    lambda key: model.init(init_rngs(key), tokens, jnp.int32(num_positions), deterministic=True)[
+      'params'
+    ],
+    jax.random.key(0),
+  )
   return sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(shapes))
 
 
-def empty_output_layout(inputs: Array, length: Array, output_length: Array,
-                        max_output_length: int, query_id: int) -> tuple[Array, Array]:
+def empty_output_layout(
+  inputs: Array, length: Array, output_length: Array, max_output_length: int, query_id: int
+) -> tuple[Array, Array]:
   """The reference's "empty output tokens" layout, padded.
 
   Args:
@@ -122,10 +148,10 @@ def empty_output_layout(inputs: Array, length: Array, output_length: Array,
   b, l_max = inputs.shape
   positions = jnp.arange(l_max + max_output_length)
   padded = jnp.concatenate(
-      [inputs.astype(jnp.int32), jnp.zeros((b, max_output_length), jnp.int32)], axis=1)
+    [inputs.astype(jnp.int32), jnp.zeros((b, max_output_length), jnp.int32)], axis=1
+  )
   seq_length = jnp.asarray(length + output_length, jnp.int32)
-  tokens = jnp.where(positions < length, padded,
-                     jnp.where(positions < seq_length, query_id, 0))
+  tokens = jnp.where(positions < length, padded, jnp.where(positions < seq_length, query_id, 0))
   return tokens.astype(jnp.int32), seq_length
 
 

@@ -3,6 +3,7 @@
 Letters: B batch, Q queries (the tokens given), S keys, T sequence length, H heads, K head
 width, D model width, F feed-forward width.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,6 +59,7 @@ def dropout_keep_mask(key: Array, shape: tuple[int, ...], rate: float) -> Array:
 
 class Dropout(nn.Module):
   """Inverted dropout (as nn.Dropout) with `dropout_keep_mask` bits from the 'dropout' stream."""
+
   rate: float
 
   @nn.compact
@@ -86,6 +88,7 @@ class AttentionArgs:
       (one β per layer).
     temperature_beta: β, or its initial value.
   """
+
   encoding: encodings.Encoding
   encoding_kwargs: tuple[tuple[str, Any], ...] = ()
   max_position: int = 2048
@@ -108,6 +111,7 @@ class Positions:
     draw_length: int scalar (one draw per batch) or [B] (one per sequence): the real
       length a randomized draw is made for.
   """
+
   key_valid: Array
   q_idx: Array | None
   draw_length: Array
@@ -117,7 +121,8 @@ class Positions:
 def _write(cache: Array, new: Array, start: Array) -> Array:
   """cache [B, S, H, K] with new [B, Q, H, K] written at rows start[b]..start[b]+Q-1."""
   return jax.vmap(lambda c, n, i: jax.lax.dynamic_update_slice_in_dim(c, n, i, axis=0))(
-      cache, new.astype(cache.dtype), start)
+    cache, new.astype(cache.dtype), start
+  )
 
 
 class MultiHeadAttention(nn.Module):
@@ -127,22 +132,34 @@ class MultiHeadAttention(nn.Module):
   given a cache (decoding), it writes the new tokens' keys and values at their indices and
   attends over the cache.
   """
+
   num_heads: int
   args: AttentionArgs
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
   @nn.compact
-  def __call__(self, x: Array, where: Positions, causal: bool,
-               cache: dict[str, Array] | None = None,
-               deterministic: bool = True) -> tuple[Array, dict[str, Array]]:
+  def __call__(
+    self,
+    x: Array,
+    where: Positions,
+    causal: bool,
+    cache: dict[str, Array] | None = None,
+    deterministic: bool = True,
+  ) -> tuple[Array, dict[str, Array]]:
     b, t, d = x.shape
     head_dim = d // self.num_heads
     args = self.args
 
     def project(name):  # -> [B, Q, H, K]
-      y = nn.Dense(d, use_bias=False, kernel_init=core.HAIKU_LINEAR_INIT, dtype=self.dtype,
-                   param_dtype=self.param_dtype, name=name)(x)
+      y = nn.Dense(
+        d,
+        use_bias=False,
+        kernel_init=core.HAIKU_LINEAR_INIT,
+        dtype=self.dtype,
+        param_dtype=self.param_dtype,
+        name=name,
+      )(x)
       return y.reshape(b, t, self.num_heads, head_dim)
 
     q, k, v = project('query'), project('key'), project('value')
@@ -150,17 +167,22 @@ class MultiHeadAttention(nn.Module):
       enc = core.AttentionEncoding('content', core.CONTENT)
     else:
       enc = args.encoding.attention(
-          max_position=args.max_position, num_heads=self.num_heads, head_dim=head_dim,
-          param_dtype=self.param_dtype, causal=causal, **dict(args.encoding_kwargs),
-          name='encoding')(
-              where.draw_positions, where.draw_length, x, deterministic)
+        max_position=args.max_position,
+        num_heads=self.num_heads,
+        head_dim=head_dim,
+        param_dtype=self.param_dtype,
+        causal=causal,
+        **dict(args.encoding_kwargs),
+        name='encoding',
+      )(where.draw_positions, where.draw_length, x, deterministic)
     q_idx = jnp.arange(t) if where.q_idx is None else where.q_idx
     tau = None
     if args.temperature != 'none':
       beta = jnp.asarray(args.temperature_beta, jnp.float32)
       if args.temperature == 'learned':
-        beta = self.param('temperature_beta', nn.initializers.constant(args.temperature_beta),
-                          (), self.param_dtype)
+        beta = self.param(
+          'temperature_beta', nn.initializers.constant(args.temperature_beta), (), self.param_dtype
+        )
       tau = attention.temperature(beta, q_idx, jnp.sum(where.key_valid, -1), causal)
     # Encodings that need a feature of every key (`key_state`) cache it with k and v.
     kv = {'k': k, 'v': v, **enc.key_state}
@@ -170,21 +192,58 @@ class MultiHeadAttention(nn.Module):
       enc = enc.with_keys({name: kv[name] for name in enc.key_state})
     if cache is None and self.is_mutable_collection('intermediates'):
       # Analysis (receptive fields, attention maps): the weights of the readable definition.
-      self.sow('intermediates', 'weights', attention.reference.weights(
-          q, k, enc, q_idx=q_idx, k_idx=jnp.arange(t), key_valid=where.key_valid,
-          causal=causal, temperature=tau))
+      self.sow(
+        'intermediates',
+        'weights',
+        attention.reference.weights(
+          q,
+          k,
+          enc,
+          q_idx=q_idx,
+          k_idx=jnp.arange(t),
+          key_valid=where.key_valid,
+          causal=causal,
+          temperature=tau,
+        ),
+      )
     if cache is None:
       out = attention.attend(
-          q, k, v, enc, key_valid=where.key_valid, causal=causal, impl=args.impl,
-          q_idx=where.q_idx, k_idx=None if where.q_idx is None else jnp.arange(t),
-          temperature=tau, block=args.block, fused_implementation=args.fused_implementation)
+        q,
+        k,
+        v,
+        enc,
+        key_valid=where.key_valid,
+        causal=causal,
+        impl=args.impl,
+        q_idx=where.q_idx,
+        k_idx=None if where.q_idx is None else jnp.arange(t),
+        temperature=tau,
+        block=args.block,
+        fused_implementation=args.fused_implementation,
+      )
     else:
       out = attention.attend(
-          q, kv['k'], kv['v'], enc, key_valid=where.key_valid, causal=causal,
-          impl=args.impl, q_idx=q_idx, k_idx=jnp.arange(kv['k'].shape[1]), temperature=tau,
-          block=args.block, fused_implementation=args.fused_implementation)
-    out = nn.Dense(d, use_bias=False, kernel_init=core.HAIKU_LINEAR_INIT, dtype=self.dtype,
-                   param_dtype=self.param_dtype, name='out')(out.reshape(b, t, d))
+        q,
+        kv['k'],
+        kv['v'],
+        enc,
+        key_valid=where.key_valid,
+        causal=causal,
+        impl=args.impl,
+        q_idx=q_idx,
+        k_idx=jnp.arange(kv['k'].shape[1]),
+        temperature=tau,
+        block=args.block,
+        fused_implementation=args.fused_implementation,
+      )
+    out = nn.Dense(
+      d,
+      use_bias=False,
+      kernel_init=core.HAIKU_LINEAR_INIT,
+      dtype=self.dtype,
+      param_dtype=self.param_dtype,
+      name='out',
+    )(out.reshape(b, t, d))
     return out, kv
 
 
@@ -196,6 +255,7 @@ class Block(nn.Module):
   FFN: 'relu' (Dense F, ReLU, Dense D) or 'gelu_glu' (Dense 2F split into a, g; GELU(a)·g;
   Dense D), as McLeish et al.'s models.
   """
+
   num_heads: int
   ffn_size: int
   dropout: float
@@ -206,8 +266,14 @@ class Block(nn.Module):
   param_dtype: Any = jnp.float32
 
   @nn.compact
-  def __call__(self, x: Array, where: Positions, causal: bool, deterministic: bool,
-               cache: dict[str, Array] | None = None) -> tuple[Array, dict[str, Array]]:
+  def __call__(
+    self,
+    x: Array,
+    where: Positions,
+    causal: bool,
+    deterministic: bool,
+    cache: dict[str, Array] | None = None,
+  ) -> tuple[Array, dict[str, Array]]:
     d = x.shape[-1]
     types = {'dtype': self.dtype, 'param_dtype': self.param_dtype}
     norm = lambda: nn.LayerNorm(epsilon=LAYER_NORM_EPS, **types)
@@ -218,8 +284,9 @@ class Block(nn.Module):
       if self.ffn == 'relu':
         f = nn.relu(nn.Dense(self.ffn_size, kernel_init=core.HAIKU_LINEAR_INIT, **types)(h))
       else:
-        a, g = jnp.split(nn.Dense(2 * self.ffn_size, kernel_init=core.HAIKU_LINEAR_INIT,
-                                  **types)(h), 2, axis=-1)
+        a, g = jnp.split(
+          nn.Dense(2 * self.ffn_size, kernel_init=core.HAIKU_LINEAR_INIT, **types)(h), 2, axis=-1
+        )
         f = nn.gelu(a) * g
       return nn.Dense(d, kernel_init=core.HAIKU_LINEAR_INIT, **types)(f)
 

@@ -9,6 +9,7 @@ L x 1 model without injection is the plain L-layer model. A recurrence window (s
 runs recurrences start..stop-1 only, the earlier ones without gradient (the progressive
 loss of Bansal et al. 2022).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,6 +31,7 @@ INJECTIONS = ('none', 'layer', 'block')
 
 class Recurrence(nn.Module):
   """One application of the looped block: `num_layers` layers, for `nn.scan` over R."""
+
   num_layers: int
   num_heads: int
   ffn_size: int
@@ -53,9 +55,16 @@ class Recurrence(nn.Module):
       if self.injection == 'layer' or (self.injection == 'block' and i == 0):
         h = h + e
       h, caches[f'layer_{i}'] = layers.Block(
-          self.num_heads, self.ffn_size, self.dropout, self.args, self.norm, self.ffn,
-          self.dtype, self.param_dtype, name=f'layer_{i}')(
-              h, where, self.causal, self.deterministic, cache.get(f'layer_{i}'))
+        self.num_heads,
+        self.ffn_size,
+        self.dropout,
+        self.args,
+        self.norm,
+        self.ffn,
+        self.dtype,
+        self.param_dtype,
+        name=f'layer_{i}',
+      )(h, where, self.causal, self.deterministic, cache.get(f'layer_{i}'))
     return jnp.where(r < stop, h, x), caches
 
 
@@ -82,6 +91,7 @@ class Architecture(nn.Module):
     num_outputs: output heads, picked per example by a task index (one shared backbone).
     dtype, param_dtype: computation and parameter dtypes.
   """
+
   encoding: str = 'none'
   num_layers: int = 5
   d_model: int = 64
@@ -117,20 +127,37 @@ class Architecture(nn.Module):
   def attention_args(self) -> layers.AttentionArgs:
     attention_options, _ = encodings.resolve_options(self.encoding, self.encoding_options)
     return layers.AttentionArgs(
-        self.encoding_spec, tuple(sorted(attention_options.items())), self.max_position,
-        attention.resolve(self.attention_impl), self.attention_block,
-        self.fused_implementation, self.temperature, self.temperature_beta)
+      self.encoding_spec,
+      tuple(sorted(attention_options.items())),
+      self.max_position,
+      attention.resolve(self.attention_impl),
+      self.attention_block,
+      self.fused_implementation,
+      self.temperature,
+      self.temperature_beta,
+    )
 
   def check_length(self, num_positions: int) -> None:
     if self.encoding_spec.randomized and num_positions > self.max_position:
-      raise ValueError(f'sequence length {num_positions} exceeds max_position='
-                       f'{self.max_position} of the randomized encoding {self.encoding!r}')
+      raise ValueError(
+        f'sequence length {num_positions} exceeds max_position='
+        f'{self.max_position} of the randomized encoding {self.encoding!r}'
+      )
 
 
-def body(model: Architecture, embed: nn.Embed, tokens: Array, where: layers.Positions, *,
-         causal: bool, deterministic: bool, cache: dict[str, Any] | None = None,
-         window: tuple[Array, Array] | None = None, recurrences: int | None = None,
-         context: Array | None = None) -> tuple[Array, dict[str, Any]]:
+def body(
+  model: Architecture,
+  embed: nn.Embed,
+  tokens: Array,
+  where: layers.Positions,
+  *,
+  causal: bool,
+  deterministic: bool,
+  cache: dict[str, Any] | None = None,
+  window: tuple[Array, Array] | None = None,
+  recurrences: int | None = None,
+  context: Array | None = None,
+) -> tuple[Array, dict[str, Any]]:
   """Embeddings and layers, created in `model`'s scope: tokens [B, Q] -> hidden [B, Q, D].
 
   Args:
@@ -154,10 +181,14 @@ def body(model: Architecture, embed: nn.Embed, tokens: Array, where: layers.Posi
   x = embed(tokens) * math.sqrt(model.d_model)
   if spec.embedding is not None:
     _, embedding_options = encodings.resolve_options(model.encoding, model.encoding_options)
-    table = spec.embedding(width=model.d_model, max_position=model.max_position,
-                           **embedding_options, name='position_embed')(
-                               where.draw_positions, where.draw_length,
-                               tokens if context is None else context, deterministic)
+    table = spec.embedding(
+      width=model.d_model,
+      max_position=model.max_position,
+      **embedding_options,
+      name='position_embed',
+    )(
+      where.draw_positions, where.draw_length, tokens if context is None else context, deterministic
+    )
     q_idx = jnp.arange(tokens.shape[1]) if where.q_idx is None else where.q_idx
     pos = randomized.lookup(table, q_idx, 1) if table.ndim == 3 else table[q_idx]
     pos = pos if pos.ndim == 3 else pos[None]
@@ -167,27 +198,49 @@ def body(model: Architecture, embed: nn.Embed, tokens: Array, where: layers.Posi
   new_cache = {}
   if not model.looped:
     if recurrences not in (None, 1):
-      raise ValueError(f'recurrences={recurrences} needs a looped model (loop=True, '
-                       'recurrences > 1 or input injection)')
+      raise ValueError(
+        f'recurrences={recurrences} needs a looped model (loop=True, '
+        'recurrences > 1 or input injection)'
+      )
     for i in range(model.num_layers):
       x, new_cache[f'layer_{i}'] = layers.Block(
-          model.num_heads, model.ffn_size, model.dropout, args, model.norm, model.ffn,
-          **types, name=f'layer_{i}')(x, where, causal, deterministic,
-                                      None if cache is None else cache[f'layer_{i}'])
+        model.num_heads,
+        model.ffn_size,
+        model.dropout,
+        args,
+        model.norm,
+        model.ffn,
+        **types,
+        name=f'layer_{i}',
+      )(x, where, causal, deterministic, None if cache is None else cache[f'layer_{i}'])
   else:
     r_total = recurrences or model.recurrences
     start, stop = (0, r_total) if window is None else window
     start, stop = jnp.asarray(start, jnp.int32), jnp.asarray(stop, jnp.int32)
-    scan = nn.scan(Recurrence, variable_broadcast='params',
-                   split_rngs={'params': False, 'dropout': True, 'noise': True},
-                   in_axes=(0, 0, nn.broadcast), length=r_total)
+    scan = nn.scan(
+      Recurrence,
+      variable_broadcast='params',
+      split_rngs={'params': False, 'dropout': True, 'noise': True},
+      in_axes=(0, 0, nn.broadcast),
+      length=r_total,
+    )
     e = x
     x0 = jnp.zeros_like(x) if model.injection != 'none' else x
     x, new_cache['block'] = scan(
-        model.num_layers, model.num_heads, model.ffn_size, model.dropout, args, model.norm,
-        model.ffn, model.injection, causal, deterministic, model.dtype, model.param_dtype,
-        name='block')(x0, jnp.arange(r_total), {} if cache is None else cache['block'],
-                      (e, where, start, stop))
+      model.num_layers,
+      model.num_heads,
+      model.ffn_size,
+      model.dropout,
+      args,
+      model.norm,
+      model.ffn,
+      model.injection,
+      causal,
+      deterministic,
+      model.dtype,
+      model.param_dtype,
+      name='block',
+    )(x0, jnp.arange(r_total), {} if cache is None else cache['block'], (e, where, start, stop))
   if model.norm == 'pre':
     x = nn.LayerNorm(epsilon=layers.LAYER_NORM_EPS, **types, name='final_norm')(x)
   return x, new_cache

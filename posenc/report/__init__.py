@@ -71,6 +71,7 @@ Example:
   | DCF | reverse_string | 52.0 | 95.1 |
   ...
 """
+
 import dataclasses
 import os
 import pathlib
@@ -89,23 +90,42 @@ from posenc.report import scorecard as scorecard_lib
 
 # The public API, from the modules that define it.
 # pylint: disable=unused-import,g-importing-member
-from posenc.report.core import (ENCODINGS, METRICS, TASK_LEVELS, TASKS, MalformedRunError,
-                                ReportError)
-from posenc.report.grid import (RegionStats, architecture_key, collect_grid_entries,
-                                grid_heatmap, grid_layout, heatmap_name, region_stats,
-                                region_table)
+from posenc.report.core import (
+  ENCODINGS,
+  METRICS,
+  TASK_LEVELS,
+  TASKS,
+  MalformedRunError,
+  ReportError,
+)
+from posenc.report.grid import (
+  RegionStats,
+  architecture_key,
+  collect_grid_entries,
+  grid_heatmap,
+  grid_layout,
+  heatmap_name,
+  region_stats,
+  region_table,
+)
 from posenc.report.load import Cell, RunFile, collect_cells, column_labels, find_results
-from posenc.report.range import (describe_lengths, figure4, grid_axes, per_length_table,
-                                 table1, table4)
+from posenc.report.range import (
+  describe_lengths,
+  figure4,
+  grid_axes,
+  per_length_table,
+  table1,
+  table4,
+)
 # pylint: enable=unused-import,g-importing-member
 
 # Each evaluation's section, by results.json's `evaluation` (`posenc.results.KINDS`), in the
 # order a report prints them. A new evaluation's section is one module and one entry here.
 SECTIONS: dict[str, ModuleType] = {
-    'range': range_section,
-    'grid': grid_section,
-    'perplexity': perplexity_section,
-    'lengths': lengths_section,
+  'range': range_section,
+  'grid': grid_section,
+  'perplexity': perplexity_section,
+  'lengths': lengths_section,
 }
 
 
@@ -151,6 +171,7 @@ def load_grid_run(results_path: str | os.PathLike[str]) -> RunFile:
 class LoadedRuns:
   """Every well-formed results.json under some paths (`runs`, in `find_results`' order), and
   one message per file skipped as malformed."""
+
   runs: tuple[RunFile, ...]
   problems: tuple[str, ...]
 
@@ -159,8 +180,9 @@ class LoadedRuns:
     return tuple(r for r in self.runs if r.record.evaluation.evaluation == evaluation)
 
 
-def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
-                  ) -> LoadedRuns:
+def load_all_runs(
+  paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+) -> LoadedRuns:
   """Loads every run under `paths` (`load_run`); malformed ones are skipped and described.
 
   Example:
@@ -182,8 +204,9 @@ def load_all_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'acc
   return LoadedRuns(tuple(runs), tuple(problems))
 
 
-def load_runs(paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
-              ) -> tuple[list[RunFile], list[str]]:
+def load_runs(
+  paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+) -> tuple[list[RunFile], list[str]]:
   """Loads every range run under `paths` for `metric` (`load_run`); malformed ones are skipped
   and described. Runs of other evaluations load without a problem but are not among the runs:
   `load_all_runs` returns them too.
@@ -212,6 +235,7 @@ class Report:
   `launch.report` names as written); and the "Not in this report" section (`absent`, '' when
   nothing is left out).
   """
+
   texts: Mapping[str, str]
   files: Mapping[str, bytes]
   skipped: tuple[str, ...]
@@ -234,15 +258,23 @@ def absent_section(absent: Sequence[str]) -> str:
   if not absent:
     return ''
   n = len(absent)
-  return (f'\n## Not in this report\n\n{n} cell{"s" * (n != 1)} of the grid '
-          f'{"is" if n == 1 else "are"} not in the tables and figures above:\n'
-          + ''.join(f'- {line}\n' for line in absent))
+  return (
+    f'\n## Not in this report\n\n{n} cell{"s" * (n != 1)} of the grid '
+    f'{"is" if n == 1 else "are"} not in the tables and figures above:\n'
+    + ''.join(f'- {line}\n' for line in absent)
+  )
 
 
-def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = False,
-                 figures: bool = True, per_length: bool = False,
-                 metric: str = 'accuracy', absent: Sequence[str] = (),
-                 scorecard: scorecard_lib.Thresholds | None = None) -> Report:
+def build_report(
+  paths: Sequence[str | os.PathLike[str]],
+  *,
+  full_grid: bool = False,
+  figures: bool = True,
+  per_length: bool = False,
+  metric: str = 'accuracy',
+  absent: Sequence[str] = (),
+  scorecard: scorecard_lib.Thresholds | None = None,
+) -> Report:
   """Loads the runs under `paths` and renders every table and figure in memory.
 
   Range runs give both tables (table1.md, table4.md), every task's figure
@@ -278,21 +310,30 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, full_grid: bool = F
   loaded = load_all_runs(paths, metric=metric)
   skipped = loaded.problems
   if not loaded.runs:
-    raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): '
-                      f'{skipped[0]}')
-  options = core.Options(full_grid=full_grid, figures=figures, per_length=per_length,
-                         metric=metric, skipped=skipped)
-  sections = [section.build(runs, options) for name, section in SECTIONS.items()
-              if (runs := loaded.of(name))]
+    raise ReportError(f'no well-formed run among {len(skipped)} results.json file(s): {skipped[0]}')
+  options = core.Options(
+    full_grid=full_grid, figures=figures, per_length=per_length, metric=metric, skipped=skipped
+  )
+  sections = [
+    section.build(runs, options) for name, section in SECTIONS.items() if (runs := loaded.of(name))
+  ]
   if scorecard is not None:
     sections.append(scorecard_lib.section(loaded.runs, scorecard, figures=figures))
   absent_text = absent_section(absent)
   # Every markdown file ends with what the report leaves out.
-  files = {name: data + absent_text.encode() if name.endswith('.md') else data
-           for section in sections for name, data in section.files.items()}
-  return Report({k: v for section in sections for k, v in section.texts.items()}, files,
-                skipped, tuple(t for section in sections for t in section.tables),
-                tuple(f for section in sections for f in section.figures), absent_text)
+  files = {
+    name: data + absent_text.encode() if name.endswith('.md') else data
+    for section in sections
+    for name, data in section.files.items()
+  }
+  return Report(
+    {k: v for section in sections for k, v in section.texts.items()},
+    files,
+    skipped,
+    tuple(t for section in sections for t in section.tables),
+    tuple(f for section in sections for f in section.figures),
+    absent_text,
+  )
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
@@ -304,9 +345,15 @@ def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None
     io_lib.write_bytes_atomic(out / name, data)
 
 
-def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
-                 full_grid: bool = False, per_length: bool = False,
-                 metric: str = 'accuracy', absent: Sequence[str] = ()) -> str:
+def write_report(
+  paths: Sequence[str | os.PathLike[str]],
+  out: str | os.PathLike[str],
+  *,
+  full_grid: bool = False,
+  per_length: bool = False,
+  metric: str = 'accuracy',
+  absent: Sequence[str] = (),
+) -> str:
   """Builds the report of `paths` for `metric` (`build_report`), writes it into `out`, returns
   the text to print: every section's texts in order (the range tables and per-length tables,
   the region table, ...), and last, once, the "Not in this report" section of `absent`.
@@ -316,8 +363,9 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
     # Table 1: exact match (%) on unseen lengths, max over members
     ...
   """
-  report = build_report(paths, full_grid=full_grid, per_length=per_length, metric=metric,
-                        absent=absent)
+  report = build_report(
+    paths, full_grid=full_grid, per_length=per_length, metric=metric, absent=absent
+  )
   write_files(out, report.files)
   texts = list(report.texts.values())
   if report.absent:

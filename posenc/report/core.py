@@ -16,6 +16,7 @@ Example:
   >>> counted(3, 'heatmap')
   '3 heatmaps'
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,27 +31,72 @@ import tasks as tasks_lib
 _LEVEL_LABELS = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}
 TASKS: tuple[str, ...] = tuple(tasks_lib.NAMES)
 TASK_LEVELS: dict[str, str] = {
-    name: _LEVEL_LABELS.get(tasks_lib.REGISTRY[name].level, '?') for name in TASKS}
+  name: _LEVEL_LABELS.get(tasks_lib.REGISTRY[name].level, '?') for name in TASKS
+}
 ARITHMETIC_TASKS: tuple[str, ...] = tuple(tasks_lib.ARITHMETIC)
 
 # The study's encodings in its order (Ruoss et al. 2023: Table 1's 11, Table 5's two
 # geometric variants): the range tables' columns (`posenc.encodings.NAMES`).
 ENCODINGS: tuple[str, ...] = (
-    'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos',
-    'randomized_relative', 'randomized_alibi', 'randomized_rotary', 'randomized_learned',
-    'geometric', 'geometric_directional')
+  'none',
+  'sin_cos',
+  'relative',
+  'alibi',
+  'rotary',
+  'learned',
+  'randomized_sin_cos',
+  'randomized_relative',
+  'randomized_alibi',
+  'randomized_rotary',
+  'randomized_learned',
+  'geometric',
+  'geometric_directional',
+)
 # Every encoding of the registry in its order (`posenc.encodings.ENCODINGS`): the region
 # table's columns, the arithmetic study's abacus and FIRE among them.
 GRID_ENCODINGS: tuple[str, ...] = (
-    'none', 'sin_cos', 'relative', 'alibi', 'rotary', 'learned', 'randomized_sin_cos',
-    'randomized_relative', 'randomized_alibi', 'randomized_rotary', 'randomized_learned',
-    'abacus', 'fire', 'randomized_fire', 'geometric', 'geometric_directional',
-    'position_coupling', 'pope', 'dape', 'dape_v2', 'cope', 'forgetting', 'stick_breaking',
-    'kerple_log', 'randomized_kerple_log', 'kerple_power', 'randomized_kerple_power',
-    'sandwich', 'randomized_sandwich', 'type1', 'randomized_type1', 'type2',
-    'randomized_type2', 'inverse_n', 'randomized_inverse_n', 'inverse_n_log_n',
-    'randomized_inverse_n_log_n', 'sliding_window', 'randomized_sliding_window', 't5',
-    'randomized_t5')
+  'none',
+  'sin_cos',
+  'relative',
+  'alibi',
+  'rotary',
+  'learned',
+  'randomized_sin_cos',
+  'randomized_relative',
+  'randomized_alibi',
+  'randomized_rotary',
+  'randomized_learned',
+  'abacus',
+  'fire',
+  'randomized_fire',
+  'geometric',
+  'geometric_directional',
+  'position_coupling',
+  'pope',
+  'dape',
+  'dape_v2',
+  'cope',
+  'forgetting',
+  'stick_breaking',
+  'kerple_log',
+  'randomized_kerple_log',
+  'kerple_power',
+  'randomized_kerple_power',
+  'sandwich',
+  'randomized_sandwich',
+  'type1',
+  'randomized_type1',
+  'type2',
+  'randomized_type2',
+  'inverse_n',
+  'randomized_inverse_n',
+  'inverse_n_log_n',
+  'randomized_inverse_n_log_n',
+  'sliding_window',
+  'randomized_sliding_window',
+  't5',
+  'randomized_t5',
+)
 
 # The study's protocol, against which runs are called "not fully trained" or "a subset".
 STUDY_TRAIN_STEPS = 2_000_000
@@ -80,6 +126,7 @@ MalformedRunError = results_lib.SchemaError
 class Options:
   """What a report is asked for: every column of the grid (`full_grid`), figures, per-length
   tables, the metric ('accuracy' or 'exact_match'), and the skipped files the notes name."""
+
   full_grid: bool = False
   figures: bool = True
   per_length: bool = False
@@ -97,6 +144,7 @@ class Section:
     >>> Section({'perplexity': text}, {'perplexity.md': text.encode()},  # doctest: +SKIP
     ...         tables=('perplexity.md',))
   """
+
   texts: Mapping[str, str]
   files: Mapping[str, bytes]
   tables: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ Example:
   >>> print(region_table(entries))                # doctest: +SKIP
   # Arithmetic: exact match (%) by region, mean ± sd over members
 """
+
 from __future__ import annotations
 
 import collections
@@ -42,8 +43,11 @@ REGION_NAMES = {'ood': 'OOD', 'beyond': 'beyond', 'id': 'ID'}
 # Grid runs: the arithmetic study's regions and heatmaps (McLeish et al. 2024, Figs. 3 and 4).
 
 
-_REGION_DEFINITIONS = {'id': 'both axes ≤ n', 'ood': 'some axis > n, both ≤ M',
-                       'beyond': 'equal lengths past M'}
+_REGION_DEFINITIONS = {
+  'id': 'both axes ≤ n',
+  'ood': 'some axis > n, both ≤ M',
+  'beyond': 'equal lengths past M',
+}
 
 
 def architecture_key(name: str) -> tuple[int, int, int, str]:
@@ -72,6 +76,7 @@ class GridEntry:
   Members merge as a range cell's do (`load.collect_cells`); `label` names the column as
   `load.column_labels` does for the grid runs.
   """
+
   task: str
   architecture: str
   encoding: str
@@ -84,8 +89,9 @@ class GridEntry:
     return tuple(m for m in self.members if not m.diverged)
 
 
-def collect_grid_entries(grid_runs: Iterable[load.RunFile]
-                         ) -> dict[tuple[str, str, str], GridEntry]:
+def collect_grid_entries(
+  grid_runs: Iterable[load.RunFile],
+) -> dict[tuple[str, str, str], GridEntry]:
   """Groups grid runs by (task, architecture, column label), merging their members.
 
   Labels are those of `column_labels` over the grid runs (the encoding, unless its runs differ
@@ -111,8 +117,8 @@ def collect_grid_entries(grid_runs: Iterable[load.RunFile]
           seen.add(key)
           members.append(member)
     entries[task, architecture, label] = GridEntry(
-        task, architecture, entry_runs[0].record.encoding, tuple(entry_runs), tuple(members),
-        label)
+      task, architecture, entry_runs[0].record.encoding, tuple(entry_runs), tuple(members), label
+    )
   return entries
 
 
@@ -120,13 +126,19 @@ def _grid_member_key(member: results_lib.GridMember) -> tuple[Any, ...]:
   # What tells members apart: a diverged member's regions count as None; repr, so that the
   # NaN cells of a member compare equal to their copy's.
   regions = {r: None if member.diverged else v for r, v in member.regions.items()}
-  return (member.seed, member.data_seed, member.learning_rate, member.diverged,
-          repr(tuple(regions.items())),
-          repr(tuple(results_lib.finite_curve(member.exact_match_by_cell).items())))
+  return (
+    member.seed,
+    member.data_seed,
+    member.learning_rate,
+    member.diverged,
+    repr(tuple(regions.items())),
+    repr(tuple(results_lib.finite_curve(member.exact_match_by_cell).items())),
+  )
 
 
-def grid_layout(entries: Mapping[tuple[str, str, str], GridEntry]
-                ) -> tuple[list[str], list[str], list[str]]:
+def grid_layout(
+  entries: Mapping[tuple[str, str, str], GridEntry],
+) -> tuple[list[str], list[str], list[str]]:
   """(tasks, architectures, columns) of the grid entries, in the region table's order.
 
   Tasks follow the arithmetic registry, architectures `architecture_key`, columns their
@@ -137,8 +149,9 @@ def grid_layout(entries: Mapping[tuple[str, str, str], GridEntry]
     >>> grid_layout(entries)  # doctest: +SKIP
     (['addition'], ['standard', 'looped 8x2'], ['none', 'abacus', 'fire'])
   """
-  tasks = range_section.ordered_names({e.task for e in entries.values()},
-                                      core.ARITHMETIC_TASKS, False)
+  tasks = range_section.ordered_names(
+    {e.task for e in entries.values()}, core.ARITHMETIC_TASKS, False
+  )
   architectures = sorted({e.architecture for e in entries.values()}, key=architecture_key)
   labels: dict[str, set[str]] = collections.defaultdict(set)
   for entry in entries.values():
@@ -154,6 +167,7 @@ class RegionStats:
   `sd` is the sample standard deviation (ddof 1; None for one member) over the `counted` of
   `total` members (the others diverged, or their runs have no cell in the region).
   """
+
   mean: float
   sd: float | None
   counted: int
@@ -174,8 +188,11 @@ def region_stats(entry: GridEntry, region: str) -> RegionStats | None:
   if not values:
     return None
   mean = math.fsum(values) / len(values)
-  sd = (math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
-        if len(values) > 1 else None)
+  sd = (
+    math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    if len(values) > 1
+    else None
+  )
   return RegionStats(mean, sd, len(values), len(entry.members))
 
 
@@ -193,8 +210,9 @@ def _region_entry(entry: GridEntry, region: str) -> str:
   return text
 
 
-def region_table(entries: Mapping[tuple[str, str, str], GridEntry], *,
-                 skipped: Sequence[str] = ()) -> str:
+def region_table(
+  entries: Mapping[tuple[str, str, str], GridEntry], *, skipped: Sequence[str] = ()
+) -> str:
   """The arithmetic study's results as markdown: per task, exact match (%) by region.
 
   The shape of the paper's Figures 3 and 4: per task, one table per region (OOD, beyond, ID),
@@ -222,11 +240,19 @@ def region_table(entries: Mapping[tuple[str, str, str], GridEntry], *,
     shown = [c for c in columns if any((task, a, c) in entries for a in architectures)]
     lines += [f'## {task}', '']
     for region in GRID_REGIONS:
-      lines += [f'### {REGION_NAMES[region]}: {_REGION_DEFINITIONS[region]}', '',
-                '| architecture | ' + ' | '.join(shown) + ' |', '|---|' + '---|' * len(shown)]
+      lines += [
+        f'### {REGION_NAMES[region]}: {_REGION_DEFINITIONS[region]}',
+        '',
+        '| architecture | ' + ' | '.join(shown) + ' |',
+        '|---|' + '---|' * len(shown),
+      ]
       for architecture in rows:
-        row = [core.MISSING if (task, architecture, c) not in entries
-               else _region_entry(entries[task, architecture, c], region) for c in shown]
+        row = [
+          core.MISSING
+          if (task, architecture, c) not in entries
+          else _region_entry(entries[task, architecture, c], region)
+          for c in shown
+        ]
         lines.append(f'| {architecture} | ' + ' | '.join(row) + ' |')
       lines.append('')
   return '\n'.join(lines + range_section.format_notes(_grid_notes(entries, skipped))) + '\n'
@@ -252,47 +278,59 @@ def _grid_protocol(record: results_lib.Results) -> str:
   grid = record.evaluation
   stride = f' at stride {grid.grid_stride} (and {grid.grid_max})' if grid.grid_stride > 1 else ''
   past = sorted(set(grid.beyond))
-  beyond = (', '.join(map(str, past)) if len(past) <= 4
-            else range_section.describe_lengths(past)) if past else 'none'
-  return (f'n = {record.train_length}, M = {grid.grid_max}, cells ({grid.axes[0]}, '
-          f'{grid.axes[1]}) in 1..{grid.grid_max}{stride}, beyond {beyond}, '
-          f'{grid.samples_per_cell} samples per '
-          'cell')
+  beyond = (
+    (', '.join(map(str, past)) if len(past) <= 4 else range_section.describe_lengths(past))
+    if past
+    else 'none'
+  )
+  return (
+    f'n = {record.train_length}, M = {grid.grid_max}, cells ({grid.axes[0]}, '
+    f'{grid.axes[1]}) in 1..{grid.grid_max}{stride}, beyond {beyond}, '
+    f'{grid.samples_per_cell} samples per '
+    'cell'
+  )
 
 
-def _grid_notes(entries: Mapping[tuple[str, str, str], GridEntry],
-                skipped: Sequence[str]) -> list[str]:
+def _grid_notes(
+  entries: Mapping[tuple[str, str, str], GridEntry], skipped: Sequence[str]
+) -> list[str]:
   """The region table's notes: what an entry is, the regions and cells, members, training,
   columns, merges and skipped runs."""
   tasks, architectures, columns = grid_layout(entries)
-  ordered = [entries[t, a, c] for t in tasks for a in architectures for c in columns
-             if (t, a, c) in entries]
+  ordered = [
+    entries[t, a, c] for t in tasks for a in architectures for c in columns if (t, a, c) in entries
+  ]
   total = len(ordered)
   notes = [
-      'Each entry is the mean ± sd over the non-diverged members (seeds × learning rates) of an '
-      'architecture and encoding of their exact match (the share of generated answers with '
-      'every token right) averaged over the cells of a region, in %; sd is the sample '
-      'standard deviation (ddof 1; none for a single member). "(2/3)" marks an entry where '
-      'only 2 of its 3 members count '
-      f'(the others diverged). {core.MISSING} = no run, or no cell in the region; '
-      f'{core.DIVERGED} = every '
-      'member diverged.']
+    'Each entry is the mean ± sd over the non-diverged members (seeds × learning rates) of an '
+    'architecture and encoding of their exact match (the share of generated answers with '
+    'every token right) averaged over the cells of a region, in %; sd is the sample '
+    'standard deviation (ddof 1; none for a single member). "(2/3)" marks an entry where '
+    'only 2 of its 3 members count '
+    f'(the others diverged). {core.MISSING} = no run, or no cell in the region; '
+    f'{core.DIVERGED} = every '
+    'member diverged.'
+  ]
 
   by_protocol: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
     for text in dict.fromkeys(_grid_protocol(r) for _, r in entry.runs):
       by_protocol[text].append(entry)
   notes.append(
-      'Regions of the cells (a, b): ID, both axes ≤ n (the training size); OOD, some axis > n '
-      'and both ≤ M; beyond, equal lengths a = b past M. Cells measured: ' + '; '.join(
-          f'{text} in {_which_entries(group, total)}' for text, group in by_protocol.items())
-      + '.')
+    'Regions of the cells (a, b): ID, both axes ≤ n (the training size); OOD, some axis > n '
+    'and both ≤ M; beyond, equal lengths a = b past M. Cells measured: '
+    + '; '.join(f'{text} in {_which_entries(group, total)}' for text, group in by_protocol.items())
+    + '.'
+  )
 
   by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
     by_count[range_section.members_text(entry.members)].append(entry)
-  notes.append('Members per entry: ' + '; '.join(
-      f'{text} in {_which_entries(group, total)}' for text, group in by_count.items()) + '.')
+  notes.append(
+    'Members per entry: '
+    + '; '.join(f'{text} in {_which_entries(group, total)}' for text, group in by_count.items())
+    + '.'
+  )
 
   diverged = [(e, sum(m.diverged for m in e.members)) for e in ordered]
   listed = ', '.join(f'{_entry_name(e)} ({k} of {len(e.members)})' for e, k in diverged if k)
@@ -304,38 +342,50 @@ def _grid_notes(entries: Mapping[tuple[str, str, str], GridEntry],
     for key in sorted({(r.train_steps, load.planned_steps(r)) for _, r in entry.runs}):
       by_steps[key].append(entry)
   for (steps, planned), group in sorted(by_steps.items(), reverse=True):
-    state = (f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
-             if steps < planned else f'Trained {steps:,} steps')
+    state = (
+      f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
+      if steps < planned
+      else f'Trained {steps:,} steps'
+    )
     notes.append(f'{state}: {_which_entries(group, total)}.')
 
   families = sorted({r.family for e in ordered for _, r in e.runs})
   if len(families) > 1:
-    notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
-                 'names its family; runs of different families are never merged.')
+    notes.append(
+      f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+      'names its family; runs of different families are never merged.'
+    )
   split: dict[str, set[str]] = collections.defaultdict(set)
   for entry in ordered:
     split[entry.encoding].add(entry.label)
   for encoding, labels in split.items():
-    if len(labels) > len({r.family for e in ordered if e.encoding == encoding
-                          for _, r in e.runs}):
-      notes.append(f'{encoding} is split by encoding options into {len(labels)} columns '
-                   f'({"; ".join(sorted(labels))}); their runs are never merged.')
+    if len(labels) > len({r.family for e in ordered if e.encoding == encoding for _, r in e.runs}):
+      notes.append(
+        f'{encoding} is split by encoding options into {len(labels)} columns '
+        f'({"; ".join(sorted(labels))}); their runs are never merged.'
+      )
 
   for entry in ordered:
     if len(entry.runs) > 1:
-      notes.append(f'{_entry_name(entry)} merges the members of {len(entry.runs)} runs '
-                   f'({", ".join(str(r.path.parent) for r in entry.runs)}); identical '
-                   'members count '
-                   'once.')
+      notes.append(
+        f'{_entry_name(entry)} merges the members of {len(entry.runs)} runs '
+        f'({", ".join(str(r.path.parent) for r in entry.runs)}); identical '
+        'members count '
+        'once.'
+      )
 
-  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered
-                    for _, r in e.runs})
+  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered for _, r in e.runs})
   runs = sum(len(e.runs) for e in ordered)
-  notes.append(f'Built from {runs} grid run{"s" * (runs != 1)} in {total} '
-               f'entr{"ies" if total != 1 else "y"} (devices: {", ".join(devices)}).')
+  notes.append(
+    f'Built from {runs} grid run{"s" * (runs != 1)} in {total} '
+    f'entr{"ies" if total != 1 else "y"} (devices: {", ".join(devices)}).'
+  )
   if skipped:
-    notes.append(f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
-                 + '; '.join(skipped) + '.')
+    notes.append(
+      f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+      + '; '.join(skipped)
+      + '.'
+    )
   return notes
 
 
@@ -381,8 +431,9 @@ def _next_round(step: int) -> int:
   return step * 5 // 2 if str(step).startswith('2') else step * 2
 
 
-def grid_heatmap(run: load.RunFile, member: results_lib.GridMember, *,
-                 label: str | None = None) -> mpl_figure.Figure:
+def grid_heatmap(
+  run: load.RunFile, member: results_lib.GridMember, *, label: str | None = None
+) -> mpl_figure.Figure:
   """A member's exact match (%) on every measured cell (a, b) ≤ M, and on the cells past M.
 
   a (the run's first axis) runs up the y axis, b (the second) along the x axis; each measured
@@ -416,19 +467,31 @@ def grid_heatmap(run: load.RunFile, member: results_lib.GridMember, *,
     column_index = {b: j for j, b in enumerate(columns)}
     for (a, b), value in inside.items():
       percent[row_index[a], column_index[b]] = 100 * value
-    ax.pcolormesh(_cell_edges(columns), _cell_edges(rows),
-                  np.ma.masked_invalid(percent), cmap=cmap, norm=norm)
+    ax.pcolormesh(
+      _cell_edges(columns), _cell_edges(rows), np.ma.masked_invalid(percent), cmap=cmap, norm=norm
+    )
     ax.set_xticks(_ticks(columns))
     ax.set_yticks(_ticks(rows))
   else:
     ax.text(0.5, 0.5, 'no cell measured', transform=ax.transAxes, ha='center', va='center')
   ax.set_xlim(0.5, m + 0.5)
   ax.set_ylim(0.5, m + 0.5)
-  ax.add_patch(mpl_patches.Rectangle((0.5, 0.5), min(n, m), min(n, m), fill=False,
-                                     edgecolor=_TRAINING_BOX, linewidth=2, zorder=3))
-  ax.text(min(n, m) + 0.5, min(n, m) + 0.5, f' training: both ≤ {n}', color=_TRAINING_BOX,
-          fontsize=9, ha='left', va='bottom', zorder=3,
-          bbox={'facecolor': 'white', 'alpha': 0.7, 'edgecolor': 'none', 'pad': 1})
+  ax.add_patch(
+    mpl_patches.Rectangle(
+      (0.5, 0.5), min(n, m), min(n, m), fill=False, edgecolor=_TRAINING_BOX, linewidth=2, zorder=3
+    )
+  )
+  ax.text(
+    min(n, m) + 0.5,
+    min(n, m) + 0.5,
+    f' training: both ≤ {n}',
+    color=_TRAINING_BOX,
+    fontsize=9,
+    ha='left',
+    va='bottom',
+    zorder=3,
+    bbox={'facecolor': 'white', 'alpha': 0.7, 'edgecolor': 'none', 'pad': 1},
+  )
   ax.set_xlabel(grid.axes[1])
   ax.set_ylabel(grid.axes[0])
   ax.tick_params(labelsize=8)
@@ -438,25 +501,34 @@ def grid_heatmap(run: load.RunFile, member: results_lib.GridMember, *,
     strip.pcolormesh([0, 1], np.arange(len(beyond) + 1) - 0.5, values, cmap=cmap, norm=norm)
     lengths = [a for a, _ in beyond]
     shown = set(_ticks(lengths))
-    strip.set_yticks([i for i, a in enumerate(lengths) if a in shown],
-                     [str(a) for a in lengths if a in shown])
+    strip.set_yticks(
+      [i for i, a in enumerate(lengths) if a in shown], [str(a) for a in lengths if a in shown]
+    )
     strip.set_xticks([])
     strip.yaxis.tick_right()
     strip.tick_params(labelsize=8)
     strip.set_title(f'beyond\na = b > {m}', fontsize=8)
-  fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_subplot(layout[-1]),
-               label='exact match (%)')
+  fig.colorbar(
+    cm.ScalarMappable(norm=norm, cmap=cmap),
+    cax=fig.add_subplot(layout[-1]),
+    label='exact match (%)',
+  )
   shown = lambda v: core.MISSING if v is None else range_section.percent_text(v)
-  regions = ', '.join(f'{REGION_NAMES[r]} {shown(member.regions[r])}'
-                      for r in ('id', 'ood', 'beyond'))
+  regions = ', '.join(
+    f'{REGION_NAMES[r]} {shown(member.regions[r])}' for r in ('id', 'ood', 'beyond')
+  )
   state = 'diverged' if member.diverged else f'exact match (%): {regions}'
-  fig.suptitle(f'{record.task}: {label}, {record.architecture}\nseed {member.seed}, learning rate '
-               f'{member.learning_rate:g}; {state}', fontsize=11)
+  fig.suptitle(
+    f'{record.task}: {label}, {record.architecture}\nseed {member.seed}, learning rate '
+    f'{member.learning_rate:g}; {state}',
+    fontsize=11,
+  )
   return fig
 
 
-def grid_heatmap_png(run: load.RunFile, member: results_lib.GridMember, *,
-                     label: str | None = None) -> bytes:
+def grid_heatmap_png(
+  run: load.RunFile, member: results_lib.GridMember, *, label: str | None = None
+) -> bytes:
   """`grid_heatmap` as PNG bytes.
 
   Example:
@@ -469,8 +541,7 @@ def grid_heatmap_png(run: load.RunFile, member: results_lib.GridMember, *,
   return buffer.getvalue()
 
 
-def heatmap_name(task: str, label: str, architecture: str, seed: int,
-                 learning_rate: float) -> str:
+def heatmap_name(task: str, label: str, architecture: str, seed: int, learning_rate: float) -> str:
   """A heatmap's file name, safe for any name: spaces and other signs become '_'.
 
   Example:
@@ -503,8 +574,9 @@ def grid_heatmaps(entries: Mapping[tuple[str, str, str], GridEntry]) -> dict[str
         if _grid_member_key(member) in seen:
           continue
         seen.add(_grid_member_key(member))
-        name = heatmap_name(entry.task, entry.label, entry.architecture, member.seed,
-                            member.learning_rate)
+        name = heatmap_name(
+          entry.task, entry.label, entry.architecture, member.seed, member.learning_rate
+        )
         stem, copy = name.removesuffix('.png'), 1
         while name in files:
           copy += 1
@@ -540,5 +612,6 @@ def build(runs: Sequence[load.RunFile], options: core.Options) -> core.Section:
   if options.figures:
     files.update(grid_heatmaps(entries))
   heatmaps = sum(name.startswith('heatmap_') for name in files)
-  return core.Section({'arithmetic': text}, files, tables=(FILE,),
-                      figures=(core.counted(heatmaps, 'heatmap'),))
+  return core.Section(
+    {'arithmetic': text}, files, tables=(FILE,), figures=(core.counted(heatmaps, 'heatmap'),)
+  )

@@ -8,6 +8,7 @@ The section of the 'lengths' evaluation (`posenc.results.LengthsResults`): `buil
   >>> runs = [load.RunFile(p, results.read(p)) for p in paths]   # doctest: +SKIP
   >>> print(table(runs))
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,6 +53,7 @@ def label(record: results_lib.Results) -> str:
 class Variant:
   """The runs of one task, variant and training length (e.g. more seeds in another sweep),
   pooled: a column of the table. `label` names it (`label`)."""
+
   label: str
   runs: tuple[load.RunFile, ...]
 
@@ -76,9 +78,13 @@ class Variant:
   def curves(self, distribution: str, metric: str = 'exact_match') -> list[dict[int, float]]:
     """Each non-diverged member's `metric` by length on `distribution`, over the runs that
     evaluated it (NaN where none was recorded)."""
-    return [results_lib.finite_curve(m.by_length[metric].get(distribution, {}))
-            for _, r in self.runs if distribution in r.evaluation.distributions
-            for m in r.members if not m.diverged]
+    return [
+      results_lib.finite_curve(m.by_length[metric].get(distribution, {}))
+      for _, r in self.runs
+      if distribution in r.evaluation.distributions
+      for m in r.members
+      if not m.diverged
+    ]
 
 
 def variants(runs: Sequence[load.RunFile]) -> list[Variant]:
@@ -94,9 +100,15 @@ def variants(runs: Sequence[load.RunFile]) -> list[Variant]:
     r = run.record
     groups.setdefault((r.task, label(r), r.train_length), []).append(run)
   pooled = [Variant(key[1], tuple(group)) for key, group in groups.items()]
-  return sorted(pooled, key=lambda v: (bool(v.first.evaluation.hints), v.first.evaluation.hints,
-                                       v.first.encoding,
-                                       temperature_text(v.first.config or {})))
+  return sorted(
+    pooled,
+    key=lambda v: (
+      bool(v.first.evaluation.hints),
+      v.first.evaluation.hints,
+      v.first.encoding,
+      temperature_text(v.first.config or {}),
+    ),
+  )
 
 
 def check(record: results_lib.Results, path: pathlib.Path, metric: str) -> None:
@@ -113,8 +125,12 @@ def build(runs: Sequence[load.RunFile], options: core.Options) -> core.Section:
     for task in sorted({r.record.task for r in runs}):
       files[f'hints_{task}.png'] = figure_png(runs, task)
   plots_made = sum(name.startswith('hints_') for name in files)
-  return core.Section({'hints': text}, files, tables=(FILE,),
-                      figures=(core.counted(plots_made, 'accuracy-by-length figure'),))
+  return core.Section(
+    {'hints': text},
+    files,
+    tables=(FILE,),
+    figures=(core.counted(plots_made, 'accuracy-by-length figure'),),
+  )
 
 
 def _stats(values: Sequence[float], scale: float, digits: int) -> str:
@@ -128,33 +144,43 @@ def table(runs: Sequence[load.RunFile]) -> str:
   """Per main task and test distribution: exact match (%) and mean edit distance against
   test length (rows) per variant (columns), mean ± sd over the non-diverged members, as
   markdown. Lengths past training are marked '*'."""
-  lines = ['# Task hinting: full-sequence accuracy and edit distance against test length', '',
-           'Entries: mean ± sd over the non-diverged members; sd is the sample standard '
-           'deviation (ddof 1).', '']
+  lines = [
+    '# Task hinting: full-sequence accuracy and edit distance against test length',
+    '',
+    'Entries: mean ± sd over the non-diverged members; sd is the sample standard '
+    'deviation (ddof 1).',
+    '',
+  ]
   for task in sorted({r.record.task for r in runs}):
     mine = variants([r for r in runs if r.record.task == task])
     train = max(v.first.train_length for v in mine)
     lengths = sorted({n for v in mine for n in v.lengths})
     distributions = list(dict.fromkeys(d for v in mine for d in v.distributions))
     counts = ', '.join(f'{v.label}: {v.counts[0]}/{v.counts[1]}' for v in mine)
-    lines += [f'## {task} (trained at lengths up to {train}; members per variant: {counts})',
-              '']
-    for metric, title, scale, digits in (('exact_match', 'full-sequence accuracy (%)', 100, 1),
-                                         ('edit_distance', 'mean edit distance', 1, 2)):
+    lines += [f'## {task} (trained at lengths up to {train}; members per variant: {counts})', '']
+    for metric, title, scale, digits in (
+      ('exact_match', 'full-sequence accuracy (%)', 100, 1),
+      ('edit_distance', 'mean edit distance', 1, 2),
+    ):
       for d in distributions:
         cols = [v for v in mine if d in v.distributions]
         curves = [v.curves(d, metric) for v in cols]
-        lines += [f'### {title}, {d} inputs', '',
-                  '| length | ' + ' | '.join(v.label for v in cols) + ' |',
-                  '|---|' + '---|' * len(cols)]
+        lines += [
+          f'### {title}, {d} inputs',
+          '',
+          '| length | ' + ' | '.join(v.label for v in cols) + ' |',
+          '|---|' + '---|' * len(cols),
+        ]
         for n in lengths:
           cells = [_stats([c[n] for c in col if n in c], scale, digits) for col in curves]
           lines.append(f'| {n}{"*" if n > train else ""} | ' + ' | '.join(cells) + ' |')
         lines.append('')
-  lines.append('Notes: * marks lengths past training. rep2..rep5 are rep(i, r) (Awasthi & '
-               'Gupta 2023, §3.1): floor(i/r) distinct values each repeated r times, the rest '
-               f'uniform, shuffled. Built from {len(runs)} run(s); the runs of one variant are '
-               'pooled.')
+  lines.append(
+    'Notes: * marks lengths past training. rep2..rep5 are rep(i, r) (Awasthi & '
+    'Gupta 2023, §3.1): floor(i/r) distinct values each repeated r times, the rest '
+    f'uniform, shuffled. Built from {len(runs)} run(s); the runs of one variant are '
+    'pooled.'
+  )
   return '\n'.join(lines) + '\n'
 
 
@@ -167,9 +193,9 @@ def figure_png(runs: Sequence[load.RunFile], task: str) -> bytes:
   rows = -(-len(distributions) // cols)
   fig = mpl_figure.Figure(figsize=(3.4 * cols + 1.0, 2.9 * rows + 0.6))
   grid = fig.subplots(rows, cols, squeeze=False)
-  for ax in grid.flat[len(distributions):]:
+  for ax in grid.flat[len(distributions) :]:
     ax.set_visible(False)
-  axes = list(grid.flat[:len(distributions)])
+  axes = list(grid.flat[: len(distributions)])
   train = max(v.first.train_length for v in mine)
   for ax, d in zip(axes, distributions):
     for k, v in enumerate(mine):
@@ -180,10 +206,9 @@ def figure_png(runs: Sequence[load.RunFile], task: str) -> bytes:
       if not curves:
         continue
       values = np.array([[c[n] * 100 for n in lengths] for c in curves])
-      line, = ax.plot(lengths, values.mean(0), label=v.label, **plots.series_style(k))
+      (line,) = ax.plot(lengths, values.mean(0), label=v.label, **plots.series_style(k))
       if len(curves) > 1:
-        ax.fill_between(lengths, values.min(0), values.max(0), alpha=0.15,
-                        color=line.get_color())
+        ax.fill_between(lengths, values.min(0), values.max(0), alpha=0.15, color=line.get_color())
     ax.axvline(train, **plots.TRAINING_LINE)
     ax.set_title(d, fontsize=9)
     ax.set_xlabel('test length')
@@ -192,7 +217,8 @@ def figure_png(runs: Sequence[load.RunFile], task: str) -> bytes:
   for row in grid:
     row[0].set_ylabel('full-sequence accuracy (%)')
   axes[-1].legend(fontsize=7, loc='best')
-  fig.suptitle(f'{task}: accuracy against test length (black dashes: longest training '
-               'length)', fontsize=10)
+  fig.suptitle(
+    f'{task}: accuracy against test length (black dashes: longest training length)', fontsize=10
+  )
   fig.tight_layout()
   return plots.png(fig)

@@ -12,6 +12,7 @@ Example:
   >>> [cell.score(m) for m in cell.members]      # exact match; None for a diverged member
   [0.3, None]
 """
+
 from __future__ import annotations
 
 import collections
@@ -27,6 +28,7 @@ from posenc.report import core
 
 class RunFile(NamedTuple):
   """A run as a report reads it: its results.json's path and the record it holds."""
+
   path: pathlib.Path
   record: results_lib.Results
 
@@ -69,8 +71,7 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
     else:
       raise core.ReportError(f'no such file or directory: {str(given)!r}')
     if not candidates:
-      raise core.ReportError(
-          f'no {core.RESULTS_FILE} in {str(given)!r} or any directory below it')
+      raise core.ReportError(f'no {core.RESULTS_FILE} in {str(given)!r} or any directory below it')
     for candidate in sorted(candidates):
       key = candidate.resolve()
       if key not in seen:
@@ -82,7 +83,8 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
 def _unreadable_directory(error: OSError) -> NoReturn:
   """os.walk's `onerror`: a directory it cannot list is an error of the report's input."""
   raise core.ReportError(
-      f'cannot read directory {str(error.filename)!r}: {error.strerror or error}')
+    f'cannot read directory {str(error.filename)!r}: {error.strerror or error}'
+  )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,17 +105,28 @@ def planned_steps(record: results_lib.Results) -> int:
 # `encoding_options`: everything written before that record, when the study's 13 were the
 # only encodings. Each option in the registry's order, and its default, as the encodings
 # registry resolves them (tests/test_report.py checks).
-_OPTION_DEFAULTS = {'max_time': 10_000.0, 'relative_mode': 'symmetric',
-                    'randomize_both_sides': False, 'alibi_reference_form': False,
-                    'geometric_normalize': False}
+_OPTION_DEFAULTS = {
+  'max_time': 10_000.0,
+  'relative_mode': 'symmetric',
+  'randomize_both_sides': False,
+  'alibi_reference_form': False,
+  'geometric_normalize': False,
+}
 _STUDY_OPTIONS: dict[str, tuple[str, ...]] = {
-    'none': (), 'sin_cos': ('max_time',), 'relative': ('max_time',),
-    'alibi': ('alibi_reference_form',), 'rotary': ('max_time',), 'learned': (),
-    'randomized_sin_cos': ('max_time',),
-    'randomized_relative': ('max_time', 'relative_mode', 'randomize_both_sides'),
-    'randomized_alibi': ('randomize_both_sides', 'alibi_reference_form'),
-    'randomized_rotary': ('max_time',), 'randomized_learned': (),
-    'geometric': ('geometric_normalize',), 'geometric_directional': ('geometric_normalize',)}
+  'none': (),
+  'sin_cos': ('max_time',),
+  'relative': ('max_time',),
+  'alibi': ('alibi_reference_form',),
+  'rotary': ('max_time',),
+  'learned': (),
+  'randomized_sin_cos': ('max_time',),
+  'randomized_relative': ('max_time', 'relative_mode', 'randomize_both_sides'),
+  'randomized_alibi': ('randomize_both_sides', 'alibi_reference_form'),
+  'randomized_rotary': ('max_time',),
+  'randomized_learned': (),
+  'geometric': ('geometric_normalize',),
+  'geometric_directional': ('geometric_normalize',),
+}
 
 
 def encoding_options(record: results_lib.Results) -> Mapping[str, Any] | None:
@@ -157,9 +170,10 @@ def option_text(value: Any) -> str:
 # Columns and cells.
 
 
-def column_labels(runs: Sequence[tuple[Any, results_lib.Results]],
-                  options: Callable[[results_lib.Results], Mapping[str, Any] | None] = (
-                      encoding_options)) -> list[str]:
+def column_labels(
+  runs: Sequence[tuple[Any, results_lib.Results]],
+  options: Callable[[results_lib.Results], Mapping[str, Any] | None] = (encoding_options),
+) -> list[str]:
   """Each run's column label: its encoding, plus its model family and the options that set it
   apart if need be.
 
@@ -186,31 +200,37 @@ def column_labels(runs: Sequence[tuple[Any, results_lib.Results]],
   """
   records = [record for _, record in runs]
   given = [options(record) for record in records]
-  keys = [(record.family, None if o is None else json_text(o))
-          for record, o in zip(records, given)]
+  keys = [(record.family, None if o is None else json_text(o)) for record, o in zip(records, given)]
   # Family-wide rather than per encoding: in a report of both families, a column of an encoding
   # that only one family ran must still say which.
   name_family = len({record.family for record in records}) > 1
   # encoding -> {(family, options as text (None: not recorded)): options}, in order of
   # appearance.
-  variants: dict[str, dict[tuple[str, str | None], Mapping[str, Any]]] = (
-      collections.defaultdict(dict))
+  variants: dict[str, dict[tuple[str, str | None], Mapping[str, Any]]] = collections.defaultdict(
+    dict
+  )
   for record, key, o in zip(records, keys, given):
     variants[record.encoding][key] = o or {}
   labels = {}
   for encoding, sets in variants.items():
     names = list(dict.fromkeys(name for options in sets.values() for name in options))
-    differing = [name for name in names if len({
-        json_text(options[name]) if name in options else None for options in sets.values()}) > 1]
+    differing = [
+      name
+      for name in names
+      if len({json_text(options[name]) if name in options else None for options in sets.values()})
+      > 1
+    ]
     for (family, options_key), options in sets.items():
       parts = [family] if name_family else []
       if differing and options_key is None:
         parts.append('options not recorded')
       elif differing:
-        parts += [f'{name}={option_text(options[name]) if name in options else "?"}'
-                  for name in differing]
+        parts += [
+          f'{name}={option_text(options[name]) if name in options else "?"}' for name in differing
+        ]
       labels[encoding, family, options_key] = (
-          f'{encoding} ({", ".join(parts)})' if parts else encoding)
+        f'{encoding} ({", ".join(parts)})' if parts else encoding
+      )
   return [labels[(record.encoding, *key)] for record, key in zip(records, keys)]
 
 
@@ -222,6 +242,7 @@ class Cell:
   `label` names the column: the encoding, or the encoding and the options that set its runs
   apart from its other columns (`column_labels`).
   """
+
   task: str
   encoding: str
   runs: tuple[RunFile, ...]
@@ -250,8 +271,7 @@ class Cell:
     return self.runs[0].record.evaluation.curve(member, self.family, self.metric)
 
 
-def collect_cells(runs: Iterable[RunFile], metric: str = 'accuracy'
-                  ) -> dict[tuple[str, str], Cell]:
+def collect_cells(runs: Iterable[RunFile], metric: str = 'accuracy') -> dict[tuple[str, str], Cell]:
   """Groups range runs by (task, column label), merging the members of runs of one cell.
 
   The label is the encoding unless its runs differ in their options or the runs hold several
@@ -276,8 +296,14 @@ def collect_cells(runs: Iterable[RunFile], metric: str = 'accuracy'
     for run in cell_runs:
       for member in run.record.members:
         # repr, so that the NaN values of a diverged member compare equal to their copy's.
-        key = (member.seed, member.data_seed, member.learning_rate, member.diverged,
-               cell.score(member), repr(tuple(cell.curve(member).items())))
+        key = (
+          member.seed,
+          member.data_seed,
+          member.learning_rate,
+          member.diverged,
+          cell.score(member),
+          repr(tuple(cell.curve(member).items())),
+        )
         if key not in seen:
           seen.add(key)
           members.append(member)

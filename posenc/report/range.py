@@ -8,6 +8,7 @@ Example:
   >>> print(table1(cells, metric='exact_match'))              # doctest: +SKIP
   # Table 1: exact match (%) on unseen lengths, max over members
 """
+
 from __future__ import annotations
 
 import collections
@@ -47,6 +48,7 @@ class SeedStats:
   a report; `converged` of `total` members at that learning rate did not diverge and enter
   the statistics.
   """
+
   learning_rate: float
   mean: float
   sd: float | None
@@ -73,8 +75,11 @@ def seed_stats(cell: Cell) -> SeedStats | None:
     if not scores:
       continue
     mean = math.fsum(scores) / len(scores)
-    sd = (math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
-          if len(scores) > 1 else None)
+    sd = (
+      math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+      if len(scores) > 1
+      else None
+    )
     if best is None or mean > best.mean:
       best = SeedStats(rate, mean, sd, len(scores), len(by_rate[rate]))
   return best
@@ -91,8 +96,9 @@ def ordered_names(present: Iterable[str], canonical: Sequence[str], full_grid: b
   return known + sorted(present - set(canonical))
 
 
-def grid_axes(cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
-              ) -> tuple[list[str], list[str]]:
+def grid_axes(
+  cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
+) -> tuple[list[str], list[str]]:
   """(rows, columns): tasks in the study's order and column labels in the grid's order.
 
   Columns follow their encodings' order, the columns of one encoding adjacent and sorted by
@@ -116,12 +122,15 @@ def percent_text(x: float) -> str:
   return f'{100 * x:.1f}'
 
 
-def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool,
-                   entry: Callable[[Cell], str]) -> list[str]:
+def _markdown_grid(
+  cells: Mapping[tuple[str, str], Cell], full_grid: bool, entry: Callable[[Cell], str]
+) -> list[str]:
   """The rows of a task × encoding markdown grid; `entry` renders a cell that has runs."""
   tasks, encodings = grid_axes(cells, full_grid)
-  lines = ['| level | task | ' + ' | '.join(encodings) + ' |',
-           '|---|---|' + '---|' * len(encodings)]
+  lines = [
+    '| level | task | ' + ' | '.join(encodings) + ' |',
+    '|---|---|' + '---|' * len(encodings),
+  ]
   for task in tasks:
     row = []
     for encoding in encodings:
@@ -131,8 +140,13 @@ def _markdown_grid(cells: Mapping[tuple[str, str], Cell], full_grid: bool,
   return lines
 
 
-def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
-           skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
+def table1(
+  cells: Mapping[tuple[str, str], Cell],
+  *,
+  full_grid: bool = False,
+  skipped: Sequence[str] = (),
+  metric: str = 'accuracy',
+) -> str:
   """The study's Table 1 as markdown: max score over all non-diverged members, in %.
 
   `metric` is the one the cells' members were loaded with (`load_runs`); the title names it.
@@ -148,6 +162,7 @@ def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
     Notes:
     ...
   """
+
   def entry(cell: Cell) -> str:
     best = best_score(cell)
     return core.DIVERGED if best is None else percent_text(best)
@@ -155,16 +170,23 @@ def table1(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
   label = core.metric_label(metric)
   lines = [f'# Table 1: {label} (%) on unseen lengths, max over members', '']
   lines += _markdown_grid(cells, full_grid, entry)
-  notes = [f'Each entry is the best score over all non-diverged members (seeds × learning '
-           f'rates) of a task and encoding, in %. {core.MISSING} = no run; '
-           f'{core.DIVERGED} = every '
-           f'member diverged.']
+  notes = [
+    f'Each entry is the best score over all non-diverged members (seeds × learning '
+    f'rates) of a task and encoding, in %. {core.MISSING} = no run; '
+    f'{core.DIVERGED} = every '
+    f'member diverged.'
+  ]
   notes += _common_notes(cells, skipped, metric)
   return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
 
 
-def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
-           skipped: Sequence[str] = (), metric: str = 'accuracy') -> str:
+def table4(
+  cells: Mapping[tuple[str, str], Cell],
+  *,
+  full_grid: bool = False,
+  skipped: Sequence[str] = (),
+  metric: str = 'accuracy',
+) -> str:
   """The study's Table 4 as markdown: mean ± sd over seeds at the best learning rate, in %.
 
   A second grid gives the learning rate chosen for each cell. `metric` is the one the cells'
@@ -179,6 +201,7 @@ def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
     | DCF | reverse_string | 50.3 ± 1.2 | 55.0 ± 2.4 (9/10) |
     ...
   """
+
   def entry(cell: Cell) -> str:
     stats = seed_stats(cell)
     if stats is None:
@@ -195,19 +218,22 @@ def table4(cells: Mapping[tuple[str, str], Cell], *, full_grid: bool = False,
     return core.DIVERGED if stats is None else f'{stats.learning_rate:g}'
 
   label = core.metric_label(metric)
-  lines = [f'# Table 4: {label} (%) on unseen lengths, mean ± sd over seeds at the best '
-           'learning rate', '']
+  lines = [
+    f'# Table 4: {label} (%) on unseen lengths, mean ± sd over seeds at the best learning rate',
+    '',
+  ]
   lines += _markdown_grid(cells, full_grid, entry)
   lines += ['', '## Best learning rate per cell', '']
   lines += _markdown_grid(cells, full_grid, rate)
   notes = [
-      'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
-      'is best (ties: the smallest rate), in %; sd is the sample standard deviation '
-      '(ddof 1; none for a single seed). Diverged members are left out; "(k/n)" marks a cell '
-      'where only k of the n '
-      f'members at that rate did not diverge. {core.MISSING} = no run; '
-      f'{core.DIVERGED} = every member '
-      'diverged.']
+    'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
+    'is best (ties: the smallest rate), in %; sd is the sample standard deviation '
+    '(ddof 1; none for a single seed). Diverged members are left out; "(k/n)" marks a cell '
+    'where only k of the n '
+    f'members at that rate did not diverge. {core.MISSING} = no run; '
+    f'{core.DIVERGED} = every member '
+    'diverged.'
+  ]
   notes += _common_notes(cells, skipped, metric)
   return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
 
@@ -251,8 +277,10 @@ def describe_lengths(lengths: Sequence[int]) -> str:
     return f'{lengths[0]}..{lengths[-1]} (every length, {len(lengths)} lengths)'
   if len(steps) == 1 and len(lengths) > 2:
     (step,) = steps
-    return (f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
-            f'(every {_ordinal(step)} length, {len(lengths)} lengths)')
+    return (
+      f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
+      f'(every {_ordinal(step)} length, {len(lengths)} lengths)'
+    )
   return f'{lengths[0]}..{lengths[-1]} ({len(lengths)} lengths, irregularly spaced)'
 
 
@@ -270,13 +298,16 @@ def members_text(members: Sequence[Any]) -> str:
   rates = sorted({m.learning_rate for m in members})
   text = str(len(members))
   if len(seeds) * len(rates) == len(members):
-    text += (f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
-             f'{{{", ".join(f"{r:g}" for r in rates)}}})')
+    text += (
+      f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
+      f'{{{", ".join(f"{r:g}" for r in rates)}}})'
+    )
   return text
 
 
-def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
-                  metric: str = 'accuracy') -> list[str]:
+def _common_notes(
+  cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str], metric: str = 'accuracy'
+) -> list[str]:
   """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
   tasks, encodings = grid_axes(cells)
   ordered = [cells[t, e] for t in tasks for e in encodings if (t, e) in cells]
@@ -284,30 +315,43 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
   notes = []
 
   # Which lengths the scores average over: the evaluated lengths above N, per run.
-  by_lengths: dict[tuple[int, tuple[int, ...], int], list[Cell]] = (
-      collections.defaultdict(list))
+  by_lengths: dict[tuple[int, tuple[int, ...], int], list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
-    for key in sorted({(r.train_length, tuple(n for n in _lengths(r) if n > r.train_length),
-                        max(_lengths(r), default=0)) for _, r in cell.runs}):
+    for key in sorted(
+      {
+        (
+          r.train_length,
+          tuple(n for n in _lengths(r) if n > r.train_length),
+          max(_lengths(r), default=0),
+        )
+        for _, r in cell.runs
+      }
+    ):
       by_lengths[key].append(cell)
   parts = []
   for (train_length, unseen, max_length), group in by_lengths.items():
     full = tuple(range(train_length + 1, max_length + 1))
     subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
-    parts.append(f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in '
-                 f'{_which(group, total)}')
-  notes.append(f'Scores average the {core.metric_label(metric)} over the evaluated lengths '
-               'above the '
-               f'training length N: {"; ".join(parts)}. The study uses '
-               f'N = {core.STUDY_TRAIN_LENGTH} and every length '
-               f'{core.STUDY_TRAIN_LENGTH + 1}..{core.STUDY_MAX_LENGTH}.')
+    parts.append(
+      f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in {_which(group, total)}'
+    )
+  notes.append(
+    f'Scores average the {core.metric_label(metric)} over the evaluated lengths '
+    'above the '
+    f'training length N: {"; ".join(parts)}. The study uses '
+    f'N = {core.STUDY_TRAIN_LENGTH} and every length '
+    f'{core.STUDY_TRAIN_LENGTH + 1}..{core.STUDY_MAX_LENGTH}.'
+  )
 
   # Members per cell, as seeds × learning rates where the cell is a full product.
   by_count: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
     by_count[members_text(cell.members)].append(cell)
-  notes.append('Members per cell: ' + '; '.join(
-      f'{text} in {_which(group, total)}' for text, group in by_count.items()) + '.')
+  notes.append(
+    'Members per cell: '
+    + '; '.join(f'{text} in {_which(group, total)}' for text, group in by_count.items())
+    + '.'
+  )
 
   diverged = [(c, sum(m.diverged for m in c.members)) for c in ordered]
   diverged = [(c, k) for c, k in diverged if k]
@@ -331,51 +375,69 @@ def _common_notes(cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str],
 
   families = sorted({c.family for c in ordered})
   if len(families) > 1:
-    notes.append(f'Runs of {len(families)} model families ({", ".join(families)}): each column '
-                 'names its family; runs of different families are never merged.')
+    notes.append(
+      f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+      'names its family; runs of different families are never merged.'
+    )
 
   # Encodings split into columns by their options, and the options their columns share. An
   # encoding's columns beyond one per family are those of its options.
   split: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
     split[cell.encoding].append(cell)
-  split = {e: group for e, group in split.items()
-           if len({c.label for c in group}) > len({c.family for c in group})}
+  split = {
+    e: group
+    for e, group in split.items()
+    if len({c.label for c in group}) > len({c.family for c in group})
+  }
   for encoding, group in split.items():
     labels = sorted({c.label for c in group})
-    text = (f'{encoding} is split by encoding options into {len(labels)} columns '
-            f'({"; ".join(labels)}); their runs are never merged')
-    recorded = [o for c in group for _, r in c.runs
-                if (o := load.encoding_options(r)) is not None]
-    shared = {k: v for k, v in (recorded[0] if recorded else {}).items()
-              if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)}
+    text = (
+      f'{encoding} is split by encoding options into {len(labels)} columns '
+      f'({"; ".join(labels)}); their runs are never merged'
+    )
+    recorded = [o for c in group for _, r in c.runs if (o := load.encoding_options(r)) is not None]
+    shared = {
+      k: v
+      for k, v in (recorded[0] if recorded else {}).items()
+      if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)
+    }
     if shared:
       text += '; options shared by every run that records them: ' + ', '.join(
-          f'{k}={load.option_text(v)}' for k, v in shared.items())
+        f'{k}={load.option_text(v)}' for k, v in shared.items()
+      )
     notes.append(text + '.')
 
   merged = [c for c in ordered if len(c.runs) > 1]
   for cell in merged:
     pairs = collections.Counter((m.seed, m.data_seed, m.learning_rate) for m in cell.members)
     repeated = sorted((p for p, k in pairs.items() if k > 1), key=repr)
-    text = (f'{_name(cell)} merges the members of {len(cell.runs)} runs '
-            f'({", ".join(str(r.path.parent) for r in cell.runs)}); identical members count '
-            'once')
+    text = (
+      f'{_name(cell)} merges the members of {len(cell.runs)} runs '
+      f'({", ".join(str(r.path.parent) for r in cell.runs)}); identical members count '
+      'once'
+    )
     if repeated:
       with_data = any(d is not None for _, d, _ in repeated)
-      text += (f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
-               'rate) all count: ' + ', '.join(
-                   f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated))
+      text += (
+        f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
+        'rate) all count: '
+        + ', '.join(f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated)
+      )
     notes.append(text + '.')
 
-  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered
-                    for _, r in c.runs})
+  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for _, r in c.runs})
   runs = sum(len(c.runs) for c in ordered)
-  notes.append(f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
-               f' (devices: {", ".join(devices)}).')
+  notes.append(
+    f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
+    f' (devices: {", ".join(devices)}).'
+  )
   if skipped:
-    notes.append(f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
-                 + '; '.join(skipped) + '.')
+    notes.append(
+      f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+      + '; '.join(skipped)
+      + '.'
+    )
   return notes
 
 
@@ -401,8 +463,9 @@ def best_member(cell: Cell) -> results_lib.RangeMember | None:
   return max(converged, key=cell.score) if converged else None
 
 
-def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
-            metric: str = 'accuracy') -> mpl_figure.Figure:
+def figure4(
+  cells: Mapping[tuple[str, str], Cell], task: str, *, metric: str = 'accuracy'
+) -> mpl_figure.Figure:
   """Figure 4 for one task: the metric vs length, one line per column (encoding or variant).
 
   Each column's line is its best member (by score); columns whose members all diverged are
@@ -432,8 +495,9 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
     train_lengths.update(r.record.train_length for r in cell.runs)
     # The variant index counts over every task, so a column has one style in all figures.
     siblings = [c for c in columns if encoding_of[c] == cell.encoding]
-    style = plots.encoding_style(cell.encoding, siblings.index(label), len(siblings),
-                                 [encoding_of[c] for c in columns])
+    style = plots.encoding_style(
+      cell.encoding, siblings.index(label), len(siblings), [encoding_of[c] for c in columns]
+    )
     member = best_member(cell)
     if member is None:
       ax.plot([], [], **style, label=f'{label}: {core.DIVERGED}')
@@ -443,8 +507,14 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
     step = max(1, -(-len(lengths) // _MARKS_PER_CURVE))
     # Staggered starts, so that curves lying on each other still show each one's markers.
     markevery = (index * step // len(columns), step)
-    (line,) = ax.plot(lengths, [curve[n] for n in lengths], lw=1.6, markevery=markevery,
-                      **style, label=f'{label}: {percent_text(cell.score(member))}')
+    (line,) = ax.plot(
+      lengths,
+      [curve[n] for n in lengths],
+      lw=1.6,
+      markevery=markevery,
+      **style,
+      label=f'{label}: {percent_text(cell.score(member))}',
+    )
     if style['linestyle'] == plots.DASHES:
       dashed.append((line, 2 * (index % 3)))
   for i, n in enumerate(sorted(train_lengths)):
@@ -458,8 +528,13 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
   ax.set_ylabel(label_y)
   ax.set_title(f'{task} ({core.TASK_LEVELS.get(task, "?")}): best member per encoding')
   ax.grid(alpha=0.3)
-  ax.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
-            title='encoding: score (%)', title_fontsize='small')
+  ax.legend(
+    loc='center left',
+    bbox_to_anchor=(1.01, 0.5),
+    fontsize='small',
+    title='encoding: score (%)',
+    title_fontsize='small',
+  )
   for line, phase in dashed:
     # Shifted after the legend copied the plain dashes: dashed curves lying on each other (two
     # encodings at chance, say) then show every colour, alternately.
@@ -468,8 +543,9 @@ def figure4(cells: Mapping[tuple[str, str], Cell], task: str, *,
   return fig
 
 
-def figure4_png(cells: Mapping[tuple[str, str], Cell], task: str, *,
-                metric: str = 'accuracy') -> bytes:
+def figure4_png(
+  cells: Mapping[tuple[str, str], Cell], task: str, *, metric: str = 'accuracy'
+) -> bytes:
   """`figure4` as PNG bytes.
 
   Example:
@@ -487,8 +563,9 @@ def figure_name(task: str) -> str:
   return f'figure4_{re.sub(r"[^A-Za-z0-9_.-]", "_", task)}.png'
 
 
-def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
-                     max_rows: int = 24, *, metric: str = 'accuracy') -> str:
+def per_length_table(
+  cells: Mapping[tuple[str, str], Cell], task: str, max_rows: int = 24, *, metric: str = 'accuracy'
+) -> str:
   """The metric by length of each encoding's best member on `task`, as markdown.
 
   Rows are lengths (thinned evenly to at most `max_rows`, always keeping N, N+1 and the
@@ -522,8 +599,10 @@ def per_length_table(cells: Mapping[tuple[str, str], Cell], task: str,
       cells_text.append('–' if acc is None or acc != acc else f'{100 * acc:.1f}')
     mark = '*' if length <= n else ''
     rows.append(f'| {length}{mark} | ' + ' | '.join(cells_text) + ' |')
-  return (f'{task}: {label} (%) by length, best member per encoding; * = trained length '
-          f'(1..{n})\n\n' + '\n'.join(rows) + '\n')
+  return (
+    f'{task}: {label} (%) by length, best member per encoding; * = trained length '
+    f'(1..{n})\n\n' + '\n'.join(rows) + '\n'
+  )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -546,8 +625,10 @@ def check(record: results_lib.Results, path: pathlib.Path, metric: str) -> None:
   where = str(path)
   evaluation = record.evaluation
   if not any(n > record.train_length for n in evaluation.eval_lengths):
-    raise core.MalformedRunError(f'{where}: no evaluated length above the training length '
-                                 f'N = {record.train_length}, so no score')
+    raise core.MalformedRunError(
+      f'{where}: no evaluated length above the training length '
+      f'N = {record.train_length}, so no score'
+    )
   score_key, curve_key = evaluation.FIELDS[metric]
   for i, member in enumerate(evaluation.members):
     at = load.member_where(where, i, member)

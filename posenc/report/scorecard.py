@@ -43,6 +43,7 @@ Example:
   (0.71, 0.25)
   >>> print(markdown(card))              # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import collections
@@ -73,6 +74,7 @@ class Thresholds:
   """What passes: a score >= `score`; a length at >= `length` of the metric; for
   perplexity, a value <= (1 + `tolerance`) x the member's perplexity at the training
   length."""
+
   score: float = 0.9
   length: float = 0.95
   tolerance: float = 0.1
@@ -91,8 +93,9 @@ class Thresholds:
 # Statistics, each on plain lists.
 
 
-def bootstrap_interval(statistic: Callable[..., Any], *samples: Sequence[float]
-                       ) -> list[float] | None:
+def bootstrap_interval(
+  statistic: Callable[..., Any], *samples: Sequence[float]
+) -> list[float] | None:
   """The percentile bootstrap 95% interval of `statistic(*samples, axis=-1)`; None when a
   sample has fewer than two values.
 
@@ -104,9 +107,15 @@ def bootstrap_interval(statistic: Callable[..., Any], *samples: Sequence[float]
   if all(np.all(d == d[0]) for d in data):
     value = float(statistic(*data, axis=-1))
     return [value, value]
-  result = stats.bootstrap(data, statistic, n_resamples=RESAMPLES, confidence_level=0.95,
-                           method='percentile', vectorized=True,
-                           rng=np.random.default_rng(0))
+  result = stats.bootstrap(
+    data,
+    statistic,
+    n_resamples=RESAMPLES,
+    confidence_level=0.95,
+    method='percentile',
+    vectorized=True,
+    rng=np.random.default_rng(0),
+  )
   return [float(result.confidence_interval.low), float(result.confidence_interval.high)]
 
 
@@ -122,12 +131,19 @@ def summarize(scores: Sequence[float], higher_is_better: bool = True) -> dict[st
     return None
   x = np.asarray(scores, np.float64)
   q25, median, q75 = np.percentile(x, [25, 50, 75])
-  return {'n': len(x), 'mean': float(x.mean()),
-          'sd': float(x.std(ddof=1)) if len(x) > 1 else None,
-          'mean_ci': bootstrap_interval(np.mean, x), 'median': float(median),
-          'q25': float(q25), 'q75': float(q75), 'iqr': float(q75 - q25),
-          'min': float(x.min()), 'max': float(x.max()),
-          'published': float(x.max() if higher_is_better else x.min())}
+  return {
+    'n': len(x),
+    'mean': float(x.mean()),
+    'sd': float(x.std(ddof=1)) if len(x) > 1 else None,
+    'mean_ci': bootstrap_interval(np.mean, x),
+    'median': float(median),
+    'q25': float(q25),
+    'q75': float(q75),
+    'iqr': float(q75 - q25),
+    'min': float(x.min()),
+    'max': float(x.max()),
+    'published': float(x.max() if higher_is_better else x.min()),
+  }
 
 
 def success_interval(successes: int, n: int) -> list[float] | None:
@@ -161,10 +177,10 @@ def tied_rank_sum_p(a: Sequence[float], b: Sequence[float]) -> float:
   count = np.zeros((n_a + 1, total + 1))
   count[0, 0] = 1.0
   for r in doubled:
-    count[1:, r:] = count[1:, r:] + count[:-1, :total + 1 - r]
+    count[1:, r:] = count[1:, r:] + count[:-1, : total + 1 - r]
   dist = count[n_a] / count[n_a].sum()
   observed = int(doubled[:n_a].sum())
-  return float(min(1.0, 2 * min(dist[:observed + 1].sum(), dist[observed:].sum())))
+  return float(min(1.0, 2 * min(dist[: observed + 1].sum(), dist[observed:].sum())))
 
 
 def rank_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
@@ -188,12 +204,22 @@ def rank_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     p = stats.mannwhitneyu(a, b, alternative='two-sided', method='exact').pvalue
     return {**out, 'p_value': float(p), 'test': 'Mann-Whitney, exact'}
   if len(pooled) <= EXACT_MEMBERS:
-    return {**out, 'p_value': tied_rank_sum_p(a, b),
-            'test': 'Mann-Whitney, exact permutation test (ties)'}
-  test = stats.mannwhitneyu(a, b, alternative='two-sided', method=stats.PermutationMethod(
-      n_resamples=PERMUTATIONS, rng=np.random.default_rng(0)))
-  return {**out, 'p_value': float(test.pvalue),
-          'test': f'Mann-Whitney, permutation test, {PERMUTATIONS:,} random splits (ties)'}
+    return {
+      **out,
+      'p_value': tied_rank_sum_p(a, b),
+      'test': 'Mann-Whitney, exact permutation test (ties)',
+    }
+  test = stats.mannwhitneyu(
+    a,
+    b,
+    alternative='two-sided',
+    method=stats.PermutationMethod(n_resamples=PERMUTATIONS, rng=np.random.default_rng(0)),
+  )
+  return {
+    **out,
+    'p_value': float(test.pvalue),
+    'test': f'Mann-Whitney, permutation test, {PERMUTATIONS:,} random splits (ties)',
+  }
 
 
 def longest_generalized(curve: Mapping[int, float], passes: Callable[[float], bool]) -> int:
@@ -225,22 +251,34 @@ def variance_components(scores: Mapping[tuple[int, int], float]) -> dict[str, An
   x = np.array([[scores[s, d] for d in data] for s in seeds], np.float64)
   residual = x - x.mean(1, keepdims=True) - x.mean(0, keepdims=True) + x.mean()
   dof = (len(seeds) - 1) * (len(data) - 1)
-  return {'seeds': len(seeds), 'data_seeds': len(data),
-          'seed_variance': float(x.mean(1).var(ddof=1)),
-          'data_order_variance': float(x.mean(0).var(ddof=1)),
-          'residual_variance': float((residual ** 2).sum() / dof)}
+  return {
+    'seeds': len(seeds),
+    'data_seeds': len(data),
+    'seed_variance': float(x.mean(1).var(ddof=1)),
+    'data_order_variance': float(x.mean(0).var(ddof=1)),
+    'residual_variance': float((residual**2).sum() / dof),
+  }
 
 
 def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
   """Difference of means (a - b) with its bootstrap 95% interval, and the two-sided
   Mann-Whitney U test (`rank_test`)."""
-  out = {'n_a': len(a), 'n_b': len(b), 'mean_difference': None, 'ci': None, 'u': None,
-         'u_max': None, 'p_value': None, 'test': None}
+  out = {
+    'n_a': len(a),
+    'n_b': len(b),
+    'mean_difference': None,
+    'ci': None,
+    'u': None,
+    'u_max': None,
+    'p_value': None,
+    'test': None,
+  }
   if not a or not b:
     return out
   out['mean_difference'] = float(np.mean(a) - np.mean(b))
   out['ci'] = bootstrap_interval(
-      lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), a, b)
+    lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), a, b
+  )
   out.update(rank_test(a, b))
   return out
 
@@ -272,18 +310,26 @@ def _member_scores(record: Any, thresholds: Thresholds) -> list[dict[str, Any]]:
       succeeds = score is not None and score <= limit
     ok = not member.diverged and score is not None and math.isfinite(score) and bool(curve)
     longest = longest_generalized(curve, passes) if ok else None
-    out.append({'seed': member.seed, 'data_seed': member.data_seed,
-                'learning_rate': member.learning_rate, 'diverged': member.diverged,
-                'score': score if ok else None, 'success': bool(ok and succeeds),
-                'longest': longest,
-                # Every evaluated length passed: the true longest lies at or past it.
-                'longest_censored': bool(ok and longest == max(curve)),
-                'passes_by_length': {n: bool(ok and passes(v)) for n, v in curve.items()}})
+    out.append(
+      {
+        'seed': member.seed,
+        'data_seed': member.data_seed,
+        'learning_rate': member.learning_rate,
+        'diverged': member.diverged,
+        'score': score if ok else None,
+        'success': bool(ok and succeeds),
+        'longest': longest,
+        # Every evaluated length passed: the true longest lies at or past it.
+        'longest_censored': bool(ok and longest == max(curve)),
+        'passes_by_length': {n: bool(ok and passes(v)) for n, v in curve.items()},
+      }
+    )
   return out
 
 
-def longest_summary(longest: Sequence[int], censored: Sequence[bool],
-                    train_length: int) -> dict[str, Any] | None:
+def longest_summary(
+  longest: Sequence[int], censored: Sequence[bool], train_length: int
+) -> dict[str, Any] | None:
   """`summarize` of the members' longest lengths generalized, with which statistics are only
   lower bounds: those that move when the censored members (every evaluated length passed)
   are put further out. Adds the censored count and the median's ratio to `train_length`.
@@ -294,15 +340,20 @@ def longest_summary(longest: Sequence[int], censored: Sequence[bool],
   stats_now = summarize(list(longest))
   if stats_now is None:
     return None
-  far = summarize([n + 10 ** 9 if c else n for n, c in zip(longest, censored)])
+  far = summarize([n + 10**9 if c else n for n, c in zip(longest, censored)])
   keys = ('mean', 'median', 'q25', 'q75', 'min', 'max')
   bound = {k: bool(far[k] != stats_now[k]) for k in keys}
-  return {**stats_now, 'censored': int(sum(censored)), 'lower_bound': bound,
-          'ratio_to_train_length': stats_now['median'] / max(train_length, 1)}
+  return {
+    **stats_now,
+    'censored': int(sum(censored)),
+    'lower_bound': bound,
+    'ratio_to_train_length': stats_now['median'] / max(train_length, 1),
+  }
 
 
-def scorecard(records: Sequence[tuple[Any, Any]],
-              thresholds: Thresholds = Thresholds()) -> dict[str, Any]:
+def scorecard(
+  records: Sequence[tuple[Any, Any]], thresholds: Thresholds = Thresholds()
+) -> dict[str, Any]:
   """The scorecard (a JSON-able dict, `SCHEMA_VERSION`) of `records`: [(path,
   posenc.results.Results)], any protocols."""
   thresholds.check()
@@ -311,8 +362,9 @@ def scorecard(records: Sequence[tuple[Any, Any]],
   labels = [''] * len(records)
   for task in {r.task for _, r in records}:
     index = [i for i, (_, r) in enumerate(records) if r.task == task]
-    for i, label in zip(index, load.column_labels([records[i] for i in index],
-                                                  lambda r: r.encoding_options)):
+    for i, label in zip(
+      index, load.column_labels([records[i] for i in index], lambda r: r.encoding_options)
+    ):
       labels[i] = label
   architectures = collections.defaultdict(set)
   for _, r in records:
@@ -324,20 +376,36 @@ def scorecard(records: Sequence[tuple[Any, Any]],
     evaluation = record.evaluation
     for member in _member_scores(record, thresholds):
       key = (record.task, label, record.family, member['learning_rate'])
-      group = groups.setdefault(key, {
-          'task': record.task, 'column': label, 'family': record.family,
-          'learning_rate': member['learning_rate'], 'evaluation': evaluation.evaluation,
+      group = groups.setdefault(
+        key,
+        {
+          'task': record.task,
+          'column': label,
+          'family': record.family,
+          'learning_rate': member['learning_rate'],
+          'evaluation': evaluation.evaluation,
           'metric': evaluation.metric_of(record.family),
           'higher_is_better': evaluation.higher_is_better,
-          'train_length': record.train_length, 'score_basis': evaluation.score_basis(),
-          'runs': [], 'members': []})
+          'train_length': record.train_length,
+          'score_basis': evaluation.score_basis(),
+          'runs': [],
+          'members': [],
+        },
+      )
       if str(path) not in group['runs']:
         group['runs'].append(str(path))
       group['members'].append(member)
-  rows = [_row(group) for _, group in sorted(groups.items(), key=lambda kv: (
-      kv[0][0], kv[0][2], kv[0][3], kv[0][1]))]
-  return {'schema_version': SCHEMA_VERSION, 'thresholds': dataclasses.asdict(thresholds),
-          'resamples': RESAMPLES, 'rows': rows, 'comparisons': _comparisons(rows)}
+  rows = [
+    _row(group)
+    for _, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][3], kv[0][1]))
+  ]
+  return {
+    'schema_version': SCHEMA_VERSION,
+    'thresholds': dataclasses.asdict(thresholds),
+    'resamples': RESAMPLES,
+    'rows': rows,
+    'comparisons': _comparisons(rows),
+  }
 
 
 def _row(group: dict[str, Any]) -> dict[str, Any]:
@@ -346,38 +414,68 @@ def _row(group: dict[str, Any]) -> dict[str, Any]:
   success = [float(m['success']) for m in members]
   lengths = sorted({n for m in members for n in m['passes_by_length']})
   measured = [m for m in members if m['longest'] is not None]
-  longest_stats = longest_summary([m['longest'] for m in measured],
-                                  [m['longest_censored'] for m in measured],
-                                  group['train_length'])
-  by_pair = {(m['seed'], m['data_seed']): m['score'] for m in members
-             if m['score'] is not None and m['data_seed'] is not None}
-  return {**{k: v for k, v in group.items() if k != 'members'},
-          'members': len(members), 'diverged': sum(m['diverged'] for m in members),
-          'score': summarize(scores, group['higher_is_better']),
-          'success': {'rate': float(np.mean(success)), 'successes': int(sum(success)),
-                      'ci': success_interval(int(sum(success)), len(success)),
-                      'interval': 'Wilson score, 95%'},
-          'success_by_length': {str(n): float(np.mean([m['passes_by_length'].get(n, False)
-                                                       for m in members])) for n in lengths},
-          'longest_generalized': longest_stats,
-          'variance': variance_components(by_pair),
-          'member_scores': [{'seed': m['seed'], 'data_seed': m['data_seed'],
-                             'score': m['score'], 'longest': m['longest'],
-                             'longest_censored': m['longest_censored']} for m in members]}
+  longest_stats = longest_summary(
+    [m['longest'] for m in measured],
+    [m['longest_censored'] for m in measured],
+    group['train_length'],
+  )
+  by_pair = {
+    (m['seed'], m['data_seed']): m['score']
+    for m in members
+    if m['score'] is not None and m['data_seed'] is not None
+  }
+  return {
+    **{k: v for k, v in group.items() if k != 'members'},
+    'members': len(members),
+    'diverged': sum(m['diverged'] for m in members),
+    'score': summarize(scores, group['higher_is_better']),
+    'success': {
+      'rate': float(np.mean(success)),
+      'successes': int(sum(success)),
+      'ci': success_interval(int(sum(success)), len(success)),
+      'interval': 'Wilson score, 95%',
+    },
+    'success_by_length': {
+      str(n): float(np.mean([m['passes_by_length'].get(n, False) for m in members]))
+      for n in lengths
+    },
+    'longest_generalized': longest_stats,
+    'variance': variance_components(by_pair),
+    'member_scores': [
+      {
+        'seed': m['seed'],
+        'data_seed': m['data_seed'],
+        'score': m['score'],
+        'longest': m['longest'],
+        'longest_censored': m['longest_censored'],
+      }
+      for m in members
+    ],
+  }
 
 
 def _comparisons(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
   """Every pair of columns of one task, family and learning rate."""
   out = []
   for i, a in enumerate(rows):
-    for b in rows[i + 1:]:
+    for b in rows[i + 1 :]:
       if (a['task'], a['family'], a['learning_rate']) != (
-          b['task'], b['family'], b['learning_rate']):
+        b['task'],
+        b['family'],
+        b['learning_rate'],
+      ):
         continue
       scores = lambda row: [m['score'] for m in row['member_scores'] if m['score'] is not None]
-      out.append({'task': a['task'], 'family': a['family'],
-                  'learning_rate': a['learning_rate'], 'a': a['column'], 'b': b['column'],
-                  **compare(scores(a), scores(b))})
+      out.append(
+        {
+          'task': a['task'],
+          'family': a['family'],
+          'learning_rate': a['learning_rate'],
+          'a': a['column'],
+          'b': b['column'],
+          **compare(scores(a), scores(b)),
+        }
+      )
   return out
 
 
@@ -397,7 +495,7 @@ def _lengths_text(lengths: Sequence[int], limit: int = 12) -> str:
   """'17, 19, 22, ..., 64 (17 lengths)' for a long list, else every length."""
   if len(lengths) <= limit:
     return ', '.join(map(str, lengths))
-  shown = ', '.join(map(str, lengths[:limit - 2]))
+  shown = ', '.join(map(str, lengths[: limit - 2]))
   return f'{shown}, …, {lengths[-1]} ({len(lengths)} lengths)'
 
 
@@ -410,45 +508,66 @@ def _longest_text(lg: Mapping[str, Any] | None) -> str:
   if lg['censored'] == lg['n']:
     return f'≥ {lg["min"]:g} (every evaluated length)'
   bound = '≥ ' if lg['lower_bound']['median'] else ''
-  return (f'{at("median")} [{at("q25")}, {at("q75")}] ({bound}'
-          f'{lg["ratio_to_train_length"]:.2f}×); {lg["censored"]}/{lg["n"]} pass every '
-          'evaluated length')
+  return (
+    f'{at("median")} [{at("q25")}, {at("q75")}] ({bound}'
+    f'{lg["ratio_to_train_length"]:.2f}×); {lg["censored"]}/{lg["n"]} pass every '
+    'evaluated length'
+  )
 
 
 def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
   """The scorecard as markdown: per task, a row per column (and family, learning rate), its
   pairwise comparisons, and the share of members passing by length."""
   t = card['thresholds']
-  lines = ['# Robustness scorecard', '',
-           f'Per row, over its members (seeds and data orders): scores in % (perplexity as '
-           f'is); sd is the sample standard deviation (ddof 1); intervals of means [in '
-           f'brackets] are 95% percentile bootstraps of {card["resamples"]} resamples, '
-           f'intervals of success rates 95% Wilson score intervals. "max (published)" is the '
-           f'statistic papers report. Success: score >= {t["score"] * 100:g}% (perplexity: '
-           f'within {t["tolerance"] * 100:g}% of the training length\'s); longest '
-           f'generalized: the largest test length up to which the metric stays >= '
-           f'{t["length"] * 100:g}% (perplexity: within the tolerance), with its ratio to the '
-           'training length; "≥ n" is a lower bound: members that pass every evaluated '
-           'length are counted at the longest one. Rank tests: two-sided Mann-Whitney U '
-           '(U = the pairs A wins, ties half, of n_A × n_B), exact (with ties: the exact '
-           'permutation test).', '']
+  lines = [
+    '# Robustness scorecard',
+    '',
+    f'Per row, over its members (seeds and data orders): scores in % (perplexity as '
+    f'is); sd is the sample standard deviation (ddof 1); intervals of means [in '
+    f'brackets] are 95% percentile bootstraps of {card["resamples"]} resamples, '
+    f'intervals of success rates 95% Wilson score intervals. "max (published)" is the '
+    f'statistic papers report. Success: score >= {t["score"] * 100:g}% (perplexity: '
+    f'within {t["tolerance"] * 100:g}% of the training length\'s); longest '
+    f'generalized: the largest test length up to which the metric stays >= '
+    f'{t["length"] * 100:g}% (perplexity: within the tolerance), with its ratio to the '
+    'training length; "≥ n" is a lower bound: members that pass every evaluated '
+    'length are counted at the longest one. Rank tests: two-sided Mann-Whitney U '
+    '(U = the pairs A wins, ties half, of n_A × n_B), exact (with ties: the exact '
+    'permutation test).',
+    '',
+  ]
   for task in sorted({r['task'] for r in card['rows']}):
     rows = [r for r in card['rows'] if r['task'] == task]
     lower = not rows[0]['higher_is_better']
     scale, digits = (1, 3) if lower else (100, 1)
-    lines += [f'## {task} ({rows[0]["metric"]}, trained up to length '
-              f'{max(r["train_length"] for r in rows)})', '']
+    lines += [
+      f'## {task} ({rows[0]["metric"]}, trained up to length '
+      f'{max(r["train_length"] for r in rows)})',
+      '',
+    ]
     bases = {(r['score_basis']['what'], tuple(r['score_basis']['lengths'])) for r in rows}
     for what, lengths in sorted(bases):
-      lines.append(f'Score: {what}, lengths {_lengths_text(lengths)}.'
-                   + ('' if len(bases) == 1 else ' Columns: ' + ', '.join(
-                       r['column'] for r in rows if (r['score_basis']['what'], tuple(
-                           r['score_basis']['lengths'])) == (what, lengths)) + '.'))
-    lines += ['',
-              '| column | family | lr | members | mean ± sd [95% CI] | median [IQR] | '
-              f'{"min" if lower else "max"} (published) | {"max" if lower else "min"} | '
-              'success [95% CI] | longest generalized: median [IQR] (× train) |',
-              '|---|---|---|---|---|---|---|---|---|---|']
+      lines.append(
+        f'Score: {what}, lengths {_lengths_text(lengths)}.'
+        + (
+          ''
+          if len(bases) == 1
+          else ' Columns: '
+          + ', '.join(
+            r['column']
+            for r in rows
+            if (r['score_basis']['what'], tuple(r['score_basis']['lengths'])) == (what, lengths)
+          )
+          + '.'
+        )
+      )
+    lines += [
+      '',
+      '| column | family | lr | members | mean ± sd [95% CI] | median [IQR] | '
+      f'{"min" if lower else "max"} (published) | {"max" if lower else "min"} | '
+      'success [95% CI] | longest generalized: median [IQR] (× train) |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+    ]
     for r in rows:
       s = r['score']
       if s is None:
@@ -456,47 +575,65 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
       else:
         sd = '' if s['sd'] is None else f' ± {_num(s["sd"], scale, digits)}'
         mean_ci = _interval(s['mean_ci'], scale, digits)
-        stats_cells = [f'{_num(s["mean"], scale, digits)}{sd}{mean_ci}',
-                       f'{_num(s["median"], scale, digits)} [{_num(s["q25"], scale, digits)}, '
-                       f'{_num(s["q75"], scale, digits)}]',
-                       _num(s['published'], scale, digits),
-                       _num(s['max'] if lower else s['min'], scale, digits)]
+        stats_cells = [
+          f'{_num(s["mean"], scale, digits)}{sd}{mean_ci}',
+          f'{_num(s["median"], scale, digits)} [{_num(s["q25"], scale, digits)}, '
+          f'{_num(s["q75"], scale, digits)}]',
+          _num(s['published'], scale, digits),
+          _num(s['max'] if lower else s['min'], scale, digits),
+        ]
       success = r['success']
       lines.append(
-          f'| {r["column"]} | {r["family"]} | {r["learning_rate"]:g} | '
-          f'{r["members"] - r["diverged"]}/{r["members"]} | ' + ' | '.join(stats_cells) +
-          f' | {_num(success["rate"], 100)}% ({success["successes"]}/{r["members"]})'
-          f'{_interval(success["ci"], 100)} | {_longest_text(r["longest_generalized"])} |')
+        f'| {r["column"]} | {r["family"]} | {r["learning_rate"]:g} | '
+        f'{r["members"] - r["diverged"]}/{r["members"]} | '
+        + ' | '.join(stats_cells)
+        + f' | {_num(success["rate"], 100)}% ({success["successes"]}/{r["members"]})'
+        f'{_interval(success["ci"], 100)} | {_longest_text(r["longest_generalized"])} |'
+      )
     lines.append('')
     for r in rows:
       v = r['variance']
       if v:
-        lines.append(f'- {r["column"]} ({r["family"]}, lr {r["learning_rate"]:g}): variance '
-                     f'of the seed means {v["seed_variance"] * scale ** 2:.2f}, of the '
-                     f'data-order means {v["data_order_variance"] * scale ** 2:.2f}, residual '
-                     f'{v["residual_variance"] * scale ** 2:.2f} ({v["seeds"]} seeds × '
-                     f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).')
+        lines.append(
+          f'- {r["column"]} ({r["family"]}, lr {r["learning_rate"]:g}): variance '
+          f'of the seed means {v["seed_variance"] * scale**2:.2f}, of the '
+          f'data-order means {v["data_order_variance"] * scale**2:.2f}, residual '
+          f'{v["residual_variance"] * scale**2:.2f} ({v["seeds"]} seeds × '
+          f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).'
+        )
     pairs = [c for c in card['comparisons'] if c['task'] == task]
     if pairs:
-      lines += ['', '| A | B | family | lr | mean A − B [95% CI] | U (A wins, of n_A × n_B) '
-                '| p | test |', '|---|---|---|---|---|---|---|---|']
+      lines += [
+        '',
+        '| A | B | family | lr | mean A − B [95% CI] | U (A wins, of n_A × n_B) | p | test |',
+        '|---|---|---|---|---|---|---|---|',
+      ]
       for c in pairs:
         u = '–' if c['u'] is None else f'U = {c["u"]:g} of {c["u_max"]}'
         p = '–' if c['p_value'] is None else f'{c["p_value"]:.3g}'
-        lines.append(f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
-                     f'{_num(c["mean_difference"], scale, digits)}'
-                     f'{_interval(c["ci"], scale, digits)} | {u} | {p} | {c["test"] or "–"} |')
+        lines.append(
+          f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
+          f'{_num(c["mean_difference"], scale, digits)}'
+          f'{_interval(c["ci"], scale, digits)} | {u} | {p} | {c["test"] or "–"} |'
+        )
     lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
     if len(lengths) > max_lengths:
       picks = np.linspace(0, len(lengths) - 1, max_lengths).round().astype(int)
       lengths = sorted({lengths[i] for i in picks})
-    lines += ['', f'Share of members passing, by length ({len(lengths)} of the lengths):', '',
-              '| length | ' + ' | '.join(r['column'] for r in rows) + ' |',
-              '|---|' + '---|' * len(rows)]
+    lines += [
+      '',
+      f'Share of members passing, by length ({len(lengths)} of the lengths):',
+      '',
+      '| length | ' + ' | '.join(r['column'] for r in rows) + ' |',
+      '|---|' + '---|' * len(rows),
+    ]
     for n in lengths:
       mark = '*' if n > max(r['train_length'] for r in rows) else ''
-      lines.append(f'| {n}{mark} | ' + ' | '.join(
-          _num(r['success_by_length'].get(str(n)), 100) for r in rows) + ' |')
+      lines.append(
+        f'| {n}{mark} | '
+        + ' | '.join(_num(r['success_by_length'].get(str(n)), 100) for r in rows)
+        + ' |'
+      )
     lines += ['', '* past the training length.', '']
   return '\n'.join(lines)
 
@@ -509,25 +646,45 @@ def figure(card: Mapping[str, Any], task: str) -> mpl_figure.Figure:
   fig = mpl_figure.Figure(figsize=(max(4.0, 1.2 * len(rows) + 1.5), 3.6), layout='constrained')
   ax = fig.add_subplot()
   scale = 1 if lower else 100
-  data = [[m['score'] * scale for m in r['member_scores'] if m['score'] is not None]
-          for r in rows]
+  data = [[m['score'] * scale for m in r['member_scores'] if m['score'] is not None] for r in rows]
   positions = np.arange(len(rows))
   shown = [(p, d) for p, d in zip(positions, data) if d]
   if shown:
-    ax.boxplot([d for _, d in shown], positions=[p for p, _ in shown], widths=0.5,
-               showfliers=False, medianprops={'color': 'black'})
+    ax.boxplot(
+      [d for _, d in shown],
+      positions=[p for p, _ in shown],
+      widths=0.5,
+      showfliers=False,
+      medianprops={'color': 'black'},
+    )
   for p, d, r in zip(positions, data, rows):
     # Spread the points evenly across the box, in score order (no random jitter).
     offsets = np.linspace(-0.18, 0.18, len(d)) if len(d) > 1 else np.zeros(len(d))
-    style = plots.encoding_style(r['column'].split(' ')[0],
-                                 figure=[q['column'].split(' ')[0] for q in rows])
-    ax.scatter(p + offsets, sorted(d), s=16, zorder=3, color=style['color'],
-               marker=style['marker'], facecolors=style['markerfacecolor'])
-  ax.set_xticks(positions, [f'{r["column"]}\n({r["members"] - r["diverged"]}/{r["members"]})'
-                            for r in rows], fontsize=7)
+    style = plots.encoding_style(
+      r['column'].split(' ')[0], figure=[q['column'].split(' ')[0] for q in rows]
+    )
+    ax.scatter(
+      p + offsets,
+      sorted(d),
+      s=16,
+      zorder=3,
+      color=style['color'],
+      marker=style['marker'],
+      facecolors=style['markerfacecolor'],
+    )
+  ax.set_xticks(
+    positions,
+    [f'{r["column"]}\n({r["members"] - r["diverged"]}/{r["members"]})' for r in rows],
+    fontsize=7,
+  )
   if not lower:
-    ax.axhline(card['thresholds']['score'] * 100, color='grey', linestyle=':', linewidth=1,
-               label=f'success threshold ({card["thresholds"]["score"] * 100:g}%)')
+    ax.axhline(
+      card['thresholds']['score'] * 100,
+      color='grey',
+      linestyle=':',
+      linewidth=1,
+      label=f'success threshold ({card["thresholds"]["score"] * 100:g}%)',
+    )
     # Outside the axes, so that no member's point is hidden under it.
     fig.legend(fontsize=7, loc='outside lower center', frameon=False)
   metric = rows[0]['metric']
@@ -542,20 +699,24 @@ def figure_png(card: Mapping[str, Any], task: str) -> bytes:
 
 def files(card: Mapping[str, Any], figures: bool = True) -> dict[str, bytes]:
   """scorecard.json, scorecard.md and one scorecard_<task>.png per task."""
-  out = {FILE_JSON: (json.dumps(card, indent=1) + '\n').encode(),
-         FILE_MD: markdown(card).encode()}
+  out = {FILE_JSON: (json.dumps(card, indent=1) + '\n').encode(), FILE_MD: markdown(card).encode()}
   if figures:
     for task in sorted({r['task'] for r in card['rows']}):
       out[f'scorecard_{task}.png'] = figure_png(card, task)
   return out
 
 
-def section(records: Sequence[tuple[Any, Any]], thresholds: Thresholds = Thresholds(),
-            figures: bool = True) -> core.Section:
+def section(
+  records: Sequence[tuple[Any, Any]], thresholds: Thresholds = Thresholds(), figures: bool = True
+) -> core.Section:
   """The scorecard of `records` as a report's section ('scorecard': scorecard.md,
   scorecard.json and, with `figures`, scorecard_<task>.png)."""
   card = scorecard(records, thresholds)
   out = files(card, figures=figures)
   plots_made = sum(name.startswith('scorecard_') for name in out)
-  return core.Section({'scorecard': markdown(card)}, out, tables=(FILE_MD, FILE_JSON),
-                      figures=(core.counted(plots_made, 'scorecard figure'),))
+  return core.Section(
+    {'scorecard': markdown(card)},
+    out,
+    tables=(FILE_MD, FILE_JSON),
+    figures=(core.counted(plots_made, 'scorecard figure'),),
+  )

@@ -32,6 +32,7 @@ Example:
   >>> record.to_json()['schema_version']
   2
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,28 +40,70 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
-from posenc.results.evaluations import (METRICS, Evaluation, GridResults, LengthsResults,
-                                        PerplexityResults, RangeResults)
-from posenc.results.members import (GridMember, LengthsMember, Member, PerplexityMember,
-                                    RangeMember, SchemaError, finite_curve, require)
+from posenc.results.evaluations import (
+  METRICS,
+  Evaluation,
+  GridResults,
+  LengthsResults,
+  PerplexityResults,
+  RangeResults,
+)
+from posenc.results.members import (
+  GridMember,
+  LengthsMember,
+  Member,
+  PerplexityMember,
+  RangeMember,
+  SchemaError,
+  finite_curve,
+  require,
+)
 
-__all__ = ['SCHEMA_VERSION', 'VERSIONS', 'KINDS', 'METRICS', 'SchemaError', 'require',
-           'finite_curve', 'Member', 'RangeMember', 'GridMember', 'LengthsMember',
-           'PerplexityMember', 'Evaluation', 'RangeResults', 'GridResults', 'LengthsResults',
-           'PerplexityResults', 'Results', 'upgrade_v1', 'read', 'best_score']
+__all__ = [
+  'SCHEMA_VERSION',
+  'VERSIONS',
+  'KINDS',
+  'METRICS',
+  'SchemaError',
+  'require',
+  'finite_curve',
+  'Member',
+  'RangeMember',
+  'GridMember',
+  'LengthsMember',
+  'PerplexityMember',
+  'Evaluation',
+  'RangeResults',
+  'GridResults',
+  'LengthsResults',
+  'PerplexityResults',
+  'Results',
+  'upgrade_v1',
+  'read',
+  'best_score',
+]
 
 SCHEMA_VERSION = 2
 VERSIONS = (1, 2)
 # Every evaluation record by results.json's `evaluation`, in the protocols' order.
-KINDS: dict[str, type] = {kind.evaluation: kind for kind in (
-    RangeResults, GridResults, LengthsResults, PerplexityResults)}
+KINDS: dict[str, type] = {
+  kind.evaluation: kind for kind in (RangeResults, GridResults, LengthsResults, PerplexityResults)
+}
 
 # ---------------------------------------------------------------------------------------------
 # The whole file.
 
 # The header in the file's order; the evaluation's fields come after `train_length`.
-_HEAD = ('task', 'encoding', 'family', 'encoding_options', 'num_params', 'architecture',
-         'train_steps', 'train_length')
+_HEAD = (
+  'task',
+  'encoding',
+  'family',
+  'encoding_options',
+  'num_params',
+  'architecture',
+  'train_steps',
+  'train_length',
+)
 _TAIL = ('versions', 'compiled_programs', 'timing', 'devices', 'config')
 
 
@@ -73,6 +116,7 @@ class Results:
   `architecture` 'standard', 'standard_ii' or 'looped LxR'; `evaluation` the protocol's
   record; `config` the run's config as JSON (`config.as_json`).
   """
+
   task: str
   encoding: str
   family: str
@@ -95,13 +139,17 @@ class Results:
 
   def to_json(self) -> dict[str, Any]:
     """The file's JSON object, in the order the engine writes it."""
-    return {'schema_version': self.schema_version,
-            **{k: getattr(self, k) for k in _HEAD}, **self.evaluation.to_json(),
-            **{k: getattr(self, k) for k in _TAIL}}
+    return {
+      'schema_version': self.schema_version,
+      **{k: getattr(self, k) for k in _HEAD},
+      **self.evaluation.to_json(),
+      **{k: getattr(self, k) for k in _TAIL},
+    }
 
   @classmethod
-  def from_json(cls, data: Any, kinds: Mapping[str, type] = KINDS,
-                where: str = 'results.json') -> Results:
+  def from_json(
+    cls, data: Any, kinds: Mapping[str, type] = KINDS, where: str = 'results.json'
+  ) -> Results:
     """Reads any version (`upgrade_v1` for files without `schema_version`).
 
     Raises:
@@ -113,15 +161,17 @@ class Results:
     version = data.get('schema_version', 1)
     if version not in VERSIONS or isinstance(version, bool):
       raise SchemaError(
-          f'{where}: schema_version {version!r} is not one this posenc reads '
-          f'({", ".join(map(str, VERSIONS))}); it was written by a newer posenc: upgrade')
+        f'{where}: schema_version {version!r} is not one this posenc reads '
+        f'({", ".join(map(str, VERSIONS))}); it was written by a newer posenc: upgrade'
+      )
     if version == 1:
       data = upgrade_v1(data, kinds, where)
     evaluation = data.get('evaluation')
     if evaluation not in kinds:
       names = [repr(name) for name in kinds]
-      raise SchemaError(f'{where}: evaluation is {evaluation!r}, expected '
-                        f'{", ".join(names[:-1])} or {names[-1]}')
+      raise SchemaError(
+        f'{where}: evaluation is {evaluation!r}, expected {", ".join(names[:-1])} or {names[-1]}'
+      )
     task = require(data, 'task', str, where)
     encoding = require(data, 'encoding', str, where)
     if not task or not encoding:
@@ -138,18 +188,25 @@ class Results:
     num_params = data.get('num_params')
     optional = lambda key: data.get(key) if isinstance(data.get(key), dict) else None
     return cls(
-        task=task, encoding=encoding, family=family, encoding_options=options,
-        num_params=num_params if isinstance(num_params, int) else None,
-        architecture=architecture, train_steps=require(data, 'train_steps', int, where),
-        train_length=require(data, 'train_length', int, where),
-        evaluation=kinds[evaluation].from_json(data, where),
-        versions=optional('versions') or {}, compiled_programs=optional('compiled_programs'),
-        timing=optional('timing'), devices=optional('devices'), config=optional('config'),
-        schema_version=SCHEMA_VERSION)
+      task=task,
+      encoding=encoding,
+      family=family,
+      encoding_options=options,
+      num_params=num_params if isinstance(num_params, int) else None,
+      architecture=architecture,
+      train_steps=require(data, 'train_steps', int, where),
+      train_length=require(data, 'train_length', int, where),
+      evaluation=kinds[evaluation].from_json(data, where),
+      versions=optional('versions') or {},
+      compiled_programs=optional('compiled_programs'),
+      timing=optional('timing'),
+      devices=optional('devices'),
+      config=optional('config'),
+      schema_version=SCHEMA_VERSION,
+    )
 
 
-def upgrade_v1(data: Mapping[str, Any], kinds: Mapping[str, type], where: str
-               ) -> dict[str, Any]:
+def upgrade_v1(data: Mapping[str, Any], kinds: Mapping[str, type], where: str) -> dict[str, Any]:
   """A version 1 object in version 2's layout: `evaluation` 'range' when absent (the
   study's runs came first), the evaluation's default family, null encoding options and
   architecture where the file predates them."""

@@ -8,6 +8,7 @@ Example:
   ...                       ).accuracy_by_length
   {5: 0.5}
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,7 +45,8 @@ def number_or_none(value: Any, name: str, where: str) -> float | None:
 
 def ints(values: Any, name: str, where: str) -> tuple[int, ...]:
   if not isinstance(values, list) or not all(
-      isinstance(n, int) and not isinstance(n, bool) for n in values):
+    isinstance(n, int) and not isinstance(n, bool) for n in values
+  ):
     raise SchemaError(f'{where}: {name} must be a list of integers')
   return tuple(values)
 
@@ -83,6 +85,7 @@ class Member:
   them out again. `data_seed` is the member's data seed when the population varies it
   (`config.data_seeds`), else None and not written.
   """
+
   seed: int
   learning_rate: float
   diverged: bool
@@ -91,10 +94,16 @@ class Member:
   data_seed: int | None = None
 
   def _head(self) -> dict[str, Any]:
-    head = {'seed': self.seed, 'data_seed': self.data_seed,
-            'learning_rate': self.learning_rate, 'diverged': self.diverged, 'score': self.score}
-    return {k: v for k, v in head.items()
-            if k not in self.missing and (k != 'data_seed' or v is not None)}
+    head = {
+      'seed': self.seed,
+      'data_seed': self.data_seed,
+      'learning_rate': self.learning_rate,
+      'diverged': self.diverged,
+      'score': self.score,
+    }
+    return {
+      k: v for k, v in head.items() if k not in self.missing and (k != 'data_seed' or v is not None)
+    }
 
   @staticmethod
   def _read_head(data: Any, where: str) -> tuple[dict[str, Any], str]:
@@ -104,45 +113,64 @@ class Member:
     seed = require(data, 'seed', int, where)
     data_seed = require(data, 'data_seed', int, where) if 'data_seed' in data else None
     learning_rate = float(require(data, 'learning_rate', (int, float), where))
-    where = (f'{where} (seed {seed}, ' + ('' if data_seed is None else f'data seed {data_seed}, ')
-             + f'learning rate {learning_rate:g})')
+    where = (
+      f'{where} (seed {seed}, '
+      + ('' if data_seed is None else f'data seed {data_seed}, ')
+      + f'learning rate {learning_rate:g})'
+    )
     diverged = require(data, 'diverged', bool, where)
     score = number_or_none(data.get('score'), 'score', where)
     missing = () if 'score' in data else ('score',)
-    return {'seed': seed, 'learning_rate': learning_rate, 'diverged': diverged,
-            'score': score, 'missing': missing, 'data_seed': data_seed}, where
+    return {
+      'seed': seed,
+      'learning_rate': learning_rate,
+      'diverged': diverged,
+      'score': score,
+      'missing': missing,
+      'data_seed': data_seed,
+    }, where
 
 
 @dataclasses.dataclass(frozen=True)
 class RangeMember(Member):
   """Per-length accuracy and exact match ({length: value}); the scores are their means over
   the lengths past training."""
+
   accuracy_by_length: Mapping[int, float | None] = dataclasses.field(default_factory=dict)
   exact_match_score: float | None = None
   exact_match_by_length: Mapping[int, float | None] | None = None
 
   def to_json(self) -> dict[str, Any]:
-    out = {**self._head(), 'accuracy_by_length': length_keys(self.accuracy_by_length),
-           'exact_match_score': self.exact_match_score,
-           'exact_match_by_length': (None if self.exact_match_by_length is None
-                                     else length_keys(self.exact_match_by_length))}
+    out = {
+      **self._head(),
+      'accuracy_by_length': length_keys(self.accuracy_by_length),
+      'exact_match_score': self.exact_match_score,
+      'exact_match_by_length': (
+        None if self.exact_match_by_length is None else length_keys(self.exact_match_by_length)
+      ),
+    }
     return {k: v for k, v in out.items() if k not in self.missing}
 
   @classmethod
   def from_json(cls, data: Any, where: str) -> RangeMember:
     head, where = cls._read_head(data, where)
-    accuracy = by_length_of(require(data, 'accuracy_by_length', dict, where),
-                          'accuracy_by_length', where)
+    accuracy = by_length_of(
+      require(data, 'accuracy_by_length', dict, where), 'accuracy_by_length', where
+    )
     # Files written before the exact-match metric have neither field.
     missing = head.pop('missing') + tuple(
-        k for k in ('exact_match_score', 'exact_match_by_length') if k not in data)
+      k for k in ('exact_match_score', 'exact_match_by_length') if k not in data
+    )
     exact = data.get('exact_match_by_length')
     if exact is not None:
       exact = by_length_of(exact, 'exact_match_by_length', where)
-    return cls(**head, missing=missing, accuracy_by_length=accuracy,
-               exact_match_score=number_or_none(data.get('exact_match_score'),
-                                                 'exact_match_score', where),
-               exact_match_by_length=exact)
+    return cls(
+      **head,
+      missing=missing,
+      accuracy_by_length=accuracy,
+      exact_match_score=number_or_none(data.get('exact_match_score'), 'exact_match_score', where),
+      exact_match_by_length=exact,
+    )
 
 
 _CELL = re.compile(r'\s*(\d+)\s*,\s*(\d+)\s*')
@@ -165,20 +193,26 @@ def _by_cell(raw: Any, name: str, where: str) -> dict[tuple[int, int], float | N
 class GridMember(Member):
   """Exact match per region ('ood', 'beyond', 'id'; None for an empty region) and per cell
   (a, b); token accuracy likewise. The score is the OOD region's exact match."""
+
   REGIONS: ClassVar[tuple[str, ...]] = ('ood', 'beyond', 'id')
   regions: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
   token_accuracy_regions: Mapping[str, float | None] | None = None
   exact_match_by_cell: Mapping[tuple[int, int], float | None] = dataclasses.field(
-      default_factory=dict)
+    default_factory=dict
+  )
   accuracy_by_cell: Mapping[tuple[int, int], float | None] | None = None
 
   def to_json(self) -> dict[str, Any]:
     cells = lambda by: None if by is None else {f'{a},{b}': v for (a, b), v in by.items()}
-    out = {**self._head(), 'regions': dict(self.regions),
-           'token_accuracy_regions': (None if self.token_accuracy_regions is None
-                                      else dict(self.token_accuracy_regions)),
-           'exact_match_by_cell': cells(self.exact_match_by_cell),
-           'accuracy_by_cell': cells(self.accuracy_by_cell)}
+    out = {
+      **self._head(),
+      'regions': dict(self.regions),
+      'token_accuracy_regions': (
+        None if self.token_accuracy_regions is None else dict(self.token_accuracy_regions)
+      ),
+      'exact_match_by_cell': cells(self.exact_match_by_cell),
+      'accuracy_by_cell': cells(self.accuracy_by_cell),
+    }
     return {k: v for k, v in out.items() if k not in self.missing}
 
   @classmethod
@@ -195,30 +229,46 @@ class GridMember(Member):
         raise SchemaError(f'{where}: not diverged but its regions.{name} is {regions[name]}')
     tokens = data.get('token_accuracy_regions')
     if tokens is not None:
-      tokens = {str(k): number_or_none(v, f'token_accuracy_regions.{k}', where)
-                for k, v in require(data, 'token_accuracy_regions', dict, where).items()}
+      tokens = {
+        str(k): number_or_none(v, f'token_accuracy_regions.{k}', where)
+        for k, v in require(data, 'token_accuracy_regions', dict, where).items()
+      }
     accuracy = data.get('accuracy_by_cell')
     missing = head.pop('missing') + tuple(
-        k for k in ('token_accuracy_regions', 'accuracy_by_cell') if k not in data)
-    return cls(**head, missing=missing, regions=regions, token_accuracy_regions=tokens,
-               exact_match_by_cell=_by_cell(require(data, 'exact_match_by_cell', dict, where),
-                                            'exact_match_by_cell', where),
-               accuracy_by_cell=(None if accuracy is None
-                                 else _by_cell(accuracy, 'accuracy_by_cell', where)))
+      k for k in ('token_accuracy_regions', 'accuracy_by_cell') if k not in data
+    )
+    return cls(
+      **head,
+      missing=missing,
+      regions=regions,
+      token_accuracy_regions=tokens,
+      exact_match_by_cell=_by_cell(
+        require(data, 'exact_match_by_cell', dict, where), 'exact_match_by_cell', where
+      ),
+      accuracy_by_cell=(
+        None if accuracy is None else _by_cell(accuracy, 'accuracy_by_cell', where)
+      ),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class LengthsMember(Member):
   """Per metric ('exact_match', 'edit_distance', 'accuracy'), {distribution: {length:
   value}}. The score is the exact match over the first distribution's lengths past training."""
+
   METRICS: ClassVar[tuple[str, ...]] = ('exact_match', 'edit_distance', 'accuracy')
   by_length: Mapping[str, Mapping[str, Mapping[int, float | None]]] = dataclasses.field(
-      default_factory=dict)
+    default_factory=dict
+  )
 
   def to_json(self) -> dict[str, Any]:
-    return {**self._head(), **{
+    return {
+      **self._head(),
+      **{
         f'{metric}_by_length': {d: length_keys(by) for d, by in table.items()}
-        for metric, table in self.by_length.items()}}
+        for metric, table in self.by_length.items()
+      },
+    }
 
   @classmethod
   def from_json(cls, data: Any, where: str) -> LengthsMember:
@@ -236,25 +286,34 @@ class LengthsMember(Member):
 class PerplexityMember(Member):
   """Perplexity per window mode and length ({mode: {length: ppl}}); the score is the first
   mode's at the longest length, `degradation` |ppl_L - ppl_n| / ppl_n (Qin et al.)."""
+
   degradation: float | None = None
   perplexity_by_length: Mapping[str, Mapping[int, float | None]] = dataclasses.field(
-      default_factory=dict)
+    default_factory=dict
+  )
 
   def to_json(self) -> dict[str, Any]:
-    out = {**self._head(), 'degradation': self.degradation,
-           'perplexity_by_length': {mode: length_keys(by)
-                                    for mode, by in self.perplexity_by_length.items()}}
+    out = {
+      **self._head(),
+      'degradation': self.degradation,
+      'perplexity_by_length': {
+        mode: length_keys(by) for mode, by in self.perplexity_by_length.items()
+      },
+    }
     return {k: v for k, v in out.items() if k not in self.missing}
 
   @classmethod
   def from_json(cls, data: Any, where: str) -> PerplexityMember:
     head, where = cls._read_head(data, where)
     missing = head.pop('missing') + (() if 'degradation' in data else ('degradation',))
-    return cls(**head, missing=missing,
-               degradation=number_or_none(data.get('degradation'), 'degradation', where),
-               perplexity_by_length=nested_by_length(
-                   require(data, 'perplexity_by_length', dict, where),
-                   'perplexity_by_length', where))
+    return cls(
+      **head,
+      missing=missing,
+      degradation=number_or_none(data.get('degradation'), 'degradation', where),
+      perplexity_by_length=nested_by_length(
+        require(data, 'perplexity_by_length', dict, where), 'perplexity_by_length', where
+      ),
+    )
 
 
 def finite_curve(by_length: Mapping[Any, float | None]) -> dict[Any, float]:

@@ -8,6 +8,7 @@ child runs the module as `__main__` (runpy) with the argv given, exactly as the 
 line would; nothing of the command is imported here, so its flags are defined afresh in
 each child.
 """
+
 import json
 import os
 import runpy
@@ -23,6 +24,7 @@ import matplotlib  # noqa: F401  pylint: disable=unused-import
 import ml_collections  # noqa: F401  pylint: disable=unused-import
 import optax  # noqa: F401  pylint: disable=unused-import
 import orbax.checkpoint  # noqa: F401  pylint: disable=unused-import
+
 # posenc's modules too (1.5 s of every command otherwise): they define no flag and start no
 # backend or thread on import (the entry points under launch/ define the flags).
 import posenc.analysis  # noqa: F401  pylint: disable=unused-import

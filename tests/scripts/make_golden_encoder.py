@@ -6,6 +6,7 @@ tests hold every later implementation to it. Rewriting the file replaces that gu
 
   python tests/scripts/make_golden_encoder.py
 """
+
 import os
 
 from flax import traverse_util
@@ -22,10 +23,12 @@ tokens = jax.random.randint(jax.random.key(1), (2, 12), 0, 4)
 for causal in (False, True):
   for name in encodings.NAMES:
     model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
-    variables = model.init(model_lib.init_rngs(jax.random.key(0)), tokens[:, :4],
-                           jnp.int32(4), deterministic=True)
-    logits = model.apply(variables, tokens, jnp.int32(9), deterministic=True,
-                         rngs={'noise': jax.random.key(5)})
+    variables = model.init(
+      model_lib.init_rngs(jax.random.key(0)), tokens[:, :4], jnp.int32(4), deterministic=True
+    )
+    logits = model.apply(
+      variables, tokens, jnp.int32(9), deterministic=True, rngs={'noise': jax.random.key(5)}
+    )
     flat = traverse_util.flatten_dict(variables['params'], sep='/')
     for k, v in flat.items():
       key = f'{name}|params|{k}'
@@ -34,5 +37,6 @@ for causal in (False, True):
       out[key] = np.asarray(v)
     out[f'{name}|logits{"|causal" if causal else ""}'] = np.asarray(logits)
 out['tokens'] = np.asarray(tokens)
-np.savez_compressed(os.path.join(os.path.dirname(__file__), '..', 'data', 'golden_encoder.npz'),
-                    **out)
+np.savez_compressed(
+  os.path.join(os.path.dirname(__file__), '..', 'data', 'golden_encoder.npz'), **out
+)

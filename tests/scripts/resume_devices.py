@@ -5,6 +5,7 @@
 
 Run by tests/test_resume.py under XLA_FLAGS=--xla_force_host_platform_device_count=D.
 """
+
 import json
 import sys
 
@@ -33,9 +34,15 @@ def main():
   except checkpoint.Preempted as e:
     print(json.dumps({'preempted_at': e.step, 'devices': jax.local_device_count()}))
     return
-  print(json.dumps({'devices': results['devices'],
-                    'members': [m['accuracy_by_length'] for m in results['members']],
-                    'resumed_from_step': results['timing']['resumed_from_step']}))
+  print(
+    json.dumps(
+      {
+        'devices': results['devices'],
+        'members': [m['accuracy_by_length'] for m in results['members']],
+        'resumed_from_step': results['timing']['resumed_from_step'],
+      }
+    )
+  )
 
 
 if __name__ == '__main__':

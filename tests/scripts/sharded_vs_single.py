@@ -4,6 +4,7 @@
 
 Run by tests/test_scale.py with XLA_FLAGS=--xla_force_host_platform_device_count=8.
 """
+
 import json
 import sys
 import tempfile
@@ -41,16 +42,29 @@ def main():
       run = setup.build(config, devices)
       population, model = run.population, run.model
       manager = checkpoint.checkpoint_manager(d)
-      state, _ = checkpoint.restore_state(manager, manager.latest_step(), (
-          population_lib.init_state(config, model, population, abstract=True)), population)
-      states.append(jax.tree.map(lambda x: np.asarray(x)[:population.size]
-                                 if np.ndim(x) else np.asarray(x), state['params']))
-    diffs = [float(np.max(np.abs(a - b))) for a, b in
-             zip(jax.tree.leaves(states[0]), jax.tree.leaves(states[1]))]
-    out = {'members': len(r8['members']), 'max_param_diff': max(diffs),
-           'bitwise_params': all(d == 0 for d in diffs),
-           'same_results': r1['members'] == r8['members'],
-           'padded_size': population_lib.Population(config).padded_size}
+      state, _ = checkpoint.restore_state(
+        manager,
+        manager.latest_step(),
+        (population_lib.init_state(config, model, population, abstract=True)),
+        population,
+      )
+      states.append(
+        jax.tree.map(
+          lambda x: np.asarray(x)[: population.size] if np.ndim(x) else np.asarray(x),
+          state['params'],
+        )
+      )
+    diffs = [
+      float(np.max(np.abs(a - b)))
+      for a, b in zip(jax.tree.leaves(states[0]), jax.tree.leaves(states[1]))
+    ]
+    out = {
+      'members': len(r8['members']),
+      'max_param_diff': max(diffs),
+      'bitwise_params': all(d == 0 for d in diffs),
+      'same_results': r1['members'] == r8['members'],
+      'padded_size': population_lib.Population(config).padded_size,
+    }
   print(json.dumps(out))
 
 

@@ -15,6 +15,7 @@ Installed, posenc finds it by its entry point (pyproject.toml: group posenc.enco
 
 Without installing: `--config.encoding=posenc_xpos:XPOS` with this directory on the path.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +35,7 @@ def xpos_scale(head_dim: int, positions: jax.Array) -> jax.Array:
   zeta = (np.arange(0, head_dim, 2) + GAMMA * head_dim) / ((1 + GAMMA) * head_dim)
   zeta = jnp.asarray(np.repeat(zeta, 2), jnp.float32)  # interleaved pairs
   power = jnp.asarray(positions, jnp.float32)[..., None, None] / SCALE_BASE
-  return zeta ** power
+  return zeta**power
 
 
 def xpos_queries(x: jax.Array, positions: jax.Array) -> jax.Array:

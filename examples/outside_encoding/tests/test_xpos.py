@@ -1,4 +1,5 @@
 """xPos keeps posenc's invariants, and its logits decay with distance as the paper's."""
+
 import jax
 import numpy as np
 
@@ -18,5 +19,6 @@ def test_logits_carry_zeta_to_the_distance():
   k = posenc_xpos.xpos_keys(jax.numpy.asarray(x), jax.numpy.array([0, 7]))
   zeta = (2 + 0.4 * 4) / (1.4 * 4)
   f = 10_000.0 ** (-1 / 2)
-  np.testing.assert_allclose(float((q[0, 1, 0] * k[0, 0, 0]).sum()),
-                             zeta ** (7 / 512) * np.cos(7 * f), rtol=1e-5)
+  np.testing.assert_allclose(
+    float((q[0, 1, 0] * k[0, 0, 0]).sum()), zeta ** (7 / 512) * np.cos(7 * f), rtol=1e-5
+  )
