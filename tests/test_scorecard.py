@@ -1,6 +1,6 @@
-"""The robustness scorecard (posenc/report/scorecard.py): statistics against numpy / scipy
-on fabricated results, success rates and longest lengths on hand-built curves, and the
-command line."""
+"""The robustness scorecard (posenc/report/scorecard.py, its statistics in statistics.py):
+statistics against numpy / scipy on fabricated results, success rates and longest lengths on
+hand-built curves, and the command line."""
 
 import itertools
 import json
@@ -13,6 +13,7 @@ from scipy import stats
 
 from posenc import results
 from posenc.report import scorecard as sc
+from posenc.report import statistics
 
 LENGTHS = tuple(range(1, 9))  # Trained up to 4.
 
@@ -51,16 +52,16 @@ def flat(seed, value, **kw):
 
 def test_summary_statistics_are_numpy_s():
   x = [0.2, 0.9, 0.55, 0.7, 0.61]
-  s = sc.summarize(x)
+  s = statistics.summarize(x)
   assert s['mean'] == pytest.approx(np.mean(x)) and s['sd'] == pytest.approx(np.std(x, ddof=1))
   assert s['median'] == pytest.approx(np.median(x))
   assert [s['q25'], s['q75']] == pytest.approx(np.percentile(x, [25, 75]))
   assert s['iqr'] == pytest.approx(np.subtract(*np.percentile(x, [75, 25])))
   assert (s['min'], s['max'], s['published']) == (0.2, 0.9, 0.9)
-  assert sc.summarize(x, higher_is_better=False)['published'] == 0.2
-  one = sc.summarize([0.4])
+  assert statistics.summarize(x, higher_is_better=False)['published'] == 0.2
+  one = statistics.summarize([0.4])
   assert one['sd'] is None and one['mean_ci'] is None and one['published'] == 0.4
-  assert sc.summarize([]) is None
+  assert statistics.summarize([]) is None
 
 
 def test_bootstrap_interval_is_scipy_s():
@@ -68,46 +69,46 @@ def test_bootstrap_interval_is_scipy_s():
   expected = stats.bootstrap(
     (np.array(x),),
     np.mean,
-    n_resamples=sc.RESAMPLES,
+    n_resamples=statistics.RESAMPLES,
     method='percentile',
     rng=np.random.default_rng(0),
   )
-  assert sc.bootstrap_interval(np.mean, x) == pytest.approx(
+  assert statistics.bootstrap_interval(np.mean, x) == pytest.approx(
     [expected.confidence_interval.low, expected.confidence_interval.high]
   )
-  lo, hi = sc.bootstrap_interval(np.mean, x)
+  lo, hi = statistics.bootstrap_interval(np.mean, x)
   assert lo < np.mean(x) < hi
-  assert sc.bootstrap_interval(np.mean, [0.5]) is None
-  assert sc.bootstrap_interval(np.mean, [0.5, 0.5, 0.5]) == [0.5, 0.5]
+  assert statistics.bootstrap_interval(np.mean, [0.5]) is None
+  assert statistics.bootstrap_interval(np.mean, [0.5, 0.5, 0.5]) == [0.5, 0.5]
 
 
 def test_longest_generalized_on_hand_built_curves():
   passes = lambda v: v >= 0.95
-  assert sc.longest_generalized({1: 1.0, 2: 0.97, 3: 0.5, 4: 1.0}, passes) == 2
-  assert sc.longest_generalized({1: 0.9, 2: 1.0}, passes) == 0
-  assert sc.longest_generalized({1: 1.0, 5: 1.0, 9: 0.96}, passes) == 9
-  assert sc.longest_generalized({1: 1.0, 2: float('nan')}, lambda v: v >= 0.95) == 1
+  assert statistics.longest_generalized({1: 1.0, 2: 0.97, 3: 0.5, 4: 1.0}, passes) == 2
+  assert statistics.longest_generalized({1: 0.9, 2: 1.0}, passes) == 0
+  assert statistics.longest_generalized({1: 1.0, 5: 1.0, 9: 0.96}, passes) == 9
+  assert statistics.longest_generalized({1: 1.0, 2: float('nan')}, lambda v: v >= 0.95) == 1
 
 
 def test_variance_components_of_an_additive_design():
   a, b = {0: 0.1, 1: 0.3, 2: 0.2}, {10: 0.0, 11: 0.4}
   scores = {(s, d): a[s] + b[d] for s in a for d in b}
-  v = sc.variance_components(scores)
+  v = statistics.variance_components(scores)
   assert v['seed_variance'] == pytest.approx(np.var(list(a.values()), ddof=1))
   assert v['data_order_variance'] == pytest.approx(np.var(list(b.values()), ddof=1))
   assert v['residual_variance'] == pytest.approx(0, abs=1e-12)
   del scores[0, 10]
-  assert sc.variance_components(scores) is None  # Incomplete design.
-  assert sc.variance_components({(0, 1): 0.5, (1, 1): 0.6}) is None  # One data seed.
+  assert statistics.variance_components(scores) is None  # Incomplete design.
+  assert statistics.variance_components({(0, 1): 0.5, (1, 1): 0.6}) is None  # One data seed.
 
 
 def test_comparison_difference_and_rank_test():
   a, b = [0.9, 0.8, 0.95, 0.7], [0.5, 0.6, 0.55]
-  c = sc.compare(a, b)
+  c = statistics.compare(a, b)
   assert c['mean_difference'] == pytest.approx(np.mean(a) - np.mean(b))
   assert (c['u'], c['u_max'], c['test']) == (12, 12, 'Mann-Whitney, exact')
   assert c['ci'][0] < c['mean_difference'] < c['ci'][1]
-  assert sc.compare(a, [])['mean_difference'] is None
+  assert statistics.compare(a, [])['mean_difference'] is None
 
 
 def wilson(k, n, z=1.959963984540054):
@@ -123,10 +124,10 @@ def wilson(k, n, z=1.959963984540054):
   'k, n, expected', [(0, 12, [0.0, 0.242]), (12, 12, [0.758, 1.0]), (11, 12, [0.646, 0.985])]
 )
 def test_success_interval_is_wilson_and_never_zero_width(k, n, expected):
-  ci = sc.success_interval(k, n)
+  ci = statistics.success_interval(k, n)
   assert ci == pytest.approx(wilson(k, n)) and ci == pytest.approx(expected, abs=5e-4)
   assert ci[1] - ci[0] > 0.2
-  assert sc.success_interval(0, 0) is None
+  assert statistics.success_interval(0, 0) is None
 
 
 def _enumerated_p(a, b):
@@ -160,7 +161,7 @@ def _enumerated_p(a, b):
 )
 def test_rank_test_is_exact_against_every_split(a, b, test):
   observed, p = _enumerated_p(a, b)
-  result = sc.rank_test(a, b)
+  result = statistics.rank_test(a, b)
   assert (result['u'], result['u_max'], result['test']) == (observed, len(a) * len(b), test)
   assert result['p_value'] == pytest.approx(p)
 
@@ -168,14 +169,15 @@ def test_rank_test_is_exact_against_every_split(a, b, test):
 def test_rank_test_of_complete_separation_at_12_and_16_members():
   # Exact: 2 / C(24, 12) and 2 / C(32, 16); the normal approximation says 3.5e-5 at 12.
   for n in (12, 16):
-    result = sc.rank_test(np.arange(n) + n, np.arange(n))
+    result = statistics.rank_test(np.arange(n) + n, np.arange(n))
     assert result['u'] == n * n == result['u_max']
     assert result['p_value'] == pytest.approx(2 / math.comb(2 * n, n))
   # With ties inside each group the separation is as rare: exactly one split of each sign.
-  ties = sc.rank_test([1.0] * 8 + [0.9] * 8, [0.5] * 8 + [0.6] * 8)
+  ties = statistics.rank_test([1.0] * 8 + [0.9] * 8, [0.5] * 8 + [0.6] * 8)
   assert ties['test'] == 'Mann-Whitney, exact permutation test (ties)'
   assert ties['p_value'] == pytest.approx(2 / math.comb(32, 16))
-  many = sc.rank_test([1.0] * 60, [0.5] * 30 + [0.6] * 31)  # Past 100 members: random splits.
+  # Past 100 members: random splits.
+  many = statistics.rank_test([1.0] * 60, [0.5] * 30 + [0.6] * 31)
   assert many['test'] == 'Mann-Whitney, permutation test, 20,000 random splits (ties)'
   assert many['p_value'] < 1e-3
 
@@ -200,7 +202,7 @@ def test_longest_at_the_last_evaluated_length_is_a_lower_bound():
   )
   every = sc.scorecard([('a', range_record('rotary', members[:2]))])
   assert '≥ 8 (every evaluated length)' in sc.markdown(every)
-  exact = sc.longest_summary([2, 3, 8], [False, False, True], 4)
+  exact = statistics.longest_summary([2, 3, 8], [False, False, True], 4)
   assert exact['median'] == 3 and not exact['lower_bound']['median']
 
 
