@@ -109,14 +109,8 @@ from posenc.report.grid import (
   region_table,
 )
 from posenc.report.load import Cell, RunFile, collect_cells, column_labels, find_results
-from posenc.report.range import (
-  describe_lengths,
-  figure4,
-  grid_axes,
-  per_length_table,
-  table1,
-  table4,
-)
+from posenc.report.range import figure4, per_length_table
+from posenc.report.range_tables import describe_lengths, grid_axes, table1, table4
 # pylint: enable=unused-import,g-importing-member
 
 # Each evaluation's section, by results.json's `evaluation` (`posenc.results.KINDS`), in the

@@ -31,7 +31,7 @@ import numpy as np
 from posenc import results as results_lib
 from posenc.report import core
 from posenc.report import load
-from posenc.report import range as range_section
+from posenc.report import range_tables
 
 FILE = 'arithmetic.md'
 # The table shows the regions in this order, the paper's headline (OOD) first.
@@ -149,14 +149,14 @@ def grid_layout(
     >>> grid_layout(entries)  # doctest: +SKIP
     (['addition'], ['standard', 'looped 8x2'], ['none', 'abacus', 'fire'])
   """
-  tasks = range_section.ordered_names(
+  tasks = range_tables.ordered_names(
     {e.task for e in entries.values()}, core.ARITHMETIC_TASKS, False
   )
   architectures = sorted({e.architecture for e in entries.values()}, key=architecture_key)
   labels: dict[str, set[str]] = collections.defaultdict(set)
   for entry in entries.values():
     labels[entry.encoding].add(entry.label)
-  encodings = range_section.ordered_names(labels, core.GRID_ENCODINGS, False)
+  encodings = range_tables.ordered_names(labels, core.GRID_ENCODINGS, False)
   return tasks, architectures, [label for e in encodings for label in sorted(labels[e])]
 
 
@@ -202,9 +202,9 @@ def _region_entry(entry: GridEntry, region: str) -> str:
   stats = region_stats(entry, region)
   if stats is None:
     return core.MISSING
-  text = range_section.percent_text(stats.mean)
+  text = range_tables.percent_text(stats.mean)
   if stats.sd is not None:
-    text += f' ± {range_section.percent_text(stats.sd)}'
+    text += f' ± {range_tables.percent_text(stats.sd)}'
   if stats.counted < stats.total:
     text += f' ({stats.counted}/{stats.total})'
   return text
@@ -255,7 +255,7 @@ def region_table(
         ]
         lines.append(f'| {architecture} | ' + ' | '.join(row) + ' |')
       lines.append('')
-  return '\n'.join(lines + range_section.format_notes(_grid_notes(entries, skipped))) + '\n'
+  return '\n'.join(lines + range_tables.format_notes(_grid_notes(entries, skipped))) + '\n'
 
 
 def _entry_name(entry: GridEntry) -> str:
@@ -279,7 +279,7 @@ def _grid_protocol(record: results_lib.Results) -> str:
   stride = f' at stride {grid.grid_stride} (and {grid.grid_max})' if grid.grid_stride > 1 else ''
   past = sorted(set(grid.beyond))
   beyond = (
-    (', '.join(map(str, past)) if len(past) <= 4 else range_section.describe_lengths(past))
+    (', '.join(map(str, past)) if len(past) <= 4 else range_tables.describe_lengths(past))
     if past
     else 'none'
   )
@@ -325,7 +325,7 @@ def _grid_notes(
 
   by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
-    by_count[range_section.members_text(entry.members)].append(entry)
+    by_count[range_tables.members_text(entry.members)].append(entry)
   notes.append(
     'Members per entry: '
     + '; '.join(f'{text} in {_which_entries(group, total)}' for text, group in by_count.items())
@@ -513,7 +513,7 @@ def grid_heatmap(
     cax=fig.add_subplot(layout[-1]),
     label='exact match (%)',
   )
-  shown = lambda v: core.MISSING if v is None else range_section.percent_text(v)
+  shown = lambda v: core.MISSING if v is None else range_tables.percent_text(v)
   regions = ', '.join(
     f'{REGION_NAMES[r]} {shown(member.regions[r])}' for r in ('id', 'ood', 'beyond')
   )

@@ -1,0 +1,440 @@
+"""The range runs' tables (Ruoss et al. 2023): Table 1, Table 4 and their notes, from
+`posenc.results.RangeResults` records grouped into cells (`load.collect_cells`), every score
+in the report's metric (`Cell.score`: the record's `score_of`); and what the grid runs'
+region table shares with them (`ordered_names`, `percent_text`, `format_notes`,
+`describe_lengths`, `members_text`).
+
+Example:
+  >>> cells = load.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
+  >>> print(table1(cells, metric='exact_match'))              # doctest: +SKIP
+  # Table 1: exact match (%) on unseen lengths, max over members
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from posenc import results as results_lib
+from posenc.report import core
+from posenc.report import load
+
+Cell = load.Cell
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics.
+
+
+def best_score(cell: Cell) -> float | None:
+  """Table 1's entry: the max score over non-diverged members (None if all diverged)."""
+  scores = [cell.score(m) for m in cell.converged]
+  return max(scores) if scores else None
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedStats:
+  """Table 4's entry: score statistics over the seeds at the best learning rate.
+
+  `sd` is the sample standard deviation (ddof 1, None for one member), as in every table of
+  a report; `converged` of `total` members at that learning rate did not diverge and enter
+  the statistics.
+  """
+
+  learning_rate: float
+  mean: float
+  sd: float | None
+  converged: int
+  total: int
+
+
+def seed_stats(cell: Cell) -> SeedStats | None:
+  """Mean ± sd over seeds at the learning rate with the best mean (None if all diverged).
+
+  Diverged members are left out of the mean and counted in `total` only. Ties go to the
+  smallest learning rate.
+
+  Example:
+    >>> seed_stats(cell)  # doctest: +SKIP
+    SeedStats(learning_rate=0.0003, mean=0.9, sd=0.05, converged=10, total=10)
+  """
+  by_rate: dict[float, list[results_lib.RangeMember]] = collections.defaultdict(list)
+  for member in cell.members:
+    by_rate[member.learning_rate].append(member)
+  best = None
+  for rate in sorted(by_rate):
+    scores = [cell.score(m) for m in by_rate[rate] if not m.diverged]
+    if not scores:
+      continue
+    mean = math.fsum(scores) / len(scores)
+    sd = (
+      math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+      if len(scores) > 1
+      else None
+    )
+    if best is None or mean > best.mean:
+      best = SeedStats(rate, mean, sd, len(scores), len(by_rate[rate]))
+  return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables.
+
+
+def ordered_names(present: Iterable[str], canonical: Sequence[str], full_grid: bool) -> list[str]:
+  """Canonical names (all of them, or those present), then unknown names sorted."""
+  present = set(present)
+  known = [n for n in canonical if full_grid or n in present]
+  return known + sorted(present - set(canonical))
+
+
+def grid_axes(
+  cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
+) -> tuple[list[str], list[str]]:
+  """(rows, columns): tasks in the study's order and column labels in the grid's order.
+
+  Columns follow their encodings' order, the columns of one encoding adjacent and sorted by
+  label. Only names present in `cells` unless `full_grid` (an encoding without runs is then a
+  column of its name); unknown names are appended, sorted.
+
+  Example:
+    >>> grid_axes(cells)  # doctest: +SKIP
+    (['reverse_string'], ['none', 'randomized_relative (relative_mode=reference)',
+                          'randomized_relative (relative_mode=symmetric)'])
+  """
+  tasks = ordered_names((t for t, _ in cells), core.TASKS, full_grid)
+  labels: dict[str, set[str]] = collections.defaultdict(set)
+  for cell in cells.values():
+    labels[cell.encoding].add(cell.label)
+  encodings = ordered_names(labels, core.ENCODINGS, full_grid)
+  return tasks, [label for e in encodings for label in sorted(labels.get(e, {e}))]
+
+
+def percent_text(x: float) -> str:
+  return f'{100 * x:.1f}'
+
+
+def _markdown_grid(
+  cells: Mapping[tuple[str, str], Cell], full_grid: bool, entry: Callable[[Cell], str]
+) -> list[str]:
+  """The rows of a task × encoding markdown grid; `entry` renders a cell that has runs."""
+  tasks, encodings = grid_axes(cells, full_grid)
+  lines = [
+    '| level | task | ' + ' | '.join(encodings) + ' |',
+    '|---|---|' + '---|' * len(encodings),
+  ]
+  for task in tasks:
+    row = []
+    for encoding in encodings:
+      cell = cells.get((task, encoding))
+      row.append(core.MISSING if cell is None else entry(cell))
+    lines.append(f'| {core.TASK_LEVELS.get(task, "?")} | {task} | ' + ' | '.join(row) + ' |')
+  return lines
+
+
+def table1(
+  cells: Mapping[tuple[str, str], Cell],
+  *,
+  full_grid: bool = False,
+  skipped: Sequence[str] = (),
+  metric: str = 'accuracy',
+) -> str:
+  """The study's Table 1 as markdown: max score over all non-diverged members, in %.
+
+  `metric` is the one the cells' members were loaded with (`load_runs`); the title names it.
+
+  Example:
+    >>> print(table1(cells))  # doctest: +SKIP
+    # Table 1: accuracy (%) on unseen lengths, max over members
+    <BLANKLINE>
+    | level | task | none | relative |
+    |---|---|---|---|
+    | DCF | reverse_string | 52.0 | 58.3 |
+    <BLANKLINE>
+    Notes:
+    ...
+  """
+
+  def entry(cell: Cell) -> str:
+    best = best_score(cell)
+    return core.DIVERGED if best is None else percent_text(best)
+
+  label = core.metric_label(metric)
+  lines = [f'# Table 1: {label} (%) on unseen lengths, max over members', '']
+  lines += _markdown_grid(cells, full_grid, entry)
+  notes = [
+    f'Each entry is the best score over all non-diverged members (seeds × learning '
+    f'rates) of a task and encoding, in %. {core.MISSING} = no run; '
+    f'{core.DIVERGED} = every '
+    f'member diverged.'
+  ]
+  notes += _common_notes(cells, skipped, metric)
+  return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
+
+
+def table4(
+  cells: Mapping[tuple[str, str], Cell],
+  *,
+  full_grid: bool = False,
+  skipped: Sequence[str] = (),
+  metric: str = 'accuracy',
+) -> str:
+  """The study's Table 4 as markdown: mean ± sd over seeds at the best learning rate, in %.
+
+  A second grid gives the learning rate chosen for each cell. `metric` is the one the cells'
+  members were loaded with (`load_runs`); the title names it.
+
+  Example:
+    >>> print(table4(cells))  # doctest: +SKIP
+    # Table 4: accuracy (%) on unseen lengths, mean ± sd over seeds at the best learning rate
+    <BLANKLINE>
+    | level | task | none | relative |
+    |---|---|---|---|
+    | DCF | reverse_string | 50.3 ± 1.2 | 55.0 ± 2.4 (9/10) |
+    ...
+  """
+
+  def entry(cell: Cell) -> str:
+    stats = seed_stats(cell)
+    if stats is None:
+      return core.DIVERGED
+    text = percent_text(stats.mean)
+    if stats.sd is not None:
+      text += f' ± {percent_text(stats.sd)}'
+    if stats.converged < stats.total:
+      text += f' ({stats.converged}/{stats.total})'
+    return text
+
+  def rate(cell: Cell) -> str:
+    stats = seed_stats(cell)
+    return core.DIVERGED if stats is None else f'{stats.learning_rate:g}'
+
+  label = core.metric_label(metric)
+  lines = [
+    f'# Table 4: {label} (%) on unseen lengths, mean ± sd over seeds at the best learning rate',
+    '',
+  ]
+  lines += _markdown_grid(cells, full_grid, entry)
+  lines += ['', '## Best learning rate per cell', '']
+  lines += _markdown_grid(cells, full_grid, rate)
+  notes = [
+    'Each entry is the mean ± sd of the score over the seeds at the learning rate whose mean '
+    'is best (ties: the smallest rate), in %; sd is the sample standard deviation '
+    '(ddof 1; none for a single seed). Diverged members are left out; "(k/n)" marks a cell '
+    'where only k of the n '
+    f'members at that rate did not diverge. {core.MISSING} = no run; '
+    f'{core.DIVERGED} = every member '
+    'diverged.'
+  ]
+  notes += _common_notes(cells, skipped, metric)
+  return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
+
+
+def format_notes(notes: Sequence[str]) -> list[str]:
+  return ['Notes:', ''] + [f'{i}. {note}' for i, note in enumerate(notes, 1)]
+
+
+def _name(cell: Cell) -> str:
+  return f'{cell.task}/{cell.label}'
+
+
+def _names(cells: Sequence[Cell], limit: int = 8) -> str:
+  """'a/b, c/d' or 'all N cells', shortened past `limit`."""
+  names = [_name(c) for c in cells]
+  if len(names) > limit:
+    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
+  return ', '.join(names)
+
+
+def _which(group: Sequence[Cell], total: int) -> str:
+  return f'all {total} cells' if len(group) == total else _names(group)
+
+
+def describe_lengths(lengths: Sequence[int]) -> str:
+  """A short description of a sorted set of lengths.
+
+  Example:
+    >>> describe_lengths(range(41, 501))
+    '41..500 (every length, 460 lengths)'
+    >>> describe_lengths(range(41, 501, 10))
+    '41, 51, …, 491 (every 10th length, 46 lengths)'
+  """
+  lengths = sorted(set(lengths))
+  if not lengths:
+    return 'no lengths'
+  if len(lengths) == 1:
+    return f'{lengths[0]} (1 length)'
+  steps = {b - a for a, b in zip(lengths, lengths[1:])}
+  if steps == {1}:
+    return f'{lengths[0]}..{lengths[-1]} (every length, {len(lengths)} lengths)'
+  if len(steps) == 1 and len(lengths) > 2:
+    (step,) = steps
+    return (
+      f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
+      f'(every {_ordinal(step)} length, {len(lengths)} lengths)'
+    )
+  return f'{lengths[0]}..{lengths[-1]} ({len(lengths)} lengths, irregularly spaced)'
+
+
+def _ordinal(n: int) -> str:
+  suffix = 'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')
+  return f'{n}{suffix}'
+
+
+def members_text(members: Sequence[Any]) -> str:
+  """'N', or 'N (S seeds × learning rates {...})' when the members are a full product.
+
+  Example: seeds 0, 1 at 1e-3 -> '2 (2 seeds × learning rates {0.001})'.
+  """
+  seeds = {m.seed for m in members}
+  rates = sorted({m.learning_rate for m in members})
+  text = str(len(members))
+  if len(seeds) * len(rates) == len(members):
+    text += (
+      f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
+      f'{{{", ".join(f"{r:g}" for r in rates)}}})'
+    )
+  return text
+
+
+def _common_notes(
+  cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str], metric: str = 'accuracy'
+) -> list[str]:
+  """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
+  tasks, encodings = grid_axes(cells)
+  ordered = [cells[t, e] for t in tasks for e in encodings if (t, e) in cells]
+  total = len(ordered)
+  notes = []
+
+  # Which lengths the scores average over: the evaluated lengths above N, per run.
+  by_lengths: dict[tuple[int, tuple[int, ...], int], list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    for key in sorted(
+      {
+        (
+          r.train_length,
+          tuple(n for n in _lengths(r) if n > r.train_length),
+          max(_lengths(r), default=0),
+        )
+        for _, r in cell.runs
+      }
+    ):
+      by_lengths[key].append(cell)
+  parts = []
+  for (train_length, unseen, max_length), group in by_lengths.items():
+    full = tuple(range(train_length + 1, max_length + 1))
+    subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
+    parts.append(
+      f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in {_which(group, total)}'
+    )
+  notes.append(
+    f'Scores average the {core.metric_label(metric)} over the evaluated lengths '
+    'above the '
+    f'training length N: {"; ".join(parts)}. The study uses '
+    f'N = {core.STUDY_TRAIN_LENGTH} and every length '
+    f'{core.STUDY_TRAIN_LENGTH + 1}..{core.STUDY_MAX_LENGTH}.'
+  )
+
+  # Members per cell, as seeds × learning rates where the cell is a full product.
+  by_count: dict[str, list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    by_count[members_text(cell.members)].append(cell)
+  notes.append(
+    'Members per cell: '
+    + '; '.join(f'{text} in {_which(group, total)}' for text, group in by_count.items())
+    + '.'
+  )
+
+  diverged = [(c, sum(m.diverged for m in c.members)) for c in ordered]
+  diverged = [(c, k) for c, k in diverged if k]
+  if diverged:
+    listed = ', '.join(f'{_name(c)} ({k} of {len(c.members)})' for c, k in diverged)
+    notes.append(f'Diverged members, left out of the scores: {listed}.')
+
+  # Training budget: short of the study's steps, or stopped before the configured steps.
+  by_steps: dict[tuple[int, int], list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    for key in sorted({(r.train_steps, load.planned_steps(r)) for _, r in cell.runs}):
+      by_steps[key].append(cell)
+  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
+    if steps < planned:
+      state = f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
+    elif steps < core.STUDY_TRAIN_STEPS:
+      state = f'Not fully trained: {steps:,} steps, of the study\'s {core.STUDY_TRAIN_STEPS:,}'
+    else:
+      state = f'Trained {steps:,} steps'
+    notes.append(f'{state}: {_which(group, total)}.')
+
+  families = sorted({c.family for c in ordered})
+  if len(families) > 1:
+    notes.append(
+      f'Runs of {len(families)} model families ({", ".join(families)}): each column '
+      'names its family; runs of different families are never merged.'
+    )
+
+  # Encodings split into columns by their options, and the options their columns share. An
+  # encoding's columns beyond one per family are those of its options.
+  split: dict[str, list[Cell]] = collections.defaultdict(list)
+  for cell in ordered:
+    split[cell.encoding].append(cell)
+  split = {
+    e: group
+    for e, group in split.items()
+    if len({c.label for c in group}) > len({c.family for c in group})
+  }
+  for encoding, group in split.items():
+    labels = sorted({c.label for c in group})
+    text = (
+      f'{encoding} is split by encoding options into {len(labels)} columns '
+      f'({"; ".join(labels)}); their runs are never merged'
+    )
+    recorded = [o for c in group for _, r in c.runs if (o := load.encoding_options(r)) is not None]
+    shared = {
+      k: v
+      for k, v in (recorded[0] if recorded else {}).items()
+      if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)
+    }
+    if shared:
+      text += '; options shared by every run that records them: ' + ', '.join(
+        f'{k}={load.option_text(v)}' for k, v in shared.items()
+      )
+    notes.append(text + '.')
+
+  merged = [c for c in ordered if len(c.runs) > 1]
+  for cell in merged:
+    pairs = collections.Counter((m.seed, m.data_seed, m.learning_rate) for m in cell.members)
+    repeated = sorted((p for p, k in pairs.items() if k > 1), key=repr)
+    text = (
+      f'{_name(cell)} merges the members of {len(cell.runs)} runs '
+      f'({", ".join(str(r.path.parent) for r in cell.runs)}); identical members count '
+      'once'
+    )
+    if repeated:
+      with_data = any(d is not None for _, d, _ in repeated)
+      text += (
+        f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
+        'rate) all count: '
+        + ', '.join(f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated)
+      )
+    notes.append(text + '.')
+
+  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for _, r in c.runs})
+  runs = sum(len(c.runs) for c in ordered)
+  notes.append(
+    f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
+    f' (devices: {", ".join(devices)}).'
+  )
+  if skipped:
+    notes.append(
+      f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
+      + '; '.join(skipped)
+      + '.'
+    )
+  return notes
+
+
+def _lengths(record: results_lib.Results) -> list[int]:
+  """The record's evaluated lengths, sorted, each once."""
+  return sorted(set(record.evaluation.eval_lengths))
