@@ -98,19 +98,18 @@ from posenc.report.core import (
   MalformedRunError,
   ReportError,
 )
-from posenc.report.grid import (
-  RegionStats,
-  architecture_key,
-  collect_grid_entries,
-  grid_heatmap,
-  grid_layout,
-  heatmap_name,
-  region_stats,
-  region_table,
-)
+from posenc.report.grid import grid_heatmap, heatmap_name
 from posenc.report.load import Cell, RunFile, collect_cells, column_labels, find_results
 from posenc.report.range import figure4, per_length_table
 from posenc.report.range_tables import describe_lengths, grid_axes, table1, table4
+from posenc.report.regions import (
+  RegionStats,
+  architecture_key,
+  collect_grid_entries,
+  grid_layout,
+  region_stats,
+  region_table,
+)
 # pylint: enable=unused-import,g-importing-member
 
 # Each evaluation's section, by results.json's `evaluation` (`posenc.results.KINDS`), in the
