@@ -130,6 +130,14 @@ class Protocol:
   example_specs: Callable[..., Any] | None = None
 
 
+def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
+  """{name: (shape, dtype name)} of a dict of arrays or `jax.ShapeDtypeStruct`s.
+
+  Example: shape_spec({'x': np.zeros((2, 3), np.int32)}) == {'x': ((2, 3), 'int32')}.
+  """
+  return {k: (tuple(int(d) for d in v.shape), str(np.dtype(v.dtype))) for k, v in tree.items()}
+
+
 def duration(seconds: float) -> str:
   """'1h02m03s' or '2m03s'."""
   seconds = int(seconds)
