@@ -33,6 +33,7 @@ from absl import app
 from absl import flags
 from absl import logging
 from ml_collections import config_flags
+import jax
 
 import experiments
 from posenc import config as config_lib
@@ -383,6 +384,49 @@ class Preemption:
     signal.signal(signal.SIGTERM, handler)
 
 
+# Set to 0 (or false, no, off) to run without JAX's persistent compilation cache.
+CACHE_SWITCH = 'POSENC_COMPILATION_CACHE'
+
+
+def compilation_cache(enabled: bool = True) -> str | None:
+  """Turns JAX's persistent compilation cache on for every program however small or quick to
+  compile (a rerun, a resume, a sweep's cells of equal shapes, an analysis of a saved run
+  then load what an earlier process compiled), or off.
+
+  The directory is $JAX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/posenc/jax
+  (~/.cache/posenc/jax); JAX's cache is safe to share between concurrent processes.
+  `POSENC_COMPILATION_CACHE=0` (or `--config.compilation_cache=False`) turns it off; a
+  directory that cannot be written is one warning line, and the run goes on uncached.
+
+  Returns:
+    The directory in use, or None.
+  """
+  if not enabled or os.environ.get(CACHE_SWITCH, '1').lower() in ('0', 'false', 'no', 'off'):
+    jax.config.update('jax_enable_compilation_cache', False)
+    return None
+  directory = os.environ.get('JAX_COMPILATION_CACHE_DIR') or os.path.join(
+    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'posenc', 'jax'
+  )
+  try:
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+      pass
+  except OSError as e:
+    print(
+      f'warning: the compilation cache {directory} cannot be written '
+      f'({e.strerror or e}); compiling without it',
+      file=sys.stderr,
+    )
+    jax.config.update('jax_enable_compilation_cache', False)
+    return None
+  jax.config.update('jax_enable_compilation_cache', True)
+  jax.config.update('jax_compilation_cache_dir', directory)
+  jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
+  # -1: no minimum entry size, and no override by the file system's preference.
+  jax.config.update('jax_persistent_cache_min_entry_size_bytes', -1)
+  return directory
+
+
 def quiet_logging() -> None:
   """Libraries log warnings only, unless --verbosity was given on the command line."""
   if not flags.FLAGS['verbosity'].present:
@@ -432,6 +476,7 @@ def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> Non
 
   def quiet_main(args):
     quiet_logging()
+    compilation_cache()
     main(args)
 
   app.run(quiet_main, argv=argv, flags_parser=_parse_flags)

@@ -119,6 +119,8 @@ def _distributed() -> tuple[int, int]:
 def main(argv):
   if len(argv) > 1:
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
+  if _CONFIG.value is not None and not _CONFIG.value.get('compilation_cache', True):
+    common.compilation_cache(False)
   if _CONFIG.value is None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py')
   if not _WORKDIR.value and not _COST.value:  # --cost writes nothing.

@@ -55,6 +55,11 @@ def base_config() -> ml_collections.ConfigDict:
   # shared data seed, data_seed.
   c.data_seeds = []
   c.checkpoint_every = 10_000  # steps; a final checkpoint is always written.
+  # JAX's persistent compilation cache (launch/: ~/.cache/posenc/jax unless
+  # JAX_COMPILATION_CACHE_DIR is set): reruns and resumes load their programs.
+  c.compilation_cache = True
+  # TensorBoard event files under workdir/tensorboard (the `tensorboard` extra).
+  c.tensorboard = False
 
   c.train = ml_collections.ConfigDict()
   c.train.steps = 2_000_000
@@ -378,12 +383,17 @@ def validate(config: ml_collections.ConfigDict) -> None:
 # A recorded run's config against a requested one.
 
 # Keys a rerun may change without invalidating the run's checkpoints or results.
-RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every')
+RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every', 'compilation_cache', 'tensorboard')
 
 
 # Fields added to the config after runs were recorded without them, with the default that
 # reproduces those runs: a recorded config that lacks one asked for its default.
-ADDED_FIELDS = {'data_seeds': [], 'eval.from_files': ''}
+ADDED_FIELDS = {
+  'data_seeds': [],
+  'eval.from_files': '',
+  'compilation_cache': True,
+  'tensorboard': False,
+}
 
 
 class _Absent:

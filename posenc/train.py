@@ -30,6 +30,7 @@ The work directory:
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import math
 import os
@@ -46,12 +47,14 @@ import optax
 import orbax.checkpoint as ocp
 
 from posenc import checkpoint
+from posenc import compile_stats
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc import setup
+from posenc import tensorboard
 
 P = population_lib.P
 POP = population_lib.POP
@@ -320,7 +323,9 @@ def train_and_evaluate(
     run = setup.build(run, devices)
   config, population, model = run.config, run.population, run.model
   os.makedirs(workdir, exist_ok=True)
-  with io.DirectoryLock(workdir):
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(io.DirectoryLock(workdir))
+    compiles = stack.enter_context(compile_stats.CompileStats())
     prepare_workdir(config, workdir)
     here = {'devices': population.num_devices, 'platform': population.platform}
 
@@ -356,6 +361,11 @@ def train_and_evaluate(
         )
       )
     start = int(state['step'])
+    board = None
+    if config.get('tensorboard', False):
+      board = stack.enter_context(
+        contextlib.closing(tensorboard.Writer(workdir, population.members, start))
+      )
     # Per member: the leading axis of every leaf is the population.
     num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
 
@@ -438,6 +448,16 @@ def train_and_evaluate(
           },
         )
         state = reset_interval(state)
+        if board:
+          scale = float(population_lib.learning_rate_scale(config, jnp.int32(done)))
+          rates = np.asarray(population.learning_rates)[: population.size] * scale
+          board.train(
+            done,
+            [_finite_or_none(x) for x in loss],
+            [_finite_or_none(x) for x in accuracy],
+            list(rates),
+            rate,
+          )
         elapsed = now - t_start
         duration = evaluate.core.duration
         eta = (steps - done) * elapsed / max(done - start, 1)
@@ -448,6 +468,8 @@ def train_and_evaluate(
         )
         t_log, step_log = now, done
       if done % config.checkpoint_every == 0 or done == steps:
+        if board:  # Its curves up to the checkpoint survive a crash after it.
+          board.flush()
         checkpoint.save_state(manager, done, state, population, history)
         checkpointed(done)
       step = done
@@ -470,11 +492,17 @@ def train_and_evaluate(
         diverged,
       )
     )
+    if board:
+      board.evaluation(
+        evaluation.metric_of(run.family.name),
+        [evaluation.curve(m, run.family.name) for m in evaluation.members],
+      )
     # With steps_per_dispatch > 1 every bucket lives in one program.
     compiled = {
       'train': traces['train'],
       'train_buckets': (sorted(update_fns) if multi_step is None else run.training.buckets(config)),
       'eval': traces['eval'],
+      **compiles.summary(),
     }
     record = results_lib.Results(
       task=config.task,

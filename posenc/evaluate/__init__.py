@@ -29,6 +29,7 @@ from posenc import families
 from posenc import multitask
 from posenc import objectives
 from posenc import population
+from posenc import tensorboard
 from posenc.evaluate import core  # pylint: disable=unused-import
 from posenc.evaluate import frozen
 from posenc.evaluate import grid
@@ -112,6 +113,7 @@ def validate(config: ml_collections.ConfigDict) -> Parsed:
   population.check(config)
   model_checks.check(config, spec)
   objectives.check(config)
+  tensorboard.check(config)
   try:
     task = task_of(config)
   except ValueError as e:

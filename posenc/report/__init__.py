@@ -87,6 +87,7 @@ from posenc.report import load
 from posenc.report import perplexity as perplexity_section
 from posenc.report import range as range_section
 from posenc.report import scorecard as scorecard_lib
+from posenc.report import training
 
 # The public API, from the modules that define it.
 # pylint: disable=unused-import,g-importing-member
@@ -312,6 +313,12 @@ def build_report(
   ]
   if scorecard is not None:
     sections.append(scorecard_lib.section(loaded.runs, scorecard, figures=figures))
+  if figures:
+    curves = training.figures(loaded.runs)
+    if curves:
+      sections.append(
+        core.Section({}, curves, figures=(core.counted(len(curves), 'training figure'),))
+      )
   absent_text = absent_section(absent)
   # Every markdown file ends with what the report leaves out.
   files = {

@@ -59,6 +59,7 @@ from posenc import plots
 from posenc.report import core
 from posenc.report import load
 from posenc.report import statistics
+from posenc.report import training
 
 SCHEMA_VERSION = 2
 FILE_JSON, FILE_MD = 'scorecard.json', 'scorecard.md'
@@ -225,6 +226,9 @@ def _row(group: dict[str, Any]) -> dict[str, Any]:
         'score': m['score'],
         'longest': m['longest'],
         'longest_censored': m['longest_censored'],
+        'success': m['success'],
+        # Where its training curve is: `launch.report` draws every member's there.
+        'training_curve': {'file': training.file_name(group['task']), 'series': training.series(m)},
       }
       for m in members
     ],
@@ -378,6 +382,20 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
           f'{v["residual_variance"] * scale**2:.2f} ({v["seeds"]} seeds × '
           f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).'
         )
+    failing = []
+    for r in rows:
+      names = [m['training_curve']['series'] for m in r['member_scores'] if not m['success']]
+      if names:
+        every = len(names) == len(r['member_scores']) and len(names) > 1
+        failing.append(
+          f'{r["column"]}: '
+          + (f'all {len(names)}' if every else ', '.join(f'({n})' for n in names))
+        )
+    if failing:
+      lines.append(
+        f'- Members that did not succeed: {"; ".join(failing)}; their training curves are in '
+        f'{training.file_name(task)} (with the report\'s figures).'
+      )
     pairs = [c for c in card['comparisons'] if c['task'] == task]
     if pairs:
       lines += [
