@@ -6,6 +6,7 @@ import pytest
 from experiments import sweep_tiny
 from posenc import cost
 from posenc import config as config_lib
+from posenc import setup
 import tasks
 
 
@@ -78,8 +79,6 @@ def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
   assert big['eval_s'] == pytest.approx(2 * small['eval_s'])
   assert 'one model: train' in cost.format_estimate(est)
   # The FLOP model: effective depth is layers x recurrences; the grid adds every cell.
-  looped = config_lib.cell_config(base, {'model.recurrences': 4})
-  flat = config_lib.cell_config(base, {'model.recurrences': 1})
-  assert cost.sequence_work(looped)[0] > 3 * cost.sequence_work(flat)[0]
-  wider = config_lib.cell_config(base, {'eval.grid_max': 6})
-  assert cost.sequence_work(wider)[1] > cost.sequence_work(base)[1]
+  work = lambda overrides: cost.sequence_work(setup.build(config_lib.cell_config(base, overrides)))
+  assert work({'model.recurrences': 4})[0] > 3 * work({'model.recurrences': 1})[0]
+  assert work({'eval.grid_max': 6})[1] > work({})[1]

@@ -11,6 +11,7 @@ import pytest
 from experiments import rpe_table1
 from posenc import checkpoint
 from posenc import config as config_lib
+from posenc import evaluate
 from posenc import io
 from posenc import population as population_lib
 from posenc import train
@@ -69,7 +70,7 @@ def test_bad_data_seeds_are_one_line(data_seeds, message):
     config_lib.ConfigError,
     match=message.replace('[', r'\[').replace(']', r'\]').replace('^', r'\^'),
   ):
-    config_lib.validate(tiny_config(data_seeds=data_seeds))
+    evaluate.validate(tiny_config(data_seeds=data_seeds))
 
 
 def test_a_recorded_config_without_data_seeds_is_the_same_run():

@@ -12,6 +12,7 @@ import pytest
 from experiments import rpe_table1
 from posenc import config as config_lib
 from posenc import encodings
+from posenc import evaluate
 from posenc import models
 from posenc.encodings import biases
 from posenc.encodings import contextual
@@ -119,7 +120,7 @@ def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
   config = rpe_table1.get_config(f'task=even_pairs,encoding={name}')
   config.model.family = 'encoder'
   with pytest.raises(config_lib.ConfigError, match=f"encoding '{name}' is causal by definition"):
-    config_lib.validate(config)
+    evaluate.validate(config)
   model = models.Encoder(
     vocab_size=2, num_classes=2, encoding=name, num_layers=1, d_model=8, num_heads=2, ffn_size=8
   )
@@ -317,7 +318,6 @@ def test_position_coupling_refuses_ids_past_its_table():
   with pytest.raises(ValueError, match=r'coupling_max_position=20 must be in 0\.\.19'):
     module.init({'params': jax.random.key(0)}, 3, 3, jnp.zeros((1, 3), jnp.int32))
   from experiments import encodings_2024
-  from posenc import evaluate
 
   config = encodings_2024.get_config('tiny,study=arithmetic')
   config.encoding_options.coupling_max_position = config.model.max_position
@@ -403,8 +403,6 @@ def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
 @pytest.mark.parametrize('arg', ['cpu', 'cpu,study=arithmetic', 'tiny,study=arithmetic'])
 def test_the_comparison_s_cells_validate(arg):
   from experiments import encodings_2024
-  from posenc import evaluate
-  from posenc import sweep
 
   config = encodings_2024.get_config(arg)
   cells = encodings_2024.grid(arg)

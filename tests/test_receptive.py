@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from posenc import encodings
 from posenc import receptive
 from posenc import config as config_lib
 
@@ -205,7 +206,12 @@ def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
   assert w.shape[:2] == (3, config.model.num_heads)
   np.testing.assert_allclose(w.sum(-1)[:, :, : int(rows['lengths'][0])], 1, atol=1e-5)
   # A learned table ends at max_position: longer inputs are refused, not clamped.
-  bounded = dataclasses.replace(run, model=run.model.clone(encoding='learned', max_position=8))
+  learned = dataclasses.replace(
+    run.built,
+    model=run.model.clone(encoding='learned', max_position=8),
+    encoding=encodings.get('learned'),
+  )
+  bounded = dataclasses.replace(run, built=learned)
   assert analysis.check_inputs(bounded, 4) == 8  # reverse_string: input and output
   with pytest.raises(
     analysis.AnalysisError, match='gives inputs of 10 tokens, beyond model.max_position=8'

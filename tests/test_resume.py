@@ -302,5 +302,5 @@ def test_analysis_reads_the_newest_checkpoint_that_restores_and_moves_nothing(
   DAMAGE['missing_metadata'](os.path.join(workdir, 'checkpoints', '30'))
   lines = []
   run = analysis.load_run(workdir, progress=lines.append)
-  assert run.step == 20 and len(lines) == 1 and 'analysing the checkpoint at step 20' in lines[0]
+  assert run.step == 20 and len(lines) == 1 and 'reading the checkpoint at step 20' in lines[0]
   assert os.path.isdir(os.path.join(workdir, 'checkpoints', '30'))
