@@ -478,7 +478,7 @@ ANALYZE_CASES = [
   ),
   (
     ['erf', '--workdir={tmp}/bare', '--out={tmp}/o'],
-    '{tmp}/bare has no checkpoint to analyse (train it first)',
+    '{tmp}/bare has no checkpoint (train it first)',
   ),
   (['erf', '--workdir={tmp}/nowhere', '--out={tmp}/o'], 'holds no run (no config.json)'),
   (['erf', '--workdir={tmp}/bare', '--out={tmp}/file/below'], 'cannot be created'),
@@ -587,6 +587,8 @@ def _help_commands() -> list[list[str]]:
       ['launch.analyze'],
       ['launch.bench'],
       ['launch.export_eval_set'],
+      ['launch.check_encoding'],
+      ['launch.benchmark'],
     ]
     + [['launch.analyze', name] for name in analyze.ANALYSES]
     + [['launch.bench', name] for name in bench.available()]
