@@ -90,3 +90,45 @@ def cli():
   server = CliServer()
   yield server
   server.close()
+
+
+# Checks that repeat one invariant over every encoding: the default suite runs them on one
+# encoding of each kind (and every method with code of its own), `-m slow` on all of them.
+REPRESENTATIVES = {
+  'none',
+  'sin_cos',
+  'relative',
+  'rotary',
+  'randomized_rotary',
+  'alibi',
+  'kerple_log',
+  'fire',
+  'geometric_directional',
+  'dape',
+  'cope',
+  'forgetting',
+  'stick_breaking',
+  'pope',
+  'sin_cos+alibi',
+  'abacus+fire',
+}
+# Lowering for CUDA and TPU differs by the attention's kind, not by the encoding within it.
+EXPORTED = {'none', 'rotary', 'alibi', 'geometric_directional', 'dape', 'cope', 'stick_breaking'}
+EVERY_ENCODING = {
+  'test_attention.py::test_backend_equals_reference_values_and_gradients': REPRESENTATIVES,
+  'test_attention.py::test_one_decoding_step_equals_the_whole_sequence': REPRESENTATIVES,
+  'test_decoder.py::test_cached_generation_equals_uncached_redecoding': REPRESENTATIVES,
+  'test_model.py::test_blocked_attention_equals_whole': REPRESENTATIVES,
+  'test_export.py::test_accelerator_programs_take_the_fused_path': EXPORTED,
+  'test_export.py::test_decoder_training_and_generation_export_on_the_fused_path': EXPORTED,
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+  del config
+  for item in items:
+    sample = EVERY_ENCODING.get(f'{item.path.name}::{item.originalname}')
+    params = getattr(item, 'callspec', None)
+    if sample is not None and params is not None and params.params.get('name') not in sample:
+      item.add_marker(pytest.mark.slow)

@@ -34,6 +34,7 @@ def test_estimate_covers_every_cell_and_scales_with_sequence_length():
   assert 'device-hours' in text and 'parity_check' in text
 
 
+@pytest.mark.slow
 def test_roofline_is_max_of_compute_and_memory_time_per_program():
   config = sweep_tiny.get_config()
   cells = sweep_tiny.grid()[:1]  # parity_check / none

@@ -65,7 +65,11 @@ def evaluation(config):
     )
 
 
-@pytest.mark.parametrize('protocol', list(CONFIGS))
+# The grid and lengths protocols read their files through the same code as range: slow.
+@pytest.mark.parametrize(
+  'protocol',
+  [p if p in ('range', 'perplexity') else pytest.param(p, marks=pytest.mark.slow) for p in CONFIGS],
+)
 def test_evaluating_from_files_gives_the_in_process_results(protocol, tmp_path):
   config = CONFIGS[protocol]()
   manifest = export(config, tmp_path / 'set')

@@ -246,10 +246,11 @@ def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerat
   'arg, hints, distributions',
   [
     ('tiny,task=increment,hint=carry', ['carry'], ['uniform', 'nines']),
-    (
+    pytest.param(
       'tiny,hint=all,schedule=mixed,temperature=learned,dataset=64',
       ['successor', 'count', 'fill'],
       ['uniform', 'rep2'],
+      marks=pytest.mark.slow,
     ),
   ],
 )

@@ -92,7 +92,11 @@ def _cmd(study: Study, workdir: str) -> list[str]:
   ]
 
 
-@pytest.mark.parametrize('name', list(STUDIES))
+# Each study's protocol resumes through the same loop: the default suite kills and resumes
+# one study (the range protocol's is test_train's), `-m slow` all of them.
+@pytest.mark.parametrize(
+  'name', [n if n == 'hints' else pytest.param(n, marks=pytest.mark.slow) for n in STUDIES]
+)
 def test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume(
   name, tmp_path, kill_after_checkpoint
 ):

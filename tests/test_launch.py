@@ -527,6 +527,7 @@ EXPORT_CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_main_job_prints_no_library_log_lines(tmp_path):
   proc = _run(
     ['-m', 'launch.sweep', '--config=experiments/quickstart.py:tiny', f'--workdir={tmp_path}'],

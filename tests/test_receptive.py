@@ -101,6 +101,7 @@ def test_convergence_of_p_series_is_decided_by_p(p, converges, settles):
   assert want in line and 'has not settled' not in line, line
 
 
+@pytest.mark.slow
 def test_convergence_per_head_at_kerples_initialisation():
   # KERPLE-log starts at r ~ U(0, 2): the heads with r <= 1 diverge, the others converge.
   # KERPLE-power's e^{-k t^r} converges for every k, r > 0, slowly for small r.
@@ -188,6 +189,7 @@ def test_erf_on_hand_built_attention_rows():
   np.testing.assert_array_equal(receptive.erf(both, 0.1, False), [3, 2, 3])
 
 
+@pytest.mark.slow
 def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
   from posenc import analysis
   from posenc import train

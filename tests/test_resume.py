@@ -202,7 +202,10 @@ def _phase(workdir, phase, devices):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize('before, after', [pytest.param(1, 8, marks=pytest.mark.slow), (8, 1)])
+# Slow both ways: moving a checkpoint between device counts (the default suite restores on
+# the same count in every other resume test).
+@pytest.mark.slow
+@pytest.mark.parametrize('before, after', [(1, 8), (8, 1)])
 def test_run_checkpointed_on_one_device_count_resumes_on_another(tmp_path, before, after):
   stopped = _phase(tmp_path, 'stop', before)
   assert stopped == {'preempted_at': 10, 'devices': before}
@@ -250,7 +253,13 @@ DAMAGE = {
 }
 
 
-@pytest.mark.parametrize('damage', sorted(DAMAGE))
+@pytest.mark.parametrize(
+  'damage',
+  [
+    d if d in ('truncated_data_file', 'missing_state') else pytest.param(d, marks=pytest.mark.slow)
+    for d in sorted(DAMAGE)
+  ],
+)
 def test_damaged_latest_checkpoint_falls_back_and_ends_equal(tmp_path, straight_run, damage):
   # Killed after its last checkpoint (no results yet), the newest checkpoint then damaged:
   # the rerun sets it aside, resumes from the one before and ends as the straight run did.

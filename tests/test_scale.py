@@ -13,14 +13,15 @@ from posenc import io
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# The decoder's population sharding runs in the hinting case too, so its plain cases are slow.
+# Every case shards the population the same way: the default suite runs the encoder with two
+# data orders, `-m slow` the decoders (the hinting case among them).
 @pytest.mark.parametrize(
   'encoding, family, population',
   [
     pytest.param('dape', 'encoder', 'seeds', marks=pytest.mark.slow),
     pytest.param('randomized_rotary', 'decoder', 'seeds', marks=pytest.mark.slow),
     pytest.param('forgetting', 'decoder', 'seeds', marks=pytest.mark.slow),
-    ('hints', 'decoder', 'seeds'),
+    pytest.param('hints', 'decoder', 'seeds', marks=pytest.mark.slow),
     # Members of two data orders: each device draws both data seeds' batches.
     ('randomized_relative', 'encoder', 'data_seeds'),
   ],

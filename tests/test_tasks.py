@@ -160,7 +160,20 @@ def test_degenerate_lengths(name, length, inputs, targets):
 
 
 # ============================================================================ shapes
-@pytest.mark.parametrize('name', tasks.NAMES)
+# Every task's sampler also runs in the law and padding tests below: its shapes at every
+# length are checked by default on one task of each level, `-m slow` on all.
+SHAPE_SAMPLE = (
+  'even_pairs',
+  'reverse_string',
+  'modular_arithmetic',
+  'duplicate_string',
+  'bucket_sort',
+)
+
+
+@pytest.mark.parametrize(
+  'name', [n if n in SHAPE_SAMPLE else pytest.param(n, marks=pytest.mark.slow) for n in tasks.NAMES]
+)
 def test_shapes_and_ranges(name):
   """Shapes and dtypes of `sample` at L in {1, 2, 3, 7, 40, 500} (L = 3 and 500 traced
   only, to save compiles), and token / class ranges of the sampled values."""

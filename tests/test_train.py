@@ -82,7 +82,7 @@ def test_compiled_programs_are_bounded_by_buckets(tmp_path):
   assert compiled['eval'] <= config_lib.num_buckets(12, 6)
 
 
-@pytest.mark.parametrize('loop', ['map', 'vmap'])
+@pytest.mark.parametrize('loop', [pytest.param('map', marks=pytest.mark.slow), 'vmap'])
 def test_population_members_differ_and_share_nothing_but_data(tmp_path, loop):
   config = tiny(**{'learning_rates': [1e-3, 3e-3], 'train.population_loop': loop})
   results = train.train_and_evaluate(config, str(tmp_path))
@@ -215,6 +215,7 @@ def test_steps_per_dispatch_equals_single_steps_bit_for_bit(tmp_path, encoding):
   )
 
 
+@pytest.mark.slow
 def test_bfloat16_tiny_run_learns(tmp_path):
   config = tiny(
     **{
@@ -246,6 +247,7 @@ def _decoder_cmd(workdir):
   ]
 
 
+@pytest.mark.slow
 def test_decoder_experiment_end_to_end_and_killed_run_resumes_bit_for_bit(
   tmp_path, kill_after_checkpoint
 ):

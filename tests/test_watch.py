@@ -74,7 +74,7 @@ def test_a_rerun_loads_its_programs_from_the_cache_and_ends_equal(tmp_path):
   'args, env, warning',
   [
     (['--config.compilation_cache=False'], {}, None),
-    ([], {'POSENC_COMPILATION_CACHE': '0'}, None),
+    pytest.param([], {'POSENC_COMPILATION_CACHE': '0'}, None, marks=pytest.mark.slow),
     ([], {'JAX_COMPILATION_CACHE_DIR': '/proc/posenc-no-such-dir/jax'}, True),
   ],
 )
