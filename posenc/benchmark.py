@@ -321,7 +321,7 @@ def make_card(
         )
     tasks[task] = {
       'reason': suite.tasks[task],
-      'rank': order.index(candidate) + 1,
+      'rank': _ranks([rows[c] for c in order])[candidate],
       'of': len(order),
       'order': order,
       'rows': [rows[c] for c in order],
@@ -355,11 +355,25 @@ def _sort_key(row: Mapping[str, Any]) -> tuple[float, float, str]:
   sign = 1 if row['higher_is_better'] else -1
   if s is None:
     return (np.inf, np.inf, row['column'])
-  return (-sign * s['mean'], -sign * s['median'], row['column'])
+  # Means equal up to float rounding (members summed in another order) are ties, broken by
+  # the median and then by name, not by the last bit.
+  return (-sign * round(s['mean'], 9), -sign * round(s['median'], 9), row['column'])
+
+
+def _ranks(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+  """{column: rank}, 1 = best, ties (equal mean and median) sharing the better rank.
+
+  Example: means 0.9, 0.5, 0.5, 0.1 -> ranks 1, 2, 2, 4.
+  """
+  keys = {r['column']: _sort_key(r)[:2] for r in rows}
+  return {c: 1 + sum(k < keys[c] for k in keys.values()) for c in keys}
 
 
 def _pct(x: float | None) -> str:
-  return '–' if x is None else f'{100 * x:.1f}'
+  if x is None:
+    return '–'
+  text = f'{100 * x:.1f}'
+  return '0.0' if text == '-0.0' else text
 
 
 def markdown(card: Mapping[str, Any]) -> str:
@@ -404,7 +418,9 @@ def markdown(card: Mapping[str, Any]) -> str:
       '|---|---|---|---|---|---|---|',
     ]
     versus = {c['b']: c for c in t['comparisons']}
-    for rank, row in enumerate(t['rows'], 1):
+    ranks = _ranks(t['rows'])
+    for row in t['rows']:
+      rank = ranks[row['column']]
       sc = row['score']
       mean = (
         'all diverged'
@@ -529,7 +545,9 @@ def baselines_table(
       '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized |',
       '|---|---|---|---|---|',
     ]
-    for rank, row in enumerate(rows, 1):
+    ranks = _ranks(rows)
+    for row in rows:
+      rank = ranks[row['column']]
       sc, ok = row['score'], row['success']
       mean = (
         'all diverged'
