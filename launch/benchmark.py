@@ -77,9 +77,20 @@ def _cost(suite, configs, baselines):
     )
   from posenc import cost  # Deferred: only --cost measures.
 
+  total = 0.0
   for task, config in configs.items():
     est = cost.estimate(config, [{'task': task, 'encoding': config.encoding}], 5)
-    print(f'{task}: ' + cost.format_estimate(est).splitlines()[-1])
+    (row,) = est['cells']
+    total += est['wall_clock_s']
+    print(
+      f'{task}: {config.train.steps:,} steps x {est["members_per_cell"]} members: train '
+      f'{row["train_s"] / 60:.1f} min, evaluation {row["eval_s"] / 60:.1f} min (measured here: '
+      f'{est["measured"]["model_updates_per_s"]:.1f} model-updates/s)'
+    )
+  print(
+    f'{config.encoding} on {suite.name}: about {total / 60:.1f} min on this machine, '
+    'compilation not included (cached programs are not compiled again)'
+  )
 
 
 def main(argv):

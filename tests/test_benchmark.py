@@ -270,3 +270,13 @@ def test_equal_scores_share_a_rank():
   row = lambda c, m: {'column': c, 'higher_is_better': True, 'score': {'mean': m, 'median': m}}
   rows = [row('a', 0.9), row('b', 0.5), row('c', 0.5 + 1e-12), row('d', 0.1)]
   assert benchmark._ranks(rows) == {'a': 1, 'b': 2, 'c': 2, 'd': 4}
+
+
+@pytest.mark.slow
+def test_cost_says_what_a_card_takes(cli):
+  proc = cli.run(['launch.benchmark', '--encoding=alibi', '--suite=tiny', '--cost'])
+  assert proc.returncode == 0, proc.stderr
+  lines = proc.stdout.strip().splitlines()
+  assert lines[0].startswith('suite tiny: 2 tasks; its 2 stored baselines took')
+  assert lines[1].startswith('even_pairs: 20 steps x 2 members: train')
+  assert lines[-1].startswith('alibi on tiny: about')
