@@ -2,7 +2,9 @@
 
 Seconds to evaluate one member of the study's model (reverse_string, randomized
 relative) at each length with 512 examples in sub-batches of 64, split into compile
-time and run time, and their total.
+time and run time, and their total; beside each run time, the dense-product floor of the
+same evaluation (`posenc.floor`), the share of it the run reaches, and the run's achieved
+model FLOP/s.
 """
 
 import time
@@ -13,6 +15,7 @@ import jax.numpy as jnp
 
 from launch import common
 from posenc import config as config_lib
+from posenc import floor as floor_lib
 from posenc import io
 from posenc import population as population_lib
 from posenc import setup
@@ -22,6 +25,7 @@ _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to
 _CELL = flags.DEFINE_string(
   'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
 )
+_FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of each length.')
 _OUT = flags.DEFINE_string('out', 'bench_eval.json', 'Where to write the figures.')
 
 
@@ -62,11 +66,23 @@ def _main(argv):
         'accuracy': float(accuracy[0]),
       }
     )
-    print(
+    line = (
       f'length {length:4d} (bucket {bucket}): compile {compile_s:5.1f} s, '
-      f'run {run_s:6.1f} s for {config.eval.examples_per_length} examples',
-      flush=True,
+      f'run {run_s:6.1f} s for {config.eval.examples_per_length} examples'
     )
+    if _FLOOR.value:
+      floor = floor_lib.evaluation_floor(config, length, run.population.platform)
+      rows[-1].update(
+        floor,
+        fraction_of_floor=floor['floor_s'] / run_s,
+        achieved_gflops_per_s=floor['flops'] / run_s / 1e9,
+      )
+      line += (
+        f'; floor {floor["floor_s"]:.2f} s ({100 * rows[-1]["fraction_of_floor"]:.0f}%), '
+        f'{rows[-1]["achieved_gflops_per_s"]:.0f} model GFLOP/s against the dense products\' '
+        f'{floor["dense_gflops_per_s"]:.0f}'
+      )
+    print(line, flush=True)
   total = sum(r['compile_s'] + r['run_s'] for r in rows)
   print(f'total (compile + run) for lengths {_LENGTHS.value}: {total:.1f} s')
   io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'rows': rows, 'total_s': total})

@@ -3,29 +3,26 @@
 The study's model on reverse_string with randomized relative positions, batch 128,
 lengths U{1..40}: time to the first update (a fresh run: init + first compile + step),
 steady-state model-updates/s for populations of 1 and 30 members (all length buckets
-compiled first, then `--steps` steps timed along the curriculum), and the number of
-compiled training programs.
+compiled first, then `--steps` steps timed along the curriculum), the number of compiled
+training programs, and the dense-product floor of a step (`posenc.floor`) with the share of it
+each population reaches (P members' floor is P times one member's). `launch.bench profile`
+shows where the rest of the time goes.
 """
 
 import tempfile
-import time
-from typing import Any
 
 from absl import flags
 import jax
-import jax.numpy as jnp
-import ml_collections
-import numpy as np
 
 from experiments import rpe_table1
 from launch import common
 from posenc import config as config_lib
 from posenc import cost
 from posenc import evaluate
+from posenc import floor as floor_lib
 from posenc import io
 from posenc import setup
 from posenc import train
-import tasks
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
 _POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
@@ -39,84 +36,13 @@ _DISPATCH = flags.DEFINE_integer('steps_per_dispatch', 1, 'Training steps per co
 _IMPL = flags.DEFINE_string('attention_impl', 'auto', 'The attention backend.')
 
 
-_CALLS_PER_TIMING = 4
-
-
-def dense_products(tokens: int, config: ml_collections.ConfigDict) -> list[tuple[int, int, int]]:
-  """The (m, k, n) matrix products of one training step's dense layers, per layer.
-
-  Each weight W [k, n] (q, k, v, out projections [d, d]; FFN [d, F] and [F, d]) costs
-  three products over the step's `tokens` rows: forward x @ W [tokens, k] x [k, n],
-  input gradient g @ W^T [tokens, n] x [n, k], weight gradient x^T @ g [k, tokens] x
-  [tokens, n]. Attention, normalisation, dropout and the optimiser are not included.
-
-  Example: d = 2, F = 4, tokens = 3 -> the first triple is (3, 2, 2), (3, 2, 2), (2, 3, 2).
-  """
-  d, f = config.model.d_model, config.model.ffn_size
-  out = []
-  for k, n in [(d, d)] * 4 + [(d, f), (f, d)]:
-    out += [(tokens, k, n), (tokens, n, k), (k, tokens, n)]
-  return out
-
-
-def dense_product_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict[str, Any]:
-  """A measured lower bound on a training step: its dense matrix products alone.
-
-  Every product of `dense_products` at each training bucket's shape (batch_size x
-  T_bucket rows) is jitted and timed on its own (median of `repeats` timings); a step's
-  floor is their sum times the number of layers, and the curriculum's floor is the mean
-  over lengths 1..N of the floor of each length's bucket. A whole step also runs
-  attention, normalisation, dropout and Adam, so it cannot be faster than this on these
-  devices with XLA's matrix products.
-
-  Returns:
-    {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
-     'gflops_per_s' (the products' achieved rate over the curriculum)}.
-  """
-  task = tasks.get(config.task, config.task_options.to_dict())
-  n, size = config.train.max_length, config.train.bucket_size
-  timers: dict[tuple[int, int, int], float] = {}  # each shape is timed once
-
-  def seconds(m, k, nn):
-    if (m, k, nn) not in timers:
-      a = jnp.ones((m, k), jnp.float32)
-      b = jnp.ones((k, nn), jnp.float32)
-      f = jax.jit(jnp.matmul)
-      jax.block_until_ready(f(a, b))
-      times = []
-      for _ in range(repeats):  # a few calls in flight per timing: no host latency per call
-        t0 = time.perf_counter()
-        jax.block_until_ready([f(a, b) for _ in range(_CALLS_PER_TIMING)])
-        times.append((time.perf_counter() - t0) / _CALLS_PER_TIMING)
-      timers[(m, k, nn)] = float(np.median(times))
-    return timers[(m, k, nn)]
-
-  per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
-  for length in range(1, n + 1):
-    rows = config.train.batch_size * cost.tokens(task, length, n, size)
-    products = dense_products(rows, config)
-    layers = config.model.num_layers
-    per_length.append(
-      (
-        layers * sum(seconds(*p) for p in products),
-        layers * sum(2.0 * np.prod(p) for p in products),
-      )
-    )
-    bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
-  mean_s, mean_flops = (float(x) for x in np.mean(per_length, axis=0))
-  return {
-    'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
-    'mean_step_ms': 1e3 * mean_s,
-    'max_updates_per_s': 1.0 / mean_s,
-    'gflops_per_s': mean_flops / mean_s / 1e9,
-  }
-
-
 def population_config(size: int):
   config = rpe_table1.get_config(_CELL.value)
   config.train.steps_per_dispatch = _DISPATCH.value
   config.model.attention_impl = _IMPL.value
-  seeds = max(1, size // len(config.learning_rates))
+  # size = seeds x rates with the fewest seeds: 8 of 6 rates is 2 seeds x 4 rates.
+  rates = len(config.learning_rates)
+  seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
   config.seeds = list(range(seeds))
   config.learning_rates = list(config.learning_rates)[: size // seeds]
   return config
@@ -156,7 +82,7 @@ def _main(argv):
     out['first_update_s'] = first_update_seconds()
     print(f'time to first update (fresh run, P=1): {out["first_update_s"]:.1f} s', flush=True)
   if _FLOOR.value:
-    floor = dense_product_floor(population_config(1))
+    floor = floor_lib.training_floor(population_config(1))
     out['dense_product_floor'] = floor
     print(
       f'dense-product floor (the step\'s matrix products alone, timed one by one): '
@@ -178,5 +104,11 @@ def _main(argv):
       f'warm-up compile {r["warmup_compile_s"]:.1f} s',
       flush=True,
     )
+    if _FLOOR.value:  # P members' floor is P times one member's
+      floor = out['dense_product_floor']
+      r['fraction_of_floor'] = r['model_updates_per_s'] / floor['max_updates_per_s']
+      print(
+        f'P={r["population"]:3d}: {100 * r["fraction_of_floor"]:.0f}% of the dense-product floor'
+      )
   io.write_json_atomic(_OUT.value, out)
   print(f'wrote {_OUT.value}')

@@ -9,7 +9,7 @@ import pytest
 from experiments import sweep_tiny
 from launch import bench
 from launch import bench_forward
-from launch import bench_train
+from posenc import floor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,7 +53,7 @@ def test_keep_freed_memory_is_opt_in(monkeypatch):
 def test_dense_products_are_three_per_weight_with_the_model_shapes():
   config = sweep_tiny.get_config()
   d, f = config.model.d_model, config.model.ffn_size
-  products = bench_train.dense_products(7, config)
+  products = floor.dense_products(7, config)
   assert len(products) == 3 * 6
   # The forward products' FLOPs are the token-linear part of the forward FLOP model.
   forward = sum(2 * m * k * n for m, k, n in products[0::3])
@@ -64,14 +64,34 @@ def test_dense_products_are_three_per_weight_with_the_model_shapes():
 def test_dense_product_floor_averages_buckets_over_the_curriculum():
   config = sweep_tiny.get_config()
   config.train.max_length, config.train.bucket_size = 8, 3
-  floor = bench_train.dense_product_floor(config, repeats=2)
+  got = floor.training_floor(config, repeats=2)
   # Lengths 1-3 -> bucket 3, 4-6 -> 6, 7-8 -> 8 (capped at N).
-  assert sorted(floor['bucket_ms']) == [3, 6, 8]
-  ms = floor['bucket_ms']
+  assert sorted(got['bucket_ms']) == [3, 6, 8]
+  ms = got['bucket_ms']
   mean = (3 * ms[3] + 3 * ms[6] + 2 * ms[8]) / 8
-  assert abs(floor['mean_step_ms'] - mean) < 1e-6 * mean
-  assert floor['max_updates_per_s'] == pytest.approx(1e3 / floor['mean_step_ms'])
-  assert floor['gflops_per_s'] > 0
+  assert abs(got['mean_step_ms'] - mean) < 1e-6 * mean
+  assert got['max_updates_per_s'] == pytest.approx(1e3 / got['mean_step_ms'])
+  assert got['gflops_per_s'] > 0
+
+
+def test_evaluation_floor_times_forward_products_per_micro_batch():
+  config = sweep_tiny.get_config()
+  config.eval.examples_per_length, config.eval.batch_size = 8, 4
+  d, f = config.model.d_model, config.model.ffn_size
+  assert floor.dense_products(3, config, backward=False) == [(3, d, d)] * 4 + [
+    (3, d, f),
+    (3, f, d),
+  ]
+  timer = floor.ProductTimer(repeats=2)
+  got = floor.evaluation_floor(config, 5, timer=timer)
+  tokens, micro = got['tokens'], got['micro_batch']
+  seconds, _ = floor.products_cost(floor.dense_products(micro * tokens, config, False), timer)
+  calls = 8 // micro * config.model.num_layers
+  assert got['floor_s'] == pytest.approx(calls * seconds)
+  assert got['flops'] == pytest.approx(
+    8 * 2.0 * config.model.num_layers * (tokens * (4 * d * d + 2 * d * f) + 2 * tokens**2 * d)
+  )
+  assert got['dense_gflops_per_s'] > 0
 
 
 def test_geometric_floor_scales_with_weights():
@@ -79,3 +99,44 @@ def test_geometric_floor_scales_with_weights():
   assert floor['chain_ns_per_weight'] > 0 and floor['cumsum_ns_per_weight'] > 0
   per_weight = floor['chain_ns_per_weight'] + floor['cumsum_ns_per_weight']
   assert floor['floor_s'] == pytest.approx(per_weight * 1e-9 * 1e6)
+
+
+def test_profile_attributes_trace_events_to_parts_of_the_model():
+  from launch import bench_profile
+
+  hlo = '\n'.join(
+    [
+      '  %dot.3 = f32[2]{0} dot(%a, %b), metadata={op_name="jit(f)/jvp(Encoder)/layer_1/'
+      'Dense_0/dot_general" stack_frame_id=4}',
+      '  ROOT %fusion.7 = f32[2]{0} fusion(%c), kind=kLoop, metadata={op_name="jit(f)/'
+      'transpose(jvp(Encoder))/layer_0/attention/attention_cpu_blocked/jit(_pad)/pad"}',
+      '  %adam.1 = f32[2]{0} multiply(%d, %e), metadata={op_name="jit(f)/while/body/adam/mul"}',
+      '  %param.0 = f32[2]{0} parameter(0)',
+    ]
+  )
+  names = bench_profile.op_names(hlo)
+  assert names == {
+    'dot.3': 'jvp(Encoder)/layer_N/Dense_0/dot_general',
+    'fusion.7': 'transpose(jvp(Encoder))/layer_N/attention/attention_cpu_blocked/jit(_pad)/pad',
+    'adam.1': 'adam/mul',
+  }
+  seconds = {'dot.3': 0.004, 'fusion.7': 0.010, 'adam.1': 0.002, 'ThunkExecutor::Execute': 9.0}
+  got = bench_profile.attribute(seconds, names, steps=2)
+  assert got['attributed_ms'] == pytest.approx(8.0)  # the executor's own event is not an op
+  assert got['parts'] == pytest.approx(
+    {
+      'attention: relative position term': 5.0,
+      'dense products': 2.0,
+      'optimizer, loss, curriculum': 1.0,
+    }
+  )
+  assert got['ops'][0] == (names['fusion.7'], pytest.approx(5.0))
+
+
+def test_profile_rejects_a_bucket_that_training_does_not_compile(cli, tmp_path):
+  out = tmp_path / 'out.json'
+  proc = cli.run(['launch.bench', 'profile', '--buckets=41', f'--out={out}'])
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and '--buckets [41] are not training buckets; valid: 5,10' in lines[0]
+  assert not out.exists()

@@ -1,0 +1,141 @@
+"""The dense-product floor: what a program's matrix products alone take on these devices.
+
+A transformer step is mostly matrix products of its dense layers (q, k, v, out, FFN).
+Timing each of those products on its own, at the shape the program uses, and summing
+gives a measured lower bound on the program: it cannot be faster on these devices with
+XLA's matrix products, whatever attention, normalisation and the optimiser add. The
+benchmarks (`launch.bench train`, `launch.bench eval`) print how close training and range
+evaluation come to it; docs/benchmarks.md records the fractions.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import config as config_lib
+from posenc import cost
+from posenc import evaluate
+from posenc.evaluate import core
+
+_CALLS_PER_TIMING = 4
+
+Product = tuple[int, int, int]
+
+
+def dense_products(
+  tokens: int, config: ml_collections.ConfigDict, backward: bool = True
+) -> list[Product]:
+  """The (m, k, n) matrix products of one layer's dense weights over `tokens` rows.
+
+  Each weight W [k, n] (q, k, v, out projections [d, d]; FFN [d, F] and [F, d]) costs the
+  forward x @ W [tokens, k] x [k, n] and, with `backward`, the input gradient g @ W^T
+  [tokens, n] x [n, k] and the weight gradient x^T @ g [k, tokens] x [tokens, n].
+
+  Example: d = 2, F = 4, tokens = 3 -> the first triple is (3, 2, 2), (3, 2, 2), (2, 3, 2);
+    with backward=False the list is [(3, 2, 2)] * 4 + [(3, 2, 4), (3, 4, 2)].
+  """
+  d, f = config.model.d_model, config.model.ffn_size
+  out = []
+  for k, n in [(d, d)] * 4 + [(d, f), (f, d)]:
+    out += [(tokens, k, n)] + ([(tokens, n, k), (k, tokens, n)] if backward else [])
+  return out
+
+
+class ProductTimer:
+  """Median seconds of one jitted `a @ b` per shape, each shape timed once.
+
+  Example: ProductTimer(repeats=5)((128, 64, 64)) -> about 2e-5 on this 2-core CPU.
+  """
+
+  def __init__(self, repeats: int = 20):
+    self.repeats = repeats
+    self.seconds: dict[Product, float] = {}
+
+  def __call__(self, shape: Product) -> float:
+    if shape not in self.seconds:
+      m, k, n = shape
+      a, b = jnp.ones((m, k), jnp.float32), jnp.ones((k, n), jnp.float32)
+      f = jax.jit(jnp.matmul)
+      jax.block_until_ready(f(a, b))
+      times = []
+      for _ in range(self.repeats):  # a few calls in flight per timing: no host latency per call
+        t0 = time.perf_counter()
+        jax.block_until_ready([f(a, b) for _ in range(_CALLS_PER_TIMING)])
+        times.append((time.perf_counter() - t0) / _CALLS_PER_TIMING)
+      self.seconds[shape] = float(np.median(times))
+    return self.seconds[shape]
+
+
+def products_cost(products: list[Product], timer: ProductTimer) -> tuple[float, float]:
+  """(seconds, FLOPs) of running `products` one after another."""
+  return sum(timer(p) for p in products), sum(2.0 * np.prod(p) for p in products)
+
+
+def training_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict[str, Any]:
+  """The dense-product floor of one member's training step over the curriculum.
+
+  Every product of `dense_products` at each training bucket's shape (batch_size x
+  T_bucket rows) is timed on its own; a step's floor is their sum times the number of
+  layers, and the curriculum's floor is the mean over lengths 1..N of the floor of each
+  length's bucket. P members cost P times as much.
+
+  Returns:
+    {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
+     'gflops_per_s' (the products' achieved rate over the curriculum)}.
+  """
+  task = evaluate.task_of(config)
+  n, size = config.train.max_length, config.train.bucket_size
+  timer = ProductTimer(repeats)
+  per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
+  for length in range(1, n + 1):
+    rows = config.train.batch_size * cost.tokens(task, length, n, size)
+    seconds, flops = products_cost(dense_products(rows, config), timer)
+    per_length.append((config.model.num_layers * seconds, config.model.num_layers * flops))
+    bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
+  mean_s, mean_flops = (float(x) for x in np.mean(per_length, axis=0))
+  return {
+    'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
+    'mean_step_ms': 1e3 * mean_s,
+    'max_updates_per_s': 1.0 / mean_s,
+    'gflops_per_s': mean_flops / mean_s / 1e9,
+  }
+
+
+def evaluation_floor(
+  config: ml_collections.ConfigDict,
+  length: int,
+  platform: str = 'cpu',
+  timer: ProductTimer | None = None,
+) -> dict[str, float]:
+  """The dense-product floor of evaluating one member at `length`, and its model FLOPs.
+
+  The range evaluation runs examples_per_length examples, padded to the length's bucket,
+  in micro-batches (`core.eval_micro_batch`); the floor times the forward products at one
+  micro-batch's shape and multiplies by the number of micro-batches and layers. 'flops' are
+  the model's FLOPs (`cost.forward_flops`: the dense layers and attention's two products)
+  over the padded tokens, the figure an achieved FLOP/s divides.
+
+  Example: evaluation_floor(rpe_table1 config, 100) -> {'floor_s': ~1.3, 'flops': ~6.6e11,
+    'dense_gflops_per_s': ~80, 'tokens': 256, 'micro_batch': 16}.
+  """
+  task = evaluate.task_of(config)
+  m, size = config.eval.max_length, config.eval.bucket_size
+  tokens = cost.tokens(task, length, m, size)
+  micro = core.eval_micro_batch(config.eval.batch_size, config.model.num_heads, tokens, platform)
+  calls = config.eval.examples_per_length // micro * config.model.num_layers
+  seconds, flops = products_cost(
+    dense_products(micro * tokens, config, backward=False), timer or ProductTimer()
+  )
+  return {
+    'tokens': tokens,
+    'micro_batch': micro,
+    'floor_s': calls * seconds,
+    'dense_gflops_per_s': flops / seconds / 1e9,
+    'flops': config.eval.examples_per_length * cost.forward_flops(tokens, config),
+  }
