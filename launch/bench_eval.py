@@ -43,12 +43,12 @@ def _main(argv):
     common.fail(f'--lengths {bad} exceed eval.max_length={config.eval.max_length}')
   config.seeds, config.learning_rates = [0], [1e-4]
   run = setup.build(config)
-  task, model, population, data_key = run.task, run.model, run.population, run.eval_key
+  model, population = run.model, run.population
   params = population_lib.init_state(config, model, population)['params']
   rows = []
   for length in lengths:
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-    fn = range_protocol.make_eval_fn(config, task, model, population, bucket, data_key)
+    fn = range_protocol.make_eval_fn(run, bucket)
     args = (params, jnp.int32(length), population.eval_keys)
     t0 = time.time()
     compiled = fn.lower(*args).compile()

@@ -45,7 +45,6 @@ import numpy as np
 
 from launch import common
 from posenc import config as config_lib
-from posenc import evaluate
 from posenc import io
 from posenc import population as population_lib
 from posenc import setup
@@ -146,11 +145,11 @@ def _main(argv):
   config = common.cell_config(_CELL.value)
   config.seeds, config.learning_rates = [0], list(config.learning_rates)[:1]
   try:
-    evaluate.validate(config)
+    setup.build(config)
   except config_lib.ConfigError as e:
     common.fail(e)
   run = setup.build(config)
-  valid = run.training.buckets(config)
+  valid = run.training.buckets(run)
   buckets = common.positive_ints(_BUCKETS.value, '--buckets')
   bad = [b for b in buckets if b not in valid]
   if bad:

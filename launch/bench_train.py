@@ -18,7 +18,6 @@ from experiments import rpe_table1
 from launch import common
 from posenc import config as config_lib
 from posenc import cost
-from posenc import evaluate
 from posenc import floor as floor_lib
 from posenc import io
 from posenc import setup
@@ -54,7 +53,7 @@ def first_update_seconds() -> float:
   config.eval.lengths = [config.train.max_length + 1]  # one length, past training: scored
   config.eval.examples_per_length = config.eval.batch_size
   with tempfile.TemporaryDirectory() as workdir:
-    return train.train_and_evaluate(config, workdir)['timing']['first_update_s']
+    return train.train_and_evaluate(setup.build(config), workdir)['timing']['first_update_s']
 
 
 def steady_state(size: int, steps: int) -> dict:
@@ -73,7 +72,7 @@ def _main(argv):
   common.at_least(_DISPATCH.value, '--steps_per_dispatch')
   common.cell_config(_CELL.value)
   try:
-    evaluate.validate(population_config(1))
+    setup.build(population_config(1))
   except config_lib.ConfigError as e:
     common.fail(e)
   populations = common.positive_ints(_POPULATIONS.value, '--populations')

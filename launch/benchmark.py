@@ -44,6 +44,7 @@ from posenc import config as config_lib
 from posenc import encodings
 from posenc import evaluate
 from posenc import io
+from posenc import setup
 from posenc import sweep as sweep_lib
 
 _ENCODING = flags.DEFINE_string(
@@ -108,7 +109,7 @@ def main(argv):
     encodings.get(name)
     configs = {task: suite.cell_config(task, name) for task in suite.tasks}
     for config in configs.values():
-      evaluate.validate(config)
+      setup.build(config)
     if not suite.measured:
       common.fail(
         f'suite {suite.name} is defined on paper: it has no checksums or baselines '

@@ -251,11 +251,11 @@ def cell_config(arg: str, flag: str = '--cell') -> Any:
   # Deferred: both import Flax; launch.report imports this module but no Flax
   # (tests/test_results_schema.py).
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
-  from posenc import evaluate  # pylint: disable=g-import-not-at-top
+  from posenc import setup  # pylint: disable=g-import-not-at-top
 
   try:
     config = rpe_table1.get_config(arg)
-    evaluate.validate(config)
+    setup.build(config)
   except config_lib.ConfigError as e:
     fail(f'{flag}={arg}: {e}')
   return config

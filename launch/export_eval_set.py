@@ -48,13 +48,12 @@ def main(argv: list[str]) -> None:
     run = setup.build(config)
   except config_lib.ConfigError as e:
     common.fail(e)
-  task, protocol = run.task, run.protocol
+  protocol = run.protocol
   if protocol.examples is None:
     common.fail(f'task {config.task!r} ({protocol.name} protocol) has no frozen evaluation sets')
   if os.path.exists(os.path.join(_OUT.value, frozen.MANIFEST)):
     common.fail(f'--out={_OUT.value} already holds an evaluation set; use a new directory')
   common.check_out_dir(_OUT.value, '--out')
-  data_key = run.eval_key
   kept = lambda: (
     f'the cells written so far are kept; {frozen.MANIFEST}, written last, marks the set complete'
   )
@@ -64,7 +63,7 @@ def main(argv: list[str]) -> None:
       _OUT.value,
       config,
       protocol.name,
-      protocol.examples(config, task, data_key),
+      protocol.examples(run),
       protocol.example_fields,
     )
   print(

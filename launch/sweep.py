@@ -46,8 +46,8 @@ from launch import common
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import cost
-from posenc import evaluate
 from posenc import io
+from posenc import setup
 from posenc import sweep as sweep_lib
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
@@ -155,7 +155,7 @@ def main(argv):
     if _DEVICE.value:
       common.fail('--device needs --cost (it estimates what a grid costs on that device)')
     for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
-      evaluate.validate(config_lib.cell_config(_CONFIG.value, cell))
+      setup.build(config_lib.cell_config(_CONFIG.value, cell))
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()

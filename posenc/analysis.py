@@ -78,7 +78,7 @@ def load_run(
 
 def _inputs(run: Run, length: int, examples: int, key: jax.Array):
   """(tokens [B, T], lengths, causal) of `examples` inputs at `length` (as training draws)."""
-  return run.built.training.inputs(run.config, run.task, key, examples, length)
+  return run.built.training.inputs(run.built, key, examples, length)
 
 
 # What `attention_rows` may hold by default: the weights of every layer stay in memory.

@@ -181,7 +181,7 @@ def prepare_eval_set(
         staging,
         config,
         run.protocol.name,
-        run.protocol.examples(config, run.task, run.eval_key),
+        run.protocol.examples(run),
         run.protocol.example_fields,
       )
       if expected is not None:

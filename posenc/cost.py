@@ -92,7 +92,7 @@ def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
   config, population, curriculum = run.config, run.population, run.curriculum_key
   state = population_lib.init_state(config, run.model, population)
   n = config.train.max_length
-  buckets = run.training.buckets(config)
+  buckets = run.training.buckets(run)
   traces: collections.Counter = collections.Counter()
   members = (population.learning_rates, population.train_keys)
   k = config.train.steps_per_dispatch
@@ -148,7 +148,7 @@ def measure(run: setup.Run, steps: int) -> dict[str, float]:
   state = figures['state']
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-  evaluate = range_protocol.make_eval_fn(config, task, run.model, population, bucket, run.eval_key)
+  evaluate = range_protocol.make_eval_fn(run, bucket)
   args = (state['params'], jnp.int32(length), population.eval_keys)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
@@ -203,9 +203,7 @@ def measure_sequence(
   )
   figures = measure_training(small, steps)
   probe, _ = SEQUENCE_COSTS[small.protocol.name]
-  evaluate, args, shape = probe(
-    small.config, small.task, small.model, small.population, small.eval_key
-  )
+  evaluate, args, shape = probe(small)
   args = (figures['state']['params'], *args)
   jax.block_until_ready(evaluate(*args))
   t0 = time.time()
@@ -223,7 +221,7 @@ def measure_sequence(
 
 def _train_shape(run: setup.Run) -> tuple[int, int]:
   """(prompt width, answer width) of a sequence run's training batches."""
-  return run.training.shape(run.config, run.task, run.config.train.max_length)
+  return run.training.shape(run, run.config.train.max_length)
 
 
 def sequence_work(run: setup.Run) -> tuple[float, float, float]:
@@ -233,7 +231,7 @@ def sequence_work(run: setup.Run) -> tuple[float, float, float]:
   hinting)."""
   config, vocab = run.config, run.task.vocab_size
   per_step = 3 * decoder_flops(sum(_train_shape(run)), config, vocab) * config.train.batch_size
-  groups, at_n = SEQUENCE_COSTS[run.protocol.name][1](config, run.task)
+  groups, at_n = SEQUENCE_COSTS[run.protocol.name][1](run)
   per_eval = sum(decoder_flops(tokens, config, vocab) * count for tokens, count in groups)
   return per_step, per_eval, decoder_flops(at_n, config, vocab)
 
@@ -422,7 +420,11 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   config, task, population, model = run.config, run.task, run.population, run.model
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  one_batch = config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size})
+  # The evaluation's programs at one sub-batch per length.
+  one_batch = setup.build(
+    config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size}),
+    platform='gpu',
+  )
   points = {'train': [], 'eval': []}
   for bucket in _FIT_TRAIN_BUCKETS:
     fn = train.make_update_fn(run, bucket)
@@ -433,9 +435,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
       )
     )
   for bucket in _FIT_EVAL_BUCKETS:
-    fn = range_protocol.make_eval_fn(
-      one_batch, task, model, population, bucket, run.eval_key, platform='gpu'
-    )
+    fn = range_protocol.make_eval_fn(one_batch, bucket)
     points['eval'].append(
       (
         tokens(task, bucket, bucket, 1),

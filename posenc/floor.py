@@ -20,7 +20,7 @@ import numpy as np
 
 from posenc import config as config_lib
 from posenc import cost
-from posenc import evaluate
+from posenc import setup
 from posenc.evaluate import core
 
 _CALLS_PER_TIMING = 4
@@ -89,7 +89,7 @@ def training_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict
     {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
      'gflops_per_s' (the products' achieved rate over the curriculum)}.
   """
-  task = evaluate.task_of(config)
+  task = setup.build(config).task
   n, size = config.train.max_length, config.train.bucket_size
   timer = ProductTimer(repeats)
   per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
@@ -125,7 +125,7 @@ def evaluation_floor(
     100) -> {'tokens': 256, 'micro_batch': 4, 'floor_s': ~0.9, 'dense_gflops_per_s': ~71,
     'flops': 1.07e11}.
   """
-  task = evaluate.task_of(config)
+  task = setup.build(config).task
   m, size = config.eval.max_length, config.eval.bucket_size
   tokens = cost.tokens(task, length, m, size)
   micro = core.eval_micro_batch(config.eval.batch_size, config.model.num_heads, tokens, platform)

@@ -65,7 +65,7 @@ class Intervention:
 def _ratio(run: setup.Run) -> float:
   """M / N: the longest evaluated length (the protocol's) over the training length."""
   n = run.config.train.max_length
-  return max(run.protocol.longest_length(run.config), n) / n
+  return max(run.protocol.longest_length(run), n) / n
 
 
 def _takes(option: str) -> Callable[[setup.Run], str | None]:
@@ -244,25 +244,9 @@ def evaluate_with(
 ) -> Any:
   """The protocol's evaluation record of the population `state` under `run` (in a scratch
   directory: nothing of the saved run is touched)."""
-  population = run.population
-  params = jax.device_put(state['params'], population.sharded)
-  diverged = np.asarray(jax.device_get(state['diverged']))[: population.size]
+  state = {**state, 'params': jax.device_put(state['params'], run.population.sharded)}
   with tempfile.TemporaryDirectory() as scratch:
-    return run.protocol.evaluate(
-      evaluate.EvalContext(
-        run.config,
-        run.task,
-        run.model,
-        population,
-        params,
-        run.eval_key,
-        scratch,
-        progress,
-        None,
-        lambda: False,
-        diverged,
-      )
-    )
+    return run.protocol.evaluate(run, state, evaluate.EvalContext(scratch, progress))
 
 
 def intervene(

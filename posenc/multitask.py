@@ -43,17 +43,22 @@ SCHEDULES = ('alternate', 'mixed')
 
 
 def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
-  """[main task, *hint tasks] of `config`, each with the `task_options` it takes.
+  """[main task, *hint tasks] of `config`, each with the `task_options` it takes; without
+  hints, [the task] (`tasks.get` with the options).
 
-  An option applies to every task of the set that lists it in `OPTIONS` (the value range
-  `num_values` must be the same for all: they share the vocabulary); an option that no task
-  of the set takes is an error. Raises ValueError naming a bad name, hint or option.
+  With hints, an option applies to every task of the set that lists it in `OPTIONS` (the
+  value range `num_values` must be the same for all: they share the vocabulary); an option
+  that no task of the set takes is an error. Raises ValueError naming a bad name, hint or
+  option.
 
   Example: task 'sorting_hinted', hints ['successor'], options {num_values: 50} ->
     [SortingHinted(num_values=50), Successor(num_values=50)].
   """
-  main = tasks.get(config.task)
   hints = list(config.get('hints', []) or [])
+  options = config.task_options.to_dict() if config.get('task_options') else {}
+  if not hints:
+    return [tasks.get(config.task, options or None)]
+  main = tasks.get(config.task)
   valid = getattr(main, 'HINTS', ())
   for hint in hints:
     if hint not in valid:
@@ -63,7 +68,6 @@ def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
   if len(set(hints)) != len(hints):
     raise ValueError(f'hints {hints} has duplicates')
   names = [config.task] + hints
-  options = config.task_options.to_dict() if config.get('task_options') else {}
   known = {o for name in names for o in getattr(tasks.get(name), 'OPTIONS', ())}
   for key in options:
     if key not in known:

@@ -8,10 +8,11 @@
   `inputs ⊕ SEP` with a KV cache: per-token accuracy under the task's mask, and exact match
   (every masked answer token right).
 
-Each returns an `Objective` (loss for training, counts for evaluation): `study(config, task,
-model, bucket)` for the study's tasks, `sequence(config, task, model, shape)` for tasks that
-sample `prompt ⊕ answer (⊕ EOS)` themselves, `masked(...)` for masked language modelling.
-The evaluation protocol of a task (`posenc.evaluate`) picks one.
+Each takes the run (`posenc.setup.Run`: its config, task, model and family) and returns an
+`Objective` (loss for training, counts for evaluation): `study(run, bucket)` for the study's
+tasks, `sequence(run, shape)` for tasks that sample `prompt ⊕ answer (⊕ EOS)` themselves,
+`masked(run, shape)` for masked language modelling. The evaluation protocol of a task
+(`posenc.evaluate`) picks one.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import ml_collections
 import optax
 
 from posenc import config as config_lib
-from posenc import families
 from posenc import generate
 from posenc import models
 
 Array = jax.Array
+# A run (`posenc.setup.Run`, built above this module): the type is named here, not imported.
+Run = Any
 LOSS_ON = ('answer', 'all')
 
 
@@ -109,22 +111,21 @@ class Objective(NamedTuple):
   counts: Callable[..., dict[str, Array]]
 
 
-def study(config: ml_collections.ConfigDict, task: Any, model: Any, bucket: int) -> Objective:
+def study(run: Run, bucket: int) -> Objective:
   """The study's tasks for the model family: the encoder reads its outputs off empty query
   tokens in one pass, the decoder writes them after a separator (inputs padded to
   `bucket`)."""
-  max_output = int(task.output_length(bucket))
-  if families.of(config.model.family).generates:
-    return _decoder(config, task, model, max_output)
-  return _encoder(config, model, max_output)
+  max_output = int(run.task.output_length(bucket))
+  if run.family.generates:
+    return _decoder(run, max_output)
+  return _encoder(run, max_output)
 
 
-def sequence(
-  config: ml_collections.ConfigDict, task: Any, model: models.Decoder, shape: tuple[int, int]
-) -> Objective:
+def sequence(run: Run, shape: tuple[int, int]) -> Objective:
   """Sequence tasks: teacher forcing on `tokens`, the loss on the answer and EOS (or on every
   token), each example through its output head `batch['task']` when the batch has one;
   greedy generation after each prompt, exact match of the answer through EOS."""
+  config, task, model = run.config, run.task, run.model
   prompt_width, answer_width = shape
 
   def loss(params, batch, rngs, window=None):
@@ -205,13 +206,12 @@ def masked_nll(
   return nll, jnp.argmax(logits, -1)
 
 
-def masked(
-  config: ml_collections.ConfigDict, task: Any, model: models.Encoder, shape: tuple[int, int]
-) -> Objective:
+def masked(run: Run, shape: tuple[int, int]) -> Objective:
   """A text corpus for an encoder: masked language modelling. Each training window loses
   MASK_RATE of its bytes to the mask token (all of them replaced; BERT's 80/10/10 split is
   not used) and the loss is the cross-entropy at those positions."""
-  del task, shape
+  del shape  # windows of every length share the one shape
+  model = run.model
 
   def loss(params, batch, rngs, window=None):
     del window
@@ -240,9 +240,8 @@ def masked(
   return Objective(loss, counts)
 
 
-def _encoder(
-  config: ml_collections.ConfigDict, model: models.Encoder, max_output: int
-) -> Objective:
+def _encoder(run: Run, max_output: int) -> Objective:
+  config, model = run.config, run.model
 
   def logits_of(params, batch, rngs, deterministic, **kw):
     tokens, seq_length = models.empty_output_layout(
@@ -273,10 +272,9 @@ def _encoder(
   return Objective(loss, counts)
 
 
-def _decoder(
-  config: ml_collections.ConfigDict, task: Any, model: models.Decoder, max_output: int
-) -> Objective:
-  vocab = decoder_vocab(task)
+def _decoder(run: Run, max_output: int) -> Objective:
+  config, model = run.config, run.model
+  vocab = decoder_vocab(run.task)
 
   def loss(params, batch, rngs, window=None):
     tokens, length = decoder_layout(batch, max_output, vocab)

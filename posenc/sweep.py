@@ -305,18 +305,18 @@ def run_sweep(
     ConfigError: a cell's config is impossible, or a cell holds a run of another config
       (`check_configs`); nothing has run or been written then.
   """
-  from posenc import evaluate  # Deferred: status and cell selection need no JAX.
-  from posenc import train  # Deferred, as evaluate.
+  from posenc import setup  # Deferred: status and cell selection need no JAX.
+  from posenc import train  # Deferred, as setup.
   from posenc import checkpoint  # Deferred, as train.
 
   if run_cell is None:
     run_cell = lambda config, workdir: train.train_and_evaluate(
-      config, workdir, progress=progress, should_stop=should_stop
+      setup.build(config), workdir, progress=progress, should_stop=should_stop
     )
   mine = shard_cells(cells, *shard)
   configs = [config_lib.cell_config(base, overrides) for overrides in mine]
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
-    evaluate.validate(config)
+    setup.build(config)
   check_configs(base, mine, sweep_dir)
   index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
   os.makedirs(os.path.dirname(index_path), exist_ok=True)

@@ -317,7 +317,7 @@ def check_export(name: str) -> Check:
   """The training step of a tiny decoder run lowers for CUDA and TPU."""
   run = setup.build(_tiny_config(name), platform='gpu')
   state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
-  update = train.make_update_fn(run, run.training.buckets(run.config)[-1])
+  update = train.make_update_fn(run, run.training.buckets(run)[-1])
   exported = jax_export.export(update, platforms=['cuda', 'tpu'])(
     state,
     jax.ShapeDtypeStruct((), jnp.int32),
@@ -332,7 +332,7 @@ def check_training(name: str) -> Check:
   """Six steps of a tiny decoder run and its evaluation, through `train.train_and_evaluate`."""
   config = _tiny_config(name)
   with tempfile.TemporaryDirectory(prefix='posenc-check-') as workdir:
-    results = train.train_and_evaluate(config, workdir, progress=lambda line: None)
+    results = train.train_and_evaluate(setup.build(config), workdir, progress=lambda line: None)
   member = results['members'][0]
   ok = not member['diverged'] and member['score'] is not None
   return Check(

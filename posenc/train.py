@@ -1,6 +1,8 @@
 """Training and evaluation of a whole seed x learning-rate population at once.
 
-`train_and_evaluate(run, workdir)` is the one loop (a run built once by `posenc.setup`);
+`train_and_evaluate(run, workdir)` is the one loop over a run built once by `posenc.setup`,
+read top to bottom in named steps: `restore` (the newest checkpoint, or scratch), `train`,
+the protocol's evaluation (`run.protocol.evaluate`), `record` (results.json);
 `launch/train.py` is its absl entry point:
 
   python -m launch.train --config=experiments/rpe_table1.py:task=reverse_string,tiny \
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import math
 import os
@@ -80,21 +83,16 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int, max_length:
 # The update step.
 
 
-def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
-  """One step of a device's members on a batch padded to `bucket` input tokens.
+def _member_update(run: setup.Run, objective: Any) -> Callable[..., Any]:
+  """One member's step on one batch.
 
-  local_update(state, length, learning_rates [p], train_keys [p]) -> (state, {loss,
-  accuracy} [p]), for the p members on this device; `length` is the step's real length
-  (traced) and the batch is sampled from the step's key on the device. The run's batch key
-  is one key, or one per data seed [D] (`data_seeds`): then the step draws D batches and
-  each member trains on its data seed's.
+  member_update(params, opt, diverged, learning_rate, key, batch, step) -> (params, opt,
+  diverged, loss, accuracy): the step's keys are folded from the member's key and the step;
+  with `train.progressive_alpha` > 0 the loss of a looped model is (partly) the progressive
+  loss of McLeish et al.; a member whose loss is not finite is frozen and marked.
   """
-  config, task, model = run.config, run.task, run.model
-  batch_key, data_index = run.batch_key, run.population.data_index
+  config = run.config
   tx = population_lib.optimizer(config)
-  training = run.training
-  shape = training.shape(config, task, bucket)
-  objective = training.objective(config, task, model, shape)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
 
   def member_update(params, opt, diverged, learning_rate, key, batch, step):
@@ -132,9 +130,24 @@ def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
       accuracy,
     )
 
-  keys_per_seed = batch_key.reshape(-1)
+  return member_update
+
+
+def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
+  """One step of a device's members on a batch padded to `bucket` input tokens.
+
+  local_update(state, length, learning_rates [p], train_keys [p]) -> (state, {loss,
+  accuracy} [p]), for the p members on this device; `length` is the step's real length
+  (traced) and the batch is sampled from the step's key on the device. The run's batch key
+  is one key, or one per data seed [D] (`data_seeds`): then the step draws D batches and
+  each member trains on its data seed's.
+  """
+  training, data_index = run.training, run.population.data_index
+  shape = training.shape(run, bucket)
+  member_update = _member_update(run, training.objective(run, shape))
+  keys_per_seed = run.batch_key.reshape(-1)
   draw = lambda key, step, length: training.batch(
-    config, task, jax.random.fold_in(key, step), step, length, shape
+    run, jax.random.fold_in(key, step), step, length, shape
   )
 
   def local_update(state, length, learning_rates, keys):
@@ -170,7 +183,7 @@ def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
 
 def bucket_of(run: setup.Run, length: int) -> int:
   """The training bucket of a step of curriculum length `length`."""
-  buckets = run.training.buckets(run.config)
+  buckets = run.training.buckets(run)
   if len(buckets) == 1:
     return buckets[0]
   return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
@@ -217,7 +230,7 @@ def make_multi_step_fn(
   config, curriculum_key = run.config, run.curriculum_key
   k, n, size = config.train.steps_per_dispatch, config.train.max_length, config.train.bucket_size
   loop = population_lib.population_loop(config, run.platform)
-  buckets = run.training.buckets(config)
+  buckets = run.training.buckets(run)
   branches = [_local_update(run, b, loop) for b in buckets]
 
   def local_multi(state, num_steps, learning_rates, keys):
@@ -287,13 +300,12 @@ def _next_multiple(step: int, every: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# The loop.
+# The loop: restore, train, evaluate, record.
 
 
 def train_and_evaluate(
-  run: setup.Run | ml_collections.ConfigDict,
+  run: setup.Run,
   workdir: str,
-  devices: list[Any] | None = None,
   progress: Callable[[str], None] = logging.info,
   should_stop: Callable[[], bool] = lambda: False,
   checkpointed: Callable[[int], None] = lambda step: None,
@@ -301,13 +313,11 @@ def train_and_evaluate(
   """Trains the run's population in `workdir` (resuming it) and evaluates it.
 
   Args:
-    run: the run (`posenc.setup.build`), or a config to build it from on `devices` (see
-      `posenc.config.base_config` for the surface).
+    run: the run (`posenc.setup.build(config, devices)`).
     workdir: the run's directory; created if needed, resumed if it holds a run.
-    devices: the devices a config's population is sharded over (default: all local ones).
     progress: receives the human-readable progress lines.
-    should_stop: polled at every step boundary and between evaluation lengths; when it
-      returns True the run writes a checkpoint (training) or keeps its measured lengths
+    should_stop: polled at every step boundary and between evaluation cells; when it
+      returns True the run writes a checkpoint (training) or keeps its measured cells
       (evaluation) and raises `Preempted`.
     checkpointed: called with the step of every checkpoint once it is written.
 
@@ -315,218 +325,255 @@ def train_and_evaluate(
     The contents of results.json.
 
   Raises:
-    ConfigError: the config cannot run, or `workdir` holds a run of another config.
+    ConfigError: `workdir` holds a run of another config.
     io.DirectoryBusy: another live process is running in `workdir`.
     Preempted: `should_stop` asked the run to stop.
   """
-  if not isinstance(run, setup.Run):
-    run = setup.build(run, devices)
-  config, population, model = run.config, run.population, run.model
   os.makedirs(workdir, exist_ok=True)
   with contextlib.ExitStack() as stack:
     stack.enter_context(io.DirectoryLock(workdir))
     compiles = stack.enter_context(compile_stats.CompileStats())
-    prepare_workdir(config, workdir)
-    here = {'devices': population.num_devices, 'platform': population.platform}
-
-    # 1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch.
+    prepare_workdir(run.config, workdir)
     manager = checkpoint.checkpoint_manager(workdir)
-    latest, state, history, damaged = checkpoint.restore_newest(
-      manager,
-      population_lib.init_state(config, model, population, abstract=True),
-      population,
-      functools.partial(checkpoint.set_aside_damaged, workdir),
-    )
-    if damaged:
-      manager.reload()
-      damaged = 'damaged: ' + '; '.join(damaged) + ', and '
-    if latest is None:
-      state = population_lib.init_state(config, model, population)
-      history = [{'from_step': 0, **here}]
-      if damaged:
-        progress(damaged + 'no other checkpoint: started from scratch')
-    else:
-      moved = {k: history[-1][k] for k in here} != here
-      if moved:
-        history.append({'from_step': latest, **here})
-      progress(
-        (damaged or '')
-        + f'resumed from the checkpoint at step {latest}'
-        + (
-          f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
-          f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
-          'rounding, not bit for bit'
-          if moved
-          else ''
-        )
-      )
-    start = int(state['step'])
+    restored = restore(run, workdir, manager, progress)
     board = None
-    if config.get('tensorboard', False):
-      board = stack.enter_context(
-        contextlib.closing(tensorboard.Writer(workdir, population.members, start))
+    if run.config.get('tensorboard', False):
+      board = tensorboard.Writer(workdir, run.population.members, restored.step)
+      stack.enter_context(contextlib.closing(board))
+    trained = train(run, workdir, restored, manager, board, progress, should_stop, checkpointed)
+    ctx = evaluate.EvalContext(workdir, progress, should_stop, trained.traces)
+    evaluation = run.protocol.evaluate(run, trained.state, ctx)
+    if board:
+      family = run.family.name
+      board.evaluation(
+        evaluation.metric_of(family), [evaluation.curve(m, family) for m in evaluation.members]
       )
-    # Per member: the leading axis of every leaf is the population.
-    num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
+    results = record(run, restored, trained, evaluation, compiles.summary())
+    io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
+    return results
 
-    metrics_path = os.path.join(workdir, 'metrics.jsonl')
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+  """Where training starts: the population `state` at `step` and the devices `history`
+  (one entry per move to another number of devices)."""
+
+  state: Any
+  step: int
+  history: list[dict[str, Any]]
+
+
+def restore(
+  run: setup.Run, workdir: str, manager: Any, progress: Callable[[str], None]
+) -> Restored:
+  """1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch."""
+  population = run.population
+  here = {'devices': population.num_devices, 'platform': population.platform}
+  latest, state, history, damaged = checkpoint.restore_newest(
+    manager,
+    population_lib.init_state(run.config, run.model, population, abstract=True),
+    population,
+    functools.partial(checkpoint.set_aside_damaged, workdir),
+  )
+  if damaged:
+    manager.reload()
+    damaged = 'damaged: ' + '; '.join(damaged) + ', and '
+  if latest is None:
+    if damaged:
+      progress(damaged + 'no other checkpoint: started from scratch')
+    state = population_lib.init_state(run.config, run.model, population)
+    return Restored(state, 0, [{'from_step': 0, **here}])
+  moved = {k: history[-1][k] for k in here} != here
+  if moved:
+    history.append({'from_step': latest, **here})
+  progress(
+    (damaged or '')
+    + f'resumed from the checkpoint at step {latest}'
+    + (
+      f' on {here["devices"]} {here["platform"]} devices (was {history[-2]["devices"]} '
+      f'{history[-2]["platform"]}): parameters now agree with an unmoved run to float '
+      'rounding, not bit for bit'
+      if moved
+      else ''
+    )
+  )
+  return Restored(state, int(state['step']), history)
+
+
+@dataclasses.dataclass(frozen=True)
+class Trained:
+  """The end of training: the population `state`, the programs traced (`traces`: a Counter,
+  'train' and later 'eval'), the buckets compiled, and the timings."""
+
+  state: Any
+  traces: collections.Counter
+  buckets: list[int]
+  first_update_s: float | None
+  train_s: float
+
+
+def train(
+  run: setup.Run,
+  workdir: str,
+  restored: Restored,
+  manager: Any,
+  board: tensorboard.Writer | None,
+  progress: Callable[[str], None],
+  should_stop: Callable[[], bool],
+  checkpointed: Callable[[int], None],
+) -> Trained:
+  """2. Trains from `restored` to `train.steps`: one program per length bucket (the host
+  reads the curriculum to pick it), or K steps per call (`train.steps_per_dispatch`);
+  metrics logged every `train.log_every` steps, a checkpoint every `checkpoint_every`."""
+  config, population = run.config, run.population
+  state, start = restored.state, restored.step
+  log = _Log(run, workdir, restored, board, progress)
+  steps, n = config.train.steps, config.train.max_length
+  update_fns: dict[int, Callable[..., Any]] = {}
+  traces: collections.Counter = collections.Counter()
+  multi_step = make_multi_step_fn(run, traces) if config.train.steps_per_dispatch > 1 else None
+  chunk = max(config.train.log_every, 1)
+  lengths = np.zeros(0, np.int32)
+  first_update_s = None
+  step = start
+  while step < steps:
+    if should_stop():
+      if step > start:  # The checkpoint at `start` already exists.
+        checkpoint.save_state(manager, step, state, population, restored.history)
+        manager.wait_until_finished()
+      raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint written')
+    if multi_step is None:
+      offset = (step - start) % chunk
+      if offset == 0:
+        lengths = np.asarray(curriculum_lengths(run.curriculum_key, jnp.int32(step), chunk, n))
+      length = int(lengths[offset])
+      bucket = bucket_of(run, length)
+      if bucket not in update_fns:
+        update_fns[bucket] = make_update_fn(run, bucket, traces)
+      state, _ = update_fns[bucket](
+        state, jnp.int32(length), population.learning_rates, population.train_keys
+      )
+      done = step + 1
+    else:
+      # Up to K steps in one call, ending at the next log or checkpoint boundary.
+      boundary = min(
+        _next_multiple(step, config.train.log_every),
+        _next_multiple(step, config.checkpoint_every),
+        steps,
+      )
+      done = min(step + config.train.steps_per_dispatch, boundary)
+      state = multi_step(
+        state, jnp.int32(done - step), population.learning_rates, population.train_keys
+      )
+    if first_update_s is None:
+      jax.block_until_ready(state['step'])
+      first_update_s = time.time() - log.t_start
+    if done % config.train.log_every == 0 or done == steps:
+      state = log(state, done)
+    if done % config.checkpoint_every == 0 or done == steps:
+      if board:  # Its curves up to the checkpoint survive a crash after it.
+        board.flush()
+      checkpoint.save_state(manager, done, state, population, restored.history)
+      checkpointed(done)
+    step = done
+  manager.wait_until_finished()
+  # With steps_per_dispatch > 1 every bucket lives in one program.
+  buckets = sorted(update_fns) if multi_step is None else run.training.buckets(run)
+  return Trained(state, traces, buckets, first_update_s, time.time() - log.t_start)
+
+
+class _Log:
+  """The log of training: every `train.log_every` steps one metrics.jsonl line (the members'
+  mean loss and accuracy over the interval), TensorBoard's scalars and a progress line."""
+
+  def __init__(self, run, workdir, restored, board, progress):
+    start = restored.step
+    self.run, self.board, self.progress, self.start = run, board, progress, start
+    self.path = os.path.join(workdir, 'metrics.jsonl')
     # Lines logged after the restored checkpoint are redone identically.
-    io.read_jsonl(metrics_path, keep=lambda r: r['step'] <= start, rewrite=True)
-
+    io.read_jsonl(self.path, keep=lambda r: r['step'] <= start, rewrite=True)
+    self.t_start = self.t_log = time.time()
+    self.step_log = start
     # The metric sums restart each log interval; jitted so the state keeps its shardings
     # (a host-made zero would change the update's input types and retrace it).
-    reset_interval = jax.jit(
+    self.reset = jax.jit(
       lambda s: {
         **s,
         'sums': jax.tree.map(jnp.zeros_like, s['sums']),
         'count': jnp.zeros_like(s['count']),
       },
       donate_argnums=0,
-      out_shardings=population.state_sharding(state),
+      out_shardings=run.population.state_sharding(restored.state),
     )
-    steps, n = config.train.steps, config.train.max_length
-    update_fns: dict[int, Callable[..., Any]] = {}
-    traces: collections.Counter = collections.Counter()
-    multi_step = None
-    if config.train.steps_per_dispatch > 1:
-      multi_step = make_multi_step_fn(run, traces)
-    chunk = max(config.train.log_every, 1)
-    lengths = np.zeros(0, np.int32)
-    t_start = time.time()
-    t_log, step_log = t_start, start
-    first_update_s = None
-    step = start
-    while step < steps:
-      if should_stop():
-        if step > start:  # The checkpoint at `start` already exists.
-          checkpoint.save_state(manager, step, state, population, history)
-          manager.wait_until_finished()
-        raise checkpoint.Preempted(
-          step, f'preempted at step {step} of training: checkpoint written'
-        )
-      if multi_step is None:
-        # One program per length bucket; the host reads the curriculum to pick it.
-        offset = (step - start) % chunk
-        if offset == 0:
-          lengths = np.asarray(curriculum_lengths(run.curriculum_key, jnp.int32(step), chunk, n))
-        length = int(lengths[offset])
-        bucket = bucket_of(run, length)
-        if bucket not in update_fns:
-          update_fns[bucket] = make_update_fn(run, bucket, traces)
-        state, _ = update_fns[bucket](
-          state, jnp.int32(length), population.learning_rates, population.train_keys
-        )
-        done = step + 1
-      else:
-        # Up to K steps in one call, ending at the next log or checkpoint boundary.
-        boundary = min(
-          _next_multiple(step, config.train.log_every),
-          _next_multiple(step, config.checkpoint_every),
-          steps,
-        )
-        done = min(step + config.train.steps_per_dispatch, boundary)
-        state = multi_step(
-          state, jnp.int32(done - step), population.learning_rates, population.train_keys
-        )
-      if first_update_s is None:
-        jax.block_until_ready(state['step'])
-        first_update_s = time.time() - t_start
-      if done % config.train.log_every == 0 or done == steps:
-        sums = jax.device_get(state['sums'])
-        count = int(state['count'])
-        now = time.time()
-        rate = (done - step_log) / max(now - t_log, 1e-9)
-        loss = sums['loss'][: population.size] / count
-        accuracy = sums['accuracy'][: population.size] / count
-        io.append_jsonl(
-          metrics_path,
-          {
-            'step': done,
-            'loss': [_finite_or_none(x) for x in loss],
-            'accuracy': [_finite_or_none(x) for x in accuracy],
-            'steps_per_s': rate,
-          },
-        )
-        state = reset_interval(state)
-        if board:
-          scale = float(population_lib.learning_rate_scale(config, jnp.int32(done)))
-          rates = np.asarray(population.learning_rates)[: population.size] * scale
-          board.train(
-            done,
-            [_finite_or_none(x) for x in loss],
-            [_finite_or_none(x) for x in accuracy],
-            list(rates),
-            rate,
-          )
-        elapsed = now - t_start
-        duration = evaluate.core.duration
-        eta = (steps - done) * elapsed / max(done - start, 1)
-        progress(
-          f'step {done}/{steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
-          f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
-          f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}'
-        )
-        t_log, step_log = now, done
-      if done % config.checkpoint_every == 0 or done == steps:
-        if board:  # Its curves up to the checkpoint survive a crash after it.
-          board.flush()
-        checkpoint.save_state(manager, done, state, population, history)
-        checkpointed(done)
-      step = done
-    manager.wait_until_finished()
-    train_seconds = time.time() - t_start
 
-    diverged = np.asarray(jax.device_get(state['diverged']))[: population.size]
-    evaluation = run.protocol.evaluate(
-      evaluate.EvalContext(
-        config,
-        run.task,
-        model,
-        population,
-        state['params'],
-        run.eval_key,
-        workdir,
-        progress,
-        traces,
-        should_stop,
-        diverged,
-      )
+  def __call__(self, state: Any, done: int) -> Any:
+    """Logs the interval ending at step `done`; returns the state with its sums reset."""
+    config, population = self.run.config, self.run.population
+    sums, count = jax.device_get(state['sums']), int(state['count'])
+    now = time.time()
+    rate = (done - self.step_log) / max(now - self.t_log, 1e-9)
+    loss = sums['loss'][: population.size] / count
+    accuracy = sums['accuracy'][: population.size] / count
+    finite = lambda values: [_finite_or_none(x) for x in values]
+    io.append_jsonl(
+      self.path,
+      {'step': done, 'loss': finite(loss), 'accuracy': finite(accuracy), 'steps_per_s': rate},
     )
-    if board:
-      board.evaluation(
-        evaluation.metric_of(run.family.name),
-        [evaluation.curve(m, run.family.name) for m in evaluation.members],
-      )
-    # With steps_per_dispatch > 1 every bucket lives in one program.
-    compiled = {
-      'train': traces['train'],
-      'train_buckets': (sorted(update_fns) if multi_step is None else run.training.buckets(config)),
-      'eval': traces['eval'],
-      **compiles.summary(),
-    }
-    record = results_lib.Results(
-      task=config.task,
-      encoding=config.encoding,
-      family=run.family.name,
-      encoding_options=population_lib.encoding_options(config),
-      num_params=num_params,
-      architecture=architecture(config),
-      train_steps=steps,
-      train_length=n,
-      evaluation=evaluation,
-      versions=versions(),
-      compiled_programs=compiled,
-      timing={
-        'first_update_s': first_update_s,
-        'train_s': train_seconds,
-        'resumed_from_step': start,
-      },
-      devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
-      config=config_lib.as_json(config),
+    state = self.reset(state)
+    if self.board:
+      scale = float(population_lib.learning_rate_scale(config, jnp.int32(done)))
+      rates = np.asarray(population.learning_rates)[: population.size] * scale
+      self.board.train(done, finite(loss), finite(accuracy), list(rates), rate)
+    elapsed, duration = now - self.t_start, evaluate.core.duration
+    eta = (config.train.steps - done) * elapsed / max(done - self.start, 1)
+    self.progress(
+      f'step {done}/{config.train.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
+      f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
+      f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}'
     )
-    results = record.to_json()
-    io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
-    return results
+    self.t_log, self.step_log = now, done
+    return state
+
+
+def record(
+  run: setup.Run,
+  restored: Restored,
+  trained: Trained,
+  evaluation: Any,
+  compiles: dict[str, Any],
+) -> dict[str, Any]:
+  """4. results.json's contents: the header, the protocol's evaluation record, the compiled
+  programs, timing and the devices' history."""
+  config, history = run.config, restored.history
+  state = trained.state
+  # Per member: the leading axis of every leaf is the population.
+  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
+  compiled = {
+    'train': trained.traces['train'],
+    'train_buckets': trained.buckets,
+    'eval': trained.traces['eval'],
+    **compiles,
+  }
+  return results_lib.Results(
+    task=config.task,
+    encoding=config.encoding,
+    family=run.family.name,
+    encoding_options=population_lib.encoding_options(config),
+    num_params=num_params,
+    architecture=architecture(config),
+    train_steps=config.train.steps,
+    train_length=config.train.max_length,
+    evaluation=evaluation,
+    versions=versions(),
+    compiled_programs=compiled,
+    timing={
+      'first_update_s': trained.first_update_s,
+      'train_s': trained.train_s,
+      'resumed_from_step': restored.step,
+    },
+    devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
+    config=config_lib.as_json(config),
+  ).to_json()
 
 
 def architecture(config: ml_collections.ConfigDict) -> str:

@@ -5,7 +5,7 @@ import pytest
 
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
-from posenc import evaluate
+from posenc import setup
 from posenc.evaluate import grid as grid_eval
 
 
@@ -26,7 +26,7 @@ def test_grid_lists_the_papers_figures():
     (c['model.num_layers'], c['model.recurrences']) for c in abacus_arithmetic.grid('task=sorting')
   } >= {(8, 1), (4, 2), (2, 4), (1, 8)}
   for arg in ('', 'cpu', 'tiny', 'task=sorting', 'task=multiplication,encoding=fire'):
-    evaluate.validate(abacus_arithmetic.get_config(arg))
+    setup.build(abacus_arithmetic.get_config(arg))
   assert abacus_arithmetic.get_config('task=multiplication,encoding=fire').learning_rates == [6e-5]
   assert abacus_arithmetic.get_config('task=multiplication').model.recurrences == 4
 
@@ -46,14 +46,14 @@ def test_ablations_train_and_evaluate(tmp_path):
       'eval.beyond': [],
     },
   )
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   member = results['members'][0]
   assert member['regions']['beyond'] is None and 0 <= member['regions']['ood'] <= 1
   # Evaluation prompts are not padded: one program per unpadded width of the cells.
   plain = abacus_arithmetic.get_config('tiny')
-  task = evaluate.task_of(plain)
+  task = setup.build(plain).task
   shapes = {
     grid_eval.widths(task, a, b, plain.eval.bucket_size) for a, b in grid_eval.cells(config)
   }
-  assert evaluate.task_of(config).max_prompt(5, 5) == 3 * task.max_prompt(5, 5)
+  assert setup.build(config).task.max_prompt(5, 5) == 3 * task.max_prompt(5, 5)
   assert results['compiled_programs']['eval'] == len(shapes)

@@ -17,6 +17,7 @@ from experiments import benchmarks
 from posenc import benchmark
 from posenc import config as config_lib
 from posenc import evaluate
+from posenc import setup
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / 'examples' / 'outside_encoding'
@@ -146,7 +147,7 @@ def test_an_encoder_suite_refuses_a_causal_only_encoding():
   suite = benchmarks.get('tiny')
   encoder = lambda task, encoding: config_lib.shrink_to_tiny(config_lib.base_config())
   with pytest.raises(config_lib.ConfigError, match="'stick_breaking' is causal by definition"):
-    evaluate.validate(
+    setup.build(
       benchmark.Suite(**{**suite.__dict__, 'config': encoder}).cell_config(
         'even_pairs', 'stick_breaking'
       )

@@ -11,9 +11,9 @@ import pytest
 from experiments import rpe_table1
 from posenc import checkpoint
 from posenc import config as config_lib
-from posenc import evaluate
 from posenc import io
 from posenc import population as population_lib
+from posenc import setup
 from posenc import train
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / 'data' / 'golden_run.json'
@@ -30,7 +30,7 @@ def tiny_config(**fields):
 
 def tiny_run(workdir, **fields):
   """Per member: the logged losses and the accuracy by length."""
-  results = train.train_and_evaluate(tiny_config(**fields), str(workdir))
+  results = train.train_and_evaluate(setup.build(tiny_config(**fields)), str(workdir))
   rows = io.read_jsonl(os.path.join(workdir, 'metrics.jsonl'))
   return [
     {
@@ -70,7 +70,7 @@ def test_bad_data_seeds_are_one_line(data_seeds, message):
     config_lib.ConfigError,
     match=message.replace('[', r'\[').replace(']', r'\]').replace('^', r'\^'),
   ):
-    evaluate.validate(tiny_config(data_seeds=data_seeds))
+    setup.build(tiny_config(data_seeds=data_seeds))
 
 
 def test_a_recorded_config_without_data_seeds_is_the_same_run():
@@ -114,7 +114,7 @@ def test_data_seed_members_are_the_runs_of_that_data_order(tmp_path):
 
 
 def test_results_record_each_member_s_data_seed(tmp_path):
-  results = train.train_and_evaluate(tiny_config(data_seeds=[3, 4]), str(tmp_path))
+  results = train.train_and_evaluate(setup.build(tiny_config(data_seeds=[3, 4])), str(tmp_path))
   assert [(m['seed'], m['data_seed']) for m in results['members']] == [
     (0, 3),
     (0, 4),
@@ -130,13 +130,13 @@ def test_a_data_seed_population_resumes_bit_for_bit(tmp_path):
   written = []
   with pytest.raises(checkpoint.Preempted):
     train.train_and_evaluate(
-      config,
+      setup.build(config),
       str(tmp_path / 'stopped'),
       should_stop=lambda: bool(written),
       checkpointed=written.append,
     )
   assert written == [2]
-  results = train.train_and_evaluate(config, str(tmp_path / 'stopped'))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path / 'stopped'))
   rows = io.read_jsonl(os.path.join(tmp_path / 'stopped', 'metrics.jsonl'))
   for i, member in enumerate(results['members']):
     assert [r['loss'][i] for r in rows] == straight[i]['loss']

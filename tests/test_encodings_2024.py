@@ -12,8 +12,8 @@ import pytest
 from experiments import rpe_table1
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import evaluate
 from posenc import models
+from posenc import setup
 from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import forgetting
@@ -120,7 +120,7 @@ def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
   config = rpe_table1.get_config(f'task=even_pairs,encoding={name}')
   config.model.family = 'encoder'
   with pytest.raises(config_lib.ConfigError, match=f"encoding '{name}' is causal by definition"):
-    evaluate.validate(config)
+    setup.build(config)
   model = models.Encoder(
     vocab_size=2, num_classes=2, encoding=name, num_layers=1, d_model=8, num_heads=2, ffn_size=8
   )
@@ -322,7 +322,7 @@ def test_position_coupling_refuses_ids_past_its_table():
   config = encodings_2024.get_config('tiny,study=arithmetic')
   config.encoding_options.coupling_max_position = config.model.max_position
   with pytest.raises(config_lib.ConfigError, match='coupling_max_position=64 must be in 0..63'):
-    evaluate.validate(config)
+    setup.build(config)
 
 
 @pytest.mark.parametrize('name', ['dape', 'dape_v2'])
@@ -412,7 +412,7 @@ def test_the_comparison_s_cells_validate(arg):
     else len(encodings_2024.TASKS) * (len(encodings_2024.NEW) + len(encodings_2024.BASELINES))
   )
   for cell in cells:
-    evaluate.validate(config_lib.cell_config(config, cell))
+    setup.build(config_lib.cell_config(config, cell))
   with pytest.raises(config_lib.ConfigError, match="unknown study 'nope'; valid: tasks"):
     encodings_2024.get_config('study=nope')
 
@@ -427,5 +427,5 @@ def test_a_tiny_cell_of_each_study_trains_and_evaluates(tmp_path, arg, encoding)
 
   config = encodings_2024.get_config(arg)
   config.encoding = encoding
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   assert all(m['score'] is not None for m in results['members'])

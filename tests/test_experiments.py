@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from posenc import evaluate
+from posenc import setup
 from posenc import train
 from posenc import config as config_lib
 
@@ -23,12 +23,12 @@ def test_experiment_configs_validate(name):
   module = importlib.import_module(f'experiments.{name}')
   for arg in ('', 'tiny'):
     config = module.get_config(arg if name != 'sweep_tiny' else None)
-    evaluate.validate(config)
+    setup.build(config)
     if hasattr(module, 'grid'):
       from posenc import sweep
 
       for cell in module.grid():
-        evaluate.validate(config_lib.cell_config(config, cell))
+        setup.build(config_lib.cell_config(config, cell))
 
 
 def test_rpe_table1_is_the_study_protocol():
@@ -47,5 +47,5 @@ def test_quickstart_tiny_runs_end_to_end(tmp_path):
   for cell in quickstart.grid('tiny'):
     config = quickstart.get_config('tiny')
     config.task, config.encoding = cell['task'], cell['encoding']
-    results = train.train_and_evaluate(config, str(tmp_path / cell['encoding']))
+    results = train.train_and_evaluate(setup.build(config), str(tmp_path / cell['encoding']))
     assert all(m['score'] is not None for m in results['members'])

@@ -32,13 +32,11 @@ def exported(name, family='encoder'):
   config.seeds, config.learning_rates = [0, 1], [1e-4]
   config.model.family = family
   run = setup.build(config, platform='gpu')
-  task, model, population = run.task, run.model, run.population
+  model, population = run.model, run.population
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   update = train.make_update_fn(run, 40)
-  evaluate = range_protocol.make_eval_fn(
-    config, task, model, population, EVAL_BUCKET, run.eval_key, platform='gpu'
-  )
+  evaluate = range_protocol.make_eval_fn(run, EVAL_BUCKET)
   platforms = ['cuda', 'tpu']
   step = export.export(update, platforms=platforms)(
     state, length, population.learning_rates, population.train_keys

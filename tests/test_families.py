@@ -10,7 +10,7 @@ import pytest
 
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import evaluate
+from posenc import setup
 from posenc.encodings import families
 from experiments import rpe_table1
 
@@ -146,7 +146,7 @@ def test_bad_fixed_parameters_are_config_errors(options, needle):
   for key, value in options.items():
     config.encoding_options[key] = value
   with pytest.raises(config_lib.ConfigError, match=needle.replace('(', r'\(').replace(')', r'\)')):
-    evaluate.validate(config)
+    setup.build(config)
 
 
 def test_power_exponent_above_two_is_refused_for_the_power_family_only():

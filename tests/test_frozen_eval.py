@@ -6,7 +6,6 @@ import json
 import os
 import tempfile
 
-import numpy as np
 import pytest
 
 from experiments import abacus_arithmetic
@@ -32,37 +31,18 @@ CONFIGS = {
 
 def export(config, out):
   run = setup.build(config)
-  task, protocol = run.task, run.protocol
+  protocol = run.protocol
   return frozen.write(
-    str(out),
-    config,
-    protocol.name,
-    protocol.examples(config, task, population_lib.data_keys(config)[2]),
-    protocol.example_fields,
+    str(out), config, protocol.name, protocol.examples(run), protocol.example_fields
   )
 
 
 def evaluation(config):
   """The protocol's evaluation record of the population at initialisation."""
   run = setup.build(config)
-  task, population, model = run.task, run.population, run.model
-  state = population_lib.init_state(config, model, population)
+  state = population_lib.init_state(config, run.model, run.population)
   with tempfile.TemporaryDirectory() as scratch:
-    return run.protocol.evaluate(
-      evaluate.EvalContext(
-        config,
-        task,
-        model,
-        population,
-        state['params'],
-        run.eval_key,
-        scratch,
-        lambda line: None,
-        None,
-        lambda: False,
-        np.zeros(population.size, bool),
-      )
-    )
+    return run.protocol.evaluate(run, state, evaluate.EvalContext(scratch, lambda line: None))
 
 
 # The grid and lengths protocols read their files through the same code as range: slow.
@@ -75,7 +55,7 @@ def test_evaluating_from_files_gives_the_in_process_results(protocol, tmp_path):
   manifest = export(config, tmp_path / 'set')
   assert manifest['protocol'] == protocol and manifest['cells']
   from_files = config_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
-  evaluate.validate(from_files)
+  setup.build(from_files)
   # Everything but the measured time of the language models' windows.
   measured = lambda c: {k: v for k, v in evaluation(c).to_json().items() if k != 'eval_seconds'}
   assert measured(from_files) == measured(config)
@@ -90,7 +70,7 @@ def test_a_changed_file_fails_its_checksum(tmp_path):
   path.write_bytes(bytes(data))
   from_files = config_lib.cell_config(config, {'eval.from_files': str(tmp_path / 'set')})
   with pytest.raises(config_lib.ConfigError) as e:
-    evaluate.validate(from_files)
+    setup.build(from_files)
   assert f'{path} has changed: sha256' in str(e.value) and '\n' not in str(e.value)
 
 
@@ -100,10 +80,10 @@ def test_another_config_is_named(tmp_path):
     CONFIGS['range'](), {'eval.seed': 5, 'eval.from_files': str(tmp_path / 'set')}
   )
   with pytest.raises(config_lib.ConfigError, match='eval.seed is 1 there but 5 in the config'):
-    evaluate.validate(other)
+    setup.build(other)
   missing = config_lib.cell_config(CONFIGS['range'](), {'eval.from_files': str(tmp_path / 'no')})
   with pytest.raises(config_lib.ConfigError, match='holds no readable manifest.json'):
-    evaluate.validate(missing)
+    setup.build(missing)
 
 
 def test_export_from_the_command_line(cli, tmp_path):

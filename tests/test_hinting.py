@@ -11,7 +11,6 @@ import pytest
 
 from experiments import sorting_hints
 from posenc import config as config_lib
-from posenc import evaluate
 from posenc.report import lengths as hint_report
 from posenc.report import load as report_load
 from posenc.evaluate import lengths as length_eval
@@ -164,7 +163,7 @@ def test_bad_hinting_configs_are_one_line_errors(overrides, message):
     if key.startswith('task_options.'):
       config.task_options[key.split('.', 1)[1]] = value
   with pytest.raises(config_lib.ConfigError, match=None) as e:
-    evaluate.validate(config)
+    setup.build(config)
   assert message in str(e.value) and '\n' not in str(e.value)
 
 
@@ -172,7 +171,7 @@ def test_hints_on_a_task_without_any_are_refused():
   config = config_lib.base_config()
   config.hints = ['successor']
   with pytest.raises(config_lib.ConfigError, match='need a task of the hinting study'):
-    evaluate.validate(config)
+    setup.build(config)
 
 
 @pytest.mark.parametrize(
@@ -209,7 +208,7 @@ def test_every_mode_of_the_experiment_validates():
     'schedule=mixed,hint=all',
     'task=increment,encoding=abacus',
   ):
-    evaluate.validate(sorting_hints.get_config(arg))
+    setup.build(sorting_hints.get_config(arg))
   cells = sorting_hints.grid()
   assert {tuple(c['hints']) for c in cells} == {
     (),
@@ -257,7 +256,7 @@ def test_the_multi_head_decoder_with_a_learned_temperature_exports_for_accelerat
 def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
   config = sorting_hints.get_config(arg)
   config.seeds = [0]
-  results = train.train_and_evaluate(config, str(tmp_path), progress=lambda _: None)
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path), progress=lambda _: None)
   assert results['hints'] == hints and results['distributions'] == distributions
   member = results['members'][0]
   assert set(member['edit_distance_by_length']) == set(distributions)

@@ -226,7 +226,7 @@ def test_before_and_after_on_a_saved_run(cli, tmp_path):
     'rotary',
     **{'train.steps': 4, 'seeds': [0, 1], 'learning_rates': [1e-3], 'eval.max_length': 2 * N},
   )
-  train.train_and_evaluate(config, str(tmp_path / 'run'))
+  train.train_and_evaluate(setup.build(config), str(tmp_path / 'run'))
   neutral = iv.intervene(str(tmp_path / 'run'), 'ntk', {'scale': 1.0})
   assert neutral['after'] == neutral['before']
   assert len(neutral['before']['members']) == 2

@@ -114,7 +114,7 @@ def fixtures(tmp_path_factory):
   of TINY whose manifest or files are malformed (each fails at its first cell)."""
   import numpy as np
   from experiments import rpe_table1
-  from posenc import evaluate
+  from posenc import setup
   from posenc.evaluate import frozen
   from posenc.evaluate import range as range_protocol
 
@@ -124,7 +124,7 @@ def fixtures(tmp_path_factory):
       'from experiments import sweep_tiny\nget_config = sweep_tiny.get_config\n' + text
     )
   config = rpe_table1.get_config('task=parity_check,tiny')
-  spec = range_protocol.example_specs(config, evaluate.task_of(config))['length_1']
+  spec = range_protocol.example_specs(setup.build(config))['length_1']
 
   def npz(arrays):
     buffer = io.BytesIO()

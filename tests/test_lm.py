@@ -10,9 +10,9 @@ import zlib
 import jax
 import numpy as np
 
-from posenc import evaluate
 from posenc import io
 from posenc import config as config_lib
+from posenc import setup
 from posenc.evaluate import perplexity as lm_eval
 from tasks import corpus
 
@@ -113,7 +113,7 @@ def test_every_cell_of_the_experiment_validates():
   for arg in ('', 'cpu', 'tiny'):
     base = extrapolation_lm.get_config(arg)
     for cell in extrapolation_lm.grid(arg):
-      evaluate.validate(config_lib.cell_config(base, cell))
+      setup.build(config_lib.cell_config(base, cell))
 
 
 def test_held_out_windows_come_from_the_validation_text():

@@ -13,6 +13,7 @@ import pytest
 from posenc import encodings
 from posenc import receptive
 from posenc import config as config_lib
+from posenc import setup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -199,7 +200,7 @@ def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
     rpe_table1.get_config('task=reverse_string,encoding=alibi,tiny'),
     {'train.steps': 4, 'seeds': [0, 1]},
   )
-  train.train_and_evaluate(config, str(tmp_path / 'run'))
+  train.train_and_evaluate(setup.build(config), str(tmp_path / 'run'))
   run = analysis.load_run(str(tmp_path / 'run'), member=1)
   assert run.member['seed'] == 1
   rows = analysis.attention_rows(run, length=6, examples=3)

@@ -16,6 +16,7 @@ import pytest
 from posenc import evaluate
 from posenc import report
 from posenc import results
+from posenc import setup
 from posenc import train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -149,7 +150,7 @@ def test_a_new_run_writes_the_current_version(tmp_path):
   config = rpe_table1.get_config('task=parity_check,tiny')
   config.train.steps, config.seeds, config.learning_rates = 2, [0], [1e-3]
   config.eval.max_length = config.train.max_length + 1
-  written = train.train_and_evaluate(config, str(tmp_path))
+  written = train.train_and_evaluate(setup.build(config), str(tmp_path))
   on_disk = json.loads((tmp_path / 'results.json').read_text())
   assert on_disk == json.loads(json.dumps(written))
   assert list(on_disk)[:3] == ['schema_version', 'task', 'encoding']

@@ -231,7 +231,7 @@ def _damage_config():
 def straight_run(tmp_path_factory):
   """An uninterrupted run: checkpoints 10, 20, 30, metrics, evaluation, results."""
   workdir = str(tmp_path_factory.mktemp('straight'))
-  train.train_and_evaluate(_damage_config(), workdir)
+  train.train_and_evaluate(setup.build(_damage_config()), workdir)
   return workdir
 
 
@@ -268,7 +268,7 @@ def test_damaged_latest_checkpoint_falls_back_and_ends_equal(tmp_path, straight_
   os.remove(os.path.join(workdir, 'results.json'))
   DAMAGE[damage](os.path.join(workdir, 'checkpoints', '30'))
   lines = []
-  train.train_and_evaluate(_damage_config(), workdir, progress=lines.append)
+  train.train_and_evaluate(setup.build(_damage_config()), workdir, progress=lines.append)
   assert lines[0].startswith('damaged: checkpoint 30 (') and lines[0].endswith(
     'resumed from the checkpoint at step 20'
   ), lines[0]
@@ -294,7 +294,7 @@ def test_no_checkpoint_restores_then_the_run_starts_again(tmp_path, straight_run
     if os.path.isdir(os.path.join(workdir, 'checkpoints', step)):
       DAMAGE['missing_metadata'](os.path.join(workdir, 'checkpoints', step))
   lines = []
-  train.train_and_evaluate(_damage_config(), workdir, progress=lines.append)
+  train.train_and_evaluate(setup.build(_damage_config()), workdir, progress=lines.append)
   assert lines[0].endswith('no other checkpoint: started from scratch'), lines[0]
   assert sorted(os.listdir(os.path.join(workdir, 'checkpoints_damaged'))) == sorted(
     s for s in ('10', '20', '30') if os.path.isdir(os.path.join(straight_run, 'checkpoints', s))

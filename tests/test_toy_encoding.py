@@ -12,7 +12,6 @@ import pytest
 from experiments import rpe_table1
 from posenc import attention
 from posenc import encodings
-from posenc import evaluate
 from posenc import generate as generate_lib
 from posenc import models
 from posenc import population as population_lib
@@ -58,8 +57,8 @@ def test_toy_encoding_trains_and_evaluates(toy, tmp_path):
     rpe_table1.get_config(f'task=parity_check,encoding={toy},tiny'),
     {'train.steps': 4, 'seeds': [0]},
   )
-  evaluate.validate(config)
-  results = train.train_and_evaluate(config, str(tmp_path), progress=lambda line: None)
+  setup.build(config)
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path), progress=lambda line: None)
   assert results['encoding'] == toy and results['members'][0]['score'] is not None
 
 

@@ -14,6 +14,7 @@ from experiments import rpe_table1
 from posenc import evaluate
 from posenc import io
 from posenc import results as results_lib
+from posenc import setup
 from posenc import train
 from posenc import config as config_lib
 from posenc.evaluate import core
@@ -33,24 +34,29 @@ class ToyParity(regular.ParityCheck):
 TOY_LENGTHS = (3, 5)
 
 
-def toy_evaluate(ctx: core.EvalContext) -> 'ToyResults':
+def toy_evaluate(run, state, ctx: core.EvalContext) -> 'ToyResults':
   """Accuracy at two lengths, kept in toy.jsonl; the score is the worse of the two."""
-  fn = range_protocol.make_eval_fn(
-    ctx.config, ctx.task, ctx.model, ctx.population, max(TOY_LENGTHS), ctx.data_key, ctx.traces
-  )
+  fn = range_protocol.make_eval_fn(run, max(TOY_LENGTHS), ctx.traces)
+  population, diverged = run.population, core.diverged(run, state)
 
   def measure(length):
-    metrics = fn(ctx.params, jnp.int32(length), ctx.population.eval_keys)
-    return {'accuracy': core.member_values(metrics['accuracy'], ctx.population.size)}
+    metrics = fn(state['params'], jnp.int32(length), population.eval_keys)
+    return {'accuracy': core.member_values(metrics['accuracy'], population.size)}
 
   by = core.run_cells(
-    ctx, 'toy.jsonl', list(TOY_LENGTHS), lambda n: {'length': n}, measure, lambda n: f'length {n}'
+    run,
+    ctx,
+    'toy.jsonl',
+    list(TOY_LENGTHS),
+    lambda n: {'length': n},
+    measure,
+    lambda n: f'length {n}',
   )
   members = tuple(
     results_lib.Member(
-      **m, diverged=bool(ctx.diverged[i]), score=min(by[n]['accuracy'][i] for n in TOY_LENGTHS)
+      **m, diverged=bool(diverged[i]), score=min(by[n]['accuracy'][i] for n in TOY_LENGTHS)
     )
-    for i, m in enumerate(ctx.population.members)
+    for i, m in enumerate(population.members)
   )
   return ToyResults(TOY_LENGTHS, members)
 
@@ -83,7 +89,7 @@ class ToyResults:
 TOY = dataclasses.replace(
   range_protocol.PROTOCOL,
   name='toy',
-  validate=lambda config, task, spec: None,
+  validate=lambda run: None,
   evaluate=toy_evaluate,
   results=ToyResults,
   summary=lambda record: f'toy score {record.members[0].score}',
@@ -102,10 +108,10 @@ def test_a_task_with_its_own_protocol_trains_and_is_evaluated(toy_task, tmp_path
     rpe_table1.get_config('task=parity_check,tiny'),
     {'task': toy_task, 'train.steps': 4, 'seeds': [0, 1]},
   )
-  evaluate.validate(config)
+  setup.build(config)
   assert evaluate.of(tasks.get(toy_task)) is TOY
   lines = []
-  results = train.train_and_evaluate(config, str(tmp_path), progress=lines.append)
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path), progress=lines.append)
   assert results['evaluation'] == 'toy' and results['toy_lengths'] == list(TOY_LENGTHS)
   rows = io.read_jsonl(os.path.join(tmp_path, 'toy.jsonl'))
   assert [r['length'] for r in rows] == list(TOY_LENGTHS)

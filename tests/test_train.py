@@ -41,7 +41,7 @@ def final_params(workdir, config):
 
 def test_tiny_run_writes_the_results_schema(tmp_path):
   config = tiny()
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   on_disk = io.read_json(str(tmp_path / 'results.json'))
   assert on_disk['members'] == json.loads(json.dumps(results['members']))
   for key in (
@@ -75,7 +75,7 @@ def test_tiny_run_writes_the_results_schema(tmp_path):
 def test_compiled_programs_are_bounded_by_buckets(tmp_path):
   # 60 steps over lengths 1..8 in buckets of 4: at most 2 training programs, not 8.
   config = tiny(**{'train.steps': 60, 'train.log_every': 20, 'checkpoint_every': 60})
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   compiled = results['compiled_programs']
   assert len(compiled['train_buckets']) == 2
   assert compiled['train'] == 2 <= config_lib.num_buckets(8, 4)
@@ -85,7 +85,7 @@ def test_compiled_programs_are_bounded_by_buckets(tmp_path):
 @pytest.mark.parametrize('loop', [pytest.param('map', marks=pytest.mark.slow), 'vmap'])
 def test_population_members_differ_and_share_nothing_but_data(tmp_path, loop):
   config = tiny(**{'learning_rates': [1e-3, 3e-3], 'train.population_loop': loop})
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   assert [(m['seed'], m['learning_rate']) for m in results['members']] == [
     (0, 1e-3),
     (0, 3e-3),
@@ -99,7 +99,7 @@ def test_population_members_differ_and_share_nothing_but_data(tmp_path, loop):
 
 def test_divergent_member_is_marked_and_others_go_on(tmp_path):
   config = tiny(**{'learning_rates': [1e-3, 1e35], 'seeds': [0]})
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   ok, bad = results['members']
   assert bad['diverged'] and bad['score'] is None
   assert not ok['diverged'] and ok['score'] is not None
@@ -151,9 +151,9 @@ def test_killed_run_resumes_bit_for_bit(tmp_path, kill_after_checkpoint):
 
 
 def test_rerun_with_other_config_is_refused(tmp_path):
-  train.train_and_evaluate(tiny(), str(tmp_path))
+  train.train_and_evaluate(setup.build(tiny()), str(tmp_path))
   with pytest.raises(config_lib.ConfigError, match='train.steps'):
-    train.train_and_evaluate(tiny(**{'train.steps': 30}), str(tmp_path))
+    train.train_and_evaluate(setup.build(tiny(**{'train.steps': 30})), str(tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -199,9 +199,9 @@ def test_eval_lengths_stride_subset():
 def test_steps_per_dispatch_equals_single_steps_bit_for_bit(tmp_path, encoding):
   # 23 steps in calls of up to 4 (cut at the log interval of 5 and the checkpoint at 10).
   base = {'encoding': encoding, 'train.steps': 23, 'train.log_every': 5}
-  one = train.train_and_evaluate(tiny(**base), str(tmp_path / 'one'))
+  one = train.train_and_evaluate(setup.build(tiny(**base)), str(tmp_path / 'one'))
   config = tiny(**base, **{'train.steps_per_dispatch': 4})
-  many = train.train_and_evaluate(config, str(tmp_path / 'many'))
+  many = train.train_and_evaluate(setup.build(config), str(tmp_path / 'many'))
   assert one['members'] == many['members']
   assert many['compiled_programs']['train'] == 1
   for a, b in zip(
@@ -228,7 +228,7 @@ def test_bfloat16_tiny_run_learns(tmp_path):
       'task': 'reverse_string',
     }
   )
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   losses = [r['loss'][0] for r in io.read_jsonl(str(tmp_path / 'metrics.jsonl'))]
   assert losses[-1] < losses[0] - 0.02, losses
   assert results['members'][0]['score'] is not None
@@ -283,7 +283,7 @@ def test_looped_decoder_with_progressive_loss_trains(tmp_path):
       'seeds': [0],
     },
   )
-  results = train.train_and_evaluate(config, str(tmp_path))
+  results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   assert results['members'][0]['score'] is not None
   params = final_params(str(tmp_path), config)['params']
   assert 'block' in params and 'layer_0' in params['block'] and 'head' not in params

@@ -12,7 +12,7 @@ import pytest
 
 from experiments import rpe_table1
 from posenc import config as config_lib
-from posenc import evaluate
+from posenc import setup
 from posenc import tensorboard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -129,4 +129,4 @@ def test_asking_for_event_files_without_the_extra_is_one_line(monkeypatch):
   config = rpe_table1.get_config('task=parity_check,tiny')
   config.tensorboard = True
   with pytest.raises(config_lib.ConfigError, match=r"pip install -e '\.\[tensorboard\]'"):
-    evaluate.validate(config)
+    setup.build(config)

@@ -18,11 +18,9 @@ import time
 from typing import Any, Callable, Hashable, Sequence
 
 import jax
-import ml_collections
 import numpy as np
 
 from posenc import checkpoint
-from posenc import families
 from posenc import io
 from posenc import objectives
 
@@ -37,24 +35,26 @@ _ACCELERATOR_MEMORY_SHARE = 0.5
 _DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
+# A run (`posenc.setup.Run`): the config with everything it names, built once above this
+# package. Every hook of a protocol takes it; the type is named here only, not imported.
+Run = Any
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalContext:
-  """What an evaluation reads: the run's config, task, model and population, the final
-  parameters [P, ...], the evaluation data key, the work directory (where measured cells
-  are kept), `progress` for its lines, `traces` (a Counter of compiled programs),
-  `should_stop` (polled between cells) and the members' divergence flags [P]."""
+  """What an evaluation gets besides the run and its trained state: the work directory (where
+  measured cells are kept), `progress` for its lines, `should_stop` (polled between cells)
+  and `traces` (a Counter of compiled programs, or None)."""
 
-  config: ml_collections.ConfigDict
-  task: Any
-  model: Any
-  population: Any
-  params: Any
-  data_key: jax.Array
   workdir: str
   progress: Callable[[str], None] = print
-  traces: collections.Counter | None = None
   should_stop: Callable[[], bool] = lambda: False
-  diverged: Any = None
+  traces: collections.Counter | None = None
+
+
+def diverged(run: Run, state: Any) -> np.ndarray:
+  """The real members' divergence flags, bool [P], of a population `state`."""
+  return np.asarray(jax.device_get(state['diverged']))[: run.population.size]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,72 +62,75 @@ class Training:
   """How a kind of task is trained: two variants, `CURRICULUM` (the study's: a length per
   step, one program per length bucket; `posenc.evaluate.range`) and `SEQUENCE` (tasks that
   sample `prompt ⊕ answer` sequences of every length up to N in one batch), each protocol
-  taking one, with its own pieces where its tasks differ (`dataclasses.replace`).
+  taking one, with its own pieces where its tasks differ (`dataclasses.replace`). Every
+  piece takes the run first.
 
   Attributes:
     name: 'curriculum' or 'sequence'.
-    buckets: config -> the padded input lengths training runs at, ascending.
-    shape: (config, task, bucket) -> the shape the objective pads its batches to.
-    batch: (config, task, key, step, length, shape) -> one training batch.
-    objective: (config, task, model, shape) -> the `objectives.Objective` of batches padded
-      to `shape`.
-    model_sizes: (config, task) -> the model's vocab_size and its output sizes
-      (num_classes for an encoder, num_outputs for a decoder).
-    inputs: (config, task, key, examples, length) -> (tokens [B, T], real lengths, causal):
-      model inputs at one length, drawn as training draws them (for the analyses).
+    buckets: run -> the padded input lengths training runs at, ascending.
+    shape: (run, bucket) -> the shape the objective pads its batches to.
+    batch: (run, key, step, length, shape) -> one training batch.
+    objective: (run, shape) -> the `objectives.Objective` of batches padded to `shape`.
+    model_sizes: run -> the model's vocab_size and its output sizes (num_classes for an
+      encoder, num_outputs for a decoder); asked while the run is built, before its model
+      exists.
+    inputs: (run, key, examples, length) -> (tokens [B, T], real lengths, causal): model
+      inputs at one length, drawn as training draws them (for the analyses).
   """
 
   name: str
-  buckets: Callable[[ml_collections.ConfigDict], list[int]]
-  shape: Callable[..., Any]
+  buckets: Callable[[Run], list[int]]
+  shape: Callable[[Run, int], Any]
   batch: Callable[..., dict[str, jax.Array]]
-  objective: Callable[..., Any]
-  model_sizes: Callable[[ml_collections.ConfigDict, Any], dict[str, int]]
+  objective: Callable[[Run, Any], Any]
+  model_sizes: Callable[[Run], dict[str, int]]
   inputs: Callable[..., tuple[jax.Array, jax.Array, bool]]
 
 
 @dataclasses.dataclass(frozen=True)
 class Protocol:
-  """How one kind of task is judged, and the training variant its tasks take.
+  """How one kind of task is judged, and the training variant its tasks take. Every hook
+  takes the run (`posenc.setup.Run`) first.
 
   Attributes:
     name: results.json's `evaluation` ('range', 'grid', 'lengths', 'perplexity').
-    validate: (config, task, encoding spec) -> None, or `config.ConfigError` (one line) for
-      what the protocol cannot run (after `config.validate`'s general checks).
-    evaluate: ctx -> the protocol's evaluation record (`results`): its axes and members
-      (per member its score and metrics).
+    validate: run -> None, or `config.ConfigError` (one line) for what the protocol cannot
+      run (after the general checks; called by the builder before it returns the run).
+    evaluate: (run, state, ctx) -> the protocol's evaluation record (`results`) of the
+      population `state` (its `params` and `diverged` flags): its axes and members (per
+      member its score and metrics).
     summary: a run's `posenc.results.Results` -> the end of its closing line, e.g. 'best
       score 0.9531 over lengths [41, 500]'.
     results: the evaluation's record class in `posenc.results` (e.g. `RangeResults`), with
       `to_json` / `from_json`; its `evaluation` is the protocol's name.
     training: how its tasks are trained (`Training`).
-    longest_tokens: (config, task) -> (tokens, where): the longest sequence a run feeds
-      the model, in training or evaluation, and where it occurs ('at length 12 of
-      reverse_string'), for the one check that a bounded encoding covers it.
-    families: the model families it can train (`model.family`), checked first.
-    examples: (config, task, data key) -> [(cell name, arrays)]: the exact examples the
-      evaluation reads, for a frozen evaluation set (`evaluate.frozen`); with
-      `config.eval.from_files` the evaluation reads them from there instead of sampling.
-    example_fields: the config fields that decide `examples` (with the task and options).
-    example_cells: config -> the names of the cells the evaluation reads.
-    example_specs: (config, task) -> {cell: {array: (shape, dtype)}} of `examples`.
-    longest_length: config -> the longest length the evaluation reaches (for defaults that
+    longest_tokens: run -> (tokens, where): the longest sequence a run feeds the model, in
+      training or evaluation, and where it occurs ('at length 12 of reverse_string'), for
+      the one check that a bounded encoding covers it.
+    longest_length: run -> the longest length the evaluation reaches (for defaults that
       scale with it, e.g. an intervention's factor).
+    families: the model families it can train (`model.family`), checked first.
+    examples: run -> [(cell name, arrays)]: the exact examples the evaluation reads, for a
+      frozen evaluation set (`evaluate.frozen`); with `config.eval.from_files` the
+      evaluation reads them from there instead of sampling.
+    example_fields: the config fields that decide `examples` (with the task and options).
+    example_cells: run -> the names of the cells the evaluation reads.
+    example_specs: run -> {cell: {array: (shape, dtype)}} of `examples`.
   """
 
   name: str
-  validate: Callable[[ml_collections.ConfigDict, Any, Any], None]
-  evaluate: Callable[[EvalContext], Any]
+  validate: Callable[[Run], None]
+  evaluate: Callable[[Run, Any, EvalContext], Any]
   summary: Callable[[Any], str]
   results: type
   training: Training
-  longest_tokens: Callable[[ml_collections.ConfigDict, Any], tuple[int, str]]
-  longest_length: Callable[[ml_collections.ConfigDict], int]
+  longest_tokens: Callable[[Run], tuple[int, str]]
+  longest_length: Callable[[Run], int]
   families: tuple[str, ...] = ('encoder', 'decoder')
-  examples: Callable[..., Any] | None = None
+  examples: Callable[[Run], Any] | None = None
   example_fields: tuple[str, ...] = ()
-  example_cells: Callable[[ml_collections.ConfigDict], list[str]] | None = None
-  example_specs: Callable[..., Any] | None = None
+  example_cells: Callable[[Run], list[str]] | None = None
+  example_specs: Callable[[Run], Any] | None = None
 
 
 def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -147,6 +150,7 @@ def duration(seconds: float) -> str:
 
 
 def run_cells(
+  run: Run,
   ctx: EvalContext,
   file: str,
   cells: Sequence[Hashable],
@@ -164,6 +168,7 @@ def run_cells(
   at the last) one progress line: 'eval LABEL (k/n)NOTE | elapsed .. | ETA ..'.
 
   Args:
+    run: the run evaluated.
     ctx: the evaluation's context.
     file: the JSON-lines file's name in ctx.workdir, e.g. 'eval.jsonl'.
     cells: the cells wanted, in order; hashable.
@@ -179,7 +184,7 @@ def run_cells(
     {cell: metrics} for every cell of `cells`, in their order.
 
   Example:
-    >>> run_cells(ctx, 'eval.jsonl', [41, 42], lambda n: {'length': n}, measure,
+    >>> run_cells(run, ctx, 'eval.jsonl', [41, 42], lambda n: {'length': n}, measure,
     ...           lambda n: f'length {n}')  # doctest: +SKIP
     {41: {'accuracy': [0.9]}, 42: {'accuracy': [0.8]}}
   """
@@ -199,7 +204,7 @@ def run_cells(
   for k, cell in enumerate(todo):
     if ctx.should_stop():
       raise checkpoint.Preempted(
-        ctx.config.train.steps,
+        run.config.train.steps,
         f'preempted during evaluation, before {label(cell)}: the cells measured so far are kept',
       )
     metrics = measure(cell)
@@ -260,48 +265,44 @@ def eval_micro_batch(
 # The shared training hooks of the sequence tasks (prompt ⊕ answer, every length in one batch).
 
 
-def sequence_buckets(config: ml_collections.ConfigDict) -> list[int]:
+def sequence_buckets(run: Run) -> list[int]:
   """One bucket, N: a sequence task's batches mix every length up to N."""
-  return [config.train.max_length]
+  return [run.config.train.max_length]
 
 
-def sequence_shape(config: ml_collections.ConfigDict, task: Any, bucket: int) -> tuple[int, int]:
+def sequence_shape(run: Run, bucket: int) -> tuple[int, int]:
   """(prompt width, answer width) of a sequence task's training batches: its bounds at N."""
-  del bucket
-  n = config.train.max_length
-  return task.max_prompt(n, n), task.max_answer(n, n)
+  del bucket  # one bucket, N
+  n = run.config.train.max_length
+  return run.task.max_prompt(n, n), run.task.max_answer(n, n)
 
 
 def sequence_inputs(
-  config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int, length: int
+  run: Run, key: jax.Array, examples: int, length: int
 ) -> tuple[jax.Array, jax.Array, bool]:
   """Sequences of the cell (length, length): a decoder reads them causally; a masked
   language model (an encoder) reads whole windows of one length."""
+  task = run.task
   batch = task.sample(
     key, examples, length, length, task.max_prompt(length, length), task.max_answer(length, length)
   )
-  if not families.of(config.model.family).causal:
+  if not run.family.causal:
     return batch['tokens'], jax.numpy.int32(batch['tokens'].shape[1]), False
   return batch['tokens'], batch['length'], True
 
 
 def sequence_batch(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  key: jax.Array,
-  step: jax.Array,
-  length: jax.Array,
-  shape: tuple[int, int],
+  run: Run, key: jax.Array, step: jax.Array, length: jax.Array, shape: tuple[int, int]
 ) -> dict[str, jax.Array]:
   """Every example its own lengths, drawn stratified over [1..N]²."""
-  del step, length
-  return task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
+  del step, length  # every step draws every length
+  config = run.config
+  return run.task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
 
 
-def sequence_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+def sequence_sizes(run: Run) -> dict[str, int]:
   """A decoder over the task's own tokens, one output head."""
-  del config
-  return {'vocab_size': task.vocab_size, 'num_outputs': 1}
+  return {'vocab_size': run.task.vocab_size, 'num_outputs': 1}
 
 
 SEQUENCE = Training(

@@ -10,7 +10,7 @@ cell's batch is padded to the widths of its bucket (`eval.bucket_size`), so a bo
 of programs serves the grid. Measured cells are appended to `workdir/grid.jsonl`; a resumed
 evaluation measures only the others.
 
-  >>> by_cell = evaluate_cells(ctx)     # {(a, b): {'exact_match': [per member], ...}}
+  >>> by_cell = evaluate_cells(run, params, ctx)  # {(a, b): {'exact_match': [per member]}}
   >>> region_means(by_cell, config)    # per member: {'id': .., 'ood': .., 'beyond': ..}
 """
 
@@ -34,6 +34,7 @@ from posenc.evaluate import frozen as frozen_lib
 from posenc.evaluate import range as range_lib
 
 REGIONS = ('id', 'ood', 'beyond')
+Run = core.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -64,66 +65,53 @@ def widths(task: Any, a: int, b: int, bucket: int) -> tuple[int, int]:
   return up(task.max_prompt(a, b)), up(task.max_answer(a, b))
 
 
-def eval_task(task: Any) -> Any:
-  """The task as evaluated: the random-padding ablation pads training data only (as the
+def eval_run(run: Run) -> Run:
+  """The run as evaluated: the random-padding ablation pads training data only (as the
   paper's code does), so test prompts are written plainly."""
-  if getattr(task, 'pad_probability', 0):
-    return dataclasses.replace(task, pad_probability=0.0)
-  return task
+  if getattr(run.task, 'pad_probability', 0):
+    return dataclasses.replace(run, task=dataclasses.replace(run.task, pad_probability=0.0))
+  return run
 
 
 def sample_cell(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  data_key: jax.Array,
-  a: jax.Array,
-  b: jax.Array,
-  shape: tuple[int, int],
+  run: Run, data_key: jax.Array, a: jax.Array, b: jax.Array, shape: tuple[int, int]
 ) -> dict[str, jax.Array]:
   """The examples of cell (a, b), padded to `shape`: the same for every model and run."""
-  return task.sample(
+  return run.task.sample(
     jax.random.fold_in(jax.random.fold_in(data_key, a), b),
-    config.eval.samples_per_cell,
+    run.config.eval.samples_per_cell,
     a,
     b,
     *shape,
   )
 
 
-def examples(
-  config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
-) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every cell's examples as the evaluation draws them: ('cell_A_B', arrays [example,
   ...] padded to the cell's widths)."""
-  task = eval_task(task)
-  draw = jax.jit(
-    lambda a, b, shape: sample_cell(config, task, data_key, a, b, shape), static_argnums=2
-  )
+  run = eval_run(run)
+  config = run.config
+  draw = jax.jit(lambda a, b, shape: sample_cell(run, run.eval_key, a, b, shape), static_argnums=2)
   for a, b in cells(config):
-    yield (
-      f'cell_{a}_{b}',
-      jax.tree.map(
-        np.asarray, draw(jnp.int32(a), jnp.int32(b), widths(task, a, b, config.eval.bucket_size))
-      ),
-    )
+    shape = widths(run.task, a, b, config.eval.bucket_size)
+    yield f'cell_{a}_{b}', jax.tree.map(np.asarray, draw(jnp.int32(a), jnp.int32(b), shape))
 
 
-def example_specs(
-  config: ml_collections.ConfigDict, task: Any
-) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'cell_A_B': {array: (shape, dtype)}} of `examples`, traced once per pair of widths.
 
   Example: {'cell_1_1': {'tokens': ((4, P + A), 'int32'), ...}, ...} with (P, A) the cell's
   widths (`widths`) and 4 samples per cell.
   """
-  task = eval_task(task)
+  run = eval_run(run)
+  config = run.config
   by_shape, out = {}, {}
   for a, b in cells(config):
-    shape = widths(task, a, b, config.eval.bucket_size)
+    shape = widths(run.task, a, b, config.eval.bucket_size)
     if shape not in by_shape:
       by_shape[shape] = core.shape_spec(
         jax.eval_shape(
-          lambda x, y, s=shape: sample_cell(config, task, jax.random.key(0), x, y, s),
+          lambda x, y, s=shape: sample_cell(run, jax.random.key(0), x, y, s),
           jnp.int32(a),
           jnp.int32(b),
         )
@@ -133,24 +121,22 @@ def example_specs(
 
 
 def make_cell_fn(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  model: Any,
-  population: Any,
+  run: Run,
   shape: tuple[int, int],
-  data_key: jax.Array,
   traces: collections.Counter | None = None,
   from_data: bool = False,
 ) -> Callable[..., dict]:
-  """The jitted evaluation of one cell padded to `shape`: f(params [P], a, b, eval_keys [P])
-  -> {'exact_match', 'accuracy'} [P]. Members run one after another. With `from_data`,
-  f(params, a, b, eval_keys, data) reads the cell's examples from `data` (`examples`)."""
-  objective = objectives.sequence(config, task, model, shape)
+  """The jitted evaluation of one cell padded to `shape` (of the run as evaluated,
+  `eval_run`): f(params [P], a, b, eval_keys [P]) -> {'exact_match', 'accuracy'} [P].
+  Members run one after another. With `from_data`, f(params, a, b, eval_keys, data) reads
+  the cell's examples from `data` (`examples`)."""
+  config, population = run.config, run.population
+  objective = objectives.sequence(run, shape)
 
   def local(params, a, b, keys, data=None):
     if traces is not None:
       traces['eval'] += 1
-    batch = sample_cell(config, task, data_key, a, b, shape) if data is None else data
+    batch = sample_cell(run, run.eval_key, a, b, shape) if data is None else data
 
     def member(args):
       p, key = args
@@ -166,31 +152,33 @@ def make_cell_fn(
   P = jax.sharding.PartitionSpec
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(config, model, population, abstract=True)['params'],
+    population_lib.init_state(config, run.model, population, abstract=True)['params'],
   )
   in_specs = (specs, P(), P(), P(population_lib.POP)) + ((P(),) if from_data else ())
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
 
 
-def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[int, int], dict[str, list[float]]]:
-  """Every cell's metrics per member: {(a, b): {'exact_match': [..], 'accuracy': [..]}}."""
-  config, population = ctx.config, ctx.population
-  task = eval_task(ctx.task)
+def evaluate_cells(
+  run: Run, params: Any, ctx: core.EvalContext
+) -> dict[tuple[int, int], dict[str, list[float]]]:
+  """Every cell's metrics per member (`params` [P, ...]): {(a, b): {'exact_match': [..],
+  'accuracy': [..]}}."""
+  config, population = run.config, run.population
+  evaluated = eval_run(run)
   fns: dict[tuple[int, int], Callable[..., dict]] = {}
   frozen = bool(config.eval.get('from_files'))
 
   def measure(cell):
     a, b = cell
-    shape = widths(task, a, b, config.eval.bucket_size)
+    shape = widths(evaluated.task, a, b, config.eval.bucket_size)
     if shape not in fns:
-      fns[shape] = make_cell_fn(
-        config, task, ctx.model, population, shape, ctx.data_key, ctx.traces, from_data=frozen
-      )
+      fns[shape] = make_cell_fn(evaluated, shape, ctx.traces, from_data=frozen)
     data = (frozen_lib.load(config, f'cell_{a}_{b}'),) if frozen else ()
-    metrics = fns[shape](ctx.params, jnp.int32(a), jnp.int32(b), population.eval_keys, *data)
+    metrics = fns[shape](params, jnp.int32(a), jnp.int32(b), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
   return core.run_cells(
+    run,
     ctx,
     'grid.jsonl',
     cells(config),
@@ -221,11 +209,12 @@ def region_means(
   return out
 
 
-def evaluate(ctx: core.EvalContext) -> results_lib.GridResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.GridResults:
   """The grid's evaluation of sequence tasks: exact match per grid cell and region; a
   member's score is its OOD region's."""
-  config, task, population, diverged = ctx.config, ctx.task, ctx.population, ctx.diverged
-  by_cell = evaluate_cells(ctx)
+  config, task, population = run.config, run.task, run.population
+  diverged = core.diverged(run, state)
+  by_cell = evaluate_cells(run, state['params'], ctx)
   regions = region_means(by_cell, config)
   token_regions = region_means(by_cell, config, 'accuracy')
   members = []
@@ -259,28 +248,26 @@ def summary(record: results_lib.Results) -> str:
   )
 
 
-def probe(
-  config: ml_collections.ConfigDict, task: Any, model: Any, population: Any, data_key: jax.Array
-) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+def probe(run: Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of the cell (n, n) at the training size n, its arguments after the
   parameters, and its widths (for the cost model)."""
-  n = config.train.max_length
-  shape = widths(task, n, n, config.eval.bucket_size)
-  fn = make_cell_fn(config, task, model, population, shape, data_key)
-  return fn, (jnp.int32(n), jnp.int32(n), population.eval_keys), shape
+  n = run.config.train.max_length
+  shape = widths(run.task, n, n, run.config.eval.bucket_size)
+  fn = make_cell_fn(run, shape)
+  return fn, (jnp.int32(n), jnp.int32(n), run.population.eval_keys), shape
 
 
-def eval_sequences(
-  config: ml_collections.ConfigDict, task: Any
-) -> tuple[list[tuple[int, int]], int]:
+def eval_sequences(run: Run) -> tuple[list[tuple[int, int]], int]:
   """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
+  config, task = run.config, run.task
   n, size = config.train.max_length, config.eval.bucket_size
   groups = [(sum(widths(task, a, b, size)), config.eval.samples_per_cell) for a, b in cells(config)]
   return groups, sum(widths(task, n, n, size))
 
 
-def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+def validate(run: Run) -> None:
   """The arithmetic study's checks: a decoder, a sane grid, tables that cover it."""
+  config, task, spec = run.config, run.task, run.encoding
   for key in ('eval.grid_max', 'eval.grid_stride', 'eval.samples_per_cell'):
     value = config.eval[key.split('.')[1]]
     if not config_lib.is_int(value) or value < 1:
@@ -316,8 +303,9 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
     )
 
 
-def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+def longest_tokens(run: Run) -> tuple[int, str]:
   """The prompt and answer of the largest cell, fed all but its last token."""
+  config, task = run.config, run.task
   top = max([config.eval.grid_max, config.train.max_length, *config.eval.beyond])
   return (
     task.max_prompt(top, top) + task.max_answer(top, top) - 1,
@@ -333,7 +321,7 @@ PROTOCOL = core.Protocol(
   results=results_lib.GridResults,
   training=core.SEQUENCE,
   longest_tokens=longest_tokens,
-  longest_length=lambda config: max([config.eval.grid_max, *config.eval.beyond]),
+  longest_length=lambda run: max([run.config.eval.grid_max, *run.config.eval.beyond]),
   families=('decoder',),
   examples=examples,
   example_fields=(
@@ -344,6 +332,6 @@ PROTOCOL = core.Protocol(
     'eval.samples_per_cell',
     'eval.bucket_size',
   ),
-  example_cells=lambda config: [f'cell_{a}_{b}' for a, b in cells(config)],
+  example_cells=lambda run: [f'cell_{a}_{b}' for a, b in cells(run.config)],
   example_specs=example_specs,
 )

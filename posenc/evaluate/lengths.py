@@ -15,7 +15,7 @@ One compiled program per test length serves every distribution (a switch over th
 samplers), so a run compiles at most len(eval.lengths) evaluation programs. Measured cells
 are appended to `workdir/lengths.jsonl`; a resumed evaluation measures only the others.
 
-  >>> by_cell = evaluate_cells(ctx)
+  >>> by_cell = evaluate_cells(run, params, ctx)
   >>> by_cell[('rep2', 50)]['exact_match']    # one value per member
 """
 
@@ -44,6 +44,7 @@ Array = jax.Array
 METRICS = ('exact_match', 'edit_distance', 'accuracy')
 # Never emitted (ids are >= 0): generation runs to each answer's full length.
 _NO_EOS = -1
+Run = core.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -98,11 +99,10 @@ def sample_key(data_key: Array, d: Array, length: int, j: Array) -> Array:
   return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(data_key, d), length), j)
 
 
-def examples(
-  config: ml_collections.ConfigDict, task: Any, data_key: Array
-) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every (distribution, length)'s examples as the evaluation draws them:
   ('DIST_length_N', arrays [sub-batch, example, ...])."""
+  config, task, data_key = run.config, run.task, run.eval_key
   size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // size
   for d, dist in enumerate(config.eval.distributions):
@@ -123,10 +123,9 @@ def examples(
       yield f'{dist}_length_{n}', jax.tree.map(np.asarray, draw(jnp.arange(num_sub)))
 
 
-def example_specs(
-  config: ml_collections.ConfigDict, task: Any
-) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'DIST_length_N': {array: (shape, dtype)}} of `examples`, without drawing them."""
+  config, task = run.config, run.task
   size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // size
   return {
@@ -145,20 +144,15 @@ def example_specs(
 
 
 def make_length_fn(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  model: Any,
-  population: Any,
-  length: int,
-  data_key: Array,
-  traces: collections.Counter | None = None,
-  from_data: bool = False,
+  run: Run, length: int, traces: collections.Counter | None = None, from_data: bool = False
 ) -> Callable[..., dict]:
   """The jitted evaluation of every distribution at one `length`.
 
   f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}; with `from_data`,
   f(params, d, eval_keys, data) reads the sub-batches from `data` (`examples`).
   """
+  config, task, model, population = run.config, run.task, run.model, run.population
+  data_key = run.eval_key
   distributions = list(config.eval.distributions)
   size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // size
@@ -224,9 +218,12 @@ def make_length_fn(
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
 
 
-def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, list[float]]]:
-  """Every cell's metrics per member: {(distribution, n): {metric: [member i]}}."""
-  config, population = ctx.config, ctx.population
+def evaluate_cells(
+  run: Run, params: Any, ctx: core.EvalContext
+) -> dict[tuple[str, int], dict[str, list[float]]]:
+  """Every cell's metrics per member (`params` [P, ...]): {(distribution, n): {metric:
+  [member i]}}."""
+  config, population = run.config, run.population
   index = {d: i for i, d in enumerate(config.eval.distributions)}
   fns: dict[int, Callable[..., dict]] = {}
   frozen = bool(config.eval.get('from_files'))
@@ -234,14 +231,13 @@ def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, lis
   def measure(cell):
     dist, n = cell
     if n not in fns:
-      fns[n] = make_length_fn(
-        config, ctx.task, ctx.model, population, n, ctx.data_key, ctx.traces, from_data=frozen
-      )
+      fns[n] = make_length_fn(run, n, ctx.traces, from_data=frozen)
     data = (frozen_lib.load(config, f'{dist}_length_{n}'),) if frozen else ()
-    metrics = fns[n](ctx.params, jnp.int32(index[dist]), population.eval_keys, *data)
+    metrics = fns[n](params, jnp.int32(index[dist]), population.eval_keys, *data)
     return {name: core.member_values(metrics[name], population.size) for name in METRICS}
 
   return core.run_cells(
+    run,
     ctx,
     'lengths.jsonl',
     cells(config),
@@ -252,12 +248,12 @@ def evaluate_cells(ctx: core.EvalContext) -> dict[tuple[str, int], dict[str, lis
   )
 
 
-def evaluate(ctx: core.EvalContext) -> results_lib.LengthsResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.LengthsResults:
   """A hinting task's evaluation: the main head's full-sequence accuracy, edit distance and
   token accuracy per test distribution and length, per member; the score is the exact match
   over the first distribution's lengths past training."""
-  config, population, diverged = ctx.config, ctx.population, ctx.diverged
-  by_cell = evaluate_cells(ctx)
+  config, population, diverged = run.config, run.population, core.diverged(run, state)
+  by_cell = evaluate_cells(run, state['params'], ctx)
   lengths = [int(n) for n in config.eval.lengths]
   unseen = [n for n in lengths if n > config.train.max_length]
   first = config.eval.distributions[0]
@@ -289,29 +285,25 @@ def evaluate(ctx: core.EvalContext) -> results_lib.LengthsResults:
 
 
 def train_batch(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  key: Array,
-  step: Array,
-  length: Array,
-  shape: tuple[int, int],
+  run: Run, key: Array, step: Array, length: Array, shape: tuple[int, int]
 ) -> dict[str, Array]:
   """The main task and its hints, each example through its own head (`multitask`)."""
-  del task, length
+  del length  # every example draws its own
+  config = run.config
   return multitask.train_batch(
-    config, multitask.tasks_of(config), key, population_lib.dataset_key(config), step, shape
+    config, run.tasks, key, population_lib.dataset_key(config), step, shape
   )
 
 
-def train_shape(config: ml_collections.ConfigDict, task: Any, bucket: int) -> tuple[int, int]:
+def train_shape(run: Run, bucket: int) -> tuple[int, int]:
   """The widest (prompt, answer) of the main task and its hints at N."""
-  del task, bucket
-  return multitask.train_shape(multitask.tasks_of(config), config.train.max_length)
+  del bucket  # one bucket, N
+  return multitask.train_shape(run.tasks, run.config.train.max_length)
 
 
-def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+def model_sizes(run: Run) -> dict[str, int]:
   """A head per task: the main task's, then each hint's."""
-  return {'vocab_size': task.vocab_size, 'num_outputs': 1 + len(config.get('hints', []) or [])}
+  return {'vocab_size': run.task.vocab_size, 'num_outputs': len(run.tasks)}
 
 
 def summary(record: results_lib.Results) -> str:
@@ -323,40 +315,33 @@ def summary(record: results_lib.Results) -> str:
   )
 
 
-def inputs(
-  config: ml_collections.ConfigDict, task: Any, key: Array, examples: int, length: int
-) -> tuple[Array, Array, bool]:
+def inputs(run: Run, key: Array, examples: int, length: int) -> tuple[Array, Array, bool]:
   """Sequences of the main task at input length n, read through its head (head 0)."""
-  del config
+  task = run.task
   batch = task.sample(key, examples, length, task.max_prompt(length), task.max_answer(length))
   return batch['tokens'], batch['length'], True
 
 
-def probe(
-  config: ml_collections.ConfigDict, task: Any, model: Any, population: Any, data_key: Array
-) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+def probe(run: Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of test length n (the training size), first distribution, for the cost
   model: it, its arguments after the parameters, and its widths."""
-  n = config.train.max_length
-  fn = make_length_fn(config, task, model, population, n, data_key)
-  return fn, (jnp.int32(0), population.eval_keys), (task.max_prompt(n), task.max_answer(n))
+  n, task = run.config.train.max_length, run.task
+  fn = make_length_fn(run, n)
+  return fn, (jnp.int32(0), run.population.eval_keys), (task.max_prompt(n), task.max_answer(n))
 
 
-def eval_sequences(
-  config: ml_collections.ConfigDict, task: Any
-) -> tuple[list[tuple[int, int]], int]:
+def eval_sequences(run: Run) -> tuple[list[tuple[int, int]], int]:
   """Every test length's examples under every distribution, and the tokens at n."""
+  config, task = run.config, run.task
   tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
   count = config.eval.examples_per_length * len(config.eval.distributions)
   return ([(tokens(n), count) for n in config.eval.lengths], tokens(config.train.max_length))
 
 
-def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+def validate(run: Run) -> None:
   """The task-hinting study: a decoder, a known schedule, test lengths and distributions the
   main task can sample, tables that cover the longest sequence."""
-  del task  # the main task is the first of `multitask.tasks_of`
-  task_list = multitask.tasks_of(config)
-  main = task_list[0]
+  config, task_list, main = run.config, run.tasks, run.task
   if config.train.hint_schedule not in multitask.SCHEDULES:
     raise config_lib.choices(
       config.train.hint_schedule, 'train.hint_schedule', list(multitask.SCHEDULES)
@@ -406,14 +391,12 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
         main.check_length(length, d)
       except ValueError as e:
         raise ConfigError(f'eval.lengths: {e}') from None
-  del spec
 
 
-def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+def longest_tokens(run: Run) -> tuple[int, str]:
   """The longest prompt and answer of every task at the training length and of the main task
   at the test lengths, fed all but the last token."""
-  del task
-  task_list, n = multitask.tasks_of(config), config.train.max_length
+  config, task_list, n = run.config, run.tasks, run.config.train.max_length
   longest = max(
     [t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
     + [task_list[0].max_prompt(l) + task_list[0].max_answer(l) - 1 for l in config.eval.lengths]
@@ -432,7 +415,7 @@ PROTOCOL = core.Protocol(
     core.SEQUENCE, shape=train_shape, batch=train_batch, model_sizes=model_sizes, inputs=inputs
   ),
   longest_tokens=longest_tokens,
-  longest_length=lambda config: max(int(n) for n in config.eval.lengths),
+  longest_length=lambda run: max(int(n) for n in run.config.eval.lengths),
   families=('decoder',),
   examples=examples,
   example_fields=(
@@ -442,6 +425,6 @@ PROTOCOL = core.Protocol(
     'eval.batch_size',
     'eval.examples_per_length',
   ),
-  example_cells=lambda config: [f'{d}_length_{n}' for d, n in cells(config)],
+  example_cells=lambda run: [f'{d}_length_{n}' for d, n in cells(run.config)],
   example_specs=example_specs,
 )

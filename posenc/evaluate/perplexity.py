@@ -27,7 +27,6 @@ import numpy as np
 
 from posenc import objectives
 from posenc import config as config_lib
-from posenc import families
 from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
@@ -37,6 +36,7 @@ MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
 # MASK_RATE of their bytes masked: the perplexity of the masked bytes.
 MASKED = 'masked'
+Run = core.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -58,12 +58,7 @@ def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.
   return text[idx].astype(np.int32), scored
 
 
-def _population_scorer(
-  config: ml_collections.ConfigDict,
-  model: Any,
-  population: Any,
-  group: Callable[..., tuple[Any, Any]],
-) -> Callable[..., Any]:
+def _population_scorer(run: Run, group: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
   """f(params [P], windows [G, Bg, L + 1], scored [G, Bg, L], keys [P]) -> (sum of negative
   log-likelihoods [P], scored tokens [P]): `group(params, window group, its scored mask,
   key)` summed over the groups, members one after another, sharded like the population."""
@@ -80,9 +75,10 @@ def _population_scorer(
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
+  population = run.population
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(config, model, population, abstract=True)['params'],
+    population_lib.init_state(run.config, run.model, population, abstract=True)['params'],
   )
   return jax.jit(
     population.shard_map(
@@ -93,11 +89,10 @@ def _population_scorer(
   )
 
 
-def make_score_fn(
-  config: ml_collections.ConfigDict, model: Any, population: Any
-) -> Callable[..., Any]:
+def make_score_fn(run: Run) -> Callable[..., Any]:
   """A causal model's scorer (`_population_scorer`): each window feeds its first L tokens
   and scores the next token at the positions marked in `scored`."""
+  model = run.model
 
   def group(p, w, s, key, g):
     del g
@@ -108,15 +103,14 @@ def make_score_fn(
     nll = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
     return jnp.sum(nll * s), jnp.sum(s)
 
-  return _population_scorer(config, model, population, group)
+  return _population_scorer(run, group)
 
 
-def make_masked_score_fn(
-  config: ml_collections.ConfigDict, model: Any, population: Any
-) -> Callable[..., Any]:
+def make_masked_score_fn(run: Run) -> Callable[..., Any]:
   """A masked language model's scorer (`_population_scorer`; `scored` unused): the masks
   are drawn from eval.seed, the same for every member, and the masked bytes are scored."""
-  mask_key = jax.random.key(config.eval.seed)
+  model = run.model
+  mask_key = jax.random.key(run.config.eval.seed)
 
   def group(p, w, s, key, g):
     del s
@@ -125,12 +119,12 @@ def make_masked_score_fn(
     nll, _ = objectives.masked_nll(model, p, tokens, mask, {'noise': key}, True)
     return jnp.sum(nll * mask), jnp.sum(mask.astype(jnp.float32))
 
-  return _population_scorer(config, model, population, group)
+  return _population_scorer(run, group)
 
 
-def modes(config: ml_collections.ConfigDict) -> tuple[str, ...]:
-  """The window modes of `config`'s family: MODES for a decoder, (MASKED,) for an encoder."""
-  return MODES if families.of(config.model.family).causal else (MASKED,)
+def modes(run: Run) -> tuple[str, ...]:
+  """The window modes of the run's family: MODES for a decoder, (MASKED,) for an encoder."""
+  return MODES if run.family.causal else (MASKED,)
 
 
 def mode_windows(
@@ -141,45 +135,41 @@ def mode_windows(
   return windows(text, length, stride)
 
 
-def examples(
-  config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
-) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every length's windows of the validation text, per mode: ('length_L',
   {'MODE_windows': [W, L + 1], 'MODE_scored': [W, L]}). An encoder's masks are drawn from
   eval.seed in the evaluation, not stored."""
-  del data_key
-  _, valid = task.texts()
+  config = run.config
+  _, valid = run.task.texts()
   text = valid[: config.eval.lm_tokens + 1]
   for length in config.eval.lengths:
     out = {}
-    for mode in modes(config):
+    for mode in modes(run):
       out[f'{mode}_windows'], out[f'{mode}_scored'] = mode_windows(config, text, length, mode)
     yield f'length_{length}', out
 
 
-def example_specs(
-  config: ml_collections.ConfigDict, task: Any
-) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'length_L': {array: (shape, dtype)}} of `examples` (cut from the text: cheap)."""
-  return {name: core.shape_spec(arrays) for name, arrays in examples(config, task, None)}
+  return {name: core.shape_spec(arrays) for name, arrays in examples(run)}
 
 
-def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
+def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
-  (an encoder: {'masked': [...]}), resuming from `workdir/perplexity.jsonl`."""
-  config, population = ctx.config, ctx.population
-  _, valid = ctx.task.texts()
+  (an encoder: {'masked': [...]}) of `params` [P, ...], resuming from
+  `workdir/perplexity.jsonl`."""
+  config, population = run.config, run.population
+  _, valid = run.task.texts()
   text = valid[: config.eval.lm_tokens + 1]
   b = config.eval.batch_size
-  masked = not families.of(config.model.family).causal
-  fn = (make_masked_score_fn if masked else make_score_fn)(config, ctx.model, population)
+  fn = (make_score_fn if run.family.causal else make_masked_score_fn)(run)
 
   frozen = bool(config.eval.get('from_files'))
 
   def measure(length):
     row = {'seconds': {}}
     stored = frozen_lib.load(config, f'length_{length}') if frozen else {}
-    for mode in modes(config):
+    for mode in modes(run):
       if frozen:
         wins, scored = stored[f'{mode}_windows'], stored[f'{mode}_scored']
       else:
@@ -193,7 +183,7 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
       t0 = time.time()
       nll, count = jax.device_get(
         fn(
-          ctx.params,
+          params,
           wins.reshape(groups, b, -1),
           scored.reshape(groups, b, -1),
           population.eval_keys,
@@ -207,27 +197,29 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
     return row
 
   return core.run_cells(
+    run,
     ctx,
     'perplexity.jsonl',
     list(config.eval.lengths),
     lambda n: {'length': n},
     measure,
     lambda n: f'perplexity at length {n}',
-    note=lambda row: ': ' + ', '.join(f'{m} {np.mean(row[m]):.3f}' for m in modes(config)),
+    note=lambda row: ': ' + ', '.join(f'{m} {np.mean(row[m]):.3f}' for m in modes(run)),
   )
 
 
-def evaluate(ctx: core.EvalContext) -> results_lib.PerplexityResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.PerplexityResults:
   """A text corpus's evaluation: perplexity per length and window mode; a member's score is
   its first mode's perplexity at the longest length."""
-  config, task, population, diverged = ctx.config, ctx.task, ctx.population, ctx.diverged
-  by = evaluate_lengths(ctx)
+  config, task, population = run.config, run.task, run.population
+  diverged = core.diverged(run, state)
+  by = evaluate_lengths(run, state['params'], ctx)
   lengths = list(config.eval.lengths)
   n = config.train.max_length
   members = []
   for i, member in enumerate(population.members):
-    ppl = {mode: {l: by[l][mode][i] for l in lengths} for mode in modes(config)}
-    first = ppl[modes(config)[0]]
+    ppl = {mode: {l: by[l][mode][i] for l in lengths} for mode in modes(run)}
+    first = ppl[modes(run)[0]]
     at_n, longest = first.get(n), first[max(lengths)]
     # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
     members.append(
@@ -244,9 +236,10 @@ def evaluate(ctx: core.EvalContext) -> results_lib.PerplexityResults:
   )
 
 
-def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+def model_sizes(run: Run) -> dict[str, int]:
   """A causal LM predicts the next byte; a masked LM's id vocab_size is the mask token."""
-  if families.of(config.model.family).causal:
+  task = run.task
+  if run.family.causal:
     return {'vocab_size': task.vocab_size, 'num_outputs': 1}
   return {'vocab_size': task.vocab_size, 'num_classes': task.vocab_size}
 
@@ -260,19 +253,18 @@ def summary(record: results_lib.Results) -> str:
   )
 
 
-def objective(
-  config: ml_collections.ConfigDict, task: Any, model: Any, shape: tuple[int, int]
-) -> objectives.Objective:
+def objective(run: Run, shape: tuple[int, int]) -> objectives.Objective:
   """Next-byte prediction for a decoder, masked language modelling for an encoder."""
-  if not families.of(config.model.family).causal:
-    return objectives.masked(config, task, model, shape)
-  return objectives.sequence(config, task, model, shape)
+  if not run.family.causal:
+    return objectives.masked(run, shape)
+  return objectives.sequence(run, shape)
 
 
-def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+def validate(run: Run) -> None:
   """A text corpus: a decoder trained on every token (or an encoder as a masked language
   model), lengths that fit the text and tables."""
-  if families.of(config.model.family).causal and config.train.loss_on != 'all':
+  config, task = run.config, run.task
+  if run.family.causal and config.train.loss_on != 'all':
     raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
   lengths = list(config.eval.lengths)
   if not lengths or any(not config_lib.is_int(l) or l < 2 for l in lengths):
@@ -296,12 +288,11 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
       f'split) holds no window of {longest}; lower eval.lengths or raise '
       'eval.lm_tokens'
     )
-  del spec
 
 
-def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+def longest_tokens(run: Run) -> tuple[int, str]:
   """The longest window, trained or evaluated."""
-  del task
+  config = run.config
   return (
     max(list(config.eval.lengths) + [config.train.max_length]),
     f'the longest window of {config.task}',
@@ -317,9 +308,9 @@ PROTOCOL = core.Protocol(
   # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
   training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
   longest_tokens=longest_tokens,
-  longest_length=lambda config: max(config.eval.lengths),
+  longest_length=lambda run: max(run.config.eval.lengths),
   examples=examples,
   example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
-  example_cells=lambda config: [f'length_{n}' for n in config.eval.lengths],
+  example_cells=lambda run: [f'length_{n}' for n in run.config.eval.lengths],
   example_specs=example_specs,
 )

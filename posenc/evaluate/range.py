@@ -6,8 +6,8 @@ evaluation measures every length of `config_lib.eval_lengths` (41..500 in the st
 scores a member by its mean accuracy over the lengths past N. Measured lengths are kept in
 `workdir/eval.jsonl`.
 
-  >>> fields = PROTOCOL.evaluate(ctx)    # {'evaluation': 'range', 'eval_lengths', 'members'}
-  >>> fields['members'][0]['accuracy_by_length']['41']
+  >>> record = PROTOCOL.evaluate(run, state, ctx)    # a results.RangeResults
+  >>> record.members[0].accuracy_by_length[41]
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import families
 from posenc import models
 from posenc import objectives
 from posenc import population as population_lib
@@ -31,65 +29,55 @@ from posenc.evaluate import frozen as frozen_lib
 
 P = jax.sharding.PartitionSpec
 POP = population_lib.POP
+Run = core.Run
 
 ConfigError = config_lib.ConfigError
 
 
-def train_buckets(config: ml_collections.ConfigDict) -> list[int]:
+def train_buckets(run: Run) -> list[int]:
   """The padded input lengths training runs at, ascending.
 
   Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
   """
-  n, size = config.train.max_length, config.train.bucket_size
+  n, size = run.config.train.max_length, run.config.train.bucket_size
   return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
 
 
 def train_batch(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  key: jax.Array,
-  step: jax.Array,
-  length: jax.Array,
-  bucket: int,
+  run: Run, key: jax.Array, step: jax.Array, length: jax.Array, bucket: int
 ) -> dict[str, jax.Array]:
   """`train.batch_size` examples of the step's (traced) length, padded to `bucket`."""
-  del step
-  return task.sample_padded(key, config.train.batch_size, length, bucket)
+  del step  # the step's length is drawn from it by the curriculum
+  return run.task.sample_padded(key, run.config.train.batch_size, length, bucket)
 
 
-def model_sizes(config: ml_collections.ConfigDict, task: Any) -> dict[str, int]:
+def model_sizes(run: Run) -> dict[str, int]:
   """An encoder reads its classes off empty query tokens; a decoder writes them as tokens."""
-  if families.of(config.model.family).generates:
-    return {'vocab_size': objectives.decoder_vocab(task).size, 'num_outputs': 1}
-  return {'vocab_size': task.vocab_size, 'num_classes': task.num_classes}
+  if run.family.generates:
+    return {'vocab_size': objectives.decoder_vocab(run.task).size, 'num_outputs': 1}
+  return {'vocab_size': run.task.vocab_size, 'num_classes': run.task.num_classes}
 
 
 def sample_sub_batch(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  data_key: jax.Array,
-  length: jax.Array,
-  j: jax.Array,
-  bucket: int,
+  run: Run, data_key: jax.Array, length: jax.Array, j: jax.Array, bucket: int
 ) -> dict[str, jax.Array]:
   """The examples of (length, sub-batch j): the same for every model and run."""
-  return task.sample_padded(
+  return run.task.sample_padded(
     jax.random.fold_in(jax.random.fold_in(data_key, length), j),
-    config.eval.batch_size,
+    run.config.eval.batch_size,
     length,
     bucket,
   )
 
 
-def examples(
-  config: ml_collections.ConfigDict, task: Any, data_key: jax.Array
-) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every evaluated length's examples, as the evaluation draws them: ('length_N', arrays
   [sub-batch, example, ...] padded to the length's bucket, `length` [sub-batch])."""
+  config = run.config
   num_sub = config.eval.examples_per_length // config.eval.batch_size
   draw = jax.jit(
     lambda length, bucket: jax.vmap(
-      lambda j: sample_sub_batch(config, task, data_key, length, j, bucket)
+      lambda j: sample_sub_batch(run, run.eval_key, length, j, bucket)
     )(jnp.arange(num_sub)),
     static_argnums=1,
   )
@@ -98,14 +86,13 @@ def examples(
     yield f'length_{length}', jax.tree.map(np.asarray, draw(jnp.int32(length), bucket))
 
 
-def example_specs(
-  config: ml_collections.ConfigDict, task: Any
-) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
+def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'length_N': {array: (shape, dtype)}} of `examples`, traced once per bucket.
 
   Example: parity_check in tiny mode (2 sub-batches of 8, buckets of 6) ->
     {'length_1': {'inputs': ((2, 8, 6), 'int32'), 'length': ((2,), 'int32'), ...}, ...}
   """
+  config = run.config
   num_sub = config.eval.examples_per_length // config.eval.batch_size
   by_bucket = {}
   for length in config_lib.eval_lengths(config):
@@ -113,9 +100,9 @@ def example_specs(
     if bucket not in by_bucket:
       by_bucket[bucket] = core.shape_spec(
         jax.eval_shape(
-          lambda n, b=bucket: jax.vmap(
-            lambda j: sample_sub_batch(config, task, jax.random.key(0), n, j, b)
-          )(jnp.arange(num_sub)),
+          lambda n, b=bucket: jax.vmap(lambda j: sample_sub_batch(run, jax.random.key(0), n, j, b))(
+            jnp.arange(num_sub)
+          ),
           jnp.int32(length),
         )
       )
@@ -128,15 +115,7 @@ def example_specs(
 
 
 def make_eval_fn(
-  config: ml_collections.ConfigDict,
-  task: Any,
-  model: Any,
-  population: Any,
-  bucket: int,
-  data_key: jax.Array,
-  traces: collections.Counter | None = None,
-  platform: str | None = None,
-  from_data: bool = False,
+  run: Run, bucket: int, traces: collections.Counter | None = None, from_data: bool = False
 ) -> Callable[..., dict[str, jax.Array]]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
 
@@ -148,20 +127,19 @@ def make_eval_fn(
   dropout are redrawn per sub-batch.
 
   Members run one after another, and a sub-batch runs in micro-batches sized for the
-  platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
+  run's platform (`eval_micro_batch`): on CPU at T = 1,000 a whole sub-batch of 64 would stream
   2 GB per attention pass through memory. All micro-batches of a sub-batch share its
   position draw (the 'noise' key), so the result is that of one call on the sub-batch.
   With `from_data`, evaluate(params, length, eval_keys, data) reads the sub-batches from
   `data` (`examples`' arrays of the length) instead of sampling them.
   """
+  config, population = run.config, run.population
   batch_size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // batch_size
-  max_output = int(task.output_length(bucket))
+  max_output = int(run.task.output_length(bucket))
   tokens = bucket + max_output
-  micro = core.eval_micro_batch(
-    batch_size, config.model.num_heads, tokens, platform or population.platform
-  )
-  objective = objectives.study(config, task, model, bucket)
+  micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens, run.platform)
+  objective = objectives.study(run, bucket)
 
   def local_eval(params, length, keys, data=None):
     if traces is not None:
@@ -169,7 +147,7 @@ def make_eval_fn(
 
     def sub_batch(j):
       if data is None:
-        batch = sample_sub_batch(config, task, data_key, length, j, bucket)
+        batch = sample_sub_batch(run, run.eval_key, length, j, bucket)
       else:
         batch = jax.tree.map(lambda x: x[j], data)
       per_example = {k: v for k, v in batch.items() if k not in ('length', 'output_length')}
@@ -205,17 +183,20 @@ def make_eval_fn(
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), jax.lax.map(sub_batch, jnp.arange(num_sub)))
 
   param_specs = jax.tree.map(
-    lambda _: P(POP), population_lib.init_state(config, model, population, abstract=True)['params']
+    lambda _: P(POP),
+    population_lib.init_state(config, run.model, population, abstract=True)['params'],
   )
   in_specs = (param_specs, P(), P(POP)) + ((P(),) if from_data else ())
   evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
   return jax.jit(evaluate)
 
 
-def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]:
-  """Per-length metrics of every member: {length: {'accuracy': [member i], 'exact_match':
-  [member i]}}, resuming from `workdir/eval.jsonl`."""
-  config, population = ctx.config, ctx.population
+def evaluate_lengths(
+  run: Run, params: Any, ctx: core.EvalContext
+) -> dict[int, dict[str, list[float]]]:
+  """Per-length metrics of every member (`params` [P, ...]): {length: {'accuracy': [member
+  i], 'exact_match': [member i]}}, resuming from `workdir/eval.jsonl`."""
+  config, population = run.config, run.population
   fns: dict[int, Callable[..., Any]] = {}
 
   frozen = bool(config.eval.get('from_files'))
@@ -223,14 +204,13 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]
   def measure(length):
     bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
     if bucket not in fns:
-      fns[bucket] = make_eval_fn(
-        config, ctx.task, ctx.model, population, bucket, ctx.data_key, ctx.traces, from_data=frozen
-      )
+      fns[bucket] = make_eval_fn(run, bucket, ctx.traces, from_data=frozen)
     data = (frozen_lib.load(config, f'length_{length}'),) if frozen else ()
-    metrics = fns[bucket](ctx.params, jnp.int32(length), population.eval_keys, *data)
+    metrics = fns[bucket](params, jnp.int32(length), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
   return core.run_cells(
+    run,
     ctx,
     'eval.jsonl',
     config_lib.eval_lengths(config),
@@ -241,15 +221,15 @@ def evaluate_lengths(ctx: core.EvalContext) -> dict[int, dict[str, list[float]]]
   )
 
 
-def evaluate(ctx: core.EvalContext) -> results_lib.RangeResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.RangeResults:
   """The study's evaluation: per-length metrics per member; a member's scores are their means
   over the lengths past training."""
-  config, diverged = ctx.config, ctx.diverged
-  by = evaluate_lengths(ctx)
+  config, diverged = run.config, core.diverged(run, state)
+  by = evaluate_lengths(run, state['params'], ctx)
   eval_list = config_lib.eval_lengths(config)
   unseen = [l for l in eval_list if l > config.train.max_length]
   members = []
-  for i, member in enumerate(ctx.population.members):
+  for i, member in enumerate(run.population.members):
     by_length = {l: by[l]['accuracy'][i] for l in eval_list}
     exact = {l: by[l].get('exact_match', [None] * (i + 1))[i] for l in eval_list}
     mean_unseen = lambda values: (
@@ -285,13 +265,14 @@ def summary(record: results_lib.Results) -> str:
 
 
 def inputs(
-  config: ml_collections.ConfigDict, task: Any, key: jax.Array, examples: int, length: int
+  run: Run, key: jax.Array, examples: int, length: int
 ) -> tuple[jax.Array, jax.Array, bool]:
   """The family's layout of `examples` inputs at `length`: the decoder's inputs ⊕ SEP ⊕
   answer ⊕ EOS (causal), or the encoder's inputs and empty query tokens."""
+  task = run.task
   batch = task.sample(key, examples, length)
   max_output = batch['targets'].shape[1]
-  if families.of(config.model.family).generates:
+  if run.family.generates:
     tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
     return tokens, jnp.full((examples,), total), True
   tokens, seq_length = models.empty_output_layout(
@@ -300,12 +281,13 @@ def inputs(
   return tokens, seq_length, False
 
 
-def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
+def validate(run: Run) -> None:
   """A length past training to score.
 
   Example: train.max_length=8 with eval.lengths [4, 8] is refused (no length past 8: the
   score, the mean over the lengths past training, is undefined).
   """
+  config = run.config
   n = config.train.max_length
   if not any(l > n for l in config_lib.eval_lengths(config)):
     lengths = (
@@ -318,16 +300,16 @@ def validate(config: ml_collections.ConfigDict, task: Any, spec: Any) -> None:
       ' the score, the mean over the lengths past training, needs one past '
       f'{n}; add one to eval.lengths or raise eval.max_length'
     )
-  del task, spec
 
 
-def longest_tokens(config: ml_collections.ConfigDict, task: Any) -> tuple[int, str]:
+def longest_tokens(run: Run) -> tuple[int, str]:
   """Inputs and outputs at the longest length, trained or evaluated; the decoder's
   sequences add a separator and EOS, and it is fed all but the last token."""
+  config = run.config
   longest = max(config.eval.max_length, config.train.max_length)
-  extra = 1 if families.of(config.model.family).generates else 0
+  extra = 1 if run.family.generates else 0
   return (
-    longest + int(task.output_length(longest)) + extra,
+    longest + int(run.task.output_length(longest)) + extra,
     f'at length {longest} of {config.task} for the {config.model.family}',
   )
 
@@ -348,7 +330,7 @@ EXAMPLE_FIELDS = (
 TRAINING = core.Training(
   'curriculum',
   buckets=train_buckets,
-  shape=lambda config, task, bucket: bucket,
+  shape=lambda run, bucket: bucket,
   batch=train_batch,
   objective=objectives.study,
   model_sizes=model_sizes,
@@ -363,9 +345,9 @@ PROTOCOL = core.Protocol(
   results=results_lib.RangeResults,
   training=TRAINING,
   longest_tokens=longest_tokens,
-  longest_length=lambda config: max(config_lib.eval_lengths(config)),
+  longest_length=lambda run: max(config_lib.eval_lengths(run.config)),
   examples=examples,
   example_fields=EXAMPLE_FIELDS,
-  example_cells=lambda config: [f'length_{n}' for n in config_lib.eval_lengths(config)],
+  example_cells=lambda run: [f'length_{n}' for n in config_lib.eval_lengths(run.config)],
   example_specs=example_specs,
 )

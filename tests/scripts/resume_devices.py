@@ -13,6 +13,7 @@ import jax
 
 from experiments import rpe_table1
 from posenc import checkpoint
+from posenc import setup
 from posenc import train
 
 
@@ -30,7 +31,7 @@ def main():
   # should_stop is polled once per step: stop before step 10.
   stop = (lambda: next(polls) >= 10) if phase == 'stop' else (lambda: False)
   try:
-    results = train.train_and_evaluate(config(), workdir, should_stop=stop)
+    results = train.train_and_evaluate(setup.build(config()), workdir, should_stop=stop)
   except checkpoint.Preempted as e:
     print(json.dumps({'preempted_at': e.step, 'devices': jax.local_device_count()}))
     return

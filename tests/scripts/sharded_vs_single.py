@@ -16,8 +16,8 @@ from experiments import rpe_table1
 from experiments import sorting_hints
 from posenc import checkpoint
 from posenc import population as population_lib
-from posenc import train
 from posenc import setup
+from posenc import train
 
 
 def main():
@@ -35,8 +35,8 @@ def main():
   assert jax.local_device_count() == 8
   out = {}
   with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d8:
-    r1 = train.train_and_evaluate(config, d1, devices=jax.local_devices()[:1])
-    r8 = train.train_and_evaluate(config, d8)
+    r1 = train.train_and_evaluate(setup.build(config, jax.local_devices()[:1]), d1)
+    r8 = train.train_and_evaluate(setup.build(config), d8)
     states = []
     for d, devices in ((d1, jax.local_devices()[:1]), (d8, None)):
       run = setup.build(config, devices)
