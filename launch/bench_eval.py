@@ -19,7 +19,7 @@ from posenc import floor as floor_lib
 from posenc import io
 from posenc import population as population_lib
 from posenc import setup
-from posenc.evaluate import range as range_protocol
+from posenc.kinds.range import protocol as range_protocol
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
 _CELL = flags.DEFINE_string(

@@ -42,7 +42,6 @@ from posenc import benchmark
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import evaluate
 from posenc import io
 from posenc import setup
 from posenc import sweep as sweep_lib
@@ -187,7 +186,7 @@ def main(argv):
         ['python', '-m', 'launch.benchmark'] + sys.argv[1:],
         before + time.time() - start,
       )
-      card = benchmark.make_card(suite, entry, baselines, evaluate.kinds())
+      card = benchmark.make_card(suite, entry, baselines)
       for file, data in benchmark.card_files(card).items():
         io.write_bytes_atomic(os.path.join(directory, file), data)
       io.write_json_atomic(os.path.join(directory, 'entry.json'), entry)
@@ -197,7 +196,7 @@ def main(argv):
         io.write_text_atomic(path, json.dumps(entry, indent=1) + '\n')
         io.write_text_atomic(
           os.path.join(suite.directory, 'baselines.md'),
-          benchmark.baselines_table(suite, {**baselines, name: entry}, evaluate.kinds()),
+          benchmark.baselines_table(suite, {**baselines, name: entry}),
         )
   except config_lib.ConfigError as e:
     common.fail(e)

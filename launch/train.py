@@ -14,7 +14,6 @@ from ml_collections import config_flags
 from launch import common
 from posenc import checkpoint
 from posenc import config as config_lib
-from posenc import evaluate
 from posenc import io
 from posenc import receptive
 from posenc import results as results_lib
@@ -66,7 +65,7 @@ def main(argv: list[str]) -> None:
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  summary = run.protocol.summary(results_lib.Results.from_json(results, evaluate.kinds()))
+  summary = run.protocol.summary(results_lib.Results.from_json(results))
   print(
     f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
     f'{_WORKDIR.value}/results.json'

@@ -281,15 +281,14 @@ def make_entry(
   }
 
 
-def _record(data: Mapping[str, Any], kinds: Mapping[str, type], where: str) -> Any:
-  return results_lib.Results.from_json(dict(data), kinds, where)
+def _record(data: Mapping[str, Any], where: str) -> Any:
+  return results_lib.Results.from_json(dict(data), where)
 
 
 def make_card(
   suite: Suite,
   entry: Mapping[str, Any],
   baselines: Mapping[str, Mapping[str, Any]],
-  kinds: Mapping[str, type],
   thresholds: scorecard_lib.Thresholds = scorecard_lib.Thresholds(),
 ) -> dict[str, Any]:
   """The card of `entry` (the candidate) against `baselines` ({encoding: entry}): per task
@@ -300,9 +299,9 @@ def make_card(
   rivals = {name: e for name, e in baselines.items() if name != candidate}
   tasks = {}
   for task in suite.tasks:
-    records = [(f'candidate/{task}', _record(entry['tasks'][task], kinds, f'{candidate} {task}'))]
+    records = [(f'candidate/{task}', _record(entry['tasks'][task], f'{candidate} {task}'))]
     records += [
-      (f'baseline/{name}/{task}', _record(e['tasks'][task], kinds, f'{name} {task}'))
+      (f'baseline/{name}/{task}', _record(e['tasks'][task], f'{name} {task}'))
       for name, e in sorted(rivals.items())
       if task in e['tasks']
     ]
@@ -521,15 +520,13 @@ def card_files(card: Mapping[str, Any]) -> dict[str, bytes]:
   }
 
 
-def baselines_table(
-  suite: Suite, baselines: Mapping[str, Mapping[str, Any]], kinds: Mapping[str, type]
-) -> str:
+def baselines_table(suite: Suite, baselines: Mapping[str, Mapping[str, Any]]) -> str:
   """baselines.md: per task every stored baseline's mean [interval], success and longest
   length, ranked, with the command and versions that made them."""
   lines = [f'# Baselines of suite {suite.name} (version {suite.version})', '', suite.summary, '']
   for task, reason in suite.tasks.items():
     records = [
-      (name, _record(e['tasks'][task], kinds, f'{name} {task}'))
+      (name, _record(e['tasks'][task], f'{name} {task}'))
       for name, e in sorted(baselines.items())
       if task in e['tasks']
     ]

@@ -352,8 +352,8 @@ LIMITS = {
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ConfigError (one line) for what is wrong with the config's general fields: its
   sizes and their limits, the evaluation lengths and seeds. The fields other modules own are
-  theirs to check (`posenc.evaluate.validate` runs every check: the population's, the
-  model's, the encoding's, the protocol's)."""
+  theirs to check (`posenc.setup.build` runs every check: the population's, the model's,
+  the encoding's, the protocol's)."""
   for key in POSITIVE:
     value = field(config, key)
     if not is_int(value) or value < 1:

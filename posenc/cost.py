@@ -1,21 +1,20 @@
-"""What a grid would cost on the current devices, from measured throughput.
+"""What a grid would cost on the current devices, from measured throughput, and on an
+accelerator that is not here, from XLA's cost analysis.
 
-`estimate` times the first cell's population on this machine (every training bucket
-compiled first, then `steps` steps along the curriculum; one evaluation length), then
-scales to every cell with a FLOP model of the encoder:
+The first cell is measured on this machine, then every cell is predicted by a FLOP model.
+How a cell is measured and scaled differs by kind of evaluation, so each kind says it in
+its folder (`posenc.kinds`, cost.py: a `Cost`); the shared pieces are here:
 
   flops(T) = layers * (T * (4 d^2 + 2 d F) + 2 T^2 d)     (forward, one sequence of T tokens)
 
-Training time of a cell = steps * mean over the curriculum of c_train * flops(T_bucket(L));
-evaluation time = sum over evaluated lengths of c_eval * examples * flops(T_bucket(L)); the
-constants c_* come from the measurement. Tasks differ through T = L + O(L) (e.g.
-duplicate_string has O(L) = 2L); encodings are assumed to cost what the measured one
-costs (relative attention costs somewhat more than none) — an estimate, not a promise.
-
-Sequence tasks (the arithmetic study's decoders) are measured at a reduced batch (one
-member, 8 sequences per step, 8 samples of cell (n, n)) and scaled to the config's batch
-and to every grid cell by a decoder FLOP model (`decoder_flops`), so that a paper-scale
-model can be estimated on a small machine.
+(`forward_flops`, the encoder; `decoder_flops` adds the effective depth of a looped model,
+GELU-GLU's third matrix and the output layer). The study's kind (`range`) measures the whole
+population along its curriculum and one evaluation length and scales by `forward_flops`;
+the sequence kinds (`grid`, `lengths`: `sequence`) measure one member at a reduced batch
+(8 sequences per step, 8 samples of the cell at the training size) and scale to the
+config's batch and every evaluated group by `decoder_flops`, so that a paper-scale model
+can be estimated on a small machine. Encodings are assumed to cost what the measured one
+costs (relative attention costs somewhat more than none): an estimate, not a promise.
 
 Example:
   >>> print(format_estimate(estimate(config, cells, steps=20)))  # doctest: +SKIP
@@ -24,8 +23,9 @@ Example:
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -33,21 +33,44 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import kinds
 from posenc import population as population_lib
 from posenc import setup
 from posenc import sweep as sweep_lib
 from posenc import train
-from posenc.evaluate import grid
-from posenc.evaluate import lengths
-from posenc.evaluate import range as range_protocol
-import tasks
 
-# Sequence tasks are costed by measuring one member's program at the training size (a
-# probe) and scaling by every evaluated group's FLOPs: per protocol, (probe, groups).
-SEQUENCE_COSTS = {
-  'grid': (grid.probe, grid.eval_sequences),
-  'lengths': (lengths.probe, lengths.eval_sequences),
-}
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+  """What the cost model asks of one kind of evaluation (its folder's cost.py holds it).
+
+  Attributes:
+    estimate: (runs, cells, steps) -> (measured, rows): the first run measured on this
+      machine (a JSON-able dict), then every cell's {'cell', 'train_s', 'eval_s'} predicted
+      from it, for all of the cell's members.
+    describe: measured -> the line that says what was measured and how it scales.
+    per_member: the estimate lists each cell's time per model (few, expensive cells), not
+      per task.
+    roofline: (runs, cells, device spec, progress) -> rows, each cell's seconds on an
+      accelerator from XLA's cost analysis of its programs; None where the kind has none.
+  """
+
+  estimate: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]]
+  describe: Callable[[dict[str, Any]], str]
+  per_member: bool = False
+  roofline: Callable[..., list[dict[str, Any]]] | None = None
+
+
+def of(run: setup.Run) -> Cost:
+  """The cost of the run's kind of evaluation; ConfigError (one line) for a kind without one."""
+  found = kinds.cost(run.protocol.name)
+  if found is None:
+    with_cost = [k for k in kinds.KINDS if kinds.cost(k) is not None]
+    raise config_lib.ConfigError(
+      f'task {run.config.task!r}: its {run.protocol.name!r} evaluation has no cost model; '
+      f'the kinds with one: {", ".join(with_cost)}'
+    )
+  return found
 
 
 def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
@@ -62,24 +85,16 @@ def tokens(task: Any, length: int, max_length: int, bucket_size: int) -> int:
   return bucket + int(task.output_length(bucket))
 
 
-def cell_work(run: setup.Run) -> tuple[float, float]:
-  """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
-  config, task = run.config, run.task
-  n, m = config.train.max_length, config.eval.max_length
-  per_step = (
-    np.mean(
-      [forward_flops(tokens(task, l, n, config.train.bucket_size), config) for l in range(1, n + 1)]
-    )
-    * config.train.batch_size
+def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) -> float:
+  """FLOPs of one forward pass of a decoder over `tokens` tokens (matmuls only): effective
+  depth layers x recurrences, three feed-forward matrices for GELU-GLU, the output layer of
+  `vocab` tokens."""
+  d, f = config.model.d_model, config.model.ffn_size
+  ffn = 3 if config.model.ffn == 'gelu_glu' else 2
+  depth = config.model.num_layers * config.model.recurrences
+  return 2.0 * (
+    depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d) + tokens * d * vocab
   )
-  per_eval = (
-    sum(
-      forward_flops(tokens(task, l, m, config.eval.bucket_size), config)
-      for l in config_lib.eval_lengths(config)
-    )
-    * config.eval.examples_per_length
-  )
-  return float(per_step), float(per_eval)
 
 
 def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
@@ -135,57 +150,31 @@ def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
   }
 
 
-def measure(run: setup.Run, steps: int) -> dict[str, float]:
-  """Measured seconds per population step and per evaluated example-FLOP of the run."""
-  config, task, population = run.config, run.task, run.population
-  figures = measure_training(run, steps)
-  step_s = figures['seconds'] / steps
-  n, size = config.train.max_length, config.train.bucket_size
-  measured_work = (
-    np.mean([forward_flops(tokens(task, int(l), n, size), config) for l in figures['lengths']])
-    * config.train.batch_size
-  )
-  state = figures['state']
-  length = min(config.eval.max_length, max(1, n + 1))
-  bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-  evaluate = range_protocol.make_eval_fn(run, bucket)
-  args = (state['params'], jnp.int32(length), population.eval_keys)
-  jax.block_until_ready(evaluate(*args))
+def time_once(fn: Callable[..., Any], *args: Any) -> float:
+  """Seconds of one call of `fn(*args)` after a first call that compiles it."""
+  jax.block_until_ready(fn(*args))
   t0 = time.time()
-  jax.block_until_ready(evaluate(*args))
-  eval_s = time.time() - t0
-  eval_work = (
-    forward_flops(tokens(task, length, config.eval.max_length, config.eval.bucket_size), config)
-    * config.eval.examples_per_length
-  )
-  return {
-    'step_s': step_s,
-    'train_s_per_unit': step_s / measured_work,
-    'eval_s_per_unit': eval_s / eval_work,
-    'population': figures['population'],
-    'model_updates_per_s': population.size / step_s,
-  }
+  jax.block_until_ready(fn(*args))
+  return time.time() - t0
 
 
-def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) -> float:
-  """FLOPs of one forward pass of a decoder over `tokens` tokens (matmuls only): effective
-  depth layers x recurrences, three feed-forward matrices for GELU-GLU, the output layer of
-  `vocab` tokens."""
-  d, f = config.model.d_model, config.model.ffn_size
-  ffn = 3 if config.model.ffn == 'gelu_glu' else 2
-  depth = config.model.num_layers * config.model.recurrences
-  return 2.0 * (
-    depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d) + tokens * d * vocab
-  )
+# ---------------------------------------------------------------------------------------
+# The sequence kinds: one member measured at a reduced batch, scaled by decoder FLOPs.
+
+# A probe: run -> (the evaluation program at the training size, its arguments after the
+# parameters, its (prompt, answer) widths). Groups: run -> ([(tokens, count) of every
+# evaluated group of sequences], the tokens of the probed program).
+Probe = Callable[[setup.Run], tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]]
+Groups = Callable[[setup.Run], tuple[list[tuple[int, int]], int]]
 
 
 def measure_sequence(
-  run: setup.Run, steps: int = 3, batch: int = 8, samples: int = 8
+  run: setup.Run, probe: Probe, steps: int = 3, batch: int = 8, samples: int = 8
 ) -> dict[str, Any]:
   """One member of a sequence-task `config` (arithmetic, task hinting) timed on the local
   devices at a reduced batch: seconds per training step of `batch` sequences (training
-  batches are padded to the widths at n), and seconds per generated example at n (grid cell
-  (n, n), or test length n)."""
+  batches are padded to the widths at n), and seconds per generated example at n (the
+  kind's `probe`)."""
   config = run.config
   samples = min(samples, config.eval.samples_per_cell, config.eval.batch_size)
   small = setup.build(
@@ -202,18 +191,14 @@ def measure_sequence(
     )
   )
   figures = measure_training(small, steps)
-  probe, _ = SEQUENCE_COSTS[small.protocol.name]
   evaluate, args, shape = probe(small)
-  args = (figures['state']['params'], *args)
-  jax.block_until_ready(evaluate(*args))
-  t0 = time.time()
-  jax.block_until_ready(evaluate(*args))
+  example_s = time_once(evaluate, figures['state']['params'], *args) / samples
   return {
     'batch': small.config.train.batch_size,
     'samples': samples,
     'step_s': figures['seconds'] / steps,
     'warmup_compile_s': figures['warmup_compile_s'],
-    'example_s': (time.time() - t0) / samples,
+    'example_s': example_s,
     'train_tokens': sum(_train_shape(small)),
     'eval_tokens': sum(shape),
   }
@@ -224,37 +209,35 @@ def _train_shape(run: setup.Run) -> tuple[int, int]:
   return run.training.shape(run, run.config.train.max_length)
 
 
-def sequence_work(run: setup.Run) -> tuple[float, float, float]:
+def sequence_work(run: setup.Run, groups: Groups) -> tuple[float, float, float]:
   """(training FLOPs per step, evaluation FLOPs, FLOPs per example at n) of one member:
-  training sequences padded to the widths at n; every grid cell's samples at its padded
-  widths (arithmetic), or every test length's examples under every distribution (task
-  hinting)."""
+  training sequences padded to the widths at n; every evaluated group of sequences at its
+  padded widths (the kind's `groups`: a grid's cells, the hinting study's test lengths)."""
   config, vocab = run.config, run.task.vocab_size
   per_step = 3 * decoder_flops(sum(_train_shape(run)), config, vocab) * config.train.batch_size
-  groups, at_n = SEQUENCE_COSTS[run.protocol.name][1](run)
-  per_eval = sum(decoder_flops(tokens, config, vocab) * count for tokens, count in groups)
+  evaluated, at_n = groups(run)
+  per_eval = sum(decoder_flops(tokens, config, vocab) * count for tokens, count in evaluated)
   return per_step, per_eval, decoder_flops(at_n, config, vocab)
 
 
-def _sequence_estimate(runs, cells, steps):
-  """`estimate` for sequence tasks: the first cell measured by `measure_sequence`; training
-  scaled by batch and FLOPs, evaluation by each cell's FLOPs (generation taken as
-  FLOP-bound, as it is on this CPU for wide models)."""
-  measured = measure_sequence(runs[0], steps)
-  base_step, _, base_example = sequence_work(runs[0])
+def _sequence_estimate(runs, cells, steps, probe: Probe, groups: Groups):
+  """The first cell measured by `measure_sequence`; training scaled by batch and FLOPs,
+  evaluation by each cell's FLOPs (generation taken as FLOP-bound, as it is on this CPU for
+  wide models)."""
+  measured = measure_sequence(runs[0], probe, steps)
+  base_step, _, base_example = sequence_work(runs[0], groups)
   step_s_per_flop = measured['step_s'] / (
     base_step / runs[0].config.train.batch_size * measured['batch']
   )
   example_s_per_flop = measured['example_s'] / base_example
   rows = []
   for overrides, run in zip(cells, runs):
-    config = run.config
-    per_step, per_eval, _ = sequence_work(run)
+    per_step, per_eval, _ = sequence_work(run, groups)
     members = run.population.size
     rows.append(
       {
         'cell': sweep_lib.cell_name(overrides),
-        'train_s': members * config.train.steps * per_step * step_s_per_flop,
+        'train_s': members * run.config.train.steps * per_step * step_s_per_flop,
         'eval_s': members * per_eval * example_s_per_flop,
       }
     )
@@ -270,47 +253,45 @@ def format_sequence_measurement(m: dict[str, Any]) -> str:
   )
 
 
+def sequence(probe: Probe, groups: Groups) -> Cost:
+  """The cost of a sequence kind from its probe and its evaluated groups."""
+  return Cost(
+    estimate=lambda runs, cells, steps: _sequence_estimate(runs, cells, steps, probe, groups),
+    describe=format_sequence_measurement,
+    per_member=True,
+  )
+
+
+# ---------------------------------------------------------------------------------------
+# The estimate of a grid.
+
+
 def estimate(
   base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], steps: int = 20
 ) -> dict[str, Any]:
-  """Measures the first cell, then predicts every cell of `cells` on this machine."""
+  """Measures the first cell, then predicts every cell of `cells` on this machine (its kind's
+  `Cost.estimate`).
+
+  Raises:
+    ConfigError: a cell cannot run, or its kind of evaluation has no cost model.
+  """
   runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
-  configs = [run.config for run in runs]
+  kind_cost = of(runs[0])
+  measured, rows = kind_cost.estimate(runs, cells, steps)
   devices = jax.local_devices()
-  if runs[0].protocol.name in SEQUENCE_COSTS:
-    measured, rows = _sequence_estimate(runs, cells, steps)
-    wall = sum(r['train_s'] + r['eval_s'] for r in rows)
-    return {
-      'measured_cell': sweep_lib.cell_name(cells[0]),
-      'measured': measured,
-      'sequence': True,
-      'devices': len(devices),
-      'device_kind': devices[0].device_kind,
-      'cells': rows,
-      'wall_clock_s': wall,
-      'device_hours': wall * len(devices) / 3600,
-      'members_per_cell': len(config_lib.members(configs[0])),
-      'train_steps': configs[0].train.steps,
-    }
-  measured = measure(runs[0], steps)
-  rows = []
-  for overrides, run in zip(cells, runs):
-    config = run.config
-    per_step, per_eval = cell_work(run)
-    train_s = config.train.steps * per_step * measured['train_s_per_unit']
-    eval_s = per_eval * measured['eval_s_per_unit']
-    rows.append({'cell': sweep_lib.cell_name(overrides), 'train_s': train_s, 'eval_s': eval_s})
   wall = sum(r['train_s'] + r['eval_s'] for r in rows)
   return {
     'measured_cell': sweep_lib.cell_name(cells[0]),
     'measured': measured,
+    'measured_text': kind_cost.describe(measured),
+    'per_member': kind_cost.per_member,
     'devices': len(devices),
     'device_kind': devices[0].device_kind,
     'cells': rows,
     'wall_clock_s': wall,
     'device_hours': wall * len(devices) / 3600,
-    'members_per_cell': measured['population'],
-    'train_steps': configs[0].train.steps,
+    'members_per_cell': runs[0].population.size,
+    'train_steps': runs[0].config.train.steps,
   }
 
 
@@ -329,20 +310,13 @@ def _by_task(cells: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def format_estimate(est: dict[str, Any]) -> str:
-  m = est['measured']
-  if est.get('sequence'):
-    speed = format_sequence_measurement(m)
-  else:
-    speed = (
-      f'{est["members_per_cell"]} members: {1 / m["step_s"]:.2f} population steps/s = '
-      f'{m["model_updates_per_s"]:.1f} model-updates/s'
-    )
   lines = [
-    f'measured on {est["devices"]} x {est["device_kind"]}: cell {est["measured_cell"]}, {speed}',
+    f'measured on {est["devices"]} x {est["device_kind"]}: cell {est["measured_cell"]}, '
+    f'{est["measured_text"]}',
     f'grid: {len(est["cells"])} cells x {est["members_per_cell"]} members x '
     f'{est["train_steps"]:,} steps, run one cell after another on all devices:',
   ]
-  if est.get('sequence'):  # Few, expensive cells: each one, per member (one model).
+  if est['per_member']:  # Few, expensive cells: each one, per member (one model).
     members = est['members_per_cell']
     lines += [
       f'  {r["cell"]:48s} one model: train {r["train_s"] / members / 3600:8.1f} h  '
@@ -388,65 +362,13 @@ DEVICES: dict[str, dict[str, Any]] = {
   },
 }
 
-# Token counts the per-program costs are measured at (reverse_string: T = 2 x bucket); other
-# token counts come from the quadratic through them (exact for FLOPs: the dense layers are
-# linear in T, attention quadratic).
-_FIT_TRAIN_BUCKETS = (10, 20, 40)
-_FIT_EVAL_BUCKETS = (64, 256, 512)
 
-
-def _compiled_cost(fn: Any, *args: Any) -> tuple[float, float]:
+def compiled_cost(fn: Any, *args: Any) -> tuple[float, float]:
   """(FLOPs, bytes accessed) of XLA's cost analysis of `fn` compiled for `args`."""
   analysis = fn.lower(*args).compile().cost_analysis()
   if isinstance(analysis, (list, tuple)):  # one entry per program in older JAX versions
     analysis = analysis[0]
   return float(analysis['flops']), float(analysis['bytes accessed'])
-
-
-def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
-  """Quadratics in T of one member's accelerator programs: {'train', 'eval'} -> [2, 3]
-  (rows: FLOPs, bytes; columns: polyfit coefficients, highest power first).
-
-  'train' is one training step of batch_size sequences of T tokens; 'eval' one evaluation
-  sub-batch. The programs are those an accelerator runs (xla_fused attention, no CPU
-  blocking), compiled by this machine's XLA: its fusion decides the bytes.
-  """
-  run = setup.build(
-    config_lib.cell_config(
-      config, {'task': 'reverse_string', 'seeds': [0], 'learning_rates': [1e-4]}
-    ),
-    platform='gpu',
-  )
-  config, task, population, model = run.config, run.task, run.population, run.model
-  state = population_lib.init_state(config, model, population, abstract=True)
-  length = jax.ShapeDtypeStruct((), jnp.int32)
-  # The evaluation's programs at one sub-batch per length.
-  one_batch = setup.build(
-    config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size}),
-    platform='gpu',
-  )
-  points = {'train': [], 'eval': []}
-  for bucket in _FIT_TRAIN_BUCKETS:
-    fn = train.make_update_fn(run, bucket)
-    points['train'].append(
-      (
-        tokens(task, bucket, bucket, 1),
-        *_compiled_cost(fn, state, length, population.learning_rates, population.train_keys),
-      )
-    )
-  for bucket in _FIT_EVAL_BUCKETS:
-    fn = range_protocol.make_eval_fn(one_batch, bucket)
-    points['eval'].append(
-      (
-        tokens(task, bucket, bucket, 1),
-        *_compiled_cost(fn, state['params'], length, population.eval_keys),
-      )
-    )
-  fits = {}
-  for kind, rows in points.items():
-    t, flops, nbytes = (np.array(c, np.float64) for c in zip(*rows))
-    fits[kind] = np.stack([np.polyfit(t, flops, 2), np.polyfit(t, nbytes, 2)])
-  return fits
 
 
 def roofline(
@@ -455,13 +377,13 @@ def roofline(
   device: str,
   progress: Any = lambda line: None,
 ) -> dict[str, Any]:
-  """Each cell's time on `device` from XLA's cost analysis: max(FLOPs / peak, bytes /
-  bandwidth) per program, summed over the cell's training steps and evaluation sub-batches
-  for every member (one chip runs one member's work at a time; a slice of C chips divides
-  the total by C).
+  """Each cell's time on `device` from XLA's cost analysis (its kind's `Cost.roofline`):
+  max(FLOPs / peak, bytes / bandwidth) per program, summed over the cell's training steps
+  and evaluation for every member (one chip runs one member's work at a time; a slice of C
+  chips divides the total by C).
 
   Raises:
-    ConfigError: an unknown device.
+    ConfigError: an unknown device, or a cell its kind cannot estimate.
   """
   if device not in DEVICES:
     raise config_lib.ConfigError(
@@ -469,57 +391,14 @@ def roofline(
     )
   spec = DEVICES[device]
   runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
-  configs = [run.config for run in runs]
-  for overrides, run in zip(cells, runs):
-    config = run.config
-    if run.family.generates:
-      # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
-      # trip count: the estimate would leave out most of the evaluation.
-      raise config_lib.ConfigError(
-        f'--device estimates cover model.family=encoder only, not {config.model.family!r}'
-      )
-    # The fit compiles reverse_string programs up to the longest bucket, which an encoding
-    # whose positions stop at max_position cannot encode.
-    longest = tokens(tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1], _FIT_EVAL_BUCKETS[-1], 1)
-    if run.encoding.bounded and config.model.max_position < longest:
-      raise config_lib.ConfigError(
-        f'--device: the roofline fits programs of up to {longest} tokens, beyond '
-        f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
-        f'(cell {sweep_lib.cell_name(overrides)}); raise --config.model.max_position to '
-        f'{longest}, or leave out --device to measure this machine'
-      )
-  fits = {}
-  rows = []
-  for overrides, run in zip(cells, runs):
-    config = run.config
-    key = (config.encoding, config.model.dtype)
-    if key not in fits:
-      progress(f'cost analysis of {config.encoding} ({config.model.dtype}) programs')
-      fits[key] = program_costs(config)
-    peak = spec['flops'][config.model.dtype]
-
-    def seconds(kind, t):
-      flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
-      return max(flops / peak, nbytes / spec['bandwidth'])
-
-    task = run.task
-    n, m = config.train.max_length, config.eval.max_length
-    step = np.mean(
-      [seconds('train', tokens(task, l, n, config.train.bucket_size)) for l in range(1, n + 1)]
+  kind_cost = of(runs[0])
+  if kind_cost.roofline is None:
+    with_roofline = [k for k in kinds.KINDS if getattr(kinds.cost(k), 'roofline', None)]
+    raise config_lib.ConfigError(
+      f'--device: the {runs[0].protocol.name!r} evaluation has no roofline estimate; the '
+      f'kinds with one: {", ".join(with_roofline)}'
     )
-    sub_batches = config.eval.examples_per_length // config.eval.batch_size
-    evaluation = sum(
-      sub_batches * seconds('eval', tokens(task, l, m, config.eval.bucket_size))
-      for l in config_lib.eval_lengths(config)
-    )
-    members = len(config_lib.members(config))
-    rows.append(
-      {
-        'cell': sweep_lib.cell_name(overrides),
-        'train_s': members * config.train.steps * step,
-        'eval_s': members * evaluation,
-      }
-    )
+  rows = kind_cost.roofline(runs, cells, spec, progress)
   total = sum(r['train_s'] + r['eval_s'] for r in rows)
   return {
     'device': device,
@@ -528,9 +407,9 @@ def roofline(
     'bandwidth': spec['bandwidth'],
     'cells': rows,
     'chip_hours': total / 3600,
-    'members_per_cell': len(config_lib.members(configs[0])),
-    'train_steps': configs[0].train.steps,
-    'dtype': configs[0].model.dtype,
+    'members_per_cell': runs[0].population.size,
+    'train_steps': runs[0].config.train.steps,
+    'dtype': runs[0].config.model.dtype,
   }
 
 

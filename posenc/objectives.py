@@ -224,7 +224,7 @@ def masked(run: Run, shape: tuple[int, int]) -> Objective:
       jnp.sum((pred == tokens) * weights) / jnp.sum(weights),
     )
 
-  # Perplexity (posenc.evaluate.perplexity) is the study's measure; these are for training.
+  # Perplexity (posenc.kinds.perplexity) is the study's measure; these are for training.
   def counts(params, batch, rngs):
     tokens = batch['tokens'][:, 1:]
     mask = mask_positions(rngs['noise'], tokens.shape)

@@ -33,6 +33,7 @@ from posenc import encodings
 from posenc import evaluate
 from posenc import families
 from posenc import io
+from posenc import kinds
 from posenc import models
 from posenc import multitask
 from posenc import objectives
@@ -58,7 +59,8 @@ class Run:
     task: its (main) task, with its options.
     hint_tasks: the hint tasks trained beside it (the hinting study's `config.hints`, each
       with its own head), else ().
-    protocol: the task's protocol (`posenc.evaluate`); `protocol.training` how it trains.
+    protocol: the protocol of the task's kind of evaluation (`posenc.kinds`);
+      `protocol.training` how it trains.
     encoding: the encoding's registry entry.
     family: the model family's record (`posenc.families`).
     model: the model, its attention backend resolved for `platform`.
@@ -136,6 +138,18 @@ def make_model(run: Run) -> Any:
   return models.Encoder(**sizes, **common)
 
 
+def protocol_of(task: Any) -> evaluate.Protocol:
+  """The protocol of the kind of evaluation `task` names (`task.protocol`, 'range' by
+  default: `posenc.kinds`); ValueError (one line) for a kind not registered."""
+  name = getattr(task, 'protocol', 'range')
+  if name not in kinds.KINDS:
+    raise ValueError(
+      f'task {getattr(task, "name", task)!r} names an unknown kind of evaluation {name!r}; '
+      f'valid: {", ".join(kinds.KINDS)}'
+    )
+  return kinds.protocol(name)
+
+
 def build(
   config: ml_collections.ConfigDict, devices: list[Any] | None = None, platform: str | None = None
 ) -> Run:
@@ -146,7 +160,7 @@ def build(
     ConfigError: the config cannot run (one line naming the bad value).
   """
   task, hint_tasks, encoding, family = _parse(config)
-  protocol = evaluate.of(task)
+  protocol = protocol_of(task)
   population = population_lib.Population(config, devices)
   curriculum_key, batch_key, eval_key = population_lib.data_keys(config)
   run = Run(
@@ -172,7 +186,7 @@ def _parse(config: ml_collections.ConfigDict) -> tuple[Any, tuple[Any, ...], Any
   """(task, hint tasks, encoding entry, family record) of `config`, after every general check
   (`config.validate` and the checks of the fields each module owns), or ConfigError."""
   if config.task in tasks.REGISTRY and config.model.family in families.NAMES:
-    allowed = evaluate.of(tasks.REGISTRY[config.task]).families
+    allowed = protocol_of(tasks.REGISTRY[config.task]).families
     if config.model.family not in allowed:
       raise ConfigError(
         f'task {config.task!r} is a token sequence for a decoder; set model.family={allowed[0]}'

@@ -6,7 +6,7 @@ import pytest
 from experiments import abacus_arithmetic
 from posenc import config as config_lib
 from posenc import setup
-from posenc.evaluate import grid as grid_eval
+from posenc.kinds.grid import protocol as grid_eval
 
 
 def test_grid_lists_the_papers_figures():

@@ -16,7 +16,6 @@ import pytest
 from experiments import benchmarks
 from posenc import benchmark
 from posenc import config as config_lib
-from posenc import evaluate
 from posenc import setup
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -98,7 +97,7 @@ def test_the_card_ranks_the_candidate_and_tests_it_against_each_baseline():
     for member in results['members']:
       member['score'] = member['exact_match_score'] = 1.0
       member['exact_match_by_length'] = {n: 1.0 for n in member['exact_match_by_length']}
-  card = benchmark.make_card(suite, entry, stored, evaluate.kinds())
+  card = benchmark.make_card(suite, entry, stored)
   for task in suite.tasks:
     t = card['tasks'][task]
     assert (t['rank'], t['of'], t['order'][0]) == (1, 3, 'mine')

@@ -7,6 +7,8 @@ from experiments import sweep_tiny
 from posenc import cost
 from posenc import config as config_lib
 from posenc import setup
+from posenc.kinds.grid import cost as grid_cost
+from posenc.kinds.range import cost as range_cost
 import tasks
 
 
@@ -38,7 +40,7 @@ def test_estimate_covers_every_cell_and_scales_with_sequence_length():
 def test_roofline_is_max_of_compute_and_memory_time_per_program():
   config = sweep_tiny.get_config()
   cells = sweep_tiny.grid()[:1]  # parity_check / none
-  fits = cost.program_costs(cost.config_lib.cell_config(config, cells[0]))
+  fits = range_cost.program_costs(cost.config_lib.cell_config(config, cells[0]))
   assert fits['train'].shape == fits['eval'].shape == (2, 3)
   est = cost.roofline(config, cells, 'H100')
   spec = cost.DEVICES['H100']
@@ -73,13 +75,15 @@ def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
     {'encoding': 'abacus', 'train.batch_size': 16, 'eval.samples_per_cell': 8},
   ]
   est = cost.estimate(base, cells, steps=2)
-  assert est['sequence'] and est['measured']['batch'] == base.train.batch_size
+  assert est['per_member'] and est['measured']['batch'] == base.train.batch_size
   small, big = est['cells']
   # Twice the batch and the samples: twice the training and evaluation time.
   assert big['train_s'] == pytest.approx(2 * small['train_s'])
   assert big['eval_s'] == pytest.approx(2 * small['eval_s'])
   assert 'one model: train' in cost.format_estimate(est)
   # The FLOP model: effective depth is layers x recurrences; the grid adds every cell.
-  work = lambda overrides: cost.sequence_work(setup.build(config_lib.cell_config(base, overrides)))
+  work = lambda overrides: cost.sequence_work(
+    setup.build(config_lib.cell_config(base, overrides)), grid_cost.groups
+  )
   assert work({'model.recurrences': 4})[0] > 3 * work({'model.recurrences': 1})[0]
   assert work({'eval.grid_max': 6})[1] > work({})[1]

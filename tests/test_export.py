@@ -19,7 +19,7 @@ from posenc import population as population_lib
 from posenc import evaluate
 from posenc import train
 from posenc import setup
-from posenc.evaluate import range as range_protocol
+from posenc.kinds.range import protocol as range_protocol
 import tasks
 
 EVAL_BUCKET = 512  # reverse_string at length 500: T = 1,024 positions

@@ -4,7 +4,7 @@ import ml_collections
 import pytest
 
 from posenc import config as config_lib
-from posenc.evaluate import grid as grid_eval
+from posenc.kinds.grid import protocol as grid_eval
 
 
 def small(m=5, stride=1, beyond=(7,), n=2):

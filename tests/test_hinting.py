@@ -11,15 +11,16 @@ import pytest
 
 from experiments import sorting_hints
 from posenc import config as config_lib
-from posenc.report import lengths as hint_report
+from posenc.kinds.lengths import section as hint_report
 from posenc.report import load as report_load
-from posenc.evaluate import lengths as length_eval
+from posenc.kinds.lengths import protocol as length_eval
 from posenc import multitask
 from posenc import population as population_lib
 from posenc import results
 from posenc import sweep as sweep_lib
 from posenc import train
 from posenc import setup
+from posenc.kinds.lengths import record as lengths_record
 
 
 def _levenshtein(a, b):
@@ -265,7 +266,7 @@ def test_other_variants_train_and_evaluate(tmp_path, arg, hints, distributions):
 
 def test_the_report_pools_runs_of_one_variant():
   def run(seed_value, hints=()):
-    member = results.LengthsMember(
+    member = lengths_record.LengthsMember(
       seed=0,
       learning_rate=1e-3,
       diverged=False,
@@ -284,7 +285,7 @@ def test_the_report_pools_runs_of_one_variant():
       architecture='standard',
       train_steps=1,
       train_length=20,
-      evaluation=results.LengthsResults(
+      evaluation=lengths_record.LengthsResults(
         hints, 'alternate', (10, 30), ('uniform',), 'uniform', (30,), (member,)
       ),
     )

@@ -14,8 +14,8 @@ import pytest
 from experiments import abacus_arithmetic
 from experiments import sorting_hints
 from posenc import io
-from posenc.evaluate import grid
-from posenc.evaluate import lengths
+from posenc.kinds.grid import protocol as grid
+from posenc.kinds.lengths import protocol as lengths
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

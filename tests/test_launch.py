@@ -116,7 +116,7 @@ def fixtures(tmp_path_factory):
   from experiments import rpe_table1
   from posenc import setup
   from posenc.evaluate import frozen
-  from posenc.evaluate import range as range_protocol
+  from posenc.kinds.range import protocol as range_protocol
 
   root = tmp_path_factory.mktemp('fixtures')
   for name, text in GRID_FILES.items():

@@ -13,7 +13,7 @@ import numpy as np
 from posenc import io
 from posenc import config as config_lib
 from posenc import setup
-from posenc.evaluate import perplexity as lm_eval
+from posenc.kinds.perplexity import protocol as lm_eval
 from tasks import corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -17,6 +17,13 @@ from posenc import encodings
 from posenc import plots
 from posenc import report
 from posenc import results
+from posenc.kinds.grid import regions as grid_regions
+from posenc.kinds.grid import section as grid_section
+from posenc.kinds.range import section as range_section
+from posenc.kinds.range import tables as range_tables
+from posenc.report import tables as report_tables
+from posenc.kinds.range import record as range_record
+from posenc.kinds.grid import record as grid_record
 import tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -142,7 +149,7 @@ def grid(markdown: str, index: int = 0) -> dict[tuple[str, str], str]:
 def test_table1_is_max_over_members(workdirs):
   runs, skipped = report.load_runs(workdirs)
   assert not skipped
-  entries = grid(report.table1(report.collect_cells(runs)))
+  entries = grid(range_tables.table1(range_tables.collect_cells(runs)))
   assert entries == {
     ('even_pairs', 'none'): 'div',
     ('even_pairs', 'relative'): '–',
@@ -157,8 +164,8 @@ def test_table1_is_max_over_members(workdirs):
 
 
 def test_table4_is_mean_and_sd_at_best_rate(workdirs):
-  cells = report.collect_cells(report.load_runs(workdirs)[0])
-  text = report.table4(cells)
+  cells = range_tables.collect_cells(report.load_runs(workdirs)[0])
+  text = range_tables.table4(cells)
   entries = grid(text)
   # none: rate 1e-4 has mean 52 (sample sd sqrt(8/2) = 2.0); 3e-4 has mean 50 over its 2 survivors.
   assert entries['reverse_string', 'none'] == '52.0 ± 2.0'
@@ -174,8 +181,8 @@ def test_table4_is_mean_and_sd_at_best_rate(workdirs):
 
 
 def test_rows_follow_the_study_and_columns_the_grid(workdirs):
-  cells = report.collect_cells(report.load_runs(workdirs)[0])
-  text = report.table1(cells)
+  cells = range_tables.collect_cells(report.load_runs(workdirs)[0])
+  text = range_tables.table1(cells)
   header = text.splitlines()[2]
   assert header == '| level | task | none | relative | randomized_relative |'
   rows = [line.split('|')[1:3] for line in text.splitlines()[4:7]]
@@ -188,27 +195,27 @@ def test_rows_follow_the_study_and_columns_the_grid(workdirs):
 
 def test_full_grid_and_unknown_names(workdirs, tmp_path):
   write_run(tmp_path / 'odd', 'my_task', 'my_encoding', [(0, 1e-3, 0.7)])
-  cells = report.collect_cells(report.load_runs(workdirs + [tmp_path / 'odd'])[0])
-  tasks, encodings = report.grid_axes(cells, full_grid=True)
+  cells = range_tables.collect_cells(report.load_runs(workdirs + [tmp_path / 'odd'])[0])
+  tasks, encodings = range_tables.grid_axes(cells, full_grid=True)
   assert tasks == list(report.TASKS) + ['my_task']
   assert encodings == list(report.ENCODINGS) + ['my_encoding']
-  entries = grid(report.table1(cells, full_grid=True))
+  entries = grid(range_tables.table1(cells, full_grid=True))
   assert len(entries) == 16 * 14
   assert entries['my_task', 'my_encoding'] == '70.0'
   assert entries['compute_sqrt', 'geometric'] == '–'
-  assert '| ? | my_task |' in report.table1(cells)
+  assert '| ? | my_task |' in range_tables.table1(cells)
 
 
 def test_merged_cell_counts_identical_members_once(tmp_path):
   members = [(0, 1e-4, 0.5), (1, 1e-4, 0.7)]
   write_run(tmp_path / 'a', 'parity_check', 'alibi', members)
   write_run(tmp_path / 'b', 'parity_check', 'alibi', members[1:] + [(2, 1e-4, 0.6), (0, 1e-4, 0.9)])
-  cells = report.collect_cells(report.load_runs([tmp_path])[0])
+  cells = range_tables.collect_cells(report.load_runs([tmp_path])[0])
   cell = cells['parity_check', 'alibi']
   # (1, 1e-4, 0.7) is in both runs and counts once; (0, 1e-4) has two different trainings.
   assert len(cell.runs) == 2 and len(cell.members) == 4
-  assert grid(report.table1(cells))['parity_check', 'alibi'] == '90.0'
-  text = report.table4(cells)
+  assert grid(range_tables.table1(cells))['parity_check', 'alibi'] == '90.0'
+  text = range_tables.table4(cells)
   assert grid(text)['parity_check', 'alibi'] == '67.5 ± 17.1'
   assert 'parity_check/alibi merges the members of 2 runs' in text
   assert '(0, 0.0001)' in text
@@ -227,7 +234,7 @@ def test_notes_describe_lengths_members_and_training(tmp_path):
   write_run(
     tmp_path / 'full', 'odds_first', 'none', [(0, 1e-4, 0.5), (1, 1e-4, 0.6)], train_steps=2_000_000
   )
-  text = report.table1(report.collect_cells(report.load_runs([tmp_path])[0]))
+  text = range_tables.table1(range_tables.collect_cells(report.load_runs([tmp_path])[0]))
   assert (
     'N = 4, lengths 5..10 (every length, 6 lengths) in odds_first/none; N = 4, lengths '
     '7, 10, …, 28 (every 3rd length, 8 lengths), a subset of 5..28 in odds_first/rotary.' in text
@@ -238,11 +245,11 @@ def test_notes_describe_lengths_members_and_training(tmp_path):
 
 
 def test_describe_lengths():
-  assert report.describe_lengths(range(41, 501)) == '41..500 (every length, 460 lengths)'
-  assert report.describe_lengths(range(41, 501, 10)) == (
+  assert report_tables.describe_lengths(range(41, 501)) == '41..500 (every length, 460 lengths)'
+  assert report_tables.describe_lengths(range(41, 501, 10)) == (
     '41, 51, …, 491 (every 10th length, 46 lengths)'
   )
-  assert report.describe_lengths([41, 45, 100]) == '41..100 (3 lengths, irregularly spaced)'
+  assert report_tables.describe_lengths([41, 45, 100]) == '41..100 (3 lengths, irregularly spaced)'
 
 
 def test_malformed_runs_are_skipped_and_named(workdirs, tmp_path):
@@ -274,7 +281,9 @@ def test_malformed_runs_are_skipped_and_named(workdirs, tmp_path):
     'unscored/results.json: members[0] (seed 0, learning rate 0.0001): not diverged but '
     'its score is nan' in skipped[3]
   )
-  assert 'Skipped 4 malformed runs' in report.table1(report.collect_cells(runs), skipped=skipped)
+  assert 'Skipped 4 malformed runs' in range_tables.table1(
+    range_tables.collect_cells(runs), skipped=skipped
+  )
 
 
 def test_bad_paths_raise(tmp_path):
@@ -310,8 +319,8 @@ def test_figure4_curves_clear_the_frame_and_pairs_differ(tmp_path):
   write_run(tmp_path / 'rr', 'reverse_string', 'randomized_rotary', [(0, 1e-4, 1.0)])
   write_run(tmp_path / 'r', 'reverse_string', 'rotary', [(0, 1e-4, 0.5)])
   write_run(tmp_path / 'n', 'reverse_string', 'none', [(0, 1e-4, 0.0)])
-  cells = report.collect_cells(report.load_runs([tmp_path])[0])
-  figure = report.figure4(cells, 'reverse_string')
+  cells = range_tables.collect_cells(report.load_runs([tmp_path])[0])
+  figure = range_section.figure4(cells, 'reverse_string')
   ax = figure.axes[0]
   lines = lines_by_label(figure)
   bottom, top = ax.get_ylim()
@@ -351,13 +360,16 @@ def test_encoding_variants_are_separate_columns(tmp_path):
   write_run(
     tmp_path / 'rot1', 'reverse_string', 'rotary', [(1, 1e-4, 0.2)], options={'max_time': 10000.0}
   )
-  cells = report.collect_cells(report.load_runs([tmp_path])[0])
+  cells = range_tables.collect_cells(report.load_runs([tmp_path])[0])
   ref, sym = (
     'randomized_relative (relative_mode=reference)',
     'randomized_relative (relative_mode=symmetric)',
   )
-  assert report.grid_axes(cells) == (['even_pairs', 'reverse_string'], ['none', 'rotary', ref, sym])
-  assert report.grid_axes(cells, full_grid=True)[1] == [
+  assert range_tables.grid_axes(cells) == (
+    ['even_pairs', 'reverse_string'],
+    ['none', 'rotary', ref, sym],
+  )
+  assert range_tables.grid_axes(cells, full_grid=True)[1] == [
     'none',
     'sin_cos',
     'relative',
@@ -375,7 +387,7 @@ def test_encoding_variants_are_separate_columns(tmp_path):
   ]
   assert len(cells['reverse_string', 'none'].members) == 2
   assert len(cells['reverse_string', 'rotary'].runs) == 2
-  text = report.table1(cells)
+  text = range_tables.table1(cells)
   assert grid(text) == {
     ('even_pairs', 'none'): '–',
     ('even_pairs', 'rotary'): '–',
@@ -392,21 +404,21 @@ def test_encoding_variants_are_separate_columns(tmp_path):
     'max_time=10000.0, randomize_both_sides=false.'
   ) in text
   assert f'reverse_string/{sym} merges' not in text
-  assert f'| length | none | rotary | {ref} | {sym} |' in report.per_length_table(
+  assert f'| length | none | rotary | {ref} | {sym} |' in range_section.per_length_table(
     cells, 'reverse_string'
   )
-  figure = report.figure4(cells, 'reverse_string')
+  figure = range_section.figure4(cells, 'reverse_string')
   lines = lines_by_label(figure)
   assert lines[ref].get_label() == f'{ref}: 60.0'
   assert mpl_colors.to_hex(lines[ref].get_color()) != mpl_colors.to_hex(lines[sym].get_color())
   assert lines[ref].get_marker() != lines[sym].get_marker()
   # A variant has one style in every task's figure, present there or not.
-  other = lines_by_label(report.figure4(cells, 'even_pairs'))
+  other = lines_by_label(range_section.figure4(cells, 'even_pairs'))
   assert other[ref].get_color() == lines[ref].get_color()
 
 
 def make_run(encoding: str, options: dict | None, family: str = 'encoder') -> report.RunFile:
-  member = results.RangeMember(
+  member = range_record.RangeMember(
     seed=0, learning_rate=1e-4, diverged=False, score=0.5, accuracy_by_length={N + 1: 0.5}
   )
   record = results.Results(
@@ -418,7 +430,7 @@ def make_run(encoding: str, options: dict | None, family: str = 'encoder') -> re
     architecture=None,
     train_steps=1,
     train_length=N,
-    evaluation=results.RangeResults((N + 1,), (N + 1, N + 1), (member,)),
+    evaluation=range_record.RangeResults((N + 1,), (N + 1, N + 1), (member,)),
   )
   return report.RunFile(pathlib.Path('run/results.json'), record)
 
@@ -585,7 +597,7 @@ def test_options_of_older_results_come_from_their_config(tmp_path):
     'reference',
     'symmetric',
   ]
-  assert report.grid_axes(report.collect_cells(runs))[1] == [
+  assert range_tables.grid_axes(range_tables.collect_cells(runs))[1] == [
     'randomized_relative (relative_mode=reference)',
     'randomized_relative (relative_mode=symmetric)',
   ]
@@ -647,10 +659,10 @@ def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):
   assert f'| {N + 1} | 30.0 | 22.5 |' in lengths and f'| {N}* | 50.0 | 25.0 |' in lengths
   for text in (table1, table4, lengths):
     assert 'accuracy' not in text
-  cells = report.collect_cells(
+  cells = range_tables.collect_cells(
     report.load_runs([tmp_path], metric='exact_match')[0], metric='exact_match'
   )
-  figure = report.figure4(cells, 'reverse_string', metric='exact_match')
+  figure = range_section.figure4(cells, 'reverse_string', metric='exact_match')
   assert figure.axes[0].get_ylabel() == 'exact match'
   assert lines_by_label(figure)['none'].get_label() == 'none: 30.0'
   # The default report of the same runs is the accuracy one.
@@ -701,15 +713,15 @@ def test_model_families_are_separate_columns(tmp_path):
   write_run(tmp_path / 'dec_none', 'reverse_string', 'none', [(0, 1e-4, 0.2)], family='decoder')
   runs = report.load_runs([tmp_path])[0]
   assert sorted(r.record.family for r in runs) == ['decoder', 'decoder', 'encoder', 'encoder']
-  cells = report.collect_cells(runs)
-  assert report.grid_axes(cells)[1] == [
+  cells = range_tables.collect_cells(runs)
+  assert range_tables.grid_axes(cells)[1] == [
     'none (decoder)',
     'randomized_rotary (decoder)',
     'randomized_rotary (encoder)',
   ]
   assert len(cells['reverse_string', 'randomized_rotary (encoder)'].runs) == 2
   assert cells['reverse_string', 'randomized_rotary (decoder)'].family == 'decoder'
-  text = report.table1(cells)
+  text = range_tables.table1(cells)
   assert grid(text) == {
     ('reverse_string', 'none (decoder)'): '20.0',
     ('reverse_string', 'randomized_rotary (decoder)'): '60.0',
@@ -720,14 +732,14 @@ def test_model_families_are_separate_columns(tmp_path):
     'different families are never merged.'
   ) in text
   assert 'split by encoding options' not in text
-  lines = lines_by_label(report.figure4(cells, 'reverse_string'))
+  lines = lines_by_label(range_section.figure4(cells, 'reverse_string'))
   assert mpl_colors.to_hex(lines['randomized_rotary (decoder)'].get_color()) != mpl_colors.to_hex(
     lines['randomized_rotary (encoder)'].get_color()
   )
   # One family, decoder or not: the labels are the encodings'.
-  decoder_only = report.collect_cells([r for r in runs if r.record.family == 'decoder'])
-  assert report.grid_axes(decoder_only)[1] == ['none', 'randomized_rotary']
-  assert 'model families' not in report.table1(decoder_only)
+  decoder_only = range_tables.collect_cells([r for r in runs if r.record.family == 'decoder'])
+  assert range_tables.grid_axes(decoder_only)[1] == ['none', 'randomized_rotary']
+  assert 'model families' not in range_tables.table1(decoder_only)
 
 
 def test_column_labels_name_the_family_and_the_options_that_differ():
@@ -743,8 +755,8 @@ def test_column_labels_name_the_family_and_the_options_that_differ():
     'randomized_relative (decoder, relative_mode=reference)',
     'none (decoder)',
   ]
-  cells = report.collect_cells(runs)
-  text = report.table1(cells)
+  cells = range_tables.collect_cells(runs)
+  text = range_tables.table1(cells)
   assert (
     'randomized_relative is split by encoding options into 3 columns '
     '(randomized_relative (decoder, relative_mode=reference); '
@@ -911,7 +923,7 @@ def test_grid_runs_load_apart_from_range_runs(workdirs, grid_dir):
   assert len(runs) == 4 and not skipped  # Grid runs are no problem, only not range runs.
   run = report.load_run(grid_dir / 'std_abacus' / 'results.json')
   record, evaluation = run.record, run.record.evaluation
-  assert isinstance(evaluation, results.GridResults)
+  assert isinstance(evaluation, grid_record.GridResults)
   assert (record.task, record.encoding, record.architecture, record.family) == (
     'addition',
     'abacus',
@@ -930,12 +942,12 @@ def test_grid_runs_load_apart_from_range_runs(workdirs, grid_dir):
   assert record.members[2].diverged
   assert len(record.members[0].exact_match_by_cell) == GRID_M**2 + 2
   with pytest.raises(report.MalformedRunError, match='not a grid run'):
-    report.load_grid_run(workdirs[1] / 'results.json')
+    report.load_run(workdirs[1] / 'results.json', evaluation='grid')
 
 
 def test_region_table_is_mean_and_sd_over_members(grid_dir):
-  entries = report.collect_grid_entries(report.load_all_runs([grid_dir]).of('grid'))
-  text = report.region_table(entries)
+  entries = grid_regions.collect_grid_entries(report.load_all_runs([grid_dir]).of('grid'))
+  text = grid_regions.region_table(entries)
   assert text.splitlines()[0] == ('# Arithmetic: exact match (%) by region, mean ± sd over members')
   tables = region_grids(text)
   assert list(tables) == [('addition', 'OOD'), ('addition', 'beyond'), ('addition', 'ID')]
@@ -949,8 +961,8 @@ def test_region_table_is_mean_and_sd_over_members(grid_dir):
   assert tables['addition', 'beyond']['standard', 'abacus'] == '20.0 ± 14.1 (2/3)'
   assert tables['addition', 'beyond']['looped 8x2', 'abacus'] == '55.0 ± 7.1'
   assert tables['addition', 'ID']['looped 8x2', 'abacus'] == '99.0 ± 1.4'
-  stats = report.region_stats(entries['addition', 'looped 8x2', 'abacus'], 'ood')
-  assert stats == report.RegionStats(pytest.approx(0.93), pytest.approx(0.02 * 2**0.5), 2, 2)
+  stats = grid_regions.region_stats(entries['addition', 'looped 8x2', 'abacus'], 'ood')
+  assert stats == grid_regions.RegionStats(pytest.approx(0.93), pytest.approx(0.02 * 2**0.5), 2, 2)
   assert (
     'Cells measured: n = 3, M = 6, cells (digits_a, digits_b) in 1..6, beyond 8, 9, '
     '4 samples per cell in all 3 entries.'
@@ -985,8 +997,8 @@ def test_region_table_orders_architectures_encodings_and_tasks(tmp_path):
         [(0, 1e-4, (1.0, 0.5, 0.1))],
       )
   write_grid_run(tmp_path / 'add', 'addition', 'fire', 'standard', [(0, 1e-4, (1.0, 0.5, 0.1))])
-  entries = report.collect_grid_entries(report.load_all_runs([tmp_path]).of('grid'))
-  tasks_, architectures, columns = report.grid_layout(entries)
+  entries = grid_regions.collect_grid_entries(report.load_all_runs([tmp_path]).of('grid'))
+  tasks_, architectures, columns = grid_regions.grid_layout(entries)
   assert tasks_ == ['addition', 'multiplication']
   assert architectures == [
     'standard',
@@ -997,7 +1009,7 @@ def test_region_table_orders_architectures_encodings_and_tasks(tmp_path):
     'custom',
   ]
   assert columns == ['none', 'abacus', 'fire', 'abacus+fire']
-  text = report.region_table(entries)
+  text = grid_regions.region_table(entries)
   # Each task's tables hold only its own rows and columns.
   assert '## addition\n\n### OOD: some axis > n, both ≤ M\n\n| architecture | fire |\n' in text
   rows = [
@@ -1056,8 +1068,8 @@ def test_heatmap_draws_measured_cells_and_leaves_the_others_blank(tmp_path):
   results = json.loads((path / 'results.json').read_text())
   del results['members'][0]['exact_match_by_cell']['5,1']  # Never measured.
   (path / 'results.json').write_text(json.dumps(results))
-  run = report.load_grid_run(path / 'results.json')
-  figure = report.grid_heatmap(run, run.record.members[0])
+  run = report.load_run(path / 'results.json', evaluation='grid')
+  figure = grid_section.grid_heatmap(run, run.record.members[0])
   heat, strip = figure.axes[:2]
   assert (heat.get_ylabel(), heat.get_xlabel()) == ('digits_a', 'digits_b')
   cells = heat.collections[0].get_array()
@@ -1074,11 +1086,11 @@ def test_heatmap_draws_measured_cells_and_leaves_the_others_blank(tmp_path):
 
 
 def test_heatmap_ticks_stay_legible_on_a_large_grid():
-  assert report.grid._ticks(list(range(1, 19))) == list(range(1, 19))
-  assert report.grid._ticks(list(range(1, 101))) == [1] + list(range(10, 101, 10))
-  assert report.grid._ticks(list(range(101, 161))) == [101] + list(range(110, 161, 10))
-  assert report.architecture_key('looped 16x1') < report.architecture_key('looped 8x2')
-  assert report.heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4) == (
+  assert grid_section._ticks(list(range(1, 19))) == list(range(1, 19))
+  assert grid_section._ticks(list(range(1, 101))) == [1] + list(range(10, 101, 10))
+  assert grid_section._ticks(list(range(101, 161))) == [101] + list(range(110, 161, 10))
+  assert grid_regions.architecture_key('looped 16x1') < grid_regions.architecture_key('looped 8x2')
+  assert grid_section.heatmap_name('addition', 'abacus', 'looped 8x2', 0, 1e-4) == (
     'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png'
   )
 
@@ -1187,13 +1199,15 @@ def test_every_encoding_of_the_study_has_a_style_of_its_own():
 
 def test_figure4_draws_chance_for_per_token_accuracy_only(tmp_path):
   write_run(tmp_path / 'r', 'modular_arithmetic', 'rotary', [(0, 1e-4, 0.5)], exact_match=0.3)
-  cells = report.collect_cells(report.load_runs([tmp_path])[0])
-  lines = lines_by_label(report.figure4(cells, 'modular_arithmetic'))
+  cells = range_tables.collect_cells(report.load_runs([tmp_path])[0])
+  lines = lines_by_label(range_section.figure4(cells, 'modular_arithmetic'))
   assert list(lines['chance (1/C = 20.0%)'].get_ydata()) == [0.2, 0.2]
-  exact = report.collect_cells(
+  exact = range_tables.collect_cells(
     report.load_runs([tmp_path], metric='exact_match')[0], metric='exact_match'
   )
   assert not any(
     k.startswith('chance')
-    for k in lines_by_label(report.figure4(exact, 'modular_arithmetic', metric='exact_match'))
+    for k in lines_by_label(
+      range_section.figure4(exact, 'modular_arithmetic', metric='exact_match')
+    )
   )

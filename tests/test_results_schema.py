@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from posenc import evaluate
+from posenc import kinds
 from posenc import report
 from posenc import results
 from posenc import setup
@@ -27,43 +27,43 @@ EXPECTED = ROOT / 'tests' / 'data' / 'results_v1_report'
 FILES = sorted(FIXTURE.rglob('results.json'))
 
 
-def test_every_protocol_has_its_record_and_its_report_section():
-  for name, protocol in evaluate.PROTOCOLS.items():
-    assert protocol.results.evaluation == name
-    assert protocol.results.default_family in protocol.families
-    section = report.SECTIONS[name]
+def test_every_kind_has_its_record_protocol_section_in_its_folder():
+  assert list(kinds.KINDS) == ['range', 'grid', 'perplexity', 'lengths']
+  for name, package in kinds.KINDS.items():
+    assert package == f'posenc.kinds.{name}'
+    protocol, record = kinds.protocol(name), kinds.record(name)
+    # The protocol writes the record that readers without the protocols read.
+    assert protocol.name == record.evaluation == name and protocol.results is record
+    assert record.default_family in protocol.families
+    section = kinds.section(name)
     assert callable(section.check) and callable(section.build), name
-  # Readers without the protocols read files by the same records.
-  assert evaluate.kinds() == results.KINDS
-  assert list(report.SECTIONS) == ['range', 'grid', 'perplexity', 'lengths']
-  assert set(report.SECTIONS) == set(results.KINDS)
+  assert [k for k in kinds.KINDS if kinds.cost(k) is not None] == ['range', 'grid', 'lengths']
 
 
-def test_the_fixture_holds_every_protocol():
-  kinds = {json.loads(p.read_text()).get('evaluation') for p in FILES}
-  assert kinds == set(evaluate.PROTOCOLS)
+def test_the_fixture_holds_every_kind():
+  found = {json.loads(p.read_text()).get('evaluation') for p in FILES}
+  assert found == set(kinds.KINDS)
 
 
 @pytest.mark.parametrize('path', FILES, ids=lambda p: str(p.relative_to(FIXTURE).parent))
 def test_previous_layout_loads_and_writes_back_in_its_layout(path):
   data = json.loads(path.read_text())
   assert 'schema_version' not in data  # Version 1.
-  record = results.read(path, evaluate.kinds())
+  record = results.read(path)
   assert record.schema_version == results.SCHEMA_VERSION == 2
-  assert isinstance(record.evaluation, evaluate.PROTOCOLS[data['evaluation']].results)
+  assert isinstance(record.evaluation, kinds.record(data['evaluation']))
   assert len(record.members) == len(data['members'])
   # Version 2 is version 1's newest layout plus the version: field for field, in order.
   assert json.dumps(record.to_json()) == json.dumps({'schema_version': 2, **data})
-  assert results.Results.from_json(record.to_json(), evaluate.kinds()) == record
+  assert results.Results.from_json(record.to_json()) == record
 
 
 def test_records_key_lengths_and_cells_by_integers():
-  kinds = evaluate.kinds()
-  grid = results.read(next(p for p in FILES if 'grid' in p.parts), kinds)
+  grid = results.read(next(p for p in FILES if 'grid' in p.parts))
   member = grid.members[0]
   assert all(isinstance(a, int) and isinstance(b, int) for a, b in member.exact_match_by_cell)
   assert set(member.regions) == {'ood', 'beyond', 'id'}
-  range_run = results.read(next(p for p in FILES if 'range' in p.parts), kinds)
+  range_run = results.read(next(p for p in FILES if 'range' in p.parts))
   first = range_run.members[0]
   assert list(first.accuracy_by_length) == list(range_run.evaluation.eval_lengths)
 
@@ -87,9 +87,11 @@ def test_the_report_needs_neither_flax_nor_the_protocols(tmp_path):
       sys.modules['posenc.evaluate'] = None
       from launch import report
       report.main([{str(FIXTURE)!r}, {f'--out={tmp_path}'!r}])
-      loaded = [m for m, module in sys.modules.items() if module is not None and m.startswith(
-          ('flax', 'posenc.evaluate', 'posenc.models', 'posenc.encodings'))]
+      loaded = [m for m, module in sys.modules.items() if module is not None and (m.startswith(
+          ('flax', 'posenc.evaluate', 'posenc.models', 'posenc.encodings', 'posenc.setup'))
+          or m.endswith(('.protocol', '.cost')))]
       assert not loaded, loaded
+      assert 'posenc.kinds.grid.section' in sys.modules  # each kind's flax-free parts only
       """)
   proc = subprocess.run(
     [sys.executable, '-c', code],
@@ -110,8 +112,8 @@ def test_version_1_defaults_what_older_files_left_out():
   data = json.loads(next(p for p in FILES if 'range' in p.parts).read_text())
   for key in ('evaluation', 'family', 'encoding_options', 'architecture'):
     del data[key]
-  record = results.Results.from_json(data, evaluate.kinds())
-  assert isinstance(record.evaluation, results.RangeResults)
+  record = results.Results.from_json(data)
+  assert isinstance(record.evaluation, kinds.record('range'))
   assert (record.family, record.encoding_options, record.architecture) == ('encoder', None, None)
   # Version 2 files must say so.
   with pytest.raises(results.SchemaError, match="x.json: missing 'family'"):
@@ -123,7 +125,6 @@ def test_version_1_defaults_what_older_files_left_out():
         'encoding_options': None,
         'architecture': None,
       },
-      evaluate.kinds(),
       'x.json',
     )
 
@@ -135,7 +136,7 @@ def test_an_unknown_version_is_one_line_naming_it(version, cli, tmp_path):
   run.mkdir()
   (run / 'results.json').write_text(json.dumps({'schema_version': version, **data}))
   with pytest.raises(results.SchemaError) as e:
-    results.read(run / 'results.json', evaluate.kinds())
+    results.read(run / 'results.json')
   assert f'schema_version {version!r} is not one this posenc reads (1, 2)' in str(e.value)
   assert '\n' not in str(e.value)
   proc = cli.run(['launch.report', str(run), f'--out={tmp_path / "out"}'])
@@ -155,7 +156,7 @@ def test_a_new_run_writes_the_current_version(tmp_path):
   assert on_disk == json.loads(json.dumps(written))
   assert list(on_disk)[:3] == ['schema_version', 'task', 'encoding']
   assert on_disk['schema_version'] == results.SCHEMA_VERSION
-  record = results.read(tmp_path / 'results.json', evaluate.kinds())
+  record = results.read(tmp_path / 'results.json')
   assert record.to_json() == on_disk
 
 
@@ -164,4 +165,4 @@ def test_a_copy_of_the_fixture_reads_the_same(tmp_path):
   shutil.copytree(FIXTURE, tmp_path / 'copy')
   for path in FILES:
     moved = tmp_path / 'copy' / path.relative_to(FIXTURE)
-    assert results.read(moved, evaluate.kinds()) == results.read(path, evaluate.kinds())
+    assert results.read(moved) == results.read(path)

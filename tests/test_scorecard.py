@@ -14,6 +14,8 @@ from scipy import stats
 from posenc import results
 from posenc.report import scorecard as sc
 from posenc.report import statistics
+from posenc.kinds.range import record as range_record
+from posenc.kinds.perplexity import record as perplexity_record
 
 LENGTHS = tuple(range(1, 9))  # Trained up to 4.
 
@@ -22,7 +24,7 @@ def range_member(seed, curve, data_seed=None, diverged=False):
   """A member whose accuracy by length is `curve` (a list over LENGTHS)."""
   by_length = dict(zip(LENGTHS, curve))
   score = None if diverged else float(np.mean([by_length[n] for n in LENGTHS if n > 4]))
-  return results.RangeMember(
+  return range_record.RangeMember(
     seed=seed,
     learning_rate=1e-3,
     diverged=diverged,
@@ -42,7 +44,7 @@ def range_record(encoding, members, task='parity_check'):
     architecture='standard',
     train_steps=10,
     train_length=4,
-    evaluation=results.RangeResults(LENGTHS, (5, 8), tuple(members)),
+    evaluation=range_record.RangeResults(LENGTHS, (5, 8), tuple(members)),
   )
 
 
@@ -276,7 +278,7 @@ def test_seed_and_data_order_variance_apart():
 
 def test_perplexity_lower_is_better():
   def member(seed, ppl):
-    return results.PerplexityMember(
+    return perplexity_record.PerplexityMember(
       seed=seed,
       learning_rate=1e-3,
       diverged=False,
@@ -295,7 +297,7 @@ def test_perplexity_lower_is_better():
     architecture='standard',
     train_steps=1,
     train_length=16,
-    evaluation=results.PerplexityResults((16, 32, 64), {}, {}, tuple(members)),
+    evaluation=perplexity_record.PerplexityResults((16, 32, 64), {}, {}, tuple(members)),
   )
   row = sc.scorecard([('a', record)])['rows'][0]
   assert row['score']['published'] == 10.9 and not row['higher_is_better']
@@ -337,7 +339,7 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
 
 def test_a_decoder_is_judged_by_exact_match():
   """Generated answers: the decoder's scores and curves are its exact match."""
-  member = results.RangeMember(
+  member = range_record.RangeMember(
     seed=0,
     learning_rate=1e-3,
     diverged=False,

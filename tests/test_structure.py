@@ -74,7 +74,7 @@ def test_posenc_imports_have_no_cycle():
   assert find_cycle(graph) is None, ' -> '.join(find_cycle(graph))
 
 
-# What testing the kind of a task looks like; only the protocols (posenc/evaluate/) and the
+# What testing the kind of a task looks like; only the kinds' folders (posenc/kinds/) and the
 # task registry may.
 KIND_TESTS = (
   'is_sequence_task',
@@ -98,7 +98,7 @@ def test_only_the_protocols_test_the_kind_of_a_task():
       for name in files:
         path = os.path.join(directory, name)
         rel = os.path.relpath(path, ROOT)
-        if not name.endswith('.py') or rel.startswith('posenc/evaluate/'):
+        if not name.endswith('.py') or rel.startswith('posenc/kinds/'):
           continue
         with open(path) as f:
           for number, line in enumerate(f, 1):
@@ -134,22 +134,47 @@ def _sources(packages=('posenc', 'launch')):
 
 
 def test_a_run_is_built_in_one_place():
-  """A config becomes a task and a protocol where a run is built (posenc/setup.py, through
-  `evaluate.validate`); everything else reads them off the run."""
-  builder = ('posenc/setup.py', 'posenc/evaluate/__init__.py')
+  """A config becomes a task, its hint tasks and a protocol where a run is built
+  (posenc/setup.py); everything else reads them off the run."""
   calls = []
   for rel, text in _sources():
-    if rel in builder:
+    if rel == 'posenc/setup.py':
       continue
     tree = ast.parse(text)
     for node in ast.walk(tree):
       if isinstance(node, ast.Call):
         f = node.func
         name = f.attr if isinstance(f, ast.Attribute) else getattr(f, 'id', '')
-        owner = getattr(getattr(f, 'value', None), 'id', '')
-        if name == 'task_of' or (name == 'of' and owner in ('evaluate', 'protocol_lib')):
-          calls.append(f'{rel}:{node.lineno}')
-  assert len(calls) <= 3, calls
+        if name in ('tasks_of', 'protocol_of', 'validate') and 'protocol' not in ast.unparse(f):
+          calls.append(f'{rel}:{node.lineno}: {ast.unparse(node)[:60]}')
+  assert not calls, calls
+
+
+def test_every_hook_takes_the_run():
+  """No protocol, training or objective hook takes (config, task, ...): they take the run."""
+  found = [
+    f'{rel}:{n}: {line.strip()}'
+    for rel, text in _sources()
+    if rel.startswith(('posenc/kinds/', 'posenc/evaluate/', 'posenc/objectives.py'))
+    for n, line in enumerate(text.splitlines(), 1)
+    if re.search(r'def \w+\(\s*config[^,)]*,\s*task\b', line) or re.search(r'\bdel task\b', line)
+  ]
+  assert not found, '\n'.join(found)
+
+
+def test_each_kind_of_evaluation_is_registered_once():
+  """The kinds' folders are named in one registry (posenc/kinds/__init__.py); no other module
+  keeps a table keyed by kind of evaluation (the registries each package kept before:
+  PROTOCOLS, KINDS, SECTIONS, SEQUENCE_COSTS). The encodings' kinds (embedding, bias, ...)
+  are another thing."""
+  found = [
+    f'{rel}:{n}: {line.strip()}'
+    for rel, text in _sources()
+    if rel != 'posenc/kinds/__init__.py' and not rel.startswith('posenc/encodings/')
+    for n, line in enumerate(text.splitlines(), 1)
+    if re.match(r'\s*[A-Z_]*(PROTOCOLS|SECTIONS|COSTS|KINDS)\b[^=]*=', line)
+  ]
+  assert not found, '\n'.join(found)
 
 
 def test_only_the_family_record_names_a_model_family():

@@ -1,12 +1,17 @@
-"""What every evaluation protocol shares: the `Protocol` record, the `EvalContext` it is
-called with, and the one resumable loop over cells (`run_cells`).
+"""What every kind of evaluation's protocol shares: the `Protocol` record, the
+`EvalContext` it is called with, the one resumable loop over cells (`run_cells`) and the
+training variants (`Training`).
 
-A protocol is how one kind of task is judged: the evaluation (`evaluate`: cells measured
-through `run_cells`, then its record in `posenc.results`), its checks, the one-line summary
-of a finished run, its frozen evaluation sets, and the training variant its tasks take
-(`Training`: the study's length curriculum, or sequences); the report finds its section by
-the record's `evaluation` (`posenc.report.SECTIONS`).
-A task names its protocol once (`task.protocol`); a run looks it up once (`posenc.setup`).
+A protocol is how one kind of task is judged (each kind's protocol.py in `posenc.kinds`): the
+evaluation (`evaluate(run, state, ctx)`: cells measured through `run_cells`, then its
+record, the kind's record.py), its checks, the one-line summary of a finished run, its
+frozen evaluation sets, and the training variant its tasks take (`Training`: the study's
+length curriculum, or sequences). Every hook takes the run (`posenc.setup.Run`) first. A task
+names its kind once (`task.protocol`); a run looks its protocol up once (`posenc.setup`).
+
+Example:
+  >>> ctx = EvalContext('runs/parity', progress=print)
+  >>> record = run.protocol.evaluate(run, state, ctx)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ def diverged(run: Run, state: Any) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class Training:
   """How a kind of task is trained: two variants, `CURRICULUM` (the study's: a length per
-  step, one program per length bucket; `posenc.evaluate.range`) and `SEQUENCE` (tasks that
+  step, one program per length bucket; `posenc.kinds.range.protocol`) and `SEQUENCE` (tasks that
   sample `prompt ⊕ answer` sequences of every length up to N in one batch), each protocol
   taking one, with its own pieces where its tasks differ (`dataclasses.replace`). Every
   piece takes the run first.
@@ -139,6 +144,13 @@ def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:
   Example: shape_spec({'x': np.zeros((2, 3), np.int32)}) == {'x': ((2, 3), 'int32')}.
   """
   return {k: (tuple(int(d) for d in v.shape), str(np.dtype(v.dtype))) for k, v in tree.items()}
+
+
+def best_score_text(results: Any) -> str:
+  """The best member's score of a run's `posenc.results.Results`, or why there is none, for
+  a protocol's summary. Example: '0.9531', or 'n/a (all members diverged)'."""
+  scores = [m.score for m in results.members if m.score is not None]
+  return f'{max(scores):.4f}' if scores else 'n/a (all members diverged)'
 
 
 def duration(seconds: float) -> str:

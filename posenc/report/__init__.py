@@ -34,10 +34,12 @@ scorecard (`scorecard.py`).
 
 Runs are read as `posenc.results.Results` records (`load.RunFile`: a record and its path),
 with no view of their own: a member's score and curve in the report's metric come from the
-record (`score_of`, `curve`). Each evaluation's section (a module with `check` and `build`,
-`core.Section`) is registered once in SECTIONS under results.json's `evaluation`: a run goes
-to its section, whose `check` may skip it as malformed, and the report gathers the sections'
-texts and files without naming any (`Report`).
+record (`score_of`, `curve`). Each kind of evaluation's section (section.py in its folder of
+`posenc.kinds`: `check` and `build`, `core.Section`) is found by results.json's `evaluation`
+(`kinds.section`), in the registry's order: a run goes to its section, whose `check` may skip
+it as malformed, and the report gathers the sections' texts and files without naming any
+(`Report`). The range tables and figures are `posenc.kinds.range.tables` and `.section`'s,
+the region table and heatmaps `posenc.kinds.grid.regions` and `.section`'s.
 
 The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
 (`find_results`, `load_run`, `load_runs`, `load_all_runs`, `build_report`), which read files;
@@ -62,8 +64,8 @@ Grid runs group by (task, architecture, column) into entries, their members merg
 
 Example:
   >>> runs, problems = load_runs(['workdir/sweep'])  # doctest: +SKIP
-  >>> cells = collect_cells(runs, metric='accuracy')  # doctest: +SKIP
-  >>> print(table1(cells, skipped=problems))  # doctest: +SKIP
+  >>> cells = tables.collect_cells(runs, metric='accuracy')  # doctest: +SKIP
+  >>> print(tables.table1(cells, skipped=problems))  # doctest: +SKIP
   # Table 1: accuracy (%) on unseen lengths, max over members
   <BLANKLINE>
   | level | task | none | randomized_relative |
@@ -75,17 +77,13 @@ Example:
 import dataclasses
 import os
 import pathlib
-from types import ModuleType
 from typing import Mapping, Sequence
 
 from posenc import io as io_lib
+from posenc import kinds
 from posenc import results as results_lib
 from posenc.report import core
-from posenc.report import grid as grid_section
-from posenc.report import lengths as lengths_section
 from posenc.report import load
-from posenc.report import perplexity as perplexity_section
-from posenc.report import range as range_section
 from posenc.report import scorecard as scorecard_lib
 from posenc.report import training
 
@@ -99,37 +97,20 @@ from posenc.report.core import (
   MalformedRunError,
   ReportError,
 )
-from posenc.report.grid import grid_heatmap, heatmap_name
-from posenc.report.load import Cell, RunFile, collect_cells, column_labels, find_results
-from posenc.report.range import figure4, per_length_table
-from posenc.report.range_tables import describe_lengths, grid_axes, table1, table4
-from posenc.report.regions import (
-  RegionStats,
-  architecture_key,
-  collect_grid_entries,
-  grid_layout,
-  region_stats,
-  region_table,
-)
+from posenc.report.load import RunFile, column_labels, find_results
 # pylint: enable=unused-import,g-importing-member
-
-# Each evaluation's section, by results.json's `evaluation` (`posenc.results.KINDS`), in the
-# order a report prints them. A new evaluation's section is one module and one entry here.
-SECTIONS: dict[str, ModuleType] = {
-  'range': range_section,
-  'grid': grid_section,
-  'perplexity': perplexity_section,
-  'lengths': lengths_section,
-}
 
 
 # ---------------------------------------------------------------------------------------------
 # Loading.
 
 
-def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') -> RunFile:
+def load_run(
+  results_path: str | os.PathLike[str], *, metric: str = 'accuracy', evaluation: str | None = None
+) -> RunFile:
   """Reads one results.json (`posenc.results`, any schema version) and checks that its
-  evaluation's section can report it in `metric` (`check`).
+  evaluation's section can report it in `metric` (`check`), and with `evaluation` that it
+  is a run of that kind.
 
   Example:
     >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
@@ -144,21 +125,10 @@ def load_run(results_path: str | os.PathLike[str], *, metric: str = 'accuracy') 
   core.metric_label(metric)  # An unknown metric is the caller's error, not the file's.
   path = pathlib.Path(results_path)
   record = results_lib.read(path)
-  SECTIONS[record.evaluation.evaluation].check(record, path, metric)
+  if evaluation is not None and record.evaluation.evaluation != evaluation:
+    raise MalformedRunError(f'{results_path}: not a {evaluation} run')
+  kinds.section(record.evaluation.evaluation).check(record, path, metric)
   return RunFile(path, record)
-
-
-def load_grid_run(results_path: str | os.PathLike[str]) -> RunFile:
-  """Reads and checks one grid run's results.json (`evaluation` 'grid').
-
-  Raises:
-    MalformedRunError: unreadable JSON, not a grid run, or a missing/mistyped field, naming the
-      file and field.
-  """
-  run = load_run(results_path)
-  if run.record.evaluation.evaluation != 'grid':
-    raise MalformedRunError(f'{results_path}: not a grid run')
-  return run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,11 +169,15 @@ def load_all_runs(
 
 
 def load_runs(
-  paths: Sequence[str | os.PathLike[str]], *, metric: str = 'accuracy'
+  paths: Sequence[str | os.PathLike[str]],
+  *,
+  metric: str = 'accuracy',
+  evaluation: str = 'range',
 ) -> tuple[list[RunFile], list[str]]:
-  """Loads every range run under `paths` for `metric` (`load_run`); malformed ones are skipped
-  and described. Runs of other evaluations load without a problem but are not among the runs:
-  `load_all_runs` returns them too.
+  """Loads every run of one kind of evaluation (by default the study's, 'range') under
+  `paths` for `metric` (`load_run`); malformed ones are skipped and described. Runs of other
+  evaluations load without a problem but are not among the runs: `load_all_runs` returns
+  them too.
 
   Example:
     >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
@@ -214,7 +188,7 @@ def load_runs(
     ReportError: from `find_results`, or an unknown metric.
   """
   loaded = load_all_runs(paths, metric=metric)
-  return list(loaded.of('range')), list(loaded.problems)
+  return list(loaded.of(evaluation)), list(loaded.problems)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,7 +283,7 @@ def build_report(
     full_grid=full_grid, figures=figures, per_length=per_length, metric=metric, skipped=skipped
   )
   sections = [
-    section.build(runs, options) for name, section in SECTIONS.items() if (runs := loaded.of(name))
+    kinds.section(name).build(runs, options) for name in kinds.KINDS if (runs := loaded.of(name))
   ]
   if scorecard is not None:
     sections.append(scorecard_lib.section(loaded.runs, scorecard, figures=figures))

@@ -1,10 +1,10 @@
 """What every section of a report shares: the names of its rows and columns, the report's
 options and metric, a section's output (`Section`) and the report's errors.
 
-A section is a module of this package with `check(record, path, metric)` (raises
-`MalformedRunError` for a run it cannot report, which the report then skips) and
-`build(runs, options) -> Section` over the runs (`load.RunFile`) of its evaluation; the
-report finds it by results.json's `evaluation` (`posenc.report.SECTIONS`).
+A section is the module section.py of a kind's folder (`posenc.kinds`) with `check(record,
+path, metric)` (raises `MalformedRunError` for a run it cannot report, which the report then
+skips) and `build(runs, options) -> Section` over the runs (`load.RunFile`) of its kind; the
+report finds it by results.json's `evaluation` (`posenc.kinds.section`).
 
 Rows and columns come from the registries: the tasks from `tasks`, the encodings as data
 here, since the encodings registry holds Flax modules and a report needs neither Flax nor a
@@ -107,9 +107,10 @@ MISSING = '–'  # No run covers the cell.
 DIVERGED = 'div'  # Runs cover the cell, but every member diverged.
 RESULTS_FILE = 'results.json'
 
-# The metrics a report can be asked for: those of the range tables (`RangeResults.metrics`),
-# the one section that reads several; every other section reads its evaluation's own.
-METRICS: tuple[str, ...] = results_lib.RangeResults.metrics
+# The metrics a report can be asked for: those of the range tables (the range records'
+# `metrics`, `posenc.kinds.range.record`: the one section that reads several); every other
+# section reads its evaluation's own.
+METRICS: tuple[str, ...] = ('accuracy', 'exact_match')
 
 
 class ReportError(ValueError):

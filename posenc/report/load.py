@@ -1,26 +1,23 @@
-"""Finding results.json files, and grouping the runs they hold into a report's columns and
-cells.
+"""Finding results.json files, and labelling the runs they hold as a report's columns.
 
 A run is where its results.json lies and its `posenc.results.Results` record (`RunFile`):
 sections read the records as they are, a member's score and curve through the record's own
-`score_of` and `curve`.
+`score_of` and `curve`. Each kind's section groups its runs its own way (the range kind into
+cells, `posenc.kinds.range.tables.collect_cells`; the grid kind into entries).
 
 Example:
   >>> runs = [RunFile(p, results.read(p)) for p in find_results(['sweep'])]  # doctest: +SKIP
-  >>> cells = collect_cells(runs, metric='exact_match')                     # doctest: +SKIP
-  >>> cell = cells['reverse_string', 'none']                                # doctest: +SKIP
-  >>> [cell.score(m) for m in cell.members]      # exact match; None for a diverged member
-  [0.3, None]
+  >>> column_labels([r.record for r in runs])    # the encoding, or with the options that differ
+  ['none', 'randomized_relative (relative_mode=reference)']
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import os
 import pathlib
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, NoReturn, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, NoReturn, Sequence
 
 from posenc import results as results_lib
 from posenc.report import core
@@ -232,80 +229,3 @@ def column_labels(
         f'{encoding} ({", ".join(parts)})' if parts else encoding
       )
   return [labels[(record.encoding, *key)] for record, key in zip(records, keys)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Cell:
-  """The members of every range run of one (task, column), merged (`collect_cells`), read in
-  `metric` ('accuracy' or 'exact_match').
-
-  `label` names the column: the encoding, or the encoding and the options that set its runs
-  apart from its other columns (`column_labels`).
-  """
-
-  task: str
-  encoding: str
-  runs: tuple[RunFile, ...]
-  members: tuple[results_lib.RangeMember, ...]
-  label: str
-  metric: str = 'accuracy'
-
-  @property
-  def converged(self) -> tuple[results_lib.RangeMember, ...]:
-    return tuple(m for m in self.members if not m.diverged)
-
-  @property
-  def family(self) -> str:
-    """The model family of the cell's runs (one, as families are never merged)."""
-    return self.runs[0].record.family
-
-  def score(self, member: results_lib.RangeMember) -> float | None:
-    """The member's score in the cell's metric; None for a diverged member, whatever it
-    scored."""
-    if member.diverged:
-      return None
-    return self.runs[0].record.evaluation.score_of(member, self.family, self.metric)
-
-  def curve(self, member: results_lib.RangeMember) -> dict[int, float]:
-    """The member's metric by length, sorted (NaN where none was recorded)."""
-    return self.runs[0].record.evaluation.curve(member, self.family, self.metric)
-
-
-def collect_cells(runs: Iterable[RunFile], metric: str = 'accuracy') -> dict[tuple[str, str], Cell]:
-  """Groups range runs by (task, column label), merging the members of runs of one cell.
-
-  The label is the encoding unless its runs differ in their options or the runs hold several
-  model families (`column_labels`). The members are read in `metric`. When several runs cover
-  the same cell, the cell holds the union of their members, where a member that appears
-  identically in two runs (same seed, learning rate, divergence, score and curve: a copy of
-  the same training) counts once and any other member counts separately, even with the same
-  seed and learning rate.
-
-  Example:
-    >>> cells = collect_cells(runs)  # doctest: +SKIP
-    >>> cells['reverse_string', 'relative'].members  # 30 members
-  """
-  runs = list(runs)
-  grouped: dict[tuple[str, str], list[RunFile]] = collections.defaultdict(list)
-  for run, label in zip(runs, column_labels(runs)):
-    grouped[run.record.task, label].append(run)
-  cells = {}
-  for (task, label), cell_runs in grouped.items():
-    cell = Cell(task, cell_runs[0].record.encoding, tuple(cell_runs), (), label, metric)
-    members, seen = [], set()
-    for run in cell_runs:
-      for member in run.record.members:
-        # repr, so that the NaN values of a diverged member compare equal to their copy's.
-        key = (
-          member.seed,
-          member.data_seed,
-          member.learning_rate,
-          member.diverged,
-          cell.score(member),
-          repr(tuple(cell.curve(member).items())),
-        )
-        if key not in seen:
-          seen.add(key)
-          members.append(member)
-    cells[task, label] = dataclasses.replace(cell, members=tuple(members))
-  return cells

@@ -1,15 +1,15 @@
 """results.json as typed records: what a finished run writes and every reader reads back.
 
-A run's results are one `Results`: the header every protocol shares (task, encoding, model
-family, parameters, training, versions, compile counts, timing, devices, config) and one
-evaluation record, the protocol's (`RangeResults`, `GridResults`, `LengthsResults`,
-`PerplexityResults`; a protocol names its record as `Protocol.results`). Each record has
-`to_json()` and `from_json(data, where)`; `Results.from_json` picks the evaluation record by
-results.json's `evaluation` from the `kinds` it is given ({name: record class}): by default
-`KINDS`, every record here, so a reader (the report) needs no protocol registry; the
-protocols register the same classes (`posenc.evaluate.kinds()`, which a protocol added
-inside a test extends). The records also choose the metric a member is read in
-(`Evaluation.metric_of`, `score_of`, `curve`): every reader reads members through them.
+A run's results are one `Results`: the header every kind of evaluation shares (task,
+encoding, model family, parameters, training, versions, compile counts, timing, devices,
+config) and one evaluation record, its kind's (`posenc.kinds`: `RangeResults`,
+`GridResults`, `LengthsResults`, `PerplexityResults`, each in its kind's folder, subclasses
+of `Evaluation` with members subclassing `Member`). Each record has `to_json()` and
+`from_json(data, where)`; `Results.from_json` picks the evaluation record by results.json's
+`evaluation` from the kinds' registry (`posenc.kinds.record`), which loads only the records:
+a reader (the report) imports neither the protocols nor JAX. The records also choose the
+metric a member is read in (`Evaluation.metric_of`, `score_of`, `curve`): every reader reads
+members through them.
 
 Versions (`schema_version`, the first field of the file):
   1  files without the field: everything posenc wrote before the field existed. Read by
@@ -40,44 +40,38 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
-from posenc.results.evaluations import (
-  METRICS,
-  Evaluation,
-  GridResults,
-  LengthsResults,
-  PerplexityResults,
-  RangeResults,
-)
+from posenc import kinds as kinds_lib
+from posenc.results.evaluations import METRICS, Evaluation
 from posenc.results.members import (
-  GridMember,
-  LengthsMember,
   Member,
-  PerplexityMember,
-  RangeMember,
   SchemaError,
+  by_length_of,
   finite_curve,
+  ints,
+  length_keys,
+  nested_by_length,
+  number_or_none,
+  read_members,
   require,
 )
 
 __all__ = [
   'SCHEMA_VERSION',
   'VERSIONS',
-  'KINDS',
   'METRICS',
   'SchemaError',
   'require',
+  'number_or_none',
+  'ints',
+  'by_length_of',
+  'nested_by_length',
+  'length_keys',
   'finite_curve',
+  'read_members',
   'Member',
-  'RangeMember',
-  'GridMember',
-  'LengthsMember',
-  'PerplexityMember',
   'Evaluation',
-  'RangeResults',
-  'GridResults',
-  'LengthsResults',
-  'PerplexityResults',
   'Results',
+  'record_of',
   'upgrade_v1',
   'read',
   'best_score',
@@ -85,10 +79,18 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 VERSIONS = (1, 2)
-# Every evaluation record by results.json's `evaluation`, in the protocols' order.
-KINDS: dict[str, type] = {
-  kind.evaluation: kind for kind in (RangeResults, GridResults, LengthsResults, PerplexityResults)
-}
+
+
+def record_of(evaluation: Any, where: str = 'results.json') -> type:
+  """The record class of results.json's `evaluation` (`posenc.kinds.record`), or a one-line
+  SchemaError naming the kinds there are."""
+  if evaluation not in kinds_lib.KINDS:
+    names = [repr(name) for name in kinds_lib.KINDS]
+    raise SchemaError(
+      f'{where}: evaluation is {evaluation!r}, expected {", ".join(names[:-1])} or {names[-1]}'
+    )
+  return kinds_lib.record(evaluation)
+
 
 # ---------------------------------------------------------------------------------------------
 # The whole file.
@@ -147,9 +149,7 @@ class Results:
     }
 
   @classmethod
-  def from_json(
-    cls, data: Any, kinds: Mapping[str, type] = KINDS, where: str = 'results.json'
-  ) -> Results:
+  def from_json(cls, data: Any, where: str = 'results.json') -> Results:
     """Reads any version (`upgrade_v1` for files without `schema_version`).
 
     Raises:
@@ -165,13 +165,8 @@ class Results:
         f'({", ".join(map(str, VERSIONS))}); it was written by a newer posenc: upgrade'
       )
     if version == 1:
-      data = upgrade_v1(data, kinds, where)
-    evaluation = data.get('evaluation')
-    if evaluation not in kinds:
-      names = [repr(name) for name in kinds]
-      raise SchemaError(
-        f'{where}: evaluation is {evaluation!r}, expected {", ".join(names[:-1])} or {names[-1]}'
-      )
+      data = upgrade_v1(data, where)
+    kind = record_of(data.get('evaluation'), where)
     task = require(data, 'task', str, where)
     encoding = require(data, 'encoding', str, where)
     if not task or not encoding:
@@ -196,7 +191,7 @@ class Results:
       architecture=architecture,
       train_steps=require(data, 'train_steps', int, where),
       train_length=require(data, 'train_length', int, where),
-      evaluation=kinds[evaluation].from_json(data, where),
+      evaluation=kind.from_json(data, where),
       versions=optional('versions') or {},
       compiled_programs=optional('compiled_programs'),
       timing=optional('timing'),
@@ -206,15 +201,14 @@ class Results:
     )
 
 
-def upgrade_v1(data: Mapping[str, Any], kinds: Mapping[str, type], where: str) -> dict[str, Any]:
+def upgrade_v1(data: Mapping[str, Any], where: str) -> dict[str, Any]:
   """A version 1 object in version 2's layout: `evaluation` 'range' when absent (the
   study's runs came first), the evaluation's default family, null encoding options and
   architecture where the file predates them."""
   data = dict(data)
   data.setdefault('evaluation', 'range')
-  kind = kinds.get(data['evaluation'])
-  if data.get('family') is None and kind is not None:
-    data['family'] = kind.default_family
+  if data.get('family') is None and data['evaluation'] in kinds_lib.KINDS:
+    data['family'] = kinds_lib.record(data['evaluation']).default_family
   elif 'family' in data and not isinstance(data['family'], str):
     raise SchemaError(f'{where}: family is {data["family"]!r}, expected a model family name')
   data.setdefault('encoding_options', None)
@@ -222,7 +216,7 @@ def upgrade_v1(data: Mapping[str, Any], kinds: Mapping[str, type], where: str) -
   return data
 
 
-def read(path: str | os.PathLike[str], kinds: Mapping[str, type] = KINDS) -> Results:
+def read(path: str | os.PathLike[str]) -> Results:
   """The Results of the results.json at `path` (`Results.from_json`).
 
   Raises:
@@ -233,7 +227,7 @@ def read(path: str | os.PathLike[str], kinds: Mapping[str, type] = KINDS) -> Res
       data = json.load(f)
   except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
     raise SchemaError(f'{path}: cannot read JSON ({e})') from None
-  return Results.from_json(data, kinds, str(path))
+  return Results.from_json(data, str(path))
 
 
 def best_score(members: Sequence[Member], best=max) -> float | None:

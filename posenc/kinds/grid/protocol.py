@@ -31,7 +31,7 @@ from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
-from posenc.evaluate import range as range_lib
+from posenc.kinds.grid import record as grid_record
 
 REGIONS = ('id', 'ood', 'beyond')
 Run = core.Run
@@ -209,7 +209,7 @@ def region_means(
   return out
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.GridResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> grid_record.GridResults:
   """The grid's evaluation of sequence tasks: exact match per grid cell and region; a
   member's score is its OOD region's."""
   config, task, population = run.config, run.task, run.population
@@ -221,7 +221,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.GridRes
   for i, member in enumerate(population.members):
     cell = lambda metric: {(a, b): v[metric][i] for (a, b), v in by_cell.items()}
     members.append(
-      results_lib.GridMember(
+      grid_record.GridMember(
         **member,
         diverged=bool(diverged[i]),
         score=None if diverged[i] else regions[i]['ood'],
@@ -231,7 +231,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.GridRes
         accuracy_by_cell=cell('accuracy'),
       )
     )
-  return results_lib.GridResults(
+  return grid_record.GridResults(
     tuple(task.axes),
     config.eval.grid_max,
     config.eval.grid_stride,
@@ -241,28 +241,11 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.GridRes
   )
 
 
-def summary(record: results_lib.Results) -> str:
+def summary(results: results_lib.Results) -> str:
   return (
-    f'best score {range_lib.best_score(record)} over out-of-distribution cells (exact '
-    f'match) up to {record.evaluation.grid_max}'
+    f'best score {core.best_score_text(results)} over out-of-distribution cells (exact '
+    f'match) up to {results.evaluation.grid_max}'
   )
-
-
-def probe(run: Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
-  """The program of the cell (n, n) at the training size n, its arguments after the
-  parameters, and its widths (for the cost model)."""
-  n = run.config.train.max_length
-  shape = widths(run.task, n, n, run.config.eval.bucket_size)
-  fn = make_cell_fn(run, shape)
-  return fn, (jnp.int32(n), jnp.int32(n), run.population.eval_keys), shape
-
-
-def eval_sequences(run: Run) -> tuple[list[tuple[int, int]], int]:
-  """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
-  config, task = run.config, run.task
-  n, size = config.train.max_length, config.eval.bucket_size
-  groups = [(sum(widths(task, a, b, size)), config.eval.samples_per_cell) for a, b in cells(config)]
-  return groups, sum(widths(task, n, n, size))
 
 
 def validate(run: Run) -> None:
@@ -318,7 +301,7 @@ PROTOCOL = core.Protocol(
   validate=validate,
   evaluate=evaluate,
   summary=summary,
-  results=results_lib.GridResults,
+  results=grid_record.GridResults,
   training=core.SEQUENCE,
   longest_tokens=longest_tokens,
   longest_length=lambda run: max([run.config.eval.grid_max, *run.config.eval.beyond]),

@@ -2,7 +2,7 @@
 (`posenc.results.GridResults` records) grouped by (task, architecture, column) into entries,
 their members merged, and per task the members' exact match by region (arithmetic.md).
 
-Grid runs' regions (posenc/evaluate/grid.py): 'id' (both axes <= n, the training size),
+Grid runs' regions (`posenc.kinds.grid.protocol`): 'id' (both axes <= n, the training size),
 'ood' (some axis > n, both <= M) and 'beyond' (equal lengths past M); a member's `regions`
 hold its mean exact match over each.
 
@@ -23,7 +23,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from posenc import results as results_lib
 from posenc.report import core
 from posenc.report import load
-from posenc.report import range_tables
+from posenc.report import tables
+from posenc.kinds.grid import record as grid_record
 
 # The table shows the regions in this order, the paper's headline (OOD) first.
 GRID_REGIONS: tuple[str, ...] = ('ood', 'beyond', 'id')
@@ -57,7 +58,7 @@ def architecture_key(name: str) -> tuple[int, int, int, str]:
 class GridEntry:
   """The merged members of every grid run of one (task, architecture, column).
 
-  Members merge as a range cell's do (`load.collect_cells`); `label` names the column as
+  Members merge as a range cell's do (`posenc.kinds.range.tables.collect_cells`); `label` names the column as
   `load.column_labels` does for the grid runs.
   """
 
@@ -65,11 +66,11 @@ class GridEntry:
   architecture: str
   encoding: str
   runs: tuple[load.RunFile, ...]
-  members: tuple[results_lib.GridMember, ...]
+  members: tuple[grid_record.GridMember, ...]
   label: str
 
   @property
-  def converged(self) -> tuple[results_lib.GridMember, ...]:
+  def converged(self) -> tuple[grid_record.GridMember, ...]:
     return tuple(m for m in self.members if not m.diverged)
 
 
@@ -106,7 +107,7 @@ def collect_grid_entries(
   return entries
 
 
-def member_key(member: results_lib.GridMember) -> tuple[Any, ...]:
+def member_key(member: grid_record.GridMember) -> tuple[Any, ...]:
   """What tells members apart (an entry counts identical members once)."""
   # What tells members apart: a diverged member's regions count as None; repr, so that the
   # NaN cells of a member compare equal to their copy's.
@@ -134,14 +135,12 @@ def grid_layout(
     >>> grid_layout(entries)  # doctest: +SKIP
     (['addition'], ['standard', 'looped 8x2'], ['none', 'abacus', 'fire'])
   """
-  tasks = range_tables.ordered_names(
-    {e.task for e in entries.values()}, core.ARITHMETIC_TASKS, False
-  )
+  tasks = tables.ordered_names({e.task for e in entries.values()}, core.ARITHMETIC_TASKS, False)
   architectures = sorted({e.architecture for e in entries.values()}, key=architecture_key)
   labels: dict[str, set[str]] = collections.defaultdict(set)
   for entry in entries.values():
     labels[entry.encoding].add(entry.label)
-  encodings = range_tables.ordered_names(labels, core.GRID_ENCODINGS, False)
+  encodings = tables.ordered_names(labels, core.GRID_ENCODINGS, False)
   return tasks, architectures, [label for e in encodings for label in sorted(labels[e])]
 
 
@@ -198,9 +197,9 @@ def _region_entry(entry: GridEntry, region: str) -> str:
   stats = region_stats(entry, region)
   if stats is None:
     return core.MISSING
-  text = range_tables.percent_text(stats.mean)
+  text = tables.percent_text(stats.mean)
   if stats.sd is not None:
-    text += f' ± {range_tables.percent_text(stats.sd)}'
+    text += f' ± {tables.percent_text(stats.sd)}'
   if stats.counted < stats.total:
     text += f' ({stats.counted}/{stats.total})'
   return text
@@ -251,7 +250,7 @@ def region_table(
         ]
         lines.append(f'| {architecture} | ' + ' | '.join(row) + ' |')
       lines.append('')
-  return '\n'.join(lines + range_tables.format_notes(_grid_notes(entries, skipped))) + '\n'
+  return '\n'.join(lines + tables.format_notes(_grid_notes(entries, skipped))) + '\n'
 
 
 def _entry_name(entry: GridEntry) -> str:
@@ -275,7 +274,7 @@ def _grid_protocol(record: results_lib.Results) -> str:
   stride = f' at stride {grid.grid_stride} (and {grid.grid_max})' if grid.grid_stride > 1 else ''
   past = sorted(set(grid.beyond))
   beyond = (
-    (', '.join(map(str, past)) if len(past) <= 4 else range_tables.describe_lengths(past))
+    (', '.join(map(str, past)) if len(past) <= 4 else tables.describe_lengths(past))
     if past
     else 'none'
   )
@@ -321,7 +320,7 @@ def _grid_notes(
 
   by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
   for entry in ordered:
-    by_count[range_tables.members_text(entry.members)].append(entry)
+    by_count[tables.members_text(entry.members)].append(entry)
   notes.append(
     'Members per entry: '
     + '; '.join(f'{text} in {_which_entries(group, total)}' for text, group in by_count.items())

@@ -18,10 +18,89 @@ import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from posenc import results as results_lib
+from posenc.kinds.range import record as range_record
 from posenc.report import core
 from posenc.report import load
+from posenc.report import tables
 
-Cell = load.Cell
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """The members of every range run of one (task, column), merged (`collect_cells`), read in
+  `metric` ('accuracy' or 'exact_match').
+
+  `label` names the column: the encoding, or the encoding and the options that set its runs
+  apart from its other columns (`column_labels`).
+  """
+
+  task: str
+  encoding: str
+  runs: tuple[load.RunFile, ...]
+  members: tuple[range_record.RangeMember, ...]
+  label: str
+  metric: str = 'accuracy'
+
+  @property
+  def converged(self) -> tuple[range_record.RangeMember, ...]:
+    return tuple(m for m in self.members if not m.diverged)
+
+  @property
+  def family(self) -> str:
+    """The model family of the cell's runs (one, as families are never merged)."""
+    return self.runs[0].record.family
+
+  def score(self, member: range_record.RangeMember) -> float | None:
+    """The member's score in the cell's metric; None for a diverged member, whatever it
+    scored."""
+    if member.diverged:
+      return None
+    return self.runs[0].record.evaluation.score_of(member, self.family, self.metric)
+
+  def curve(self, member: range_record.RangeMember) -> dict[int, float]:
+    """The member's metric by length, sorted (NaN where none was recorded)."""
+    return self.runs[0].record.evaluation.curve(member, self.family, self.metric)
+
+
+def collect_cells(
+  runs: Iterable[load.RunFile], metric: str = 'accuracy'
+) -> dict[tuple[str, str], Cell]:
+  """Groups range runs by (task, column label), merging the members of runs of one cell.
+
+  The label is the encoding unless its runs differ in their options or the runs hold several
+  model families (`column_labels`). The members are read in `metric`. When several runs cover
+  the same cell, the cell holds the union of their members, where a member that appears
+  identically in two runs (same seed, learning rate, divergence, score and curve: a copy of
+  the same training) counts once and any other member counts separately, even with the same
+  seed and learning rate.
+
+  Example:
+    >>> cells = collect_cells(runs)  # doctest: +SKIP
+    >>> cells['reverse_string', 'relative'].members  # 30 members
+  """
+  runs = list(runs)
+  grouped: dict[tuple[str, str], list[load.RunFile]] = collections.defaultdict(list)
+  for run, label in zip(runs, load.column_labels(runs)):
+    grouped[run.record.task, label].append(run)
+  cells = {}
+  for (task, label), cell_runs in grouped.items():
+    cell = Cell(task, cell_runs[0].record.encoding, tuple(cell_runs), (), label, metric)
+    members, seen = [], set()
+    for run in cell_runs:
+      for member in run.record.members:
+        # repr, so that the NaN values of a diverged member compare equal to their copy's.
+        key = (
+          member.seed,
+          member.data_seed,
+          member.learning_rate,
+          member.diverged,
+          cell.score(member),
+          repr(tuple(cell.curve(member).items())),
+        )
+        if key not in seen:
+          seen.add(key)
+          members.append(member)
+    cells[task, label] = dataclasses.replace(cell, members=tuple(members))
+  return cells
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,7 +139,7 @@ def seed_stats(cell: Cell) -> SeedStats | None:
     >>> seed_stats(cell)  # doctest: +SKIP
     SeedStats(learning_rate=0.0003, mean=0.9, sd=0.05, converged=10, total=10)
   """
-  by_rate: dict[float, list[results_lib.RangeMember]] = collections.defaultdict(list)
+  by_rate: dict[float, list[range_record.RangeMember]] = collections.defaultdict(list)
   for member in cell.members:
     by_rate[member.learning_rate].append(member)
   best = None
@@ -83,13 +162,6 @@ def seed_stats(cell: Cell) -> SeedStats | None:
 # Tables.
 
 
-def ordered_names(present: Iterable[str], canonical: Sequence[str], full_grid: bool) -> list[str]:
-  """Canonical names (all of them, or those present), then unknown names sorted."""
-  present = set(present)
-  known = [n for n in canonical if full_grid or n in present]
-  return known + sorted(present - set(canonical))
-
-
 def grid_axes(
   cells: Mapping[tuple[str, str], Cell], full_grid: bool = False
 ) -> tuple[list[str], list[str]]:
@@ -104,16 +176,12 @@ def grid_axes(
     (['reverse_string'], ['none', 'randomized_relative (relative_mode=reference)',
                           'randomized_relative (relative_mode=symmetric)'])
   """
-  tasks = ordered_names((t for t, _ in cells), core.TASKS, full_grid)
+  tasks = tables.ordered_names((t for t, _ in cells), core.TASKS, full_grid)
   labels: dict[str, set[str]] = collections.defaultdict(set)
   for cell in cells.values():
     labels[cell.encoding].add(cell.label)
-  encodings = ordered_names(labels, core.ENCODINGS, full_grid)
+  encodings = tables.ordered_names(labels, core.ENCODINGS, full_grid)
   return tasks, [label for e in encodings for label in sorted(labels.get(e, {e}))]
-
-
-def percent_text(x: float) -> str:
-  return f'{100 * x:.1f}'
 
 
 def _markdown_grid(
@@ -159,7 +227,7 @@ def table1(
 
   def entry(cell: Cell) -> str:
     best = best_score(cell)
-    return core.DIVERGED if best is None else percent_text(best)
+    return core.DIVERGED if best is None else tables.percent_text(best)
 
   label = core.metric_label(metric)
   lines = [f'# Table 1: {label} (%) on unseen lengths, max over members', '']
@@ -171,7 +239,7 @@ def table1(
     f'member diverged.'
   ]
   notes += _common_notes(cells, skipped, metric)
-  return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
+  return '\n'.join(lines + [''] + tables.format_notes(notes)) + '\n'
 
 
 def table4(
@@ -200,9 +268,9 @@ def table4(
     stats = seed_stats(cell)
     if stats is None:
       return core.DIVERGED
-    text = percent_text(stats.mean)
+    text = tables.percent_text(stats.mean)
     if stats.sd is not None:
-      text += f' ± {percent_text(stats.sd)}'
+      text += f' ± {tables.percent_text(stats.sd)}'
     if stats.converged < stats.total:
       text += f' ({stats.converged}/{stats.total})'
     return text
@@ -229,11 +297,7 @@ def table4(
     'diverged.'
   ]
   notes += _common_notes(cells, skipped, metric)
-  return '\n'.join(lines + [''] + format_notes(notes)) + '\n'
-
-
-def format_notes(notes: Sequence[str]) -> list[str]:
-  return ['Notes:', ''] + [f'{i}. {note}' for i, note in enumerate(notes, 1)]
+  return '\n'.join(lines + [''] + tables.format_notes(notes)) + '\n'
 
 
 def _name(cell: Cell) -> str:
@@ -250,53 +314,6 @@ def _names(cells: Sequence[Cell], limit: int = 8) -> str:
 
 def _which(group: Sequence[Cell], total: int) -> str:
   return f'all {total} cells' if len(group) == total else _names(group)
-
-
-def describe_lengths(lengths: Sequence[int]) -> str:
-  """A short description of a sorted set of lengths.
-
-  Example:
-    >>> describe_lengths(range(41, 501))
-    '41..500 (every length, 460 lengths)'
-    >>> describe_lengths(range(41, 501, 10))
-    '41, 51, …, 491 (every 10th length, 46 lengths)'
-  """
-  lengths = sorted(set(lengths))
-  if not lengths:
-    return 'no lengths'
-  if len(lengths) == 1:
-    return f'{lengths[0]} (1 length)'
-  steps = {b - a for a, b in zip(lengths, lengths[1:])}
-  if steps == {1}:
-    return f'{lengths[0]}..{lengths[-1]} (every length, {len(lengths)} lengths)'
-  if len(steps) == 1 and len(lengths) > 2:
-    (step,) = steps
-    return (
-      f'{lengths[0]}, {lengths[1]}, …, {lengths[-1]} '
-      f'(every {_ordinal(step)} length, {len(lengths)} lengths)'
-    )
-  return f'{lengths[0]}..{lengths[-1]} ({len(lengths)} lengths, irregularly spaced)'
-
-
-def _ordinal(n: int) -> str:
-  suffix = 'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')
-  return f'{n}{suffix}'
-
-
-def members_text(members: Sequence[Any]) -> str:
-  """'N', or 'N (S seeds × learning rates {...})' when the members are a full product.
-
-  Example: seeds 0, 1 at 1e-3 -> '2 (2 seeds × learning rates {0.001})'.
-  """
-  seeds = {m.seed for m in members}
-  rates = sorted({m.learning_rate for m in members})
-  text = str(len(members))
-  if len(seeds) * len(rates) == len(members):
-    text += (
-      f' ({len(seeds)} seed{"s" * (len(seeds) != 1)} × learning rates '
-      f'{{{", ".join(f"{r:g}" for r in rates)}}})'
-    )
-  return text
 
 
 def _common_notes(
@@ -327,7 +344,7 @@ def _common_notes(
     full = tuple(range(train_length + 1, max_length + 1))
     subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
     parts.append(
-      f'N = {train_length}, lengths {describe_lengths(unseen)}{subset} in {_which(group, total)}'
+      f'N = {train_length}, lengths {tables.describe_lengths(unseen)}{subset} in {_which(group, total)}'
     )
   notes.append(
     f'Scores average the {core.metric_label(metric)} over the evaluated lengths '
@@ -340,7 +357,7 @@ def _common_notes(
   # Members per cell, as seeds × learning rates where the cell is a full product.
   by_count: dict[str, list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
-    by_count[members_text(cell.members)].append(cell)
+    by_count[tables.members_text(cell.members)].append(cell)
   notes.append(
     'Members per cell: '
     + '; '.join(f'{text} in {_which(group, total)}' for text, group in by_count.items())

@@ -38,7 +38,7 @@ from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
-from posenc.evaluate import range as range_lib
+from posenc.kinds.lengths import record as lengths_record
 
 Array = jax.Array
 METRICS = ('exact_match', 'edit_distance', 'accuracy')
@@ -248,7 +248,7 @@ def evaluate_cells(
   )
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.LengthsResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> lengths_record.LengthsResults:
   """A hinting task's evaluation: the main head's full-sequence accuracy, edit distance and
   token accuracy per test distribution and length, per member; the score is the exact match
   over the first distribution's lengths past training."""
@@ -271,9 +271,11 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.Lengths
       else None
     )
     members.append(
-      results_lib.LengthsMember(**member, diverged=bool(diverged[i]), score=score, by_length=table)
+      lengths_record.LengthsMember(
+        **member, diverged=bool(diverged[i]), score=score, by_length=table
+      )
     )
-  return results_lib.LengthsResults(
+  return lengths_record.LengthsResults(
     tuple(config.hints),
     config.train.hint_schedule,
     tuple(lengths),
@@ -306,11 +308,11 @@ def model_sizes(run: Run) -> dict[str, int]:
   return {'vocab_size': run.task.vocab_size, 'num_outputs': len(run.tasks)}
 
 
-def summary(record: results_lib.Results) -> str:
-  evaluation = record.evaluation
+def summary(results: results_lib.Results) -> str:
+  evaluation = results.evaluation
   hints = '+'.join(evaluation.hints) or 'no hint'
   return (
-    f'best score {range_lib.best_score(record)} over {evaluation.score_distribution} '
+    f'best score {core.best_score_text(results)} over {evaluation.score_distribution} '
     f'lengths {list(evaluation.score_lengths)} (full-sequence accuracy, {hints})'
   )
 
@@ -320,22 +322,6 @@ def inputs(run: Run, key: Array, examples: int, length: int) -> tuple[Array, Arr
   task = run.task
   batch = task.sample(key, examples, length, task.max_prompt(length), task.max_answer(length))
   return batch['tokens'], batch['length'], True
-
-
-def probe(run: Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
-  """The program of test length n (the training size), first distribution, for the cost
-  model: it, its arguments after the parameters, and its widths."""
-  n, task = run.config.train.max_length, run.task
-  fn = make_length_fn(run, n)
-  return fn, (jnp.int32(0), run.population.eval_keys), (task.max_prompt(n), task.max_answer(n))
-
-
-def eval_sequences(run: Run) -> tuple[list[tuple[int, int]], int]:
-  """Every test length's examples under every distribution, and the tokens at n."""
-  config, task = run.config, run.task
-  tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
-  count = config.eval.examples_per_length * len(config.eval.distributions)
-  return ([(tokens(n), count) for n in config.eval.lengths], tokens(config.train.max_length))
 
 
 def validate(run: Run) -> None:
@@ -409,7 +395,7 @@ PROTOCOL = core.Protocol(
   validate=validate,
   evaluate=evaluate,
   summary=summary,
-  results=results_lib.LengthsResults,
+  results=lengths_record.LengthsResults,
   # A main task and its hints share every batch (`multitask`).
   training=dataclasses.replace(
     core.SEQUENCE, shape=train_shape, batch=train_batch, model_sizes=model_sizes, inputs=inputs

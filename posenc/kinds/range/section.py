@@ -24,10 +24,12 @@ from posenc import plots
 from posenc import results as results_lib
 from posenc.report import core
 from posenc.report import load
-from posenc.report import range_tables
+from posenc.report import tables as shared_tables
+from posenc.kinds.range import record as range_record
+from posenc.kinds.range import tables
 import tasks as tasks_lib
 
-Cell = load.Cell
+Cell = tables.Cell
 
 
 # ---------------------------------------------------------------------------------------------
@@ -46,7 +48,7 @@ def chance(task: str, metric: str) -> float | None:
   return 1.0 / tasks_lib.REGISTRY[task].num_classes
 
 
-def best_member(cell: Cell) -> results_lib.RangeMember | None:
+def best_member(cell: Cell) -> range_record.RangeMember | None:
   """The non-diverged member with the highest score (the first on ties), or None."""
   converged = cell.converged
   return max(converged, key=cell.score) if converged else None
@@ -71,7 +73,7 @@ def figure4(
     'exact match'
   """
   label_y = core.metric_label(metric)
-  _, columns = range_tables.grid_axes(cells)
+  _, columns = tables.grid_axes(cells)
   encoding_of = {cell.label: cell.encoding for cell in cells.values()}
   fig = mpl_figure.Figure(figsize=(10, 5), dpi=100)  # The Agg canvas; no pyplot state.
   ax = fig.add_subplot()
@@ -102,7 +104,7 @@ def figure4(
       lw=1.6,
       markevery=markevery,
       **style,
-      label=f'{label}: {range_tables.percent_text(cell.score(member))}',
+      label=f'{label}: {shared_tables.percent_text(cell.score(member))}',
     )
     if style['linestyle'] == plots.DASHES:
       dashed.append((line, 2 * (index % 3)))
@@ -111,7 +113,7 @@ def figure4(
   level = chance(task, metric)
   if level is not None:
     ax.axhline(
-      level, **plots.CHANCE_LINE, label=f'chance (1/C = {range_tables.percent_text(level)}%)'
+      level, **plots.CHANCE_LINE, label=f'chance (1/C = {shared_tables.percent_text(level)}%)'
     )
   ax.set_ylim(-_Y_MARGIN, 1 + _Y_MARGIN)
   ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1])
@@ -172,7 +174,7 @@ def per_length_table(
     ['| length | none | randomized_relative |', '|---|---|---|', '| 1* | 100.0 | 100.0 |']
   """
   label = core.metric_label(metric)
-  encodings = [e for e in range_tables.grid_axes(cells)[1] if (task, e) in cells]
+  encodings = [e for e in tables.grid_axes(cells)[1] if (task, e) in cells]
   best = {e: best_member(cells[(task, e)]) for e in encodings}
   curves = {e: cells[(task, e)].curve(m) if m else {} for e, m in best.items()}
   lengths = sorted({int(l) for curve in curves.values() for l in curve})
@@ -233,11 +235,11 @@ def build(runs: Sequence[load.RunFile], options: core.Options) -> core.Section:
   """Table 1 and Table 4 ('table1', 'table4'), with figures every task's Figure 4
   (figure4_<task>.png) and with `per_length` the per-length tables ('lengths_<task>',
   lengths_<task>.md, printed in the order of their file names)."""
-  cells = load.collect_cells(runs, metric=options.metric)
+  cells = tables.collect_cells(runs, metric=options.metric)
   kw = {'full_grid': options.full_grid, 'skipped': options.skipped, 'metric': options.metric}
-  texts = {'table1': range_tables.table1(cells, **kw), 'table4': range_tables.table4(cells, **kw)}
+  texts = {'table1': tables.table1(cells, **kw), 'table4': tables.table4(cells, **kw)}
   files = {'table1.md': texts['table1'].encode(), 'table4.md': texts['table4'].encode()}
-  tasks = range_tables.grid_axes(cells)[0]
+  tasks = tables.grid_axes(cells)[0]
   if options.figures:
     for task in tasks:
       files[figure_name(task)] = figure4_png(cells, task, metric=options.metric)

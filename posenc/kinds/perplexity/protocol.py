@@ -31,6 +31,7 @@ from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
+from posenc.kinds.perplexity import record as perplexity_record
 
 MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
@@ -208,7 +209,7 @@ def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, 
   )
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.PerplexityResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> perplexity_record.PerplexityResults:
   """A text corpus's evaluation: perplexity per length and window mode; a member's score is
   its first mode's perplexity at the longest length."""
   config, task, population = run.config, run.task, run.population
@@ -223,7 +224,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.Perplex
     at_n, longest = first.get(n), first[max(lengths)]
     # Qin et al.'s Def. 0.1: |ppl_L - ppl_m| / ppl_m at the longest length.
     members.append(
-      results_lib.PerplexityMember(
+      perplexity_record.PerplexityMember(
         **member,
         diverged=bool(diverged[i]),
         score=None if diverged[i] else longest,
@@ -231,7 +232,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.Perplex
         perplexity_by_length=ppl,
       )
     )
-  return results_lib.PerplexityResults(
+  return perplexity_record.PerplexityResults(
     tuple(lengths), task.split_info(), {str(l): by[l]['seconds'] for l in lengths}, tuple(members)
   )
 
@@ -244,12 +245,12 @@ def model_sizes(run: Run) -> dict[str, int]:
   return {'vocab_size': task.vocab_size, 'num_classes': task.vocab_size}
 
 
-def summary(record: results_lib.Results) -> str:
-  best = results_lib.best_score(record.members, min)
-  mode = next(iter(record.members[0].perplexity_by_length))
+def summary(results: results_lib.Results) -> str:
+  best = results_lib.best_score(results.members, min)
+  mode = next(iter(results.members[0].perplexity_by_length))
   return (
     f'best perplexity {"n/a" if best is None else f"{best:.3f}"} at length '
-    f'{max(record.evaluation.eval_lengths)} ({mode} windows)'
+    f'{max(results.evaluation.eval_lengths)} ({mode} windows)'
   )
 
 
@@ -304,7 +305,7 @@ PROTOCOL = core.Protocol(
   validate=validate,
   evaluate=evaluate,
   summary=summary,
-  results=results_lib.PerplexityResults,
+  results=perplexity_record.PerplexityResults,
   # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
   training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
   longest_tokens=longest_tokens,

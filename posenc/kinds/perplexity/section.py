@@ -18,6 +18,7 @@ from posenc import families
 from posenc import results as results_lib
 from posenc.report import core
 from posenc.report import load
+from posenc.kinds.perplexity import record as perplexity_record
 
 FILE = 'perplexity.md'
 
@@ -28,7 +29,7 @@ def label(record: results_lib.Results) -> str:
   return record.encoding if causal else f'{record.encoding} ({record.family})'
 
 
-def by_mode(member: results_lib.PerplexityMember) -> dict[str, dict[int, float]] | None:
+def by_mode(member: perplexity_record.PerplexityMember) -> dict[str, dict[int, float]] | None:
   """A member's perplexity by window mode and length (NaN where none was recorded); None
   when it diverged."""
   if member.diverged:

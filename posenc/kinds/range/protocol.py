@@ -26,6 +26,7 @@ from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
+from posenc.kinds.range import record as range_record
 
 P = jax.sharding.PartitionSpec
 POP = population_lib.POP
@@ -221,7 +222,7 @@ def evaluate_lengths(
   )
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.RangeResults:
+def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> range_record.RangeResults:
   """The study's evaluation: per-length metrics per member; a member's scores are their means
   over the lengths past training."""
   config, diverged = run.config, core.diverged(run, state)
@@ -237,7 +238,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.RangeRe
     )
     exact_score = None if None in exact.values() else mean_unseen(exact)
     members.append(
-      results_lib.RangeMember(
+      range_record.RangeMember(
         **member,
         diverged=bool(diverged[i]),
         score=mean_unseen(by_length),
@@ -246,21 +247,16 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> results_lib.RangeRe
         exact_match_by_length=exact,
       )
     )
-  return results_lib.RangeResults(
+  return range_record.RangeResults(
     tuple(eval_list), (unseen[0], unseen[-1]) if unseen else None, tuple(members)
   )
 
 
-def best_score(record: results_lib.Results) -> str:
-  """The best member's score, or why there is none."""
-  best = results_lib.best_score(record.members)
-  return 'n/a (all members diverged)' if best is None else f'{best:.4f}'
-
-
-def summary(record: results_lib.Results) -> str:
-  lengths = record.evaluation.score_lengths
+def summary(results: results_lib.Results) -> str:
+  lengths = results.evaluation.score_lengths
   return (
-    f'best score {best_score(record)} over lengths {None if lengths is None else list(lengths)}'
+    f'best score {core.best_score_text(results)} over lengths '
+    f'{None if lengths is None else list(lengths)}'
   )
 
 
@@ -342,7 +338,7 @@ PROTOCOL = core.Protocol(
   validate=validate,
   evaluate=evaluate,
   summary=summary,
-  results=results_lib.RangeResults,
+  results=range_record.RangeResults,
   training=TRAINING,
   longest_tokens=longest_tokens,
   longest_length=lambda run: max(config_lib.eval_lengths(run.config)),

@@ -25,8 +25,9 @@ import numpy as np
 from posenc import results as results_lib
 from posenc.report import core
 from posenc.report import load
-from posenc.report import range_tables
-from posenc.report import regions
+from posenc.report import tables
+from posenc.kinds.grid import record as grid_record
+from posenc.kinds.grid import regions
 
 FILE = 'arithmetic.md'
 
@@ -78,7 +79,7 @@ def _next_round(step: int) -> int:
 
 
 def grid_heatmap(
-  run: load.RunFile, member: results_lib.GridMember, *, label: str | None = None
+  run: load.RunFile, member: grid_record.GridMember, *, label: str | None = None
 ) -> mpl_figure.Figure:
   """A member's exact match (%) on every measured cell (a, b) ≤ M, and on the cells past M.
 
@@ -159,7 +160,7 @@ def grid_heatmap(
     cax=fig.add_subplot(layout[-1]),
     label='exact match (%)',
   )
-  shown = lambda v: core.MISSING if v is None else range_tables.percent_text(v)
+  shown = lambda v: core.MISSING if v is None else tables.percent_text(v)
   means = ', '.join(
     f'{regions.REGION_NAMES[r]} {shown(member.regions[r])}' for r in ('id', 'ood', 'beyond')
   )
@@ -173,7 +174,7 @@ def grid_heatmap(
 
 
 def grid_heatmap_png(
-  run: load.RunFile, member: results_lib.GridMember, *, label: str | None = None
+  run: load.RunFile, member: grid_record.GridMember, *, label: str | None = None
 ) -> bytes:
   """`grid_heatmap` as PNG bytes.
 

@@ -1,0 +1,38 @@
+"""What a grid run costs (`posenc.cost.sequence`): one member's program of the cell (n, n)
+at the training size measured, every cell's samples at their padded widths counted.
+
+Example:
+  >>> fn, args, widths = probe(run)   # doctest: +SKIP
+  >>> groups(run)                     # ([(tokens, samples) per cell], tokens of (n, n))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax.numpy as jnp
+
+from posenc import cost
+from posenc import setup
+from posenc.kinds.grid import protocol
+
+
+def probe(run: setup.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+  """The program of the cell (n, n) at the training size n, its arguments after the
+  parameters, and its widths (for the cost model)."""
+  n = run.config.train.max_length
+  shape = protocol.widths(run.task, n, n, run.config.eval.bucket_size)
+  fn = protocol.make_cell_fn(run, shape)
+  return fn, (jnp.int32(n), jnp.int32(n), run.population.eval_keys), shape
+
+
+def groups(run: setup.Run) -> tuple[list[tuple[int, int]], int]:
+  """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
+  config, task = run.config, run.task
+  n, size = config.train.max_length, config.eval.bucket_size
+  samples = config.eval.samples_per_cell
+  evaluated = [(sum(protocol.widths(task, a, b, size)), samples) for a, b in protocol.cells(config)]
+  return evaluated, sum(protocol.widths(task, n, n, size))
+
+
+COST = cost.sequence(probe, groups)

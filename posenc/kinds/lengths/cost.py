@@ -1,0 +1,37 @@
+"""What a task-hinting run costs (`posenc.cost.sequence`): one member's program of test
+length n (the training size) measured, every test length's examples under every distribution
+counted.
+
+Example:
+  >>> fn, args, widths = probe(run)   # doctest: +SKIP
+  >>> groups(run)                     # ([(tokens, examples) per length], tokens at n)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax.numpy as jnp
+
+from posenc import cost
+from posenc import setup
+from posenc.kinds.lengths import protocol
+
+
+def probe(run: setup.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+  """The program of test length n (the training size), first distribution, for the cost
+  model: it, its arguments after the parameters, and its widths."""
+  n, task = run.config.train.max_length, run.task
+  fn = protocol.make_length_fn(run, n)
+  return fn, (jnp.int32(0), run.population.eval_keys), (task.max_prompt(n), task.max_answer(n))
+
+
+def groups(run: setup.Run) -> tuple[list[tuple[int, int]], int]:
+  """Every test length's examples under every distribution, and the tokens at n."""
+  config, task = run.config, run.task
+  tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
+  count = config.eval.examples_per_length * len(config.eval.distributions)
+  return ([(tokens(n), count) for n in config.eval.lengths], tokens(config.train.max_length))
+
+
+COST = cost.sequence(probe, groups)

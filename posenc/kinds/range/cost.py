@@ -1,0 +1,241 @@
+"""What a range run costs (`posenc.cost`): the whole population measured on this machine,
+every cell scaled by the encoder's FLOP model; and on an accelerator, from XLA's cost
+analysis of its programs (a roofline).
+
+Training time of a cell = steps * mean over the curriculum of c_train * flops(T_bucket(L));
+evaluation time = sum over evaluated lengths of c_eval * examples * flops(T_bucket(L)); the
+constants c_* come from the measurement: the population's steps along the curriculum, one
+evaluation length past training. Tasks differ through T = L + O(L) (e.g. duplicate_string
+has O(L) = 2L).
+
+Example:
+  >>> measured, rows = COST.estimate(runs, cells, 20)   # doctest: +SKIP
+  >>> rows[0]['train_s'], measured['model_updates_per_s']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from posenc import config as config_lib
+from posenc import cost
+from posenc import population as population_lib
+from posenc import setup
+from posenc import sweep as sweep_lib
+from posenc import train
+from posenc.kinds.range import protocol
+import tasks
+
+# Token counts the per-program costs are measured at (reverse_string: T = 2 x bucket); other
+# token counts come from the quadratic through them (exact for FLOPs: the dense layers are
+# linear in T, attention quadratic).
+_FIT_TRAIN_BUCKETS = (10, 20, 40)
+_FIT_EVAL_BUCKETS = (64, 256, 512)
+
+
+def cell_work(run: setup.Run) -> tuple[float, float]:
+  """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
+  config, task = run.config, run.task
+  n, m = config.train.max_length, config.eval.max_length
+  per_step = (
+    np.mean(
+      [
+        cost.forward_flops(cost.tokens(task, l, n, config.train.bucket_size), config)
+        for l in range(1, n + 1)
+      ]
+    )
+    * config.train.batch_size
+  )
+  per_eval = (
+    sum(
+      cost.forward_flops(cost.tokens(task, l, m, config.eval.bucket_size), config)
+      for l in config_lib.eval_lengths(config)
+    )
+    * config.eval.examples_per_length
+  )
+  return float(per_step), float(per_eval)
+
+
+def measure(run: setup.Run, steps: int) -> dict[str, float]:
+  """Measured seconds per population step and per evaluated example-FLOP of the run."""
+  config, task, population = run.config, run.task, run.population
+  figures = cost.measure_training(run, steps)
+  step_s = figures['seconds'] / steps
+  n, size = config.train.max_length, config.train.bucket_size
+  measured_work = (
+    np.mean(
+      [cost.forward_flops(cost.tokens(task, int(l), n, size), config) for l in figures['lengths']]
+    )
+    * config.train.batch_size
+  )
+  length = min(config.eval.max_length, max(1, n + 1))
+  bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+  evaluate = protocol.make_eval_fn(run, bucket)
+  eval_s = cost.time_once(
+    evaluate, figures['state']['params'], jnp.int32(length), population.eval_keys
+  )
+  eval_work = (
+    cost.forward_flops(
+      cost.tokens(task, length, config.eval.max_length, config.eval.bucket_size), config
+    )
+    * config.eval.examples_per_length
+  )
+  return {
+    'step_s': step_s,
+    'train_s_per_unit': step_s / measured_work,
+    'eval_s_per_unit': eval_s / eval_work,
+    'population': figures['population'],
+    'model_updates_per_s': population.size / step_s,
+  }
+
+
+def estimate(
+  runs: Sequence[setup.Run], cells: Sequence[dict[str, Any]], steps: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+  """The first run measured (`measure`), every cell predicted by its FLOPs (`cell_work`)."""
+  measured = measure(runs[0], steps)
+  rows = []
+  for overrides, run in zip(cells, runs):
+    per_step, per_eval = cell_work(run)
+    rows.append(
+      {
+        'cell': sweep_lib.cell_name(overrides),
+        'train_s': run.config.train.steps * per_step * measured['train_s_per_unit'],
+        'eval_s': per_eval * measured['eval_s_per_unit'],
+      }
+    )
+  return measured, rows
+
+
+def describe(measured: dict[str, Any]) -> str:
+  return (
+    f'{measured["population"]} members: {1 / measured["step_s"]:.2f} population steps/s = '
+    f'{measured["model_updates_per_s"]:.1f} model-updates/s'
+  )
+
+
+# ---------------------------------------------------------------------------------------
+# The roofline.
+
+
+def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+  """Quadratics in T of one member's accelerator programs: {'train', 'eval'} -> [2, 3]
+  (rows: FLOPs, bytes; columns: polyfit coefficients, highest power first).
+
+  'train' is one training step of batch_size sequences of T tokens; 'eval' one evaluation
+  sub-batch. The programs are those an accelerator runs (xla_fused attention, no CPU
+  blocking), compiled by this machine's XLA: its fusion decides the bytes.
+  """
+  run = setup.build(
+    config_lib.cell_config(
+      config, {'task': 'reverse_string', 'seeds': [0], 'learning_rates': [1e-4]}
+    ),
+    platform='gpu',
+  )
+  config, task, population, model = run.config, run.task, run.population, run.model
+  state = population_lib.init_state(config, model, population, abstract=True)
+  length = jax.ShapeDtypeStruct((), jnp.int32)
+  # The evaluation's programs at one sub-batch per length.
+  one_batch = setup.build(
+    config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size}),
+    platform='gpu',
+  )
+  points = {'train': [], 'eval': []}
+  for bucket in _FIT_TRAIN_BUCKETS:
+    fn = train.make_update_fn(run, bucket)
+    points['train'].append(
+      (
+        cost.tokens(task, bucket, bucket, 1),
+        *cost.compiled_cost(fn, state, length, population.learning_rates, population.train_keys),
+      )
+    )
+  for bucket in _FIT_EVAL_BUCKETS:
+    fn = protocol.make_eval_fn(one_batch, bucket)
+    points['eval'].append(
+      (
+        cost.tokens(task, bucket, bucket, 1),
+        *cost.compiled_cost(fn, state['params'], length, population.eval_keys),
+      )
+    )
+  fits = {}
+  for kind, rows in points.items():
+    t, flops, nbytes = (np.array(c, np.float64) for c in zip(*rows))
+    fits[kind] = np.stack([np.polyfit(t, flops, 2), np.polyfit(t, nbytes, 2)])
+  return fits
+
+
+def _check_roofline(run: setup.Run, overrides: dict[str, Any]) -> None:
+  """ConfigError (one line) for a cell whose programs the fit cannot stand for."""
+  config = run.config
+  if run.family.generates:
+    # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
+    # trip count: the estimate would leave out most of the evaluation.
+    raise config_lib.ConfigError(
+      f'--device estimates cover model.family=encoder only, not {config.model.family!r}'
+    )
+  # The fit compiles reverse_string programs up to the longest bucket, which an encoding
+  # whose positions stop at max_position cannot encode.
+  longest = cost.tokens(
+    tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1], _FIT_EVAL_BUCKETS[-1], 1
+  )
+  if run.encoding.bounded and config.model.max_position < longest:
+    raise config_lib.ConfigError(
+      f'--device: the roofline fits programs of up to {longest} tokens, beyond '
+      f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
+      f'(cell {sweep_lib.cell_name(overrides)}); raise --config.model.max_position to '
+      f'{longest}, or leave out --device to measure this machine'
+    )
+
+
+def roofline(
+  runs: Sequence[setup.Run],
+  cells: Sequence[dict[str, Any]],
+  spec: dict[str, Any],
+  progress: Any,
+) -> list[dict[str, Any]]:
+  """Each cell's seconds on the device `spec` (`cost.roofline`): its training steps along
+  the curriculum and its evaluation sub-batches at every length, each program at max(FLOPs
+  / peak, bytes / bandwidth) of the fitted quadratics (`program_costs`, one fit per encoding
+  and dtype), for every member."""
+  for overrides, run in zip(cells, runs):
+    _check_roofline(run, overrides)
+  fits = {}
+  rows = []
+  for overrides, run in zip(cells, runs):
+    config, task = run.config, run.task
+    key = (config.encoding, config.model.dtype)
+    if key not in fits:
+      progress(f'cost analysis of {config.encoding} ({config.model.dtype}) programs')
+      fits[key] = program_costs(config)
+    peak = spec['flops'][config.model.dtype]
+
+    def seconds(kind, t):
+      flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
+      return max(flops / peak, nbytes / spec['bandwidth'])
+
+    n, m = config.train.max_length, config.eval.max_length
+    step = np.mean(
+      [seconds('train', cost.tokens(task, l, n, config.train.bucket_size)) for l in range(1, n + 1)]
+    )
+    sub_batches = config.eval.examples_per_length // config.eval.batch_size
+    evaluation = sum(
+      sub_batches * seconds('eval', cost.tokens(task, l, m, config.eval.bucket_size))
+      for l in config_lib.eval_lengths(config)
+    )
+    members = run.population.size
+    rows.append(
+      {
+        'cell': sweep_lib.cell_name(overrides),
+        'train_s': members * config.train.steps * step,
+        'eval_s': members * evaluation,
+      }
+    )
+  return rows
+
+
+COST = cost.Cost(estimate=estimate, describe=describe, roofline=roofline)
