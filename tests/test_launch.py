@@ -406,6 +406,18 @@ SWEEP_CASES = [
     ['--config=experiments/sweep_tiny.py', '--config.eval.lengths=[1]'],
     'are all within train.max_length=8',
   ),
+  # A count in an experiment file's arg string is a positive integer in every mode.
+  (
+    ['--config=experiments/robustness.py:tiny,seeds=-1'],
+    'robustness.py:tiny,seeds=-1: config arg seeds=-1 must be an integer >= 1',
+  ),
+  (
+    ['--config=experiments/robustness.py:tiny,data_seeds=0'],
+    'data_seeds=0 must be an integer >= 1',
+  ),
+  (['--config=experiments/robustness.py:cpu,seeds=-2'], 'seeds=-2 must be an integer >= 1'),
+  (['--config=experiments/encodings_2024.py:tiny,seeds=0'], 'seeds=0 must be an integer >= 1'),
+  (['--config=experiments/sorting_hints.py:tiny,dataset=-5'], 'dataset=-5 must be an integer >= 0'),
 ]
 
 
@@ -659,6 +671,15 @@ NO_SPACE_CASES = [
     'written last, marks the set complete',
   ),
 ]
+
+
+def test_a_bad_kill_step_is_refused_before_the_workdir_is_made(cli, tmp_path):
+  proc = cli.run(
+    ['launch.train', TINY, f'--workdir={tmp_path}/run'], env={common.KILL_AFTER_CHECKPOINT: 'abc'}
+  )
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stderr.strip() == "error: POSENC_KILL_AFTER_CHECKPOINT='abc' must be a step number"
+  assert not (tmp_path / 'run').exists()
 
 
 @pytest.mark.parametrize('argv, at, needle', NO_SPACE_CASES, ids=lambda x: str(x)[:24])
