@@ -428,7 +428,7 @@ REPORT_CASES = [
   (['{tmp}/empty'], 'no results.json'),
   (['{tmp}/bad'], 'no well-formed run'),
   (['{tmp}/bad', '--out={tmp}/file'], 'is a file, not a directory'),
-  (['{tmp}/bad', '--bogus'], 'unrecognized arguments: --bogus'),
+  (['{tmp}/bad', '--bogus'], "Unknown command line flag 'bogus'"),
   ([RANGE_RUNS, '--out='], '--out is empty; give a directory'),
   (
     [RANGE_RUNS, '--out={tmp}/file/below'],
