@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import errno
@@ -240,7 +239,7 @@ def check_out_dir(path: str, flag: str) -> None:
 
 
 def cell_config(arg: str, flag: str = '--cell') -> Any:
-  """The validated rpe_table1 config of a benchmark's `--cell` arg, or a one-line failure."""
+  """The validated rpe_table1 config of a speed measurement's `--cell` arg, or one line."""
   # Deferred: both import Flax; launch.report imports this module but no Flax
   # (tests/test_results_schema.py).
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
@@ -432,31 +431,3 @@ def run(
     return main(args)
 
   cli.run(cached_main, argv, doc=doc, flags_parser=_parse_flags, module=main.__module__)
-
-
-class ArgumentParser(argparse.ArgumentParser):
-  """argparse for the benchmarks, whose errors are one line with exit status 2."""
-
-  def error(self, message: str) -> NoReturn:
-    fail(f'{self.prog}: {message}')
-
-
-def cpu_times() -> tuple[int, int] | None:
-  """(steal, total) CPU jiffies of the machine from /proc/stat, or None off Linux.
-
-  On a shared VM the hypervisor's steal time moves wall-clock benchmarks by up to 2x; the
-  benchmarks report the steal share of their own run next to the figures.
-  """
-  try:
-    with open('/proc/stat') as f:
-      fields = [int(x) for x in f.readline().split()[1:]]
-  except (OSError, ValueError):
-    return None
-  return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
-
-
-def steal_percent(start: tuple[int, int] | None, end: tuple[int, int] | None) -> float | None:
-  """The steal share (%) of the CPU time between two `cpu_times()` readings."""
-  if start is None or end is None or end[1] <= start[1]:
-    return None
-  return round(100.0 * (end[0] - start[0]) / (end[1] - start[1]), 1)

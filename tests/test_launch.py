@@ -444,7 +444,7 @@ REPORT_CASES = [
 ]
 
 
-BENCH_CASES = [
+SPEED_CASES = [
   (['eval', '--cell=task=x'], "--cell=task=x: unknown task 'x'; valid tasks: even_pairs"),
   (['eval', '--lengths=0'], '--lengths=0 must be comma-separated positive integers'),
   (['train', '--cell=foo'], "unknown config arg 'foo'"),
@@ -570,7 +570,7 @@ ENTRY_POINTS = {
   'train': ['launch.train', '--workdir={tmp}/run'],
   'sweep': ['launch.sweep', '--workdir={tmp}/sweep'],
   'report': ['launch.report'],
-  'bench': ['launch.bench'],
+  'speed': ['launch.speed'],
   'analyze': ['launch.analyze'],
   'export': ['launch.export_eval_set'],
 }
@@ -580,7 +580,7 @@ CASES = [
     ('train', TRAIN_CASES),
     ('sweep', SWEEP_CASES),
     ('report', REPORT_CASES),
-    ('bench', BENCH_CASES),
+    ('speed', SPEED_CASES),
     ('analyze', ANALYZE_CASES),
     ('export', EXPORT_CASES),
   )
@@ -590,7 +590,7 @@ CASES = [
 
 def _help_commands() -> list[list[str]]:
   from launch import analyze
-  from launch import bench
+  from launch import speed
 
   return (
     [
@@ -598,13 +598,13 @@ def _help_commands() -> list[list[str]]:
       ['launch.sweep'],
       ['launch.report'],
       ['launch.analyze'],
-      ['launch.bench'],
+      ['launch.speed'],
       ['launch.export_eval_set'],
       ['launch.check_encoding'],
       ['launch.benchmark'],
     ]
     + [['launch.analyze', name] for name in analyze.ANALYSES]
-    + [['launch.bench', name] for name in bench.available()]
+    + [['launch.speed', name] for name in speed.NAMES]
   )
 
 
