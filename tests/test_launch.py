@@ -617,6 +617,39 @@ def test_help_prints_usage_and_exits_0(cli, command):
   assert command[-1].split('.')[-1] in proc.stdout
 
 
+# --flagfile: the flags from a file, one a line, as every absl entry point takes them.
+FLAGFILE_CASES = [
+  (['launch.report', RANGE_RUNS], ['--out={tmp}/out', '--full_grid'], 'table1.md'),
+  (
+    ['launch.analyze', 'trf'],
+    ['--encodings=type2', '--horizons=64,512', '--out={tmp}/out'],
+    'trf.json',
+  ),
+  (
+    ['launch.speed', 'samplers'],
+    ['--tasks=parity_check', '--lengths=4', '--batch_size=8', '--repeats=1', '--calls=1'],
+    None,
+  ),
+]
+
+
+@pytest.mark.parametrize('command, lines, written', FLAGFILE_CASES, ids=lambda x: str(x)[:30])
+def test_flagfile_gives_the_flags_from_a_file(cli, tmp_path, command, lines, written):
+  names = {'tmp': tmp_path, 'root': ROOT}
+  flagfile = tmp_path / 'flags.txt'
+  if written is None:  # a measurement writes its JSON to --out
+    lines, written = lines + ['--out={tmp}/out/speed.json'], 'speed.json'
+    (tmp_path / 'out').mkdir()
+  flagfile.write_text(''.join(line.format(**names) + '\n' for line in lines))
+  proc = cli.run([a.format(**names) for a in command] + [f'--flagfile={flagfile}'])
+  assert proc.returncode == 0, proc.stderr
+  assert (tmp_path / 'out' / written).is_file()
+  # A bad flag in the file is one line too.
+  flagfile.write_text('--bogus=1\n')
+  proc = cli.run([a.format(**names) for a in command] + [f'--flagfile={flagfile}'])
+  assert proc.returncode == 2 and proc.stderr == "error: Unknown command line flag 'bogus'\n"
+
+
 def _files(directory):
   return sorted(p.relative_to(directory) for p in directory.rglob('*'))
 

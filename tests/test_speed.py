@@ -73,6 +73,22 @@ def test_every_former_module_points_to_its_measurement():
       assert f"bench.point('{name}')" in f.read(), name
 
 
+@pytest.mark.parametrize('arg', ['--help', 'nope'])
+def test_the_dispatcher_answers_help_and_an_unknown_name_without_jax(arg):
+  code = (
+    'import runpy, sys\n'
+    f'sys.argv = ["speed", {arg!r}]\n'
+    'try:\n'
+    '  runpy.run_module("launch.speed", run_name="__main__", alter_sys=True)\n'
+    'except SystemExit as e:\n'
+    '  print("exit", e.code, "jax" in sys.modules)\n'
+  )
+  proc = subprocess.run(
+    [sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True, check=True
+  )
+  assert proc.stdout.splitlines()[-1] == f'exit {0 if arg == "--help" else 2} False'
+
+
 def test_keep_freed_memory_is_opt_in(monkeypatch):
   monkeypatch.delenv('POSENC_KEEP_FREED_MEMORY', raising=False)
   assert machine.keep_freed_memory() is False
