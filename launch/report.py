@@ -34,7 +34,7 @@ Example:
 
 import pathlib
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 from absl import flags
 
@@ -108,13 +108,13 @@ def _thresholds() -> scorecard_lib.Thresholds | None:
   )
 
 
-def main(argv: Sequence[str] | None = None) -> Any:
+def main(argv: Sequence[str] | None = None) -> None:
   """The command line (`argv` None: sys.argv; exits), or in a program the same checks and
   files for `argv` without the program name, returning when done:
   `main(['runs/parity', '--out=report'])`."""
   if argv is None:
     cli.run(_main)
-  return cli.call(_main, argv)
+  cli.call(_main, argv)
 
 
 def _main(argv: Sequence[str]) -> None:
