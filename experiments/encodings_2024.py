@@ -36,7 +36,7 @@ _DEFAULTS = dict(study='tasks', cpu=False, tiny=False, seeds=0)
 
 
 def _arg(arg):
-  parsed = config_lib.parse_arg(arg, **_DEFAULTS)
+  parsed = config_lib.parse_arg(arg, at_least={'seeds': 1}, **_DEFAULTS)
   if parsed.study not in STUDIES:
     raise config_lib.ConfigError(f'unknown study {parsed.study!r}; valid: {", ".join(STUDIES)}')
   return parsed

@@ -13,8 +13,9 @@ intervals, seed and data-order variance apart, and randomized against standard w
 interval and a rank test.
 
 Args: `cpu` (4 seeds × 4 data orders, minutes per cell on a CPU), `tiny` (for tests),
-tasks=a+b, standard=ENCODING, randomized=ENCODING, seeds=K, data_seeds=K. Without `cpu` or
-`tiny`, the study's scale (10 seeds × 10 data orders, 2M steps).
+tasks=a+b, standard=ENCODING, randomized=ENCODING, seeds=K, data_seeds=K (K >= 1; `tiny`
+keeps its 2 × 2). Without `cpu` or `tiny`, the study's scale (10 seeds × 10 data orders, 2M
+steps).
 """
 
 from experiments import quickstart
@@ -29,10 +30,12 @@ _DEFAULTS = dict(
   cpu=False,
   tiny=False,
 )
+# Counts given in the arg string (0 above: the mode's own count).
+_AT_LEAST = dict(seeds=1, data_seeds=1)
 
 
 def get_config(arg=None):
-  arg = config_lib.parse_arg(arg, **_DEFAULTS)
+  arg = config_lib.parse_arg(arg, at_least=_AT_LEAST, **_DEFAULTS)
   config = config_lib.base_config()
   config.task = arg.tasks.split('+')[0]
   config.encoding = arg.standard
@@ -56,7 +59,7 @@ def get_config(arg=None):
 
 
 def grid(arg=None):
-  arg = config_lib.parse_arg(arg, **_DEFAULTS)
+  arg = config_lib.parse_arg(arg, at_least=_AT_LEAST, **_DEFAULTS)
   return [
     {'task': t, 'encoding': e} for t in arg.tasks.split('+') for e in (arg.standard, arg.randomized)
   ]

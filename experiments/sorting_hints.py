@@ -54,6 +54,7 @@ DEFAULT_ENCODING = 'fire'
 def _arg(arg):
   parsed = config_lib.parse_arg(
     arg,
+    at_least={'dataset': 0},  # -1, the default: the mode's own size
     task='sorting',
     hint='none',
     encoding=DEFAULT_ENCODING,

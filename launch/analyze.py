@@ -1,6 +1,6 @@
 """Analyses: `python -m launch.analyze trf|erf [flags]`.
 
-  python -m launch.analyze trf --encodings=type1,type2,alibi,inverse_n,inverse_n_log_n \
+  python -m launch.analyze trf --encodings=type1,type2,alibi,inverse_n,inverse_n_log_n \\
       --out=analysis/trf
   python -m launch.analyze erf --workdir=runs/my_run --length=64 --out=analysis/erf
   python -m launch.analyze attention_maps --workdir=runs/my_run --lengths=40,100
@@ -38,20 +38,25 @@ weights (posenc/interventions.py: position_interpolation, ntk, yarn and yarn_pap
 original_length], scalable_softmax [s], ordered_positions, slope_scale [scale]):
 DIR/intervene_NAME.json and .md.
 
-Bad input (an unknown analysis, no encoding or an unknown one, a workdir without a run or a
-checkpoint, ε outside (0, 1), a horizon < 2 or past receptive.MAX_HORIZON (10^8), an --out
-that is a file or below one) is one line `error: ...`, exit status 2, nothing written; each
-is checked before anything is computed. A full disk is one line naming the file.
+Flags are absl's (`--flagfile=FILE` too); each analysis defines its own, listed by
+`python -m launch.analyze NAME --help`. Bad input (an unknown analysis or flag, no encoding
+or an unknown one, a workdir without a run or a checkpoint, ε outside (0, 1), a horizon < 2
+or past receptive.MAX_HORIZON (10^8), an --out that is a file or below one) is one line
+`error: ...`, exit status 2, nothing written; each is checked before anything is computed.
+A full disk is one line naming the file.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
-from typing import Any, Callable, NoReturn, Sequence
+import types
+from typing import Any, Callable
 
+from absl import flags
+
+from launch import cli
 from launch import common
 from posenc import analysis
 from posenc import analysis_plots
@@ -66,27 +71,29 @@ from posenc import receptive
 MAX_BYTES = 8 * 2**30
 
 
+Args = types.SimpleNamespace  # an analysis's flag values by name: args.out, args.workdir, ...
+
+
 @dataclasses.dataclass(frozen=True)
 class Analysis:
   """One subcommand: `python -m launch.analyze NAME [flags]`.
 
   Attributes:
     help: one line, shown by `NAME --help` above the flags.
-    add_flags: adds the subcommand's flags to its parser.
-    main: runs it on the parsed flags: checks them (one-line errors), computes, writes.
+    define_flags: defines the subcommand's absl flags (called once it is chosen, so that
+      analyses may share a flag name with different defaults).
+    main: runs it on the flag values: checks them (one-line errors), computes, writes.
+    positional: the name of the one positional argument it takes (its value in `args`;
+      '' when absent), or None.
 
-  Example: ANALYSES['trf'].add_flags(parser); ANALYSES['trf'].main(parser.parse_args([]))
-  writes analysis/trf/trf.json and trf.png.
+  Example: `python -m launch.analyze trf --horizons=64,512` runs ANALYSES['trf'].main(args)
+  with args.horizons == '64,512', args.out == 'analysis/trf', ...
   """
 
   help: str
-  add_flags: Callable[[argparse.ArgumentParser], None]
-  main: Callable[[argparse.Namespace], None]
-
-
-class _Parser(argparse.ArgumentParser):
-  def error(self, message: str) -> NoReturn:
-    common.fail(f'{self.prog}: {message} (see {self.prog} --help)')
+  define_flags: Callable[[], None]
+  main: Callable[[Args], None]
+  positional: str | None = None
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -108,20 +115,22 @@ def _write_png(out: str, name: str, fig: Any) -> None:
 # trf: bias encodings at their initial parameters, no run needed.
 
 
-def trf_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument(
-    '--encodings',
-    default='type1,type2,alibi,kerple_log,inverse_n,inverse_n_log_n',
-    help='bias encodings, comma-separated',
+def trf_flags() -> None:
+  flags.DEFINE_string(
+    'encodings',
+    'type1,type2,alibi,kerple_log,inverse_n,inverse_n_log_n',
+    'Bias encodings, comma-separated.',
   )
-  parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
-  parser.add_argument('--horizons', default=','.join(str(h) for h in receptive.HORIZONS))
-  parser.add_argument('--num_heads', type=int, default=8)
-  parser.add_argument('--head_dim', type=int, default=64)
-  parser.add_argument('--out', default='analysis/trf')
+  flags.DEFINE_string('eps', '0.1,0.01', 'ε values in (0, 1).')
+  flags.DEFINE_string(
+    'horizons', ','.join(str(h) for h in receptive.HORIZONS), 'Horizons, at least two, >= 2.'
+  )
+  flags.DEFINE_integer('num_heads', 8, 'Heads of the bias.')
+  flags.DEFINE_integer('head_dim', 64, 'Width of a head.')
+  flags.DEFINE_string('out', 'analysis/trf', 'Output directory.')
 
 
-def trf_main(args: argparse.Namespace) -> None:
+def trf_main(args: Args) -> None:
   names = [n for n in args.encodings.split(',') if n]
   if not names:
     common.fail(
@@ -205,20 +214,17 @@ def _verdict(result: dict[str, Any]) -> str:
 # The analyses of a trained run.
 
 
-def _run_flags(parser: argparse.ArgumentParser, name: str) -> None:
-  parser.add_argument('--workdir', default='', help='a trained run directory')
-  parser.add_argument('--member', type=int, default=0, help='member (seeds x rates order)')
-  parser.add_argument('--seed', type=int, default=0, help='seed of the inputs')
-  parser.add_argument('--out', default=f'analysis/{name}')
-  parser.add_argument(
-    '--max_memory_gb',
-    type=float,
-    default=8.0,
-    help='refuse inputs whose attention weights would need more (GiB)',
+def _run_flags(name: str) -> None:
+  flags.DEFINE_string('workdir', '', 'A trained run directory.')
+  flags.DEFINE_integer('member', 0, 'Member (seeds x rates order).')
+  flags.DEFINE_integer('seed', 0, 'Seed of the inputs.')
+  flags.DEFINE_string('out', f'analysis/{name}', 'Output directory.')
+  flags.DEFINE_float(
+    'max_memory_gb', 8.0, 'Refuse inputs whose attention weights would need more (GiB).'
   )
 
 
-def _load(args: argparse.Namespace) -> analysis.Run:
+def _load(args: Args) -> analysis.Run:
   """The checks every analysis of a trained run shares, then its run (one-line errors)."""
   if not args.workdir:
     common.fail('--workdir is required: a trained run directory')
@@ -229,20 +235,20 @@ def _load(args: argparse.Namespace) -> analysis.Run:
     common.fail(e)
 
 
-def _max_bytes(args: argparse.Namespace) -> float:
+def _max_bytes(args: Args) -> float:
   if not args.max_memory_gb > 0:
     common.fail(f'--max_memory_gb={args.max_memory_gb} must be a positive number')
   return args.max_memory_gb * 2**30
 
 
-def erf_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument('--length', type=int, default=64, help='input length')
-  parser.add_argument('--examples', type=int, default=8, help='inputs drawn')
-  parser.add_argument('--eps', default='0.1,0.01', help='ε values in (0, 1)')
-  _run_flags(parser, 'erf')
+def erf_flags() -> None:
+  flags.DEFINE_integer('length', 64, 'Input length.')
+  flags.DEFINE_integer('examples', 8, 'Inputs drawn.')
+  flags.DEFINE_string('eps', '0.1,0.01', 'ε values in (0, 1).')
+  _run_flags('erf')
 
 
-def erf_main(args: argparse.Namespace) -> None:
+def erf_main(args: Args) -> None:
   eps = _floats(args.eps, '--eps')
   if args.length < 1 or args.examples < 1:
     common.fail(f'--length={args.length} and --examples={args.examples} must be positive')
@@ -283,19 +289,19 @@ def erf_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/erf.json and {args.out}/erf.png')
 
 
-def _lengths_flags(name: str, examples: int) -> Callable[[argparse.ArgumentParser], None]:
+def _lengths_flags(name: str, examples: int) -> Callable[[], None]:
   """The flags of attention_maps and activation_pca (`examples`: the default of --examples)."""
 
-  def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--lengths', default='40,100', help='input lengths')
-    parser.add_argument('--examples', type=int, default=examples, help='inputs drawn per length')
-    parser.add_argument('--layer', type=int, default=-1, help='activation_pca: the layer')
-    _run_flags(parser, name)
+  def define_flags() -> None:
+    flags.DEFINE_string('lengths', '40,100', 'Input lengths, comma-separated.')
+    flags.DEFINE_integer('examples', examples, 'Inputs drawn per length.')
+    flags.DEFINE_integer('layer', -1, 'activation_pca: the layer (negative: from the last).')
+    _run_flags(name)
 
-  return add_flags
+  return define_flags
 
 
-def _rows_at(args: argparse.Namespace) -> tuple[analysis.Run, list[int], list[dict]]:
+def _rows_at(args: Args) -> tuple[analysis.Run, list[int], list[dict]]:
   """(run, lengths, attention rows per length) for the analyses of a trained run."""
   lengths = common.positive_ints(args.lengths.split(','), '--lengths')
   if args.examples < 1:
@@ -312,7 +318,7 @@ def _rows_at(args: argparse.Namespace) -> tuple[analysis.Run, list[int], list[di
   return run, lengths, rows
 
 
-def maps_main(args: argparse.Namespace) -> None:
+def maps_main(args: Args) -> None:
   run, lengths, rows = _rows_at(args)
   layers = len(rows[0]['weights'])
   maps = [[analysis.attention_map(row, layer) for layer in range(layers)] for row in rows]
@@ -322,7 +328,7 @@ def maps_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/attention_maps.png ({len(lengths)} lengths x {layers} layers)')
 
 
-def pca_main(args: argparse.Namespace) -> None:
+def pca_main(args: Args) -> None:
   run, lengths, rows = _rows_at(args)
   layers = len(rows[0]['hidden'])
   if not -layers <= args.layer < layers:
@@ -352,15 +358,15 @@ def pca_main(args: argparse.Namespace) -> None:
   )
 
 
-def probe_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument('--length', type=int, default=40, help='input length of the probe')
-  parser.add_argument('--test_length', type=int, default=0, help='test inputs (0: --length)')
-  parser.add_argument('--examples', type=int, default=32, help='inputs per batch')
-  parser.add_argument('--steps', type=int, default=500, help='probe training steps')
-  _run_flags(parser, 'position_probe')
+def probe_flags() -> None:
+  flags.DEFINE_integer('length', 40, 'Input length of the probe.')
+  flags.DEFINE_integer('test_length', 0, 'Length of the test inputs (0: --length).')
+  flags.DEFINE_integer('examples', 32, 'Inputs per batch.')
+  flags.DEFINE_integer('steps', 500, 'Probe training steps.')
+  _run_flags('position_probe')
 
 
-def probe_main(args: argparse.Namespace) -> None:
+def probe_main(args: Args) -> None:
   test_length = args.test_length or args.length
   for flag, value in (
     ('--length', args.length),
@@ -405,13 +411,13 @@ def probe_main(args: argparse.Namespace) -> None:
   print(f'wrote {args.out}/position_probe.json and {args.out}/position_probe.png')
 
 
-def shuffle_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument('--length', type=int, default=64, help='tokens before the scored one')
-  parser.add_argument('--examples', type=int, default=256, help='held-out sequences')
-  _run_flags(parser, 'prefix_shuffle')
+def shuffle_flags() -> None:
+  flags.DEFINE_integer('length', 64, 'Tokens before the scored one.')
+  flags.DEFINE_integer('examples', 256, 'Held-out sequences.')
+  _run_flags('prefix_shuffle')
 
 
-def shuffle_main(args: argparse.Namespace) -> None:
+def shuffle_main(args: Args) -> None:
   for flag, value in (('--length', args.length), ('--examples', args.examples)):
     if value < 2:
       common.fail(f'{flag}={value} must be an integer >= 2')
@@ -438,21 +444,20 @@ def shuffle_main(args: argparse.Namespace) -> None:
   )
 
 
-def intervene_flags(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument(
-    'run', nargs='?', default='', metavar='RUN', help='a trained run directory (or --workdir)'
+def intervene_flags() -> None:
+  flags.DEFINE_string('workdir', '', 'A trained run directory (or give it as RUN).')
+  flags.DEFINE_string(
+    'intervention',
+    None,
+    'Required: NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, yarn_paper, '
+    'scalable_softmax, ordered_positions, slope_scale.',
   )
-  parser.add_argument('--workdir', default='', help='a trained run directory')
-  parser.add_argument(
-    '--intervention',
-    required=True,
-    help='NAME[:k=v,...], NAME one of position_interpolation, ntk, yarn, '
-    'yarn_paper, scalable_softmax, ordered_positions, slope_scale',
-  )
-  parser.add_argument('--out', default='analysis/intervene')
+  flags.DEFINE_string('out', 'analysis/intervene', 'Output directory.')
 
 
-def intervene_main(args: argparse.Namespace) -> None:
+def intervene_main(args: Args) -> None:
+  if not args.intervention:
+    cli.fail('--intervention is required, e.g. --intervention=yarn:scale=4')
   workdir = args.run or args.workdir
   if not workdir:
     common.fail('give the run: python -m launch.analyze intervene RUN --intervention=NAME')
@@ -514,24 +519,40 @@ ANALYSES = {
     "a run's metric by length before and after a test-time intervention on its saved weights",
     intervene_flags,
     intervene_main,
+    positional='run',
   ),
 }
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-  argv = sys.argv[1:] if argv is None else argv
-  if argv and argv[0] in common.HELP_FLAGS:
-    print(__doc__.strip() + '\n\n`python -m launch.analyze NAME --help` lists the flags of one.')
-    sys.exit(0)
-  if not argv or argv[0] not in ANALYSES:
-    got = argv[0] if argv else '(none)'
-    common.fail(f'unknown analysis {got!r}; valid: {", ".join(ANALYSES)}')
-  chosen = ANALYSES[argv[0]]
-  kept = lambda: 'the files written before it are whole (each is written atomically)'
-  with common.on_full_disk(kept, 'the --out directory'):
-    parser = _Parser(prog=f'python -m launch.analyze {argv[0]}', description=chosen.help)
-    chosen.add_flags(parser)
-    chosen.main(parser.parse_args(argv[1:]))
+def main() -> None:
+  """`python -m launch.analyze NAME [RUN] [--flags]`: defines NAME's flags, then runs it."""
+  name = cli.subcommand(
+    sys.argv,
+    list(ANALYSES),
+    'analysis',
+    __doc__ + '\n`python -m launch.analyze NAME --help` lists the flags of one.',
+  )
+  chosen = ANALYSES[name]
+  before = set(flags.FLAGS)
+  chosen.define_flags()
+  names = sorted(set(flags.FLAGS) - before)
+
+  def run_analysis(argv: list[str]) -> None:
+    args = Args(**{n: flags.FLAGS[n].value for n in names})
+    rest = argv[1:]
+    if chosen.positional:
+      setattr(args, chosen.positional, rest[0] if rest else '')
+      rest = rest[1:]
+    if rest:
+      cli.fail(f'unexpected arguments {rest}; see python -m launch.analyze {name} --help')
+    kept = lambda: 'the files written before it are whole (each is written atomically)'
+    with common.on_full_disk(kept, 'the --out directory'):
+      chosen.main(args)
+
+  usage = f'python -m launch.analyze {name}' + (
+    f' [{chosen.positional.upper()}]' if chosen.positional else ''
+  )
+  common.run(run_analysis, [sys.argv[0], *sys.argv[2:]], doc=f'{usage}: {chosen.help}.')
 
 
 if __name__ == '__main__':

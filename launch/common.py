@@ -1,13 +1,14 @@
-"""What every entry point shares.
+"""What every entry point that runs JAX shares (`launch.cli` has the command line itself).
 
 - One-line errors: bad input prints `error: ...` on one line and exits with status 2
-  (`fail`), before anything is written. The experiment file named by `--config` is loaded
-  and called here first, so a missing file, a file that does not import, or a bad arg
-  string gets one line instead of absl's traceback.
+  (`fail`, from `launch.cli`), before anything is written. The experiment file named by
+  `--config` is loaded and called here first, so a missing file, a file that does not
+  import, or a bad arg string gets one line instead of absl's traceback.
 - List-valued config fields take command-line overrides: `--config.seeds='[0,1,2]'`,
   `--config.learning_rates=1e-3,3e-4` (brackets, parentheses or bare commas).
-- Quiet logs: only warnings of the libraries reach the terminal unless `--verbosity` is
-  given (`--verbosity=0` shows their INFO lines again).
+- Quiet logs (`launch.cli`): only warnings of the libraries reach the terminal unless
+  `--verbosity` is given (`--verbosity=0` shows their INFO lines again).
+- The compilation cache: JAX's persistent cache, on unless turned off (`compilation_cache`).
 - Preemption: SIGTERM asks the run to checkpoint at the next step boundary and exit with
   status 143 (`PREEMPTED_EXIT`); rerunning the same command resumes.
 - A full disk: one line naming the file and what is kept (`on_full_disk`), exit status 2;
@@ -16,7 +17,6 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import errno
@@ -29,13 +29,12 @@ import sys
 import tempfile
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
-from absl import app
 from absl import flags
-from absl import logging
 from ml_collections import config_flags
 import jax
 
 import experiments
+from launch import cli
 from posenc import config as config_lib
 from posenc import io
 
@@ -43,11 +42,7 @@ from posenc import io
 # wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
 PREEMPTED_EXIT = 143
 
-
-def fail(message: Any) -> NoReturn:
-  """Prints `error: message` as one line on stderr and exits with status 2."""
-  print('error: ' + ' '.join(str(message).split()), file=sys.stderr)
-  sys.exit(2)
+fail = cli.fail
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,10 +190,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
       )
     if spec:
       check_overrides(check_experiment(spec), argv[1:])
-  try:
-    return flags.FLAGS(argv)
-  except flags.Error as e:
-    fail(e)
+  return cli.parse_flags(argv)
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,7 +239,7 @@ def check_out_dir(path: str, flag: str) -> None:
 
 
 def cell_config(arg: str, flag: str = '--cell') -> Any:
-  """The validated rpe_table1 config of a benchmark's `--cell` arg, or a one-line failure."""
+  """The validated rpe_table1 config of a speed measurement's `--cell` arg, or one line."""
   # Deferred: both import Flax; launch.report imports this module but no Flax
   # (tests/test_results_schema.py).
   from experiments import rpe_table1  # pylint: disable=g-import-not-at-top
@@ -427,84 +419,15 @@ def compilation_cache(enabled: bool = True) -> str | None:
   return directory
 
 
-def quiet_logging() -> None:
-  """Libraries log warnings only, unless --verbosity was given on the command line."""
-  if not flags.FLAGS['verbosity'].present:
-    logging.set_verbosity(logging.WARNING)
+def run(
+  main: Callable[[list[str]], None], argv: list[str] | None = None, doc: str | None = None
+) -> NoReturn:
+  """`cli.run` for an entry point that runs JAX: the experiment file of `--config` checked
+  first (one line), JAX's persistent compilation cache on (`compilation_cache`). `doc`: the
+  help text, if not the docstring of `main`'s module."""
 
-
-HELP_FLAGS = ('-h', '-help', '--help', '--helpshort', '--helpfull')
-
-
-def wants_help(argv: Sequence[str]) -> bool:
-  """Whether `argv` (without the program name) asks for help before any `--`."""
-  for arg in argv:
-    if arg == '--':
-      return False
-    if arg in HELP_FLAGS:
-      return True
-  return False
-
-
-def print_help(module: Any, full: bool = False) -> NoReturn:
-  """The module's docstring and its flags (`full`: every library's too) on stdout, then
-  exit status 0.
-
-  `module` is the entry point's module object, or '__main__'.
-  """
-  doc = (sys.modules[module].__doc__ if isinstance(module, str) else module.__doc__) or ''
-  if full:
-    text = flags.FLAGS.get_help()
-  else:
-    text = (
-      flags.FLAGS.main_module_help() if module == '__main__' else flags.FLAGS.module_help(module)
-    )
-  print(doc.strip() + ('\n\nflags:\n' + text if text else ''))
-  sys.exit(0)
-
-
-def run(main: Callable[[list[str]], None], argv: list[str] | None = None) -> None:
-  """`absl.app.run` with one-line flag errors (exit status 2), quiet library logs, and
-  `--help` (or -h, --helpshort, --helpfull) printing the entry point's docstring and flags
-  with exit status 0."""
-  args = (sys.argv if argv is None else argv)[1:]
-  if wants_help(args):
-    print_help(
-      sys.modules[main.__module__] if main.__module__ != '__main__' else '__main__',
-      full='--helpfull' in args,
-    )
-
-  def quiet_main(args):
-    quiet_logging()
+  def cached_main(args):
     compilation_cache()
-    main(args)
+    return main(args)
 
-  app.run(quiet_main, argv=argv, flags_parser=_parse_flags)
-
-
-class ArgumentParser(argparse.ArgumentParser):
-  """argparse for the benchmarks, whose errors are one line with exit status 2."""
-
-  def error(self, message: str) -> NoReturn:
-    fail(f'{self.prog}: {message}')
-
-
-def cpu_times() -> tuple[int, int] | None:
-  """(steal, total) CPU jiffies of the machine from /proc/stat, or None off Linux.
-
-  On a shared VM the hypervisor's steal time moves wall-clock benchmarks by up to 2x; the
-  benchmarks report the steal share of their own run next to the figures.
-  """
-  try:
-    with open('/proc/stat') as f:
-      fields = [int(x) for x in f.readline().split()[1:]]
-  except (OSError, ValueError):
-    return None
-  return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
-
-
-def steal_percent(start: tuple[int, int] | None, end: tuple[int, int] | None) -> float | None:
-  """The steal share (%) of the CPU time between two `cpu_times()` readings."""
-  if start is None or end is None or end[1] <= start[1]:
-    return None
-  return round(100.0 * (end[0] - start[0]) / (end[1] - start[1]), 1)
+  cli.run(cached_main, argv, doc=doc, flags_parser=_parse_flags, module=main.__module__)

@@ -32,133 +32,108 @@ Example:
   python -m launch.report runs/abacus_cpu --out=runs/abacus_cpu/report
 """
 
-import argparse
 import pathlib
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
+from absl import flags
+
+from launch import cli
 from launch import common
 from posenc import report as report_lib
 from posenc.report import scorecard as scorecard_lib
 
-
-class _Parser(argparse.ArgumentParser):
-  """argparse with the project's one-line errors and exit status 2."""
-
-  def error(self, message: str) -> NoReturn:
-    self.exit(
-      2,
-      f'error: {message} (usage: python -m launch.report WORKDIR... [--out=DIR] '
-      '[--full_grid] [--metric=accuracy|exact_match])\n',
-    )
-
-
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
-  parser = _Parser(
-    prog='python -m launch.report',
-    description=(
-      'Tables 1 and 4 and Figure 4 of the study, and the arithmetic '
-      "study's region table and heatmaps, from run directories."
-    ),
-  )
-  parser.add_argument(
-    'workdirs',
-    nargs='+',
-    metavar='WORKDIR',
-    help='run directories, sweep directories or results.json files',
-  )
-  parser.add_argument(
-    '--out', default='report', help='output directory (default: ./report); created if needed'
-  )
-  parser.add_argument(
-    '--full_grid',
-    action='store_true',
-    help='every task and encoding of the study, not only those with runs; '
-    'missing cells shown as missing',
-  )
-  parser.add_argument(
-    '--scorecard',
-    action='store_true',
-    help='also the robustness scorecard over the members of every run '
-    '(scorecard.md, scorecard.json, scorecard_<task>.png): mean, sd, '
-    'median, IQR, max (the published statistic), success rate, longest '
-    'length generalized, bootstrap intervals, pairwise comparisons',
-  )
-  # Defaults None: a threshold given without --scorecard is refused, not ignored.
-  parser.add_argument(
-    '--success_threshold',
-    type=float,
-    default=None,
-    help="scorecard: a member succeeds at a score >= this (default 0.9)",
-  )
-  parser.add_argument(
-    '--length_threshold',
-    type=float,
-    default=None,
-    help='scorecard: a length is generalized at >= this accuracy (exact '
-    'match for generated answers; default 0.95)',
-  )
-  parser.add_argument(
-    '--perplexity_tolerance',
-    type=float,
-    default=None,
-    help='scorecard, language models: success within this share of the '
-    "member's perplexity at the training length (default 0.1)",
-  )
-  parser.add_argument(
-    '--metric',
-    choices=tuple(report_lib.METRICS),
-    default='accuracy',
-    help='the score of the range tables and figures: per-token accuracy '
-    '(default) or exact match of the whole output; grid runs are always '
-    'judged by exact match',
-  )
-  return parser.parse_args(argv)
-
-
-def _fail(message: str) -> NoReturn:
-  print('error: ' + ' '.join(message.split()), file=sys.stderr)  # Always one line.
-  sys.exit(2)
-
-
-# The scorecard's flags: (name, Thresholds field, valid range as text, check).
-_THRESHOLDS = (
-  ('--success_threshold', 'score', 'in (0, 1]', lambda v: 0 < v <= 1),
-  ('--length_threshold', 'length', 'in (0, 1]', lambda v: 0 < v <= 1),
-  ('--perplexity_tolerance', 'tolerance', 'a finite number >= 0', lambda v: 0 <= v < float('inf')),
+_OUT = flags.DEFINE_string(
+  'out', 'report', 'Output directory (default: ./report); created if needed.'
+)
+_FULL_GRID = flags.DEFINE_bool(
+  'full_grid',
+  False,
+  'Every task and encoding of the study, not only those with runs; missing cells shown as missing.',
+)
+_SCORECARD = flags.DEFINE_bool(
+  'scorecard',
+  False,
+  'Also the robustness scorecard over the members of every run (scorecard.md, '
+  'scorecard.json, scorecard_<task>.png): mean, sd, median, IQR, max (the published '
+  'statistic), success rate, longest length generalized, bootstrap intervals, pairwise '
+  'comparisons.',
+)
+# Defaults None: a threshold given without --scorecard is refused, not ignored.
+_SUCCESS = flags.DEFINE_float(
+  'success_threshold', None, 'Scorecard: a member succeeds at a score >= this (default 0.9).'
+)
+_LENGTH = flags.DEFINE_float(
+  'length_threshold',
+  None,
+  'Scorecard: a length is generalized at >= this accuracy (exact match for generated '
+  'answers; default 0.95).',
+)
+_TOLERANCE = flags.DEFINE_float(
+  'perplexity_tolerance',
+  None,
+  "Scorecard, language models: success within this share of the member's perplexity at the "
+  'training length (default 0.1).',
+)
+_METRIC = flags.DEFINE_enum(
+  'metric',
+  'accuracy',
+  report_lib.METRICS,
+  'The score of the range tables and figures: per-token accuracy (default) or exact match '
+  'of the whole output; grid runs are always judged by exact match.',
 )
 
 
-def _thresholds(args: argparse.Namespace) -> scorecard_lib.Thresholds | None:
+# The scorecard's flags: (flag, Thresholds field, valid range as text, check).
+_THRESHOLDS = (
+  (_SUCCESS, 'score', 'in (0, 1]', lambda v: 0 < v <= 1),
+  (_LENGTH, 'length', 'in (0, 1]', lambda v: 0 < v <= 1),
+  (_TOLERANCE, 'tolerance', 'a finite number >= 0', lambda v: 0 <= v < float('inf')),
+)
+
+
+def _thresholds() -> scorecard_lib.Thresholds | None:
   """The scorecard's thresholds from the flags (None without --scorecard)."""
-  given = {
-    flag: getattr(args, flag[2:]) for flag, *_ in _THRESHOLDS if getattr(args, flag[2:]) is not None
-  }
-  if not args.scorecard:
+  given = {flag.name: flag.value for flag, *_ in _THRESHOLDS if flag.value is not None}
+  if not _SCORECARD.value:
     if given:
-      flag, value = next(iter(given.items()))
-      _fail(f'{flag}={value} needs --scorecard (it is a threshold of the scorecard)')
+      name, value = next(iter(given.items()))
+      cli.fail(f'--{name}={value} needs --scorecard (it is a threshold of the scorecard)')
     return None
   for flag, _, valid, ok in _THRESHOLDS:
-    if flag in given and not ok(given[flag]):
-      _fail(f'{flag}={given[flag]} must be {valid}')
+    if flag.name in given and not ok(flag.value):
+      cli.fail(f'--{flag.name}={flag.value} must be {valid}')
   return scorecard_lib.Thresholds(
-    **{field: given[flag] for flag, field, *_ in _THRESHOLDS if flag in given}
+    **{field: flag.value for flag, field, *_ in _THRESHOLDS if flag.name in given}
   )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  args = _parse(sys.argv[1:] if argv is None else argv)
-  common.check_out_dir(args.out, '--out')
-  out = pathlib.Path(args.out)
-  thresholds = _thresholds(args)
+  """The command line (`argv` None: sys.argv; exits), or in a program the same checks and
+  files for `argv` without the program name, returning when done:
+  `main(['runs/parity', '--out=report'])`."""
+  if argv is None:
+    cli.run(_main)
+  cli.call(_main, argv)
+
+
+def _main(argv: Sequence[str]) -> None:
+  workdirs = list(argv[1:])
+  if not workdirs:
+    cli.fail(
+      'give the runs: python -m launch.report WORKDIR... [--out=DIR], each a run directory, '
+      'a tree of them or a results.json file'
+    )
+  common.check_out_dir(_OUT.value, '--out')
+  out = pathlib.Path(_OUT.value)
+  thresholds = _thresholds()
   try:
     # Everything is rendered in memory first, so bad input leaves nothing on disk.
     report = report_lib.build_report(
-      args.workdirs, full_grid=args.full_grid, metric=args.metric, scorecard=thresholds
+      workdirs, full_grid=_FULL_GRID.value, metric=_METRIC.value, scorecard=thresholds
     )
   except report_lib.ReportError as e:
-    _fail(str(e))
+    cli.fail(e)
   for problem in report.skipped:
     print(f'warning: skipped malformed run: {problem}', file=sys.stderr)
   kept = lambda: 'the files written before it are whole (each is written atomically)'
@@ -166,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with common.on_full_disk(kept, str(out)):
       report_lib.write_files(out, report.files)
   except OSError as e:
-    _fail(f'cannot write to --out={args.out!r}: {e.strerror or e}')
+    cli.fail(f'cannot write to --out={_OUT.value!r}: {e.strerror or e}')
   for text in report.texts.values():
     print(text)
   written = [f'{out}/{name}' for name in report.tables] + list(report.figures)

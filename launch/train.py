@@ -33,6 +33,8 @@ def main(argv: list[str]) -> None:
     common.compilation_cache(False)  # before anything compiles: JAX decides once
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
+  # Read before the workdir is made: a bad POSENC_KILL_AFTER_CHECKPOINT leaves nothing behind.
+  checkpointed = common.checkpoint_hook()
   try:
     run = setup.build(_CONFIG.value)
   except config_lib.ConfigError as e:
@@ -58,7 +60,7 @@ def main(argv: list[str]) -> None:
         workdir,
         progress=lambda line: print(line, flush=True),
         should_stop=preemption,
-        checkpointed=common.checkpoint_hook(),
+        checkpointed=checkpointed,
       )
   except (config_lib.ConfigError, io.DirectoryBusy) as e:
     common.fail(e)

@@ -189,7 +189,9 @@ def shrink_to_tiny(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   return c
 
 
-def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
+def parse_arg(
+  arg: str | None, *, at_least: Mapping[str, int] | None = None, **defaults: Any
+) -> ml_collections.ConfigDict:
   """Parses an experiment file's arg string, typed by `defaults`.
 
   The string is comma-separated `key=value` pairs and bare flags (a bare flag sets a
@@ -197,13 +199,17 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
 
   Args:
     arg: e.g. 'task=reverse_string,encoding=relative,tiny', or None / ''.
+    at_least: the smallest value of integer keys when the arg string gives them, e.g.
+      {'seeds': 1} refuses 'seeds=0' and 'seeds=-1' (a default may be a sentinel such as 0,
+      "the mode's own count", and is not checked).
     **defaults: every accepted key with its default value.
 
   Returns:
     A ConfigDict with every key of `defaults`.
 
   Raises:
-    ConfigError: an unknown key, a bare non-bool key, or a value of the wrong type.
+    ConfigError: an unknown key, a bare non-bool key, a value of the wrong type, or an
+      integer below its `at_least`.
   """
   out = dict(defaults)
   for item in filter(None, (arg or '').split(',')):
@@ -228,6 +234,9 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
         out[key] = type(default)(value)
       except ValueError:
         raise ConfigError(f'config arg {key}={value!r} is not a {type(default).__name__}') from None
+      low = (at_least or {}).get(key)
+      if low is not None and out[key] < low:
+        raise ConfigError(f'config arg {key}={value} must be an integer >= {low}')
   return ml_collections.ConfigDict(out)
 
 

@@ -5,38 +5,32 @@ Training writes under `workdir/tensorboard/<member>/` (e.g. `seed0_lr0.001`, wit
 `train/learning_rate` (the member's rate times the schedule's factor) and
 `train/steps_per_s`; after the evaluation, `eval/<metric>_by_length` with the length as the
 step. `tensorboard --logdir runs/` then shows every member of every run. The writer is
-tensorboardX's event protocol and record writer (no TensorFlow), an optional extra: `pip install -e '.[tensorboard]'`.
+tensorboardX's `SummaryWriter` (no TensorFlow), an optional extra: `pip install -e
+'.[tensorboard]'`.
 
-A resumed run restarts its curves at the checkpoint: its first event tells TensorBoard to
-drop the events it wrote past that step before it stopped (a purge step), so a curve has no
-step twice. `read(directory)` reads a member's scalars back the way TensorBoard does.
+A resumed run restarts its curves at the checkpoint: its writer's `purge_step` tells
+TensorBoard to drop the events an earlier process wrote past that step before it stopped,
+so a curve has no step twice. `flush` (at every checkpoint) closes the member's event file,
+the one call that puts every queued event on disk, and the next logged step opens a new
+file: a member's directory holds one file per checkpoint interval that logged something.
 
 Example:
   >>> writer = Writer('runs/parity', members, start_step=0)   # doctest: +SKIP
   >>> writer.train(100, loss=[0.7], accuracy=[0.5], learning_rates=[1e-3], steps_per_s=9.)
-  >>> writer.close()
-  >>> read('runs/parity/tensorboard/seed0_lr0.001')['train/loss']
-  [(100, 0.7)]
+  >>> writer.close()   # runs/parity/tensorboard/seed0_lr0.001/events.out.tfevents.*
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import socket
-import struct
-import time
 from typing import Any, Mapping, Sequence
 
 from posenc import config as config_lib
 
 try:  # The optional extra: without it, asking for event files is one line (`check`).
   import tensorboardX
-  from tensorboardX import record_writer
-  import tensorboardX.summary
-  from tensorboardX.proto import event_pb2
 except ImportError:
-  tensorboardX = record_writer = event_pb2 = None
+  tensorboardX = None
 
 DIRECTORY = 'tensorboard'
 NEEDS_EXTRA = (
@@ -58,41 +52,40 @@ def label(member: Mapping[str, Any]) -> str:
 
 
 class Writer:
-  """Event files of a population: one directory per member under `workdir/tensorboard`,
-  written as they come (no writer thread), so `flush` makes them durable.
+  """Event files of a population: one `tensorboardX.SummaryWriter` per member, in
+  `workdir/tensorboard/<label>`.
 
-  `start_step` is the step training resumes from (0 for a fresh run); what an earlier
-  process wrote past it is purged."""
+  `start_step` is the step training resumes from (0 for a fresh run); the first file of each
+  member purges what an earlier process wrote past it."""
 
   def __init__(self, workdir: str, members: Sequence[Mapping[str, Any]], start_step: int):
     if tensorboardX is None:
       raise config_lib.ConfigError(NEEDS_EXTRA)
-    self._files = []
-    # A name per process: a restart within the same second gets a file of its own.
-    name = (
-      f'events.out.tfevents.{int(time.time())}.{socket.gethostname()}'
-      f'.from{start_step}.{os.getpid()}'
-    )
-    for member in members:
-      directory = os.path.join(workdir, DIRECTORY, label(member))
-      os.makedirs(directory, exist_ok=True)
-      record = record_writer.RecordWriter(os.path.join(directory, name))
-      self._files.append(record)
-      self._write(record, event_pb2.Event(wall_time=time.time(), file_version='brain.Event:2'))
-      # TensorBoard drops an earlier file's events at or past a restart's START step.
-      purge = event_pb2.Event(wall_time=time.time(), step=start_step + 1)
-      purge.session_log.status = event_pb2.SessionLog.START
-      self._write(record, purge)
+    self._directories = [os.path.join(workdir, DIRECTORY, label(m)) for m in members]
+    self._start = start_step
+    self._opened = [0] * len(members)  # event files this process opened, per member
+    self._writers: list[Any] = [None] * len(members)
+    for i in range(len(members)):  # The purge is written now, whatever is logged later.
+      self._writer(i)
 
-  @staticmethod
-  def _write(record: Any, event: Any) -> None:
-    record.write(event.SerializeToString())
+  def _writer(self, i: int) -> Any:
+    """Member i's open writer, opened with a new file if `flush` closed the last one."""
+    if self._writers[i] is None:
+      # Names sort in writing order (TensorBoard reads a directory's files in name order),
+      # and a restart within the same second gets files of its own: the step it resumed
+      # from, the process and the file's number follow tensorboardX's time and host.
+      number = self._opened[i]
+      self._opened[i] += 1
+      self._writers[i] = tensorboardX.SummaryWriter(
+        self._directories[i],
+        # TensorBoard drops an earlier file's events at or past a restart's purge step.
+        purge_step=self._start + 1 if number == 0 else None,
+        filename_suffix=f'.from{self._start:010d}.{os.getpid()}.{number:06d}',
+      )
+    return self._writers[i]
 
   def _scalar(self, i: int, tag: str, value: float, step: int) -> None:
-    event = event_pb2.Event(
-      wall_time=time.time(), step=int(step), summary=tensorboardX.summary.scalar(tag, float(value))
-    )
-    self._write(self._files[i], event)
+    self._writer(i).add_scalar(tag, float(value), int(step))
 
   def train(
     self,
@@ -103,7 +96,7 @@ class Writer:
     steps_per_s: float,
   ) -> None:
     """One logged step of every member (None: a diverged member's value, not written)."""
-    for i in range(len(self._files)):
+    for i in range(len(self._writers)):
       for tag, value in (
         ('train/loss', loss[i]),
         ('train/accuracy', accuracy[i]),
@@ -122,40 +115,14 @@ class Writer:
           self._scalar(i, tag, value, length)
 
   def flush(self) -> None:
-    for record in self._files:
-      record.flush()
+    """Every event so far on disk (a crash after it loses none): each open file is closed.
+
+    `SummaryWriter.flush` writes out only what its writer thread has taken from the queue;
+    `close` drains the queue, then flushes and syncs the file."""
+    self.close()
 
   def close(self) -> None:
-    for record in self._files:
-      record.flush()
-      record.close()
-
-
-def _records(path: str):
-  """The records of a TFRecord file: [8-byte length][4-byte CRC][data][4-byte CRC]."""
-  with open(path, 'rb') as f:
-    data = f.read()
-  at = 0
-  while at + 12 <= len(data):
-    (size,) = struct.unpack('<Q', data[at : at + 8])
-    yield data[at + 12 : at + 12 + size]
-    at += 12 + size + 4
-
-
-def read(directory: str) -> dict[str, list[tuple[int, float]]]:
-  """{tag: [(step, value)]} of the event files in `directory`, as TensorBoard reads them:
-  files in order, a restart's purge step dropping the earlier events at or past it."""
-  if event_pb2 is None:
-    raise config_lib.ConfigError(NEEDS_EXTRA)
-  scalars: dict[str, list[tuple[int, float]]] = {}
-  for path in sorted(glob.glob(os.path.join(directory, 'events.out.tfevents.*'))):
-    for record in _records(path):
-      event = event_pb2.Event.FromString(record)
-      if event.HasField('session_log') and event.session_log.status == event.session_log.START:
-        scalars = {
-          tag: [(s, v) for s, v in points if s < event.step] for tag, points in scalars.items()
-        }
-      elif event.HasField('summary'):
-        for value in event.summary.value:
-          scalars.setdefault(value.tag, []).append((int(event.step), value.simple_value))
-  return scalars
+    for i, writer in enumerate(self._writers):
+      if writer is not None:
+        writer.close()
+        self._writers[i] = None

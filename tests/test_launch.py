@@ -406,6 +406,18 @@ SWEEP_CASES = [
     ['--config=experiments/sweep_tiny.py', '--config.eval.lengths=[1]'],
     'are all within train.max_length=8',
   ),
+  # A count in an experiment file's arg string is a positive integer in every mode.
+  (
+    ['--config=experiments/robustness.py:tiny,seeds=-1'],
+    'robustness.py:tiny,seeds=-1: config arg seeds=-1 must be an integer >= 1',
+  ),
+  (
+    ['--config=experiments/robustness.py:tiny,data_seeds=0'],
+    'data_seeds=0 must be an integer >= 1',
+  ),
+  (['--config=experiments/robustness.py:cpu,seeds=-2'], 'seeds=-2 must be an integer >= 1'),
+  (['--config=experiments/encodings_2024.py:tiny,seeds=0'], 'seeds=0 must be an integer >= 1'),
+  (['--config=experiments/sorting_hints.py:tiny,dataset=-5'], 'dataset=-5 must be an integer >= 0'),
 ]
 
 
@@ -416,7 +428,7 @@ REPORT_CASES = [
   (['{tmp}/empty'], 'no results.json'),
   (['{tmp}/bad'], 'no well-formed run'),
   (['{tmp}/bad', '--out={tmp}/file'], 'is a file, not a directory'),
-  (['{tmp}/bad', '--bogus'], 'unrecognized arguments: --bogus'),
+  (['{tmp}/bad', '--bogus'], "Unknown command line flag 'bogus'"),
   ([RANGE_RUNS, '--out='], '--out is empty; give a directory'),
   (
     [RANGE_RUNS, '--out={tmp}/file/below'],
@@ -432,7 +444,7 @@ REPORT_CASES = [
 ]
 
 
-BENCH_CASES = [
+SPEED_CASES = [
   (['eval', '--cell=task=x'], "--cell=task=x: unknown task 'x'; valid tasks: even_pairs"),
   (['eval', '--lengths=0'], '--lengths=0 must be comma-separated positive integers'),
   (['train', '--cell=foo'], "unknown config arg 'foo'"),
@@ -558,7 +570,7 @@ ENTRY_POINTS = {
   'train': ['launch.train', '--workdir={tmp}/run'],
   'sweep': ['launch.sweep', '--workdir={tmp}/sweep'],
   'report': ['launch.report'],
-  'bench': ['launch.bench'],
+  'speed': ['launch.speed'],
   'analyze': ['launch.analyze'],
   'export': ['launch.export_eval_set'],
 }
@@ -568,7 +580,7 @@ CASES = [
     ('train', TRAIN_CASES),
     ('sweep', SWEEP_CASES),
     ('report', REPORT_CASES),
-    ('bench', BENCH_CASES),
+    ('speed', SPEED_CASES),
     ('analyze', ANALYZE_CASES),
     ('export', EXPORT_CASES),
   )
@@ -578,7 +590,7 @@ CASES = [
 
 def _help_commands() -> list[list[str]]:
   from launch import analyze
-  from launch import bench
+  from launch import speed
 
   return (
     [
@@ -586,13 +598,13 @@ def _help_commands() -> list[list[str]]:
       ['launch.sweep'],
       ['launch.report'],
       ['launch.analyze'],
-      ['launch.bench'],
+      ['launch.speed'],
       ['launch.export_eval_set'],
       ['launch.check_encoding'],
       ['launch.benchmark'],
     ]
     + [['launch.analyze', name] for name in analyze.ANALYSES]
-    + [['launch.bench', name] for name in bench.available()]
+    + [['launch.speed', name] for name in speed.NAMES]
   )
 
 
@@ -603,6 +615,39 @@ def test_help_prints_usage_and_exits_0(cli, command):
   assert proc.stdout.strip() and not proc.stderr.strip(), proc.stderr
   # Every entry point shows its own usage: the module name or the subcommand appears.
   assert command[-1].split('.')[-1] in proc.stdout
+
+
+# --flagfile: the flags from a file, one a line, as every absl entry point takes them.
+FLAGFILE_CASES = [
+  (['launch.report', RANGE_RUNS], ['--out={tmp}/out', '--full_grid'], 'table1.md'),
+  (
+    ['launch.analyze', 'trf'],
+    ['--encodings=type2', '--horizons=64,512', '--out={tmp}/out'],
+    'trf.json',
+  ),
+  (
+    ['launch.speed', 'samplers'],
+    ['--tasks=parity_check', '--lengths=4', '--batch_size=8', '--repeats=1', '--calls=1'],
+    None,
+  ),
+]
+
+
+@pytest.mark.parametrize('command, lines, written', FLAGFILE_CASES, ids=lambda x: str(x)[:30])
+def test_flagfile_gives_the_flags_from_a_file(cli, tmp_path, command, lines, written):
+  names = {'tmp': tmp_path, 'root': ROOT}
+  flagfile = tmp_path / 'flags.txt'
+  if written is None:  # a measurement writes its JSON to --out
+    lines, written = lines + ['--out={tmp}/out/speed.json'], 'speed.json'
+    (tmp_path / 'out').mkdir()
+  flagfile.write_text(''.join(line.format(**names) + '\n' for line in lines))
+  proc = cli.run([a.format(**names) for a in command] + [f'--flagfile={flagfile}'])
+  assert proc.returncode == 0, proc.stderr
+  assert (tmp_path / 'out' / written).is_file()
+  # A bad flag in the file is one line too.
+  flagfile.write_text('--bogus=1\n')
+  proc = cli.run([a.format(**names) for a in command] + [f'--flagfile={flagfile}'])
+  assert proc.returncode == 2 and proc.stderr == "error: Unknown command line flag 'bogus'\n"
 
 
 def _files(directory):
@@ -659,6 +704,15 @@ NO_SPACE_CASES = [
     'written last, marks the set complete',
   ),
 ]
+
+
+def test_a_bad_kill_step_is_refused_before_the_workdir_is_made(cli, tmp_path):
+  proc = cli.run(
+    ['launch.train', TINY, f'--workdir={tmp_path}/run'], env={common.KILL_AFTER_CHECKPOINT: 'abc'}
+  )
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stderr.strip() == "error: POSENC_KILL_AFTER_CHECKPOINT='abc' must be a step number"
+  assert not (tmp_path / 'run').exists()
 
 
 @pytest.mark.parametrize('argv, at, needle', NO_SPACE_CASES, ids=lambda x: str(x)[:24])

@@ -143,7 +143,7 @@ def test_analyze_trf_writes_json_and_plot_and_refuses_bad_input(cli, tmp_path):
     (('trf', '--horizons=512'), 'needs at least two horizons'),
     (('trf', '--num_heads=0'), '--num_heads=0 must be a positive integer'),
     (('trf', '--head_dim=-4'), '--head_dim=-4 must be a positive integer'),
-    (('trf', '--bogus'), 'analyze trf: unrecognized arguments: --bogus'),
+    (('trf', '--bogus'), "Unknown command line flag 'bogus'"),
     (('trf', f'--out={out / "trf.json"}'), 'is a file, not a directory'),
   ]:
     proc = run(*args)

@@ -791,7 +791,7 @@ def test_cli_metric(tmp_path, capsys):
   assert exit_info.value.code == 2
   err = capsys.readouterr().err
   assert len(err.splitlines()) == 1 and err.endswith('\n')
-  assert err.startswith("error: argument --metric: invalid choice: 'bogus'")
+  assert err.startswith('error: flag --metric=bogus: value should be one of <accuracy|exact_match>')
   assert not (tmp_path / 'bogus').exists()
 
 

@@ -107,6 +107,18 @@ def test_only_the_protocols_test_the_kind_of_a_task():
   assert not found, '\n'.join(found)
 
 
+def test_nothing_in_the_library_imports_the_speed_tools():
+  """posenc.speed sits on top: it measures the library (setup, the cost model, the loop) and
+  only launch.speed imports it."""
+  graph = import_graph()
+  speed = {m for m in graph if m == 'posenc.speed' or m.startswith('posenc.speed.')}
+  assert 'posenc.speed.floor' in speed and 'posenc.setup' in graph['posenc.speed.floor']
+  found = [
+    f'{m} imports {sorted(graph[m] & speed)}' for m in graph if m not in speed and graph[m] & speed
+  ]
+  assert not found, found
+
+
 def test_no_module_of_the_library_is_over_600_lines():
   """Long modules hide their structure: the report, the loop and the hinting tasks were split
   to stay short."""

@@ -1,7 +1,8 @@
 """Runs one can watch and rerun fast: JAX's persistent compilation cache (a rerun in a fresh
 workdir loads its programs and ends equal; two runs share a cache; off; unwritable),
-TensorBoard event files (one curve per member, read back; a resumed run continues them with
-no step twice; without the extra, one line), and training curves in the report."""
+TensorBoard event files (one curve per member, read back by TensorBoard's own reader; a
+resumed run continues them with no step twice; without the extra, one line), and training
+curves in the report."""
 
 import json
 import os
@@ -36,6 +37,21 @@ def _results(workdir):
     return json.load(f)
 
 
+def _scalars(directory):
+  """{tag: [(step, value)]} of a member's event files, read by TensorBoard's own reader (the
+  test dependency `tensorboard`, optional: without it the test skips at this point)."""
+  reader = pytest.importorskip(
+    'tensorboard.backend.event_processing.event_accumulator',
+    reason="TensorBoard's reader comes with the tensorboard package (pip install tensorboard)",
+  )
+  accumulator = reader.EventAccumulator(str(directory), size_guidance={reader.SCALARS: 0})
+  accumulator.Reload()
+  return {
+    tag: [(event.step, event.value) for event in accumulator.Scalars(tag)]
+    for tag in accumulator.Tags()['scalars']
+  }
+
+
 def test_a_rerun_loads_its_programs_from_the_cache_and_ends_equal(tmp_path):
   cache = tmp_path / 'cache'
   # Two runs at once share a cold cache (JAX's writes are atomic).
@@ -60,7 +76,7 @@ def test_a_rerun_loads_its_programs_from_the_cache_and_ends_equal(tmp_path):
   assert sorted(os.listdir(tmp_path / 'c' / 'tensorboard')) == sorted(
     tensorboard.label(m) for m in members
   )
-  scalars = tensorboard.read(tmp_path / 'c' / 'tensorboard' / tensorboard.label(members[0]))
+  scalars = _scalars(tmp_path / 'c' / 'tensorboard' / tensorboard.label(members[0]))
   assert [s for s, _ in scalars['train/loss']] == [5, 10, 15, 20]
   assert {'train/accuracy', 'train/learning_rate', 'train/steps_per_s'} <= set(scalars)
   by_length = c['members'][0]['accuracy_by_length']
@@ -105,13 +121,6 @@ def test_a_resumed_run_continues_its_curves_without_a_step_twice(
   kill_after_checkpoint(cmd, str(workdir), 10)
   done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
   assert done.returncode == 0, done.stderr[-2000:]
-  with open(workdir / 'metrics.jsonl') as f:
-    logged = [json.loads(line) for line in f]
-  members = config_lib.members(rpe_table1.get_config('task=parity_check,tiny'))
-  for i, member in enumerate(members):
-    scalars = tensorboard.read(workdir / 'tensorboard' / tensorboard.label(member))
-    assert [s for s, _ in scalars['train/loss']] == [r['step'] for r in logged] == [5, 10, 15, 20]
-    assert [v for _, v in scalars['train/loss']] == pytest.approx([r['loss'][i] for r in logged])
   # The report draws every member's training curve, and the scorecard says where.
   report = cli.run(['launch.report', str(workdir), f'--out={tmp_path}/report', '--scorecard'])
   assert report.returncode == 0, report.stderr
@@ -122,6 +131,28 @@ def test_a_resumed_run_continues_its_curves_without_a_step_twice(
     'file': 'training_parity_check.png',
     'series': 'seed 0, lr 0.001',
   }
+  # Every member's events are those of an uninterrupted run: each logged step once, with the
+  # values of metrics.jsonl (which a resumed run redoes bit for bit, tests/test_train.py),
+  # and the evaluation's curve.
+  with open(workdir / 'metrics.jsonl') as f:
+    logged = [json.loads(line) for line in f]
+  assert [r['step'] for r in logged] == [5, 10, 15, 20]
+  results = _results(workdir)
+  members = config_lib.members(rpe_table1.get_config('task=parity_check,tiny'))
+  for i, member in enumerate(members):
+    scalars = _scalars(workdir / 'tensorboard' / tensorboard.label(member))
+    for tag, values in (
+      ('train/loss', [r['loss'][i] for r in logged]),
+      ('train/accuracy', [r['accuracy'][i] for r in logged]),
+      ('train/steps_per_s', [r['steps_per_s'] for r in logged]),
+    ):
+      assert [s for s, _ in scalars[tag]] == [r['step'] for r in logged], tag
+      assert [v for _, v in scalars[tag]] == pytest.approx(values, rel=1e-6), tag
+    assert [v for _, v in scalars['train/learning_rate']] == pytest.approx([1e-3] * 4)
+    by_length = results['members'][i]['accuracy_by_length']
+    assert scalars['eval/accuracy_by_length'] == [
+      (int(n), pytest.approx(v, rel=1e-6)) for n, v in by_length.items()
+    ]
 
 
 def test_asking_for_event_files_without_the_extra_is_one_line(monkeypatch):

@@ -1,7 +1,7 @@
 """The CPU backend: attention in cache-sized blocks, with measured CPU tricks.
 
 Equal to `reference.attend` (tested, values and gradients), for a whole sequence. What it
-does differently, each measured on XLA's CPU backend (docs/benchmarks.md):
+does differently, each measured on XLA's CPU backend (docs/speed.md):
 - layout [H, B, T, K]: every product is a batched dot without transposes;
 - long sequences (T > `block`) run per head in query blocks of at most `block` rows, so a
   block's weights stay in cache between the product that makes them and the one that

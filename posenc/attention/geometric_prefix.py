@@ -26,7 +26,7 @@ def softplus(x: Array) -> Array:
   """log(1 + e^x) as max(x, 0) + log(1 + e^-|x|).
 
   log(1 + e) rather than log1p(e): on XLA CPU log1p made geometric attention 25% slower
-  (docs/benchmarks.md). Where e < 2^-24, 1 + e rounds to 1 and the term reads 0 instead of
+  (docs/speed.md). Where e < 2^-24, 1 + e rounds to 1 and the term reads 0 instead of
   e: an absolute error below 6e-8 per key, the size of the rounding of the sums it feeds.
   """
   return jnp.maximum(x, 0.0) + jnp.log(1.0 + jnp.exp(-jnp.abs(x)))

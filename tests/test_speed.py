@@ -1,4 +1,6 @@
-"""Benchmark entry points: bad input is one `error:` line, exit status 2, nothing written."""
+"""The speed tools (`launch.speed`, `posenc.speed`): bad input is one `error:` line, exit
+status 2, nothing written; the floors and the profile's attribution; the former command
+names point to the new ones."""
 
 import os
 import subprocess
@@ -7,9 +9,10 @@ import sys
 import pytest
 
 from experiments import sweep_tiny
-from launch import bench
-from launch import bench_forward
-from posenc import floor
+from posenc import setup
+from posenc.speed import floor
+from posenc.speed import machine
+from posenc.speed import profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,30 +20,86 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.mark.parametrize(
   'args, needle',
   [
-    (['nope'], "unknown benchmark 'nope'; choose one of"),
+    (['nope'], "unknown measurement 'nope'; valid: eval, forward, generate, profile"),
     (['samplers', '--tasks=nope'], "unknown task 'nope'; valid tasks: even_pairs"),
     (['samplers', '--lengths=x'], "--lengths='x' must be comma-separated positive integers"),
-    (['samplers', '--bogus'], 'unrecognized arguments: --bogus'),
+    (['samplers', '--bogus'], "Unknown command line flag 'bogus'"),
+    (['samplers', 'extra'], "unexpected arguments ['extra']; give flags only"),
     (['forward', '--encodings=nope'], "unknown encoding 'nope'; valid encodings: none"),
+    (['forward', '--batch=100'], '--batch=100 must be a multiple of --sub_batch=64'),
   ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, needle):
   out = tmp_path / 'out.json'
   extra = [f'--out={out}'] if args[0] in ('samplers', 'forward') else []
-  proc = cli.run(['launch.bench', *args, *extra])
+  proc = cli.run(['launch.speed', *args, *extra])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
   assert not out.exists()
 
 
+@pytest.mark.parametrize(
+  'argv, line',
+  [
+    (['launch.bench'], 'launch.bench is now launch.speed: python -m launch.speed'),
+    (
+      ['launch.bench', 'train', '--steps=5', '--out=a b.json'],
+      "launch.bench is now launch.speed: python -m launch.speed train --steps=5 '--out=a b.json'",
+    ),
+    (
+      ['launch.bench_samplers', '--tasks=parity_check'],
+      'launch.bench_samplers is now launch.speed: python -m launch.speed samplers '
+      '--tasks=parity_check',
+    ),
+    (
+      ['launch.bench_eval', '--help'],
+      'launch.bench_eval is now launch.speed: python -m launch.speed eval --help',
+    ),
+  ],
+)
+def test_the_former_names_print_the_new_command_and_run_nothing(cli, tmp_path, argv, line):
+  proc = cli.run(argv, cwd=tmp_path)
+  assert proc.returncode == 2 and not proc.stdout
+  assert proc.stderr == f'error: {line}\n'
+  assert not list(tmp_path.iterdir())
+
+
+def test_every_former_module_points_to_its_measurement():
+  from launch import speed
+
+  for name in speed.NAMES:
+    with open(os.path.join(ROOT, 'launch', f'bench_{name}.py')) as f:
+      assert f"bench.point('{name}')" in f.read(), name
+
+
+@pytest.mark.parametrize('arg', ['--help', 'nope'])
+def test_the_dispatcher_answers_help_and_an_unknown_name_without_jax(arg):
+  code = (
+    'import runpy, sys\n'
+    f'sys.argv = ["speed", {arg!r}]\n'
+    'try:\n'
+    '  runpy.run_module("launch.speed", run_name="__main__", alter_sys=True)\n'
+    'except SystemExit as e:\n'
+    '  print("exit", e.code, "jax" in sys.modules)\n'
+  )
+  proc = subprocess.run(
+    [sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True, check=True
+  )
+  assert proc.stdout.splitlines()[-1] == f'exit {0 if arg == "--help" else 2} False'
+
+
 def test_keep_freed_memory_is_opt_in(monkeypatch):
   monkeypatch.delenv('POSENC_KEEP_FREED_MEMORY', raising=False)
-  assert bench.keep_freed_memory() is False
+  assert machine.keep_freed_memory() is False
   if sys.platform.startswith('linux'):  # applied in a child process: it is process-wide
     env = dict(os.environ, POSENC_KEEP_FREED_MEMORY='1')
     out = subprocess.run(
-      [sys.executable, '-c', 'from launch import bench; print(bench.keep_freed_memory())'],
+      [
+        sys.executable,
+        '-c',
+        'from posenc.speed import machine; print(machine.keep_freed_memory())',
+      ],
       cwd=ROOT,
       env=env,
       capture_output=True,
@@ -64,7 +123,7 @@ def test_dense_products_are_three_per_weight_with_the_model_shapes():
 def test_dense_product_floor_averages_buckets_over_the_curriculum():
   config = sweep_tiny.get_config()
   config.train.max_length, config.train.bucket_size = 8, 3
-  got = floor.training_floor(config, repeats=2)
+  got = floor.training_floor(setup.build(config), repeats=2)
   # Lengths 1-3 -> bucket 3, 4-6 -> 6, 7-8 -> 8 (capped at N).
   assert sorted(got['bucket_ms']) == [3, 6, 8]
   ms = got['bucket_ms']
@@ -83,7 +142,7 @@ def test_evaluation_floor_times_forward_products_per_micro_batch():
     (3, f, d),
   ]
   timer = floor.ProductTimer(repeats=2)
-  got = floor.evaluation_floor(config, 5, timer=timer)
+  got = floor.evaluation_floor(setup.build(config), 5, timer=timer)
   tokens, micro = got['tokens'], got['micro_batch']
   seconds, _ = floor.products_cost(floor.dense_products(micro * tokens, config, False), timer)
   calls = 8 // micro * config.model.num_layers
@@ -95,15 +154,13 @@ def test_evaluation_floor_times_forward_products_per_micro_batch():
 
 
 def test_geometric_floor_scales_with_weights():
-  floor = bench_forward.geometric_floor(1e6, block=(4, 64), num_blocks=2, repeats=2)
-  assert floor['chain_ns_per_weight'] > 0 and floor['cumsum_ns_per_weight'] > 0
-  per_weight = floor['chain_ns_per_weight'] + floor['cumsum_ns_per_weight']
-  assert floor['floor_s'] == pytest.approx(per_weight * 1e-9 * 1e6)
+  got = floor.geometric_floor(1e6, block=(4, 64), num_blocks=2, repeats=2)
+  assert got['chain_ns_per_weight'] > 0 and got['cumsum_ns_per_weight'] > 0
+  per_weight = got['chain_ns_per_weight'] + got['cumsum_ns_per_weight']
+  assert got['floor_s'] == pytest.approx(per_weight * 1e-9 * 1e6)
 
 
 def test_profile_attributes_trace_events_to_parts_of_the_model():
-  from launch import bench_profile
-
   hlo = '\n'.join(
     [
       '  %dot.3 = f32[2]{0} dot(%a, %b), metadata={op_name="jit(f)/jvp(Encoder)/layer_1/'
@@ -114,14 +171,14 @@ def test_profile_attributes_trace_events_to_parts_of_the_model():
       '  %param.0 = f32[2]{0} parameter(0)',
     ]
   )
-  names = bench_profile.op_names(hlo)
+  names = profile.op_names(hlo)
   assert names == {
     'dot.3': 'jvp(Encoder)/layer_N/Dense_0/dot_general',
     'fusion.7': 'transpose(jvp(Encoder))/layer_N/attention/attention_cpu_blocked/jit(_pad)/pad',
     'adam.1': 'adam/mul',
   }
   seconds = {'dot.3': 0.004, 'fusion.7': 0.010, 'adam.1': 0.002, 'ThunkExecutor::Execute': 9.0}
-  got = bench_profile.attribute(seconds, names, steps=2)
+  got = profile.attribute(seconds, names, steps=2)
   assert got['attributed_ms'] == pytest.approx(8.0)  # the executor's own event is not an op
   assert got['parts'] == pytest.approx(
     {
@@ -135,7 +192,7 @@ def test_profile_attributes_trace_events_to_parts_of_the_model():
 
 def test_profile_rejects_a_bucket_that_training_does_not_compile(cli, tmp_path):
   out = tmp_path / 'out.json'
-  proc = cli.run(['launch.bench', 'profile', '--buckets=41', f'--out={out}'])
+  proc = cli.run(['launch.speed', 'profile', '--buckets=41', f'--out={out}'])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and '--buckets [41] are not training buckets; valid: 5,10' in lines[0]

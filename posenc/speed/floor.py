@@ -1,11 +1,14 @@
-"""The dense-product floor: what a program's matrix products alone take on these devices.
+"""Floors: measured lower bounds on what a program can take on these devices.
 
-A transformer step is mostly matrix products of its dense layers (q, k, v, out, FFN).
-Timing each of those products on its own, at the shape the program uses, and summing
-gives a measured lower bound on the program: it cannot be faster on these devices with
-XLA's matrix products, whatever attention, normalisation and the optimiser add. The
-benchmarks (`launch.bench train`, `launch.bench eval`) print how close training and range
-evaluation come to it; docs/benchmarks.md records the fractions.
+The dense-product floor: a transformer step is mostly matrix products of its dense layers
+(q, k, v, out, FFN). Timing each of those products on its own, at the shape the program
+uses, and summing gives a measured lower bound on the program: it cannot be faster on these
+devices with XLA's matrix products, whatever attention, normalisation and the optimiser
+add. `launch.speed train` and `launch.speed eval` print how close training and range
+evaluation come to it; docs/speed.md records the fractions.
+
+The geometric floor (`geometric_floor`): geometric attention's own per-weight work, which
+`launch.speed forward` sets beside the forward passes of the geometric encodings.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 from posenc import config as config_lib
 from posenc import cost
 from posenc import setup
+from posenc.attention import geometric_prefix
 from posenc.evaluate import core
 
 _CALLS_PER_TIMING = 4
@@ -77,8 +81,8 @@ def products_cost(products: list[Product], timer: ProductTimer) -> tuple[float, 
   return sum(timer(p) for p in products), sum(2.0 * np.prod(p) for p in products)
 
 
-def training_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict[str, Any]:
-  """The dense-product floor of one member's training step over the curriculum.
+def training_floor(run: setup.Run, repeats: int = 20) -> dict[str, Any]:
+  """The dense-product floor of one member's training step over the curriculum of `run`.
 
   Every product of `dense_products` at each training bucket's shape (batch_size x
   T_bucket rows) is timed on its own; a step's floor is their sum times the number of
@@ -89,7 +93,7 @@ def training_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict
     {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
      'gflops_per_s' (the products' achieved rate over the curriculum)}.
   """
-  task = setup.build(config).task
+  config, task = run.config, run.task
   n, size = config.train.max_length, config.train.bucket_size
   timer = ProductTimer(repeats)
   per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
@@ -108,27 +112,27 @@ def training_floor(config: ml_collections.ConfigDict, repeats: int = 20) -> dict
 
 
 def evaluation_floor(
-  config: ml_collections.ConfigDict,
-  length: int,
-  platform: str = 'cpu',
-  timer: ProductTimer | None = None,
+  run: setup.Run, length: int, timer: ProductTimer | None = None
 ) -> dict[str, float]:
-  """The dense-product floor of evaluating one member at `length`, and its model FLOPs.
+  """The dense-product floor of evaluating one member of `run` at `length`, and its model
+  FLOPs.
 
   The range evaluation runs examples_per_length examples, padded to the length's bucket,
-  in micro-batches (`core.eval_micro_batch`); the floor times the forward products at one
-  micro-batch's shape and multiplies by the number of micro-batches and layers. 'flops' are
-  the model's FLOPs (`cost.forward_flops`: the dense layers and attention's two products)
-  over the padded tokens, the figure an achieved FLOP/s divides.
+  in micro-batches (`core.eval_micro_batch`, for the run's platform); the floor times the
+  forward products at one micro-batch's shape and multiplies by the number of micro-batches
+  and layers. 'flops' are the model's FLOPs (`cost.forward_flops`: the dense layers and
+  attention's two products) over the padded tokens, the figure an achieved FLOP/s divides.
 
-  Example (the study's model on reverse_string, this 2-core CPU): evaluation_floor(config,
+  Example (the study's model on reverse_string, this 2-core CPU): evaluation_floor(run,
     100) -> {'tokens': 256, 'micro_batch': 4, 'floor_s': ~0.9, 'dense_gflops_per_s': ~71,
     'flops': 1.07e11}.
   """
-  task = setup.build(config).task
+  config, task = run.config, run.task
   m, size = config.eval.max_length, config.eval.bucket_size
   tokens = cost.tokens(task, length, m, size)
-  micro = core.eval_micro_batch(config.eval.batch_size, config.model.num_heads, tokens, platform)
+  micro = core.eval_micro_batch(
+    config.eval.batch_size, config.model.num_heads, tokens, run.platform
+  )
   calls = config.eval.examples_per_length // micro * config.model.num_layers
   seconds, flops = products_cost(
     dense_products(micro * tokens, config, backward=False), timer or ProductTimer()
@@ -139,4 +143,45 @@ def evaluation_floor(
     'floor_s': calls * seconds,
     'dense_gflops_per_s': float(flops / seconds / 1e9),
     'flops': config.eval.examples_per_length * cost.forward_flops(tokens, config),
+  }
+
+
+def geometric_floor(
+  num_weights: float, block: tuple[int, int] = (250, 1024), num_blocks: int = 64, repeats: int = 5
+) -> dict[str, float]:
+  """A measured lower bound on geometric attention: its own per-weight work.
+
+  Beyond the q·k and weights·v products every attention needs,
+  `geometric_prefix.geometric_weights` computes for every weight exp(-|s|), log(1 + e) and a
+  final exp, and a blocked prefix sum of its row (`geometric_prefix.blocked_cumsum`). Each
+  of the two is jitted alone in a `lax.map` over `num_blocks` cache-resident [Q, T'] blocks
+  (the layout of a forward pass at T = 1,000, buffers reused, the result reduced per row so
+  no output is written), best of `repeats`; the floor is their summed rate times
+  `num_weights`. A forward pass also makes the mirror,
+  the two products and every non-attention layer, so it cannot be faster than this with
+  XLA's elementwise math and matmuls on these devices.
+
+  Example: num_weights = 512 examples · 5 layers · 8 heads · 1,000² (T = 1,000) = 2.05e10.
+
+  Returns:
+    {'chain_ns_per_weight', 'cumsum_ns_per_weight' (wall, all cores), 'floor_s'}.
+  """
+  x = jax.random.normal(jax.random.key(0), (num_blocks, *block), jnp.float32)
+
+  def ns_per_weight(fn):
+    f = jax.jit(lambda a: jax.lax.map(lambda b: fn(b).sum(-1), a))
+    jax.block_until_ready(f(x))
+    best = float('inf')
+    for _ in range(repeats):
+      t0 = time.perf_counter()
+      jax.block_until_ready(f(x))
+      best = min(best, time.perf_counter() - t0)
+    return 1e9 * best / x.size
+
+  chain = ns_per_weight(lambda s: jnp.exp(s + jnp.log(1.0 + jnp.exp(-jnp.abs(s)))))
+  cumsum = ns_per_weight(geometric_prefix.blocked_cumsum)
+  return {
+    'chain_ns_per_weight': chain,
+    'cumsum_ns_per_weight': cumsum,
+    'floor_s': 1e-9 * (chain + cumsum) * num_weights,
   }

@@ -1,0 +1,97 @@
+"""Training throughput: `python -m launch.speed train [--steps=200] [--out=speed_train.json]`.
+
+The study's model on reverse_string with randomized relative positions, batch 128,
+lengths U{1..40}: time to the first update (a fresh run: init + first compile + step),
+steady-state model-updates/s for populations of 1 and 30 members (all length buckets
+compiled first, then `--steps` steps timed along the curriculum), the number of compiled
+training programs, and the dense-product floor of a step (`posenc.speed.floor`) with the
+share of it each population reaches (P members' floor is P times one member's).
+`launch.speed profile` shows where the rest of the time goes.
+"""
+
+from absl import flags
+import jax
+
+from experiments import rpe_table1
+from launch import cli
+from launch import common
+from posenc import config as config_lib
+from posenc import io
+from posenc import setup
+from posenc.speed import floor as floor_lib
+from posenc.speed import timing
+
+_STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
+_POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
+_CELL = flags.DEFINE_string(
+  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
+)
+_OUT = flags.DEFINE_string('out', 'speed_train.json', 'Where to write the figures.')
+_SKIP_FIRST = flags.DEFINE_bool('skip_first_update', False, 'Do not time a fresh run.')
+_FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
+_DISPATCH = flags.DEFINE_integer('steps_per_dispatch', 1, 'Training steps per compiled call.')
+_IMPL = flags.DEFINE_string('attention_impl', 'auto', 'The attention backend.')
+
+
+def population_config(size: int):
+  config = rpe_table1.get_config(_CELL.value)
+  config.train.steps_per_dispatch = _DISPATCH.value
+  config.model.attention_impl = _IMPL.value
+  # size = seeds x rates with the fewest seeds: 8 of 6 rates is 2 seeds x 4 rates.
+  rates = len(config.learning_rates)
+  seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
+  config.seeds = list(range(seeds))
+  config.learning_rates = list(config.learning_rates)[: size // seeds]
+  return config
+
+
+def main(argv):
+  common.run(_main, argv)
+
+
+def _main(argv):
+  cli.flags_only(argv)
+  common.check_output_file(_OUT.value, '--out')
+  common.at_least(_STEPS.value, '--steps')
+  common.at_least(_DISPATCH.value, '--steps_per_dispatch')
+  common.cell_config(_CELL.value)
+  try:
+    one = setup.build(population_config(1))
+  except config_lib.ConfigError as e:
+    common.fail(e)
+  populations = common.positive_ints(_POPULATIONS.value, '--populations')
+  out = {'devices': [str(d) for d in jax.local_devices()], 'cell': _CELL.value}
+  if not _SKIP_FIRST.value:
+    out['first_update_s'] = timing.first_update_seconds(population_config(1))
+    print(f'time to first update (fresh run, P=1): {out["first_update_s"]:.1f} s', flush=True)
+  if _FLOOR.value:
+    floor = floor_lib.training_floor(one)
+    out['dense_product_floor'] = floor
+    print(
+      f'dense-product floor (the step\'s matrix products alone, timed one by one): '
+      f'{floor["mean_step_ms"]:.0f} ms per step over the curriculum at '
+      f'{floor["gflops_per_s"]:.0f} GFLOP/s, i.e. at most '
+      f'{floor["max_updates_per_s"]:.1f} model-updates/s at P=1; by bucket (ms): '
+      + ', '.join(f'{b}: {t:.0f}' for b, t in floor['bucket_ms'].items()),
+      flush=True,
+    )
+  out['populations'] = []
+  for size in populations:
+    r = timing.steady_state(setup.build(population_config(size)), _STEPS.value)
+    out['populations'].append(r)
+    print(
+      f'P={r["population"]:3d}: {r["steps_per_s"]:.2f} steps/s = '
+      f'{r["model_updates_per_s"]:.1f} model-updates/s '
+      f'(each member {r["steps_per_s"]:.2f} updates/s); '
+      f'{r["compiled_programs"]} compiled programs {r["buckets"]}; '
+      f'warm-up compile {r["warmup_compile_s"]:.1f} s',
+      flush=True,
+    )
+    if _FLOOR.value:  # P members' floor is P times one member's
+      floor = out['dense_product_floor']
+      r['fraction_of_floor'] = r['model_updates_per_s'] / floor['max_updates_per_s']
+      print(
+        f'P={r["population"]:3d}: {100 * r["fraction_of_floor"]:.0f}% of the dense-product floor'
+      )
+  io.write_json_atomic(_OUT.value, out)
+  print(f'wrote {_OUT.value}')
