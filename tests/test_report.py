@@ -1101,7 +1101,7 @@ def test_heatmap_ticks_stay_legible_on_a_large_grid():
     (lambda r: r.pop('architecture'), "missing 'architecture'"),
     (
       lambda r: r.update(evaluation='lattice'),
-      "evaluation is 'lattice', expected 'range', 'grid', 'lengths' or 'perplexity'",
+      "evaluation is 'lattice', expected 'range', 'grid', 'perplexity' or 'lengths'",
     ),
     (lambda r: r.update(axes=['digits_a']), "axes is ['digits_a'], expected two axis names"),
     (lambda r: r['grid'].pop('samples_per_cell'), "grid: missing 'samples_per_cell'"),

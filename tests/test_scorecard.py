@@ -14,7 +14,7 @@ from scipy import stats
 from posenc import results
 from posenc.report import scorecard as sc
 from posenc.report import statistics
-from posenc.kinds.range import record as range_record
+from posenc.kinds.range import record as range_records
 from posenc.kinds.perplexity import record as perplexity_record
 
 LENGTHS = tuple(range(1, 9))  # Trained up to 4.
@@ -24,7 +24,7 @@ def range_member(seed, curve, data_seed=None, diverged=False):
   """A member whose accuracy by length is `curve` (a list over LENGTHS)."""
   by_length = dict(zip(LENGTHS, curve))
   score = None if diverged else float(np.mean([by_length[n] for n in LENGTHS if n > 4]))
-  return range_record.RangeMember(
+  return range_records.RangeMember(
     seed=seed,
     learning_rate=1e-3,
     diverged=diverged,
@@ -44,7 +44,7 @@ def range_record(encoding, members, task='parity_check'):
     architecture='standard',
     train_steps=10,
     train_length=4,
-    evaluation=range_record.RangeResults(LENGTHS, (5, 8), tuple(members)),
+    evaluation=range_records.RangeResults(LENGTHS, (5, 8), tuple(members)),
   )
 
 
@@ -339,7 +339,7 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
 
 def test_a_decoder_is_judged_by_exact_match():
   """Generated answers: the decoder's scores and curves are its exact match."""
-  member = range_record.RangeMember(
+  member = range_records.RangeMember(
     seed=0,
     learning_rate=1e-3,
     diverged=False,

@@ -1,5 +1,5 @@
 """The grid runs' section (McLeish et al. 2024, Figs. 3 and 4): the region table
-(arithmetic.md, `regions`) and a heatmap per member, from `posenc.results.GridResults`
+(arithmetic.md, `regions`) and a heatmap per member, from `GridResults`, record.py
 records.
 
 Example:

@@ -1,7 +1,7 @@
 """The task-hinting study's report: full-sequence accuracy and edit distance against test
 length, per variant (hints, encoding, attention temperature), on every test distribution.
 
-The section of the 'lengths' evaluation (`posenc.results.LengthsResults`): `build` writes
+The section of the 'lengths' evaluation (`LengthsResults`, record.py): `build` writes
 `hints.md` and one `hints_<task>.png` per main task; the runs of one variant are pooled
 (`variants`).
 

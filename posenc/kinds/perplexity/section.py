@@ -1,5 +1,5 @@
 """The language-model runs' section: perplexity by evaluation length (perplexity.md), from
-`posenc.results.PerplexityResults` records.
+`PerplexityResults`, record.py records.
 
 Example:
   >>> print(perplexity_table(runs))   # doctest: +SKIP

@@ -1,10 +1,10 @@
 """The range runs' section (Ruoss et al. 2023): Table 1 and Table 4 (`range_tables`),
-Figure 4 and the per-length tables, from `posenc.results.RangeResults` records grouped into
-cells (`load.collect_cells`), every score and curve in the report's metric (`Cell.score`,
+Figure 4 and the per-length tables, from `RangeResults`, record.py records grouped into
+cells (`tables.collect_cells`), every score and curve in the report's metric (`Cell.score`,
 `Cell.curve`: the record's `score_of` and `curve`).
 
 Example:
-  >>> cells = load.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
+  >>> cells = tables.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
   >>> fig = figure4(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
   >>> fig.axes[0].get_ylabel()
   'exact match'

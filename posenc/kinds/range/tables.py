@@ -1,11 +1,11 @@
 """The range runs' tables (Ruoss et al. 2023): Table 1, Table 4 and their notes, from
-`posenc.results.RangeResults` records grouped into cells (`load.collect_cells`), every score
+`RangeResults`, record.py records grouped into cells (`tables.collect_cells`), every score
 in the report's metric (`Cell.score`: the record's `score_of`); and what the grid runs'
 region table shares with them (`ordered_names`, `percent_text`, `format_notes`,
 `describe_lengths`, `members_text`).
 
 Example:
-  >>> cells = load.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
+  >>> cells = tables.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
   >>> print(table1(cells, metric='exact_match'))              # doctest: +SKIP
   # Table 1: exact match (%) on unseen lengths, max over members
 """
