@@ -1,5 +1,5 @@
 """The language-model runs' section: perplexity by evaluation length (perplexity.md), from
-`PerplexityResults`, record.py records.
+`PerplexityResults` records (record.py).
 
 Example:
   >>> print(perplexity_table(runs))   # doctest: +SKIP

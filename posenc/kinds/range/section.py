@@ -1,5 +1,5 @@
-"""The range runs' section (Ruoss et al. 2023): Table 1 and Table 4 (`range_tables`),
-Figure 4 and the per-length tables, from `RangeResults`, record.py records grouped into
+"""The range runs' section (Ruoss et al. 2023): Table 1 and Table 4 (`tables`),
+Figure 4 and the per-length tables, from `RangeResults` records (record.py) grouped into
 cells (`tables.collect_cells`), every score and curve in the report's metric (`Cell.score`,
 `Cell.curve`: the record's `score_of` and `curve`).
 

@@ -1,5 +1,5 @@
 """The range runs' tables (Ruoss et al. 2023): Table 1, Table 4 and their notes, from
-`RangeResults`, record.py records grouped into cells (`tables.collect_cells`), every score
+`RangeResults` records (record.py) grouped into cells (`tables.collect_cells`), every score
 in the report's metric (`Cell.score`: the record's `score_of`); and what the grid runs'
 region table shares with them (`ordered_names`, `percent_text`, `format_notes`,
 `describe_lengths`, `members_text`).
