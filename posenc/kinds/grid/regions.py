@@ -1,5 +1,5 @@
 """The grid runs' entries and region table (McLeish et al. 2024, Figs. 3 and 4): grid runs
-(`GridResults` records (record.py)) grouped by (task, architecture, column) into entries,
+(`GridResults` records, record.py) grouped by (task, architecture, column) into entries,
 their members merged, and per task the members' exact match by region (arithmetic.md).
 
 Grid runs' regions (`posenc.kinds.grid.protocol`): 'id' (both axes <= n, the training size),

@@ -1,6 +1,6 @@
 """The grid runs' section (McLeish et al. 2024, Figs. 3 and 4): the region table
-(arithmetic.md, `regions`) and a heatmap per member, from `GridResults`, record.py
-records.
+(arithmetic.md, `regions`) and a heatmap per member, from `GridResults` records
+(record.py).
 
 Example:
   >>> entries = regions.collect_grid_entries(runs)  # doctest: +SKIP
