@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc import encoding_names
 from posenc import encodings
 from posenc.encodings import biases
 from posenc.encodings import families
@@ -51,13 +52,13 @@ _CHUNK = 1 << 20
 
 
 def family_of(name: str) -> str:
-  """The bias family of encoding `name` ('alibi' or one of families.FAMILIES), or
+  """The bias family of encoding `name` ('alibi' or one of encoding_names.FAMILIES), or
   ValueError naming the encodings that have one."""
   base = name.split('+')[-1]
   base = base[len('randomized_') :] if base.startswith('randomized_') else base
-  if base == 'alibi' or base in families.FAMILIES:
+  if base == 'alibi' or base in encoding_names.FAMILIES:
     return base
-  valid = ['alibi', *families.FAMILIES]
+  valid = ['alibi', *encoding_names.FAMILIES]
   raise ValueError(
     f'encoding {name!r} has no distance bias; valid: {", ".join(valid)} (or '
     'their randomized_ variants)'

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from posenc import attention
+from posenc import encoding_names
 from posenc import encodings
 from posenc.attention import cpu_blocked
 from posenc.attention import geometric_prefix
@@ -21,9 +22,9 @@ LENGTH = 7  # real positions; the rest is padding
 # The randomized twins of the bias families share their plain twins' module: two of them
 # stand for the rest (the others run with -m slow).
 TWINS = [
-  f'randomized_{f}'
-  for f in encodings.families.FAMILIES
-  if f'randomized_{f}' not in ('randomized_type2', 'randomized_t5')
+  encoding_names.twin(f)
+  for f in encoding_names.FAMILIES
+  if encoding_names.twin(f) not in ('randomized_type2', 'randomized_t5')
 ]
 
 

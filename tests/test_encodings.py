@@ -2,6 +2,8 @@
 
 import math
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +12,7 @@ import pytest
 from scipy import stats
 
 from posenc import attention
+from posenc import encoding_names
 from posenc import encodings
 from posenc.attention import reference
 
@@ -445,36 +448,33 @@ def test_visible_keys_only():
 # ------------------------------------------------------------------------------------------
 
 
-def test_registry():
-  assert encodings.NAMES == (
-    'none',
-    'sin_cos',
-    'relative',
-    'alibi',
-    'rotary',
-    'learned',
-    'randomized_sin_cos',
-    'randomized_relative',
-    'randomized_alibi',
-    'randomized_rotary',
-    'randomized_learned',
-    'geometric',
-    'geometric_directional',
-  )
-  families = set(encodings.families.FAMILIES)
-  assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {
-    'abacus',
-    'fire',
-    'randomized_fire',
-    *families,
-    *{f'randomized_{f}' for f in families},
-    *encodings.RECENT,
+def test_registry_holds_every_name_in_the_names_module_s_order():
+  assert tuple(encodings.ENCODINGS) == encoding_names.ALL
+  assert encodings.NAMES == encoding_names.STUDY and len(encodings.NAMES) == 13
+  assert encodings.RECENT == encoding_names.RECENT
+  assert set(encoding_names.ALL) == {
+    *encoding_names.STUDY,
+    *encoding_names.ARITHMETIC,
+    *encoding_names.RECENT,
+    *encoding_names.FAMILIES,
+    *map(encoding_names.twin, encoding_names.FAMILIES),
   }
+  # Each twin is its encoding's, and nothing else draws.
+  for name, spec in encodings.ENCODINGS.items():
+    assert spec.randomized == (name in map(encoding_names.twin, encoding_names.TWINS)), name
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
   kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}
   assert kinds['sin_cos'] == 'embedding' and kinds['rotary'] == 'rotation'
   assert kinds['alibi'] == kinds['relative'] == 'bias' and kinds['geometric'] == 'geometric'
+
+
+def test_the_names_module_needs_neither_jax_nor_flax():
+  code = (
+    'import sys; from posenc import encoding_names; '
+    "assert not {'jax', 'flax'} & set(sys.modules), sorted(sys.modules)"
+  )
+  subprocess.run([sys.executable, '-c', code], check=True, timeout=60)
 
 
 def test_combinations():

@@ -16,7 +16,8 @@ from {0..L-1} per batch and pass them to the same function (`randomized`). A sma
 module per encoding owns its parameters and draws and binds them into the functions (an
 `AttentionEncoding` for attention encodings); `posenc.attention` runs them on a backend.
 
-`ENCODINGS` maps a name to its `Encoding`; `NAMES` lists the randomized-encoding study's
+`ENCODINGS` maps a name to its `Encoding`, in the order of `posenc.encoding_names.ALL` (the
+one module of the names); `NAMES` lists the randomized-encoding study's
 13 (the others: the arithmetic study's `abacus`, `fire`, `randomized_fire`; the bias
 families of `families`, e.g. `kerple_log`, `type1`, `t5`, each also `randomized_`; the
 methods of 2024-2025, `RECENT`). Encodings causal by definition (`Encoding.causal_only`)
@@ -31,6 +32,7 @@ import dataclasses
 import functools
 from typing import Any, Callable
 
+from posenc import encoding_names
 from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import core
@@ -255,31 +257,9 @@ for _family in families.FAMILIES:
     test_options=_SLOPE_TEST,
   )
 # The methods of 2024-2025 (docs/encodings_2024.md).
-RECENT: tuple[str, ...] = (
-  'dape',
-  'dape_v2',
-  'cope',
-  'forgetting',
-  'stick_breaking',
-  'pope',
-  'position_coupling',
-)
+RECENT: tuple[str, ...] = encoding_names.RECENT
 # The study's grid (Ruoss et al. 2023: Table 1's 11 and Table 5's two geometric variants).
-NAMES: tuple[str, ...] = (
-  'none',
-  'sin_cos',
-  'relative',
-  'alibi',
-  'rotary',
-  'learned',
-  'randomized_sin_cos',
-  'randomized_relative',
-  'randomized_alibi',
-  'randomized_rotary',
-  'randomized_learned',
-  'geometric',
-  'geometric_directional',
-)
+NAMES: tuple[str, ...] = encoding_names.STUDY
 
 
 def _combine(name: str) -> Encoding:

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc import encoding_names
 from posenc.encodings import core
 from posenc.encodings import randomized as randomized_lib
 
@@ -151,17 +152,7 @@ def t5_bias(
   return jnp.moveaxis(jnp.asarray(table, jnp.float32)[bucket], -1, -3)
 
 
-FAMILIES = (
-  'kerple_log',
-  'kerple_power',
-  'sandwich',
-  'type1',
-  'type2',
-  'inverse_n',
-  'inverse_n_log_n',
-  'sliding_window',
-  't5',
-)
+FAMILIES = encoding_names.FAMILIES
 # The families with parameters learned per head (two sets with `bias_two_sided`).
 LEARNED = ('kerple_log', 'kerple_power')
 # The families whose bias is the same in every head.
