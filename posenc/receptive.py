@@ -78,8 +78,8 @@ def initial_params(
   if family == 'alibi':
     return {}
   attention, _ = encodings.resolve_options(family, options or {})
-  module = families.DistanceBiasEncoding(
-    family=family, num_heads=num_heads, head_dim=head_dim, causal=True, **attention
+  module = encodings.get(family).attention(
+    num_heads=num_heads, head_dim=head_dim, causal=True, **attention
   )
   variables = module.init(jax.random.key(seed), 1, 1, jnp.zeros((1, 1, 1)))
   return jax.device_get(variables.get('params', {}))
@@ -145,7 +145,16 @@ def log_weights(
       max_distance=module.t5_max_distance,
     )
   else:
-    out = families.family_bias(family, t32, params, module)
+    out = families.family_bias(
+      family,
+      t32,
+      params,
+      heads=num_heads,
+      head_dim=head_dim,
+      sandwich_dim=module.sandwich_dim,
+      max_time=module.max_time,
+      bias_window=module.bias_window,
+    )
   return np.asarray(out, np.float64)[:, 0, :]
 
 

@@ -503,9 +503,39 @@ def test_resolve_options():
   )
   assert attention_options['relative_mode'] == 'reference' and embedding == {}
   assert encodings.resolve_options('randomized_relative')[0]['relative_mode'] == 'symmetric'
-  # Options of other encodings are ignored; unknown keys and bad modes raise.
+  # Options of other encodings are ignored; unknown keys and bad values raise, in one line.
   assert encodings.resolve_options('none', (('relative_mode', 'reference'),)) == ({}, {})
   with pytest.raises(ValueError, match='unknown encoding options'):
     encodings.resolve_options('none', (('relativ_mode', 'reference'),))
-  with pytest.raises(ValueError, match='relative_mode'):
+  with pytest.raises(
+    ValueError,
+    match="encoding_options.relative_mode='clamped' must be one of 'symmetric', 'reference'$",
+  ):
     encodings.resolve_options('randomized_relative', (('relative_mode', 'clamped'),))
+  # A twin's own option is not its plain encoding's: ignored there, as another encoding's.
+  assert encodings.resolve_options('relative', {'relative_mode': 'clamped'}) == (
+    {'max_time': 10_000.0},
+    {},
+  )
+  # Test-time options only when given.
+  assert encodings.resolve_options('rotary', {'rope_factor': 2.0})[0] == {
+    'max_time': 10_000.0,
+    'rope_factor': 2.0,
+  }
+  with pytest.raises(ValueError, match=r"rope_scaling='x' must be one of 'none', 'pi'"):
+    encodings.resolve_options('rotary', {'rope_scaling': 'x'})
+
+
+@pytest.mark.parametrize('name', [n for n in encodings.ENCODINGS if n != 'none'])
+def test_every_option_is_declared_with_a_valid_default_and_a_meaning(name):
+  spec = encodings.get(name)
+  defaults = {n: o.default for n, o in spec.options}
+  for option_name, declared in spec.options:
+    assert declared.doc and declared.part in ('embedding', 'attention')
+    declared.check(option_name, declared.default, defaults)
+  # A Linen module's fields have the declared defaults (the helpers fill them in).
+  factory = spec.embedding or spec.attention
+  if not isinstance(factory, encodings.define.Maker):
+    fields = getattr(factory, 'func', factory).__dataclass_fields__
+    for option_name in spec.embedding_options + spec.attention_options:
+      assert fields[option_name].default == defaults[option_name], option_name

@@ -50,8 +50,6 @@ MODULE = textwrap.dedent('''
     WINDOW = encodings.weights(window, normalize=True)
     NOT_A_RECORD = sqrt_alibi
     BAD_KIND = encodings.Encoding('sideways')
-    BAD_OPTION = encodings.Encoding('bias', attention=SQRT_ALIBI.attention,
-                                    attention_options=('my_strength',))
 ''')
 
 
@@ -136,7 +134,7 @@ def test_combinations_and_randomized_twins(outside_module):
     ('no_such_module_xyz:ENC', "no module named 'no_such_module_xyz'"),
     (
       '{m}:MISSING',
-      "has no attribute 'MISSING'; its Encoding records: BAD_KIND, BAD_OPTION, "
+      "has no attribute 'MISSING'; its Encoding records: BAD_KIND, "
       'HALF_ROPE, SCALED_SIN_COS, SQRT_ALIBI, WINDOW',
     ),
     (
@@ -145,7 +143,6 @@ def test_combinations_and_randomized_twins(outside_module):
       'posenc.encodings.bias, rotation, embedding or weights',
     ),
     ('{m}:BAD_KIND', "has kind 'sideways'; valid kinds: embedding, rotation, bias, geometric"),
-    ('{m}:BAD_OPTION', "takes options no encoding knows: ['my_strength']"),
     ('randomized_no_such_module_xyz:ENC', "no module named 'randomized_no_such_module_xyz'"),
     (
       'nothing_installed_by_this_name',
@@ -157,6 +154,25 @@ def test_what_cannot_be_loaded_is_one_line(outside_module, name, message):
   with pytest.raises(ValueError) as error:
     encodings.get(name.format(m=outside_module))
   assert message in str(error.value) and '\n' not in str(error.value)
+
+
+def test_an_option_declared_without_the_helper_is_one_line(tmp_path):
+  (tmp_path / 'posenc_bad_option.py').write_text(
+    textwrap.dedent('''
+      from posenc import encodings
+      ENC = encodings.bias(lambda q_pos, k_pos: 0 * q_pos, options={'strength': 2.0})
+    ''')
+  )
+  sys.path.insert(0, str(tmp_path))
+  try:
+    with pytest.raises(ValueError) as error:
+      encodings.get('posenc_bad_option:ENC')
+  finally:
+    sys.path.remove(str(tmp_path))
+  assert "option 'strength' is 2.0; declare it with posenc.encodings.option(default, doc)" in str(
+    error.value
+  )
+  assert '\n' not in str(error.value)
 
 
 def test_a_twin_needs_positions():
