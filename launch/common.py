@@ -144,7 +144,8 @@ def check_experiment(spec: str) -> Any:
 
 
 def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> None:
-  """Fails with one line if an override `--config.a.b=...` names a field `config` lacks."""
+  """Fails with one line if an override `--config.a.b=...` names a field `config` lacks (any
+  `encoding_options.NAME` may be given: the encoding's options are checked when it is)."""
   for arg in argv:
     if arg == '--':
       break
@@ -157,6 +158,8 @@ def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> N
           if not hasattr(node, 'keys'):
             fail(f'unknown config field {".".join(path)!r}: {where} is a value, not a group')
           if part not in node.keys():
+            if path[:-1] == ['encoding_options'] and depth == 1:
+              break  # an encoding's own option: encodings.resolve_options checks its name
             fail(
               f'unknown config field {".".join(path)!r}; valid fields of {where}: '
               f'{", ".join(sorted(node.keys()))}'

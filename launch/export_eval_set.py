@@ -27,7 +27,11 @@ from posenc import config as config_lib
 from posenc import setup
 from posenc.evaluate import frozen
 
-_CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
+# New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
+# of other fields are checked by common.check_overrides.
+_CONFIG = config_flags.DEFINE_config_file(
+  'config', None, 'Experiment file[:arg].', lock_config=False, accept_new_attributes=True
+)
 _OUT = flags.DEFINE_string('out', None, 'Directory of the evaluation set (created).')
 
 

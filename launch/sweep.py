@@ -50,7 +50,11 @@ from posenc import io
 from posenc import setup
 from posenc import sweep as sweep_lib
 
-_CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
+# New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
+# of other fields are checked by common.check_overrides.
+_CONFIG = config_flags.DEFINE_config_file(
+  'config', None, 'Experiment file[:arg].', lock_config=False, accept_new_attributes=True
+)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Sweep directory (created or resumed).')
 _TASKS = flags.DEFINE_list('tasks', [], 'Only these tasks (default: all in the grid).')
 _ENCODINGS = flags.DEFINE_list('encodings', [], 'Only these encodings (default: all).')

@@ -20,7 +20,11 @@ from posenc import results as results_lib
 from posenc import setup
 from posenc import train
 
-_CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment file[:arg].')
+# New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
+# of other fields are checked by common.check_overrides.
+_CONFIG = config_flags.DEFINE_config_file(
+  'config', None, 'Experiment file[:arg].', lock_config=False, accept_new_attributes=True
+)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Run directory (created or resumed).')
 
 

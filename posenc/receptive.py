@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc import encoding_names
 from posenc import encodings
 from posenc.encodings import biases
 from posenc.encodings import families
@@ -51,13 +52,13 @@ _CHUNK = 1 << 20
 
 
 def family_of(name: str) -> str:
-  """The bias family of encoding `name` ('alibi' or one of families.FAMILIES), or
+  """The bias family of encoding `name` ('alibi' or one of encoding_names.FAMILIES), or
   ValueError naming the encodings that have one."""
   base = name.split('+')[-1]
   base = base[len('randomized_') :] if base.startswith('randomized_') else base
-  if base == 'alibi' or base in families.FAMILIES:
+  if base == 'alibi' or base in encoding_names.FAMILIES:
     return base
-  valid = ['alibi', *families.FAMILIES]
+  valid = ['alibi', *encoding_names.FAMILIES]
   raise ValueError(
     f'encoding {name!r} has no distance bias; valid: {", ".join(valid)} (or '
     'their randomized_ variants)'
@@ -77,8 +78,8 @@ def initial_params(
   if family == 'alibi':
     return {}
   attention, _ = encodings.resolve_options(family, options or {})
-  module = families.DistanceBiasEncoding(
-    family=family, num_heads=num_heads, head_dim=head_dim, causal=True, **attention
+  module = encodings.get(family).attention(
+    num_heads=num_heads, head_dim=head_dim, causal=True, **attention
   )
   variables = module.init(jax.random.key(seed), 1, 1, jnp.zeros((1, 1, 1)))
   return jax.device_get(variables.get('params', {}))
@@ -144,7 +145,16 @@ def log_weights(
       max_distance=module.t5_max_distance,
     )
   else:
-    out = families.family_bias(family, t32, params, module)
+    out = families.family_bias(
+      family,
+      t32,
+      params,
+      heads=num_heads,
+      head_dim=head_dim,
+      sandwich_dim=module.sandwich_dim,
+      max_time=module.max_time,
+      bias_window=module.bias_window,
+    )
   return np.asarray(out, np.float64)[:, 0, :]
 
 

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from posenc import attention
+from posenc import encoding_names
 from posenc import encodings
+from posenc import testing
 from posenc.attention import cpu_blocked
 from posenc.attention import geometric_prefix
 from posenc.attention import reference
@@ -18,12 +20,12 @@ B, T, H, K = 2, 9, 2, 4
 LENGTH = 7  # real positions; the rest is padding
 
 
-# The randomized twins of the bias families share their plain twins' module: two of them
+# The randomized twins of the bias families share their plain ones' function: two of them
 # stand for the rest (the others run with -m slow).
 TWINS = [
-  f'randomized_{f}'
-  for f in encodings.families.FAMILIES
-  if f'randomized_{f}' not in ('randomized_type2', 'randomized_t5')
+  encoding_names.twin(f)
+  for f in encoding_names.FAMILIES
+  if encoding_names.twin(f) not in ('randomized_type2', 'randomized_t5')
 ]
 
 
@@ -34,14 +36,6 @@ def attention_names(causal=True):
     n if n not in TWINS else pytest.param(n, marks=pytest.mark.slow)
     for n, e in encodings.ENCODINGS.items()
     if e.attention is not None and (causal or not e.causal_only)
-  ]
-
-
-def name_and_form():
-  return [
-    pytest.param(n.values[0], c, marks=n.marks) if hasattr(n, 'values') else (n, c)
-    for c in (False, True)
-    for n in attention_names(c)
   ]
 
 
@@ -93,23 +87,32 @@ def run(
   )
 
 
+@pytest.mark.parametrize('name', attention_names()[1:])
+def test_backend_equals_reference_values_and_gradients(name):
+  # The conformance check's invariant: every backend equals `reference` in values and
+  # gradients (parameters, q, k, v, layer input), on a padded batch, in each form.
+  check = testing.check_backends(name)
+  assert check.passed, check.line()
+
+
 @pytest.mark.parametrize('impl', ['xla_fused', 'cpu_blocked'])
-@pytest.mark.parametrize('name, causal', name_and_form())
-def test_backend_equals_reference_values_and_gradients(name, impl, causal):
-  _, params, q, k, v, x = setup(name, causal=causal)
+@pytest.mark.parametrize('causal', [False, True])
+def test_content_attention_backend_equals_reference_values_and_gradients(impl, causal):
+  # The same for attention without an encoding (the conformance check's n/a).
+  _, params, q, k, v, x = setup('none', causal=causal)
   key_valid = jnp.arange(T) < LENGTH
 
-  def loss(impl, params, q, k, v, x):
-    out = run(name, impl, params, q, k, v, x, causal=causal, key_valid=key_valid)
+  def loss(impl, q, k, v):
+    out = run('none', impl, params, q, k, v, x, causal=causal, key_valid=key_valid)
     # Real rows only: padding rows average every key and are thrown away by the model.
     return jnp.sum(jnp.sin(out[:, :LENGTH])), out
 
   (want, want_out), want_grads = jax.value_and_grad(
-    functools.partial(loss, 'reference'), argnums=(0, 1, 2, 3, 4), has_aux=True
-  )(params, q, k, v, x)
+    functools.partial(loss, 'reference'), argnums=(0, 1, 2), has_aux=True
+  )(q, k, v)
   (got, got_out), got_grads = jax.jit(
-    jax.value_and_grad(functools.partial(loss, impl), argnums=(0, 1, 2, 3, 4), has_aux=True)
-  )(params, q, k, v, x)
+    jax.value_and_grad(functools.partial(loss, impl), argnums=(0, 1, 2), has_aux=True)
+  )(q, k, v)
   np.testing.assert_allclose(got_out[:, :LENGTH], want_out[:, :LENGTH], atol=2e-5)
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   for g, w in zip(jax.tree.leaves(got_grads), jax.tree.leaves(want_grads)):

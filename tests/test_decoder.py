@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from posenc import encoding_names
 from posenc import encodings
-from posenc.encodings import families
 from posenc import generate as generate_lib
 from posenc import models
 
@@ -46,7 +46,7 @@ FAMILY_SAMPLE = ('kerple_log', 'sliding_window', 't5', 'randomized_type2', 'rand
 NAMES = [
   n
   for n in encodings.ENCODINGS
-  if n.removeprefix('randomized_') not in families.FAMILIES or n in FAMILY_SAMPLE
+  if n.removeprefix(encoding_names.RANDOMIZED) not in encoding_names.FAMILIES or n in FAMILY_SAMPLE
 ] + ['sin_cos+alibi', 'abacus+fire']
 
 

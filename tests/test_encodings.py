@@ -2,6 +2,8 @@
 
 import math
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +12,7 @@ import pytest
 from scipy import stats
 
 from posenc import attention
+from posenc import encoding_names
 from posenc import encodings
 from posenc.attention import reference
 
@@ -445,36 +448,33 @@ def test_visible_keys_only():
 # ------------------------------------------------------------------------------------------
 
 
-def test_registry():
-  assert encodings.NAMES == (
-    'none',
-    'sin_cos',
-    'relative',
-    'alibi',
-    'rotary',
-    'learned',
-    'randomized_sin_cos',
-    'randomized_relative',
-    'randomized_alibi',
-    'randomized_rotary',
-    'randomized_learned',
-    'geometric',
-    'geometric_directional',
-  )
-  families = set(encodings.families.FAMILIES)
-  assert set(encodings.ENCODINGS) - set(encodings.NAMES) == {
-    'abacus',
-    'fire',
-    'randomized_fire',
-    *families,
-    *{f'randomized_{f}' for f in families},
-    *encodings.RECENT,
+def test_registry_holds_every_name_in_the_names_module_s_order():
+  assert tuple(encodings.ENCODINGS) == encoding_names.ALL
+  assert encodings.NAMES == encoding_names.STUDY and len(encodings.NAMES) == 13
+  assert encodings.RECENT == encoding_names.RECENT
+  assert set(encoding_names.ALL) == {
+    *encoding_names.STUDY,
+    *encoding_names.ARITHMETIC,
+    *encoding_names.RECENT,
+    *encoding_names.FAMILIES,
+    *map(encoding_names.twin, encoding_names.FAMILIES),
   }
+  # Each twin is its encoding's, and nothing else draws.
+  for name, spec in encodings.ENCODINGS.items():
+    assert spec.randomized == (name in map(encoding_names.twin, encoding_names.TWINS)), name
   with pytest.raises(ValueError, match="'nope'.*randomized_rotary"):
     encodings.get('nope')
   kinds = {n: e.kind for n, e in encodings.ENCODINGS.items()}
   assert kinds['sin_cos'] == 'embedding' and kinds['rotary'] == 'rotation'
   assert kinds['alibi'] == kinds['relative'] == 'bias' and kinds['geometric'] == 'geometric'
+
+
+def test_the_names_module_needs_neither_jax_nor_flax():
+  code = (
+    'import sys; from posenc import encoding_names; '
+    "assert not {'jax', 'flax'} & set(sys.modules), sorted(sys.modules)"
+  )
+  subprocess.run([sys.executable, '-c', code], check=True, timeout=60)
 
 
 def test_combinations():
@@ -503,9 +503,39 @@ def test_resolve_options():
   )
   assert attention_options['relative_mode'] == 'reference' and embedding == {}
   assert encodings.resolve_options('randomized_relative')[0]['relative_mode'] == 'symmetric'
-  # Options of other encodings are ignored; unknown keys and bad modes raise.
+  # Options of other encodings are ignored; unknown keys and bad values raise, in one line.
   assert encodings.resolve_options('none', (('relative_mode', 'reference'),)) == ({}, {})
   with pytest.raises(ValueError, match='unknown encoding options'):
     encodings.resolve_options('none', (('relativ_mode', 'reference'),))
-  with pytest.raises(ValueError, match='relative_mode'):
+  with pytest.raises(
+    ValueError,
+    match="encoding_options.relative_mode='clamped' must be one of 'symmetric', 'reference'$",
+  ):
     encodings.resolve_options('randomized_relative', (('relative_mode', 'clamped'),))
+  # A twin's own option is not its plain encoding's: ignored there, as another encoding's.
+  assert encodings.resolve_options('relative', {'relative_mode': 'clamped'}) == (
+    {'max_time': 10_000.0},
+    {},
+  )
+  # Test-time options only when given.
+  assert encodings.resolve_options('rotary', {'rope_factor': 2.0})[0] == {
+    'max_time': 10_000.0,
+    'rope_factor': 2.0,
+  }
+  with pytest.raises(ValueError, match=r"rope_scaling='x' must be one of 'none', 'pi'"):
+    encodings.resolve_options('rotary', {'rope_scaling': 'x'})
+
+
+@pytest.mark.parametrize('name', [n for n in encodings.ENCODINGS if n != 'none'])
+def test_every_option_is_declared_with_a_valid_default_and_a_meaning(name):
+  spec = encodings.get(name)
+  defaults = {n: o.default for n, o in spec.options}
+  for option_name, declared in spec.options:
+    assert declared.doc and declared.part in ('embedding', 'attention')
+    declared.check(option_name, declared.default, defaults)
+  # A Linen module's fields have the declared defaults (the helpers fill them in).
+  factory = spec.embedding or spec.attention
+  if not isinstance(factory, encodings.define.Maker):
+    fields = getattr(factory, 'func', factory).__dataclass_fields__
+    for option_name in spec.embedding_options + spec.attention_options:
+      assert fields[option_name].default == defaults[option_name], option_name

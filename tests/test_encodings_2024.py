@@ -390,13 +390,17 @@ def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
           sp(q[0, t, hh]) * sp(kk[0, s, hh]) * np.cos((s - t) * theta + np.asarray(delta[hh]))
         )
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-  # The phase shift is clamped to [-2π, 0] (initialised at 0).
+  # The keys' phase shift is clamped to [-2π, 0] (initialised at 0).
   module = encodings.get('pope').attention(num_heads=h, head_dim=k_dim)
   params = module.init({'params': keys[2]}, T, T, q.reshape(1, T, -1))
-  assert float(jnp.abs(module.apply(params, T, T, q).params['phase_shift']).max()) == 0
+  assert float(jnp.abs(params['params']['phase_shift']).max()) == 0
   shifted = jax.tree.map(lambda p: p - 10.0, params)
-  assert float(module.apply(shifted, T, T, q).params['phase_shift'].min()) == pytest.approx(
-    -2 * math.pi
+  keys_of = lambda variables: module.apply(variables, T, T, q).rotate_keys(kk, idx)
+  np.testing.assert_allclose(keys_of(params), polar.apply_pope(kk, idx), atol=1e-6)
+  np.testing.assert_allclose(
+    keys_of(shifted),
+    polar.apply_pope(kk, idx, phase_shift=jnp.full((h, k_dim), -2 * math.pi)),
+    atol=1e-6,
   )
 
 

@@ -150,6 +150,6 @@ def test_bad_fixed_parameters_are_config_errors(options, needle):
 
 
 def test_power_exponent_above_two_is_refused_for_the_power_family_only():
-  with pytest.raises(ValueError, match='bias_r=3.0 must be <= 2'):
+  with pytest.raises(ValueError, match='bias_r=3.0 must be > 0 and <= 2 for kerple_power'):
     encodings.resolve_options('kerple_power', {'bias_r': 3.0})
   encodings.resolve_options('kerple_log', {'bias_r': 3.0})

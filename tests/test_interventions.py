@@ -66,7 +66,7 @@ def test_rope_frequency_closed_forms():
   assert high[0] == 10.0  # more than β turns: kept exactly
   assert rotary.yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4) + 1)
   assert rotary.yarn_attention_factor(1.0) == 1.0
-  assert rotary.rope_scaling('pi', 4.0, 0, 8, 10_000.0) == (4.0, None, 1.0)
+  assert rotary.scaling('pi', 4.0, 0, 8, 10_000.0) == (4.0, None, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -93,13 +93,13 @@ def test_yarn_is_the_authors_dimension_ramp(length, factor, head_dim, low, high)
   np.testing.assert_allclose(
     rotary.yarn_frequencies(head_dim, b, factor, length), expected, rtol=1e-12
   )
-  divisor, freqs, scale = rotary.rope_scaling('yarn', factor, length, head_dim, b)
+  divisor, freqs, scale = rotary.scaling('yarn', factor, length, head_dim, b)
   assert divisor == 1 and scale == pytest.approx(0.1 * math.log(factor) + 1)
   np.testing.assert_allclose(freqs, expected, rtol=1e-12)
   # The paper's ramp over turns is another set of frequencies (by a third or more here);
   # at L = 16 it divides even the fastest pair, which the authors' code keeps.
   assert freqs[0] == 1.0
-  paper = rotary.rope_scaling('yarn_paper', factor, length, head_dim, b)[1]
+  paper = rotary.scaling('yarn_paper', factor, length, head_dim, b)[1]
   np.testing.assert_array_equal(
     paper, rotary.yarn_paper_frequencies(rotary.rope_frequencies(head_dim, b), factor, length)
   )

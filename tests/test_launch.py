@@ -185,6 +185,13 @@ TRAIN_CASES = [
     [TINY, '--config.train.foo=1'],
     "unknown config field 'train.foo'; valid fields of train: batch_size",
   ),
+  # Any encoding's option may be given; one no encoding takes is a typo.
+  ([TINY, '--config.encoding_options.relativ_mode=x'], "unknown encoding options ['relativ_mode']"),
+  ([TINY, '--config.encoding_options.max_time=0.0'], 'encoding_options.max_time=0.0 must be a'),
+  (
+    [TINY, '--config.encoding_options.a.b=1'],
+    "unknown config field 'encoding_options.a.b'; valid fields of encoding_options:",
+  ),
   (
     ['--config=experiments/rpe_table1.py:foo=bar'],
     "unknown config arg 'foo'; valid args: encoding, relative_mode, task, tiny",

@@ -1,7 +1,10 @@
 """Encodings from outside posenc: an Encoding record at an import path or an installed
-package's entry point, built with the public helpers, used like a built-in encoding; what
-cannot be loaded is one line; the conformance helper passes them."""
+package's entry point, built with the public helpers, used like a built-in encoding (its own
+options set from the command line); what cannot be loaded is one line; the conformance helper
+passes them."""
 
+import json
+import os
 import sys
 import textwrap
 
@@ -50,8 +53,6 @@ MODULE = textwrap.dedent('''
     WINDOW = encodings.weights(window, normalize=True)
     NOT_A_RECORD = sqrt_alibi
     BAD_KIND = encodings.Encoding('sideways')
-    BAD_OPTION = encodings.Encoding('bias', attention=SQRT_ALIBI.attention,
-                                    attention_options=('my_strength',))
 ''')
 
 
@@ -136,7 +137,7 @@ def test_combinations_and_randomized_twins(outside_module):
     ('no_such_module_xyz:ENC', "no module named 'no_such_module_xyz'"),
     (
       '{m}:MISSING',
-      "has no attribute 'MISSING'; its Encoding records: BAD_KIND, BAD_OPTION, "
+      "has no attribute 'MISSING'; its Encoding records: BAD_KIND, "
       'HALF_ROPE, SCALED_SIN_COS, SQRT_ALIBI, WINDOW',
     ),
     (
@@ -145,7 +146,6 @@ def test_combinations_and_randomized_twins(outside_module):
       'posenc.encodings.bias, rotation, embedding or weights',
     ),
     ('{m}:BAD_KIND', "has kind 'sideways'; valid kinds: embedding, rotation, bias, geometric"),
-    ('{m}:BAD_OPTION', "takes options no encoding knows: ['my_strength']"),
     ('randomized_no_such_module_xyz:ENC', "no module named 'randomized_no_such_module_xyz'"),
     (
       'nothing_installed_by_this_name',
@@ -157,6 +157,88 @@ def test_what_cannot_be_loaded_is_one_line(outside_module, name, message):
   with pytest.raises(ValueError) as error:
     encodings.get(name.format(m=outside_module))
   assert message in str(error.value) and '\n' not in str(error.value)
+
+
+# An outside encoding with an option of its own; its function writes the value it is traced
+# with to $POSENC_POWER_SEEN, so a test sees what reached it.
+POWER_MODULE = textwrap.dedent('''
+    import os
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    from posenc import encodings
+
+    def power_alibi(q_pos, k_pos, slopes, *, power):
+      with open(os.environ['POSENC_POWER_SEEN'], 'a') as f:
+        f.write(f'{power!r}\\n')
+      dist = jnp.abs(k_pos[..., None, :] - q_pos[..., :, None]).astype(jnp.float32) ** power
+      return -jax.nn.softplus(slopes)[:, None, None] * dist[..., None, :, :]
+
+    POWER_ALIBI = encodings.bias(
+        power_alibi,
+        slopes=encodings.param(('heads',), nn.initializers.ones),
+        options={'power': encodings.option(
+            0.5, 'the distance is raised to it', valid=encodings.define.number(0),
+            must_be='a number > 0')})
+''')
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_an_outside_encoding_s_own_option_is_set_from_the_command_line(cli, tmp_path):
+  (tmp_path / 'posenc_power.py').write_text(POWER_MODULE)
+  seen = tmp_path / 'seen'
+
+  def train(option, workdir):
+    return cli.run(
+      [
+        'launch.train',
+        f'--config={ROOT}/experiments/rpe_table1.py:task=parity_check,tiny',
+        f'--workdir={workdir}',
+        '--config.encoding=posenc_power:POWER_ALIBI',
+        f'--config.encoding_options.{option}',
+        '--config.train.steps=2',
+        '--config.seeds=[0]',
+        '--config.learning_rates=[0.001]',
+        '--config.eval.lengths=[9]',
+      ],
+      cwd=tmp_path,
+      env={'POSENC_POWER_SEEN': str(seen)},
+    )
+
+  proc = train('power=0.25', tmp_path / 'run')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert set(seen.read_text().split()) == {'0.25'}  # every trace of the function got it
+  with open(tmp_path / 'run' / 'results.json') as f:
+    assert json.load(f)['encoding_options'] == {'power': 0.25}
+  # A name no encoding takes, and a value outside the option's: one line, nothing written.
+  for option, message in (
+    ('powr=0.25', "error: unknown encoding options ['powr']; valid: ["),
+    ('power=-1.0', 'error: encoding_options.power=-1.0 must be a number > 0'),
+  ):
+    proc = train(option, tmp_path / 'bad')
+    last = proc.stderr.splitlines()[-1]
+    assert proc.returncode == 2 and last.startswith(message), proc.stderr[-2000:]
+    assert not (tmp_path / 'bad').exists()
+  assert message == last
+
+
+def test_an_option_declared_without_the_helper_is_one_line(tmp_path):
+  (tmp_path / 'posenc_bad_option.py').write_text(
+    textwrap.dedent('''
+      from posenc import encodings
+      ENC = encodings.bias(lambda q_pos, k_pos: 0 * q_pos, options={'strength': 2.0})
+    ''')
+  )
+  sys.path.insert(0, str(tmp_path))
+  try:
+    with pytest.raises(ValueError) as error:
+      encodings.get('posenc_bad_option:ENC')
+  finally:
+    sys.path.remove(str(tmp_path))
+  assert "option 'strength' is 2.0; declare it with posenc.encodings.option(default, doc)" in str(
+    error.value
+  )
+  assert '\n' not in str(error.value)
 
 
 def test_a_twin_needs_positions():

@@ -13,6 +13,7 @@ from matplotlib import image as mpl_image
 import pytest
 
 from launch import report as launch_report
+from posenc import encoding_names
 from posenc import encodings
 from posenc import plots
 from posenc import report
@@ -525,11 +526,11 @@ def test_cli_unreadable_directory_is_one_line(workdirs, unreadable, tmp_path, ca
 
 def test_names_come_from_the_registries():
   assert report.TASKS == tasks.NAMES and len(report.TASKS) == 15
-  # The report keeps the encodings' names as data (it needs no Flax): the registry's.
-  assert report.ENCODINGS == encodings.NAMES and len(report.ENCODINGS) == 13
-  assert report.core.GRID_ENCODINGS == tuple(encodings.ENCODINGS), (
-    'posenc/report/core.py: GRID_ENCODINGS must list the encodings registry in its order'
-  )
+  # The report reads the encodings' names from the one module that holds them (no Flax),
+  # the registry's names in its order.
+  assert report.ENCODINGS is encoding_names.STUDY and len(report.ENCODINGS) == 13
+  assert report.core.GRID_ENCODINGS is encoding_names.ALL
+  assert tuple(encodings.ENCODINGS) == encoding_names.ALL
   assert report.core.ARITHMETIC_TASKS == tuple(tasks.ARITHMETIC)
   assert list(report.TASK_LEVELS) == list(tasks.NAMES)
   labels = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}

@@ -1,4 +1,9 @@
-"""Encodings that add a bias to the attention logits: ALiBi and Transformer-XL relative."""
+"""Encodings that add a bias to the attention logits: ALiBi, Transformer-XL relative and FIRE.
+
+Each is one pure function of the query and key positions, made an encoding (`ALIBI`,
+`RELATIVE`, `FIRE`) by the helpers of `define`, with what it binds once per layer (ALiBi's
+fixed slopes, the relative table's offsets, FIRE's parameters) in a small `inputs` function.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc.encodings import core
+from posenc.encodings import define
 from posenc.encodings import embeddings
 from posenc.encodings import randomized as randomized_lib
 
@@ -142,89 +148,91 @@ def relative_bias(
   return (content + position) / math.sqrt(head_dim)
 
 
-def _distances(module: nn.Module, num_positions: int, length: Array):
-  """(distances, left_distances): None unless randomized; one draw each from 'noise'."""
-  if not module.randomized:
-    return None, None
-  draw = lambda: randomized_lib.random_distances(
-    module.make_rng('noise'), num_positions, max_position=module.max_position, length=length
-  )
-  distances = draw()
-  return distances, (draw() if module.randomize_both_sides else None)
+def alibi_inputs(
+  heads: int, causal: bool, alibi_reference_form: bool = False, slope_scale: float = 1.0
+) -> dict[str, Any]:
+  """ALiBi's slopes (scaled at test time by `slope_scale`) and its form: Press et al.'s
+  under a causal mask, the reference encoder's bidirectional one otherwise or with
+  `alibi_reference_form` (the reference encoder's `causal_masking` ran it so).
 
-
-class AlibiEncoding(core.EncodingModule):
-  """ALiBi; randomized: distances d -> r_d, one draw per layer.
-
-  The form follows the mask: Press et al.'s when causal, the reference encoder's when
-  bidirectional; `alibi_reference_form` keeps the reference's form under a causal mask too
-  (the reference encoder's `causal_masking` option ran it that way).
+  Example: alibi_inputs(2, True) -> {'slopes': [1/16, 1/256], 'causal': True}.
   """
-
-  randomized: bool = False
-  randomize_both_sides: bool = False
-  alibi_reference_form: bool = False
-  slope_scale: float = 1.0  # A test-time scaling of every slope (1: as trained).
-
-  def __call__(
-    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
-  ) -> core.AttentionEncoding:
-    del inputs, deterministic
-    distances, left = _distances(self, num_positions, length)
-    slopes = jnp.asarray(alibi_slopes(self.num_heads))
-    if self.slope_scale != 1:
-      slopes = slopes * self.slope_scale
-    press = self.causal and not self.alibi_reference_form
-    return core.AttentionEncoding(
-      'alibi',
-      core.BIAS,
-      bias=lambda q, k, qi, ki: core.with_batch(
-        alibi_bias(qi, ki, slopes, distances=distances, left_distances=left, causal=press)
-      ),
-      # The form (causal or bidirectional) is the encoding's, not the backend's.
-      params={'slopes': slopes, 'distances': distances, 'left_distances': left, 'causal': press},
-    )
+  slopes = jnp.asarray(alibi_slopes(heads))
+  if slope_scale != 1:
+    slopes = slopes * slope_scale
+  return {'slopes': slopes, 'causal': causal and not alibi_reference_form}
 
 
-class RelativeEncoding(core.EncodingModule):
-  """Transformer-XL relative attention; randomized: offsets ±d -> ±r_d (or the released
-  code's clamped table, `relative_mode='reference'`), one draw per layer.
+# A test-time scaling of a distance bias (1: as trained; `posenc.interventions`).
+SLOPE_SCALE = define.option(
+  1.0,
+  'a test-time scaling of the bias (1: as trained)',
+  valid=define.number(),
+  must_be='a number',
+  test=True,
+)
+# ALiBi; randomized: distances d -> r_d, one draw per layer.
+ALIBI = define.bias(
+  alibi_bias,
+  draws=define.DISTANCES,
+  inputs=alibi_inputs,
+  name='alibi',
+  options={
+    'randomize_both_sides': define.BOTH_SIDES,
+    'alibi_reference_form': define.option(
+      False,
+      "ALiBi under a causal mask: the reference encoder's bidirectional form, not Press et al.'s",
+      valid=define.boolean,
+      must_be='True or False',
+    ),
+    'slope_scale': SLOPE_SCALE,
+  },
+)
 
-  Parameters per layer: u, v [H, K] ~ Normal(0.02); W_R (`w_r/kernel`, [D, D], no bias).
-  """
 
-  randomized: bool = False
-  relative_mode: str = 'symmetric'
-  randomize_both_sides: bool = False
-  max_time: float = 10_000.0
-
-  @nn.compact
-  def __call__(
-    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
-  ) -> core.AttentionEncoding:
-    del inputs, deterministic
-    shape = (self.num_heads, self.head_dim)
-    u = self.param('u', nn.initializers.normal(0.02), shape, self.param_dtype)
-    v = self.param('v', nn.initializers.normal(0.02), shape, self.param_dtype)
-    width = self.num_heads * self.head_dim
-    w_r = core.Kernel((width, width), self.param_dtype, name='w_r')()
-    distances, left = _distances(self, num_positions, length)
-    offsets = randomized_lib.relative_offset_positions(
+def relative_offsets(
+  num_positions: int,
+  max_position: int,
+  distances: Array | None = None,
+  left_distances: Array | None = None,
+  relative_mode: str = 'symmetric',
+) -> dict[str, Array]:
+  """The positions of the relative table's offsets (`offset_positions`): the offsets
+  themselves, or for the randomized twin their drawn distances (`relative_mode`)."""
+  return {
+    'offset_positions': randomized_lib.relative_offset_positions(
       num_positions,
       distances=distances,
-      left_distances=left,
-      mode=self.relative_mode,
-      max_position=self.max_position,
+      left_distances=left_distances,
+      mode=relative_mode,
+      max_position=max_position,
     )
-    max_time = self.max_time
-    return core.AttentionEncoding(
-      'relative',
-      core.BIAS,
-      bias=lambda q, k, qi, ki: relative_bias(
-        q, k, qi, ki, u=u, v=v, w_r=w_r, offset_positions=offsets, max_time=max_time
-      ),
-      params={'u': u, 'v': v, 'w_r': w_r, 'offset_positions': offsets, 'max_time': max_time},
-    )
+  }
+
+
+# Transformer-XL relative attention; randomized: offsets ±d -> ±r_d (or the released code's
+# clamped table, `relative_mode='reference'`), one draw per layer. Parameters per layer:
+# u, v [H, K] ~ Normal(0.02); W_R (`w_r/kernel`, [D, D], no bias).
+RELATIVE = define.bias(
+  relative_bias,
+  content=True,
+  draws=define.DISTANCES,
+  inputs=relative_offsets,
+  name='relative',
+  u=define.param(('heads', 'head_dim'), nn.initializers.normal(0.02)),
+  v=define.param(('heads', 'head_dim'), nn.initializers.normal(0.02)),
+  w_r=define.param(('width', 'width'), core.HAIKU_LINEAR_INIT, stored_as='w_r/kernel'),
+  options={
+    'max_time': define.MAX_TIME,
+    'relative_mode': define.option(
+      'symmetric',
+      "randomized distances: the method as published, or the released code's clamped table",
+      valid=randomized_lib.RELATIVE_MODES,
+      twin=True,
+    ),
+    'randomize_both_sides': define.BOTH_SIDES,
+  },
+)
 
 
 FIRE_VARIANTS = ('aba', 'pc')
@@ -274,73 +282,72 @@ def fire_mlp(x: Array, weights: tuple[Array, ...], biases: tuple[Array, ...]) ->
   return x
 
 
-class FireEncoding(core.EncodingModule):
-  """FIRE, one module per layer. 'aba' (the Abacus paper's code, default): c init 0.1, L =
-  |λ·512| with λ learnable (init 1). 'pc': c init 0.1, L = L_sqrt² with L_sqrt init 16 (its
-  code's min(i, L) normalizer is a bug: this uses the paper's max(L, i)).
+def fire_parameters(fire_variant: str) -> dict[str, define.Param]:
+  """FIRE's parameters. f_θ: 'aba' Linear(1, 32) + bias, ReLU, Linear(32, H) + bias (the
+  Abacus paper's code, Flax's default initializers), c init 0.1, L = |λ·512| with λ (`scale`)
+  init 1; 'pc' 1 -> 32 -> ReLU -> 32 -> ReLU -> H without biases, N(0, 1) then N(0, 1/32),
+  c init 0.1, L = L_sqrt² with L_sqrt (`threshold_sqrt`) init 16."""
+  hidden, p = 32, define.param
+  if fire_variant == 'aba':
+    init = nn.initializers.lecun_normal()
+    return {
+      'w1': p((1, hidden), init),
+      'w2': p((hidden, 'heads'), init),
+      'b1': p((hidden,)),
+      'b2': p(('heads',)),
+      'c': p((), nn.initializers.constant(0.1)),
+      'scale': p((), nn.initializers.ones),
+    }
+  later = nn.initializers.normal(1 / math.sqrt(hidden))
+  return {
+    'w1': p((1, hidden), nn.initializers.normal(1.0)),
+    'w2': p((hidden, hidden), later),
+    'w3': p((hidden, 'heads'), later),
+    'c': p((), nn.initializers.constant(0.1)),
+    'threshold_sqrt': p((), nn.initializers.constant(16.0)),
+  }
 
-  Randomized (Zhou et al. 2024, as the Abacus paper's code): in training the positions are a
-  sorted random subset of {0..L_max - 1}, one per sequence (per batch in an encoder); at
-  evaluation they are 0..T-1.
+
+def fire(
+  q_pos: Array,
+  k_pos: Array,
+  *,
+  c: Array,
+  w1: Array,
+  w2: Array,
+  w3: Array | None = None,
+  b1: Array | None = None,
+  b2: Array | None = None,
+  scale: Array | None = None,
+  threshold_sqrt: Array | None = None,
+) -> Array:
+  """`fire_bias` with either variant's parameters (`fire_parameters`): f_θ the ReLU layers
+  of w1, w2 (, w3) (with biases b1, b2), and L = |512 scale| ('aba') or threshold_sqrt²
+  ('pc': its code's min(i, L) normalizer is a bug; this is the paper's max(L, i)).
+
+  Returns:
+    float32 [H, Q, S] (or [B, H, Q, S]).
   """
+  weights = tuple(w for w in (w1, w2, w3) if w is not None)
+  bias_terms = () if b1 is None else (b1, b2)
+  threshold = jnp.abs(scale * 512.0) if scale is not None else threshold_sqrt**2
+  mlp = lambda x: fire_mlp(x, weights, bias_terms)
+  return fire_bias(q_pos, k_pos, mlp, c=c, threshold=threshold)
 
-  randomized: bool = False
-  fire_variant: str = 'aba'
 
-  @nn.compact
-  def __call__(
-    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
-  ) -> core.AttentionEncoding:
-    del inputs
-    if self.fire_variant not in FIRE_VARIANTS:
-      raise ValueError(
-        f'unknown fire_variant {self.fire_variant!r}; valid: {", ".join(FIRE_VARIANTS)}'
-      )
-    # f_θ: 'aba' Linear(1, 32) + bias, ReLU, Linear(32, H) + bias (the Abacus paper's code,
-    # Flax's default initializers); 'pc' 1 -> 32 -> ReLU -> 32 -> ReLU -> H without biases,
-    # N(0, 1) then N(0, 1/32).
-    hidden, h = 32, self.num_heads
-    if self.fire_variant == 'aba':
-      init = nn.initializers.lecun_normal()
-      weights = (
-        self.param('w1', init, (1, hidden), self.param_dtype),
-        self.param('w2', init, (hidden, h), self.param_dtype),
-      )
-      bias_terms = (
-        self.param('b1', nn.initializers.zeros, (hidden,), self.param_dtype),
-        self.param('b2', nn.initializers.zeros, (h,), self.param_dtype),
-      )
-    else:
-      later = nn.initializers.normal(1 / math.sqrt(hidden))
-      weights = (
-        self.param('w1', nn.initializers.normal(1.0), (1, hidden), self.param_dtype),
-        self.param('w2', later, (hidden, hidden), self.param_dtype),
-        self.param('w3', later, (hidden, h), self.param_dtype),
-      )
-      bias_terms = ()
-    mlp = lambda x: fire_mlp(x, weights, bias_terms)
-    c = self.param('c', nn.initializers.constant(0.1), (), self.param_dtype)
-    if self.fire_variant == 'aba':
-      threshold = jnp.abs(self.param('scale', nn.initializers.ones, (), self.param_dtype) * 512.0)
-    else:
-      threshold = (
-        self.param('threshold_sqrt', nn.initializers.constant(16.0), (), self.param_dtype) ** 2
-      )
-    if self.randomized and not deterministic:
-      positions = randomized_lib.random_positions(
-        self.make_rng('noise'), num_positions, max_position=self.max_position, length=length
-      )
-    else:
-      positions = jnp.arange(num_positions)
-    bias = lambda q, k, qi, ki: core.with_batch(
-      fire_bias(
-        randomized_lib.lookup(positions, qi, 1),
-        randomized_lib.lookup(positions, ki, 1),
-        mlp,
-        c=c,
-        threshold=threshold,
-      )
+# FIRE, one set of parameters per layer; randomized (Zhou et al. 2024, as the Abacus paper's
+# code): in training the positions are a sorted random subset of {0..L_max - 1}, one per
+# sequence (per batch in an encoder); at evaluation they are 0..T-1.
+FIRE = define.bias(
+  fire,
+  inputs=fire_parameters,
+  draw_in_evaluation=False,
+  name='fire',
+  options={
+    'fire_variant': define.option(
+      'aba',
+      "FIRE's variant: the Abacus paper's code ('aba') or the paper's ('pc')",
+      valid=FIRE_VARIANTS,
     )
-    return core.AttentionEncoding(
-      'fire', core.BIAS, bias=bias, params={'positions': positions, 'c': c, 'threshold': threshold}
-    )
+  },
+)

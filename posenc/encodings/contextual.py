@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -102,3 +103,19 @@ class ContextualEncoding(core.EncodingModule):
       bias=lambda q, k, qi, ki: cope_bias(q, k, qi, ki, table),
       params={'table': table},
     )
+
+
+# A Linen module, not the helpers': its positions count the gates of q and k.
+COPE = core.Encoding(
+  core.BIAS,
+  attention=ContextualEncoding,
+  options={
+    'cope_positions': define.option(
+      64,
+      "CoPE's table rows (npos_max): contextual positions past the last read it",
+      valid=define.integer(1),
+      must_be='an integer >= 1',
+    )
+  },
+  causal_only=True,
+)

@@ -1,4 +1,5 @@
-"""What an attention encoding hands to the attention function, and shared initializers.
+"""An encoding's record (`Encoding`) and its options (`Option`), what an attention encoding
+hands to the attention function (`AttentionEncoding`), and shared initializers.
 
 Letters: B batch, Q queries, S keys, T sequence length (static; a padded batch has T = its
 maximum), H heads, K head width, D model width (= H * K), L the range of randomized
@@ -74,6 +75,52 @@ class AttentionEncoding:
 
 
 @dataclasses.dataclass(frozen=True)
+class Option:
+  """One option of an encoding, set with `--config.encoding_options.NAME=VALUE`.
+
+  Attributes:
+    default: its value when the config gives none.
+    doc: what it means, in one line.
+    valid: the values it takes: a tuple of choices, or a function (value, options) -> bool
+      of the value and the encoding's options (defaults filled in); None: any value.
+    must_be: the valid values in words, for the error ('an integer >= 1'), or a function
+      of the options giving them; made from the choices when `valid` is a tuple.
+    test: changes the encoding at test time only (a knob of `posenc.interventions`, neutral
+      by default): passed when given, and not recorded among a run's options otherwise.
+    twin: taken by the randomized twin only (`define.randomized_twin` gives it to the twin).
+    part: 'embedding' or 'attention': the part of the encoding that takes it (the record
+      sets it; a combination `a+b` keeps each part's).
+
+  Example:
+    >>> Option(128, "sliding_window's w", lambda w, _: w >= 1, 'an integer >= 1').check(
+    ...   'bias_window', 0, {})
+    ValueError: encoding_options.bias_window=0 must be an integer >= 1
+  """
+
+  default: Any
+  doc: str
+  valid: tuple[Any, ...] | Callable[[Any, Mapping[str, Any]], bool] | None = None
+  must_be: str | Callable[[Mapping[str, Any]], str] = ''
+  test: bool = False
+  twin: bool = False
+  part: str = ''
+
+  def check(self, name: str, value: Any, options: Mapping[str, Any]) -> None:
+    """ValueError (one line) naming `value` and the valid values unless `value` is valid."""
+    if self.valid is None:
+      return
+    if isinstance(self.valid, tuple):
+      if value in self.valid and type(value) in {type(c) for c in self.valid}:
+        return
+      must_be = f'one of {", ".join(repr(c) for c in self.valid)}'
+    else:
+      if self.valid(value, options):
+        return
+      must_be = self.must_be(options) if callable(self.must_be) else self.must_be
+    raise ValueError(f'encoding_options.{name}={value!r} must be {must_be}')
+
+
+@dataclasses.dataclass(frozen=True)
 class Encoding:
   """How the model builds one encoding.
 
@@ -84,17 +131,16 @@ class Encoding:
       per forward pass as `module(num_positions, length) -> [T, D]`; the model adds it to
       the token embeddings and applies dropout.
     attention: optional module factory `(max_position=, num_heads=, head_dim=,
-      param_dtype=, **options)`, called per layer as `module(num_positions, length,
-      inputs) -> AttentionEncoding` with the layer input [B, T, D]. None: content only.
-    embedding_options, attention_options: the names of `encoding_options` each part takes.
+      param_dtype=, causal=, **options)`, called per layer as `module(num_positions,
+      length, inputs) -> AttentionEncoding` with the layer input [B, T, D]. None: content
+      only.
+    options: the options it takes, declared ((name, `Option`) pairs, or a dict), in the
+      order a run records them; its parts take them as keywords.
     randomized: draws from the 'noise' RNG stream (at evaluation too).
     reads_digits: reads which tokens are digits (the task's `digit_ids`): a task without
       digits cannot use it.
     learned_table: positions index a learned table of `max_position` rows.
     even_head_dim: rotates pairs of coordinates: the head width must be even.
-    test_options: options of its attention part that change it at test time only (the
-      knobs of `posenc.interventions`, neutral by default): passed when given, and not
-      recorded among a run's options otherwise.
     causal_only: causal by definition (it counts, gates or breaks the keys up to the
       query): only a causal model (the decoder) can use it.
   """
@@ -102,14 +148,53 @@ class Encoding:
   kind: str
   embedding: Callable[..., Any] | None = None
   attention: Callable[..., Any] | None = None
-  embedding_options: tuple[str, ...] = ()
-  attention_options: tuple[str, ...] = ()
+  options: tuple[tuple[str, Option], ...] = ()
   randomized: bool = False
   reads_digits: bool = False
   learned_table: bool = False
   even_head_dim: bool = False
-  test_options: tuple[str, ...] = ()
   causal_only: bool = False
+
+  def __post_init__(self):
+    declared = tuple(self.options.items() if isinstance(self.options, Mapping) else self.options)
+    for name, option in declared:
+      if not isinstance(name, str) or not isinstance(option, Option):
+        raise ValueError(
+          f'encoding option {name!r} is declared as {option!r}; declare it with '
+          'posenc.encodings.option(default, doc)'
+        )
+    part = EMBEDDING if self.embedding is not None and self.attention is None else 'attention'
+    declared = tuple(
+      (name, option if option.part else dataclasses.replace(option, part=part))
+      for name, option in declared
+    )
+    object.__setattr__(self, 'options', declared)
+
+  def taken(self) -> dict[str, Option]:
+    """The options it takes now, by name (a twin's own ones only on the twin)."""
+    return {name: option for name, option in self.options if not option.twin}
+
+  def _names(self, part: str, test: bool) -> tuple[str, ...]:
+    return tuple(
+      name
+      for name, option in self.options
+      if not option.twin and option.test == test and (test or option.part == part)
+    )
+
+  @property
+  def embedding_options(self) -> tuple[str, ...]:
+    """The names of the options its embedding part takes."""
+    return self._names(EMBEDDING, False)
+
+  @property
+  def attention_options(self) -> tuple[str, ...]:
+    """The names of the options its attention part takes (test-time options aside)."""
+    return self._names('attention', False)
+
+  @property
+  def test_options(self) -> tuple[str, ...]:
+    """The names of its test-time options (`Option.test`)."""
+    return self._names('attention', True)
 
   @property
   def bounded(self) -> bool:
@@ -121,18 +206,6 @@ class Encoding:
 def with_batch(x: Array) -> Array:
   """[H, Q, S] -> [1, H, Q, S]; [B, H, Q, S] unchanged."""
   return x if x.ndim == 4 else x[None]
-
-
-class Kernel(nn.Module):
-  """A weight matrix stored as nn.Dense stores it (`name/kernel`), for an encoding function
-  that takes its product itself."""
-
-  shape: tuple[int, ...]
-  param_dtype: Any = jnp.float32
-
-  @nn.compact
-  def __call__(self) -> Array:
-    return self.param('kernel', HAIKU_LINEAR_INIT, self.shape, self.param_dtype)
 
 
 class EncodingModule(nn.Module):

@@ -29,14 +29,16 @@ import jax.numpy as jnp
 
 from posenc.encodings import biases
 from posenc.encodings import core
+from posenc.encodings import define
 from posenc.encodings import families
 
 Array = jax.Array
 
+# The base biases' module factories (each at its default options).
 DAPE_BASES: dict[str, Any] = {
-  'alibi': biases.AlibiEncoding,
-  'kerple_log': functools.partial(families.DistanceBiasEncoding, family='kerple_log'),
-  'fire': biases.FireEncoding,
+  'alibi': biases.ALIBI.attention,
+  'kerple_log': families.record('kerple_log').attention,
+  'fire': biases.FIRE.attention,
 }
 
 
@@ -169,3 +171,18 @@ class DapeEncoding(core.EncodingModule):
     return core.AttentionEncoding(
       name, core.BIAS, bias=bias, params={'base': base.params, 'w1': w1, 'w2': w2}
     )
+
+
+# Linen modules, not the helpers': the network reads the scores and the base bias.
+_OPTIONS = {
+  'dape_base': define.option(
+    'alibi', "DAPE's base bias (its registry encoding at its defaults)", valid=tuple(DAPE_BASES)
+  ),
+  'dape_hidden': define.option(
+    32, "the width F of DAPE's network", valid=define.integer(1), must_be='an integer >= 1'
+  ),
+}
+DAPE = core.Encoding(core.BIAS, attention=DapeEncoding, options=_OPTIONS)
+DAPE_V2 = core.Encoding(
+  core.BIAS, attention=functools.partial(DapeEncoding, convolution=True), options=_OPTIONS
+)

@@ -1,32 +1,51 @@
-"""Encodings from one pure function: the public helpers of each kind.
+"""Encodings from one pure function: the helpers that make the built-ins and outside ones.
 
-An encoding outside posenc is an `Encoding` record, the same the registry holds. The helpers
-here build one from a single pure function of positions, and own the rest: the Linen module
-that creates the function's parameters, the positions (0..T-1, or a sorted random draw for
-the randomized twin), the lookups of a decoding step and of per-sequence draws.
+An encoding is an `Encoding` record, the one the registry holds. The helpers build it from a
+single pure function of positions and own the rest: the Linen module that creates the
+function's parameters, its positions (0..T-1, or a sorted random draw for the randomized
+twin), the lookups of a decoding step and of per-sequence draws, and its options.
 
-  bias(fn)      fn(q_pos [Q], k_pos [S], **params) -> [H, Q, S], added to q·k / sqrt(K)
-  rotation(fn)  fn(x [B, T, H, K], pos [T], **params) -> [B, T, H, K'] (q and k; `keys=`
+  bias(fn)      fn(q_pos [Q], k_pos [S], ...) -> [H, Q, S], added to q·k / sqrt(K)
+                (`content=True`: fn(q [B, Q, H, K], k [B, S, H, K], q_pos, k_pos, ...))
+  rotation(fn)  fn(x [B, T, H, K], pos [T], ...) -> [B, T, H, K'] (q and k; `keys=`
                 another function for the keys)
-  embedding(fn) fn(pos [T], width, **params) -> [T, width], added to the token embeddings
-  weights(fn)   fn(scores [B, H, Q, S], q_pos [Q], k_pos [S], visible [., ., Q, S], **params)
+  embedding(fn) fn(pos [T], width, ...) -> [T, width], added to the token embeddings
+  weights(fn)   fn(scores [B, H, Q, S], q_pos, k_pos, visible [., ., Q, S], ...)
                 -> [B, H, Q, S], the attention weights in place of softmax(scores)
 
 Positions may also come one set per sequence ([B, Q], [B, S], [B, T]: the randomized twin of
-a decoder draws per sequence); a function written with `...` axes serves both. A bias
-function that takes a `causal` keyword gets the model's (its form may follow the mask, as
-ALiBi's does). Parameters are declared with `param(shape, init)`, their shape written with
-the sizes the model gives ('heads', 'head_dim', 'width'), and reach the function by name.
+a decoder draws per sequence); a function written with `...` axes serves both.
 
-Example (a square-root ALiBi, a learned slope per head):
-  >>> def sqrt_alibi(q_pos, k_pos, slopes):
-  ...   dist = jnp.sqrt(jnp.abs(k_pos[..., None, :] - q_pos[..., :, None]).astype(float))
+What a function gets by keyword:
+- every parameter declared with `param(shape, init)`, its shape written with the sizes the
+  model gives ('heads', 'head_dim', 'width', 'max_position') (created in the order of their
+  names, so that a parameter's initial value does not depend on how the call is written);
+- every value its encoding's `inputs` function makes (below);
+- of the rest, those its signature names: the encoding's options (declared with
+  `option(default, doc)`, set with `--config.encoding_options.NAME=VALUE`), the model's
+  `causal`, the sizes and `num_positions` (T), and for `draws='distances'` the randomized
+  twin's `distances` and `left_distances` (None unless randomized).
+`inputs` is a function of those same names returning more keywords: values made once per
+layer (ALiBi's fixed slopes, the offsets of Transformer-XL's table) or `param` declarations
+whose set depends on an option (FIRE's variants).
+
+The randomized twin (`randomized_twin`) draws from the 'noise' stream, once per layer (per
+call for an embedding; per sequence in a decoder), at evaluation too: `draws='positions'`
+(the default) replaces 0..T-1 by a sorted random subset of {0..max_position-1};
+`draws='distances'` keeps the positions and replaces each distance d by r_d, one sorted
+draw from {1..max_position-1} (and a second for keys left of the query with the option
+`randomize_both_sides`); `draw_in_evaluation=False` draws in training only.
+
+Example (a square-root ALiBi, a learned slope per head, and an option):
+  >>> def sqrt_alibi(q_pos, k_pos, slopes, *, power):
+  ...   dist = jnp.abs(k_pos[..., None, :] - q_pos[..., :, None]).astype(float) ** power
   ...   return -jax.nn.softplus(slopes)[:, None, None] * dist[..., None, :, :]
-  >>> SQRT_ALIBI = bias(sqrt_alibi, slopes=param(('heads',), nn.initializers.ones))
+  >>> SQRT_ALIBI = bias(sqrt_alibi, slopes=param(('heads',), nn.initializers.ones),
+  ...                   options={'power': option(0.5, 'the distance is raised to it')})
   >>> randomized_twin(SQRT_ALIBI).randomized      # its randomized twin
   True
-Then `--config.encoding=my_module:SQRT_ALIBI` trains it, and
-`python -m launch.check_encoding my_module:SQRT_ALIBI` checks it.
+Then `--config.encoding=my_module:SQRT_ALIBI --config.encoding_options.power=0.25` trains it,
+and `python -m launch.check_encoding my_module:SQRT_ALIBI` checks it.
 """
 
 from __future__ import annotations
@@ -35,34 +54,45 @@ import dataclasses
 import functools
 import inspect
 import math
-from typing import Any, Callable
+import numbers
+from typing import Any, Callable, Mapping
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
-from posenc.encodings import embeddings
 from posenc.encodings import randomized as randomized_lib
 
 Array = jax.Array
-SIZES = ('heads', 'head_dim', 'width')
+SIZES = ('heads', 'head_dim', 'width', 'max_position')
+POSITIONS, DISTANCES = 'positions', 'distances'
+# What a function may name besides its options and parameters; no option takes these names.
+CONTEXT = (*SIZES, 'num_positions', 'causal', 'distances', 'left_distances')
 
 
 @dataclasses.dataclass(frozen=True)
 class Param:
-  """A parameter of an encoding function: its shape (ints, or 'heads', 'head_dim', 'width'
-  for the sizes the model gives) and its initializer (a `jax.nn.initializers` function)."""
+  """A parameter of an encoding function: its shape (ints, or the sizes of `SIZES`), its
+  initializer (a `jax.nn.initializers` function) and where it is stored, if not under its
+  keyword ('w_r/kernel': as a Dense layer named w_r stores its kernel)."""
 
   shape: tuple[int | str, ...]
   init: Callable[..., Array] = nn.initializers.zeros
+  stored_as: str | None = None
 
-  def concrete(self, sizes: dict[str, int]) -> tuple[int, ...]:
+  def concrete(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    missing = [s for s in self.shape if isinstance(s, str) and s not in sizes]
+    if missing:
+      raise ValueError(f'parameter shape {self.shape!r}: this kind of encoding has no {missing[0]}')
     return tuple(sizes[s] if isinstance(s, str) else int(s) for s in self.shape)
 
 
 def param(
-  shape: tuple[int | str, ...] | int | str, init: Callable[..., Array] = nn.initializers.zeros
+  shape: tuple[int | str, ...] | int | str,
+  init: Callable[..., Array] = nn.initializers.zeros,
+  *,
+  stored_as: str | None = None,
 ) -> Param:
   """A parameter declaration. Example: param(('heads',), nn.initializers.ones)."""
   shape = shape if isinstance(shape, tuple) else (shape,)
@@ -78,64 +108,201 @@ def param(
     )
   if not callable(init):
     raise ValueError(f'parameter init {init!r} is not an initializer (key, shape, dtype) -> array')
-  return Param(shape, init)
+  if stored_as is not None and not 1 <= len(stored_as.split('/')) <= 2:
+    raise ValueError(f'parameter stored_as={stored_as!r} is not NAME or MODULE/NAME')
+  return Param(shape, init, stored_as)
 
 
-def _params(
-  module: nn.Module, spec: tuple[tuple[str, Param], ...], sizes: dict[str, int]
-) -> dict[str, Array]:
-  return {
-    name: module.param(name, p.init, p.concrete(sizes), module.param_dtype) for name, p in spec
-  }
+def option(
+  default: Any,
+  doc: str,
+  *,
+  valid: tuple[Any, ...] | Callable[[Any, Mapping[str, Any]], bool] | None = None,
+  must_be: str | Callable[[Mapping[str, Any]], str] = '',
+  test: bool = False,
+  twin: bool = False,
+) -> core.Option:
+  """An option declaration (`core.Option`): its default, what it means and its valid values
+  (choices, or a test of the value and the other options with `must_be` in words).
+
+  Example: option(128, "sliding_window's w", valid=integer(1), must_be='an integer >= 1').
+  """
+  if not isinstance(doc, str) or not doc:
+    raise ValueError(f'option with default {default!r}: say what it means in `doc`')
+  if callable(valid) and not must_be:
+    raise ValueError(f'option {doc!r}: say which values are valid in `must_be`')
+  return core.Option(default, doc, valid, must_be, test, twin)
 
 
-def _takes_causal(fn: Callable[..., Any]) -> bool:
+def integer(low: int) -> Callable[[Any, Any], bool]:
+  """A valid-values test: an int >= low (not a bool)."""
+  return lambda x, _: isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= low
+
+
+def number(above: float | None = None) -> Callable[[Any, Any], bool]:
+  """A valid-values test: a real number (not a bool), > above if given."""
+  return lambda x, _: (
+    isinstance(x, numbers.Real) and not isinstance(x, bool) and (above is None or x > above)
+  )
+
+
+def boolean(value: Any, options: Any) -> bool:
+  """A valid-values test: True or False."""
+  del options
+  return isinstance(value, bool)
+
+
+MAX_TIME = option(
+  10_000.0,
+  "the base of the sinusoids' geometric frequency progression",
+  valid=number(0),
+  must_be='a number > 0',
+)
+BOTH_SIDES = option(
+  False,
+  'randomized distances: keys left of the query get a draw of their own',
+  valid=boolean,
+  must_be='True or False',
+  twin=True,
+)
+
+
+class _Stored(nn.Module):
+  """One parameter stored in a submodule ('w_r/kernel'), as a layer of that name stores it."""
+
+  leaf: str
+  initializer: Callable[..., Array]
+  shape: tuple[int, ...]
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self) -> Array:
+    return self.param(self.leaf, self.initializer, self.shape, self.param_dtype)
+
+
+def _names(fn: Callable[..., Any], skip: int) -> tuple[str, ...]:
+  """The names fn takes by keyword after its first `skip` arguments."""
   try:
-    return 'causal' in inspect.signature(fn).parameters
+    parameters = list(inspect.signature(fn).parameters.values())[skip:]
   except (TypeError, ValueError):
-    return False
+    return ()
+  kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+  return tuple(p.name for p in parameters if p.kind in kinds)
+
+
+def _bind(
+  module: nn.Module,
+  context: dict[str, Any],
+  sizes: dict[str, int],
+  fns: tuple[tuple[Callable[..., Any], int], ...],
+) -> tuple[dict[str, Any], ...]:
+  """The keywords of each function of `fns` ((fn, positional arguments)): the parameters
+  (created here), the values of `inputs` and the names of `context` it takes."""
+
+  def create(name: str, p: Param) -> Array:
+    module_name, _, leaf = (p.stored_as or name).rpartition('/')
+    shape = p.concrete(sizes)
+    if module_name:
+      return _Stored(leaf, p.init, shape, module.param_dtype, name=module_name)()
+    return module.param(leaf, p.init, shape, module.param_dtype)
+
+  made = {name: create(name, p) for name, p in module.spec}
+  if module.inputs is not None:
+    given = {n: context[n] for n in _names(module.inputs, 0) if n in context}
+    for name, value in module.inputs(**given).items():
+      made[name] = create(name, value) if isinstance(value, Param) else value
+  return tuple(
+    {**{n: context[n] for n in _names(fn, skip) if n in context and n not in made}, **made}
+    for fn, skip in fns
+  )
+
+
+def _positions(module: nn.Module, draw: bool, num_positions: int, length: Array) -> Array:
+  """0..T-1, or one sorted random draw from the module's 'noise' stream."""
+  if not draw:
+    return jnp.arange(num_positions)
+  return randomized_lib.random_positions(
+    module.make_rng('noise'), num_positions, max_position=module.max_position, length=length
+  )
+
+
+def _distances(
+  module: nn.Module, draw: bool, num_positions: int, length: Array
+) -> dict[str, Array | None]:
+  """{'distances', 'left_distances'}: None unless drawn; one draw each from 'noise'."""
+  if not draw:
+    return {'distances': None, 'left_distances': None}
+  one = lambda: randomized_lib.random_distances(
+    module.make_rng('noise'), num_positions, max_position=module.max_position, length=length
+  )
+  distances = one()
+  both = dict(module.options).get('randomize_both_sides', False)
+  return {'distances': distances, 'left_distances': one() if both else None}
 
 
 class FunctionEncoding(core.EncodingModule):
-  """An attention encoding from one function of positions (`bias`, `rotation`, `weights`)."""
+  """An attention encoding from one function of positions (`bias`, `rotation`, `weights`):
+  its parameters, inputs, options and draws bound into the `AttentionEncoding`, whose
+  `params` are the function's keywords (the backends' specializations read them)."""
 
   family: str = 'outside'
   kind: str = core.BIAS
   fn: Callable[..., Any] | None = None
   keys_fn: Callable[..., Any] | None = None
   spec: tuple[tuple[str, Param], ...] = ()
+  inputs: Callable[..., dict[str, Any]] | None = None
+  options: tuple[tuple[str, Any], ...] = ()
+  draws: str = POSITIONS
+  draw_in_evaluation: bool = True
   randomized: bool = False
+  content: bool = False
   normalize: bool = False
 
   @nn.compact
   def __call__(
     self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
   ) -> core.AttentionEncoding:
-    del inputs, deterministic
-    params = _params(
-      self,
-      self.spec,
-      {'heads': self.num_heads, 'head_dim': self.head_dim, 'width': self.num_heads * self.head_dim},
-    )
-    positions = embeddings.positions_of(self, num_positions, length)
-    at = lambda idx: randomized_lib.lookup(positions, idx, 1)
-    extra = {'causal': self.causal} if _takes_causal(self.fn) else {}
-    fn = functools.partial(self.fn, **params, **extra)
+    del inputs
+    sizes = {
+      'heads': self.num_heads,
+      'head_dim': self.head_dim,
+      'width': self.num_heads * self.head_dim,
+      'max_position': self.max_position,
+    }
+    draw = self.randomized and (self.draw_in_evaluation or not deterministic)
+    context = {**sizes, 'num_positions': num_positions, 'causal': self.causal}
+    context.update(self.options)
+    if self.draws == DISTANCES:
+      # The positions are the sequence indices; the draw replaces the distances.
+      context.update(_distances(self, draw, num_positions, length))
+      at, drawn = (lambda idx: idx), {}
+    else:
+      positions = _positions(self, draw, num_positions, length)
+      at, drawn = (lambda idx: randomized_lib.lookup(positions, idx, 1)), {'positions': positions}
+    skip = {core.BIAS: 4 if self.content else 2, core.ROTATION: 2, core.GEOMETRIC: 4}[self.kind]
+    fns = ((self.fn, skip),) + (((self.keys_fn, 2),) if self.keys_fn is not None else ())
+    bound = _bind(self, context, sizes, fns)
+    fn = functools.partial(self.fn, **bound[0])
+    params = {**drawn, **bound[0]}
     if self.kind == core.BIAS:
+      if self.content:
+        bias = lambda q, k, qi, ki: fn(q, k, at(qi), at(ki))
+      else:
+        bias = lambda q, k, qi, ki: fn(at(qi), at(ki))
       return core.AttentionEncoding(
         self.family,
         core.BIAS,
-        bias=lambda q, k, qi, ki: core.with_batch(fn(at(qi), at(ki))).astype(jnp.float32),
-        params={'positions': positions, **params},
+        bias=lambda *a: core.with_batch(bias(*a)).astype(jnp.float32),
+        params=params,
       )
     if self.kind == core.ROTATION:
-      keys = None if self.keys_fn is None else functools.partial(self.keys_fn, **params)
+      keys = None if self.keys_fn is None else functools.partial(self.keys_fn, **bound[1])
       return core.AttentionEncoding(
         self.family,
         core.ROTATION,
         rotate=lambda x, idx: fn(x, at(idx)),
         rotate_keys=None if keys is None else (lambda x, idx: keys(x, at(idx))),
-        params={'positions': positions, **params},
+        params=params,
       )
     return core.AttentionEncoding(
       self.family,
@@ -145,7 +312,7 @@ class FunctionEncoding(core.EncodingModule):
       ),
       weights=lambda s, qi, ki, visible: fn(s, at(qi), at(ki), visible),
       normalize=self.normalize,
-      params={'positions': positions, **params},
+      params=params,
     )
 
 
@@ -157,6 +324,9 @@ class FunctionEmbedding(nn.Module):
   max_position: int = 2048
   fn: Callable[..., Any] | None = None
   spec: tuple[tuple[str, Param], ...] = ()
+  inputs: Callable[..., dict[str, Any]] | None = None
+  options: tuple[tuple[str, Any], ...] = ()
+  draw_in_evaluation: bool = True
   randomized: bool = False
   param_dtype: Any = jnp.float32
 
@@ -164,10 +334,38 @@ class FunctionEmbedding(nn.Module):
   def __call__(
     self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
   ) -> Array:
-    del tokens, deterministic
-    params = _params(self, self.spec, {'width': self.width})
-    out = self.fn(embeddings.positions_of(self, num_positions, length), self.width, **params)
-    return jnp.asarray(out, jnp.float32)
+    del tokens
+    sizes = {'width': self.width, 'max_position': self.max_position}
+    draw = self.randomized and (self.draw_in_evaluation or not deterministic)
+    positions = _positions(self, draw, num_positions, length)
+    context = {**sizes, 'num_positions': num_positions, **dict(self.options)}
+    (bound,) = _bind(self, context, sizes, ((self.fn, 2),))
+    return jnp.asarray(self.fn(positions, self.width, **bound), jnp.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Maker:
+  """The module factory of an encoding the helpers made: the model calls it with the sizes
+  and the encoding's options as keywords; it makes the module with the options in one field,
+  each option it is not given at its declared default."""
+
+  module: type[nn.Module]
+  fields: tuple[tuple[str, Any], ...]
+  defaults: tuple[tuple[str, Any], ...]
+
+  def __call__(self, **kwargs: Any) -> nn.Module:
+    own = set(self.module.__dataclass_fields__) | {'name', 'parent'}
+    options = dict(self.defaults)
+    unknown = sorted(k for k in kwargs if k not in own and k not in options)
+    if unknown:
+      what = dict(self.fields).get('family', 'embedding')
+      raise TypeError(f'encoding {what!r} takes no option {unknown[0]!r}')
+    options.update((k, v) for k, v in kwargs.items() if k not in own)
+    sizes = {k: v for k, v in kwargs.items() if k in own}
+    return self.module(**dict(self.fields), **sizes, options=tuple(options.items()))
+
+  def with_fields(self, **fields: Any) -> 'Maker':
+    return dataclasses.replace(self, fields=tuple({**dict(self.fields), **fields}.items()))
 
 
 def _spec(params: dict[str, Param]) -> tuple[tuple[str, Param], ...]:
@@ -179,26 +377,78 @@ def _spec(params: dict[str, Param]) -> tuple[tuple[str, Param], ...]:
   return tuple(sorted(params.items()))
 
 
+def _options(options: Mapping[str, core.Option] | None, params: dict[str, Param]) -> tuple:
+  options = dict(options or {})
+  for name, declared in options.items():
+    if not isinstance(declared, core.Option):
+      raise ValueError(
+        f'option {name!r} is {declared!r}; declare it with posenc.encodings.option(default, doc)'
+      )
+    reserved = {
+      *CONTEXT,
+      *params,
+      *FunctionEncoding.__dataclass_fields__,
+      *FunctionEmbedding.__dataclass_fields__,
+    }
+    if name in reserved or not name.isidentifier():
+      raise ValueError(f'option name {name!r} is taken (by a size, a parameter or the module)')
+  return tuple(options.items())
+
+
 def _function(fn: Any, what: str) -> Callable[..., Any]:
   if not callable(fn):
     raise ValueError(f'{what} must be a function, got {type(fn).__name__} {fn!r}')
   return fn
 
 
-def bias(
-  fn: Callable[..., Array], *, causal_only: bool = False, name: str | None = None, **params: Param
+def _record(
+  kind: str,
+  module: type[nn.Module],
+  fields: dict[str, Any],
+  options: Mapping[str, core.Option] | None,
+  params: dict[str, Param],
+  **facts: Any,
 ) -> core.Encoding:
-  """An additive logits bias: fn(q_pos [Q], k_pos [S], **params) -> [H, Q, S] (or [Q, S]
-  shared by the heads, or [B, H, Q, S]). `causal_only` for a bias that is causal by
-  definition (only the decoder may use it)."""
-  fn = _function(fn, 'a bias')
-  return core.Encoding(
-    core.BIAS,
-    attention=functools.partial(
-      FunctionEncoding, family=name or fn.__name__, kind=core.BIAS, fn=fn, spec=_spec(params)
-    ),
-    causal_only=causal_only,
+  declared = _options(options, params)
+  maker = Maker(
+    module,
+    tuple({**fields, 'spec': _spec(params)}.items()),
+    tuple((name, o.default) for name, o in declared),
   )
+  part = {'embedding': maker} if kind == core.EMBEDDING else {'attention': maker}
+  return core.Encoding(kind, **part, options=declared, **facts)
+
+
+def bias(
+  fn: Callable[..., Array],
+  *,
+  content: bool = False,
+  draws: str = POSITIONS,
+  draw_in_evaluation: bool = True,
+  inputs: Callable[..., dict[str, Any]] | None = None,
+  options: Mapping[str, core.Option] | None = None,
+  causal_only: bool = False,
+  name: str | None = None,
+  **params: Param,
+) -> core.Encoding:
+  """An additive logits bias: fn(q_pos [Q], k_pos [S], ...) -> [H, Q, S] (or [Q, S]
+  shared by the heads, or [B, H, Q, S]); with `content`, fn(q, k, q_pos, k_pos, ...) reads
+  the queries and keys too. `draws`, `draw_in_evaluation`: how its randomized twin draws;
+  `causal_only` for a bias that is causal by definition (only the decoder may use it);
+  `name` the family the backends see (default fn's name)."""
+  fn = _function(fn, 'a bias')
+  if draws not in (POSITIONS, DISTANCES):
+    raise ValueError(f'draws={draws!r} must be {POSITIONS!r} or {DISTANCES!r}')
+  fields = dict(
+    family=name or fn.__name__,
+    kind=core.BIAS,
+    fn=fn,
+    inputs=inputs,
+    draws=draws,
+    draw_in_evaluation=draw_in_evaluation,
+    content=content,
+  )
+  return _record(core.BIAS, FunctionEncoding, fields, options, params, causal_only=causal_only)
 
 
 def rotation(
@@ -206,24 +456,18 @@ def rotation(
   *,
   keys: Callable[..., Array] | None = None,
   even_head_dim: bool = True,
+  inputs: Callable[..., dict[str, Any]] | None = None,
+  options: Mapping[str, core.Option] | None = None,
   name: str | None = None,
   **params: Param,
-) -> Any:
-  """A rotation of q and k: fn(x [B, T, H, K], positions [T], **params) -> [B, T, H, K']
+) -> core.Encoding:
+  """A rotation of q and k: fn(x [B, T, H, K], positions [T], ...) -> [B, T, H, K']
   (K' >= K; the keys through `keys` when they differ, e.g. xPos's inverse scale)."""
   fn = _function(fn, 'a rotation')
   keys = None if keys is None else _function(keys, 'keys')
-  return core.Encoding(
-    core.ROTATION,
-    attention=functools.partial(
-      FunctionEncoding,
-      family=name or fn.__name__,
-      kind=core.ROTATION,
-      fn=fn,
-      keys_fn=keys,
-      spec=_spec(params),
-    ),
-    even_head_dim=even_head_dim,
+  fields = dict(family=name or fn.__name__, kind=core.ROTATION, fn=fn, keys_fn=keys, inputs=inputs)
+  return _record(
+    core.ROTATION, FunctionEncoding, fields, options, params, even_head_dim=even_head_dim
   )
 
 
@@ -231,51 +475,54 @@ def weights(
   fn: Callable[..., Array],
   *,
   normalize: bool = False,
+  inputs: Callable[..., dict[str, Any]] | None = None,
+  options: Mapping[str, core.Option] | None = None,
   causal_only: bool = False,
   name: str | None = None,
   **params: Param,
-) -> Any:
-  """A replacement of the softmax: fn(scores [B, H, Q, S], q_pos, k_pos, visible, **params)
+) -> core.Encoding:
+  """A replacement of the softmax: fn(scores [B, H, Q, S], q_pos, k_pos, visible, ...)
   -> weights [B, H, Q, S] (0 where not visible); `normalize` divides them by their row sums."""
   fn = _function(fn, 'a weights function')
-  return core.Encoding(
-    core.GEOMETRIC,
-    attention=functools.partial(
-      FunctionEncoding,
-      family=name or fn.__name__,
-      kind=core.GEOMETRIC,
-      fn=fn,
-      spec=_spec(params),
-      normalize=normalize,
-    ),
-    causal_only=causal_only,
+  fields = dict(
+    family=name or fn.__name__, kind=core.GEOMETRIC, fn=fn, inputs=inputs, normalize=normalize
   )
+  return _record(core.GEOMETRIC, FunctionEncoding, fields, options, params, causal_only=causal_only)
 
 
-def embedding(fn: Callable[..., Array], **params: Param) -> Any:
-  """An input encoding: fn(positions [T], width, **params) -> [T, width]."""
+def embedding(
+  fn: Callable[..., Array],
+  *,
+  learned_table: bool = False,
+  draw_in_evaluation: bool = True,
+  inputs: Callable[..., dict[str, Any]] | None = None,
+  options: Mapping[str, core.Option] | None = None,
+  **params: Param,
+) -> core.Encoding:
+  """An input encoding: fn(positions [T], width, ...) -> [T, width]; `learned_table` when
+  its positions index a table of max_position rows."""
   fn = _function(fn, 'an embedding')
-  return core.Encoding(
-    core.EMBEDDING, embedding=functools.partial(FunctionEmbedding, fn=fn, spec=_spec(params))
+  fields = dict(fn=fn, inputs=inputs, draw_in_evaluation=draw_in_evaluation)
+  return _record(
+    core.EMBEDDING, FunctionEmbedding, fields, options, params, learned_table=learned_table
   )
 
 
-def randomized_twin(encoding: Any) -> Any:
-  """The randomized twin of an encoding whose module draws its positions (every encoding the
-  helpers make, and built-ins with a `randomized` field): positions are a sorted random
-  draw from {0..max_position-1} per batch (per sequence in a decoder), as Ruoss et al.
+def randomized_twin(encoding: core.Encoding) -> core.Encoding:
+  """The randomized twin of an encoding the helpers made: its positions (or distances) are
+  a sorted random draw (as Ruoss et al.), and it takes its twin-only options.
 
   Raises:
-    ValueError: the encoding's module has no `randomized` field (it reads no positions).
+    ValueError: the encoding was not made by the helpers (its module draws no positions).
   """
   factory = encoding.attention if encoding.embedding is None else encoding.embedding
-  cls = getattr(factory, 'func', factory)
-  if factory is None or 'randomized' not in getattr(cls, '__dataclass_fields__', {}):
+  if not isinstance(factory, Maker):
+    cls = getattr(factory, 'func', factory)
     raise ValueError(
       'this encoding has no randomized twin: its module '
       f'{getattr(cls, "__name__", cls)!r} draws no positions'
     )
-  twin = functools.partial(factory, randomized=True)
-  if encoding.embedding is None:
-    return dataclasses.replace(encoding, attention=twin, randomized=True)
-  return dataclasses.replace(encoding, embedding=twin, randomized=True)
+  twin = factory.with_fields(randomized=True)
+  options = tuple((n, dataclasses.replace(o, twin=False)) for n, o in encoding.options)
+  part = {'attention': twin} if encoding.embedding is None else {'embedding': twin}
+  return dataclasses.replace(encoding, **part, options=options, randomized=True)

@@ -1,7 +1,10 @@
-"""Encodings added to the token embeddings: sin/cos and learned, plain or randomized.
+"""Encodings added to the token embeddings: sin/cos and learned (plain or randomized), Abacus
+and position coupling.
 
 Each is a function of explicit positions [T] (0..T-1, or a sorted random draw), so one
-decoding step at position t is the same call with positions [t].
+decoding step at position t is the same call with positions [t]. sin/cos and learned are
+made with the helpers of `define`; Abacus and position coupling are Linen modules, since they
+read the tokens and draw their offsets in training only.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from posenc.encodings import randomized as randomized_lib
+from posenc.encodings import core
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -57,15 +61,6 @@ def learned(positions: Array, table: Array) -> Array:
   return jnp.take(table, jnp.minimum(positions, table.shape[0] - 1), axis=0)
 
 
-def positions_of(module: nn.Module, num_positions: int, length: Array) -> Array:
-  """0..T-1, or one sorted random draw from the module's 'noise' stream if it is randomized."""
-  if not module.randomized:
-    return jnp.arange(num_positions)
-  return randomized_lib.random_positions(
-    module.make_rng('noise'), num_positions, max_position=module.max_position, length=length
-  )
-
-
 def abacus_positions(tokens: Array, is_digit: Array) -> Array:
   """Each digit's index within its number: 1, 2, 3, ... from the number's first token; 0 for
   every other token (McLeish et al. 2024). A number is a maximal run of digit tokens.
@@ -86,39 +81,40 @@ def abacus_positions(tokens: Array, is_digit: Array) -> Array:
   return jnp.where(is_digit, t - run_start + 1, 0).astype(jnp.int32)
 
 
-class SinCosEmbedding(nn.Module):
-  """S(0..T-1), or S(sorted random positions) if randomized: [T, D] ([B, T, D] for draws
-  per sequence)."""
+def learned_embedding(positions: Array, width: int, embedding: Array) -> Array:
+  """`learned` rows of the record's table `embedding` [L, width] (its parameter's name).
 
-  width: int
-  max_position: int = 2048
-  randomized: bool = False
-  max_time: float = 10_000.0
-
-  def __call__(
-    self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
-  ) -> Array:
-    del tokens, deterministic
-    return sinusoid(positions_of(self, num_positions, length), self.width, max_time=self.max_time)
+  Example: learned_embedding(jnp.array([0, 5]), 3, jnp.eye(3)) -> [[1, 0, 0], [0, 0, 1]].
+  """
+  del width  # the table's
+  return learned(positions, embedding)
 
 
-class LearnedEmbedding(nn.Module):
-  """E[0..T-1] (Embed(L, D), TruncNormal(1) init as hk.Embed), or E[sorted random positions]
-  if randomized: the "label-based" encoding. [T, D] ([B, T, D] for draws per sequence)."""
+# S(0..T-1), or S(sorted random positions) for the randomized twin: [T, D] ([B, T, D] for
+# draws per sequence).
+SIN_COS = define.embedding(sinusoid, options={'max_time': define.MAX_TIME})
+# E[0..T-1] (Embed(L, D), TruncNormal(1) init as hk.Embed), or E[sorted random positions]
+# for the twin: the "label-based" encoding.
+LEARNED = define.embedding(
+  learned_embedding,
+  learned_table=True,
+  embedding=define.param(('max_position', 'width'), nn.initializers.truncated_normal(1.0)),
+)
 
-  width: int
-  max_position: int = 2048
-  randomized: bool = False
 
-  @nn.compact
-  def __call__(
-    self, num_positions: int, length: Array, tokens: Array | None = None, deterministic: bool = True
-  ) -> Array:
-    del tokens, deterministic
-    table = self.param(
-      'embedding', nn.initializers.truncated_normal(1.0), (self.max_position, self.width)
-    )
-    return learned(positions_of(self, num_positions, length), table)
+def _token_ids(value: object, options: object) -> bool:
+  del options
+  return isinstance(value, (tuple, list)) and all(
+    isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in value
+  )
+
+
+DIGIT_IDS = define.option(
+  tuple(range(10)),
+  'the token ids that are digits (set from the task)',
+  valid=_token_ids,
+  must_be='a list of token ids',
+)
 
 
 class AbacusEmbedding(nn.Module):
@@ -276,3 +272,40 @@ class CouplingEmbedding(nn.Module):
       # or its padding.
       start = jax.random.randint(self.make_rng('noise'), tokens.shape[:1], 1, top + 1)
     return learned(coupled_positions(tokens, is_digit, start, real), table)
+
+
+# Linen modules, not the helpers': both read the tokens and draw an offset in training only.
+ABACUS = core.Encoding(
+  core.EMBEDDING,
+  AbacusEmbedding,
+  options={
+    'abacus_offset': define.option(
+      99,
+      'K: in training every digit index is shifted by one k ~ U{0..K} per batch',
+      valid=define.integer(0),
+      must_be='an integer >= 0',
+    ),
+    'digit_ids': DIGIT_IDS,
+  },
+  reads_digits=True,
+)
+POSITION_COUPLING = core.Encoding(
+  core.EMBEDDING,
+  CouplingEmbedding,
+  options={
+    'digit_ids': DIGIT_IDS,
+    'coupling_max_position': define.option(
+      0,
+      "P, the largest id in training (the authors' max_pos); 0: the table's last row",
+      valid=define.integer(0),
+      must_be='an integer >= 0 (and below model.max_position)',
+    ),
+    'coupling_padded_answer': define.option(
+      False,
+      "draw the offsets as for the authors' answer, zero-padded to the longest operand + 1",
+      valid=define.boolean,
+      must_be='True or False',
+    ),
+  },
+  reads_digits=True,
+)

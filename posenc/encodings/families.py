@@ -22,13 +22,17 @@ apart in an encoder. Randomized variants take i and j from one sorted random dra
 positions in {0..L-1} per sequence (per batch in an encoder), so t is a sampled position
 difference; they draw at evaluation too, as the study's randomized encodings do.
 
-Each layer has its own module and parameters (KERPLE's code shares one module across all
-layers). KERPLE's code clips r and k to >= 0.01 in place after each step; here the clipped
-values are what the model uses and the gradient passes through the clip (`_clamped`).
+Each family is an encoding made with the helpers of `define` (`record`): `distance_bias`
+turns a family's function and its parameters into the bias, `family_parameters` declares the
+parameters its options ask for. Each layer has its own parameters (KERPLE's code shares one
+module across all layers). KERPLE's code clips r and k to >= 0.01 in place after each step;
+here the clipped values are what the model uses and the gradient passes through the clip
+(`_clamped`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -37,8 +41,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc import encoding_names
+from posenc.encodings import biases
 from posenc.encodings import core
-from posenc.encodings import randomized as randomized_lib
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -151,47 +157,72 @@ def t5_bias(
   return jnp.moveaxis(jnp.asarray(table, jnp.float32)[bucket], -1, -3)
 
 
-FAMILIES = (
-  'kerple_log',
-  'kerple_power',
-  'sandwich',
-  'type1',
-  'type2',
-  'inverse_n',
-  'inverse_n_log_n',
-  'sliding_window',
-  't5',
-)
+FAMILIES = encoding_names.FAMILIES
 # The families with parameters learned per head (two sets with `bias_two_sided`).
 LEARNED = ('kerple_log', 'kerple_power')
 # The families whose bias is the same in every head.
 SHARED = ('type1', 'type2', 'inverse_n', 'inverse_n_log_n', 'sliding_window')
 
 
-def check_options(name: str, options: dict[str, Any]) -> None:
-  """ValueError naming an option of encoding `name` outside its range (fixed KERPLE
-  parameters, the window, T5's buckets)."""
-  r, k, w = options.get('bias_r'), options.get('bias_k'), options.get('bias_window', 1)
-  if r is not None and not r > 0:
-    raise ValueError(f'encoding_options.bias_r={r!r} must be > 0')
-  if r is not None and 'kerple_power' in name and r > 2:
-    raise ValueError(
-      f'encoding_options.bias_r={r!r} must be <= 2 for {name!r} (the power '
-      'kernel is conditionally positive definite for 0 < r <= 2)'
-    )
-  if k is not None and not k > 0:
-    raise ValueError(f'encoding_options.bias_k={k!r} must be > 0')
-  if not (isinstance(w, (int, np.integer)) and w >= 1):
-    raise ValueError(f'encoding_options.bias_window={w!r} must be an integer >= 1')
-  buckets = options.get('t5_buckets', 32)
-  distance = options.get('t5_max_distance', 128)
-  if not (isinstance(buckets, (int, np.integer)) and buckets >= 4):
-    raise ValueError(f'encoding_options.t5_buckets={buckets!r} must be an integer >= 4')
-  if not (isinstance(distance, (int, np.integer)) and distance > buckets // 2):
-    raise ValueError(
-      f'encoding_options.t5_max_distance={distance!r} must be an integer '
-      f'> t5_buckets / 2 = {buckets // 2}'
-    )
+def _positive_or_none(value: Any, options: Any) -> bool:
+  return value is None or define.number(0)(value, options)
+
+
+def _t5_distance(value: Any, options: Any) -> bool:
+  return define.integer(0)(value, options) and value > options['t5_buckets'] // 2
+
+
+# Every family takes every option (one config serves a grid of them), in this order.
+OPTIONS: dict[str, core.Option] = {
+  'bias_two_sided': define.option(
+    False,
+    'bidirectional models: parameters of their own for keys left and right of the query',
+    valid=define.boolean,
+    must_be='True or False',
+  ),
+  'bias_r': define.option(
+    None, 'a fixed KERPLE r (None: learned per head)', valid=_positive_or_none, must_be='> 0'
+  ),
+  'bias_k': define.option(
+    None, 'a fixed KERPLE k (None: learned per head)', valid=_positive_or_none, must_be='> 0'
+  ),
+  'kerple_r_min': define.option(
+    KERPLE_MIN,
+    "kerple_log's r is kept above it (e.g. 1.01 for a convergent series)",
+    valid=define.number(),
+    must_be='a number',
+  ),
+  'bias_window': define.option(
+    128,
+    "sliding_window's w: the keys on either side a query sees",
+    valid=define.integer(1),
+    must_be='an integer >= 1',
+  ),
+  'sandwich_dim': define.option(
+    0, "Sandwich's d' (0: the head width)", valid=define.integer(0), must_be='an integer >= 0'
+  ),
+  'max_time': define.option(
+    10_000.0, "Sandwich's base ρ", valid=define.number(0), must_be='a number > 0'
+  ),
+  't5_buckets': define.option(
+    32, "T5's buckets", valid=define.integer(4), must_be='an integer >= 4'
+  ),
+  't5_max_distance': define.option(
+    128,
+    "T5's distance of the last bucket",
+    valid=_t5_distance,
+    must_be=lambda o: f'an integer > t5_buckets / 2 = {o["t5_buckets"] // 2}',
+  ),
+  'slope_scale': biases.SLOPE_SCALE,
+}
+# The power kernel is conditionally positive definite for 0 < r <= 2 only.
+POWER_R = define.option(
+  None,
+  'a fixed KERPLE r (None: learned per head)',
+  valid=lambda r, o: r is None or (_positive_or_none(r, o) and r <= 2),
+  must_be='> 0 and <= 2 for kerple_power (the power kernel is conditionally positive '
+  'definite for 0 < r <= 2)',
+)
 
 
 def _clamped(p: Array, low: float, high: float = math.inf) -> Array:
@@ -201,38 +232,56 @@ def _clamped(p: Array, low: float, high: float = math.inf) -> Array:
   return p + jax.lax.stop_gradient(jnp.clip(p, low, high) - p)
 
 
-def family_params(module: nn.Module, family: str, side: str) -> dict[str, Array]:
-  """The parameters of `family` for one side ('' or '_left' / '_right'), created on
-  `module`: KERPLE's initializations (log: r ~ U(0, 2), k ~ U(0, 1); power: k ~ U(0, 1),
-  r ~ U(0, 2)), or fixed values from the options."""
-  h = module.num_heads
+def family_parameters(
+  family: str,
+  causal: bool,
+  bias_two_sided: bool,
+  bias_r: float | None,
+  bias_k: float | None,
+  t5_buckets: int,
+) -> dict[str, define.Param]:
+  """The parameters of `family`: T5's table [buckets, H]; KERPLE's r and k per head (log:
+  r ~ U(0, 2), k ~ U(0, 1); power: k ~ U(0, 1), r ~ U(0, 2)) unless fixed by an option, one
+  set per side (`_left`, `_right`) with `bias_two_sided` in a bidirectional model."""
+  if family == 't5':
+    init = nn.initializers.variance_scaling(1.0, 'fan_avg', 'uniform')
+    return {'t5_table': define.param((t5_buckets, 'heads'), init)}
   if family not in LEARNED:
     return {}
-
-  def param(name, high, fixed):
-    if fixed is not None:
-      return jnp.full((h,), fixed, jnp.float32)
-    return module.param(name + side, nn.initializers.uniform(high), (h,), module.param_dtype)
-
-  r = param('r', 2.0, module.bias_r)
-  k = param('k', 1.0, module.bias_k)
-  if family == 'kerple_log':
-    return {'r': _clamped(r, max(KERPLE_MIN, module.kerple_r_min)), 'k': _clamped(k, KERPLE_MIN)}
-  return {'r': _clamped(r, KERPLE_MIN, 2.0), 'k': _clamped(k, KERPLE_MIN)}
+  sides = ('_left', '_right') if bias_two_sided and not causal else ('',)
+  out = {}
+  for side in sides:
+    if bias_r is None:
+      out['r' + side] = define.param(('heads',), nn.initializers.uniform(2.0))
+    if bias_k is None:
+      out['k' + side] = define.param(('heads',), nn.initializers.uniform(1.0))
+  return out
 
 
-def family_bias(family: str, t: Array, params: dict[str, Array], module: Any) -> Array:
-  """r(t) of `family` for every head: t [..., Q, S] float -> [..., H, Q, S]."""
-  h = module.num_heads
-  shared = lambda fn: jnp.broadcast_to(fn(t)[..., None, :, :], t.shape[:-2] + (h,) + t.shape[-2:])
+def family_bias(
+  family: str,
+  t: Array,
+  params: dict[str, Array],
+  *,
+  heads: int,
+  head_dim: int = 0,
+  sandwich_dim: int = 0,
+  max_time: float = 10_000.0,
+  bias_window: int = 128,
+) -> Array:
+  """r(t) of `family` for every head: t [..., Q, S] float -> [..., H, Q, S]; params
+  KERPLE's {'r', 'k'} [H] (as the model uses them: `kerple`)."""
+  shared = lambda fn: jnp.broadcast_to(
+    fn(t)[..., None, :, :], t.shape[:-2] + (heads,) + t.shape[-2:]
+  )
   if family == 'kerple_log':
     return kerple_log(t, params['r'], params['k'])
   if family == 'kerple_power':
     return kerple_power(t, params['r'], params['k'])
   if family == 'sandwich':
-    return sandwich(t, sandwich_scales(h), module.sandwich_dim or module.head_dim, module.max_time)
+    return sandwich(t, sandwich_scales(heads), sandwich_dim or head_dim, max_time)
   if family == 'sliding_window':
-    return shared(lambda x: sliding_window(x, module.bias_window))
+    return shared(lambda x: sliding_window(x, bias_window))
   return shared(
     {'type1': type1, 'type2': type2, 'inverse_n': inverse_n, 'inverse_n_log_n': inverse_n_log_n}[
       family
@@ -240,88 +289,90 @@ def family_bias(family: str, t: Array, params: dict[str, Array], module: Any) ->
   )
 
 
-class DistanceBiasEncoding(core.EncodingModule):
-  """One of `FAMILIES` as an attention bias, one module per layer.
+def kerple(
+  family: str,
+  learned: dict[str, Array],
+  side: str,
+  *,
+  heads: int,
+  bias_r: float | None,
+  bias_k: float | None,
+  kerple_r_min: float,
+) -> dict[str, Array]:
+  """KERPLE's r and k [H] of one side ('', '_left', '_right') as the model uses them: the
+  learned ones or those fixed by the options, clipped to their range; {} for the others."""
+  if family not in LEARNED:
+    return {}
+  value = lambda name, fixed: (
+    learned[name + side] if fixed is None else jnp.full((heads,), fixed, jnp.float32)
+  )
+  r, k = value('r', bias_r), value('k', bias_k)
+  if family == 'kerple_log':
+    return {'r': _clamped(r, max(KERPLE_MIN, kerple_r_min)), 'k': _clamped(k, KERPLE_MIN)}
+  return {'r': _clamped(r, KERPLE_MIN, 2.0), 'k': _clamped(k, KERPLE_MIN)}
 
-  Options: `bias_two_sided` (bidirectional: own parameters for keys left and right of the
-  query), `bias_r` / `bias_k` (fixed KERPLE parameters instead of learned ones),
-  `kerple_r_min` (keep kerple_log's r above it, e.g. 1.01 for a convergent series),
-  `bias_window` (sliding_window's w), `sandwich_dim` (d'; 0: the head width), `max_time`
-  (Sandwich's ρ), `t5_buckets`, `t5_max_distance`.
+
+def distance_bias(
+  q_pos: Array,
+  k_pos: Array,
+  *,
+  family: str,
+  causal: bool,
+  heads: int,
+  head_dim: int,
+  bias_two_sided: bool,
+  bias_r: float | None,
+  bias_k: float | None,
+  kerple_r_min: float,
+  bias_window: int,
+  sandwich_dim: int,
+  max_time: float,
+  t5_buckets: int,
+  t5_max_distance: int,
+  slope_scale: float = 1.0,
+  **learned: Array,
+) -> Array:
+  """r(|j - i|) of `family` for query positions i [Q] and key positions j [S] (or [B, Q],
+  [B, S]): [H, Q, S] (or [B, H, Q, S]), times `slope_scale`. T5 reads the signed offset
+  (its buckets tell the sides apart in an encoder); with `bias_two_sided` (and no causal
+  mask) keys left of the query use the `_left` parameters, the others the `_right` ones.
+
+  Example (type1, one query at 2, keys 0..2): [-2 log 3, -2 log 2, 0] in every head.
   """
-
-  family: str = 'type1'
-  randomized: bool = False
-  bias_two_sided: bool = False
-  bias_r: float | None = None
-  bias_k: float | None = None
-  kerple_r_min: float = KERPLE_MIN
-  bias_window: int = 128
-  sandwich_dim: int = 0
-  max_time: float = 10_000.0
-  t5_buckets: int = 32
-  t5_max_distance: int = 128
-  slope_scale: float = 1.0  # A test-time scaling of the whole bias (1: as trained).
-
-  @nn.compact
-  def __call__(
-    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
-  ) -> core.AttentionEncoding:
-    del inputs, deterministic
-    if self.randomized:
-      positions = randomized_lib.random_positions(
-        self.make_rng('noise'), num_positions, max_position=self.max_position, length=length
-      )
-    else:
-      positions = jnp.arange(num_positions)
-    two_sided = self.bias_two_sided and not self.causal
-    if self.family == 't5':
-      table = self.param(
-        't5_table',
-        nn.initializers.variance_scaling(1.0, 'fan_avg', 'uniform'),
-        (self.t5_buckets, self.num_heads),
-        self.param_dtype,
-      )
-      params = {'t5_table': table}
-    elif two_sided:
-      params = {
-        'left': family_params(self, self.family, '_left'),
-        'right': family_params(self, self.family, '_right'),
-      }
-    else:
-      params = family_params(self, self.family, '')
-
-    def bias(q, k, qi, ki):
-      out = unscaled_bias(q, k, qi, ki)
-      return out if self.slope_scale == 1 else out * self.slope_scale
-
-    def unscaled_bias(q, k, qi, ki):
-      del q, k
-      i = randomized_lib.lookup(positions, qi, 1)
-      j = randomized_lib.lookup(positions, ki, 1)
-      offset = j[..., None, :] - i[..., :, None]  # [(B,) Q, S]
-      if self.family == 't5':
-        return core.with_batch(
-          t5_bias(
-            offset,
-            params['t5_table'],
-            bidirectional=not self.causal,
-            num_buckets=self.t5_buckets,
-            max_distance=self.t5_max_distance,
-          )
-        )
-      t = jnp.abs(offset).astype(jnp.float32)
-      if two_sided:
-        left = (offset < 0)[..., None, :, :]
-        return core.with_batch(
-          jnp.where(
-            left,
-            family_bias(self.family, t, params['left'], self),
-            family_bias(self.family, t, params['right'], self),
-          )
-        )
-      return core.with_batch(family_bias(self.family, t, params, self))
-
-    return core.AttentionEncoding(
-      self.family, core.BIAS, bias=bias, params={'positions': positions, **params}
+  offset = k_pos[..., None, :] - q_pos[..., :, None]  # [(B,) Q, S]
+  if family == 't5':
+    out = t5_bias(
+      offset,
+      learned['t5_table'],
+      bidirectional=not causal,
+      num_buckets=t5_buckets,
+      max_distance=t5_max_distance,
     )
+  else:
+    t = jnp.abs(offset).astype(jnp.float32)
+    fixed = dict(heads=heads, bias_r=bias_r, bias_k=bias_k, kerple_r_min=kerple_r_min)
+    sizes = dict(
+      heads=heads,
+      head_dim=head_dim,
+      sandwich_dim=sandwich_dim,
+      max_time=max_time,
+      bias_window=bias_window,
+    )
+    side = lambda s: family_bias(family, t, kerple(family, learned, s, **fixed), **sizes)
+    if bias_two_sided and not causal:
+      out = jnp.where((offset < 0)[..., None, :, :], side('_left'), side('_right'))
+    else:
+      out = side('')
+  return out if slope_scale == 1 else out * slope_scale
+
+
+def record(family: str) -> core.Encoding:
+  """The encoding of `family` (one of `FAMILIES`), made with `define.bias`; its randomized
+  twin takes i and j from one sorted random draw of positions per layer."""
+  options = dict(OPTIONS, bias_r=POWER_R) if family == 'kerple_power' else OPTIONS
+  return define.bias(
+    functools.partial(distance_bias, family=family),
+    inputs=functools.partial(family_parameters, family),
+    name=family,
+    options=options,
+  )

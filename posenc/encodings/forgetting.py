@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -88,3 +89,20 @@ class ForgettingEncoding(core.EncodingModule):
     return core.AttentionEncoding(
       'forgetting', core.BIAS, key_state={'log_forget': log_forget}, with_keys=with_keys
     )
+
+
+# A Linen module, not the helpers': its gates read the layer input and are cached with the
+# keys (`key_state`).
+FORGETTING = core.Encoding(
+  core.BIAS,
+  attention=ForgettingEncoding,
+  options={
+    'forget_bias_init': define.option(
+      0.0,
+      "the forget gate's bias at initialization (0: f = 1/2 before training)",
+      valid=define.number(),
+      must_be='a number',
+    )
+  },
+  causal_only=True,
+)

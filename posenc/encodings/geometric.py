@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import flax.linen as nn
@@ -9,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -121,3 +123,21 @@ class GeometricEncoding(core.EncodingModule):
       normalize=self.geometric_normalize,
       params={'u': u, 'gamma': gamma, 's0': s0, 'direction': direction},
     )
+
+
+# A Linen module, not the helpers': its scores are its own and the directional variant
+# reads the layer input.
+_NORMALIZE = {
+  'geometric_normalize': define.option(
+    False,
+    'divide the weights by their row sums (rows sum to at most 1 otherwise)',
+    valid=define.boolean,
+    must_be='True or False',
+  )
+}
+GEOMETRIC = core.Encoding(core.GEOMETRIC, attention=GeometricEncoding, options=_NORMALIZE)
+GEOMETRIC_DIRECTIONAL = core.Encoding(
+  core.GEOMETRIC,
+  attention=functools.partial(GeometricEncoding, directional=True),
+  options=_NORMALIZE,
+)

@@ -59,11 +59,10 @@ def _describe(obj: Any) -> str:
   return kind
 
 
-def check(
-  encoding: Any, name: str, option_names: set[str], test_option_names: set[str]
-) -> core.Encoding:
+def check(encoding: Any, name: str) -> core.Encoding:
   """`encoding` if it is an `Encoding` that keeps the contract, else `OutsideError` naming
-  what is wrong: its kind, the module factory its kind needs, options no encoding knows."""
+  what is wrong: its kind, or the module factory its kind needs. (Its options are its own:
+  the record declares them.)"""
   if not isinstance(encoding, core.Encoding):
     raise OutsideError(
       f'encoding {name!r} is {_describe(encoding)}, not a posenc Encoding '
@@ -88,13 +87,6 @@ def check(
     raise OutsideError(
       f'encoding {name!r} of kind {encoding.kind!r} needs an attention '
       'module factory (attention=...)'
-    )
-  unknown = sorted(set(encoding.embedding_options + encoding.attention_options) - option_names)
-  if unknown or not set(encoding.test_options) <= test_option_names:
-    bad = unknown or sorted(set(encoding.test_options) - test_option_names)
-    raise OutsideError(
-      f'encoding {name!r} takes options no encoding knows: {bad}; its own '
-      'settings belong in its module (functools.partial of the factory)'
     )
   return encoding
 
@@ -141,21 +133,18 @@ def _entry_point(name: str) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def load(
-  name: str, option_names: frozenset[str], test_option_names: frozenset[str]
-) -> core.Encoding | None:
+def load(name: str) -> core.Encoding | None:
   """The outside encoding `name` (an import path or an entry point, either with the
   `randomized_` prefix for the twin), checked; None when `name` is neither."""
   base = name[len(RANDOMIZED) :] if name.startswith(RANDOMIZED) else None
-  check_ = lambda obj, which: check(obj, which, set(option_names), set(test_option_names))
   if is_path(name):
     if base is not None and not _importable(name) and _importable(base):
-      return _twin(name, check_(_import(base), base))
-    return check_(_import(name), name)
+      return _twin(name, check(_import(base), base))
+    return check(_import(name), name)
   if name in entry_points():
-    return check_(_entry_point(name), name)
+    return check(_entry_point(name), name)
   if base is not None and base in entry_points():
-    return _twin(name, check_(_entry_point(base), base))
+    return _twin(name, check(_entry_point(base), base))
   return None
 
 

@@ -24,8 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from posenc.encodings import core
-from posenc.encodings import randomized as randomized_lib
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -63,28 +62,25 @@ def apply_pope(
   return out.reshape(*x.shape[:-1], 2 * head_dim).astype(x.dtype)
 
 
-class PolarEncoding(core.EncodingModule):
-  """PoPE: positions 0..T-1, one phase shift δ [H, K] per layer (init 0, clamped to
-  [-2π, 0] in the forward pass, as the reference implementation)."""
+def pope_queries(x: Array, positions: Array, phase_shift: Array, *, max_time: float) -> Array:
+  """The queries' PoPE (no phase shift): `apply_pope`."""
+  del phase_shift  # the keys'
+  return apply_pope(x, positions, max_time=max_time)
 
-  max_time: float = 10_000.0
 
-  @nn.compact
-  def __call__(
-    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
-  ) -> core.AttentionEncoding:
-    del length, inputs, deterministic
-    delta = self.param(
-      'phase_shift', nn.initializers.zeros, (self.num_heads, self.head_dim), self.param_dtype
-    )
-    delta = jnp.clip(delta, -2 * math.pi, 0.0)
-    positions = jnp.arange(num_positions)
-    max_time = self.max_time
-    at = lambda idx: randomized_lib.lookup(positions, idx, 1)
-    return core.AttentionEncoding(
-      'pope',
-      core.ROTATION,
-      rotate=lambda x, idx: apply_pope(x, at(idx), max_time=max_time),
-      rotate_keys=lambda x, idx: apply_pope(x, at(idx), max_time=max_time, phase_shift=delta),
-      params={'phase_shift': delta, 'max_time': max_time},
-    )
+def pope_keys(x: Array, positions: Array, phase_shift: Array, *, max_time: float) -> Array:
+  """The keys' PoPE, phases shifted by δ clamped to [-2π, 0] (as the reference
+  implementation, in the forward pass)."""
+  delta = jnp.clip(phase_shift, -2 * math.pi, 0.0)
+  return apply_pope(x, positions, max_time=max_time, phase_shift=delta)
+
+
+# PoPE: positions 0..T-1, one phase shift δ [H, K] per layer (init 0).
+POPE = define.rotation(
+  pope_queries,
+  keys=pope_keys,
+  even_head_dim=False,
+  name='pope',
+  phase_shift=define.param(('heads', 'head_dim'), nn.initializers.zeros),
+  options={'max_time': define.MAX_TIME},
+)

@@ -1,4 +1,6 @@
-"""Rotary position encoding (Su et al. 2021): q and k rotated by their positions."""
+"""Rotary position encoding (Su et al. 2021): q and k rotated by their positions (`apply_rope`),
+its test-time scalings for longer sequences (`scaling`), and the encoding made of them
+(`ROTARY`, with the helpers of `define`)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from posenc.encodings import core
-from posenc.encodings import embeddings
-from posenc.encodings import randomized as randomized_lib
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -94,7 +94,7 @@ def yarn_attention_factor(factor: float) -> float:
   return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
 
 
-def rope_scaling(
+def scaling(
   kind: str, factor: float, original_length: int, head_dim: int, max_time: float
 ) -> tuple[float, np.ndarray | None, float]:
   """(position divisor, frequencies (None: the standard ones), q/k scale) of a scaling.
@@ -141,7 +141,7 @@ def apply_rope(
     x: [..., T, H, K] queries or keys, K even.
     positions: [T] integer (or randomized) positions, or [B, T] with x [B, T, H, K].
     max_time: frequency base.
-    freqs: [K/2] frequencies instead of max_time's (a test-time scaling, `rope_scaling`).
+    freqs: [K/2] frequencies instead of max_time's (a test-time scaling, `scaling`).
     scale: multiplies the result (YaRN's attention factor).
 
   Returns:
@@ -165,35 +165,51 @@ def apply_rope(
   return out.reshape(x.shape).astype(x.dtype)
 
 
-class RotaryEncoding(core.EncodingModule):
-  """RoPE at 0..T-1; randomized: q and k share one draw of sorted positions per layer.
+def rope(
+  x: Array,
+  positions: Array,
+  *,
+  max_time: float = 10_000.0,
+  rope_scaling: str = 'none',
+  rope_factor: float = 1.0,
+  rope_original_length: int = 0,
+) -> Array:
+  """RoPE (`apply_rope`), rescaled at test time for longer sequences by `rope_scaling`
+  ('pi', 'ntk', 'yarn', 'yarn_paper' by `rope_factor`, YaRN against `rope_original_length`;
+  'none' is RoPE as trained).
 
-  `rope_scaling` ('pi', 'ntk', 'yarn' by `rope_factor`, YaRN against
-  `rope_original_length`) rescales it at test time; 'none' is RoPE as trained.
+  Example: rope(x, p, rope_scaling='pi', rope_factor=2.0) == apply_rope(x, p / 2).
   """
+  divisor, freqs, scale = scaling(
+    rope_scaling, rope_factor, rope_original_length, x.shape[-1], max_time
+  )
+  if divisor != 1:
+    positions = positions / divisor
+  return apply_rope(x, positions, max_time=max_time, freqs=freqs, scale=scale)
 
-  randomized: bool = False
-  max_time: float = 10_000.0
-  rope_scaling: str = 'none'
-  rope_factor: float = 1.0
-  rope_original_length: int = 0
 
-  def __call__(
-    self, num_positions: int, length: Array, inputs: Array, deterministic: bool = True
-  ) -> core.AttentionEncoding:
-    del inputs, deterministic
-    positions = embeddings.positions_of(self, num_positions, length)
-    max_time = self.max_time
-    divisor, freqs, scale = rope_scaling(
-      self.rope_scaling, self.rope_factor, self.rope_original_length, self.head_dim, max_time
-    )
-    if divisor != 1:
-      positions = positions / divisor
-    return core.AttentionEncoding(
-      'rotary',
-      core.ROTATION,
-      rotate=lambda x, idx: apply_rope(
-        x, randomized_lib.lookup(positions, idx, 1), max_time=max_time, freqs=freqs, scale=scale
-      ),
-      params={'positions': positions, 'max_time': max_time},
-    )
+# RoPE at 0..T-1; randomized: q and k share one draw of sorted positions per layer.
+ROTARY = define.rotation(
+  rope,
+  name='rotary',
+  options={
+    'max_time': define.MAX_TIME,
+    'rope_scaling': define.option(
+      'none', 'a test-time scaling of RoPE for longer sequences', valid=ROPE_SCALINGS, test=True
+    ),
+    'rope_factor': define.option(
+      1.0,
+      "the scaling's factor s",
+      valid=define.number(0),
+      must_be='a number > 0',
+      test=True,
+    ),
+    'rope_original_length': define.option(
+      0,
+      "YaRN's original (training) length L; 0 only with another scaling",
+      valid=define.integer(0),
+      must_be='an integer >= 0',
+      test=True,
+    ),
+  },
+)

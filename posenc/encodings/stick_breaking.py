@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import define
 
 Array = jax.Array
 
@@ -108,3 +109,25 @@ class StickBreakingEncoding(core.EncodingModule):
       ),
       normalize=False,
     )
+
+
+# A Linen module, not the helpers': it checks the mask and names its options after the
+# weights' arguments (its backends read them).
+STICK_BREAKING = core.Encoding(
+  core.GEOMETRIC,
+  attention=StickBreakingEncoding,
+  options={
+    'stick_attend_self': define.option(
+      False,
+      'the query may attend to itself (its stick is broken first)',
+      valid=define.boolean,
+      must_be='True or False',
+    ),
+    'stick_remainder': define.option(
+      'self',
+      "where a row's remainder goes: the query's own value or nowhere",
+      valid=STICK_REMAINDERS,
+    ),
+  },
+  causal_only=True,
+)

@@ -6,9 +6,9 @@ path, metric)` (raises `MalformedRunError` for a run it cannot report, which the
 skips) and `build(runs, options) -> Section` over the runs (`load.RunFile`) of its kind; the
 report finds it by results.json's `evaluation` (`posenc.kinds.section`).
 
-Rows and columns come from the registries: the tasks from `tasks`, the encodings as data
-here, since the encodings registry holds Flax modules and a report needs neither Flax nor a
-model; tests/test_report.py checks these names against `posenc.encodings`.
+Rows and columns come from the registries: the tasks from `tasks`, the encodings' names from
+`posenc.encoding_names` (the registry of encodings holds Flax modules, and a report needs
+neither Flax nor a model).
 
 Example:
   >>> metric_label('exact_match')
@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
+from posenc import encoding_names
 from posenc import results as results_lib
 import tasks as tasks_lib
 
@@ -36,67 +37,11 @@ TASK_LEVELS: dict[str, str] = {
 ARITHMETIC_TASKS: tuple[str, ...] = tuple(tasks_lib.ARITHMETIC)
 
 # The study's encodings in its order (Ruoss et al. 2023: Table 1's 11, Table 5's two
-# geometric variants): the range tables' columns (`posenc.encodings.NAMES`).
-ENCODINGS: tuple[str, ...] = (
-  'none',
-  'sin_cos',
-  'relative',
-  'alibi',
-  'rotary',
-  'learned',
-  'randomized_sin_cos',
-  'randomized_relative',
-  'randomized_alibi',
-  'randomized_rotary',
-  'randomized_learned',
-  'geometric',
-  'geometric_directional',
-)
-# Every encoding of the registry in its order (`posenc.encodings.ENCODINGS`): the region
-# table's columns, the arithmetic study's abacus and FIRE among them.
-GRID_ENCODINGS: tuple[str, ...] = (
-  'none',
-  'sin_cos',
-  'relative',
-  'alibi',
-  'rotary',
-  'learned',
-  'randomized_sin_cos',
-  'randomized_relative',
-  'randomized_alibi',
-  'randomized_rotary',
-  'randomized_learned',
-  'abacus',
-  'fire',
-  'randomized_fire',
-  'geometric',
-  'geometric_directional',
-  'position_coupling',
-  'pope',
-  'dape',
-  'dape_v2',
-  'cope',
-  'forgetting',
-  'stick_breaking',
-  'kerple_log',
-  'randomized_kerple_log',
-  'kerple_power',
-  'randomized_kerple_power',
-  'sandwich',
-  'randomized_sandwich',
-  'type1',
-  'randomized_type1',
-  'type2',
-  'randomized_type2',
-  'inverse_n',
-  'randomized_inverse_n',
-  'inverse_n_log_n',
-  'randomized_inverse_n_log_n',
-  'sliding_window',
-  'randomized_sliding_window',
-  't5',
-  'randomized_t5',
-)
+# geometric variants): the range tables' columns.
+ENCODINGS: tuple[str, ...] = encoding_names.STUDY
+# Every encoding of the registry in its order: the region table's columns, the arithmetic
+# study's abacus and FIRE among them.
+GRID_ENCODINGS: tuple[str, ...] = encoding_names.ALL
 
 # The study's protocol, against which runs are called "not fully trained" or "a subset".
 STUDY_TRAIN_STEPS = 2_000_000

@@ -14,6 +14,7 @@ Installed, posenc finds it by its entry point (pyproject.toml: group posenc.enco
   python -m launch.benchmark --encoding=xpos --suite=tiny --workdir=runs/xpos_tiny
 
 Without installing: `--config.encoding=posenc_xpos:XPOS` with this directory on the path.
+Its option B is set as a built-in's options are: `--config.encoding_options.xpos_scale_base=1024`.
 """
 
 import jax
@@ -26,7 +27,7 @@ GAMMA = 0.4
 SCALE_BASE = 512.0
 
 
-def xpos_scale(head_dim: int, positions: jax.Array) -> jax.Array:
+def xpos_scale(head_dim: int, positions: jax.Array, scale_base: float = SCALE_BASE) -> jax.Array:
   """zeta^(p / B) per position and coordinate: [..., T] -> [..., T, 1, K], each pair's two
   coordinates sharing their zeta_m = (2m + gamma K) / ((1 + gamma) K).
 
@@ -34,20 +35,36 @@ def xpos_scale(head_dim: int, positions: jax.Array) -> jax.Array:
   """
   zeta = (np.arange(0, head_dim, 2) + GAMMA * head_dim) / ((1 + GAMMA) * head_dim)
   zeta = jnp.asarray(np.repeat(zeta, 2), jnp.float32)  # interleaved pairs
-  power = jnp.asarray(positions, jnp.float32)[..., None, None] / SCALE_BASE
+  power = jnp.asarray(positions, jnp.float32)[..., None, None] / scale_base
   return zeta**power
 
 
-def xpos_queries(x: jax.Array, positions: jax.Array) -> jax.Array:
+def xpos_queries(
+  x: jax.Array, positions: jax.Array, *, xpos_scale_base: float = SCALE_BASE
+) -> jax.Array:
   """RoPE at the positions, times zeta^(n / B): [B, T, H, K] -> [B, T, H, K]."""
-  scale = xpos_scale(x.shape[-1], positions)
+  scale = xpos_scale(x.shape[-1], positions, xpos_scale_base)
   return (encodings.apply_rope(x, positions).astype(jnp.float32) * scale).astype(x.dtype)
 
 
-def xpos_keys(x: jax.Array, positions: jax.Array) -> jax.Array:
+def xpos_keys(
+  x: jax.Array, positions: jax.Array, *, xpos_scale_base: float = SCALE_BASE
+) -> jax.Array:
   """RoPE at the positions, times zeta^(-m / B)."""
-  scale = xpos_scale(x.shape[-1], positions)
+  scale = xpos_scale(x.shape[-1], positions, xpos_scale_base)
   return (encodings.apply_rope(x, positions).astype(jnp.float32) / scale).astype(x.dtype)
 
 
-XPOS = encodings.rotation(xpos_queries, keys=xpos_keys, name='xpos')
+XPOS = encodings.rotation(
+  xpos_queries,
+  keys=xpos_keys,
+  name='xpos',
+  options={
+    'xpos_scale_base': encodings.option(
+      SCALE_BASE,
+      "B: the scale falls by zeta over B positions (the authors' scale_base)",
+      valid=lambda b, _: isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0,
+      must_be='a number > 0',
+    )
+  },
+)

@@ -2,7 +2,9 @@
 
 import jax
 import numpy as np
+import pytest
 
+from posenc import encodings
 from posenc import testing
 import posenc_xpos
 
@@ -21,4 +23,17 @@ def test_logits_carry_zeta_to_the_distance():
   f = 10_000.0 ** (-1 / 2)
   np.testing.assert_allclose(
     float((q[0, 1, 0] * k[0, 0, 0]).sum()), zeta ** (7 / 512) * np.cos(7 * f), rtol=1e-5
+  )
+
+
+def test_the_scale_base_is_an_option_of_its_own():
+  attention, embedding = encodings.resolve_options('posenc_xpos:XPOS', {'xpos_scale_base': 1024.0})
+  assert attention == {'xpos_scale_base': 1024.0} and embedding == {}
+  with pytest.raises(ValueError, match='xpos_scale_base=0.0 must be a number > 0'):
+    encodings.resolve_options('posenc_xpos:XPOS', {'xpos_scale_base': 0.0})
+  x = jax.numpy.ones((1, 2, 1, 4))
+  positions = jax.numpy.array([0, 7])
+  assert not np.allclose(
+    posenc_xpos.xpos_queries(x, positions),
+    posenc_xpos.xpos_queries(x, positions, xpos_scale_base=8.0),
   )
