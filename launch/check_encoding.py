@@ -8,10 +8,16 @@
 NAME is anything `--config.encoding` takes: a built-in, `input+attention`, an import path
 `module:ENCODING` (an `Encoding` record, e.g. built with posenc.encodings.bias), or an
 installed package's entry point (group `posenc.encodings`), each with `randomized_` for its
-twin. One line per invariant (posenc/testing.py: backends, padded, causal, step, generation,
-gradients, export, training), pass or FAIL with the largest difference; exit status 0 when
-all pass, 1 when one fails, 2 for a name that does not load (one line). About a minute on a
-2-core CPU.
+twin. One line per invariant (posenc/testing: backends, padded, causal, step, generation,
+gradients, export, training): pass with the largest difference, or FAIL with what differed
+(the first output that is not finite, or the two arrays compared, where, both values and
+the tolerance); exit status 0 when all pass, 1 when one fails, 2 for a name that does not
+load (one line). About a minute on a 2-core CPU. Every built-in passes it but one known
+exception, dape_v2's `step` (docs/benchmark.md).
+
+  $ python -m launch.check_encoding my_pkg:NAN_BIAS --checks=causal
+  causal       FAIL  decoder logits not finite: nan at [0, 0, 0] (and 125 more)
+  my_pkg:NAN_BIAS: 0 of 1 invariants pass (failed: causal) in 4 s
 """
 
 import sys

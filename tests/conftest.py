@@ -115,9 +115,10 @@ REPRESENTATIVES = {
 # Lowering for CUDA and TPU differs by the attention's kind, not by the encoding within it.
 EXPORTED = {'none', 'rotary', 'alibi', 'geometric_directional', 'dape', 'cope', 'stick_breaking'}
 EVERY_ENCODING = {
-  'test_attention.py::test_backend_equals_reference_values_and_gradients': REPRESENTATIVES,
+  # The study's method too: cpu_blocked specializes its relative logits.
+  'test_conformance.py::test_a_builtin_keeps_the_invariants': REPRESENTATIVES
+  | {'randomized_relative'},
   'test_attention.py::test_one_decoding_step_equals_the_whole_sequence': REPRESENTATIVES,
-  'test_decoder.py::test_cached_generation_equals_uncached_redecoding': REPRESENTATIVES,
   'test_model.py::test_blocked_attention_equals_whole': REPRESENTATIVES,
   'test_export.py::test_accelerator_programs_take_the_fused_path': EXPORTED,
   'test_export.py::test_decoder_training_and_generation_export_on_the_fused_path': EXPORTED,

@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from posenc import encoding_names
 from posenc import encodings
 from posenc import generate as generate_lib
 from posenc import models
@@ -39,42 +38,15 @@ def prompts():
   return tokens, jnp.array([3, 5, 1])
 
 
-# Every registry encoding (a new entry is tested without being named here), except the bias
-# families beyond a sample: they share one module, and the sample keeps the suite short.
-# Plus two combinations.
-FAMILY_SAMPLE = ('kerple_log', 'sliding_window', 't5', 'randomized_type2', 'randomized_t5')
-NAMES = [
-  n
-  for n in encodings.ENCODINGS
-  if n.removeprefix(encoding_names.RANDOMIZED) not in encoding_names.FAMILIES or n in FAMILY_SAMPLE
-] + ['sin_cos+alibi', 'abacus+fire']
-
-
-# The CPU backend serves the prompt pass (steps run fused): every family it specializes in
-# the default suite, the rest with -m slow.
-CASES = [(name, 'xla_fused') for name in NAMES] + [
-  (name, 'cpu_blocked')
-  if name in ('randomized_relative', 'alibi', 'geometric_directional', 'randomized_rotary')
-  else pytest.param(name, 'cpu_blocked', marks=pytest.mark.slow)
-  for name in NAMES
-]
-
-
-@pytest.mark.parametrize('name, impl', CASES)
-def test_cached_generation_equals_uncached_redecoding(name, impl):
-  model = decoder(name, attention_impl=impl)
-  params = variables(name)
-  tokens, lengths = prompts()
-  rngs = {'noise': jax.random.key(3)}
-  run = lambda fn: jax.jit(lambda p: fn(model, p, tokens, lengths, 8, EOS, rngs))(params)
-  cached, uncached = run(generate_lib.generate), run(generate_lib.generate_uncached)
-  np.testing.assert_array_equal(cached, uncached)
+# Cached generation equals re-decoding, and a decoding step the whole sequence, for every
+# encoding on both backends of the prompt pass: the conformance check's `generation` and
+# `step` invariants (tests/test_conformance.py, every built-in).
 
 
 def test_decoder_alibi_weights_are_press_et_al():
   # With q = 0 the logits are the bias alone: row i must be softmax_j<=i(-m_h (i - j)), with
   # nothing left on the diagonal (the bidirectional form leaves it -m_h / 2 behind). The
-  # backends equal this readable definition (tests/test_attention.py).
+  # backends equal this readable definition (the conformance check, tests/test_conformance.py).
   model = decoder('alibi', num_layers=1)
   params = traverse_util.flatten_dict(variables('alibi', num_layers=1))
   params[('params', 'layer_0', 'attention', 'query', 'kernel')] *= 0
@@ -89,40 +61,6 @@ def test_decoder_alibi_weights_are_press_et_al():
   logits = np.where(j <= i, -slopes[:, None, None] * (i - j), -np.inf)
   want = np.exp(logits - logits.max(-1, keepdims=True))
   np.testing.assert_allclose(weights, want / want.sum(-1, keepdims=True), atol=1e-6)
-
-
-def test_cached_decoding_step_logits_equal_the_whole_sequence():
-  # Logits of token t from a decoding step against the cache = row t of the whole sequence.
-  model = decoder('randomized_relative', attention_impl='cpu_blocked')
-  params = variables('randomized_relative')
-  seq = jax.random.randint(jax.random.key(2), (2, 9), 0, EOS)
-  lengths = jnp.array([9, 9])
-  rngs = {'noise': jax.random.key(3)}
-  whole, _ = model.apply(params, seq, lengths, deterministic=True, rngs=rngs)
-  _, cache = model.apply(
-    params,
-    seq[:, :5],
-    jnp.array([5, 5]),
-    deterministic=True,
-    num_positions=9,
-    draw_length=lengths,
-    rngs=rngs,
-  )
-  cache = generate_lib.pad_cache(cache, 9)
-  for t in range(5, 9):
-    q_idx = jnp.full((2, 1), t)
-    step, cache = model.apply(
-      params,
-      seq[:, t : t + 1],
-      q_idx[:, 0] + 1,
-      q_idx=q_idx,
-      cache=cache,
-      num_positions=9,
-      draw_length=lengths,
-      deterministic=True,
-      rngs=rngs,
-    )
-    np.testing.assert_allclose(step[:, 0], whole[:, t], atol=2e-5)
 
 
 def test_generation_stops_at_eos_and_fills_after_it():
