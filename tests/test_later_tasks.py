@@ -16,6 +16,7 @@ from scipy import stats
 
 from experiments import rpe_decoder
 from posenc import config as config_lib
+from posenc import report
 from posenc import setup
 from posenc import train
 import tasks
@@ -310,13 +311,16 @@ def test_copy_symbols_are_uniform():
 @pytest.mark.parametrize('name', NAMES)
 def test_tiny_decoder_run(name, tmp_path):
   """rpe_decoder's tiny mode on the task, trained and evaluated end to end (one training
-  bucket and two evaluated lengths, to keep the compiles few)."""
+  bucket and two evaluated lengths, to keep the compiles few), then reported."""
   config = rpe_decoder.get_config(f'task={name},encoding=none,tiny')
   config.train.bucket_size = 8
   config.eval.lengths = [7, 12]
   config.eval.bucket_size = 12
   results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   assert all(m['score'] is not None for m in results['members'])
+  # The range tables print the task's row, its level labelled.
+  table = report.build_report([tmp_path], figures=False, metric='exact_match').texts['table1']
+  assert f'| later | {name} | ' in table
 
 
 # ============================================================================ slow
