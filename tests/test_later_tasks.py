@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from experiments import later_tasks
 from experiments import rpe_decoder
 from posenc import config as config_lib
 from posenc import report
@@ -321,6 +322,20 @@ def test_tiny_decoder_run(name, tmp_path):
   # The range tables print the task's row, its level labelled.
   table = report.build_report([tmp_path], figures=False, metric='exact_match').texts['table1']
   assert f'| later | {name} | ' in table
+
+
+def test_experiment_is_cpu_v1_with_the_later_tasks():
+  from experiments.benchmarks import cpu_v1  # pylint: disable=import-outside-toplevel
+
+  ours = later_tasks.get_config('task=copy,encoding=alibi,cpu,steps=600').to_dict()
+  theirs = cpu_v1.config('even_pairs', 'alibi').to_dict()
+  assert ours.pop('task') == 'copy' and theirs.pop('task') == 'even_pairs'
+  assert ours == theirs
+  cells = later_tasks.grid('cpu')
+  assert [(c['task'], c['encoding']) for c in cells[:4]] == [
+    ('flip_flop', e) for e in ('none', 'rotary', 'randomized_rotary', 'alibi')
+  ]
+  assert len(cells) == 12
 
 
 # ============================================================================ slow
