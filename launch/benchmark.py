@@ -256,6 +256,7 @@ def main(argv):
     name = _ENCODING.value
     encodings.get(name)
     configs = {task: suite.cell_config(task, name) for task in suite.tasks}
+    common.cpu_devices(configs.values())
     for config in configs.values():
       setup.build(config)
     if not suite.measured:
