@@ -7,6 +7,7 @@
   python -m launch.benchmark --coverage [--draws=4000] [--coverage_json=FILE]
   python -m launch.benchmark --suite=cpu-v1 --separated [--among=alibi,fire,...]
   python -m launch.benchmark --suite=cpu-v1 --write_baselines_md
+  python -m launch.benchmark --suite=cpu-v2 --selection [--among=alibi,fire,...]
 
 The encoding is anything `--config.encoding` takes: a built-in, an import path
 `module:ENCODING`, an installed package's entry point. Every task of the suite is trained
@@ -35,6 +36,10 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
   --separated       print which pairs of the suite's stored baselines (--among: a subset)
                     it separates, Holm over every pair and task, and the minimum
                     detectable difference per task at 8, 12 and 16 members; and exit
+  --selection       print the table the suite's tasks and test lengths were chosen by: per
+                    task and longest test length, the pairs of stored baselines that task
+                    alone separates (and those --among names), its minimum detectable
+                    difference, the encodings that succeed and its training time; and exit
   --write_baselines_md  rewrite the suite's baselines.md from its stored baselines (no
                     training), and exit
 
@@ -88,13 +93,44 @@ _COVERAGE_JSON = flags.DEFINE_string('coverage_json', None, 'Also write the tabl
 _SEPARATED = flags.DEFINE_bool(
   'separated', False, "Print the pairs of the suite's stored baselines it separates."
 )
-_AMONG = flags.DEFINE_list('among', None, 'The encodings --separated compares (default: all).')
+_AMONG = flags.DEFINE_list(
+  'among', None, 'The encodings --separated compares (default: all); --selection counts them too.'
+)
+_SELECTION = flags.DEFINE_bool(
+  'selection', False, "Print the table the suite's tasks and test lengths are chosen by."
+)
 _BASELINES_MD = flags.DEFINE_bool(
   'write_baselines_md', False, "Rewrite the suite's baselines.md from its stored baselines."
 )
 SECONDS = 'seconds.json'  # DIR's wall time so far, across resumed invocations
+OWNER = 'suite.json'  # which suite, version and encoding DIR's run is of
 # The numbers of members per cell --separated sizes a new suite version at.
 SIZING = (8, 12, 16)
+
+
+def _check_workdir_suite(directory: str, suite: benchmark.Suite, name: str) -> None:
+  """A DIR holding the run of another suite, version or encoding is refused (one line):
+  its frozen sets and cells are not this card's."""
+  for file in (OWNER, 'entry.json'):
+    path = os.path.join(directory, file)
+    if not os.path.exists(path):
+      continue
+    try:
+      held = io.read_json(path)
+      held = {
+        'suite': held['suite'] if isinstance(held['suite'], str) else held['suite']['name'],
+        'version': held['version'] if 'version' in held else held['suite']['version'],
+        'encoding': held['encoding'],
+      }
+    except (ValueError, KeyError, TypeError) as e:
+      common.fail(f'--workdir={directory}: {path} is damaged ({e}); give a new directory')
+    if (held['suite'], held['version'], held['encoding']) != (suite.name, suite.version, name):
+      common.fail(
+        f'--workdir={directory} holds the run of {held["encoding"]!r} on suite '
+        f'{held["suite"]} (version {held["version"]}), not of {name!r} on {suite.name} '
+        f'(version {suite.version}); give a new directory'
+      )
+    return
 
 
 def _cost(suite, configs, baselines):
@@ -225,11 +261,31 @@ def _separated(suite: benchmark.Suite, baselines) -> None:
       )
 
 
+def _selection(suite: benchmark.Suite, baselines) -> None:
+  """Per task and longest test length: what the task alone separates (card.selection)."""
+  from posenc.report import verdicts  # Deferred: only --selection and --separated test.
+
+  unknown = [name for name in _AMONG.value or () if name not in baselines]
+  if unknown:
+    common.fail(
+      f'--among names {unknown} that suite {suite.name} does not store; stored: '
+      f'{", ".join(sorted(baselines))}'
+    )
+  rows = card_lib.selection(suite, baselines, _AMONG.value, _ALPHA.value)
+  print(
+    f'suite {suite.name}, {len(baselines)} stored baselines; a task alone: Holm over its pairs '
+    f'at family-wise {_ALPHA.value:g}; "all tasks": Holm over every pair and task; minimum '
+    f'detectable difference in points ({100 * verdicts.POWER:g}% power at Holm\'s first level '
+    'of the task alone, normal scores with the pooled sd)'
+  )
+  print(card_lib.selection_markdown(rows, _ALPHA.value), end='')
+
+
 def main(argv):
   if len(argv) > 1:
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
   _check_alpha()
-  if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value:
+  if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value or _SELECTION.value:
     try:
       suite = benchmarks.get(_SUITE.value)
       baselines = {} if _COVERAGE.value else benchmark.read_baselines(suite)
@@ -241,6 +297,8 @@ def main(argv):
       common.fail(f'suite {suite.name} stores no baselines')
     if _SEPARATED.value:
       return _separated(suite, baselines)
+    if _SELECTION.value:
+      return _selection(suite, baselines)
     path = os.path.join(suite.directory, 'baselines.md')
     io.write_text_atomic(path, card_lib.baselines_table(suite, baselines, _ALPHA.value))
     print(f'wrote {path} from the {len(baselines)} stored baselines of {suite.name}')
@@ -278,8 +336,13 @@ def main(argv):
   directory = _WORKDIR.value
   if os.path.exists(directory) and not os.path.isdir(directory):
     common.fail(f'--workdir={directory} is a file, not a directory')
+  _check_workdir_suite(directory, suite, name)
   created = not os.path.exists(directory)
   common.make_dir(directory, '--workdir')
+  io.write_json_atomic(
+    os.path.join(directory, OWNER),
+    {'suite': suite.name, 'version': suite.version, 'encoding': name},
+  )
   try:
     # Every task's frozen set first: a set that is not the suite's stops the run before
     # anything trains.
