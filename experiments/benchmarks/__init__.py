@@ -14,11 +14,14 @@ import importlib
 
 
 from experiments.benchmarks import cpu_v1
+from experiments.benchmarks import cpu_v2
 from experiments.benchmarks import gpu_v1
 from experiments.benchmarks import tiny
 from posenc import benchmark
 
-SUITES: dict[str, benchmark.Suite] = {s.name: s for s in (cpu_v1.SUITE, tiny.SUITE, gpu_v1.SUITE)}
+SUITES: dict[str, benchmark.Suite] = {
+  s.name: s for s in (cpu_v2.SUITE, cpu_v1.SUITE, tiny.SUITE, gpu_v1.SUITE)
+}
 DEFAULT = 'cpu-v1'
 # The studies whose pages read their runs through the scorecard (`launch.report
 # --scorecard`), as (experiment module, its arg): their members per cell are simulated in the
