@@ -8,9 +8,9 @@ Two tasks whose effect is seed-fragile in the study (even_pairs: max 90 against 
 67.7 ± 15.2 over seeds; reverse_string), each with a standard encoding and its randomized
 version; every cell a population of seeds × data orders (`data_seeds`) at one learning
 rate, trained in one compiled step. The scorecard (`launch.report --scorecard`) then gives
-per cell the mean, spread, success rate and longest length generalized with bootstrap
-intervals, seed and data-order variance apart, and randomized against standard with its
-interval and a rank test.
+per cell the mean, spread, success rate and longest length generalized with their 95%
+intervals, seed and data-order variance apart, and randomized against standard by a
+permutation test of the difference of means, with the difference's interval.
 
 Args: `cpu` (4 seeds × 4 data orders, minutes per cell on a CPU), `tiny` (for tests),
 tasks=a+b, standard=ENCODING, randomized=ENCODING, seeds=K, data_seeds=K (K >= 1; `tiny`

@@ -4,6 +4,10 @@
   python -m launch.benchmark --encoding=my_pkg.my_module:MY_ENCODING --workdir=runs/mine
   python -m launch.benchmark --encoding=xpos --suite=tiny --workdir=runs/xpos_tiny
   python -m launch.benchmark --encoding=alibi --cost
+  python -m launch.benchmark --coverage [--draws=4000] [--coverage_json=FILE]
+  python -m launch.benchmark --suite=cpu-v1 --separated [--among=alibi,fire,...]
+  python -m launch.benchmark --suite=cpu-v1 --write_baselines_md
+  python -m launch.benchmark --suite=cpu-v2 --selection [--among=alibi,fire,...]
 
 The encoding is anything `--config.encoding` takes: a built-in, an import path
 `module:ENCODING`, an installed package's entry point. Every task of the suite is trained
@@ -13,7 +17,8 @@ against the checksums the suite stores); then DIR gets the card: card.md (per ta
 candidate's mean with its interval, success rate with its interval and longest length
 generalized next to every stored baseline, its rank and the pairwise tests), card.png and
 card.json (versioned; it names the suite and version, posenc's version, the package
-versions and the machine). docs/benchmark.md says how to read it.
+versions and the machine). docs/benchmark.md says how to read it. Rerunning the command on
+a finished DIR trains nothing and writes the card again with this posenc's statistics.
 
   --cost            print what the run takes and exit (the stored baselines' measured times,
                     and posenc.cost's estimate for this machine)
@@ -21,10 +26,27 @@ versions and the machine). docs/benchmark.md says how to read it.
                     suite's maintainers: experiments/benchmarks/<suite>/baselines/)
   --write_checksums write the suite's frozen sets into DIR/eval_sets and their checksums
                     into the suite's checksums.json, and exit (for a new suite version)
+  --alpha=A         the family-wise error of the card's verdicts (default 0.05). Given
+                    explicitly, a level no comparison can reach with the suite's members
+                    (3 against 3: p >= 0.1) is refused; by default the card says so instead
+  --coverage        print the coverage table of the intervals (posenc.report.coverage),
+                    simulated from the suite's stored baselines at every number of members
+                    a suite or a scorecard study uses, and exit; --coverage_json=FILE also
+                    writes it as JSON
+  --separated       print which pairs of the suite's stored baselines (--among: a subset)
+                    it separates, Holm over every pair and task, and the minimum
+                    detectable difference per task at 8, 12 and 16 members; and exit
+  --selection       print the table the suite's tasks and test lengths were chosen by: per
+                    task and longest test length, the pairs of stored baselines that task
+                    alone separates (and those --among names), its minimum detectable
+                    difference, the encodings that succeed and its training time; and exit
+  --write_baselines_md  rewrite the suite's baselines.md from its stored baselines (no
+                    training), and exit
 
 Bad input (an unknown suite or encoding, an import path that does not load, an object that
 is not an Encoding, an encoding the suite's model family cannot run, a tampered frozen set,
-a baseline file of another suite version) is one line, exit status 2, nothing written.
+a baseline file of another suite version, an --alpha outside (0, 1) or one the suite's
+members cannot reach) is one line, exit status 2, nothing written.
 SIGTERM checkpoints the running cell and exits with status 143; rerunning resumes.
 """
 
@@ -35,10 +57,12 @@ import sys
 import time
 
 from absl import flags
+import numpy as np
 
 from experiments import benchmarks
 from launch import common
 from posenc import benchmark
+from posenc import card as card_lib
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
@@ -52,7 +76,7 @@ _ENCODING = flags.DEFINE_string(
   'The candidate: a name, module:ATTRIBUTE, or an installed package\'s entry point.',
 )
 _SUITE = flags.DEFINE_string(
-  'suite', 'cpu-v1', f'The suite: one of {", ".join(benchmarks.SUITES)}.'
+  'suite', benchmarks.DEFAULT, f'The suite: one of {", ".join(benchmarks.SUITES)}.'
 )
 _WORKDIR = flags.DEFINE_string(
   'workdir', None, 'Directory of the run and its card (created or resumed).'
@@ -62,7 +86,51 @@ _SAVE = flags.DEFINE_bool('save_baseline', False, "Store the run as the suite's 
 _CHECKSUMS = flags.DEFINE_bool(
   'write_checksums', False, "Write the suite's checksums.json from its frozen sets, and exit."
 )
+_ALPHA = flags.DEFINE_float('alpha', 0.05, "The family-wise error of the card's verdicts.")
+_COVERAGE = flags.DEFINE_bool('coverage', False, 'Print the coverage table of the intervals.')
+_DRAWS = flags.DEFINE_integer('draws', 4000, 'Simulated draws per truth and n (--coverage).')
+_COVERAGE_JSON = flags.DEFINE_string('coverage_json', None, 'Also write the table as JSON.')
+_SEPARATED = flags.DEFINE_bool(
+  'separated', False, "Print the pairs of the suite's stored baselines it separates."
+)
+_AMONG = flags.DEFINE_list(
+  'among', None, 'The encodings --separated compares (default: all); --selection counts them too.'
+)
+_SELECTION = flags.DEFINE_bool(
+  'selection', False, "Print the table the suite's tasks and test lengths are chosen by."
+)
+_BASELINES_MD = flags.DEFINE_bool(
+  'write_baselines_md', False, "Rewrite the suite's baselines.md from its stored baselines."
+)
 SECONDS = 'seconds.json'  # DIR's wall time so far, across resumed invocations
+OWNER = 'suite.json'  # which suite, version and encoding DIR's run is of
+# The numbers of members per cell --separated sizes a new suite version at.
+SIZING = (8, 12, 16)
+
+
+def _check_workdir_suite(directory: str, suite: benchmark.Suite, name: str) -> None:
+  """A DIR holding the run of another suite, version or encoding is refused (one line):
+  its frozen sets and cells are not this card's."""
+  for file in (OWNER, 'entry.json'):
+    path = os.path.join(directory, file)
+    if not os.path.exists(path):
+      continue
+    try:
+      held = io.read_json(path)
+      held = {
+        'suite': held['suite'] if isinstance(held['suite'], str) else held['suite']['name'],
+        'version': held['version'] if 'version' in held else held['suite']['version'],
+        'encoding': held['encoding'],
+      }
+    except (ValueError, KeyError, TypeError) as e:
+      common.fail(f'--workdir={directory}: {path} is damaged ({e}); give a new directory')
+    if (held['suite'], held['version'], held['encoding']) != (suite.name, suite.version, name):
+      common.fail(
+        f'--workdir={directory} holds the run of {held["encoding"]!r} on suite '
+        f'{held["suite"]} (version {held["version"]}), not of {name!r} on {suite.name} '
+        f'(version {suite.version}); give a new directory'
+      )
+    return
 
 
 def _cost(suite, configs, baselines):
@@ -93,9 +161,148 @@ def _cost(suite, configs, baselines):
   )
 
 
+def _check_alpha() -> None:
+  if not 0 < _ALPHA.value < 1:
+    common.fail(f'--alpha={_ALPHA.value} must be in (0, 1)')
+
+
+def _coverage(suite: benchmark.Suite) -> None:
+  """The coverage table, simulated from `suite`'s stored cells."""
+  from posenc.report import coverage  # Deferred: only --coverage simulates.
+
+  if _DRAWS.value < 10:
+    common.fail(f'--draws={_DRAWS.value} must be >= 10')
+  out = _COVERAGE_JSON.value
+  if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+    common.fail(f'--coverage_json={out}: its directory does not exist')
+  stored = card_lib.baseline_cells(suite, benchmark.read_baselines(suite))
+  if len(stored) < 3:
+    common.fail(f'suite {suite.name} stores {len(stored)} cells; the coverage table needs 3')
+  examples = sorted(e for _, _, e in stored)[len(stored) // 2]
+  truths, prior = coverage.truths_of(stored, examples)
+  ns = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
+  result = coverage.simulate(truths, prior, ns, _DRAWS.value, examples)
+  result['suite'] = suite.name
+  if _COVERAGE_JSON.value:
+    io.write_text_atomic(_COVERAGE_JSON.value, json.dumps(result, indent=1) + '\n')
+  print(f'Coverage of the 95% intervals, truths from the stored baselines of {suite.name}:')
+  print()
+  print(coverage.markdown(result), end='')
+  failed = coverage.failures(result)
+  print(
+    f'\n{coverage.CHOSEN}: '
+    + (
+      f'{len(failed)} (truth, n) under {100 * coverage.THRESHOLD:g}%: {"; ".join(failed)}'
+      if failed
+      else f'at least {100 * coverage.THRESHOLD:g}% on every truth but the stress ones, at every n.'
+    )
+  )
+
+
+def _separated(suite: benchmark.Suite, baselines) -> None:
+  """Which pairs of stored baselines the suite separates, and what it can detect."""
+  from posenc.report import verdicts  # Deferred: only --separated tests.
+
+  scores = card_lib.baseline_scores(suite, baselines)
+  among = _AMONG.value or sorted(scores)
+  unknown = [name for name in among if name not in scores]
+  if unknown or len(among) < 2:
+    common.fail(
+      f'--among names {unknown} that suite {suite.name} does not store; stored: '
+      f'{", ".join(sorted(scores))}'
+      if unknown
+      else '--among needs two encodings or more'
+    )
+  result = verdicts.pairs_separated(scores, among, _ALPHA.value)
+  explicit = flags.FLAGS['alpha'].present
+  if explicit and result['comparisons'] and result['smallest_possible_p'] > result['first_level']:
+    n = min(len(s) for name in among for s in scores[name].values())
+    common.fail(
+      f'--alpha={_ALPHA.value:g} cannot be reached on suite {suite.name}: with {n} members '
+      f'against {n} no comparison reaches p <= {result["first_level"]:.2g} (Holm over '
+      f'{result["comparisons"]} comparisons); the smallest possible p is '
+      f'{result["smallest_possible_p"]:.2g}'
+    )
+  found = result['separated']
+  print(
+    f'suite {suite.name}: {len(found)} of the {result["pairs"]} pairs of {len(among)} '
+    f'encodings separated on at least one task ({verdicts.TEST_NAME}; Holm over '
+    f'{result["comparisons"]} comparisons at family-wise {_ALPHA.value:g}: the first step '
+    f'needs p <= {result["first_level"]:.2g}; the smallest p is {result["smallest_p"]:.2g})'
+  )
+  for s in found:
+    print(
+      f'  {s["a"]} / {s["b"]}: '
+      + ', '.join(f'{t} ({h} higher)' for t, h in zip(s['tasks'], s['higher']))
+    )
+  # A card compares one candidate with every baseline on every task: a smaller family.
+  card_family = (len(among) - 1) * len(suite.tasks)
+  levels = {
+    f'a card ({card_family} comparisons)': _ALPHA.value / card_family,
+    f'these pairs ({result["comparisons"]})': result['first_level'],
+  }
+  print(
+    f'minimum detectable difference (points; {100 * verdicts.POWER:g}% power at Holm\'s '
+    'first level, normal scores with the pooled sd), by members per cell:'
+  )
+  for task in suite.tasks:
+    groups = [scores[name][task] for name in among if task in scores[name]]
+    sd = verdicts.pooled_sd(groups)
+    if sd is None:
+      continue
+    n = int(np.median([len(g) for g in groups]))
+    for what, level in levels.items():
+      mdd = {
+        k: verdicts.minimum_detectable_difference(sd, k, k, level) for k in sorted({n, *SIZING})
+      }
+      print(
+        f'  {task} (pooled sd {100 * sd:.1f}), {what}: '
+        + ', '.join(f'{k}: ' + ('none' if d is None else f'{100 * d:.1f}') for k, d in mdd.items())
+      )
+
+
+def _selection(suite: benchmark.Suite, baselines) -> None:
+  """Per task and longest test length: what the task alone separates (card.selection)."""
+  from posenc.report import verdicts  # Deferred: only --selection and --separated test.
+
+  unknown = [name for name in _AMONG.value or () if name not in baselines]
+  if unknown:
+    common.fail(
+      f'--among names {unknown} that suite {suite.name} does not store; stored: '
+      f'{", ".join(sorted(baselines))}'
+    )
+  rows = card_lib.selection(suite, baselines, _AMONG.value, _ALPHA.value)
+  print(
+    f'suite {suite.name}, {len(baselines)} stored baselines; a task alone: Holm over its pairs '
+    f'at family-wise {_ALPHA.value:g}; "all tasks": Holm over every pair and task; minimum '
+    f'detectable difference in points ({100 * verdicts.POWER:g}% power at Holm\'s first level '
+    'of the task alone, normal scores with the pooled sd)'
+  )
+  print(card_lib.selection_markdown(rows, _ALPHA.value), end='')
+
+
 def main(argv):
   if len(argv) > 1:
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
+  _check_alpha()
+  if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value or _SELECTION.value:
+    try:
+      suite = benchmarks.get(_SUITE.value)
+      baselines = {} if _COVERAGE.value else benchmark.read_baselines(suite)
+    except ValueError as e:  # BenchmarkError
+      common.fail(e)
+    if _COVERAGE.value:
+      return _coverage(suite)
+    if not baselines:
+      common.fail(f'suite {suite.name} stores no baselines')
+    if _SEPARATED.value:
+      return _separated(suite, baselines)
+    if _SELECTION.value:
+      return _selection(suite, baselines)
+    path = os.path.join(suite.directory, 'baselines.md')
+    io.write_text_atomic(path, card_lib.baselines_table(suite, baselines, _ALPHA.value))
+    print(f'wrote {path} from the {len(baselines)} stored baselines of {suite.name}')
+    return
   if not _ENCODING.value:
     common.fail(
       '--encoding is required, e.g. --encoding=alibi or --encoding=my_pkg.my_module:MY_ENCODING'
@@ -107,6 +314,7 @@ def main(argv):
     name = _ENCODING.value
     encodings.get(name)
     configs = {task: suite.cell_config(task, name) for task in suite.tasks}
+    common.cpu_devices(configs.values())
     for config in configs.values():
       setup.build(config)
     if not suite.measured:
@@ -117,6 +325,9 @@ def main(argv):
       )
     expected = None if _CHECKSUMS.value else benchmark.checksums(suite)
     baselines = {} if _CHECKSUMS.value else benchmark.read_baselines(suite)
+    if flags.FLAGS['alpha'].present and not _CHECKSUMS.value:
+      members = benchmarks.members_per_cell(next(iter(configs.values())))
+      card_lib.check_alpha(suite, baselines, name, members, _ALPHA.value)
   except (ValueError, config_lib.ConfigError) as e:  # BenchmarkError, an encoding's error
     common.fail(e)
   if _COST.value:
@@ -125,8 +336,13 @@ def main(argv):
   directory = _WORKDIR.value
   if os.path.exists(directory) and not os.path.isdir(directory):
     common.fail(f'--workdir={directory} is a file, not a directory')
+  _check_workdir_suite(directory, suite, name)
   created = not os.path.exists(directory)
   common.make_dir(directory, '--workdir')
+  io.write_json_atomic(
+    os.path.join(directory, OWNER),
+    {'suite': suite.name, 'version': suite.version, 'encoding': name},
+  )
   try:
     # Every task's frozen set first: a set that is not the suite's stops the run before
     # anything trains.
@@ -186,8 +402,8 @@ def main(argv):
         ['python', '-m', 'launch.benchmark'] + sys.argv[1:],
         before + time.time() - start,
       )
-      card = benchmark.make_card(suite, entry, baselines)
-      for file, data in benchmark.card_files(card).items():
+      card = card_lib.make_card(suite, entry, baselines, alpha=_ALPHA.value)
+      for file, data in card_lib.card_files(card).items():
         io.write_bytes_atomic(os.path.join(directory, file), data)
       io.write_json_atomic(os.path.join(directory, 'entry.json'), entry)
       if _SAVE.value:
@@ -196,14 +412,14 @@ def main(argv):
         io.write_text_atomic(path, json.dumps(entry, indent=1) + '\n')
         io.write_text_atomic(
           os.path.join(suite.directory, 'baselines.md'),
-          benchmark.baselines_table(suite, {**baselines, name: entry}),
+          card_lib.baselines_table(suite, {**baselines, name: entry}, _ALPHA.value),
         )
   except config_lib.ConfigError as e:
     common.fail(e)
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume the benchmark', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  print(benchmark.markdown(card))
+  print(card_lib.markdown(card))
   print(
     f'card written to {os.path.join(directory, benchmark.CARD_MD)} (and card.json, '
     'card.png)'

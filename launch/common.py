@@ -9,6 +9,8 @@
 - Quiet logs (`launch.cli`): only warnings of the libraries reach the terminal unless
   `--verbosity` is given (`--verbosity=0` shows their INFO lines again).
 - The compilation cache: JAX's persistent cache, on unless turned off (`compilation_cache`).
+- CPU devices: a config's `cpu_devices` starts JAX's CPU backend with that many devices
+  (`cpu_devices`), before anything runs.
 - Preemption: SIGTERM asks the run to checkpoint at the next step boundary and exit with
   status 143 (`PREEMPTED_EXIT`); rerunning the same command resumes.
 - A full disk: one line naming the file and what is kept (`on_full_disk`), exit status 2;
@@ -420,6 +422,27 @@ def compilation_cache(enabled: bool = True) -> str | None:
   # -1: no minimum entry size, and no override by the file system's preference.
   jax.config.update('jax_persistent_cache_min_entry_size_bytes', -1)
   return directory
+
+
+def cpu_devices(configs: Sequence[Any]) -> int:
+  """Starts JAX's CPU backend with the most `cpu_devices` any of `configs` asks for (the
+  population is then sharded over them, `population.local_devices`), or leaves it alone
+  when none asks. Process-wide, so called before anything runs JAX.
+
+  Returns:
+    The number of CPU devices asked for (0: JAX's default).
+  """
+  # A bad value is left to the config's own check (`population.check`, one line).
+  asked = [c.get('cpu_devices', 0) for c in configs]
+  wanted = max(
+    (n for n in asked if config_lib.is_int(n) and 0 < n <= config_lib.MAX_CPU_DEVICES), default=0
+  )
+  if wanted:
+    try:
+      jax.config.update('jax_num_cpu_devices', wanted)
+    except RuntimeError as e:  # JAX ran something already: a caller's mistake, not the user's
+      raise RuntimeError(f'cpu_devices={wanted} comes too late: {e}') from None
+  return wanted
 
 
 def run(

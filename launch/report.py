@@ -56,8 +56,8 @@ _SCORECARD = flags.DEFINE_bool(
   False,
   'Also the robustness scorecard over the members of every run (scorecard.md, '
   'scorecard.json, scorecard_<task>.png): mean, sd, median, IQR, max (the published '
-  'statistic), success rate, longest length generalized, bootstrap intervals, pairwise '
-  'comparisons.',
+  'statistic), success rate, longest length generalized, 95% intervals, pairwise '
+  'comparisons (permutation tests, Holm over all of them).',
 )
 # Defaults None: a threshold given without --scorecard is refused, not ignored.
 _SUCCESS = flags.DEFINE_float(

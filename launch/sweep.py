@@ -125,6 +125,8 @@ def main(argv):
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
   if _CONFIG.value is not None and not _CONFIG.value.get('compilation_cache', True):
     common.compilation_cache(False)
+  if _CONFIG.value is not None:
+    common.cpu_devices([_CONFIG.value])  # every cell of the sweep runs in this process
   if _CONFIG.value is None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py')
   if not _WORKDIR.value and not _COST.value:  # --cost writes nothing.

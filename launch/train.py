@@ -35,6 +35,7 @@ def main(argv: list[str]) -> None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py:tiny')
   if not _CONFIG.value.get('compilation_cache', True):
     common.compilation_cache(False)  # before anything compiles: JAX decides once
+  common.cpu_devices([_CONFIG.value])  # before anything runs: the backend starts once
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
   # Read before the workdir is made: a bad POSENC_KILL_AFTER_CHECKPOINT leaves nothing behind.

@@ -29,6 +29,8 @@ class ConfigError(ValueError):
 # 12 days at 1,000 steps/s; one head's attention weights at 2^20 tokens are 4 TiB in float32.
 MAX_STEPS = 10**9
 MAX_LENGTH = 2**20
+# `cpu_devices` past this is a typo: a device per core of the largest CPU hosts.
+MAX_CPU_DEVICES = 1024
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -60,6 +62,11 @@ def base_config() -> ml_collections.ConfigDict:
   c.compilation_cache = True
   # TensorBoard event files under workdir/tensorboard (the `tensorboard` extra).
   c.tensorboard = False
+  # On CPU, N > 0 splits the host into N JAX devices (the launchers start JAX's CPU backend
+  # so) and shards the population over them, so members train on every core at once; 0
+  # keeps JAX's devices (one CPU device). Agrees with one device to float rounding, not bit
+  # for bit (docs/speed.md). Accelerators ignore it.
+  c.cpu_devices = 0
 
   c.train = ml_collections.ConfigDict()
   c.train.steps = 2_000_000
@@ -402,6 +409,7 @@ ADDED_FIELDS = {
   'eval.from_files': '',
   'compilation_cache': True,
   'tensorboard': False,
+  'cpu_devices': 0,
 }
 
 

@@ -79,6 +79,13 @@ def check(config: ml_collections.ConfigDict) -> None:
   ):
     if value not in valid:
       raise config_lib.ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
+  cpu_devices = config.get('cpu_devices', 0)
+  if not config_lib.is_int(cpu_devices) or not 0 <= cpu_devices <= config_lib.MAX_CPU_DEVICES:
+    raise config_lib.ConfigError(
+      f'cpu_devices={cpu_devices!r} must be an integer in 0..{config_lib.MAX_CPU_DEVICES} (0: '
+      "JAX's CPU devices, one unless forced; N: the population sharded over N CPU devices)"
+      'device; N: the population sharded over N CPU devices)'
+    )
   if not config_lib.is_int(t.steps_per_dispatch) or t.steps_per_dispatch < 1:
     raise config_lib.ConfigError(
       f'train.steps_per_dispatch={t.steps_per_dispatch!r} must be a positive integer'
@@ -120,11 +127,32 @@ def platform_of(devices: list[Any] | None = None) -> str:
 
 
 def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
-  """'map' or 'vmap': `train.population_loop`, with 'auto' resolved for `platform`."""
+  """'map' or 'vmap': `train.population_loop`, with 'auto' resolved for `platform`.
+
+  'auto' is 'map' on CPU: XLA's CPU backend runs one program's operations one after
+  another on one core, and a member's [B, T, d] activations stay in cache, while `vmap`'s
+  [P, B, T, d] ones stream through memory (measured on the benchmark suite's decoder,
+  docs/speed.md: vmap costs 1.4x map's CPU time per member). A CPU's other cores are
+  reached by more devices (`cpu_devices`), not by batching members.
+  """
   loop = config.train.population_loop
   if loop == 'auto':
     return 'map' if platform == 'cpu' else 'vmap'
   return loop
+
+
+def local_devices(config: ml_collections.ConfigDict) -> list[Any]:
+  """The devices a population of `config` is laid out on: every local device, or on CPU
+  the first `cpu_devices` of them (as many as the process has, if fewer: the launchers
+  start JAX's CPU backend with `cpu_devices` devices, `launch.common.cpu_devices`).
+
+  Example: cpu_devices 2 in a process started with 8 CPU devices -> the first 2.
+  """
+  devices = jax.local_devices()
+  wanted = config.get('cpu_devices', 0)
+  if wanted and devices[0].platform == 'cpu':
+    return devices[:wanted]
+  return devices
 
 
 def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
@@ -169,7 +197,7 @@ class Population:
   def __init__(self, config: ml_collections.ConfigDict, devices: list[Any] | None = None):
     self.members = config_lib.members(config)
     self.size = len(self.members)
-    devices = list(devices or jax.local_devices())
+    devices = list(devices or local_devices(config))
     self.platform = devices[0].platform
     self.mesh = jax.sharding.Mesh(np.array(devices), (POP,))
     self.padded_size = math.ceil(self.size / len(devices)) * len(devices)

@@ -11,7 +11,9 @@ study's sequence tasks, `REGISTRY` maps every name to its task, `get(name, optio
 one up (options: `get`'s docstring). Every study task follows `tasks.base.Task`; the padding
 convention of `sample_padded` (one compiled program for every length <= max_length, zeros
 and zero masks past the valid part, the valid part distributed exactly as `sample`) is
-described in `tasks/base.py`. `HINTING` lists the task-hinting study's tasks (tasks/hinting.py).
+described in `tasks/base.py`. `HINTING` lists the task-hinting study's tasks (tasks/hinting.py),
+`LATER` the tasks of the later literature in the study's interface (tasks/later.py:
+flip_flop, associative_recall, copy).
 
 Adding a task: subclass `base.Task` (fields, `_target`, `_sample_inputs` or `_sample`) and
 add one entry to `REGISTRY`.
@@ -27,6 +29,7 @@ from tasks import corpus
 from tasks import cs
 from tasks import dcf
 from tasks import hinting
+from tasks import later
 from tasks import regular
 from tasks.base import Task
 
@@ -56,9 +59,17 @@ REGISTRY: dict[str, Any] = {
   # The task-hinting study's tasks (Awasthi & Gupta 2023; tasks/hinting.py): sorting and
   # increment, and their hint tasks, as `prompt answer` sequences without EOS.
   **hinting.TASKS,
+  # Tasks of the later literature in the study's interface (tasks/later.py): flip-flop
+  # (Liu et al. 2023), multi-query associative recall (Arora et al. 2023), copying (Jelassi
+  # et al. 2024).
+  **later.TASKS,
 }
-# Each study's names, in registry order.
-NAMES: tuple[str, ...] = tuple(n for n, t in REGISTRY.items() if isinstance(t, Task))
+# Each study's names, in registry order. NAMES is the study's 15 alone, though the later
+# tasks share their interface.
+LATER: tuple[str, ...] = tuple(later.TASKS)
+NAMES: tuple[str, ...] = tuple(
+  n for n, t in REGISTRY.items() if isinstance(t, Task) and n not in later.TASKS
+)
 ARITHMETIC: tuple[str, ...] = tuple(arithmetic.TASKS)
 LANGUAGE: tuple[str, ...] = tuple(corpus.TASKS)
 HINTING: tuple[str, ...] = tuple(hinting.TASKS)
@@ -68,7 +79,8 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
   """The task called `name`, with `options` replacing its option fields.
 
   A task's options are the fields it lists in `OPTIONS` (the study's tasks have none; the
-  arithmetic tasks take `pad_probability`, sorting also `num_index_symbols`). Raises
+  arithmetic tasks take `pad_probability`, sorting also `num_index_symbols`; the later
+  tasks theirs, tasks/later.py). Raises
   ValueError naming a bad name or option and listing the valid ones.
 
     >>> get('sorting', {'num_index_symbols': 100}).vocab_size

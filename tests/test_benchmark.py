@@ -4,6 +4,7 @@ bit for bit, the card ranks a candidate, the conformance command, the outside ex
 package installed and benchmarked, and one line for every bad input."""
 
 import copy
+import dataclasses
 import json
 import os
 import pathlib
@@ -15,6 +16,7 @@ import pytest
 
 from experiments import benchmarks
 from posenc import benchmark
+from posenc import card as card_lib
 from posenc import config as config_lib
 from posenc import setup
 
@@ -48,7 +50,7 @@ def test_every_measured_suite_ships_checksums_and_its_baselines():
     stored = benchmark.checksums(suite)
     assert set(stored) == set(suite.tasks)
     # A suite names the baselines it promises; those not stored yet are listed in its
-    # baselines.md (benchmark.baselines_table) and the cards.
+    # baselines.md (card.baselines_table) and the cards.
     assert set(benchmark.read_baselines(suite)) <= set(suite.baselines), suite.name
   tiny = benchmarks.get('tiny')
   assert set(benchmark.read_baselines(tiny)) == set(tiny.baselines)
@@ -87,24 +89,100 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
   assert json.loads((tmp_path / 'card.json').read_text())['tasks'] == card['tasks']
 
 
-def test_the_card_ranks_the_candidate_and_tests_it_against_each_baseline():
+def candidate_entry(stored, name, scores_by_task):
+  """A copy of a stored entry renamed `name`, each task's members replaced by one member per
+  score of `scores_by_task[task]` (every length at that score)."""
+  entry = copy.deepcopy(stored)
+  entry['encoding'] = name
+  for task, results in entry['tasks'].items():
+    results['encoding'] = name
+    template = results['members'][0]
+    results['members'] = []
+    for seed, score in enumerate(scores_by_task[task]):
+      member = copy.deepcopy(template)
+      member['seed'] = seed
+      member['score'] = member['exact_match_score'] = score
+      member['exact_match_by_length'] = {n: score for n in member['exact_match_by_length']}
+      results['members'].append(member)
+  return entry
+
+
+def test_the_card_ranks_the_candidate_and_says_two_members_cannot_separate():
   suite = benchmarks.get('tiny')
   stored = benchmark.read_baselines(suite)
-  entry = copy.deepcopy(stored['rotary'])
-  entry['encoding'] = 'mine'
-  for results in entry['tasks'].values():  # A candidate that passes everything.
-    results['encoding'] = 'mine'
-    for member in results['members']:
-      member['score'] = member['exact_match_score'] = 1.0
-      member['exact_match_by_length'] = {n: 1.0 for n in member['exact_match_by_length']}
-  card = benchmark.make_card(suite, entry, stored)
+  # A candidate that passes everything, 2 members like the suite's.
+  entry = candidate_entry(stored['rotary'], 'mine', dict.fromkeys(suite.tasks, [1.0, 1.0]))
+  card = card_lib.make_card(suite, entry, stored)
   for task in suite.tasks:
     t = card['tasks'][task]
     assert (t['rank'], t['of'], t['order'][0]) == (1, 3, 'mine')
     assert {c['b'] for c in t['comparisons']} == {'none', 'rotary'}
     assert all(c['a'] == 'mine' and c['mean_difference'] > 0 for c in t['comparisons'])
+    # 2 against 2: p >= 1/3, never separated; the interval is the whole range.
+    assert all(c['verdict'] == 'not separated' for c in t['comparisons'])
+    assert all(c['ci'] == [-1.0, 1.0] for c in t['comparisons'])
+    assert t['detectable']['difference'] is None
   assert card['mean_rank'] == 1.0
-  assert '| 1 | **mine** (candidate) | 100.0 ± 0.0' in benchmark.markdown(card)
+  assert card['statistics']['decidable'] is False and card['statistics']['comparisons'] == 4
+  text = card_lib.markdown(card)
+  assert '| 1 | **mine** (candidate) | 100.0 ± 0.0 [' in text
+  assert '**No comparison on this card can be separated.**' in text
+  assert 'none: the smallest two-sided p-value is 0.33' in text
+  assert 'Korn-Graubard' in text and 'Holm' in text
+
+
+def test_a_card_of_eight_members_separates_a_clear_difference():
+  suite = benchmarks.get('tiny')
+  stored = benchmark.read_baselines(suite)
+  high = [0.9, 0.92, 0.95, 0.97, 0.91, 0.93, 0.96, 0.94]
+  low = [0.5, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53, 0.56]
+  baselines = {
+    'none': candidate_entry(stored['none'], 'none', {'even_pairs': low, 'parity_check': high}),
+  }
+  entry = candidate_entry(stored['rotary'], 'mine', dict.fromkeys(suite.tasks, high))
+  card = card_lib.make_card(suite, entry, baselines)
+  even, parity = (card['tasks'][t]['comparisons'][0] for t in ('even_pairs', 'parity_check'))
+  assert even['verdict'] == 'better' and even['ci'][0] > 0
+  assert parity['verdict'] == 'not separated' and parity['ci'][0] < 0 < parity['ci'][1]
+  assert card['statistics']['decidable'] is True
+  detectable = card['tasks']['even_pairs']['detectable']
+  assert detectable['n_candidate'] == detectable['n_baseline'] == 8
+  assert 0 < detectable['difference'] < 0.4
+  # One line, one verdict: every row's interval excludes 0 exactly when it separates.
+  text = card_lib.markdown(card)
+  rows = [line for line in text.splitlines() if line.startswith('| ') and '| none |' in line]
+  assert len(rows) == 2
+  for line in rows:
+    cells = [c.strip() for c in line.split('|')]
+    low_end, high_end = map(float, cells[6].split('[')[1].rstrip(']').split(','))
+    assert (low_end > 0 or high_end < 0) == (cells[7] != 'not separated'), line
+  assert 'points; a smaller true difference is often "not separated"' in text
+
+
+def test_a_card_of_an_old_suite_version_says_it_is_one():
+  suite = benchmarks.get('tiny')
+  stored = benchmark.read_baselines(suite)
+  old = dataclasses.replace(suite, superseded_by='tiny-v2')
+  card = card_lib.make_card(old, stored['rotary'], stored)
+  assert card['suite']['superseded_by'] == 'tiny-v2'
+  assert '**An old version of the benchmark:** tiny is superseded by tiny-v2' in (
+    card_lib.markdown(card)
+  )
+  assert 'tiny is superseded by tiny-v2' in card_lib.baselines_table(old, stored)
+  current = card_lib.make_card(suite, stored['rotary'], stored)
+  assert 'An old version' not in card_lib.markdown(current)
+  # The suite a plain run uses is the newest of its family.
+  assert benchmarks.SUITES[benchmarks.DEFAULT].superseded_by is None
+
+
+def test_the_stored_baselines_md_are_what_the_stored_baselines_give_today():
+  for suite in benchmarks.SUITES.values():
+    if suite.measured:
+      path = os.path.join(suite.directory, 'baselines.md')
+      table = card_lib.baselines_table(suite, benchmark.read_baselines(suite))
+      assert open(path).read() == table, (
+        f'rerun launch.benchmark --suite={suite.name} --write_baselines_md'
+      )
 
 
 def test_a_tampered_frozen_set_is_one_line_and_runs_nothing(cli, tmp_path):
@@ -168,6 +246,14 @@ def test_an_encoder_suite_refuses_a_causal_only_encoding():
     ),
     (['--encoding=abacus', '--suite=tiny'], 'abacus'),
     (['--encoding=alibi', '--suite=gpu-v1'], 'suite gpu-v1 is defined on paper'),
+    (
+      ['--encoding=alibi', '--suite=tiny', '--alpha=0.05'],
+      '--alpha=0.05 cannot be reached on suite tiny: 2 members against 2 give p >= 0.33',
+    ),
+    (['--encoding=alibi', '--suite=tiny', '--alpha=1.5'], '--alpha=1.5 must be in (0, 1)'),
+    (['--suite=cpu-v1', '--separated', '--alpha=0.01'], '--alpha=0.01 cannot be reached'),
+    (['--suite=cpu-v1', '--separated', '--among=alibi,nope'], "--among names ['nope']"),
+    (['--suite=cpu-v9', '--coverage'], "unknown suite 'cpu-v9'"),
     (['--suite=tiny'], '--encoding is required'),
     (['--encoding=alibi', '--suite=tiny', '--workdir={tmp}/file'], 'is a file'),
   ],
@@ -269,7 +355,7 @@ def test_the_example_package_conforms_and_gets_its_card(installed_example, tmp_p
 def test_equal_scores_share_a_rank():
   row = lambda c, m: {'column': c, 'higher_is_better': True, 'score': {'mean': m, 'median': m}}
   rows = [row('a', 0.9), row('b', 0.5), row('c', 0.5 + 1e-12), row('d', 0.1)]
-  assert benchmark._ranks(rows) == {'a': 1, 'b': 2, 'c': 2, 'd': 4}
+  assert card_lib._ranks(rows) == {'a': 1, 'b': 2, 'c': 2, 'd': 4}
 
 
 @pytest.mark.slow

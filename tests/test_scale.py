@@ -83,3 +83,36 @@ def test_two_process_sweep_splits_the_cells(tmp_path):
     index = io.read_json(str(tmp_path / 'index' / f'shard-{i}-of-2.json'))
     assert [c['cell'] for c in index['cells']] == [name]
     assert index['cells'][0]['state'] == 'complete'
+
+
+def test_cpu_devices_shard_the_population_over_the_host(cli, tmp_path):
+  # The launcher starts JAX's CPU backend with 2 devices; 3 members are padded to 4.
+  runs = {}
+  for devices in (0, 2):
+    workdir = tmp_path / f'devices_{devices}'
+    proc = cli.run(
+      [
+        'launch.train',
+        '--config=experiments/rpe_decoder.py:task=parity_check,tiny',
+        f'--workdir={workdir}',
+        "--config.seeds=[0,1,2]",
+        f'--config.cpu_devices={devices}',
+      ]
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs[devices] = (
+      io.read_json(str(workdir / 'results.json')),
+      io.read_jsonl(str(workdir / 'metrics.jsonl')),
+    )
+  (one, one_metrics), (two, two_metrics) = runs[0], runs[2]
+  assert [h['devices'] for h in one['devices']['history']] == [1]
+  assert [h['devices'] for h in two['devices']['history']] == [2]
+  assert one['config']['cpu_devices'] == 0 and two['config']['cpu_devices'] == 2
+  # The same members, trained to float rounding (XLA compiles the per-device program for
+  # 2 local members, not 3).
+  assert [m['seed'] for m in two['members']] == [0, 1, 2]
+  for a, b in zip(one_metrics, two_metrics):
+    assert a['step'] == b['step']
+    assert max(abs(x - y) for x, y in zip(a['loss'], b['loss'])) < 1e-3
+  for a, b in zip(one['members'], two['members']):
+    assert abs(a['score'] - b['score']) < 0.05

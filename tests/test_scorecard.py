@@ -1,18 +1,16 @@
 """The robustness scorecard (posenc/report/scorecard.py, its statistics in statistics.py):
-statistics against numpy / scipy on fabricated results, success rates and longest lengths on
+statistics against numpy on fabricated results, success rates and longest lengths on
 hand-built curves, and the command line."""
 
-import itertools
 import json
-import math
 import pathlib
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from posenc import results
 from posenc.report import scorecard as sc
+from posenc.report import intervals
 from posenc.report import statistics
 from posenc.kinds.range import record as range_records
 from posenc.kinds.perplexity import record as perplexity_record
@@ -52,6 +50,28 @@ def flat(seed, value, **kw):
   return range_member(seed, [1.0] * 4 + [value] * 4, **kw)
 
 
+def wilson_cc(k, n, z=1.959963984540054):
+  """Wilson's score interval with continuity correction, written out (Newcombe 1998)."""
+  p = k / n
+  low = (2 * n * p + z * z - 1 - z * np.sqrt(z * z - 2 - 1 / n + 4 * p * (n * (1 - p) + 1))) / (
+    2 * (n + z * z)
+  )
+  high = (2 * n * p + z * z + 1 + z * np.sqrt(z * z + 2 - 1 / n + 4 * p * (n * (1 - p) - 1))) / (
+    2 * (n + z * z)
+  )
+  return [0.0 if k == 0 else low, 1.0 if k == n else high]
+
+
+@pytest.mark.parametrize(
+  'k, n, expected', [(0, 12, [0.0, 0.301]), (12, 12, [0.699, 1.0]), (2, 3, [0.125, 0.982])]
+)
+def test_success_interval_is_wilson_with_continuity_correction(k, n, expected):
+  ci = intervals.success_interval(k, n)
+  assert ci == pytest.approx(wilson_cc(k, n)) and ci == pytest.approx(expected, abs=5e-4)
+  assert ci[1] - ci[0] > 0.25
+  assert intervals.success_interval(0, 0) is None
+
+
 def test_summary_statistics_are_numpy_s():
   x = [0.2, 0.9, 0.55, 0.7, 0.61]
   s = statistics.summarize(x)
@@ -62,26 +82,8 @@ def test_summary_statistics_are_numpy_s():
   assert (s['min'], s['max'], s['published']) == (0.2, 0.9, 0.9)
   assert statistics.summarize(x, higher_is_better=False)['published'] == 0.2
   one = statistics.summarize([0.4])
-  assert one['sd'] is None and one['mean_ci'] is None and one['published'] == 0.4
+  assert one['sd'] is None and one['published'] == 0.4
   assert statistics.summarize([]) is None
-
-
-def test_bootstrap_interval_is_scipy_s():
-  x = [0.2, 0.9, 0.55, 0.7, 0.61]
-  expected = stats.bootstrap(
-    (np.array(x),),
-    np.mean,
-    n_resamples=statistics.RESAMPLES,
-    method='percentile',
-    rng=np.random.default_rng(0),
-  )
-  assert statistics.bootstrap_interval(np.mean, x) == pytest.approx(
-    [expected.confidence_interval.low, expected.confidence_interval.high]
-  )
-  lo, hi = statistics.bootstrap_interval(np.mean, x)
-  assert lo < np.mean(x) < hi
-  assert statistics.bootstrap_interval(np.mean, [0.5]) is None
-  assert statistics.bootstrap_interval(np.mean, [0.5, 0.5, 0.5]) == [0.5, 0.5]
 
 
 def test_longest_generalized_on_hand_built_curves():
@@ -104,84 +106,46 @@ def test_variance_components_of_an_additive_design():
   assert statistics.variance_components({(0, 1): 0.5, (1, 1): 0.6}) is None  # One data seed.
 
 
-def test_comparison_difference_and_rank_test():
-  a, b = [0.9, 0.8, 0.95, 0.7], [0.5, 0.6, 0.55]
-  c = statistics.compare(a, b)
-  assert c['mean_difference'] == pytest.approx(np.mean(a) - np.mean(b))
-  assert (c['u'], c['u_max'], c['test']) == (12, 12, 'Mann-Whitney, exact')
-  assert c['ci'][0] < c['mean_difference'] < c['ci'][1]
-  assert statistics.compare(a, [])['mean_difference'] is None
-
-
-def wilson(k, n, z=1.959963984540054):
-  """Wilson's score interval, written out: (p + z²/2n ± z sqrt(p(1-p)/n + z²/4n²)) /
-  (1 + z²/n)."""
-  p = k / n
-  centre = p + z * z / (2 * n)
-  half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-  return [(centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)]
-
-
-@pytest.mark.parametrize(
-  'k, n, expected', [(0, 12, [0.0, 0.242]), (12, 12, [0.758, 1.0]), (11, 12, [0.646, 0.985])]
-)
-def test_success_interval_is_wilson_and_never_zero_width(k, n, expected):
-  ci = statistics.success_interval(k, n)
-  assert ci == pytest.approx(wilson(k, n)) and ci == pytest.approx(expected, abs=5e-4)
-  assert ci[1] - ci[0] > 0.2
-  assert statistics.success_interval(0, 0) is None
-
-
-def _enumerated_p(a, b):
-  """The two-sided p-value of U by enumerating every split of the pooled scores into
-  groups of len(a) and len(b): twice the smaller tail, at most 1."""
-  pooled = list(a) + list(b)
-  u = lambda x, y: sum((xi > yi) + 0.5 * (xi == yi) for xi in x for yi in y)
-  observed = u(a, b)
-  null = []
-  for chosen in itertools.combinations(range(len(pooled)), len(a)):
-    rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
-    null.append(u([pooled[i] for i in chosen], rest))
-  null = np.array(null)
-  return observed, min(
-    1.0, 2 * min(np.mean(null <= observed + 1e-9), np.mean(null >= observed - 1e-9))
+def test_comparisons_are_decided_together_and_agree_with_their_intervals():
+  a = [flat(s, v) for s, v in enumerate([0.9, 0.8, 0.95, 0.7, 0.92])]
+  b = [flat(s, v) for s, v in enumerate([0.5, 0.6, 0.55, 0.52, 0.58])]
+  c = [flat(s, v) for s, v in enumerate([0.51, 0.61, 0.54, 0.5, 0.6])]
+  card = sc.scorecard(
+    [
+      ('a', range_record('alibi', a)),
+      ('b', range_record('rotary', b)),
+      ('c', range_record('none', c)),
+    ]
   )
+  by = {(x['a'], x['b']): x for x in card['comparisons']}
+  assert len(by) == 3
+  first = by['alibi', 'none']
+  assert first['mean_difference'] == pytest.approx(0.854 - 0.552)
+  # 5 against 5: 252 splits, the smallest two-sided p 2/252, three tests: Holm's first step
+  # is 0.05 / 3.
+  assert first['p_value'] == pytest.approx(2 / 252) and first['verdict'] == 'alibi better'
+  assert by['none', 'rotary']['verdict'] == 'not separated'
+  for x in card['comparisons']:
+    lo, hi = x['ci']
+    assert (lo > 0 or hi < 0) == (x['verdict'] != 'not separated'), x
+  text = sc.markdown(card)
+  assert '| alibi | none | encoder | 0.001 | 30.2 [' in text and '| alibi better |' in text
+  assert 'Holm over every pair of the scorecard' in text
 
 
-@pytest.mark.parametrize(
-  'a, b, test',
-  [
-    ([0.91, 0.95, 0.97, 0.99, 1.0], [0.5, 0.62, 0.7, 0.93], 'Mann-Whitney, exact'),
-    ([0.3, 0.5, 0.8, 0.9], [0.4, 0.6, 0.7, 0.75, 0.85], 'Mann-Whitney, exact'),
-    ([1.0, 1.0, 0.9, 0.8], [1.0, 0.7, 0.7, 0.6], 'Mann-Whitney, exact permutation test (ties)'),
-    (
-      [0.5, 0.5, 0.9, 0.9, 0.2],
-      [0.5, 0.9, 0.1, 0.1],
-      'Mann-Whitney, exact permutation test (ties)',
-    ),
-  ],
-)
-def test_rank_test_is_exact_against_every_split(a, b, test):
-  observed, p = _enumerated_p(a, b)
-  result = statistics.rank_test(a, b)
-  assert (result['u'], result['u_max'], result['test']) == (observed, len(a) * len(b), test)
-  assert result['p_value'] == pytest.approx(p)
-
-
-def test_rank_test_of_complete_separation_at_12_and_16_members():
-  # Exact: 2 / C(24, 12) and 2 / C(32, 16); the normal approximation says 3.5e-5 at 12.
-  for n in (12, 16):
-    result = statistics.rank_test(np.arange(n) + n, np.arange(n))
-    assert result['u'] == n * n == result['u_max']
-    assert result['p_value'] == pytest.approx(2 / math.comb(2 * n, n))
-  # With ties inside each group the separation is as rare: exactly one split of each sign.
-  ties = statistics.rank_test([1.0] * 8 + [0.9] * 8, [0.5] * 8 + [0.6] * 8)
-  assert ties['test'] == 'Mann-Whitney, exact permutation test (ties)'
-  assert ties['p_value'] == pytest.approx(2 / math.comb(32, 16))
-  # Past 100 members: random splits.
-  many = statistics.rank_test([1.0] * 60, [0.5] * 30 + [0.6] * 31)
-  assert many['test'] == 'Mann-Whitney, permutation test, 20,000 random splits (ties)'
-  assert many['p_value'] < 1e-3
+def test_scorecard_intervals_count_the_examples_and_name_their_method():
+  members = [flat(s, 1.0) for s in range(3)]
+  record = range_record('alibi', members)
+  config = {'eval': {'examples_per_length': 32, 'batch_size': 16}}
+  record = results.Results(**{**record.__dict__, 'config': config})
+  row = sc.scorecard([('a', record)])['rows'][0]
+  # Three members at 100% on 4 lengths x 32 examples: not [1, 1].
+  assert row['examples_per_score'] == 128
+  assert row['score']['mean_ci'][1] == 1.0 and 0.9 < row['score']['mean_ci'][0] < 1.0
+  assert row['score']['interval'] == intervals.MEAN_METHOD
+  # Without the number of examples (results that predate the config): Student's t.
+  bare = sc.scorecard([('a', range_record('alibi', members))])['rows'][0]
+  assert bare['score']['interval'] == intervals.MEAN_METHOD_T
 
 
 def test_longest_at_the_last_evaluated_length_is_a_lower_bound():
@@ -242,7 +206,7 @@ def test_scorecard_rows_success_and_longest():
   assert r['score']['published'] == 1.0
   # Success: score >= 0.9, the diverged member failing: 3 of 5.
   assert r['success']['rate'] == pytest.approx(3 / 5)
-  assert r['success']['ci'] == pytest.approx(wilson(3, 5))
+  assert r['success']['ci'] == pytest.approx(wilson_cc(3, 5))
   # Longest: 8 (all pass), 4 (0.92 < 0.95 past training), 4, 2 (length 3 fails).
   assert [m['longest'] for m in r['member_scores']] == [8, 4, 4, 2, None]
   assert (
@@ -253,7 +217,7 @@ def test_scorecard_rows_success_and_longest():
   assert r['success_by_length']['1'] == pytest.approx(4 / 5)
   one = rows['rotary']
   assert one['score']['sd'] is None and one['score']['mean_ci'] is None
-  assert one['success']['rate'] == 0.0 and one['success']['ci'] == pytest.approx(wilson(0, 1))
+  assert one['success']['rate'] == 0.0 and one['success']['ci'] == pytest.approx(wilson_cc(0, 1))
   dead = rows['alibi']
   assert dead['score'] is None and dead['longest_generalized'] is None
   assert dead['success']['rate'] == 0.0
@@ -318,7 +282,7 @@ def test_report_scorecard_from_the_command_line(cli, tmp_path):
   proc = cli.run(['launch.report', 'tests/data/results_v1', f'--out={out}', '--scorecard'])
   assert proc.returncode == 0, proc.stderr
   card = json.loads((out / 'scorecard.json').read_text())
-  assert card['schema_version'] == 2
+  assert card['schema_version'] == 3
   assert {r['evaluation'] for r in card['rows']} == {'range', 'grid', 'lengths', 'perplexity'}
   assert '# Robustness scorecard' in (out / 'scorecard.md').read_text()
   assert (out / 'scorecard_even_pairs.png').read_bytes()[:4] == b'\x89PNG'

@@ -2,6 +2,7 @@
 status 2, nothing written; the floors and the profile's attribution; the former command
 names point to the new ones."""
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from experiments import sweep_tiny
 from posenc import setup
 from posenc.speed import floor
 from posenc.speed import machine
+from posenc.speed import population as speed_population
 from posenc.speed import profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,18 +22,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.mark.parametrize(
   'args, needle',
   [
-    (['nope'], "unknown measurement 'nope'; valid: eval, forward, generate, profile"),
+    (['nope'], "unknown measurement 'nope'; valid: eval, forward, generate, population"),
     (['samplers', '--tasks=nope'], "unknown task 'nope'; valid tasks: even_pairs"),
     (['samplers', '--lengths=x'], "--lengths='x' must be comma-separated positive integers"),
     (['samplers', '--bogus'], "Unknown command line flag 'bogus'"),
     (['samplers', 'extra'], "unexpected arguments ['extra']; give flags only"),
     (['forward', '--encodings=nope'], "unknown encoding 'nope'; valid encodings: none"),
     (['forward', '--batch=100'], '--batch=100 must be a multiple of --sub_batch=64'),
+    (['population', '--suite=nope'], "unknown suite 'nope'; valid suites: cpu-v1, tiny"),
+    (['population', '--task=reverse_string'], '--task=reverse_string is not a task of cpu-v1'),
+    (['population', '--settings=loops=vmap'], "unknown key 'loops'; valid: default, or KEY"),
+    (['population', '--settings=loop=scan'], "loop='scan'; valid: auto, map, vmap"),
+    (['population', '--settings=devices=0'], "devices='0' must be a positive integer"),
+    (['population', '--populations=0'], '--populations=0 must be comma-separated positive'),
+    (['population', '--encoding=rope'], "unknown encoding 'rope'; valid encodings: none"),
   ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, needle):
   out = tmp_path / 'out.json'
-  extra = [f'--out={out}'] if args[0] in ('samplers', 'forward') else []
+  extra = [f'--out={out}'] if args[0] in ('samplers', 'forward', 'population') else []
   proc = cli.run(['launch.speed', *args, *extra])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
@@ -68,7 +77,7 @@ def test_the_former_names_print_the_new_command_and_run_nothing(cli, tmp_path, a
 def test_every_former_module_points_to_its_measurement():
   from launch import speed
 
-  for name in speed.NAMES:
+  for name in speed.FORMER_NAMES:
     with open(os.path.join(ROOT, 'launch', f'bench_{name}.py')) as f:
       assert f"bench.point('{name}')" in f.read(), name
 
@@ -197,3 +206,49 @@ def test_profile_rejects_a_bucket_that_training_does_not_compile(cli, tmp_path):
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and '--buckets [41] are not training buckets; valid: 5,10' in lines[0]
   assert not out.exists()
+
+
+def test_a_setting_is_config_fields_on_one_device_unless_it_names_more():
+  assert speed_population.parse_setting('default') == {'cpu_devices': 1}
+  assert speed_population.parse_setting('loop=vmap+devices=2+dispatch=8') == {
+    'train.population_loop': 'vmap',
+    'cpu_devices': 2,
+    'train.steps_per_dispatch': 8,
+  }
+  config = speed_population.setting_config(
+    sweep_tiny.get_config(), {'model.attention_impl': 'reference'}, 5
+  )
+  assert config.seeds == [0, 1, 2, 3, 4] and len(config.learning_rates) == 1
+  assert config.model.attention_impl == 'reference'
+
+
+def test_population_times_every_setting_and_compiles_one_program_per_bucket(cli, tmp_path):
+  out = tmp_path / 'population.json'
+  proc = cli.run(
+    [
+      'launch.speed',
+      'population',
+      '--suite=tiny',
+      '--task=even_pairs',
+      '--populations=3',
+      '--settings=default,devices=2,dispatch=4',
+      '--steps=4',
+      '--rounds=2',
+      '--nofloor',
+      '--eval',
+      f'--out={out}',
+    ]
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  rows = json.loads(out.read_text())['rows']
+  assert [(r['setting'], r['devices']) for r in rows] == [
+    ('default', 1),
+    ('devices=2', 2),
+    ('dispatch=4', 1),
+  ]
+  # Two length buckets (lengths 1..8 in buckets of 4), or one program of K steps; two
+  # evaluation buckets (lengths 1..12 in buckets of 6). Timing recompiled nothing.
+  assert [r['compiled_programs'] for r in rows] == [2, 2, 1]
+  assert {r['eval_programs'] for r in rows} == {2}
+  assert all(len(r['rates']) == 2 and r['model_updates_per_s'] > 0 for r in rows)
+  assert 'model-updates/s (median over rounds)' in proc.stdout

@@ -75,7 +75,7 @@ def test_registry():
   assert tasks.NAMES == tuple(TABLE)
   assert isinstance(tasks.REGISTRY, dict)
   assert list(tasks.REGISTRY) == list(
-    tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE + tasks.HINTING
+    tasks.NAMES + tasks.ARITHMETIC + tasks.LANGUAGE + tasks.HINTING + tasks.LATER
   )
   for name, level in zip(tasks.NAMES, LEVELS):
     task = tasks.get(name)

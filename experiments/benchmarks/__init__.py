@@ -5,14 +5,28 @@ cells with its frozen-set checksums and stored baselines in the directory of its
   cpu-v1   the study's tasks in decoder form on a 2-core CPU (measured, stored baselines)
   tiny     seconds, for tests (stored baselines of two encodings)
   gpu-v1   the study's scale for one GPU (defined on paper: no checksums or baselines yet)
+
+`DEFAULT` is the suite `launch.benchmark` runs without --suite. A new version of a suite
+(cpu-v2) is registered here, named in the old one's `superseded_by` and made the default.
 """
 
+import importlib
+
+
 from experiments.benchmarks import cpu_v1
+from experiments.benchmarks import cpu_v2
 from experiments.benchmarks import gpu_v1
 from experiments.benchmarks import tiny
 from posenc import benchmark
 
-SUITES: dict[str, benchmark.Suite] = {s.name: s for s in (cpu_v1.SUITE, tiny.SUITE, gpu_v1.SUITE)}
+SUITES: dict[str, benchmark.Suite] = {
+  s.name: s for s in (cpu_v2.SUITE, cpu_v1.SUITE, tiny.SUITE, gpu_v1.SUITE)
+}
+DEFAULT = 'cpu-v1'
+# The studies whose pages read their runs through the scorecard (`launch.report
+# --scorecard`), as (experiment module, its arg): their members per cell are simulated in the
+# coverage table of the intervals, with every suite's (`member_counts`).
+SCORECARD_STUDIES = (('robustness', 'cpu'), ('robustness', None), ('encodings_2024', 'cpu'))
 
 
 def get(name: str) -> benchmark.Suite:
@@ -20,3 +34,23 @@ def get(name: str) -> benchmark.Suite:
   if name not in SUITES:
     raise benchmark.BenchmarkError(f'unknown suite {name!r}; valid suites: {", ".join(SUITES)}')
   return SUITES[name]
+
+
+def members_per_cell(config) -> int:
+  """The members of one row of a cell's scorecard: seeds x data seeds (each learning rate
+  is a row of its own)."""
+  return len(config.seeds) * len(config.get('data_seeds') or [None])
+
+
+def member_counts() -> list[int]:
+  """Every number of members per cell that a registered suite or a scorecard study
+  compares: the n the coverage table must include."""
+  counts = {
+    members_per_cell(suite.cell_config(task, 'none'))
+    for suite in SUITES.values()
+    for task in suite.tasks
+  }
+  for module, arg in SCORECARD_STUDIES:
+    config = importlib.import_module(f'experiments.{module}').get_config(arg)
+    counts.add(members_per_cell(config))
+  return sorted(counts)

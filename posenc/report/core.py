@@ -27,12 +27,14 @@ from posenc import results as results_lib
 import tasks as tasks_lib
 
 
-# The study's tasks in its order with their Chomsky level as the tables print it, and the
-# arithmetic study's tasks in the registry's order.
-_LEVEL_LABELS = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS'}
+# The study's tasks in its order (the range tables' rows), their Chomsky level as the tables
+# print it and that of the later tasks in the study's interface (rows after the study's), and
+# the arithmetic study's tasks in the registry's order.
+_LEVEL_LABELS = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS', 'later': 'later'}
 TASKS: tuple[str, ...] = tuple(tasks_lib.NAMES)
 TASK_LEVELS: dict[str, str] = {
-  name: _LEVEL_LABELS.get(tasks_lib.REGISTRY[name].level, '?') for name in TASKS
+  name: _LEVEL_LABELS.get(tasks_lib.REGISTRY[name].level, '?')
+  for name in TASKS + tuple(tasks_lib.LATER)
 }
 ARITHMETIC_TASKS: tuple[str, ...] = tuple(tasks_lib.ARITHMETIC)
 

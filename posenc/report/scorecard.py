@@ -5,16 +5,17 @@ the mean of Even Pairs is 67.7 ± 15.2 where the max is about 90). The scorecard
 per row = (task, column, model family, learning rate), over the row's members (seeds, and
 data orders where the population varies them, `config.data_seeds`):
 
-- the score's mean ± sd (sample sd, ddof 1) with a bootstrap 95% interval for the mean,
-  median and IQR, min, and max — the published statistic, named as such (min for
-  perplexity, where lower is better);
+- the score's mean ± sd (sample sd, ddof 1) with a 95% interval for the mean, median and
+  IQR, min, and max — the published statistic, named as such (min for perplexity, where
+  lower is better). The interval (`posenc.report.intervals`) counts both sources of error:
+  the members, and the finite examples each member's score averages, so it is never
+  zero-width (three members at 100% of 416 examples: [87, 100] with cpu-v1's pool);
 - the success rate: the share of members that pass (a score >= `threshold`, default 0.9;
   for perplexity, within `tolerance` of the member's perplexity at the training length),
-  diverged members failing, with its Wilson score 95% interval (never zero-width: 0 of 12
-  gives [0, 24.2%], where a bootstrap of 0/1 outcomes would give [0, 0]); and per length the
-  share of members at >= `length_threshold` (default 0.95) of the protocol's metric (accuracy for
-  the study's tasks, exact match for generated answers, a grid's length n being its cell
-  (n, n));
+  diverged members failing, with its 95% Wilson interval with continuity correction (0 of
+  12 gives [0, 30.1%]); and per length the share of members at >= `length_threshold`
+  (default 0.95) of the protocol's metric (accuracy for the study's tasks, exact match for
+  generated answers, a grid's length n being its cell (n, n));
 - the longest length generalized: per member the largest test length up to which the
   metric stays at or above `length_threshold` (0 when the shortest fails), its median, IQR
   and range over members, and its ratio to the training length. A member that passes every
@@ -23,18 +24,19 @@ data orders where the population varies them, `config.data_seeds`):
   the JSON and printed "≥ n";
 - seed and data-order variance apart, when both vary in a complete design (a two-way
   decomposition: the variance of the seed means, of the data-seed means, and the rest);
-- pairwise comparisons of the columns of one task, family and learning rate: the
-  difference of mean scores with its bootstrap 95% interval, and the two-sided
-  Mann-Whitney U test of a against b, U counting the pairs a wins (ties half) out of
-  n_a n_b, its p-value exact (scipy's exact null distribution without ties, the exact
-  permutation distribution with ties, counted by rank sums); the test used is named in
-  each comparison.
+- pairwise comparisons of the columns of one task, family and learning rate, decided
+  together (`posenc.report.verdicts`): a two-sided permutation test of the difference of
+  means per pair, Holm over every pair of the scorecard at family-wise level 0.05, and the
+  difference's interval from the same test at the level Holm decided it at: a pair is
+  "A better", "B better" or "not separated", and its interval excludes 0 exactly when it
+  is separated.
 
-The statistics are those of `posenc.report.statistics`. Intervals of means are percentile
-bootstraps of 2,000 resamples from a fixed generator (`np.random.default_rng(0)`), so a
-scorecard is reproducible; with one member there is no interval (None). The metric of each
-protocol is its results record's (`curve`, `metric`, `higher_is_better` in
-`posenc.results`), and each row records the lengths its score averages (`score_basis`).
+The intervals of means are floored by the dispersion pooled over the scorecard's rows (a
+benchmark card: over the suite's stored baselines); the permutation tests with random
+splits use a generator seeded by the group sizes, so a scorecard is reproducible; with one
+member there is no interval (None). The metric of each protocol is its results record's
+(`curve`, `metric`, `higher_is_better` in `posenc.results`), and each row records the
+lengths its score averages (`score_basis`) and how many examples (`examples_per_score`).
 Standard deviations are sample ones (ddof 1), as in every table of a report.
 
 Example:
@@ -52,16 +54,17 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from matplotlib import figure as mpl_figure
 import numpy as np
 
-from posenc import plots
 from posenc.report import core
+from posenc.report import intervals
 from posenc.report import load
+from posenc.report import scorecard_figure
 from posenc.report import statistics
 from posenc.report import training
+from posenc.report import verdicts
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FILE_JSON, FILE_MD = 'scorecard.json', 'scorecard.md'
 
 
@@ -130,10 +133,24 @@ def _member_scores(record: Any, thresholds: Thresholds) -> list[dict[str, Any]]:
 
 
 def scorecard(
-  records: Sequence[tuple[Any, Any]], thresholds: Thresholds = Thresholds()
+  records: Sequence[tuple[Any, Any]],
+  thresholds: Thresholds = Thresholds(),
+  prior: intervals.Pool | None | str = 'rows',
+  comparisons: bool = True,
+  alpha: float = verdicts.ALPHA,
 ) -> dict[str, Any]:
   """The scorecard (a JSON-able dict, `SCHEMA_VERSION`) of `records`: [(path,
-  posenc.results.Results)], any protocols."""
+  posenc.results.Results)], any protocols.
+
+  Args:
+    records: the runs.
+    thresholds: what passes.
+    prior: the pooled dispersion the intervals of means are floored by
+      (`posenc.report.intervals`): 'rows' pools the scorecard's own rows, a Pool is used as
+      given (a benchmark card: the suite's stored baselines), None floors by nothing.
+    comparisons: whether to compare every pair of columns (a card compares its own way).
+    alpha: the family-wise level of the comparisons (Holm over all of them).
+  """
   thresholds.check()
   # Columns are labelled within each task, as the report's tables label them, by the options
   # each run records.
@@ -166,29 +183,65 @@ def scorecard(
           'higher_is_better': evaluation.higher_is_better,
           'train_length': record.train_length,
           'score_basis': evaluation.score_basis(),
+          'examples_per_score': _examples(record),
           'runs': [],
           'members': [],
         },
       )
       if str(path) not in group['runs']:
         group['runs'].append(str(path))
+        # Runs of one row scored on different numbers of examples: the fewest (the larger
+        # binomial error) bounds them all.
+        group['examples_per_score'] = _fewest(group['examples_per_score'], _examples(record))
       group['members'].append(member)
-  rows = [
-    _row(group)
-    for _, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][3], kv[0][1]))
+  ordered = [
+    g for _, g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][3], kv[0][1]))
   ]
+  if prior == 'rows':
+    prior = intervals.pool(
+      [(_scores(g['members']), g['examples_per_score']) for g in ordered if g['higher_is_better']]
+    )
+  rows = [_row(group, prior) for group in ordered]
   return {
     'schema_version': SCHEMA_VERSION,
     'thresholds': dataclasses.asdict(thresholds),
-    'resamples': statistics.RESAMPLES,
+    'intervals': {
+      'mean': intervals.MEAN_METHOD,
+      'mean_without_examples': intervals.MEAN_METHOD_T,
+      'success': intervals.SUCCESS_METHOD,
+      'level': intervals.LEVEL,
+      'pool': None if prior is None else prior.to_json(),
+    },
+    'alpha': alpha,
     'rows': rows,
-    'comparisons': _comparisons(rows),
+    'comparisons': _comparisons(rows, alpha) if comparisons else [],
   }
 
 
-def _row(group: dict[str, Any]) -> dict[str, Any]:
+def _examples(record: Any) -> int | None:
+  """How many examples a member's score averages ([0, 1] metrics with a known count)."""
+  if not record.evaluation.higher_is_better:
+    return None
+  return record.evaluation.examples_per_score(record.config)
+
+
+def _fewest(a: int | None, b: int | None) -> int | None:
+  return None if a is None or b is None else min(a, b)
+
+
+def _scores(members: Sequence[Mapping[str, Any]]) -> list[float]:
+  return [m['score'] for m in members if m['score'] is not None]
+
+
+def _row(group: dict[str, Any], prior: intervals.Pool | None) -> dict[str, Any]:
   members = group['members']
-  scores = [m['score'] for m in members if m['score'] is not None]
+  scores = _scores(members)
+  examples = group['examples_per_score']
+  bounded = group['higher_is_better']
+  summary = statistics.summarize(scores, group['higher_is_better'])
+  if summary is not None:
+    summary['mean_ci'] = intervals.mean_interval(scores, examples, prior, bounded)
+    summary['interval'] = intervals.method_of(examples)
   success = [float(m['success']) for m in members]
   lengths = sorted({n for m in members for n in m['passes_by_length']})
   measured = [m for m in members if m['longest'] is not None]
@@ -206,12 +259,12 @@ def _row(group: dict[str, Any]) -> dict[str, Any]:
     **{k: v for k, v in group.items() if k != 'members'},
     'members': len(members),
     'diverged': sum(m['diverged'] for m in members),
-    'score': statistics.summarize(scores, group['higher_is_better']),
+    'score': summary,
     'success': {
       'rate': float(np.mean(success)),
       'successes': int(sum(success)),
-      'ci': statistics.success_interval(int(sum(success)), len(success)),
-      'interval': 'Wilson score, 95%',
+      'ci': intervals.success_interval(int(sum(success)), len(success)),
+      'interval': intervals.SUCCESS_METHOD,
     },
     'success_by_length': {
       str(n): float(np.mean([m['passes_by_length'].get(n, False) for m in members]))
@@ -235,29 +288,49 @@ def _row(group: dict[str, Any]) -> dict[str, Any]:
   }
 
 
-def _comparisons(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-  """Every pair of columns of one task, family and learning rate."""
-  out = []
+def _comparisons(rows: Sequence[dict[str, Any]], alpha: float) -> list[dict[str, Any]]:
+  """Every pair of columns of one task, family and learning rate, decided together: the
+  permutation test of the difference of means per pair, Holm over all of them
+  (`posenc.report.verdicts`)."""
+  pairs = []
   for i, a in enumerate(rows):
     for b in rows[i + 1 :]:
-      if (a['task'], a['family'], a['learning_rate']) != (
-        b['task'],
-        b['family'],
-        b['learning_rate'],
-      ):
-        continue
-      scores = lambda row: [m['score'] for m in row['member_scores'] if m['score'] is not None]
-      out.append(
-        {
-          'task': a['task'],
-          'family': a['family'],
-          'learning_rate': a['learning_rate'],
-          'a': a['column'],
-          'b': b['column'],
-          **statistics.compare(scores(a), scores(b)),
-        }
-      )
+      same = (a['task'], a['family'], a['learning_rate'])
+      if same == (b['task'], b['family'], b['learning_rate']):
+        pairs.append((a, b))
+  scored = [(a, b) for a, b in pairs if _row_scores(a) and _row_scores(b)]
+  tests = [verdicts.shift_test(_row_scores(a), _row_scores(b)) for a, b in scored]
+  decided = iter(verdicts.decide(tests, alpha, [_bounds(a) for a, _ in scored]))
+  out = []
+  for a, b in pairs:
+    head = {
+      'task': a['task'],
+      'family': a['family'],
+      'learning_rate': a['learning_rate'],
+      'a': a['column'],
+      'b': b['column'],
+      'n_a': len(_row_scores(a)),
+      'n_b': len(_row_scores(b)),
+    }
+    if not (_row_scores(a) and _row_scores(b)):
+      out.append({**head, 'mean_difference': None, 'verdict': None})
+      continue
+    d = next(decided)
+    better = d['sign'] == ('higher' if a['higher_is_better'] else 'lower')
+    verdict = (
+      'not separated' if not d['rejected'] else f'{a["column"] if better else b["column"]} better'
+    )
+    out.append({**head, **d, 'verdict': verdict})
   return out
+
+
+def _row_scores(row: Mapping[str, Any]) -> list[float]:
+  return [m['score'] for m in row['member_scores'] if m['score'] is not None]
+
+
+def _bounds(row: Mapping[str, Any]) -> tuple[float, float] | None:
+  """The differences of means a metric allows: [-1, 1] for a [0, 1] metric."""
+  return (-1.0, 1.0) if row['higher_is_better'] else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,6 +343,12 @@ def _num(x: float | None, scale: float, digits: int = 1) -> str:
 
 def _interval(ci: list[float] | None, scale: float, digits: int = 1) -> str:
   return '' if ci is None else f' [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]'
+
+
+def _difference(ci: Sequence[float | None], scale: float, digits: int = 1) -> str:
+  """' [a, b]' of a difference interval, an unbounded end as ∞."""
+  end = lambda x, sign: f'{sign}∞' if x is None else f'{x * scale:.{digits}f}'
+  return f' [{end(ci[0], "-")}, {end(ci[1], "")}]'
 
 
 def _lengths_text(lengths: Sequence[int], limit: int = 12) -> str:
@@ -300,21 +379,31 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
   """The scorecard as markdown: per task, a row per column (and family, learning rate), its
   pairwise comparisons, and the share of members passing by length."""
   t = card['thresholds']
+  pool = card['intervals']['pool']
   lines = [
     '# Robustness scorecard',
     '',
     f'Per row, over its members (seeds and data orders): scores in % (perplexity as '
-    f'is); sd is the sample standard deviation (ddof 1); intervals of means [in '
-    f'brackets] are 95% percentile bootstraps of {card["resamples"]} resamples, '
-    f'intervals of success rates 95% Wilson score intervals. "max (published)" is the '
+    f'is); sd is the sample standard deviation (ddof 1). Intervals of means [in brackets] '
+    f'are 95%: {card["intervals"]["mean"]}'
+    + (
+      ''
+      if pool is None
+      else f' (pooled over {pool["cells"]} rows: dispersion {pool["dispersion"]:.4f})'
+    )
+    + f', where a score is a mean over a known number of examples; else '
+    f'{card["intervals"]["mean_without_examples"]}. Intervals of success rates: 95% '
+    f'{card["intervals"]["success"]}. "max (published)" is the '
     f'statistic papers report. Success: score >= {t["score"] * 100:g}% (perplexity: '
     f'within {t["tolerance"] * 100:g}% of the training length\'s); longest '
     f'generalized: the largest test length up to which the metric stays >= '
     f'{t["length"] * 100:g}% (perplexity: within the tolerance), with its ratio to the '
     'training length; "≥ n" is a lower bound: members that pass every evaluated '
-    'length are counted at the longest one. Rank tests: two-sided Mann-Whitney U '
-    '(U = the pairs A wins, ties half, of n_A × n_B), exact (with ties: the exact '
-    'permutation test).',
+    'length are counted at the longest one. Comparisons: a two-sided permutation test of '
+    'the difference of means per pair, Holm over every pair of the scorecard at '
+    f'family-wise level {card["alpha"]:g}; each difference\'s interval inverts the same '
+    'test at the level Holm decided it at, so it excludes 0 exactly when the pair is '
+    'separated.',
     '',
   ]
   for task in sorted({r['task'] for r in card['rows']}):
@@ -400,16 +489,20 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
     if pairs:
       lines += [
         '',
-        '| A | B | family | lr | mean A − B [95% CI] | U (A wins, of n_A × n_B) | p | test |',
-        '|---|---|---|---|---|---|---|---|',
+        '| A | B | family | lr | mean A − B [interval at its Holm level] | verdict | p | '
+        'Holm-adjusted p | test |',
+        '|---|---|---|---|---|---|---|---|---|',
       ]
       for c in pairs:
-        u = '–' if c['u'] is None else f'U = {c["u"]:g} of {c["u_max"]}'
-        p = '–' if c['p_value'] is None else f'{c["p_value"]:.3g}'
+        if c['verdict'] is None:
+          lines.append(
+            f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | – |' + ' – |' * 4
+          )
+          continue
         lines.append(
           f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
-          f'{_num(c["mean_difference"], scale, digits)}'
-          f'{_interval(c["ci"], scale, digits)} | {u} | {p} | {c["test"] or "–"} |'
+          f'{_num(c["mean_difference"], scale, digits)}{_difference(c["ci"], scale, digits)} | '
+          f'{c["verdict"]} | {c["p_value"]:.3g} | {c["adjusted_p"]:.3g} | {c["test"]} |'
         )
     lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
     if len(lengths) > max_lengths:
@@ -433,71 +526,12 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
   return '\n'.join(lines)
 
 
-def figure(card: Mapping[str, Any], task: str) -> mpl_figure.Figure:
-  """Per column of `task`, each member's score as a point over its box (quartiles and
-  range)."""
-  rows = [r for r in card['rows'] if r['task'] == task]
-  lower = not rows[0]['higher_is_better']
-  fig = mpl_figure.Figure(figsize=(max(4.0, 1.2 * len(rows) + 1.5), 3.6), layout='constrained')
-  ax = fig.add_subplot()
-  scale = 1 if lower else 100
-  data = [[m['score'] * scale for m in r['member_scores'] if m['score'] is not None] for r in rows]
-  positions = np.arange(len(rows))
-  shown = [(p, d) for p, d in zip(positions, data) if d]
-  if shown:
-    ax.boxplot(
-      [d for _, d in shown],
-      positions=[p for p, _ in shown],
-      widths=0.5,
-      showfliers=False,
-      medianprops={'color': 'black'},
-    )
-  for p, d, r in zip(positions, data, rows):
-    # Spread the points evenly across the box, in score order (no random jitter).
-    offsets = np.linspace(-0.18, 0.18, len(d)) if len(d) > 1 else np.zeros(len(d))
-    style = plots.encoding_style(
-      r['column'].split(' ')[0], figure=[q['column'].split(' ')[0] for q in rows]
-    )
-    ax.scatter(
-      p + offsets,
-      sorted(d),
-      s=16,
-      zorder=3,
-      color=style['color'],
-      marker=style['marker'],
-      facecolors=style['markerfacecolor'],
-    )
-  ax.set_xticks(
-    positions,
-    [f'{r["column"]}\n({r["members"] - r["diverged"]}/{r["members"]})' for r in rows],
-    fontsize=7,
-  )
-  if not lower:
-    ax.axhline(
-      card['thresholds']['score'] * 100,
-      color='grey',
-      linestyle=':',
-      linewidth=1,
-      label=f'success threshold ({card["thresholds"]["score"] * 100:g}%)',
-    )
-    # Outside the axes, so that no member's point is hidden under it.
-    fig.legend(fontsize=7, loc='outside lower center', frameon=False)
-  metric = rows[0]['metric']
-  ax.set_ylabel(f'{metric}{"" if lower else " (%)"}' + (' (lower is better)' if lower else ''))
-  ax.set_title(f'{task}: score of every member', fontsize=9)
-  return fig
-
-
-def figure_png(card: Mapping[str, Any], task: str) -> bytes:
-  return plots.png(figure(card, task), dpi=120)
-
-
 def files(card: Mapping[str, Any], figures: bool = True) -> dict[str, bytes]:
   """scorecard.json, scorecard.md and one scorecard_<task>.png per task."""
   out = {FILE_JSON: (json.dumps(card, indent=1) + '\n').encode(), FILE_MD: markdown(card).encode()}
   if figures:
     for task in sorted({r['task'] for r in card['rows']}):
-      out[f'scorecard_{task}.png'] = figure_png(card, task)
+      out[f'scorecard_{task}.png'] = scorecard_figure.png(card, task)
   return out
 
 

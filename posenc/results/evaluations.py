@@ -61,6 +61,13 @@ class Evaluation(abc.ABC):
     self.metric_name(family, metric)
     return member.score
 
+  def examples_per_score(self, config: Any) -> int | None:
+    """How many examples a member's score is the mean of a [0, 1] metric over, from the run's
+    `config` (results.json's, a dict): the binomial error of a score
+    (`posenc.report.intervals`). None where unknown or where a score is no such mean."""
+    del config
+    return None
+
   @abc.abstractmethod
   def score_basis(self) -> dict[str, Any]:
     """What a member's score is taken over: {'what': a phrase, 'lengths': [the lengths]}."""

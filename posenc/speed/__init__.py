@@ -6,6 +6,7 @@ JSON; the measurements live here (docs/speed.md has every figure and its command
   floor.py     measured lower bounds: the dense-product floor of a training step and of a
                range evaluation, the geometric floor of a forward pass
   timing.py    training throughput, range evaluation, forward passes, generation
+  population.py  a population's throughput under candidate settings, side by side
   profile.py   where a training step's time goes, from a trace of its compiled program
   samplers.py  the task samplers' throughput
   machine.py   the machine under measurement: glibc's allocator setting, the hypervisor's

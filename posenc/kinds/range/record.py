@@ -96,6 +96,16 @@ class RangeResults(results.Evaluation):
       'lengths': [n for n in self.eval_lengths if first <= n <= last],
     }
 
+  def examples_per_score(self, config: Any) -> int | None:
+    """The examples of every length the score averages: `examples_per_length` rounded down
+    to whole sub-batches (the evaluation draws them so), times those lengths."""
+    evaluation = (config or {}).get('eval') or {}
+    per_length, batch = evaluation.get('examples_per_length'), evaluation.get('batch_size')
+    lengths = len(self.score_basis()['lengths'])
+    if not isinstance(per_length, int) or not isinstance(batch, int) or batch <= 0:
+      return None
+    return (per_length // batch) * batch * lengths or None
+
   def metric_name(self, family: str, metric: str | None = None) -> str:
     """A decoder generates its outputs: exact match; an encoder: per-token accuracy."""
     return self._chosen(metric, 'exact_match' if families.of(family).generates else 'accuracy')

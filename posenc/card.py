@@ -1,0 +1,708 @@
+"""The benchmark card: a candidate's runs of a suite (`posenc.benchmark`) ranked against the
+suite's stored baselines, with intervals whose coverage is measured and verdicts whose error
+is controlled; and the suite's baselines.md.
+
+Per task the card has every encoding's mean with its 95% interval (`posenc.report.intervals`:
+the members and the examples behind each score both counted, the dispersion floored by the
+pool of the suite's stored baselines), its success rate with its interval, its longest
+length generalized and its rank; and per baseline a verdict, better / worse / not separated,
+from one procedure over the whole card (`posenc.report.verdicts`: a permutation test of the
+difference of means per baseline and task, Holm over all of them), with the difference's
+interval at the level Holm decided it at, so that the interval excludes 0 exactly when the
+verdict separates. Each task prints the minimum detectable difference: what "not separated"
+can still hide.
+
+Example:
+  >>> card = make_card(suite, entry, benchmark.read_baselines(suite))
+  >>> card['tasks']['even_pairs']['comparisons'][0]['verdict']      # doctest: +SKIP
+  'not separated'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any, Mapping, Sequence
+
+from matplotlib import figure as mpl_figure
+import numpy as np
+
+from posenc import benchmark
+from posenc import plots
+from posenc import results as results_lib
+from posenc.report import intervals
+from posenc.report import scorecard as scorecard_lib
+from posenc.report import verdicts
+
+# The card's layout; the entries and baselines it reads keep benchmark.SCHEMA_VERSION.
+CARD_SCHEMA_VERSION = 2
+
+
+def _record(data: Mapping[str, Any], where: str) -> Any:
+  return results_lib.Results.from_json(dict(data), where)
+
+
+def _scores(row: Mapping[str, Any]) -> list[float]:
+  return [m['score'] for m in row['member_scores'] if m['score'] is not None]
+
+
+def baseline_cells(
+  suite: benchmark.Suite, baselines: Mapping[str, Mapping[str, Any]]
+) -> list[tuple[str, list[float], int | None]]:
+  """[('encoding/task', member scores, examples per score)] of every stored cell whose
+  metric is a [0, 1] score (higher is better)."""
+  cells = []
+  for name, entry in sorted(baselines.items()):
+    for task in suite.tasks:
+      if task in entry['tasks']:
+        record = _record(entry['tasks'][task], f'{name} {task}')
+        evaluation = record.evaluation
+        if evaluation.higher_is_better:
+          scores = [evaluation.score_of(m, record.family) for m in evaluation.members]
+          cells.append(
+            (
+              f'{name}/{task}',
+              [x for x in scores if x is not None],
+              evaluation.examples_per_score(record.config),
+            )
+          )
+  return cells
+
+
+def suite_pool(
+  suite: benchmark.Suite, baselines: Mapping[str, Mapping[str, Any]]
+) -> intervals.Pool | None:
+  """The dispersion prior of the suite's stored baselines: every (encoding, task) cell."""
+  return intervals.pool([(s, e) for _, s, e in baseline_cells(suite, baselines)])
+
+
+def check_alpha(
+  suite: benchmark.Suite,
+  baselines: Mapping[str, Mapping[str, Any]],
+  candidate: str,
+  members: int,
+  alpha: float,
+) -> None:
+  """Raises BenchmarkError (one line) when no comparison of a card of `candidate` (its
+  `members` per cell) can be separated at family-wise `alpha`: each baseline's smallest
+  p-value is above Holm's first step."""
+  counts = [
+    len(scores)
+    for name, entry in baselines.items()
+    if name != candidate
+    for scores in baseline_scores(suite, {name: entry})[name].values()
+    if scores
+  ]
+  if not counts:
+    return
+  first = alpha / len(counts)
+  smallest = min(2 / verdicts.splits_count(members, n) for n in counts)
+  if smallest > first:
+    raise benchmark.BenchmarkError(
+      f'--alpha={alpha:g} cannot be reached on suite {suite.name}: {members} members against '
+      f'{max(counts)} give p >= {smallest:.2g}, and Holm over {len(counts)} comparisons needs '
+      f'p <= {first:.2g}; leave --alpha out for a card that says so, or use a suite with '
+      'more members per cell'
+    )
+
+
+def make_card(
+  suite: benchmark.Suite,
+  entry: Mapping[str, Any],
+  baselines: Mapping[str, Mapping[str, Any]],
+  thresholds: scorecard_lib.Thresholds = scorecard_lib.Thresholds(),
+  alpha: float = verdicts.ALPHA,
+) -> dict[str, Any]:
+  """The card of `entry` (the candidate) against `baselines` ({encoding: entry}): per task
+  the scorecard row of every encoding, the candidate's rank by mean score (1 = best), its
+  verdict against each baseline and the minimum detectable difference; with the suite, its
+  version and the environment. A baseline of the candidate's own name is left out (its
+  stored run is not a rival)."""
+  candidate = entry['encoding']
+  rivals = {name: e for name, e in baselines.items() if name != candidate}
+  prior = suite_pool(suite, rivals)
+  tasks, tests, keys = {}, [], []
+  for task in suite.tasks:
+    records = [(f'candidate/{task}', _record(entry['tasks'][task], f'{candidate} {task}'))]
+    records += [
+      (f'baseline/{name}/{task}', _record(e['tasks'][task], f'{name} {task}'))
+      for name, e in sorted(rivals.items())
+      if task in e['tasks']
+    ]
+    card = scorecard_lib.scorecard(records, thresholds, prior=prior, comparisons=False)
+    rows = {r['column']: r for r in card['rows']}
+    order = sorted(rows, key=lambda c: _sort_key(rows[c]))
+    mine = _scores(rows[candidate])
+    for name in order:
+      if name != candidate and mine and _scores(rows[name]):
+        keys.append((task, name))
+        tests.append(verdicts.shift_test(mine, _scores(rows[name])))
+    tasks[task] = {
+      'reason': suite.tasks[task],
+      'rank': _ranks([rows[c] for c in order])[candidate],
+      'of': len(order),
+      'order': order,
+      'rows': [rows[c] for c in order],
+    }
+  bounds = [(-1.0, 1.0) if tasks[t]['rows'][0]['higher_is_better'] else None for t, _ in keys]
+  decided = verdicts.decide(tests, alpha, bounds)
+  first_level = alpha / len(tests) if tests else None
+  for task, t in tasks.items():
+    higher = t['rows'][0]['higher_is_better']
+    t['comparisons'] = [
+      {
+        'a': candidate,
+        'b': name,
+        **d,
+        'verdict': _verdict(d['sign'], higher),
+      }
+      for (where, name), d in zip(keys, decided)
+      if where == task
+    ]
+    t['detectable'] = _detectable(t, candidate, first_level)
+  ranks = [t['rank'] for t in tasks.values()]
+  return {
+    'schema_version': CARD_SCHEMA_VERSION,
+    'kind': 'posenc benchmark card',
+    'suite': {
+      'name': suite.name,
+      'version': suite.version,
+      'summary': suite.summary,
+      'tasks': dict(suite.tasks),
+      'superseded_by': suite.superseded_by,
+    },
+    'candidate': candidate,
+    'baselines': sorted(rivals),
+    # Baselines the suite names but does not store yet: the rank is among the stored ones.
+    'missing_baselines': [n for n in suite.baselines if n not in baselines and n != candidate],
+    'mean_rank': float(np.mean(ranks)) if ranks else None,
+    'thresholds': dataclasses.asdict(thresholds),
+    'statistics': {
+      'interval': intervals.MEAN_METHOD,
+      'success_interval': intervals.SUCCESS_METHOD,
+      'level': intervals.LEVEL,
+      'pool': None if prior is None else prior.to_json(),
+      'test': verdicts.TEST_NAME,
+      'correction': 'Holm',
+      'alpha': alpha,
+      'comparisons': len(tests),
+      'first_level': first_level,
+      'smallest_p': min((t.smallest_p() for t in tests), default=None),
+      # Whether any comparison can be separated at all: its smallest p within Holm's first
+      # step.
+      'decidable': any(t.smallest_p() <= first_level for t in tests),
+    },
+    'run': {
+      k: entry.get(k) for k in ('command', 'seconds', 'posenc_version', 'packages', 'machine')
+    },
+    'tasks': tasks,
+  }
+
+
+def _verdict(sign: str | None, higher_is_better: bool) -> str:
+  if sign is None:
+    return 'not separated'
+  return 'better' if (sign == 'higher') == higher_is_better else 'worse'
+
+
+def _detectable(
+  task: Mapping[str, Any], candidate: str, level: float | None
+) -> dict[str, Any] | None:
+  """The task's minimum detectable difference (`verdicts.minimum_detectable_difference`):
+  the candidate's members against the baselines' typical (median) number, at Holm's first
+  level, with the baselines' pooled within-encoding sd."""
+  rows = [r for r in task['rows'] if r['column'] != candidate]
+  groups = [_scores(r) for r in rows]
+  mine = [r for r in task['rows'] if r['column'] == candidate]
+  if level is None or not mine or not any(groups):
+    return None
+  n_a = len(_scores(mine[0]))
+  n_b = int(np.median([len(g) for g in groups if g]))
+  sd = verdicts.pooled_sd(groups)
+  return {
+    'difference': None
+    if sd is None
+    else verdicts.minimum_detectable_difference(sd, n_a, n_b, level),
+    'pooled_sd': sd,
+    'baselines': len(rows),
+    'n_candidate': n_a,
+    'n_baseline': n_b,
+    'level': level,
+    'power': verdicts.POWER,
+    'smallest_p': 2 / verdicts.splits_count(n_a, n_b),
+  }
+
+
+def _sort_key(row: Mapping[str, Any]) -> tuple[float, float, str]:
+  s = row['score']
+  sign = 1 if row['higher_is_better'] else -1
+  if s is None:
+    return (np.inf, np.inf, row['column'])
+  # Means equal up to float rounding (members summed in another order) are ties, broken by
+  # the median and then by name, not by the last bit.
+  return (-sign * round(s['mean'], 9), -sign * round(s['median'], 9), row['column'])
+
+
+def _ranks(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+  """{column: rank}, 1 = best, ties (equal mean and median) sharing the better rank.
+
+  Example: means 0.9, 0.5, 0.5, 0.1 -> ranks 1, 2, 2, 4.
+  """
+  keys = {r['column']: _sort_key(r)[:2] for r in rows}
+  return {c: 1 + sum(k < keys[c] for k in keys.values()) for c in keys}
+
+
+def _pct(x: float | None) -> str:
+  if x is None:
+    return '–'
+  text = f'{100 * x:.1f}'
+  return '0.0' if text == '-0.0' else text
+
+
+def _mean_text(sc: Mapping[str, Any] | None) -> str:
+  """'59.9 ± 5.1 [41.0, 77.6]', or 'all diverged'."""
+  if sc is None:
+    return 'all diverged'
+  return (
+    _pct(sc['mean'])
+    + ('' if sc['sd'] is None else f' ± {_pct(sc["sd"])}')
+    + ('' if sc['mean_ci'] is None else f' [{_pct(sc["mean_ci"][0])}, {_pct(sc["mean_ci"][1])}]')
+  )
+
+
+def _success_text(row: Mapping[str, Any]) -> str:
+  ok = row['success']
+  return f'{_pct(ok["rate"])}% ({ok["successes"]}/{row["members"]})' + (
+    '' if ok['ci'] is None else f' [{_pct(ok["ci"][0])}, {_pct(ok["ci"][1])}]'
+  )
+
+
+def _difference_text(c: Mapping[str, Any]) -> str:
+  """'7.7 [-100.0, 100.0]': the difference of means and its interval at its Holm level."""
+  end = lambda x, sign: f'{sign}∞' if x is None else _pct(x)
+  return f'{_pct(c["mean_difference"])} [{end(c["ci"][0], "-")}, {end(c["ci"][1], "")}]'
+
+
+def old_version_note(suite: Mapping[str, Any]) -> list[str]:
+  """The lines that say a suite is an old version, or none."""
+  if not suite.get('superseded_by'):
+    return []
+  return [
+    f'**An old version of the benchmark:** {suite["name"]} is superseded by '
+    f'{suite["superseded_by"]}; compare encodings on {suite["superseded_by"]} '
+    f'(`python -m launch.benchmark --suite={suite["superseded_by"]}`).',
+    '',
+  ]
+
+
+def markdown(card: Mapping[str, Any]) -> str:
+  """The card as markdown: per task the candidate among the baselines, ranked by mean, each
+  baseline's verdict, and the minimum detectable difference."""
+  s, candidate, st = card['suite'], card['candidate'], card['statistics']
+  run = card['run']
+  lines = [
+    f'# Benchmark card: {candidate} on {s["name"]} (version {s["version"]})',
+    '',
+    *old_version_note(s),
+    s['summary'],
+    '',
+    f'Mean rank over {len(card["tasks"])} tasks: {card["mean_rank"]:.2f} '
+    f'(1 = best of {1 + len(card["baselines"])}). posenc {run["posenc_version"]}, '
+    f'jax {run["packages"].get("jax")}, {run["machine"]["machine"]} '
+    f'({run["machine"]["cpus"]} CPUs); the run took {run["seconds"] / 60:.1f} min.',
+    '',
+    *(
+      [
+        f'Baselines not stored yet (not ranked against): {", ".join(card["missing_baselines"])}.',
+        '',
+      ]
+      if card.get('missing_baselines')
+      else []
+    ),
+    'Scores: exact match (%) averaged over the lengths past training, mean ± sd over the '
+    f'members [95% interval: {st["interval"]}]; success: members with a score >= '
+    f'{100 * card["thresholds"]["score"]:g}% [95% {st["success_interval"]} interval]; longest '
+    'generalized: the median over members of the longest length up to which every '
+    f'evaluated length stays >= {100 * card["thresholds"]["length"]:g}% ("≥": every '
+    'evaluated length passed).',
+    '',
+    f'Verdicts: a {st["test"]} of the candidate against each baseline on each task, '
+    f'{st["comparisons"]} comparisons decided together by Holm at family-wise level '
+    f'{st["alpha"]:g} (the first step needs p ≤ {_p(st["first_level"])}). "candidate − it" '
+    'is the difference of means with its interval from the same test at the level Holm '
+    'decided it at: it excludes 0 exactly when the verdict is better or worse.',
+    '',
+  ]
+  if not st['decidable'] and st['comparisons']:
+    lines += [
+      f'**No comparison on this card can be separated.** The smallest two-sided p-value '
+      f'any comparison can reach is {_p(st["smallest_p"])}, above Holm\'s first step '
+      f'({_p(st["first_level"])}): with so few members every verdict is "not separated" '
+      'and every difference interval is the whole range, whatever the scores. Only a suite '
+      'with more members per cell can separate encodings (docs/benchmark.md).',
+      '',
+    ]
+  for task, t in card['tasks'].items():
+    lines += [
+      f'## {task}: rank {t["rank"]} of {t["of"]}',
+      '',
+      f'Why it is in: {t["reason"]}',
+      '',
+      _detectable_text(t['detectable']),
+      '',
+      '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized | '
+      'candidate − it [interval] | verdict | p (Holm) |',
+      '|---|---|---|---|---|---|---|---|',
+    ]
+    versus = {c['b']: c for c in t['comparisons']}
+    ranks = _ranks(t['rows'])
+    for row in t['rows']:
+      c = versus.get(row['column'])
+      name = f'**{row["column"]}** (candidate)' if row['column'] == candidate else row['column']
+      compared = (
+        ['', '', '']
+        if c is None
+        else [_difference_text(c), c['verdict'], f'{_p(c["p_value"])} ({_p(c["adjusted_p"])})']
+      )
+      lines.append(
+        f'| {ranks[row["column"]]} | {name} | {_mean_text(row["score"])} | '
+        f'{_success_text(row)} | {_longest(row["longest_generalized"])} | '
+        + ' | '.join(compared)
+        + ' |'
+      )
+    lines.append('')
+  return '\n'.join(lines)
+
+
+def _p(p: float | None) -> str:
+  return '–' if p is None else f'{p:.2g}'
+
+
+def _detectable_text(d: Mapping[str, Any] | None) -> str:
+  if d is None:
+    return 'Minimum detectable difference: – (no baseline to compare with).'
+  head = (
+    f'Minimum detectable difference ({d["n_candidate"]} members against '
+    f'{d["n_baseline"]}, {100 * d["power"]:g}% power at Holm\'s first level '
+    f'{_p(d["level"])}, pooled sd {_pct(d["pooled_sd"])} over {d["baselines"]} baselines): '
+  )
+  if d['difference'] is None:
+    return (
+      head + f'none: the smallest two-sided p-value is {_p(d["smallest_p"])}, so no '
+      'difference, however large, is separated.'
+    )
+  return (
+    head + f'{_pct(d["difference"])} points; a smaller true difference is often "not separated".'
+  )
+
+
+def _longest(lg: Mapping[str, Any] | None) -> str:
+  if lg is None:
+    return '–'
+  bound = '≥ ' if lg['lower_bound']['median'] else ''
+  return f'{bound}{lg["median"]:g} ({bound}{lg["ratio_to_train_length"]:.2f}×)'
+
+
+def figure(card: Mapping[str, Any]) -> mpl_figure.Figure:
+  """One panel per task: every encoding's members (points), mean (a bar) and its 95%
+  interval (a line), ranked, the candidate in bold."""
+  tasks = card['tasks']
+  fig = mpl_figure.Figure(
+    figsize=(4.2 * len(tasks), 0.32 * max(len(t['rows']) for t in tasks.values()) + 1.8),
+    layout='constrained',
+  )
+  axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+  names = sorted({r['column'] for t in tasks.values() for r in t['rows']})
+  for ax, (task, t) in zip(axes, tasks.items()):
+    rows = t['rows'][::-1]  # best on top
+    for y, row in enumerate(rows):
+      style = plots.encoding_style(row['column'], figure=names)
+      scores = [100 * m['score'] for m in row['member_scores'] if m['score'] is not None]
+      mine = row['column'] == card['candidate']
+      if row['score'] is not None:
+        ax.barh(
+          y,
+          100 * row['score']['mean'],
+          color=style['color'],
+          alpha=0.55 if mine else 0.25,
+          edgecolor='black' if mine else 'none',
+        )
+        if row['score']['mean_ci'] is not None:
+          low, high = row['score']['mean_ci']
+          ax.plot([100 * low, 100 * high], [y, y], color='black', linewidth=0.8, zorder=2)
+      ax.scatter(
+        scores,
+        np.full(len(scores), y),
+        s=12,
+        color=style['color'],
+        zorder=3,
+        marker=style['marker'],
+      )
+    ax.set_yticks(range(len(rows)), [r['column'] for r in rows], fontsize=7)
+    for label, row in zip(ax.get_yticklabels(), rows):
+      if row['column'] == card['candidate']:
+        label.set_fontweight('bold')
+    ax.axvline(100 * card['thresholds']['score'], color='grey', linestyle=':', linewidth=1)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel(f'{rows[0]["metric"]} past training (%)', fontsize=8)
+    ax.set_title(f'{task}: {card["candidate"]} ranks {t["rank"]} of {t["of"]}', fontsize=9)
+  old = card['suite'].get('superseded_by')
+  fig.suptitle(
+    f'{card["suite"]["name"]}'
+    + (f' (an old version: see {old})' if old else '')
+    + ': lines are 95% intervals of the means (Korn-Graubard, pooled floor)',
+    fontsize=8,
+  )
+  return fig
+
+
+def card_files(card: Mapping[str, Any]) -> dict[str, bytes]:
+  """card.json, card.md and card.png."""
+  return {
+    benchmark.CARD_JSON: (json.dumps(card, indent=1) + '\n').encode(),
+    benchmark.CARD_MD: (markdown(card) + '\n').encode(),
+    benchmark.CARD_PNG: plots.png(figure(card), dpi=120),
+  }
+
+
+def baseline_scores(
+  suite: benchmark.Suite,
+  baselines: Mapping[str, Mapping[str, Any]],
+  up_to: Mapping[str, int] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+  """{encoding: {task: member scores}} of the stored baselines.
+
+  `up_to` ({task: length}) scores a task's members over its score lengths up to `length`
+  only (the mean of each member's curve there), as if the suite tested no longer: how the
+  suite's test lengths are chosen (`selection`). Example: up_to={'even_pairs': 64} scores
+  cpu-v2's even_pairs over 17..64 instead of 17..128.
+  """
+  out: dict[str, dict[str, list[float]]] = {}
+  for name, entry in baselines.items():
+    for task in suite.tasks:
+      if task in entry['tasks']:
+        record = _record(entry['tasks'][task], f'{name} {task}')
+        evaluation = record.evaluation
+        if up_to and task in up_to:
+          first = evaluation.score_lengths[0]
+          scores = []
+          for m in record.members:
+            curve = evaluation.curve(m, record.family)
+            kept = [v for length, v in curve.items() if first <= length <= up_to[task]]
+            scores.append(float(np.mean(kept)) if kept else None)
+        else:
+          scores = [evaluation.score_of(m, record.family) for m in record.members]
+        out.setdefault(name, {})[task] = [s for s in scores if s is not None]
+  return out
+
+
+def _doublings(first: int, last: int) -> list[int]:
+  """The test lengths a selection compares: every doubling of the training length (first - 1)
+  up to `last`, and `last`. Example: _doublings(17, 128) == [32, 64, 128]."""
+  out, length = [], 2 * (first - 1)
+  while length < last:
+    out.append(length)
+    length *= 2
+  return [*out, last]
+
+
+def selection(
+  suite: benchmark.Suite,
+  baselines: Mapping[str, Mapping[str, Any]],
+  among: Sequence[str] | None = None,
+  alpha: float = verdicts.ALPHA,
+) -> list[dict[str, Any]]:
+  """The table a suite's tasks and test lengths are chosen by: per task and per longest test
+  length (every doubling of the training length up to the suite's), the pairs of stored
+  baselines that task alone separates (Holm over its pairs at `alpha`), those among `among`
+  (Holm over their pairs alone), the minimum detectable difference at the suite's members,
+  the encodings that succeed (mean >= 90%), and the cell's median training time; then one
+  row for the suite as it stands (every task, Holm over every pair and task).
+  """
+  names = sorted(baselines)
+  rows = []
+  for task in suite.tasks:
+    records = {
+      n: _record(baselines[n]['tasks'][task], f'{n} {task}')
+      for n in names
+      if task in baselines[n]['tasks']
+    }
+    if len(records) < 2:
+      continue
+    first, last = next(iter(records.values())).evaluation.score_lengths
+    seconds = [r.timing.get('train_s') for r in records.values() if r.timing]
+    for length in _doublings(first, last):
+      scores = baseline_scores(suite, baselines, {task: length})
+      alone = {n: {task: scores[n][task]} for n in records}
+      row = {
+        'task': task,
+        'lengths': (first, length),
+        'suite_lengths': length == last,
+        'separated': len(verdicts.pairs_separated(alone, alpha=alpha)['separated']),
+        'pairs': math.comb(len(records), 2),
+        'succeed': sum(np.mean(alone[n][task]) >= 0.9 for n in alone),
+        'encodings': len(records),
+        'train_min': float(np.median([s for s in seconds if s])) / 60 if any(seconds) else None,
+      }
+      if among:
+        chosen = [n for n in among if n in alone]
+        row['among'] = len(verdicts.pairs_separated(alone, chosen, alpha)['separated'])
+        row['among_pairs'] = math.comb(len(chosen), 2)
+      groups = [alone[n][task] for n in alone]
+      sd = verdicts.pooled_sd(groups)
+      n = int(np.median([len(g) for g in groups]))
+      row['members'] = n
+      row['mdd'] = (
+        None
+        if sd is None
+        else verdicts.minimum_detectable_difference(sd, n, n, alpha / row['pairs'])
+      )
+      rows.append(row)
+  scores = baseline_scores(suite, baselines)
+  whole = {'task': 'all tasks', 'encodings': len(scores), 'pairs': math.comb(len(scores), 2)}
+  whole['separated'] = len(verdicts.pairs_separated(scores, alpha=alpha)['separated'])
+  if among:
+    chosen = [n for n in among if n in scores]
+    whole['among'] = len(verdicts.pairs_separated(scores, chosen, alpha)['separated'])
+    whole['among_pairs'] = math.comb(len(chosen), 2)
+  return [*rows, whole]
+
+
+def selection_markdown(rows: Sequence[Mapping[str, Any]], alpha: float = verdicts.ALPHA) -> str:
+  """`selection`'s rows as a markdown table (the suite's own test lengths in bold)."""
+  among = any('among' in r for r in rows)
+  head = ['task', 'score lengths', 'pairs separated', *(['among'] if among else [])]
+  head += ['min. detectable difference', 'succeed', 'training (min per cell)']
+  lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+  for r in rows:
+    lengths = f'{r["lengths"][0]}..{r["lengths"][1]}' if 'lengths' in r else 'every task'
+    if r.get('suite_lengths'):
+      lengths = f'**{lengths}**'
+    cells = [r['task'], lengths, f'{r["separated"]} of {r["pairs"]}']
+    if among:
+      cells.append(f'{r["among"]} of {r["among_pairs"]}' if 'among' in r else '')
+    mdd = r.get('mdd')
+    cells += [
+      '' if 'members' not in r else ('none' if mdd is None else f'{100 * mdd:.1f}'),
+      '' if 'succeed' not in r else f'{r["succeed"]} of {r["encodings"]}',
+      '' if r.get('train_min') is None else f'{r["train_min"]:.1f}',
+    ]
+    lines.append('| ' + ' | '.join(cells) + ' |')
+  return '\n'.join(lines) + '\n'
+
+
+def baselines_table(
+  suite: benchmark.Suite,
+  baselines: Mapping[str, Mapping[str, Any]],
+  alpha: float = verdicts.ALPHA,
+) -> str:
+  """baselines.md: per task every stored baseline's mean [interval], success and longest
+  length, ranked, and the minimum detectable difference between two of them; which pairs
+  the suite separates (`verdicts.pairs_separated`, Holm over every pair and task); the
+  command and versions that made them."""
+  prior = suite_pool(suite, baselines)
+  separated = verdicts.pairs_separated(baseline_scores(suite, baselines), alpha=alpha)
+  lines = [
+    f'# Baselines of suite {suite.name} (version {suite.version})',
+    '',
+    *old_version_note({'name': suite.name, 'superseded_by': suite.superseded_by}),
+    suite.summary,
+    '',
+    f'Mean ± sd over the members [95% interval: {intervals.MEAN_METHOD}'
+    + (
+      ''
+      if prior is None
+      else f'; pooled dispersion {prior.dispersion:.4f} over {prior.cells} stored cells'
+    )
+    + f']; success [95% {intervals.SUCCESS_METHOD} interval]. Pairs are compared by a '
+    f'{verdicts.TEST_NAME}, every pair on every task, Holm over all '
+    f'{separated["comparisons"]} comparisons at family-wise level {alpha:g} (the first step '
+    f'needs p ≤ {_p(separated["first_level"])}).',
+    '',
+  ]
+  for task, reason in suite.tasks.items():
+    records = [
+      (name, _record(e['tasks'][task], f'{name} {task}'))
+      for name, e in sorted(baselines.items())
+      if task in e['tasks']
+    ]
+    if not records:
+      continue
+    card = scorecard_lib.scorecard(records, prior=prior, comparisons=False)
+    rows = sorted(card['rows'], key=_sort_key)
+    groups = [_scores(r) for r in rows]
+    n = int(np.median([len(g) for g in groups])) if groups else 0
+    sd = verdicts.pooled_sd(groups)
+    level = separated['first_level']
+    detectable = {
+      'difference': None
+      if sd is None or level is None or n < 1
+      else verdicts.minimum_detectable_difference(sd, n, n, level),
+      'pooled_sd': sd,
+      'baselines': len(rows),
+      'n_candidate': n,
+      'n_baseline': n,
+      'level': level,
+      'power': verdicts.POWER,
+      'smallest_p': 2 / verdicts.splits_count(n, n) if n else None,
+    }
+    lines += [
+      f'## {task}',
+      '',
+      f'Why it is in: {reason}',
+      '',
+      _detectable_text(detectable).replace('against', 'against another\'s', 1),
+      '',
+      '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized |',
+      '|---|---|---|---|---|',
+    ]
+    ranks = _ranks(rows)
+    for row in rows:
+      lines.append(
+        f'| {ranks[row["column"]]} | {row["column"]} | {_mean_text(row["score"])} | '
+        f'{_success_text(row)} | {_longest(row["longest_generalized"])} |'
+      )
+    lines.append('')
+  found = separated['separated']
+  lines += [
+    '## Pairs separated',
+    '',
+    f'{len(found)} of the {separated["pairs"]} pairs of stored baselines are separated on at '
+    'least one task'
+    + (
+      '.'
+      if found or separated['smallest_p'] is None
+      else f': the smallest p-value of any comparison is {_p(separated["smallest_p"])}.'
+    ),
+    '',
+    *[
+      f'- {s["a"]} and {s["b"]}: '
+      + ', '.join(f'{task} ({higher} higher)' for task, higher in zip(s['tasks'], s['higher']))
+      for s in found
+    ],
+    *([''] if found else []),
+  ]
+  made = sorted(
+    {
+      (
+        ' '.join(e['command']),
+        e['posenc_version'],
+        e['packages'].get('jax'),
+        e['machine']['machine'],
+        e['machine']['cpus'],
+        round(e['seconds']),
+      )
+      for e in baselines.values()
+    },
+    key=lambda m: m[0],
+  )
+  missing = [name for name in suite.baselines if name not in baselines]
+  if missing:
+    lines += [f'Not stored yet: {", ".join(missing)}.', '']
+  lines += ['## How they were made', '']
+  lines += [
+    f'- `{cmd}`: posenc {v}, jax {jax}, {machine} ({cpus} CPUs), {secs / 60:.1f} min'
+    for cmd, v, jax, machine, cpus, secs in made
+  ]
+  return '\n'.join(lines) + '\n'

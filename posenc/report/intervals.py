@@ -1,0 +1,199 @@
+"""The 95% intervals posenc prints: of a mean score over members, and of a success rate.
+
+A member's score is itself an estimate: the mean of a [0, 1] metric (exact match,
+accuracy) over a finite number of examples (cpu-v1: 13 lengths x 32 examples = 416). The
+mean over n members then varies for two reasons, the members (seeds, data orders) and the
+examples each member was scored on, and three members at 100% do not make the mean 100%
+for certain. The interval of a mean is therefore built on the binomial scale:
+
+1. Dispersion. phi = s^2 / (p~ (1 - p~)): the variance of a member's score relative to that
+   of one example's outcome, with p~ = (k + 2) / (n N + 4) the mean moved towards 1/2 by
+   two successes and two failures (Agresti-Coull), k = n N x the successes behind the mean.
+   It is floored at 1/N: a member's score varies at least as a mean of N examples does.
+2. Pooled floor. With few members s^2 is itself noisy (2 degrees of freedom at n = 3: one
+   time in ten it is under a tenth of its expectation). The dispersions of a family of cells
+   (a suite's stored baselines, a scorecard's rows) give a prior (phi0, d0), estimated as
+   Smyth (2004) does for moderated t statistics: d0 from how much more the cells' log
+   dispersions vary than sampling alone makes them. A cell's dispersion is then at least
+   its moderated one, (d0 phi0 + (n - 1) phi) / (d0 + n - 1): never smaller than its own.
+3. Interval. Clopper-Pearson at the effective number of examples n_eff = n / phi x (z /
+   t_{n-1})^2, with x n_eff successes (Korn and Graubard 1998, for proportions estimated from
+   clustered samples: here each member is a cluster of N examples). It lies in [0, 1], is
+   never zero-width (phi >= 1/N), and is asymmetric near 0 and 100%, where member scores are
+   skewed.
+
+Without the number of examples (a metric that is not a mean over examples, perplexity) the
+interval is Student's t on the member scores. Success rates (the members whose score passes a
+threshold) get the Wilson score interval with continuity correction.
+
+`posenc.report.coverage` measures these choices against the alternatives; its table is in
+docs/benchmark.md (`python -m launch.benchmark --coverage`).
+
+Example:
+  >>> mean_interval([1.0, 1.0, 1.0], examples=416)     # three members at 100%
+  [0.9858..., 1.0]
+  >>> success_interval(0, 3)                           # no member of 3 passes
+  [0.0, 0.7...]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import optimize
+from scipy import special
+from scipy import stats
+
+LEVEL = 0.95
+MEAN_METHOD = (
+  'Clopper-Pearson at the effective number of examples (Korn-Graubard), the dispersion '
+  'floored by the binomial error of the examples and by the pooled dispersion'
+)
+MEAN_METHOD_T = "Student's t over the members"
+SUCCESS_METHOD = 'Wilson score with continuity correction'
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+  """The prior of a family of cells' dispersions (Smyth 2004): `dispersion` phi0 and its
+  degrees of freedom `prior_df` d0 (inf when the cells' dispersions vary no more than
+  sampling alone makes them), from `cells` cells."""
+
+  dispersion: float
+  prior_df: float
+  cells: int
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      'dispersion': self.dispersion,
+      'prior_df': None if math.isinf(self.prior_df) else self.prior_df,
+      'cells': self.cells,
+    }
+
+
+def dispersion(scores: np.ndarray, examples: float) -> np.ndarray:
+  """phi of each row of `scores` ([..., n] with n >= 2, in [0, 1]), each member's score a
+  mean over `examples` examples: the sample variance over the Agresti-Coull binomial
+  variance of one example, floored at 1 / `examples`. Shape [...].
+
+  Example: dispersion([[1.0, 1.0, 1.0]], 416) -> [1/416] (the floor).
+  """
+  x = np.asarray(scores, np.float64)
+  n = x.shape[-1]
+  total = n * examples
+  p = (total * x.mean(-1) + 2) / (total + 4)
+  return np.maximum(x.var(-1, ddof=1) / (p * (1 - p)), 1 / examples)
+
+
+def pool(cells: Sequence[tuple[Sequence[float], float]]) -> Pool | None:
+  """The prior of the dispersions of `cells` ([(member scores, examples per member)]), by
+  Smyth's (2004) moments of the log dispersions; None with fewer than 3 cells of 2 or more
+  members.
+
+  Each cell's log phi is, about its prior, log of a scaled chi^2 with n - 1 degrees of
+  freedom plus the prior's own spread; the variance of log chi^2_d / d is trigamma(d / 2),
+  so what the cells' log dispersions vary beyond the mean trigamma is the prior's, which
+  gives d0 (inverse trigamma) and phi0. Each cell enters at its floored dispersion (at least
+  1 / N): where many cells sit at that floor the pool lies above it, which widens the
+  intervals (conservative).
+
+  Example: 48 cells of 3 members whose log dispersions vary as 2-df chi^2 do -> d0 = inf.
+  """
+  used = [(np.asarray(s, np.float64), e) for s, e in cells if len(s) >= 2 and e]
+  if len(used) < 3:
+    return None
+  d = np.array([len(s) - 1 for s, _ in used], np.float64)
+  z = np.log([float(dispersion(s, e)) for s, e in used])
+  e = z - special.digamma(d / 2) + np.log(d / 2)
+  mean = float(e.mean())
+  excess = float(e.var(ddof=1) - special.polygamma(1, d / 2).mean())
+  if excess <= 0:
+    return Pool(float(np.exp(mean)), math.inf, len(used))
+  half = optimize.brentq(lambda h: special.polygamma(1, h) - excess, 1e-8, 1e8)
+  prior_df = 2 * half
+  return Pool(float(np.exp(mean + special.digamma(half) - np.log(half))), prior_df, len(used))
+
+
+def floored(phi: np.ndarray, n: int, prior: Pool | None) -> np.ndarray:
+  """phi raised to its moderated value where the pool's is larger (d0 = inf: to phi0)."""
+  if prior is None:
+    return phi
+  if math.isinf(prior.prior_df):
+    return np.maximum(phi, prior.dispersion)
+  d0 = prior.prior_df
+  return np.maximum(phi, (d0 * prior.dispersion + (n - 1) * phi) / (d0 + n - 1))
+
+
+def effective_clopper_pearson(
+  mean: np.ndarray, phi: np.ndarray, n: int, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
+  """The Korn-Graubard interval of means `mean` over n members with dispersions `phi`
+  (arrays of one shape): Clopper-Pearson with x n_eff successes of n_eff = n / phi (z /
+  t_{n-1})^2. Returns (low, high), each of `mean`'s shape."""
+  alpha = 1 - level
+  n_eff = n / phi * (stats.norm.ppf(1 - alpha / 2) / stats.t.ppf(1 - alpha / 2, n - 1)) ** 2
+  k = np.clip(mean, 0, 1) * n_eff
+  # Clopper-Pearson's bounds are beta quantiles; at 0 or all successes the bound is 0 or 1.
+  low = np.where(k > 0, stats.beta.ppf(alpha / 2, np.maximum(k, 1e-12), n_eff - k + 1), 0.0)
+  high = np.where(
+    k < n_eff, stats.beta.ppf(1 - alpha / 2, k + 1, np.maximum(n_eff - k, 1e-12)), 1.0
+  )
+  return low, high
+
+
+def t_interval(
+  scores: np.ndarray, bounded: bool = True, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
+  """Student's t interval of the mean of each row of `scores` ([..., n]), clipped to [0, 1]
+  when `bounded`."""
+  x = np.asarray(scores, np.float64)
+  n = x.shape[-1]
+  half = stats.t.ppf(0.5 + level / 2, n - 1) * x.std(-1, ddof=1) / np.sqrt(n)
+  low, high = x.mean(-1) - half, x.mean(-1) + half
+  return (np.clip(low, 0, 1), np.clip(high, 0, 1)) if bounded else (low, high)
+
+
+def mean_interval(
+  scores: Sequence[float],
+  examples: float | None = None,
+  prior: Pool | None = None,
+  bounded: bool = True,
+) -> list[float] | None:
+  """The 95% interval of the mean of `scores` (one per member): Korn-Graubard with the
+  floored dispersion when each score is a mean over `examples` examples of a [0, 1] metric,
+  else Student's t (clipped to [0, 1] when `bounded`). None with fewer than 2 scores.
+
+  Example: mean_interval([0.5, 0.6, 0.7], 416) -> [0.32, 0.84] (about); with cpu-v1's
+  pool, three members at 100% -> [0.87, 1.0].
+  """
+  if len(scores) < 2:
+    return None
+  x = np.asarray(scores, np.float64)[None]
+  if examples:
+    phi = floored(dispersion(x, examples), x.shape[-1], prior)
+    low, high = effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
+  else:
+    low, high = t_interval(x, bounded)
+  return [float(low[0]), float(high[0])]
+
+
+def method_of(examples: float | None) -> str:
+  """The name of the method `mean_interval` uses with or without `examples`."""
+  return MEAN_METHOD if examples else MEAN_METHOD_T
+
+
+def success_interval(successes: int, n: int) -> list[float] | None:
+  """The 95% Wilson score interval with continuity correction of `successes` / `n` (None
+  when n = 0). Never zero-width: all or none of a finite sample passing leaves the rate
+  uncertain; unlike Wilson's without correction it covers >= 95% at every rate and n the
+  suites use (docs/benchmark.md).
+
+  Example: success_interval(0, 3) -> [0.0, 0.7...]; success_interval(3, 3) -> [0.3..., 1.0].
+  """
+  if n <= 0:
+    return None
+  ci = stats.binomtest(successes, n).proportion_ci(confidence_level=LEVEL, method='wilsoncc')
+  return [float(ci.low), float(ci.high)]

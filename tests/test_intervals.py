@@ -1,0 +1,133 @@
+"""The intervals posenc prints (posenc/report/intervals.py) and their coverage, measured by
+simulation (posenc/report/coverage.py) at every number of members a suite or a scorecard
+study compares: a few hundred draws here, the table's thousands in the slow test."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from experiments import benchmarks
+from posenc import benchmark
+from posenc import card as card_lib
+from posenc.report import coverage
+from posenc.report import intervals
+
+# Every n the suites and the scorecard studies use, and every n from 2 to 16 (a new suite's
+# members, whatever it picks, are among them).
+NS = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
+
+
+def stored_cells():
+  suite = benchmarks.get('cpu-v1')
+  return card_lib.baseline_cells(suite, benchmark.read_baselines(suite))
+
+
+def test_three_members_at_100_do_not_make_a_zero_width_interval():
+  low, high = intervals.mean_interval([1.0, 1.0, 1.0], examples=416)
+  assert high == 1.0 and 0.97 < low < 0.995
+  # Fewer examples behind each score: a wider interval.
+  assert intervals.mean_interval([1.0, 1.0, 1.0], examples=32)[0] < low
+  # With the pool of cpu-v1, where members at 100% sit beside members at 87%, wider still.
+  prior = intervals.pool([(s, e) for _, s, e in stored_cells()])
+  assert intervals.mean_interval([1.0, 1.0, 1.0], 416, prior)[0] < low
+  low, high = intervals.mean_interval([0.0, 0.0, 0.0], examples=416)
+  assert low == 0.0 and 0.005 < high < 0.03
+  assert intervals.mean_interval([0.5], examples=416) is None
+
+
+def test_the_dispersion_is_floored_by_the_examples_of_one_member():
+  assert intervals.dispersion(np.array([[1.0, 1.0, 1.0]]), 416)[0] == pytest.approx(1 / 416)
+  x = np.array([[0.4, 0.5, 0.6]])
+  p = (3 * 416 * 0.5 + 2) / (3 * 416 + 4)
+  assert intervals.dispersion(x, 416)[0] == pytest.approx(0.01 / (p * (1 - p)))
+
+
+def test_the_interval_is_korn_graubards_clopper_pearson_at_the_effective_size():
+  scores = [0.62, 0.7, 0.55, 0.66]
+  phi = float(intervals.dispersion(np.array([scores]), 416)[0])
+  n_eff = 4 / phi * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 3)) ** 2
+  k = np.mean(scores) * n_eff
+  expected = [stats.beta.ppf(0.025, k, n_eff - k + 1), stats.beta.ppf(0.975, k + 1, n_eff - k)]
+  assert intervals.mean_interval(scores, 416) == pytest.approx(expected)
+  # At an integer effective size it is scipy's exact binomial interval.
+  low, high = intervals.effective_clopper_pearson(
+    np.array([0.25]), np.array([4 / 20 * (1.959963984540054 / stats.t.ppf(0.975, 3)) ** 2]), 4
+  )
+  exact = stats.binomtest(5, 20).proportion_ci(0.95, method='exact')
+  assert [low[0], high[0]] == pytest.approx([exact.low, exact.high])
+
+
+def test_without_examples_the_interval_is_students_t():
+  scores = [3.1, 2.7, 3.6, 2.9]
+  expected = stats.t.interval(0.95, 3, loc=np.mean(scores), scale=stats.sem(scores))
+  assert intervals.mean_interval(scores, None, bounded=False) == pytest.approx(list(expected))
+
+
+def test_the_pool_is_smyths_prior_of_the_dispersions():
+  rng = np.random.default_rng(0)
+  # Cells whose members differ only as binomial means of 400 examples: one dispersion, 1/400,
+  # whatever the mean, so no spread beyond sampling: d0 large. Each cell enters floored at
+  # 1/400, which moves the pool up (conservatively) from 1/400.
+  same = [(list(rng.binomial(400, p, 3) / 400), 400) for p in rng.uniform(0.2, 0.8, 60)]
+  prior = intervals.pool(same)
+  assert prior.cells == 60 and prior.prior_df > 10
+  assert 1 / 400 <= prior.dispersion <= 3 / 400
+  # Cells of very different spreads: a small prior weight.
+  spread = [
+    (list(np.clip(rng.normal(0.5, sd, 3), 0, 1)), 400) for sd in np.geomspace(0.01, 0.3, 60)
+  ]
+  assert intervals.pool(spread).prior_df < 5
+  assert intervals.pool(same[:2]) is None
+  # The floor never lowers a dispersion, and with d0 = inf it is phi0.
+  phi = np.array([0.001, 0.5])
+  assert np.all(intervals.floored(phi, 3, prior) >= phi)
+  flat = intervals.Pool(0.03, math.inf, 10)
+  assert list(intervals.floored(phi, 3, flat)) == [0.03, 0.5]
+
+
+def fast_truths():
+  """The normal and stylized truths, and three stored cells: near 100, near 0, middle."""
+  truths, prior = coverage.truths_of(stored_cells(), 416)
+  keep = {'dape/even_pairs', 'stick_breaking/bucket_sort', 'none/cycle_navigation'}
+  return [t for t in truths if t.family != 'stored cells' or t.name in keep], prior
+
+
+def test_the_coverage_table_covers_every_n_the_suites_and_scorecards_use():
+  assert {2, 3, 16}.issubset(benchmarks.member_counts()) and set(range(4, 17)) <= set(NS)
+  truths, prior = fast_truths()
+  truths = [t for t in truths if not t.stress]
+  result = coverage.simulate(
+    truths,
+    prior,
+    NS,
+    draws=300,
+    examples=416,
+    methods=[coverage.CHOSEN, "Student's t", 'percentile bootstrap (before)'],
+  )
+  s = coverage.summary(result)
+  for n in map(str, NS):
+    # 300 draws: the chosen method's 95% is measured within about +-2.5 points.
+    assert all(s[f][coverage.CHOSEN][n]['coverage'] >= 0.9 for f in s), n
+  normal = s['normal 50 ± 10']
+  # The bootstrap the card printed before: far under 95% with few members.
+  assert normal['percentile bootstrap (before)']['3']['coverage'] < 0.8
+  assert normal["Student's t"]['3']['coverage'] > 0.9
+  assert 'success' in result and '| Wilson, continuity correction |' in coverage.markdown(result)
+
+
+def test_the_success_interval_covers_at_every_rate_and_n():
+  result = coverage.success_coverage(NS)
+  for n in map(str, NS):
+    assert result['Wilson, continuity correction'][n]['coverage'] >= 0.95
+  # Wilson's interval without the correction does not: it dips far under 95% near 0 and 1.
+  assert min(result['Wilson'][n]['coverage'] for n in map(str, NS)) < 0.9
+
+
+@pytest.mark.slow
+def test_the_chosen_interval_covers_93_percent_everywhere():
+  """The table of docs/benchmark.md (`python -m launch.benchmark --coverage`), asserted."""
+  truths, prior = coverage.truths_of(stored_cells(), 416)
+  result = coverage.simulate(truths, prior, NS, draws=4000, examples=416)
+  assert coverage.failures(result) == []
