@@ -84,7 +84,7 @@ BROKEN = textwrap.dedent('''
       return jnp.where(distance(q_pos, k_pos, heads) == 0, jnp.inf, 0.0)
 
     def inf_weights(scores, q_pos, k_pos, visible):  # an infinite weight on each query's key
-      own = visible & (k_pos[..., None, :] == q_pos[..., :, None])
+      own = visible & (k_pos[..., None, None, :] == q_pos[..., None, :, None])
       return jnp.where(own, jnp.inf, jnp.where(visible, jnp.exp(scores), 0.0))
 
     def peek(scores, q_pos, k_pos, visible):  # ignores the mask: sees later and padded keys
