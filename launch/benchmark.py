@@ -263,7 +263,8 @@ def _separated(suite: benchmark.Suite, baselines) -> None:
 
 def _selection(suite: benchmark.Suite, baselines) -> None:
   """Per task and longest test length: what the task alone separates (card.selection)."""
-  from posenc.report import verdicts  # Deferred: only --selection and --separated test.
+  from posenc import selection  # Deferred: only --selection and --separated test.
+  from posenc.report import verdicts
 
   unknown = [name for name in _AMONG.value or () if name not in baselines]
   if unknown:
@@ -271,14 +272,14 @@ def _selection(suite: benchmark.Suite, baselines) -> None:
       f'--among names {unknown} that suite {suite.name} does not store; stored: '
       f'{", ".join(sorted(baselines))}'
     )
-  rows = card_lib.selection(suite, baselines, _AMONG.value, _ALPHA.value)
+  rows = selection.selection(suite, baselines, _AMONG.value, _ALPHA.value)
   print(
     f'suite {suite.name}, {len(baselines)} stored baselines; a task alone: Holm over its pairs '
     f'at family-wise {_ALPHA.value:g}; "all tasks": Holm over every pair and task; minimum '
     f'detectable difference in points ({100 * verdicts.POWER:g}% power at Holm\'s first level '
     'of the task alone, normal scores with the pooled sd)'
   )
-  print(card_lib.selection_markdown(rows, _ALPHA.value), end='')
+  print(selection.selection_markdown(rows), end='')
 
 
 def main(argv):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from typing import Any, Mapping, Sequence
 
 from matplotlib import figure as mpl_figure
@@ -467,129 +466,17 @@ def card_files(card: Mapping[str, Any]) -> dict[str, bytes]:
 
 
 def baseline_scores(
-  suite: benchmark.Suite,
-  baselines: Mapping[str, Mapping[str, Any]],
-  up_to: Mapping[str, int] | None = None,
+  suite: benchmark.Suite, baselines: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, dict[str, list[float]]]:
-  """{encoding: {task: member scores}} of the stored baselines.
-
-  `up_to` ({task: length}) scores a task's members over its score lengths up to `length`
-  only (the mean of each member's curve there), as if the suite tested no longer: how the
-  suite's test lengths are chosen (`selection`). Example: up_to={'even_pairs': 64} scores
-  cpu-v2's even_pairs over 17..64 instead of 17..128.
-  """
+  """{encoding: {task: member scores}} of the stored baselines."""
   out: dict[str, dict[str, list[float]]] = {}
   for name, entry in baselines.items():
     for task in suite.tasks:
       if task in entry['tasks']:
         record = _record(entry['tasks'][task], f'{name} {task}')
-        evaluation = record.evaluation
-        if up_to and task in up_to:
-          first = evaluation.score_lengths[0]
-          scores = []
-          for m in record.members:
-            curve = evaluation.curve(m, record.family)
-            kept = [v for length, v in curve.items() if first <= length <= up_to[task]]
-            scores.append(float(np.mean(kept)) if kept else None)
-        else:
-          scores = [evaluation.score_of(m, record.family) for m in record.members]
+        scores = [record.evaluation.score_of(m, record.family) for m in record.members]
         out.setdefault(name, {})[task] = [s for s in scores if s is not None]
   return out
-
-
-def _doublings(first: int, last: int) -> list[int]:
-  """The test lengths a selection compares: every doubling of the training length (first - 1)
-  up to `last`, and `last`. Example: _doublings(17, 128) == [32, 64, 128]."""
-  out, length = [], 2 * (first - 1)
-  while length < last:
-    out.append(length)
-    length *= 2
-  return [*out, last]
-
-
-def selection(
-  suite: benchmark.Suite,
-  baselines: Mapping[str, Mapping[str, Any]],
-  among: Sequence[str] | None = None,
-  alpha: float = verdicts.ALPHA,
-) -> list[dict[str, Any]]:
-  """The table a suite's tasks and test lengths are chosen by: per task and per longest test
-  length (every doubling of the training length up to the suite's), the pairs of stored
-  baselines that task alone separates (Holm over its pairs at `alpha`), those among `among`
-  (Holm over their pairs alone), the minimum detectable difference at the suite's members,
-  the encodings that succeed (mean >= 90%), and the cell's median training time; then one
-  row for the suite as it stands (every task, Holm over every pair and task).
-  """
-  names = sorted(baselines)
-  rows = []
-  for task in suite.tasks:
-    records = {
-      n: _record(baselines[n]['tasks'][task], f'{n} {task}')
-      for n in names
-      if task in baselines[n]['tasks']
-    }
-    if len(records) < 2:
-      continue
-    first, last = next(iter(records.values())).evaluation.score_lengths
-    seconds = [r.timing.get('train_s') for r in records.values() if r.timing]
-    for length in _doublings(first, last):
-      scores = baseline_scores(suite, baselines, {task: length})
-      alone = {n: {task: scores[n][task]} for n in records}
-      row = {
-        'task': task,
-        'lengths': (first, length),
-        'suite_lengths': length == last,
-        'separated': len(verdicts.pairs_separated(alone, alpha=alpha)['separated']),
-        'pairs': math.comb(len(records), 2),
-        'succeed': sum(np.mean(alone[n][task]) >= 0.9 for n in alone),
-        'encodings': len(records),
-        'train_min': float(np.median([s for s in seconds if s])) / 60 if any(seconds) else None,
-      }
-      if among:
-        chosen = [n for n in among if n in alone]
-        row['among'] = len(verdicts.pairs_separated(alone, chosen, alpha)['separated'])
-        row['among_pairs'] = math.comb(len(chosen), 2)
-      groups = [alone[n][task] for n in alone]
-      sd = verdicts.pooled_sd(groups)
-      n = int(np.median([len(g) for g in groups]))
-      row['members'] = n
-      row['mdd'] = (
-        None
-        if sd is None
-        else verdicts.minimum_detectable_difference(sd, n, n, alpha / row['pairs'])
-      )
-      rows.append(row)
-  scores = baseline_scores(suite, baselines)
-  whole = {'task': 'all tasks', 'encodings': len(scores), 'pairs': math.comb(len(scores), 2)}
-  whole['separated'] = len(verdicts.pairs_separated(scores, alpha=alpha)['separated'])
-  if among:
-    chosen = [n for n in among if n in scores]
-    whole['among'] = len(verdicts.pairs_separated(scores, chosen, alpha)['separated'])
-    whole['among_pairs'] = math.comb(len(chosen), 2)
-  return [*rows, whole]
-
-
-def selection_markdown(rows: Sequence[Mapping[str, Any]], alpha: float = verdicts.ALPHA) -> str:
-  """`selection`'s rows as a markdown table (the suite's own test lengths in bold)."""
-  among = any('among' in r for r in rows)
-  head = ['task', 'score lengths', 'pairs separated', *(['among'] if among else [])]
-  head += ['min. detectable difference', 'succeed', 'training (min per cell)']
-  lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
-  for r in rows:
-    lengths = f'{r["lengths"][0]}..{r["lengths"][1]}' if 'lengths' in r else 'every task'
-    if r.get('suite_lengths'):
-      lengths = f'**{lengths}**'
-    cells = [r['task'], lengths, f'{r["separated"]} of {r["pairs"]}']
-    if among:
-      cells.append(f'{r["among"]} of {r["among_pairs"]}' if 'among' in r else '')
-    mdd = r.get('mdd')
-    cells += [
-      '' if 'members' not in r else ('none' if mdd is None else f'{100 * mdd:.1f}'),
-      '' if 'succeed' not in r else f'{r["succeed"]} of {r["encodings"]}',
-      '' if r.get('train_min') is None else f'{r["train_min"]:.1f}',
-    ]
-    lines.append('| ' + ' | '.join(cells) + ' |')
-  return '\n'.join(lines) + '\n'
 
 
 def baselines_table(
