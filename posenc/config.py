@@ -86,10 +86,16 @@ def base_config() -> ml_collections.ConfigDict:
   c.train.schedule = 'constant'
   c.train.warmup = 0.0
   c.train.cooldown = 0.0
-  # How a device runs its members: 'map' one after another (as fast as 'vmap' on CPU, with
-  # one member's activations in memory at a time), 'vmap' batched (fills an accelerator),
+  # How a device runs its members: 'map' one after another (faster than 'vmap' on CPU, with
+  # one member's activations in cache at a time), 'vmap' batched (fills an accelerator),
   # or 'auto': map on CPU, vmap on GPU and TPU.
   c.train.population_loop = 'auto'
+  # Where the optimizer steps run: 'member' in the population loop, each after its member's
+  # gradients, or 'batched': after the loop, batched over the members, so its few hundred
+  # small elementwise operations are dispatched once per step rather than once per member
+  # (faster on CPU, docs/speed.md). Agrees with 'member' to float rounding, not bit for bit;
+  # under 'vmap' the optimizer is batched either way.
+  c.train.optimizer_loop = 'member'
   # Training steps per compiled call: K > 1 runs K steps in one program on the device (a
   # scan over steps with a switch over the length buckets), so an accelerator is not held
   # back by one Python dispatch per step; equal to K = 1 bit for bit.
@@ -410,6 +416,7 @@ ADDED_FIELDS = {
   'compilation_cache': True,
   'tensorboard': False,
   'cpu_devices': 0,
+  'train.optimizer_loop': 'member',
 }
 
 

@@ -47,6 +47,7 @@ DATASET = 4
 
 
 POPULATION_LOOPS = ('auto', 'map', 'vmap')
+OPTIMIZER_LOOPS = ('member', 'batched')
 OPTIMIZERS = ('adam', 'adamw')
 SCHEDULES = ('constant', 'trapezoid', 'cosine')
 
@@ -74,6 +75,7 @@ def check(config: ml_collections.ConfigDict) -> None:
   t = config.train
   for key, value, valid in (
     ('train.population_loop', t.population_loop, POPULATION_LOOPS),
+    ('train.optimizer_loop', t.get('optimizer_loop', 'member'), OPTIMIZER_LOOPS),
     ('train.optimizer', t.optimizer, OPTIMIZERS),
     ('train.schedule', t.schedule, SCHEDULES),
   ):

@@ -83,19 +83,17 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int, max_length:
 # The update step.
 
 
-def _member_update(run: setup.Run, objective: Any) -> Callable[..., Any]:
-  """One member's step on one batch.
+def _member_gradients(run: setup.Run, objective: Any) -> Callable[..., Any]:
+  """One member's loss and gradients on one batch.
 
-  member_update(params, opt, diverged, learning_rate, key, batch, step) -> (params, opt,
-  diverged, loss, accuracy): the step's keys are folded from the member's key and the step;
-  with `train.progressive_alpha` > 0 the loss of a looped model is (partly) the progressive
-  loss of McLeish et al.; a member whose loss is not finite is frozen and marked.
+  member_gradients(params, key, batch, step) -> (grads, loss, accuracy): the step's keys
+  are folded from the member's key and the step; with `train.progressive_alpha` > 0 the
+  loss of a looped model is (partly) the progressive loss of McLeish et al.
   """
   config = run.config
-  tx = population_lib.optimizer(config)
   r, alpha = config.model.recurrences, config.train.progressive_alpha
 
-  def member_update(params, opt, diverged, learning_rate, key, batch, step):
+  def member_gradients(params, key, batch, step):
     member_step = jax.random.fold_in(key, step)
     dropout, noise = jax.random.split(member_step)
     rngs = {'dropout': dropout, 'noise': noise}
@@ -116,21 +114,31 @@ def _member_update(run: setup.Run, objective: Any) -> Callable[..., Any]:
     (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
     if config.train.scale_block_gradients and 'block' in grads:
       grads = {**grads, 'block': jax.tree.map(lambda g: g / r, grads['block'])}
+    return grads, loss, accuracy
+
+  return member_gradients
+
+
+def _member_apply(run: setup.Run) -> Callable[..., Any]:
+  """One member's optimizer step.
+
+  member_apply(params, opt, diverged, learning_rate, grads, loss, step) -> (params, opt,
+  diverged): clipping, Adam(W) and the member's scheduled learning rate; a member whose
+  loss is not finite is frozen and marked.
+  """
+  config = run.config
+  tx = population_lib.optimizer(config)
+
+  def member_apply(params, opt, diverged, learning_rate, grads, loss, step):
     updates, new_opt = tx.update(grads, opt, params)
     rate = learning_rate * population_lib.learning_rate_scale(config, step)
     new_params = jax.tree.map(lambda p, u: (p - rate * u).astype(p.dtype), params, updates)
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
     keep = lambda new, old: jnp.where(diverged, old, new)
-    return (
-      jax.tree.map(keep, new_params, params),
-      jax.tree.map(keep, new_opt, opt),
-      diverged,
-      loss,
-      accuracy,
-    )
+    return jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_opt, opt), diverged
 
-  return member_update
+  return member_apply
 
 
 def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
@@ -141,10 +149,22 @@ def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
   (traced) and the batch is sampled from the step's key on the device. The run's batch key
   is one key, or one per data seed [D] (`data_seeds`): then the step draws D batches and
   each member trains on its data seed's.
+
+  The members' gradients run in the population loop (`loop`: 'map', one member after
+  another, or 'vmap'). Their optimizer steps run in the same loop, or with
+  `train.optimizer_loop` 'batched' (and always under 'vmap') batched over the members after
+  it: the optimizer is small elementwise work on every parameter leaf (with the loop's
+  slicing and stacking of the state, more operations than a member's forward and backward
+  pass at cpu-v1's scale, though a tenth of the time: docs/speed.md); batched, they are
+  dispatched once per step instead of once per member. Batched and per member agree to
+  float rounding, not bit for bit: XLA rewrites the division by Adam's bias corrections (a
+  scalar per member, a [p] vector batched) differently.
   """
   training, data_index = run.training, run.population.data_index
   shape = training.shape(run, bucket)
-  member_update = _member_update(run, training.objective(run, shape))
+  member_gradients = _member_gradients(run, training.objective(run, shape))
+  member_apply = _member_apply(run)
+  batched_optimizer = loop == 'vmap' or run.config.train.get('optimizer_loop') == 'batched'
   keys_per_seed = run.batch_key.reshape(-1)
   draw = lambda key, step, length: training.batch(
     run, jax.random.fold_in(key, step), step, length, shape
@@ -152,21 +172,40 @@ def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
 
   def local_update(state, length, learning_rates, keys):
     step = state['step']
-    members = (state['params'], state['opt'], state['diverged'], learning_rates, keys)
+    members = (state['params'], keys)
     if len(keys_per_seed) == 1:
       batch = draw(keys_per_seed[0], step, length)
-      one = lambda m: member_update(*m, batch, step)
+      gradients = lambda m: member_gradients(*m, batch, step)
     else:
       batches = jax.vmap(draw, in_axes=(0, None, None))(keys_per_seed, step, length)
       # This device's members are rows axis_index * p ... of the population.
       p = learning_rates.shape[0]
       rows = jax.lax.axis_index(POP) * p + jnp.arange(p)
       members += (jnp.asarray(data_index)[rows],)
-      one = lambda m: member_update(*m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step)
-    if loop == 'map':
-      params, opt, diverged, loss, accuracy = jax.lax.map(one, members)
+      gradients = lambda m: member_gradients(
+        *m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step
+      )
+    optimizer = (state['opt'], state['diverged'], learning_rates)
+    if batched_optimizer:
+      grads, loss, accuracy = (
+        jax.lax.map(gradients, members) if loop == 'map' else jax.vmap(gradients)(members)
+      )
+      params, opt, diverged = jax.vmap(member_apply, in_axes=(0, 0, 0, 0, 0, 0, None))(
+        state['params'], *optimizer, grads, loss, step
+      )
     else:
-      params, opt, diverged, loss, accuracy = jax.vmap(one)(members)
+
+      def member_step(m):
+        member, (opt, diverged, learning_rate) = m
+        grads, loss, accuracy = gradients(member)
+        params = member[0]
+        return (
+          *member_apply(params, opt, diverged, learning_rate, grads, loss, step),
+          loss,
+          accuracy,
+        )
+
+      params, opt, diverged, loss, accuracy = jax.lax.map(member_step, (members, optimizer))
     sums = {'loss': state['sums']['loss'] + loss, 'accuracy': state['sums']['accuracy'] + accuracy}
     new_state = {
       'params': params,

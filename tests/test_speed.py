@@ -215,6 +215,12 @@ def test_a_setting_is_config_fields_on_one_device_unless_it_names_more():
     'cpu_devices': 2,
     'train.steps_per_dispatch': 8,
   }
+  assert speed_population.parse_setting('optimizer=batched') == {
+    'cpu_devices': 1,
+    'train.optimizer_loop': 'batched',
+  }
+  with pytest.raises(ValueError, match="optimizer='vmap'; valid: member, batched"):
+    speed_population.parse_setting('optimizer=vmap')
   config = speed_population.setting_config(
     sweep_tiny.get_config(), {'model.attention_impl': 'reference'}, 5
   )

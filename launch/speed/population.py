@@ -2,17 +2,18 @@
 `python -m launch.speed population [--suite=cpu-v1 --task=even_pairs --populations=1,3,8,16
 --settings=default,devices=2]`.
 
-The suite's cell (its config, built by `posenc.setup.build` as `launch.benchmark` builds it)
-with P = seeds 0..P-1 members, for each setting of `--settings` (`posenc.speed.population`:
-'default' is the suite's config on one device; KEY=VALUE pairs joined by '+' change it,
-with loop=map|vmap, devices=N, dispatch=K, attention=IMPL). For each population size every
-setting is built and compiled, then timed for `--steps` steps per round over `--rounds`
-rounds that alternate the settings; it prints the median model-updates/s of each, the share
-of the dense-product floor it reaches (P members' floor is P times one member's), and the
-training programs each compiled (one per length bucket, or one with dispatch > 1: a run
-compiles no more). `--eval` also times the cell's range evaluation of the population
-(every evaluated length once per round, its programs compiled first), for a card's split
-between training and evaluation.
+The suite's cell (its config, built by `posenc.setup.build` as `launch.benchmark` builds
+it) with P = seeds 0..P-1 members, for each setting of `--settings`
+(`posenc.speed.population`: 'default' is the suite's config on one device; KEY=VALUE pairs
+joined by '+' change it, with loop=map|vmap, optimizer=member|batched, devices=N,
+dispatch=K, attention=IMPL). For each population size every setting is built and compiled,
+then timed for `--steps` steps per round over `--rounds` rounds that alternate the
+settings; it prints the median model-updates/s of each, the share of the dense-product
+floor it reaches (P members' floor is P times one member's), and the training programs each
+compiled (one per length bucket, or one with dispatch > 1: a run compiles no more).
+`--eval` also times the cell's range evaluation of the population (every evaluated length
+once per round, its programs compiled first), for a card's split between training and
+evaluation.
 
 The process starts JAX's CPU backend with the most devices any setting names; a setting
 without devices=N runs on one of them.
@@ -40,7 +41,8 @@ _POPULATIONS = flags.DEFINE_list('populations', ['1', '3', '8', '16'], 'Populati
 _SETTINGS = flags.DEFINE_list(
   'settings',
   ['default', 'devices=2'],
-  "Settings to compare: 'default' or KEY=VALUE joined by '+' (loop, devices, dispatch, attention).",
+  "Settings to compare: 'default' or KEY=VALUE joined by '+' (loop, optimizer, devices, dispatch, "
+  'attention).',
 )
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed training steps per setting and round.')
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Rounds over the settings (alternating).')

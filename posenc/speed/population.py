@@ -1,7 +1,8 @@
 """A population's throughput under candidate settings, measured side by side.
 
 A setting is a few config fields of how a population trains: the population loop ('map'
-or 'vmap', `train.population_loop`), the CPU devices it is sharded over (`cpu_devices`),
+or 'vmap', `train.population_loop`), where the optimizer steps run ('member' or 'batched',
+`train.optimizer_loop`), the CPU devices it is sharded over (`cpu_devices`),
 training steps per dispatch (`train.steps_per_dispatch`) and the attention backend
 (`model.attention_impl`). Each (setting, population size) is a run built by `setup.build`
 from one cell's config; its programs are compiled first (and counted), then every setting
@@ -37,6 +38,7 @@ from posenc.kinds.range import protocol as range_protocol
 # A setting's keys: the config field each sets and the values it takes.
 KEYS = {
   'loop': ('train.population_loop', population_lib.POPULATION_LOOPS),
+  'optimizer': ('train.optimizer_loop', population_lib.OPTIMIZER_LOOPS),
   'devices': ('cpu_devices', 'a positive integer'),
   'dispatch': ('train.steps_per_dispatch', 'a positive integer'),
   'attention': ('model.attention_impl', attention.IMPLS),
