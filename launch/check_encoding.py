@@ -12,8 +12,7 @@ twin. One line per invariant (posenc/testing: backends, padded, causal, step, ge
 gradients, export, training): pass with the largest difference, or FAIL with what differed
 (the first output that is not finite, or the two arrays compared, where, both values and
 the tolerance); exit status 0 when all pass, 1 when one fails, 2 for a name that does not
-load (one line). About a minute on a 2-core CPU. Every built-in passes it but one known
-exception, dape_v2's `step` (docs/benchmark.md).
+load (one line). About a minute on a 2-core CPU. Every built-in passes it (docs/benchmark.md).
 
   $ python -m launch.check_encoding my_pkg:NAN_BIAS --checks=causal
   causal       FAIL  decoder logits not finite: nan at [0, 0, 0] (and 125 more)

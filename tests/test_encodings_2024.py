@@ -368,6 +368,69 @@ def test_dape_v2_convolution_reads_neighbouring_keys_and_ignores_padding():
   np.testing.assert_allclose(padded[..., :n, :n], exact, atol=1e-5)
 
 
+def _zero_padded_dape_v2(q, k, base, seen, real, conv1, b1, conv2, b2):
+  """DAPE-V2's bias as it was before the key after the axis' last was read: both
+  convolutions zero-padded ('same') at both ends."""
+  from posenc.encodings import dape
+
+  def conv(x, kernel, bias):
+    padded = jnp.pad(x, [(0, 0), (0, 0), (1, 1), (0, 0)])
+    return sum(padded[:, :, t : t + x.shape[2]] @ kernel[t] for t in range(3)) + bias
+
+  x = dape.dape_features(q, k, base)
+  mask = lambda m: jnp.broadcast_to(m, (x.shape[0], 1) + x.shape[1:3]).transpose(0, 2, 3, 1)
+  h = jax.nn.leaky_relu(conv(jnp.where(mask(seen), x, 0.0), conv1, b1))
+  g = conv(jnp.where(mask(real), h, 0.0), conv2, b2)
+  return base + g.transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize('causal', [True, False])
+def test_dape_v2_whole_sequences_keep_the_zero_padded_convolution_bit_for_bit(causal):
+  # Over a whole sequence (real length <= the key axis) no real key follows the axis: the
+  # bias is bit for bit the zero-padded convolutions' (training is unchanged).
+  from posenc.encodings import core
+  from posenc.encodings import dape
+
+  keys = jax.random.split(jax.random.key(5), 4)
+  q, k = (jax.random.normal(kk, (2, T, 2, 4)) for kk in keys[:2])
+  x = jax.random.normal(keys[2], (2, T, 8))
+  module = encodings.get('dape_v2').attention(
+    max_position=64, num_heads=2, head_dim=4, causal=causal
+  )
+  params = module.init({'params': keys[3]}, T, T, x)['params']
+  base_module = dape.DAPE_BASES['alibi'](max_position=64, num_heads=2, head_dim=4, causal=causal)
+  idx = jnp.arange(T)
+  base = base_module.apply({'params': params.get('base', {})}, T, T, x).bias(q, k, idx, idx)
+  base = core.with_batch(base)
+  for n in (T, 4):
+    got = module.apply({'params': params}, T, n, x).bias(q, k, idx, idx)
+    real = jnp.broadcast_to(idx < n, (T, T))
+    seen = real & (idx[None, :] <= idx[:, None]) if causal else real
+    want = _zero_padded_dape_v2(
+      q, k, base, seen, real, params['w1'], params['b1'], params['w2'], params['b2']
+    )
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dape_v2_prompt_pass_equals_the_rows_of_the_whole_sequence():
+  # A causal pass over keys 0..n-1 of a sequence of T real tokens (a generation's prompt
+  # pass: the later keys come in decoding steps) gives the whole sequence's rows 0..n-1,
+  # the last included: the hidden features of key n enter it as in the whole sequence.
+  keys = jax.random.split(jax.random.key(6), 4)
+  n = 4
+  q, k = (jax.random.normal(kk, (2, T, 2, 4)) for kk in keys[:2])
+  x = jax.random.normal(keys[2], (2, T, 8))
+  module = encodings.get('dape_v2').attention(max_position=64, num_heads=2, head_dim=4, causal=True)
+  params = module.init({'params': keys[3]}, T, T, x)
+  enc = module.apply(params, T, T, x)
+  whole = enc.bias(q, k, jnp.arange(T), jnp.arange(T))
+  prompt = enc.bias(q[:, :n], k[:, :n], jnp.arange(n), jnp.arange(n))
+  np.testing.assert_allclose(prompt, whole[..., :n, :n], atol=1e-6)
+  # The sequence of n real tokens has no key n: its last row is another.
+  ended = module.apply(params, T, n, x).bias(q[:, :n], k[:, :n], jnp.arange(n), jnp.arange(n))
+  assert float(jnp.max(jnp.abs(ended[..., n - 1, :] - whole[..., n - 1, :n]))) > 1e-4
+
+
 def test_pope_logits_are_magnitudes_times_cosines_of_the_offset():
   from posenc.encodings import polar
 

@@ -13,7 +13,9 @@ as the authors' code (channels [A; B], F = `dape_hidden` = 32, LeakyReLU slope 0
 PyTorch's default initialisation, one network per layer). f is pointwise, so it is causal
 wherever A and B are. g reads neighbouring keys: as in the authors' code the scores of keys
 right of the query are zeroed before it (so nothing leaks from them); the scores and hidden
-features of padding keys are zeroed too, so a padded sequence gives its unpadded logits. The
+features of padding keys are zeroed too, so a padded sequence gives its unpadded logits, and
+a pass that ends before the sequence's real keys do (a generation's prompt pass) reads the
+hidden features of the key after its last as the whole sequence does (`dape_v2_bias`). The
 base bias is its registry encoding's module at its default options (`dape_base`).
 """
 
@@ -70,18 +72,21 @@ def dape_bias(q: Array, k: Array, base: Array, w1: Array, b1: Array, w2: Array, 
   return base.astype(jnp.float32) + f.transpose(0, 3, 1, 2)
 
 
-def conv_keys(x: Array, kernel: Array, bias: Array) -> Array:
-  """A 1x3 convolution along the key axis, zero-padded at both ends ('same').
+def conv_keys(x: Array, kernel: Array, bias: Array, after: Array | None = None) -> Array:
+  """A 1x3 convolution along the key axis, zero-padded at the left end and padded with
+  `after` (default zeros: 'same') at the right.
 
   Args:
     x: [B, Q, S, C]; kernel: [3, C, C']: taps for keys j - 1, j, j + 1; bias: [C'].
+    after: [B, Q, 1, C]: the features of the key right of the axis' last.
 
   Returns:
     [B, Q, S, C'].
 
   Example: C = C' = 1, kernel [[1]], [[0]], [[0]] shifts right: x = [1, 2, 3] -> [0, 1, 2].
   """
-  padded = jnp.pad(x, [(0, 0), (0, 0), (1, 1), (0, 0)])
+  after = jnp.zeros_like(x[:, :, :1]) if after is None else after
+  padded = jnp.concatenate([jnp.zeros_like(x[:, :, :1]), x, after], axis=2)
   s = x.shape[2]
   return sum(padded[:, :, t : t + s] @ kernel[t].astype(jnp.float32) for t in range(3)) + bias
 
@@ -92,6 +97,7 @@ def dape_v2_bias(
   base: Array,
   visible: Array,
   real: Array,
+  real_after: Array,
   conv1: Array,
   b1: Array,
   conv2: Array,
@@ -101,10 +107,20 @@ def dape_v2_bias(
   on the scores of the visible keys (the others zeroed); hidden features of padding keys
   are zeroed too.
 
+  The hidden features of the key right of the axis' last enter the last key's g when that
+  key is real (`real_after`): a pass whose key axis ends before the sequence does (the
+  prompt pass of a generation, whose next keys come in decoding steps) then gives the
+  logits of the whole sequence, where that key is in the axis. Its scores are those of an
+  invisible key (zero: it is right of every query of a causal pass), so its features are
+  LeakyReLU(b1 + the left tap of conv1 on the last key's): known without the key. Where it
+  is not real (every whole sequence: the axis covers the real keys) they are zero, as the
+  'same' padding of the authors' code.
+
   Args:
     q, k, base: as `dape_bias`.
     visible: bool broadcastable to [B, 1, Q, S]: the keys each query may see.
     real: bool broadcastable to [B, 1, Q, S]: the keys that are not padding.
+    real_after: bool broadcastable to [B, 1, Q, 1]: a real key follows the axis' last.
     conv1: [3, 2H, F]; b1: [F]; conv2: [3, F, H]; b2: [H].
 
   Returns:
@@ -113,11 +129,14 @@ def dape_v2_bias(
   Example: with conv2 = 0 and b2 = 0 (g = 0) the result is the base bias.
   """
   x = dape_features(q, k, base)
-  as_features = lambda m: jnp.broadcast_to(m, (x.shape[0], 1) + x.shape[1:3]).transpose(
+  as_features = lambda m, s: jnp.broadcast_to(m, (x.shape[0], 1, x.shape[1], s)).transpose(
     0, 2, 3, 1
-  )  # [B, Q, S, 1]
-  h = jax.nn.leaky_relu(conv_keys(jnp.where(as_features(visible), x, 0.0), conv1, b1))
-  g = conv_keys(jnp.where(as_features(real), h, 0.0), conv2, b2)
+  )  # [B, Q, S or 1, 1]
+  x = jnp.where(as_features(visible, x.shape[2]), x, 0.0)
+  h = jax.nn.leaky_relu(conv_keys(x, conv1, b1))
+  h_after = jax.nn.leaky_relu(x[:, :, -1:] @ conv1[0].astype(jnp.float32) + b1)
+  h_after = jnp.where(as_features(real_after, 1), h_after, 0.0)
+  g = conv_keys(jnp.where(as_features(real, x.shape[2]), h, 0.0), conv2, b2, h_after)
   return base.astype(jnp.float32) + g.transpose(0, 3, 1, 2)
 
 
@@ -165,7 +184,8 @@ class DapeEncoding(core.EncodingModule):
         return dape_bias(q, k, b, w1, b1, w2, b2)
       real = ki[..., None, :] < jnp.reshape(length, (-1, 1, 1))  # not padding
       seen = real & (ki[..., None, :] <= qi[..., :, None]) if causal else real
-      return dape_v2_bias(q, k, b, seen[:, None], real[:, None], w1, b1, w2, b2)
+      after = ki[..., None, -1:] + 1 < jnp.reshape(length, (-1, 1, 1))  # the key after the last
+      return dape_v2_bias(q, k, b, seen[:, None], real[:, None], after[:, None], w1, b1, w2, b2)
 
     name = 'dape_v2' if self.convolution else 'dape'
     return core.AttentionEncoding(

@@ -21,7 +21,7 @@ and outside encodings (`invariants`).
 is the pytest helper (an AssertionError listing the failures); `launch.check_encoding` the
 command. `name` is anything `--config.encoding` takes, an outside encoding included
 (`my_pkg.my_module:ENCODING`). A few tiny models: about a minute on a 2-core CPU. Every
-built-in passes it but one known exception, dape_v2's `step` (docs/benchmark.md).
+built-in passes it (docs/benchmark.md).
 
 Example:
   >>> for check in conformance('alibi'):                    # doctest: +SKIP
