@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from experiments import benchmarks
@@ -236,7 +237,7 @@ def test_an_encoder_suite_refuses_a_causal_only_encoding():
   [
     (
       ['--encoding=alibi', '--suite=cpu-v9'],
-      "unknown suite 'cpu-v9'; valid suites: cpu-v1, tiny, gpu-v1",
+      "unknown suite 'cpu-v9'; valid suites: cpu-v2, cpu-v1, tiny, gpu-v1",
     ),
     (['--encoding=nope', '--suite=tiny'], "unknown encoding 'nope'; valid encodings: none"),
     (['--encoding=no_such_pkg.mod:ENC', '--suite=tiny'], "no module named 'no_such_pkg.mod'"),
@@ -366,3 +367,41 @@ def test_cost_says_what_a_card_takes(cli):
   assert lines[0].startswith('suite tiny: 2 tasks; its 2 stored baselines took')
   assert lines[1].startswith('even_pairs: 20 steps x 2 members: train')
   assert lines[-1].startswith('alibi on tiny: about')
+
+
+def test_the_selection_table_rescores_shorter_test_ranges_from_the_stored_curves():
+  from posenc import selection
+
+  assert selection._doublings(17, 128) == [32, 64, 128]
+  assert selection._doublings(17, 64) == [32, 64]
+  suite = benchmarks.get('cpu-v1')
+  baselines = benchmark.read_baselines(suite)
+  stored = card_lib.baseline_scores(suite, baselines)
+  # Up to the suite's own last length the rescored members are the stored scores.
+  full = selection.scores_up_to(suite, baselines, 'even_pairs', 64)
+  for name, scores in full.items():
+    np.testing.assert_allclose(scores, stored[name]['even_pairs'], atol=1e-6)
+  shorter = selection.scores_up_to(suite, baselines, 'even_pairs', 32)
+  assert any(not np.allclose(shorter[n], stored[n]['even_pairs'], atol=1e-6) for n in shorter)
+  rows = selection.selection(suite, baselines, among=['alibi', 'fire', 'rotary'])
+  assert [(r['task'], r['lengths'][1]) for r in rows[:2]] == [
+    ('even_pairs', 32),
+    ('even_pairs', 64),
+  ]
+  assert rows[-1]['task'] == 'all tasks' and rows[-1]['among_pairs'] == 3
+  # 3 members against 3 cannot reject at any level Holm asks for.
+  assert all(r['separated'] == 0 for r in rows)
+  table = selection.selection_markdown(rows)
+  assert '| even_pairs | **17..64** | 0 of 120 | 0 of 3 |' in table
+
+
+def test_a_work_directory_of_another_suite_is_one_line_and_untouched(cli, tmp_path):
+  run = tmp_path / 'run'
+  run.mkdir()
+  (run / 'suite.json').write_text('{"suite": "cpu-v1", "version": 1, "encoding": "alibi"}')
+  before = sorted(tmp_path.rglob('*'))
+  proc = cli.run(['launch.benchmark', '--encoding=alibi', '--suite=tiny', f'--workdir={run}'])
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and "holds the run of 'alibi' on suite cpu-v1 (version 1)" in lines[0]
+  assert sorted(tmp_path.rglob('*')) == before

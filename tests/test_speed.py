@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (['samplers', 'extra'], "unexpected arguments ['extra']; give flags only"),
     (['forward', '--encodings=nope'], "unknown encoding 'nope'; valid encodings: none"),
     (['forward', '--batch=100'], '--batch=100 must be a multiple of --sub_batch=64'),
-    (['population', '--suite=nope'], "unknown suite 'nope'; valid suites: cpu-v1, tiny"),
+    (['population', '--suite=nope'], "unknown suite 'nope'; valid suites: cpu-v2, cpu-v1, tiny"),
     (['population', '--task=reverse_string'], '--task=reverse_string is not a task of cpu-v1'),
     (['population', '--settings=loops=vmap'], "unknown key 'loops'; valid: default, or KEY"),
     (['population', '--settings=loop=scan'], "loop='scan'; valid: auto, map, vmap"),

@@ -2,12 +2,14 @@
 cells with its frozen-set checksums and stored baselines in the directory of its name
 (`posenc.benchmark`; docs/benchmark.md).
 
-  cpu-v1   the study's tasks in decoder form on a 2-core CPU (measured, stored baselines)
+  cpu-v2   the default: three tasks in decoder form, 12 members per cell, on a 2-core CPU
+           (sized by measured separating power; stored baselines)
+  cpu-v1   its first version: 3 members per cell, too few to separate (superseded by cpu-v2)
   tiny     seconds, for tests (stored baselines of two encodings)
   gpu-v1   the study's scale for one GPU (defined on paper: no checksums or baselines yet)
 
 `DEFAULT` is the suite `launch.benchmark` runs without --suite. A new version of a suite
-(cpu-v2) is registered here, named in the old one's `superseded_by` and made the default.
+is registered here, named in the old one's `superseded_by` and made the default.
 """
 
 import importlib
@@ -22,7 +24,7 @@ from posenc import benchmark
 SUITES: dict[str, benchmark.Suite] = {
   s.name: s for s in (cpu_v2.SUITE, cpu_v1.SUITE, tiny.SUITE, gpu_v1.SUITE)
 }
-DEFAULT = 'cpu-v1'
+DEFAULT = 'cpu-v2'
 # The studies whose pages read their runs through the scorecard (`launch.report
 # --scorecard`), as (experiment module, its arg): their members per cell are simulated in the
 # coverage table of the intervals, with every suite's (`member_counts`).

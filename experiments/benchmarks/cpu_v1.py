@@ -82,4 +82,5 @@ SUITE = benchmark.Suite(
     'cpu-v1: even_pairs, bucket_sort and cycle_navigation in decoder form; a 2-layer decoder '
     'trained on lengths 1..16 (3 seeds), judged by exact match on frozen sets of lengths 17..64.'
   ),
+  superseded_by='cpu-v2',
 )
