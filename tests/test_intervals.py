@@ -126,7 +126,21 @@ def test_the_success_interval_covers_at_every_rate_and_n():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('suite, examples', [('cpu-v1', 416), ('cpu-v2', 928)])
+@pytest.mark.parametrize(
+  'suite, examples',
+  [
+    ('cpu-v1', 416),
+    pytest.param(
+      'cpu-v2',
+      928,
+      marks=pytest.mark.xfail(
+        strict=True,
+        reason='cpu-v2 even_pairs cells near 100% with a rare low member: 82% at n = 12 '
+        '(docs/benchmark.md, Intervals and verdicts)',
+      ),
+    ),
+  ],
+)
 def test_the_chosen_interval_covers_93_percent_everywhere(suite, examples):
   """The tables of docs/benchmark.md (`python -m launch.benchmark --coverage --suite=S`),
   asserted: every suite's own pool (its members per score: cpu-v1 13 lengths x 32 examples,
