@@ -35,7 +35,6 @@ import collections
 import contextlib
 import dataclasses
 import functools
-import math
 import os
 import time
 from typing import Any, Callable
@@ -58,6 +57,7 @@ from posenc import population as population_lib
 from posenc import results as results_lib
 from posenc import setup
 from posenc import tensorboard
+from posenc import train_log
 
 P = population_lib.P
 POP = population_lib.POP
@@ -329,10 +329,6 @@ def versions() -> dict[str, Any]:
   }
 
 
-def _finite_or_none(x: float) -> float | None:
-  return float(x) if math.isfinite(x) else None
-
-
 def _next_multiple(step: int, every: int) -> int:
   """The first multiple of `every` after `step`. Example: _next_multiple(10, 5) == 15."""
   return (step // every + 1) * every
@@ -466,7 +462,7 @@ def train(
   metrics logged every `train.log_every` steps, a checkpoint every `checkpoint_every`."""
   config, population = run.config, run.population
   state, start = restored.state, restored.step
-  log = _Log(run, workdir, restored, board, progress)
+  log = train_log.TrainLog(run, workdir, restored, board, progress)
   steps, n = config.train.steps, config.train.max_length
   update_fns: dict[int, Callable[..., Any]] = {}
   traces: collections.Counter = collections.Counter()
@@ -519,59 +515,6 @@ def train(
   # With steps_per_dispatch > 1 every bucket lives in one program.
   buckets = sorted(update_fns) if multi_step is None else run.training.buckets(run)
   return Trained(state, traces, buckets, first_update_s, time.time() - log.t_start)
-
-
-class _Log:
-  """The log of training: every `train.log_every` steps one metrics.jsonl line (the members'
-  mean loss and accuracy over the interval), TensorBoard's scalars and a progress line."""
-
-  def __init__(self, run, workdir, restored, board, progress):
-    start = restored.step
-    self.run, self.board, self.progress, self.start = run, board, progress, start
-    self.path = os.path.join(workdir, 'metrics.jsonl')
-    # Lines logged after the restored checkpoint are redone identically.
-    io.read_jsonl(self.path, keep=lambda r: r['step'] <= start, rewrite=True)
-    self.t_start = self.t_log = time.time()
-    self.step_log = start
-    # The metric sums restart each log interval; jitted so the state keeps its shardings
-    # (a host-made zero would change the update's input types and retrace it).
-    self.reset = jax.jit(
-      lambda s: {
-        **s,
-        'sums': jax.tree.map(jnp.zeros_like, s['sums']),
-        'count': jnp.zeros_like(s['count']),
-      },
-      donate_argnums=0,
-      out_shardings=run.population.state_sharding(restored.state),
-    )
-
-  def __call__(self, state: Any, done: int) -> Any:
-    """Logs the interval ending at step `done`; returns the state with its sums reset."""
-    config, population = self.run.config, self.run.population
-    sums, count = jax.device_get(state['sums']), int(state['count'])
-    now = time.time()
-    rate = (done - self.step_log) / max(now - self.t_log, 1e-9)
-    loss = sums['loss'][: population.size] / count
-    accuracy = sums['accuracy'][: population.size] / count
-    finite = lambda values: [_finite_or_none(x) for x in values]
-    io.append_jsonl(
-      self.path,
-      {'step': done, 'loss': finite(loss), 'accuracy': finite(accuracy), 'steps_per_s': rate},
-    )
-    state = self.reset(state)
-    if self.board:
-      scale = float(population_lib.learning_rate_scale(config, jnp.int32(done)))
-      rates = np.asarray(population.learning_rates)[: population.size] * scale
-      self.board.train(done, finite(loss), finite(accuracy), list(rates), rate)
-    elapsed, duration = now - self.t_start, evaluate.core.duration
-    eta = (config.train.steps - done) * elapsed / max(done - self.start, 1)
-    self.progress(
-      f'step {done}/{config.train.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
-      f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
-      f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}'
-    )
-    self.t_log, self.step_log = now, done
-    return state
 
 
 def record(
