@@ -23,6 +23,7 @@ is the three tasks × none, rotary, randomized_rotary and alibi.
 """
 
 from experiments import rpe_decoder
+from experiments.benchmarks import cpu_v1
 from posenc import config as config_lib
 import tasks
 
@@ -57,26 +58,12 @@ def _changed(parsed) -> dict[str, dict]:
   return {name: options for name, options in changed.items() if options}
 
 
-def cpu_v1_scale(config, steps: int = CPU_STEPS):
-  """cpu-v1's cell for `config`'s task and encoding (`cpu_v1.config`), trained `steps`."""
-  config.model.num_layers = 2
-  config.train.steps = steps
-  config.train.batch_size = 32
-  config.checkpoint_every = 200
-  config.seeds = [0, 1, 2]
-  config.data_seeds = [0]
-  config.eval.examples_per_length = 32
-  config.eval.batch_size = 32
-  config.eval.stride = 4
-  return config
-
-
 def get_config(arg=None):
   parsed = _arg(arg)
-  cpu = ',cpu' if parsed.cpu else ''
-  config = rpe_decoder.get_config(f'task={parsed.task},encoding={parsed.encoding}{cpu}')
   if parsed.cpu:
-    cpu_v1_scale(config, parsed.steps)
+    config = cpu_v1.cell(parsed.task, parsed.encoding, parsed.steps)
+  else:
+    config = rpe_decoder.get_config(f'task={parsed.task},encoding={parsed.encoding}')
   if parsed.tiny:
     config_lib.shrink_to_tiny(config)
   for options in _changed(parsed).values():

@@ -57,10 +57,12 @@ BASELINES = (
 )
 
 
-def config(task: str, encoding: str):
+def cell(task: str, encoding: str, steps: int):
+  """cpu-v1's cell of `task` and `encoding` trained `steps` steps: the CPU scale later suites
+  and experiments (cpu-v2, experiments/later_tasks.py) build on."""
   c = rpe_decoder.get_config(f'task={task},encoding={encoding},cpu')
   c.model.num_layers = 2
-  c.train.steps = STEPS[task]
+  c.train.steps = steps
   c.train.batch_size = 32
   c.checkpoint_every = 200
   c.seeds = [0, 1, 2]
@@ -69,6 +71,10 @@ def config(task: str, encoding: str):
   c.eval.batch_size = 32
   c.eval.stride = 4
   return c
+
+
+def config(task: str, encoding: str):
+  return cell(task, encoding, STEPS[task])
 
 
 SUITE = benchmark.Suite(

@@ -21,7 +21,7 @@ answer, as long as its input, makes testing to 8× cost the square).
 
 import os
 
-from experiments import rpe_decoder
+from experiments.benchmarks import cpu_v1
 from posenc import benchmark
 
 TASKS = {
@@ -39,39 +39,16 @@ TASKS = {
   ),
 }
 STEPS = {'even_pairs': 600, 'flip_flop': 1500}
-BASELINES = (
-  'none',
-  'sin_cos',
-  'learned',
-  'rotary',
-  'randomized_rotary',
-  'relative',
-  'randomized_relative',
-  'alibi',
-  'kerple_log',
-  'fire',
-  'stick_breaking',
-  'dape',
-  'dape_v2',
-  'cope',
-  'forgetting',
-  'pope',
-)
+BASELINES = cpu_v1.BASELINES
 
 
 def config(task: str, encoding: str):
-  c = rpe_decoder.get_config(f'task={task},encoding={encoding},cpu')
-  c.model.num_layers = 2
-  c.train.steps = STEPS[task]
-  c.train.batch_size = 32
+  c = cpu_v1.cell(task, encoding, STEPS[task])
   c.checkpoint_every = 300
   c.seeds = [0, 1, 2, 3, 4, 5]
   c.data_seeds = [0, 1]
   c.cpu_devices = 2
   c.eval.max_length = 128
-  c.eval.examples_per_length = 32
-  c.eval.batch_size = 32
-  c.eval.stride = 4
   return c
 
 
