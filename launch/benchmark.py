@@ -8,6 +8,7 @@
   python -m launch.benchmark --suite=cpu-v1 --separated [--among=alibi,fire,...]
   python -m launch.benchmark --suite=cpu-v1 --write_baselines_md
   python -m launch.benchmark --suite=cpu-v2 --selection [--among=alibi,fire,...]
+  python -m launch.benchmark --leaderboard [--suite=cpu-v2] [CARD_DIR ...] --out=DIR
 
 The encoding is anything `--config.encoding` takes: a built-in, an import path
 `module:ENCODING`, an installed package's entry point. Every task of the suite is trained
@@ -42,8 +43,14 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
                     difference, the encodings that succeed and its training time; and exit
   --write_baselines_md  rewrite the suite's baselines.md from its stored baselines (no
                     training), and exit
+  --leaderboard     write the static site of the suite's stored baselines and the cards
+                    given (each a --workdir of this command) into --out=DIR (posenc.leaderboard:
+                    one sortable table, a figure per task, a page per entry; DIR is replaced
+                    whole, and only if it is new, empty or a previous leaderboard); --reference
+                    names the entry the verdicts are first shown against, and exit
 
-Bad input (an unknown suite or encoding, an import path that does not load, an object that
+Bad input (an unknown suite or encoding, a card of another suite or version or a damaged
+one, an --out that holds something else or cannot be written, an import path that does not load, an object that
 is not an Encoding, an encoding the suite's model family cannot run, a tampered frozen set,
 a baseline file of another suite version, an --alpha outside (0, 1) or one the suite's
 members cannot reach) is one line, exit status 2, nothing written.
@@ -101,6 +108,16 @@ _SELECTION = flags.DEFINE_bool(
 )
 _BASELINES_MD = flags.DEFINE_bool(
   'write_baselines_md', False, "Rewrite the suite's baselines.md from its stored baselines."
+)
+_LEADERBOARD = flags.DEFINE_bool(
+  'leaderboard', False, 'Write the static leaderboard site of the stored baselines and the cards.'
+)
+_OUT = flags.DEFINE_string('out', None, 'The directory --leaderboard writes its site into.')
+_REFERENCE = flags.DEFINE_string(
+  'reference',
+  None,
+  'The entry the leaderboard shows verdicts against first (default: the '
+  'first card given, else the best-ranked baseline).',
 )
 SECONDS = 'seconds.json'  # DIR's wall time so far, across resumed invocations
 OWNER = 'suite.json'  # which suite, version and encoding DIR's run is of
@@ -282,10 +299,44 @@ def _selection(suite: benchmark.Suite, baselines) -> None:
   print(selection.selection_markdown(rows), end='')
 
 
+def _leaderboard(card_dirs: list[str]) -> None:
+  """Writes the leaderboard site of the suite's stored baselines and the cards in `card_dirs`."""
+  from posenc import leaderboard  # Deferred: only --leaderboard draws a site.
+  from posenc.leaderboard import site
+
+  if not _OUT.value:
+    common.fail('--leaderboard needs --out=DIR, the directory to write the site into')
+  common.check_out_dir(_OUT.value, '--out')
+  start = time.time()
+  try:
+    suite = benchmarks.get(_SUITE.value)
+    baselines = benchmark.read_baselines(suite)
+    entries = [leaderboard.read_card_dir(suite, d) for d in card_dirs]
+    names = leaderboard.candidate_names(card_dirs, entries, list(baselines))
+    board = leaderboard.leaderboard(suite, baselines, dict(zip(names, entries)), _ALPHA.value)
+    known = [e['name'] for e in board['entries']]
+    if _REFERENCE.value is not None and _REFERENCE.value not in known:
+      common.fail(f'--reference={_REFERENCE.value} is not an entry; entries: {", ".join(known)}')
+    files = site.files(board, _REFERENCE.value)
+    site.write(_OUT.value, files)
+  except ValueError as e:  # BenchmarkError, a damaged record's SchemaError, LeaderboardError
+    common.fail(e)
+  except OSError as e:
+    common.fail(f'--out={_OUT.value} cannot be written: {e.strerror or e}')
+  print(
+    f'wrote the leaderboard of {suite.name} ({len(baselines)} baselines, {len(entries)} cards) '
+    f'to {os.path.join(_OUT.value, "index.html")} in {time.time() - start:.1f} s'
+  )
+
+
 def main(argv):
-  if len(argv) > 1:
-    common.fail(f'unexpected arguments {argv[1:]}; give flags only')
   _check_alpha()
+  if _LEADERBOARD.value:
+    return _leaderboard(argv[1:])
+  if len(argv) > 1:
+    common.fail(
+      f'unexpected arguments {argv[1:]}; give flags only (card directories only with --leaderboard)'
+    )
   if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value or _SELECTION.value:
     try:
       suite = benchmarks.get(_SUITE.value)

@@ -206,20 +206,29 @@ def read_baselines(suite: Suite) -> dict[str, dict[str, Any]]:
   )
   for file in names:
     path = os.path.join(directory, file)
-    entry = read_json(path, 'baseline file')
-    if not isinstance(entry, dict) or entry.get('schema_version') != SCHEMA_VERSION:
-      raise BenchmarkError(
-        f'baseline file {path} is not a benchmark entry of schema version {SCHEMA_VERSION}'
-      )
-    stored = entry.get('suite', {})
-    if stored.get('name') != suite.name or stored.get('version') != suite.version:
-      raise BenchmarkError(
-        f'baseline file {path} is of suite {stored.get("name")!r} version '
-        f'{stored.get("version")!r}, not {suite.name} version '
-        f'{suite.version}; rerun its command for this version'
-      )
+    entry = check_entry(suite, read_json(path, 'baseline file'), f'baseline file {path}')
     out[entry['encoding']] = entry
   return out
+
+
+def check_entry(suite: Suite, entry: Any, what: str) -> dict[str, Any]:
+  """`entry` (a stored baseline, a run's entry.json) if it is an entry of `suite` and its
+  version; else BenchmarkError naming `what`."""
+  if (
+    not isinstance(entry, dict)
+    or entry.get('schema_version') != SCHEMA_VERSION
+    or not isinstance(entry.get('suite'), dict)
+    or not isinstance(entry.get('encoding'), str)
+    or not isinstance(entry.get('tasks'), dict)
+  ):
+    raise BenchmarkError(f'{what} is not a benchmark entry of schema version {SCHEMA_VERSION}')
+  stored = entry['suite']
+  if stored.get('name') != suite.name or stored.get('version') != suite.version:
+    raise BenchmarkError(
+      f'{what} is of suite {stored.get("name")!r} version {stored.get("version")!r}, not '
+      f'{suite.name} version {suite.version}; rerun its command for this version'
+    )
+  return entry
 
 
 # ---------------------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def make_card(
     ]
     card = scorecard_lib.scorecard(records, thresholds, prior=prior, comparisons=False)
     rows = {r['column']: r for r in card['rows']}
-    order = sorted(rows, key=lambda c: _sort_key(rows[c]))
+    order = sorted(rows, key=lambda c: sort_key(rows[c]))
     mine = _scores(rows[candidate])
     for name in order:
       if name != candidate and mine and _scores(rows[name]):
@@ -139,7 +139,7 @@ def make_card(
         tests.append(verdicts.shift_test(mine, _scores(rows[name])))
     tasks[task] = {
       'reason': suite.tasks[task],
-      'rank': _ranks([rows[c] for c in order])[candidate],
+      'rank': ranks([rows[c] for c in order])[candidate],
       'of': len(order),
       'order': order,
       'rows': [rows[c] for c in order],
@@ -160,7 +160,7 @@ def make_card(
       if where == task
     ]
     t['detectable'] = _detectable(t, candidate, first_level)
-  ranks = [t['rank'] for t in tasks.values()]
+  task_ranks = [t['rank'] for t in tasks.values()]
   return {
     'schema_version': CARD_SCHEMA_VERSION,
     'kind': 'posenc benchmark card',
@@ -175,7 +175,7 @@ def make_card(
     'baselines': sorted(rivals),
     # Baselines the suite names but does not store yet: the rank is among the stored ones.
     'missing_baselines': [n for n in suite.baselines if n not in baselines and n != candidate],
-    'mean_rank': float(np.mean(ranks)) if ranks else None,
+    'mean_rank': float(np.mean(task_ranks)) if task_ranks else None,
     'thresholds': dataclasses.asdict(thresholds),
     'statistics': {
       'interval': intervals.MEAN_METHOD,
@@ -233,7 +233,7 @@ def _detectable(
   }
 
 
-def _sort_key(row: Mapping[str, Any]) -> tuple[float, float, str]:
+def sort_key(row: Mapping[str, Any]) -> tuple[float, float, str]:
   s = row['score']
   sign = 1 if row['higher_is_better'] else -1
   if s is None:
@@ -243,12 +243,12 @@ def _sort_key(row: Mapping[str, Any]) -> tuple[float, float, str]:
   return (-sign * round(s['mean'], 9), -sign * round(s['median'], 9), row['column'])
 
 
-def _ranks(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def ranks(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
   """{column: rank}, 1 = best, ties (equal mean and median) sharing the better rank.
 
   Example: means 0.9, 0.5, 0.5, 0.1 -> ranks 1, 2, 2, 4.
   """
-  keys = {r['column']: _sort_key(r)[:2] for r in rows}
+  keys = {r['column']: sort_key(r)[:2] for r in rows}
   return {c: 1 + sum(k < keys[c] for k in keys.values()) for c in keys}
 
 
@@ -259,7 +259,7 @@ def _pct(x: float | None) -> str:
   return '0.0' if text == '-0.0' else text
 
 
-def _mean_text(sc: Mapping[str, Any] | None) -> str:
+def mean_text(sc: Mapping[str, Any] | None) -> str:
   """'59.9 ± 5.1 [41.0, 77.6]', or 'all diverged'."""
   if sc is None:
     return 'all diverged'
@@ -270,7 +270,7 @@ def _mean_text(sc: Mapping[str, Any] | None) -> str:
   )
 
 
-def _success_text(row: Mapping[str, Any]) -> str:
+def success_text(row: Mapping[str, Any]) -> str:
   ok = row['success']
   return f'{_pct(ok["rate"])}% ({ok["successes"]}/{row["members"]})' + (
     '' if ok['ci'] is None else f' [{_pct(ok["ci"][0])}, {_pct(ok["ci"][1])}]'
@@ -355,7 +355,7 @@ def markdown(card: Mapping[str, Any]) -> str:
       '|---|---|---|---|---|---|---|---|',
     ]
     versus = {c['b']: c for c in t['comparisons']}
-    ranks = _ranks(t['rows'])
+    rank_of = ranks(t['rows'])
     for row in t['rows']:
       c = versus.get(row['column'])
       name = f'**{row["column"]}** (candidate)' if row['column'] == candidate else row['column']
@@ -365,8 +365,8 @@ def markdown(card: Mapping[str, Any]) -> str:
         else [_difference_text(c), c['verdict'], f'{_p(c["p_value"])} ({_p(c["adjusted_p"])})']
       )
       lines.append(
-        f'| {ranks[row["column"]]} | {name} | {_mean_text(row["score"])} | '
-        f'{_success_text(row)} | {_longest(row["longest_generalized"])} | '
+        f'| {rank_of[row["column"]]} | {name} | {mean_text(row["score"])} | '
+        f'{success_text(row)} | {longest_text(row["longest_generalized"])} | '
         + ' | '.join(compared)
         + ' |'
       )
@@ -396,7 +396,7 @@ def _detectable_text(d: Mapping[str, Any] | None) -> str:
   )
 
 
-def _longest(lg: Mapping[str, Any] | None) -> str:
+def longest_text(lg: Mapping[str, Any] | None) -> str:
   if lg is None:
     return '–'
   bound = '≥ ' if lg['lower_bound']['median'] else ''
@@ -517,7 +517,7 @@ def baselines_table(
     if not records:
       continue
     card = scorecard_lib.scorecard(records, prior=prior, comparisons=False)
-    rows = sorted(card['rows'], key=_sort_key)
+    rows = sorted(card['rows'], key=sort_key)
     groups = [_scores(r) for r in rows]
     n = int(np.median([len(g) for g in groups])) if groups else 0
     sd = verdicts.pooled_sd(groups)
@@ -544,11 +544,11 @@ def baselines_table(
       '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized |',
       '|---|---|---|---|---|',
     ]
-    ranks = _ranks(rows)
+    rank_of = ranks(rows)
     for row in rows:
       lines.append(
-        f'| {ranks[row["column"]]} | {row["column"]} | {_mean_text(row["score"])} | '
-        f'{_success_text(row)} | {_longest(row["longest_generalized"])} |'
+        f'| {rank_of[row["column"]]} | {row["column"]} | {mean_text(row["score"])} | '
+        f'{success_text(row)} | {longest_text(row["longest_generalized"])} |'
       )
     lines.append('')
   found = separated['separated']

@@ -356,7 +356,7 @@ def test_the_example_package_conforms_and_gets_its_card(installed_example, tmp_p
 def test_equal_scores_share_a_rank():
   row = lambda c, m: {'column': c, 'higher_is_better': True, 'score': {'mean': m, 'median': m}}
   rows = [row('a', 0.9), row('b', 0.5), row('c', 0.5 + 1e-12), row('d', 0.1)]
-  assert card_lib._ranks(rows) == {'a': 1, 'b': 2, 'c': 2, 'd': 4}
+  assert card_lib.ranks(rows) == {'a': 1, 'b': 2, 'c': 2, 'd': 4}
 
 
 @pytest.mark.slow
