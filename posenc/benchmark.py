@@ -3,7 +3,7 @@ stored baselines, and the card that ranks a candidate against them.
 
 A `Suite` is a fixed list of cells, one per task: the model family, the budget, the lengths
 and the members (seeds x data orders) of `config(task, encoding)`; its directory ships
-with posenc (`experiments/benchmarks/<suite>/`) and holds
+with posenc (`experiments/benchmarks/<suite>/`) and holds::
 
   checksums.json        the sha256 of every frozen evaluation file, per task
   baselines/<enc>.json  a stored baseline: the results.json of each task's run of a

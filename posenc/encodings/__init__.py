@@ -1,6 +1,7 @@
 """Positional encodings as small pure functions of positions, and the registry of their names.
 
 An encoding is one of four kinds (see `core`):
+
 - an embedding added to the token embeddings (sin/cos, learned): `embeddings.sinusoid`,
   `embeddings.learned`;
 - a rotation of q and k (RoPE; PoPE's polar form): `rotary.apply_rope`, `polar.apply_pope`;
@@ -11,6 +12,7 @@ An encoding is one of four kinds (see `core`):
 - a replacement of the softmax (NDR geometric attention, plain and directional;
   stick-breaking attention): `geometric.geometric_weights`,
   `stick_breaking.stick_breaking_weights`.
+
 Each function takes explicit query and key positions, so the same call serves a whole
 sequence and one decoding step. An encoding is an `Encoding` record: the built-ins that only
 bind parameters and positions are made from their function by the helpers an outside

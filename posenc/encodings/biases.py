@@ -57,11 +57,12 @@ def alibi_bias(
   left_distances: Array | None = None,
   causal: bool = False,
 ) -> Array:
-  """ALiBi: bias[h, i, j] = -s_h dist(|j - i|), plus s_h / 2 on keys left of the query in the
+  """ALiBi: `bias[h, i, j] = -s_h dist(|j - i|)`, plus s_h / 2 on keys left of the query in the
   bidirectional form; 0 for j = i.
 
   dist(d) = d, or `distances[d]` for randomized ALiBi (Ruoss et al. 2023).
-  - `causal=False` (encoders): the reference encoder's form, s_h (-dist(|j - i|) + 0.5 [j < i])
+
+  - `causal=False` (encoders): the reference encoder's form, `s_h (-dist(|j - i|) + 0.5 [j < i])`
     for j != i. The +0.5 on keys left of the query breaks the left/right symmetry of a
     bidirectional model.
   - `causal=True` (decoders): Press et al.'s ALiBi, -s_h dist(i - j) for j <= i. The

@@ -19,8 +19,10 @@ def geometric_weights(scores: Array, q_pos: Array, k_pos: Array, visible: Array)
   """Stick-breaking over keys by distance: the nearest key that says yes takes the query.
 
   Keys are visited from the nearest outwards, the right one first on ties; key j is chosen
-  with probability P_ij = σ(s_ij) provided no key visited before it was:
+  with probability P_ij = σ(s_ij) provided no key visited before it was::
+
     A_ij = P_ij · Π_{k visited before j} (1 - P_ik).
+
   The query itself and invisible keys are never chosen. Rows sum to at most 1; the rest is
   "attend to nothing".
 

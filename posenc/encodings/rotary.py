@@ -132,9 +132,11 @@ def apply_rope(
 ) -> Array:
   """Rotates interleaved pairs of x by angles proportional to the positions.
 
-  For the pair (x_{2m}, x_{2m+1}) at position p, with f_m = max_time^(-m/(K/2)):
+  For the pair (x_{2m}, x_{2m+1}) at position p, with f_m = max_time^(-m/(K/2))::
+
     x'_{2m} = x_{2m} cos(p f_m) - x_{2m+1} sin(p f_m),
     x'_{2m+1} = x_{2m+1} cos(p f_m) + x_{2m} sin(p f_m).
+
   q·k after rotation depends on the positions only through their difference.
 
   Args:

@@ -1,4 +1,4 @@
-"""The conformance check of an encoding: the invariants every built-in encoding passes.
+"""The conformance check of an encoding: the invariants every built-in encoding passes::
 
   backends     every attention backend equals the readable one (`reference`) in values and
                gradients, on a padded batch, in each form the encoding runs in

@@ -1,0 +1,52 @@
+"""Sphinx configuration of posenc's documentation site.
+
+  pip install -e '.[docs]' && python -m sphinx -W docs docs/_build
+
+The pages are the markdown of docs/ (MyST), the README as the home page, the API reference
+from the docstrings (autodoc, Google style through napoleon), the launchers' flags and the
+cpu-v2 leaderboard, both generated at build time (docs/_ext/posenc_site.py). Everything the
+pages load is bundled beside them: they open from the disk and from any static host.
+"""
+
+import os
+import sys
+
+DOCS = os.path.dirname(os.path.abspath(__file__))
+# The checkout the docs describe, and the site's own extension.
+sys.path[:0] = [os.path.dirname(DOCS), os.path.join(DOCS, '_ext')]
+
+project = 'posenc'
+author = 'posenc authors'
+copyright = 'posenc authors'
+extensions = [
+  'myst_parser',
+  'sphinx.ext.autodoc',
+  'sphinx.ext.autosummary',
+  'sphinx.ext.napoleon',
+  'posenc_site',
+]
+source_suffix = {'.md': 'markdown'}
+exclude_patterns = ['_build', '_ext']
+# '#intervals-and-verdicts' in a page's links: anchors for headings down to level 4.
+myst_heading_anchors = 4
+myst_enable_extensions = ['colon_fence']
+autodoc_member_order = 'bysource'
+# The summary tables link to the entries on the page; no page per object.
+autosummary_generate = False
+# `name` in a docstring is code, as it reads in plain text.
+default_role = 'code'
+autodoc_typehints = 'description'
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+
+html_theme = 'sphinx_book_theme'
+html_title = 'posenc'
+html_theme_options = {
+  'show_toc_level': 2,
+  'use_download_button': False,
+  'use_fullscreen_button': False,
+}
+# The theme's colour mode; without one its script logs an error in the console.
+html_context = {'default_mode': 'light'}
+html_show_sourcelink = False
+html_copy_source = False
