@@ -18,7 +18,11 @@ machine. A suite that a newer version supersedes says so (`Suite.superseded_by`)
 does every card and baselines.md of it.
 
 Example:
+  >>> from experiments import benchmarks
+  >>> suite = benchmarks.get('tiny')
   >>> baselines = read_baselines(suite)                     # {encoding: stored entry}
+  >>> sorted(baselines), baselines['rotary']['suite']
+  (['none', 'rotary'], {'name': 'tiny', 'version': 1})
   >>> entry = make_entry(suite, 'mine', results, command, seconds)   # doctest: +SKIP
 """
 

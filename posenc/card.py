@@ -13,8 +13,13 @@ verdict separates. Each task prints the minimum detectable difference: what "not
 can still hide.
 
 Example:
-  >>> card = make_card(suite, entry, benchmark.read_baselines(suite))
-  >>> card['tasks']['even_pairs']['comparisons'][0]['verdict']      # doctest: +SKIP
+  >>> from experiments import benchmarks
+  >>> suite = benchmarks.get('tiny')
+  >>> baselines = benchmark.read_baselines(suite)
+  >>> card = make_card(suite, baselines['rotary'], baselines)   # rotary against the others
+  >>> card['baselines'], card['tasks']['even_pairs']['rank']
+  (['none'], 2)
+  >>> card['tasks']['even_pairs']['comparisons'][0]['verdict']  # 2 members against 2
   'not separated'
 """
 

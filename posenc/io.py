@@ -8,6 +8,7 @@ machine cannot read). Nothing reads the umask, so nothing races with a thread th
 files while it is being read.
 
 Example:
+  >>> os.makedirs('run', exist_ok=True)
   >>> write_json_atomic('run/results.json', {'score': 0.9})   # mode 0644 under umask 022
   >>> append_jsonl('run/eval.jsonl', {'length': 41, 'accuracy': 0.5})
   >>> read_jsonl('run/eval.jsonl')
@@ -89,7 +90,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
   is a rename; it is removed again if the write fails. The file gets mode 0666 & ~umask.
 
   Example:
-    >>> write_bytes_atomic('report/figure.png', png)  # a reader sees the old or the new PNG
+    >>> os.makedirs('report', exist_ok=True)
+    >>> write_bytes_atomic('report/figure.png', b'PNG')  # a reader sees the old or the new one
   """
   path = os.fspath(path)
   directory = os.path.dirname(os.path.abspath(path))
@@ -118,7 +120,10 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
   """Writes `obj` as indented JSON (one trailing newline) with `write_bytes_atomic`.
 
   Example:
+    >>> os.makedirs('run', exist_ok=True)
     >>> write_json_atomic('run/config.json', {'task': 'parity_check'})
+    >>> read_json('run/config.json')
+    {'task': 'parity_check'}
   """
   write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=False) + '\n')
 
@@ -223,8 +228,9 @@ class DirectoryLock:
     DirectoryBusy: on entry, if a live process holds the lock.
 
   Example:
+    >>> os.makedirs('runs/a', exist_ok=True)
     >>> with DirectoryLock('runs/a'):        # a second process here raises DirectoryBusy
-    ...   train(...)
+    ...   train()                            # doctest: +SKIP
   """
 
   def __init__(self, directory: str):

@@ -34,7 +34,9 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
   Example:
     >>> alibi_slopes(8)    # [1/2, 1/4, ..., 1/256]
-    >>> alibi_slopes(3)    # [1/16, 1/256] + [1/4] = [.0625, .0039, .25]
+    array([0.5 , 0.25 , 0.125 , 0.0625 , 0.03125 , 0.015625 , 0.0078125 , 0.00390625], dtype=float32)
+    >>> alibi_slopes(3)    # [1/16, 1/256] + [1/4]
+    array([0.0625 , 0.00390625, 0.25 ], dtype=float32)
   """
 
   def power_of_two(n):

@@ -94,6 +94,7 @@ class Option:
   Example:
     >>> Option(128, "sliding_window's w", lambda w, _: w >= 1, 'an integer >= 1').check(
     ...   'bias_window', 0, {})
+    Traceback (most recent call last):
     ValueError: encoding_options.bias_window=0 must be an integer >= 1
   """
 

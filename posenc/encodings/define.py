@@ -44,6 +44,7 @@ Example (a square-root ALiBi, a learned slope per head, and an option):
   ...                   options={'power': option(0.5, 'the distance is raised to it')})
   >>> randomized_twin(SQRT_ALIBI).randomized      # its randomized twin
   True
+
 Then `--config.encoding=my_module:SQRT_ALIBI --config.encoding_options.power=0.25` trains it,
 and `python -m launch.check_encoding my_module:SQRT_ALIBI` checks it.
 """

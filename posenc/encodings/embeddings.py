@@ -36,8 +36,9 @@ def sinusoid(positions: Array, width: int, *, max_time: float = 10_000.0) -> Arr
     float32 [..., D].
 
   Example:
-    >>> sinusoid(jnp.array([0, 1]), 4)   # w = [1, 0.01]
-    [[0, 0, 1, 1], [sin 1, sin .01, cos 1, cos .01]] = [[0, 0, 1, 1], [.841, .010, .540, 1.]]
+    >>> sinusoid(jnp.array([0, 1]), 4).round(3)   # w = [1, 0.01]: [sin pw, cos pw] per p
+    Array([[0.   , 0.   , 1.   , 1.   ],
+           [0.841, 0.01 , 0.54 , 1.   ]], dtype=float32)
   """
   if width % 2:
     raise ValueError(f'sinusoid width must be even, got {width}')

@@ -47,8 +47,11 @@ def random_positions(
     the first `length` entries.
 
   Example:
-    >>> random_positions(key, 3, max_position=10)    # e.g. [1, 4, 8]
-    >>> random_positions(key, 5, max_position=10, length=3)   # [1, 4, 8, 9, 9]
+    >>> key = jax.random.key(0)
+    >>> random_positions(key, 3, max_position=10)
+    Array([0, 1, 8], dtype=int32)
+    >>> random_positions(key, 5, max_position=10, length=3)   # the same 3, then 9s
+    Array([0, 1, 8, 9, 9], dtype=int32)
   """
   if length is not None and jnp.ndim(length) == 1:
     keys = jax.random.split(key, length.shape[0])
@@ -86,7 +89,8 @@ def random_distances(
     int32 [T] ([B, T] for a length per sequence) with entry 0 equal to 0.
 
   Example:
-    >>> random_distances(key, 4, max_position=20)    # e.g. [0, 3, 7, 15]
+    >>> random_distances(jax.random.key(0), 4, max_position=20)    # r_0 = 0, then increasing
+    Array([0, 1, 2, 9], dtype=int32)
   """
   if num_positions > max_position:
     raise ValueError(

@@ -33,7 +33,7 @@ Example:
   >>> mean_interval([1.0, 1.0, 1.0], examples=416)     # three members at 100%
   [0.9858..., 1.0]
   >>> success_interval(0, 3)                           # no member of 3 passes
-  [0.0, 0.7...]
+  [0.0, 0.69...]
 """
 
 from __future__ import annotations

@@ -27,8 +27,12 @@ JSON keys are strings; the records key lengths and cells by integers: a range me
 
 Example:
   >>> record = read('runs/rs/results.json')  # doctest: +SKIP
-  >>> record.task, record.evaluation.members[0].accuracy_by_length[41]
-  ('reverse_string', 0.93)
+  >>> from experiments import benchmarks     # a stored run: the tiny suite's rotary baseline
+  >>> from posenc import benchmark
+  >>> data = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']['tasks']['even_pairs']
+  >>> record = Results.from_json(data)
+  >>> record.task, record.evaluation.members[0].exact_match_by_length[12]
+  ('even_pairs', 0.5625)
   >>> record.to_json()['schema_version']
   2
 """

@@ -5,14 +5,19 @@ every member, the metric (`metrics`, `metric_of`), a member's score and curve in
 by the records and nowhere else: the report's tables, the scorecard and the interventions
 all read members through these.
 
-Example (a range record, `posenc.kinds.range.record`):
-  >>> record = RangeResults((4, 8), (8, 8), members)     # doctest: +SKIP
+Example (a range record, `posenc.kinds.range.record`: the tiny suite's stored rotary run of
+even_pairs, trained on lengths 1..8 and tested on 1..12):
+  >>> from experiments import benchmarks
+  >>> from posenc import benchmark, results
+  >>> data = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']['tasks']['even_pairs']
+  >>> record = results.Results.from_json(data).evaluation
   >>> record.score_basis()['lengths']
-  [8]
+  [9, 10, 11, 12]
   >>> record.metric_of('decoder'), record.metric_of('decoder', 'accuracy')
   ('exact match', 'accuracy')
-  >>> record.curve(members[0], 'encoder', 'exact_match')   # {length: exact match}
-  {4: 1.0, 8: 0.25}
+  >>> curve = record.curve(record.members[0], 'decoder', 'exact_match')  # {length: exact match}
+  >>> curve[8], curve[12]
+  (0.5625, 0.5625)
 """
 
 from __future__ import annotations

@@ -16,12 +16,14 @@ decorator turns it into the invariant's failing `Check`.
 
 Example:
   >>> require_finite('cpu_blocked logits', np.array([[1.0, np.nan], [np.inf, 2.0]]))
-  Violation: cpu_blocked logits not finite: nan at [0, 1] (and 1 more)
+  Traceback (most recent call last):
+  posenc.testing.compare.Violation: cpu_blocked logits not finite: nan at [0, 1] (and 1 more)
   >>> d = difference('cpu_blocked and reference logits', np.ones(3), np.array([1, 1, 2.0]))
   >>> d.size, d.where
   (1.0, (2,))
   >>> require_within(d, 2e-5)
-  Violation: cpu_blocked and reference logits differ by 1.0e+00 at [2] (1 vs 2; tolerance
+  Traceback (most recent call last):
+  posenc.testing.compare.Violation: cpu_blocked and reference logits differ by 1.0e+00 at [2] (1 vs 2; tolerance
   2.0e-05)
 
 `what` names both sides, got's first ('A and B logits'); the values read in that order.
