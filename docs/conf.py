@@ -26,7 +26,7 @@ extensions = [
   'posenc_site',
 ]
 source_suffix = {'.md': 'markdown'}
-exclude_patterns = ['_build', '_ext']
+exclude_patterns = ['_build', '_ext', '_static']
 # '#intervals-and-verdicts' in a page's links: anchors for headings down to level 4.
 myst_heading_anchors = 4
 myst_enable_extensions = ['colon_fence']
@@ -48,5 +48,7 @@ html_theme_options = {
 }
 # The theme's colour mode; without one its script logs an error in the console.
 html_context = {'default_mode': 'light'}
+html_static_path = ['_static']
+html_css_files = ['posenc.css']
 html_show_sourcelink = False
 html_copy_source = False

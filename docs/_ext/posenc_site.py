@@ -1,7 +1,7 @@
 """What posenc's site generates at build time, so that no generated file is kept in git:
 
-- the `launcher-help` directive: a launcher's `--help` (its docstring and its flags, as
-  `python -m launch.NAME --help` prints them), each launcher run once, in parallel;
+- the `launcher-help` directive: a launcher's `--help` (its docstring and its own flags, as
+  `python -m launch.NAME --help` prints them), every launcher's read by one process;
 - the cpu-v2 leaderboard, written into the built site's `leaderboard/` by
   `posenc.leaderboard` (the same pages `launch.benchmark --leaderboard` writes);
 - links of the markdown pages to repository files that are pages of the site too (the
@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-import concurrent.futures
+import importlib
+import json
 import os
 import re
 import subprocess
@@ -39,22 +40,32 @@ LINKS = (
 )
 
 
-def _help(name: str) -> str:
-  proc = subprocess.run(
-    [sys.executable, '-m', f'launch.{name}', '--help'],
-    cwd=ROOT,
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
-  if proc.returncode != 0:
-    raise RuntimeError(f'python -m launch.{name} --help failed: {proc.stderr[-2000:]}')
-  return proc.stdout
+def launcher_helps() -> dict[str, str]:
+  """{launcher: its --help}: each launcher imported in turn, its flags read as `launch.cli`
+  prints them and then removed, so that the next may define flags of the same names (two
+  launchers never run in one process otherwise)."""
+  from absl import flags
+
+  out = {}
+  for name in LAUNCHERS:
+    module = importlib.import_module(f'launch.{name}')
+    own = flags.FLAGS.get_flags_for_module(module)
+    text = flags.FLAGS.module_help(module) if own else ''
+    out[name] = module.__doc__.strip() + ('\n\nflags:\n' + text if text else '')
+    for flag in own:
+      delattr(flags.FLAGS, flag.name)
+  return out
 
 
 def _helps(app) -> None:
-  with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-    app.posenc_helps = dict(zip(LAUNCHERS, pool.map(_help, LAUNCHERS)))
+  # A process of its own: the launchers' flags stay out of Sphinx's, and the import is paid
+  # once.
+  proc = subprocess.run(
+    [sys.executable, os.path.abspath(__file__)], cwd=ROOT, capture_output=True, text=True
+  )
+  if proc.returncode != 0:
+    raise RuntimeError(f'reading the launchers\' --help failed: {proc.stderr[-2000:]}')
+  app.posenc_helps = json.loads(proc.stdout)
 
 
 class LauncherHelp(Directive):
@@ -98,3 +109,8 @@ def setup(app):
   app.connect('build-finished', _leaderboard)
   app.add_directive('launcher-help', LauncherHelp)
   return {'parallel_read_safe': True, 'parallel_write_safe': True}
+
+
+if __name__ == '__main__':
+  sys.path.insert(0, ROOT)
+  print(json.dumps(launcher_helps()))

@@ -235,8 +235,8 @@ def index_html(board: Mapping[str, Any], pages: Mapping[str, str], reference: st
   )
   reasons = ''.join(f'<li><strong>{_e(t)}</strong>: {_e(r)}</li>' for t, r in s['tasks'].items())
   figures = ''.join(
-    f'<figure><img src="figures/task_{slug(t)}.png" alt="Every entry\'s member scores on '
-    f'{_e(t)}, with means and 95% intervals"><figcaption>{_e(t)}: every member of every '
+    f'<figure><a href="figures/task_{slug(t)}.png"><img src="figures/task_{slug(t)}.png" '
+    f'alt="Every entry\'s member scores on {_e(t)}, with means and 95% intervals"></a><figcaption>{_e(t)}: every member of every '
     'entry; the dotted line is the success threshold.</figcaption></figure>'
     for t in tasks
   )
@@ -257,7 +257,7 @@ each row says whether that entry is better, worse or not separated from the refe
 <select id="reference">{options}</select></p>
 <div class="table-wrap" tabindex="0" role="region" aria-label="Leaderboard table, scrolls sideways">
 <table class="leaderboard">
-<caption>Suite {_e(s['name'])}: sort by any column with its header button.</caption>
+<caption>Sort by a column with its header's button.</caption>
 <thead><tr>{head}</tr></thead>
 <tbody>
 {chr(10).join(body)}
@@ -271,8 +271,9 @@ each row says whether that entry is better, worse or not separated from the refe
   return _page(f'Leaderboard: {s["name"]} (version {s["version"]})', body_html)
 
 
-def entry_html(board: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
-  """An entry's scores per task, its curves by length and the environment of its run."""
+def entry_html(board: Mapping[str, Any], entry: Mapping[str, Any], figure: str) -> str:
+  """An entry's scores per task, its curves by length (the PNG at `figure`, relative to the
+  page) and the environment of its run."""
   s, run = board['suite'], entry['run']
   rows = ''.join(
     f'<tr><th scope="row">{_e(task)}</th><td>{t["rank"]} of {len(board["entries"])}</td>'
@@ -294,9 +295,10 @@ def entry_html(board: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
 <tbody>{rows}</tbody>
 </table>
 </div>
-<figure><img src="../figures/entry_{slug(entry['name'])}.png" alt="{_e(entry['name'])}'s mean
-score by test length on each task, against every baseline's"><figcaption>Mean over the members
-by test length; the dotted line is the longest training length.</figcaption></figure>
+<figure><a href="{figure}"><img src="{figure}" alt="{_e(entry['name'])}'s mean score by test
+length on each task, against every baseline's"></a><figcaption>Mean over the members by test
+length; the dotted line is the longest training length (the figure opens full size).
+</figcaption></figure>
 <h2>Environment</h2>
 <dl>
 <dt>Command</dt><dd><code>{_e(' '.join(run.get('command') or []))}</code></dd>
@@ -322,12 +324,9 @@ def files(board: Mapping[str, Any], reference: str | None = None) -> dict[str, b
   pages = {name: f'entries/{slugs[name]}.html' for name in names}
   out = {'index.html': index_html(board, pages, reference).encode()}
   for e in entries:
-    out[pages[e['name']]] = (
-      entry_html(board, e)
-      .replace(f'entry_{slug(e["name"])}.png', f'entry_{slugs[e["name"]]}.png')
-      .encode()
-    )
-    out[f'figures/entry_{slugs[e["name"]]}.png'] = plots.png(entry_figure(board, e['name']), 100)
+    figure = f'figures/entry_{slugs[e["name"]]}.png'
+    out[pages[e['name']]] = entry_html(board, e, f'../{figure}').encode()
+    out[figure] = plots.png(entry_figure(board, e['name']), 100)
   for task in board['suite']['tasks']:
     out[f'figures/task_{slug(task)}.png'] = plots.png(task_figure(board, task), 100)
   static = importlib.resources.files(__package__) / 'static'

@@ -1,0 +1,344 @@
+"""posenc's pages as a reader sees them, in headless Chromium (Debian's `chromium`, driven by
+playwright): the benchmark's leaderboard (`launch.benchmark --leaderboard`) and the
+documentation site (`python -m sphinx -W docs OUT`, built once per session).
+
+Each page opens from the disk (file://) with no request leaving it, no console error and
+every image loaded; the leaderboard has one row per entry and sorts by a column from a click
+and from the keyboard; the site's API page of `posenc.encodings` lists the helpers; every
+relative link of both sites resolves, anchors included. Screenshots at desktop (1280 px) and
+phone (390 px) width are kept in tests/artifacts/ (git ignores it).
+"""
+
+import html.parser
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import urllib.parse
+
+import pytest
+
+from experiments import benchmarks
+from posenc import benchmark
+from posenc import card as card_lib
+from test_benchmark import candidate_entry
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / 'tests' / 'artifacts'
+CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'
+# Without the background-networking switches Chromium stalls on a closed network.
+CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+WIDTHS = {'desktop': 1280, 'phone': 390}
+HELPERS = ('bias', 'rotation', 'embedding', 'weights', 'param', 'option', 'randomized_twin')
+
+
+@pytest.fixture(scope='module')
+def browser():
+  if not os.path.exists(CHROMIUM):
+    pytest.fail(f'{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)')
+  from playwright.sync_api import sync_playwright
+
+  with sync_playwright() as p:
+    chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield chromium
+    chromium.close()
+
+
+class Reader:
+  """A page as a reader opens it, with what went wrong on the way: console errors, page
+  errors, failed requests and any request that is not to a local file."""
+
+  def __init__(self, browser, path, width=WIDTHS['desktop']):
+    self.problems = []
+    self.page = browser.new_page(viewport={'width': width, 'height': 900})
+    self.page.on(
+      'console', lambda m: self.problems.append(f'console: {m.text}') if m.type == 'error' else 0
+    )
+    self.page.on('pageerror', lambda e: self.problems.append(f'page error: {e}'))
+    self.page.on('requestfailed', lambda r: self.problems.append(f'failed: {r.url}'))
+    self.page.on(
+      'request',
+      lambda r: self.problems.append(f'network: {r.url}') if not r.url.startswith('file:') else 0,
+    )
+    self.page.goto(pathlib.Path(path).as_uri())
+    self.page.wait_for_load_state('load')
+
+  def broken_images(self):
+    return self.page.evaluate(
+      '[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)'
+    )
+
+  def screenshot(self, name, full_page=True):
+    ARTIFACTS.mkdir(exist_ok=True)
+    self.page.screenshot(path=str(ARTIFACTS / f'{name}.png'), full_page=full_page)
+
+  def close(self):
+    self.page.close()
+
+
+def check_page(browser, path, name=None, full_page=True):
+  """Opens `path` at both widths: no problem, no broken image, no sideways scroll of the page
+  at phone width; screenshots under `name` (the whole page if `full_page`)."""
+  for what, width in WIDTHS.items():
+    reader = Reader(browser, path, width)
+    assert reader.broken_images() == [], path
+    overflow = reader.page.evaluate('document.documentElement.scrollWidth')
+    assert overflow <= width, f'{path} is {overflow} px wide at {width} px'
+    if name:
+      reader.screenshot(f'{name}_{what}', full_page=full_page)
+    reader.close()
+    assert reader.problems == [], path
+
+
+class _Links(html.parser.HTMLParser):
+  def __init__(self):
+    super().__init__()
+    self.links, self.ids = [], set()
+
+  def handle_starttag(self, tag, attrs):
+    attrs = dict(attrs)
+    for key in ('id', 'name'):
+      if attrs.get(key):
+        self.ids.add(attrs[key])
+    for key in ('href', 'src'):
+      if attrs.get(key):
+        self.links.append(attrs[key])
+
+
+def broken_links(root):
+  """Every relative href/src of the HTML pages under `root` whose file (or anchor in it) does
+  not exist: ['page.html -> target']. The theme's templates under _static/ are not pages."""
+  parsed = {}
+
+  def parse(path):
+    if path not in parsed:
+      parser = _Links()
+      parser.feed(path.read_text(errors='replace'))
+      parsed[path] = parser
+    return parsed[path]
+
+  broken = []
+  pages = [p for p in sorted(pathlib.Path(root).rglob('*.html')) if '_static' not in p.parts]
+  for page in pages:
+    for link in parse(page).links:
+      url = urllib.parse.urlsplit(link)
+      if url.scheme or url.netloc:
+        continue  # an outside address: a link the reader follows, nothing the page loads
+      target = (page.parent / urllib.parse.unquote(url.path)).resolve() if url.path else page
+      if target.is_dir():
+        target = target / 'index.html'
+      fragment = urllib.parse.unquote(url.fragment)
+      if not target.exists():
+        broken.append(f'{page.relative_to(root)} -> {link}')
+      elif fragment and target.suffix == '.html' and fragment not in parse(target).ids:
+        broken.append(f'{page.relative_to(root)} -> {link} (no such anchor)')
+  assert pages, f'no HTML under {root}'
+  return broken
+
+
+# ---------------------------------------------------------------------------------------
+# The leaderboard.
+
+
+def write_card_dir(directory, entry, suite):
+  """A card directory as `launch.benchmark --workdir` leaves it: card.json/md/png and the
+  run's entry.json."""
+  os.makedirs(directory)
+  card = card_lib.make_card(suite, entry, benchmark.read_baselines(suite))
+  for name, data in card_lib.card_files(card).items():
+    (directory / name).write_bytes(data)
+  (directory / 'entry.json').write_text(json.dumps(entry))
+
+
+@pytest.fixture(scope='module')
+def tiny_board(cli, tmp_path_factory):
+  """The tiny suite's leaderboard of its 2 baselines and a candidate card ('mine', every
+  member at 100% on even_pairs and 40% on parity_check)."""
+  root = tmp_path_factory.mktemp('leaderboard')
+  suite = benchmarks.get('tiny')
+  stored = benchmark.read_baselines(suite)
+  entry = candidate_entry(
+    stored['rotary'], 'mine', {'even_pairs': [1.0, 1.0], 'parity_check': [0.4, 0.4]}
+  )
+  write_card_dir(root / 'mine', entry, suite)
+  proc = cli.run(
+    ['launch.benchmark', '--leaderboard', '--suite=tiny', str(root / 'mine'), f'--out={root}/site']
+  )
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout.startswith('wrote the leaderboard of tiny (2 baselines, 1 cards)')
+  return root
+
+
+def _column(page, index):
+  return page.evaluate(
+    f'[...document.querySelectorAll("table.leaderboard tbody tr")]'
+    f'.map(r => r.cells[{index}].textContent.trim())'
+  )
+
+
+def test_the_leaderboard_sorts_by_a_column_from_a_click_and_from_the_keyboard(browser, tiny_board):
+  reader = Reader(browser, tiny_board / 'site' / 'index.html')
+  page = reader.page
+  names = _column(page, 0)
+  assert sorted(n.removesuffix('candidate').strip() for n in names) == ['mine', 'none', 'rotary']
+  assert page.get_attribute('th:has-text("Mean rank")', 'aria-sort') == 'ascending'
+  ranks = [float(r) for r in _column(page, 1)]
+  assert ranks == sorted(ranks)
+  # Entry, by a click: ascending, then descending.
+  page.click('th:has-text("Entry") button')
+  assert _column(page, 0) == sorted(names)
+  assert page.get_attribute('th:has-text("Entry")', 'aria-sort') == 'ascending'
+  page.click('th:has-text("Entry") button')
+  assert _column(page, 0) == sorted(names, reverse=True)
+  assert page.get_attribute('th:has-text("Entry")', 'aria-sort') == 'descending'
+  # even_pairs' mean, from the keyboard: focus its header's button and press Enter.
+  page.focus('th:has-text("even_pairs: mean") button')
+  page.keyboard.press('Enter')
+  assert page.get_attribute('th:has-text("even_pairs: mean")', 'aria-sort') == 'ascending'
+  assert page.get_attribute('th:has-text("Entry")', 'aria-sort') is None
+  means = [float(m.split()[0]) for m in _column(page, 2)]
+  assert means == sorted(means) and means[-1] == 100.0
+  assert _column(page, 0)[-1].startswith('mine')
+  page.keyboard.press('Enter')
+  assert _column(page, 0)[0].startswith('mine')
+  reader.close()
+  assert reader.problems == []
+
+
+def test_the_leaderboard_shows_verdicts_against_the_reference_the_reader_picks(browser, tiny_board):
+  reader = Reader(browser, tiny_board / 'site' / 'index.html')
+  page = reader.page
+  # The candidate is the first reference; the columns of even_pairs: mean, success, longest,
+  # verdict.
+  assert page.input_value('#reference') == 'mine'
+  verdicts = dict(zip(_column(page, 0), _column(page, 5)))
+  assert verdicts['mine candidate'] == 'reference'
+  # 2 members against 2 separate nothing (p >= 1/3).
+  assert {verdicts['none'], verdicts['rotary']} == {'not separated'}
+  page.select_option('#reference', 'rotary')
+  verdicts = dict(zip(_column(page, 0), _column(page, 5)))
+  assert verdicts['rotary'] == 'reference' and verdicts['mine candidate'] == 'not separated'
+  reader.close()
+  assert reader.problems == []
+
+
+def test_the_leaderboard_pages_load_whole_at_desktop_and_phone_width(browser, tiny_board):
+  site = tiny_board / 'site'
+  assert sorted(p.name for p in (site / 'entries').iterdir()) == [
+    'mine.html',
+    'none.html',
+    'rotary.html',
+  ]
+  check_page(browser, site / 'index.html', 'leaderboard')
+  check_page(browser, site / 'entries' / 'mine.html', 'leaderboard_entry')
+  assert broken_links(site) == []
+  # At phone width the table scrolls sideways inside its frame, the page does not.
+  reader = Reader(browser, site / 'index.html', WIDTHS['phone'])
+  frame = reader.page.evaluate(
+    '(() => { const w = document.querySelector(".table-wrap");'
+    ' return [w.scrollWidth, w.clientWidth]; })()'
+  )
+  assert frame[0] > frame[1]
+  reader.close()
+  entry = (site / 'entries' / 'mine.html').read_text()
+  assert 'python -m launch.benchmark' in entry and 'jax 0.' in entry
+
+
+def _leaderboard(cli, *args):
+  return cli.run(['launch.benchmark', '--leaderboard', *map(str, args)])
+
+
+def test_bad_leaderboard_input_is_one_line_and_writes_nothing(cli, tiny_board, tmp_path):
+  mine = tiny_board / 'mine'
+  damaged = tmp_path / 'damaged'
+  shutil.copytree(mine, damaged)
+  (damaged / 'card.json').write_text('{"kind": "posenc benchmark card", ')
+  other = tmp_path / 'other'
+  other.mkdir()
+  (other / 'notes.txt').write_text('mine')
+  cases = [
+    (
+      ['--suite=cpu-v2', mine, f'--out={tmp_path}/a'],
+      f'the card in {mine} is of suite \'tiny\' version 1, not cpu-v2 version 2',
+    ),
+    (['--suite=tiny', damaged, f'--out={tmp_path}/a'], 'card.json does not read as JSON'),
+    (['--suite=tiny', tmp_path / 'nowhere', f'--out={tmp_path}/a'], 'card.json is missing'),
+    (['--suite=tiny', mine, f'--out={other}'], 'holds other files (notes.txt) and no leaderboard'),
+    (['--suite=tiny', mine, '--out=/proc/posenc_leaderboard'], '--out=/proc/posenc_leaderboard'),
+    (['--suite=tiny', mine, f'--out={tmp_path}/a', '--reference=nope'], '--reference=nope'),
+    (['--suite=tiny', mine], '--leaderboard needs --out=DIR'),
+  ]
+  for args, needle in cases:
+    before = sorted(os.listdir(tmp_path))
+    proc = _leaderboard(cli, *args)
+    assert proc.returncode == 2, (args, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
+    assert sorted(os.listdir(tmp_path)) == before, args
+  assert os.listdir(other) == ['notes.txt']
+  assert not os.path.exists('/proc/posenc_leaderboard')
+
+
+def test_a_second_leaderboard_replaces_the_first_whole(cli, tiny_board, tmp_path):
+  out = tmp_path / 'site'
+  assert _leaderboard(cli, '--suite=tiny', tiny_board / 'mine', f'--out={out}').returncode == 0
+  assert (out / 'entries' / 'mine.html').exists()
+  # Without the card: its page is gone, nothing is left beside the site.
+  proc = _leaderboard(cli, '--suite=tiny', f'--out={out}')
+  assert proc.returncode == 0, proc.stderr
+  assert not (out / 'entries' / 'mine.html').exists()
+  assert sorted(os.listdir(tmp_path)) == ['site']
+  assert sorted(p.name for p in (out / 'entries').iterdir()) == ['none.html', 'rotary.html']
+
+
+# ---------------------------------------------------------------------------------------
+# The documentation site.
+
+
+@pytest.fixture(scope='module')
+def docs_site(tmp_path_factory):
+  """The site as the README builds it (warnings are errors), into a fresh directory."""
+  out = tmp_path_factory.mktemp('docs') / 'html'
+  proc = subprocess.run(
+    [sys.executable, '-m', 'sphinx', '-W', '-q', 'docs', str(out)],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  return out
+
+
+def test_the_documentation_site_builds_with_every_link_resolved(docs_site):
+  assert broken_links(docs_site) == []
+  for page in ('index.html', 'benchmark.html', 'api/encodings.html', 'leaderboard/index.html'):
+    assert (docs_site / page).exists(), page
+  # The README is the home page; its links to docs/*.md are the site's pages.
+  home = (docs_site / 'index.html').read_text()
+  assert 'href="usage.html"' in home and 'href="benchmark.html"' in home
+
+
+def test_the_site_pages_load_whole_with_nothing_from_the_network(browser, docs_site):
+  check_page(browser, docs_site / 'index.html', 'site_home', full_page=False)
+  check_page(browser, docs_site / 'leaderboard' / 'index.html', 'site_leaderboard')
+  check_page(browser, docs_site / 'api' / 'launchers.html')
+  reader = Reader(browser, docs_site / 'api' / 'encodings.html')
+  for helper in HELPERS:
+    assert reader.page.locator(f'[id="posenc.encodings.{helper}"]').count() == 1, helper
+  summary = reader.page.locator('table.autosummary').inner_text()
+  assert all(helper in summary for helper in HELPERS)
+  reader.close()
+  assert reader.problems == []
+  check_page(browser, docs_site / 'api' / 'encodings.html', 'site_api_encodings', False)
