@@ -23,6 +23,7 @@ import pytest
 from experiments import benchmarks
 from posenc import benchmark
 from posenc import card as card_lib
+from posenc.leaderboard import site as site_lib
 from test_benchmark import candidate_entry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -300,6 +301,17 @@ def test_a_second_leaderboard_replaces_the_first_whole(cli, tiny_board, tmp_path
   assert not (out / 'entries' / 'mine.html').exists()
   assert sorted(os.listdir(tmp_path)) == ['site']
   assert sorted(p.name for p in (out / 'entries').iterdir()) == ['none.html', 'rotary.html']
+
+
+def test_a_write_that_fails_leaves_nothing_behind(tmp_path):
+  # A site whose second file cannot be written ('a' is a file): no page, no temporary
+  # directory, none of the parents the write created.
+  with pytest.raises(OSError):
+    site_lib.write(str(tmp_path / 'new' / 'deeper' / 'site'), {'a': b'1', 'a/b': b'2'})
+  assert os.listdir(tmp_path) == []
+  with pytest.raises(site_lib.LeaderboardError, match='is a file, not a directory'):
+    (tmp_path / 'file').write_text('x')
+    site_lib.write(str(tmp_path / 'file'), {'index.html': b''})
 
 
 # ---------------------------------------------------------------------------------------

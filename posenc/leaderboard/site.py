@@ -364,9 +364,17 @@ def write(directory: str, site: Mapping[str, bytes]) -> None:
         ' and no leaderboard; give a new or empty directory, or a previous leaderboard\'s'
       )
   parent = os.path.dirname(directory)
-  os.makedirs(parent, exist_ok=True)
-  staging = tempfile.mkdtemp(prefix=f'.{os.path.basename(directory)}-', dir=parent)
+  missing = []  # the parents this call creates, removed again if it fails
+  while not os.path.exists(parent):
+    missing.append(parent)
+    parent = os.path.dirname(parent)
+  staging = None
   try:
+    for made in reversed(missing):
+      os.mkdir(made)
+    staging = tempfile.mkdtemp(
+      prefix=f'.{os.path.basename(directory)}-', dir=os.path.dirname(directory)
+    )
     for path, data in site.items():
       os.makedirs(os.path.dirname(os.path.join(staging, path)), exist_ok=True)
       with open(os.path.join(staging, path), 'wb') as f:
@@ -379,5 +387,10 @@ def write(directory: str, site: Mapping[str, bytes]) -> None:
       shutil.rmtree(old)
     else:
       os.rename(staging, directory)
+    missing = []
   finally:
-    shutil.rmtree(staging, ignore_errors=True)
+    if staging:
+      shutil.rmtree(staging, ignore_errors=True)
+    for made in missing:
+      if os.path.isdir(made) and not os.listdir(made):
+        os.rmdir(made)
