@@ -33,8 +33,10 @@ myst_enable_extensions = ['colon_fence']
 autodoc_member_order = 'bysource'
 # The summary tables link to the entries on the page; no page per object.
 autosummary_generate = False
-# `name` in a docstring is code, as it reads in plain text.
+# `name` in a docstring is code, as it reads in plain text; a literal block is plain text
+# unless it names its language.
 default_role = 'code'
+highlight_language = 'text'
 autodoc_typehints = 'description'
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

@@ -1,10 +1,14 @@
 """The tasks: the study's 15 length-generalization tasks and the arithmetic study's sequence
 tasks, as on-device jittable samplers.
 
-    import tasks
-    task = tasks.get('parity_check')
-    batch = task.sample(key, batch_size=128, length=40)                 # shapes [128, 40]
-    batch = task.sample_padded(key, 128, length, max_length=64)         # traced length
+  >>> import jax
+  >>> task = get('parity_check')
+  >>> batch = task.sample(jax.random.key(0), batch_size=128, length=40)
+  >>> batch['inputs'].shape, batch['targets'].shape
+  ((128, 40), (128, 1))
+  >>> batch = task.sample_padded(jax.random.key(0), 128, 13, max_length=64)  # length traceable
+  >>> batch['inputs'].shape, int(batch['length'])
+  ((128, 64), 13)
 
 `NAMES` lists the study's tasks in its order (regular, dcf, cs), `ARITHMETIC` the arithmetic
 study's sequence tasks, `REGISTRY` maps every name to its task, `get(name, options)` looks

@@ -12,7 +12,7 @@ Example (`launch.speed samplers --tasks=parity_check --lengths=40`):
   >>> time_task('parity_check', 40, batch_size=512, repeats=7, calls=4)
   {'task': 'parity_check', 'length': 40, 'batch_size': 512, 'exact_examples_per_s': ...,
    'padded_examples_per_s': ..., 'best_examples_per_s': ..., 'target_examples_per_s':
-   200000, 'meets_target': True, 'steal_percent': 1.2}
+   200000, 'meets_target': True, 'steal_percent': ...}
 """
 
 from __future__ import annotations
