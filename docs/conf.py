@@ -47,6 +47,9 @@ html_theme_options = {
   'show_toc_level': 2,
   'use_download_button': False,
   'use_fullscreen_button': False,
+  # The search field is the sidebar's; pydata-sphinx-theme 0.20 would add a second one in a
+  # header bar above the page.
+  'navbar_persistent': [],
 }
 # The theme's colour mode; without one its script logs an error in the console.
 html_context = {'default_mode': 'light'}
