@@ -324,7 +324,8 @@ def _leaderboard(card_dirs: list[str]) -> None:
   except OSError as e:
     common.fail(f'--out={_OUT.value} cannot be written: {e.strerror or e}')
   print(
-    f'wrote the leaderboard of {suite.name} ({len(baselines)} baselines, {len(entries)} cards) '
+    f'wrote the leaderboard of {suite.name} ({len(baselines)} stored baselines, {len(entries)} '
+    f'card{"" if len(entries) == 1 else "s"}) '
     f'to {os.path.join(_OUT.value, "index.html")} in {time.time() - start:.1f} s'
   )
 

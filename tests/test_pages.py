@@ -177,7 +177,7 @@ def tiny_board(cli, tmp_path_factory):
     ['launch.benchmark', '--leaderboard', '--suite=tiny', str(root / 'mine'), f'--out={root}/site']
   )
   assert proc.returncode == 0, proc.stderr
-  assert proc.stdout.startswith('wrote the leaderboard of tiny (2 baselines, 1 cards)')
+  assert proc.stdout.startswith('wrote the leaderboard of tiny (2 stored baselines, 1 card)')
   return root
 
 

@@ -183,6 +183,11 @@ def _task_cells(task: str, t: Mapping[str, Any] | None, verdict: str) -> str:
   )
 
 
+def _count(board: Mapping[str, Any], kind: str, what: str) -> str:
+  n = sum(e['kind'] == kind for e in board['entries'])
+  return f'{n} {what}{"" if n == 1 else "s"}'
+
+
 def _rank_text(entry: Mapping[str, Any]) -> str:
   return '–' if entry['mean_rank'] is None else f'{entry["mean_rank"]:.2f}'
 
@@ -244,7 +249,7 @@ def index_html(board: Mapping[str, Any], pages: Mapping[str, str], reference: st
   body_html = f"""<h1>Leaderboard of suite {_e(s['name'])} (version {_e(s['version'])})</h1>
 {old}<p>{_e(s['summary'])}</p>
 <ul class="tasks">{reasons}</ul>
-<p>{len(board['entries'])} entries: the suite's stored baselines and the candidates given.
+<p>{_count(board, leaderboard_lib.BASELINE, 'stored baseline')} of the suite and {_count(board, leaderboard_lib.CANDIDATE, 'candidate')}.
 Scores: exact match (%) averaged over the lengths past training, mean ± sd over the members
 [95% interval: {_e(st['interval'])}]; success: members scoring at least
 {100 * thresholds['score']:g}% [95% {_e(st['success_interval'])} interval]; longest generalized:
