@@ -19,6 +19,7 @@ from experiments import benchmarks
 from posenc import benchmark
 from posenc import card as card_lib
 from posenc import config as config_lib
+from posenc import leaderboard
 from posenc import setup
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -88,6 +89,19 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
   again = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
   assert again.returncode == 0 and '0 to run' in again.stdout
   assert json.loads((tmp_path / 'card.json').read_text())['tasks'] == card['tasks']
+  # The card directory is a leaderboard's entry, under a name apart from the stored rotary.
+  suite = benchmarks.get('tiny')
+  mine = leaderboard.read_card_dir(suite, str(tmp_path))
+  (name,) = leaderboard.candidate_names([str(tmp_path)], [mine], ['none', 'rotary'])
+  assert name == f'rotary ({tmp_path})'
+  board = leaderboard.leaderboard(suite, benchmark.read_baselines(suite), {name: mine})
+  rows = {e['name']: e for e in board['entries']}
+  # The same members as the stored rotary: the same rows and the same rank.
+  assert (
+    rows[name]['tasks']['even_pairs']['row']['score']
+    == (rows['rotary']['tasks']['even_pairs']['row']['score'])
+  )
+  assert rows[name]['mean_rank'] == rows['rotary']['mean_rank']
 
 
 def candidate_entry(stored, name, scores_by_task):
