@@ -225,8 +225,9 @@ def test_the_leaderboard_shows_verdicts_against_the_reference_the_reader_picks(b
   assert page.input_value('#reference') == 'mine'
   verdicts = dict(zip(_column(page, 0), _column(page, 5)))
   assert verdicts['mine candidate'] == 'reference'
-  # 2 members against 2 separate nothing (p >= 1/3).
+  # 2 members against 2 separate nothing (p >= 1/3), and the page says so.
   assert {verdicts['none'], verdicts['rotary']} == {'not separated'}
+  assert 'No comparison can be separated' in page.inner_text('main')
   page.select_option('#reference', 'rotary')
   verdicts = dict(zip(_column(page, 0), _column(page, 5)))
   assert verdicts['rotary'] == 'reference' and verdicts['mine candidate'] == 'not separated'

@@ -118,7 +118,8 @@ def leaderboard(
     'tasks': {task: {'rank', 'row': its scorecard row, 'curve': {length: mean},
     'train_length'}}, 'run': command, time, versions and machine}] best mean rank first,
     'verdicts': {reference: {other: {task: other's verdict against the reference}}},
-    'statistics': the reference cards' methods, 'thresholds'}.
+    'statistics': the reference cards' methods, 'decidable': whether any verdict can be
+    other than 'not separated', 'thresholds', 'alpha'}.
   """
   entries = {
     **{n: (BASELINE, e) for n, e in baselines.items()},
@@ -165,6 +166,9 @@ def leaderboard(
     'entries': out,
     'verdicts': {reference: _verdicts_of(card) for reference, card in cards.items()},
     'statistics': None if first is None else {k: first['statistics'][k] for k in _METHODS},
+    # Whether any reference's card can separate a comparison at all (cpu-v1's 3 members
+    # against 3 cannot: p >= 0.1).
+    'decidable': any(card['statistics']['decidable'] for card in cards.values()),
     'thresholds': None if first is None else first['thresholds'],
     'alpha': alpha,
   }

@@ -246,6 +246,14 @@ def index_html(board: Mapping[str, Any], pages: Mapping[str, str], reference: st
     for t in tasks
   )
   thresholds = board['thresholds']
+  undecidable = (
+    ''
+    if board['decidable']
+    else '<p class="note"><strong>No comparison can be separated:</strong> with so few members '
+    'per cell the smallest p-value any comparison can reach is above Holm\'s first step, so '
+    'every verdict is "not separated" whatever the scores; the ranks and intervals still say '
+    'where each entry sits.</p>'
+  )
   body_html = f"""<h1>Leaderboard of suite {_e(s['name'])} (version {_e(s['version'])})</h1>
 {old}<p>{_e(s['summary'])}</p>
 <ul class="tasks">{reasons}</ul>
@@ -258,6 +266,7 @@ least {100 * thresholds['length']:g}%. Rank per task among all entries by mean, 
 <p>Verdicts are read from the reference's card: a {_e(st['test'])} of the reference against
 every other entry on every task, Holm over all of them at family-wise level {st['alpha']:g};
 each row says whether that entry is better, worse or not separated from the reference.</p>
+{undecidable}
 <p class="controls"><label for="reference">Reference encoding</label>
 <select id="reference">{options}</select></p>
 <div class="table-wrap" tabindex="0" role="region" aria-label="Leaderboard table, scrolls sideways">
