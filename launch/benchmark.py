@@ -4,7 +4,7 @@
   python -m launch.benchmark --encoding=my_pkg.my_module:MY_ENCODING --workdir=runs/mine
   python -m launch.benchmark --encoding=xpos --suite=tiny --workdir=runs/xpos_tiny
   python -m launch.benchmark --encoding=alibi --cost
-  python -m launch.benchmark --coverage [--draws=4000] [--coverage_json=FILE]
+  python -m launch.benchmark --coverage [--draws=4000] [--leave_one_out] [--coverage_json=FILE]
   python -m launch.benchmark --suite=cpu-v1 --separated [--among=alibi,fire,...]
   python -m launch.benchmark --suite=cpu-v1 --write_baselines_md
   python -m launch.benchmark --suite=cpu-v2 --selection [--among=alibi,fire,...]
@@ -32,7 +32,8 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
   --coverage        print the coverage table of the intervals (posenc.report.coverage),
                     simulated from the suite's stored baselines at every number of members
                     a suite or a scorecard study uses, and exit; --coverage_json=FILE also
-                    writes it as JSON
+                    writes it as JSON; --leave_one_out judges each stored cell by the pool
+                    of the others, as a candidate's cells are
   --separated       print which pairs of the suite's stored baselines (--among: a subset)
                     it separates, Holm over every pair and task, and the minimum
                     detectable difference per task at 8, 12 and 16 members; and exit
@@ -90,6 +91,9 @@ _ALPHA = flags.DEFINE_float('alpha', 0.05, "The family-wise error of the card's 
 _COVERAGE = flags.DEFINE_bool('coverage', False, 'Print the coverage table of the intervals.')
 _DRAWS = flags.DEFINE_integer('draws', 4000, 'Simulated draws per truth and n (--coverage).')
 _COVERAGE_JSON = flags.DEFINE_string('coverage_json', None, 'Also write the table as JSON.')
+_LEAVE_ONE_OUT = flags.DEFINE_bool(
+  'leave_one_out', False, 'Judge each stored cell by the pool of the others (--coverage).'
+)
 _SEPARATED = flags.DEFINE_bool(
   'separated', False, "Print the pairs of the suite's stored baselines it separates."
 )
@@ -179,10 +183,11 @@ def _coverage(suite: benchmark.Suite) -> None:
   if len(stored) < 3:
     common.fail(f'suite {suite.name} stores {len(stored)} cells; the coverage table needs 3')
   examples = sorted(e for _, _, e in stored)[len(stored) // 2]
-  truths, prior = coverage.truths_of(stored, examples)
+  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value)
   ns = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
   result = coverage.simulate(truths, prior, ns, _DRAWS.value, examples)
   result['suite'] = suite.name
+  result['leave_one_out'] = _LEAVE_ONE_OUT.value
   if _COVERAGE_JSON.value:
     io.write_text_atomic(_COVERAGE_JSON.value, json.dumps(result, indent=1) + '\n')
   print(f'Coverage of the 95% intervals, truths from the stored baselines of {suite.name}:')
