@@ -338,6 +338,23 @@ def lease_seconds() -> None:
   io.LEASE_S = seconds
 
 
+# Fault injection for testing a store that refuses a write halfway (a permission withdrawn, a
+# quota): every write of an object whose name matches this pattern is refused.
+STORE_REFUSES_AT = 'POSENC_STORE_REFUSES_AT'
+
+
+def refuse_store_writes() -> None:
+  pattern = os.environ.get(STORE_REFUSES_AT, '')
+  if not pattern:
+    return
+
+  def refuse(path: str) -> None:
+    if store.is_url(path) and fnmatch.fnmatch(os.path.basename(path), pattern):
+      raise store.StoreError(f'{path}: writing failed: AccessDenied ({STORE_REFUSES_AT})')
+
+  io.before_write = refuse
+
+
 # Fault injection for testing resumption: the process kills itself (SIGKILL, no cleanup)
 # right after writing the checkpoint of this step, as a crash would.
 KILL_AFTER_CHECKPOINT = 'POSENC_KILL_AFTER_CHECKPOINT'
@@ -500,6 +517,7 @@ def run(
   def cached_main(args):
     compilation_cache()
     lease_seconds()
+    refuse_store_writes()
     try:
       return main(args)
     except store.StoreError as e:

@@ -139,6 +139,14 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
   write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=False) + '\n')
 
 
+def read_bytes(path: str) -> bytes:
+  """The bytes of the file (or object) `path`; FileNotFoundError if there is none."""
+  if store.is_url(path):
+    return store.read_bytes(path)
+  with open(path, 'rb') as f:
+    return f.read()
+
+
 def read_text(path: str) -> str:
   """The text of the file (or object) `path`; FileNotFoundError if there is none."""
   if store.is_url(path):
@@ -199,7 +207,7 @@ def append_jsonl(path: str, record: dict[str, Any]) -> None:
     _raise_named(e, path)
 
 
-def _lines(path: str) -> Any:
+def open_lines(path: str) -> Any:
   """The open file `path`, or the lines of the object `path` (split at newlines only)."""
   if store.is_url(path):
     text = read_text(path)
@@ -221,7 +229,7 @@ def read_jsonl(
   if not exists(path):
     return []
   records = []
-  with _lines(path) as f:
+  with open_lines(path) as f:
     for line in f:
       if not line.endswith('\n'):
         break
@@ -379,8 +387,9 @@ class Lease:
   writers racing for N gets it; the other is refused), naming its holder (pid, host, since)
   and when it was last renewed. Its holder renews it in a background thread; on exit it marks
   it released. A second process finds the newest lease.N: held and fresh, it is refused
-  (DirectoryBusy naming the holder); released, or not renewed for LEASE_S (a preempted or
-  killed host), it takes the directory over by creating lease.N+1, conditionally again, so
+  (DirectoryBusy naming the holder); released, not renewed for the holder's LEASE_S (a
+  preempted or killed host), or held by a process of this host that is gone (a kill, as a
+  flock is dropped), it takes the directory over by creating lease.N+1, conditionally again, so
   of two processes taking over one expired lease exactly one wins. Older leases are deleted
   by the winner. A holder that finds a newer lease than its own stops renewing: it was taken
   for dead.
@@ -434,7 +443,7 @@ class Lease:
         except (FileNotFoundError, ValueError):
           holder = {}  # Deleted meanwhile, or torn by a foreign writer: not a live holder.
         left = holder.get('renewed', 0) + holder.get('lease_s', self.lease_s) - time.time()
-        if holder and not holder.get('released') and left > 0:
+        if holder and not holder.get('released') and left > 0 and not _dead_here(holder):
           raise DirectoryBusy(
             f'{self.directory} is in use by {_describe(holder)}; its lease is taken over '
             f'once it goes {holder.get("lease_s", self.lease_s):.0f} s without renewal '
@@ -472,6 +481,19 @@ class Lease:
     except (store.StoreError, OSError):
       pass  # The lease then expires by itself.
     self._number = None
+
+
+def _dead_here(holder: dict[str, Any]) -> bool:
+  """True if `holder` names a process of this host that no longer runs."""
+  if holder.get('host') != socket.gethostname() or not isinstance(holder.get('pid'), int):
+    return False
+  try:
+    os.kill(holder['pid'], 0)
+  except ProcessLookupError:
+    return True
+  except OSError:
+    return False  # It runs, as another user.
+  return False
 
 
 def lock(directory: str) -> DirectoryLock | Lease:

@@ -32,7 +32,7 @@ from typing import Any, Iterator
 # The schemes a work directory may have, and the package that serves each (`posenc[cloud]`).
 SCHEMES = {'gs': 'gcsfs', 's3': 's3fs'}
 # fsspec's protocol name of each scheme (its configuration is keyed by it).
-_PROTOCOLS = {'gs': 'gcs', 's3': 's3'}
+_FSSPEC_NAMES = {'gs': 'gcs', 's3': 's3'}
 
 
 class StoreError(Exception):
@@ -71,7 +71,7 @@ def _configure() -> None:
   """No listing caches: an object another host wrote must be seen at the next look."""
   import fsspec  # pylint: disable=g-import-not-at-top
 
-  for protocol in _PROTOCOLS.values():
+  for protocol in _FSSPEC_NAMES.values():
     fsspec.config.conf.setdefault(protocol, {}).setdefault('use_listings_cache', False)
 
 
@@ -81,7 +81,7 @@ def _fs(url: str) -> Any:
 
   check(url)
   _configure()
-  return fsspec.filesystem(_PROTOCOLS[scheme(url)])
+  return fsspec.filesystem(_FSSPEC_NAMES[scheme(url)])
 
 
 def path(url: str) -> Any:
@@ -91,6 +91,14 @@ def path(url: str) -> Any:
   check(url)
   _configure()
   return epath.Path(url)
+
+
+def as_path(given: str | os.PathLike[str]) -> Any:
+  """pathlib.Path of a local path, `path` (etils.epath) of a URL: pathlib would fold
+  'gs://b' into 'gs:/b'. Both give str() back as written and join with `/`."""
+  import pathlib  # pylint: disable=g-import-not-at-top
+
+  return path(os.fspath(given)) if is_url(given) else pathlib.Path(given)
 
 
 def reason(error: BaseException) -> str:
