@@ -266,7 +266,7 @@ def check_store(path: str, flag: str) -> None:
     try:
       store.check(path)
     except store.StoreError as e:
-      fail(f'{flag}={e}')
+      fail(f'{flag}={e}' if flag.startswith('--') else e)
 
 
 def cell_config(arg: str, flag: str = '--cell') -> Any:

@@ -126,7 +126,7 @@ def _main(argv: Sequence[str]) -> None:
     )
   common.check_out_dir(_OUT.value, '--out')
   for workdir in workdirs:
-    common.check_store(workdir, 'the run')
+    common.check_store(workdir, 'run')
   out = store.as_path(_OUT.value)
   thresholds = _thresholds()
   try:

@@ -123,6 +123,21 @@ def test_a_lease_is_renewed_while_its_holder_lives(s3):
       io.Lease(url, lease_s=1.2).__enter__()
 
 
+def test_whole_object_writes_logs_and_a_lease_on_the_gcs_emulator(gcs):
+  url = _url('gs', 'objects')
+  io.write_json_atomic(f'{url}/results.json', {'score': 0.5})
+  for step in (5, 10, 15):
+    io.append_jsonl(f'{url}/metrics.jsonl', {'step': step})
+  # A resume keeps the lines up to its checkpoint, rewriting the object whole.
+  kept = io.read_jsonl(f'{url}/metrics.jsonl', keep=lambda r: r['step'] <= 10, rewrite=True)
+  assert kept == io.read_jsonl(f'{url}/metrics.jsonl') == [{'step': 5}, {'step': 10}]
+  assert io.read_json(f'{url}/results.json') == {'score': 0.5}
+  with io.lock(url):
+    assert json.loads(store.read_bytes(f'{url}/lease.0'))['pid'] == os.getpid()
+  assert json.loads(store.read_bytes(f'{url}/lease.0'))['released']
+  assert store.listdir(url) == ['lease.0', 'metrics.jsonl', 'results.json']
+
+
 @pytest.mark.parametrize(
   'workdir, env, needle',
   [
@@ -296,3 +311,18 @@ def test_a_frozen_set_is_exported_to_the_bucket_and_evaluated_from_it(s3, tmp_pa
     assert proc.returncode == 0, proc.stderr[-2000:]
     runs[name] = io.read_json(str(workdir / 'results.json'))['members']
   assert runs['frozen'] == runs['drawn']
+
+
+@pytest.mark.slow
+def test_the_tiny_benchmark_on_the_bucket_reproduces_its_stored_result(s3):
+  from experiments import benchmarks  # pylint: disable=g-import-not-at-top
+  from posenc import benchmark  # pylint: disable=g-import-not-at-top
+
+  url = _url('s3', 'bench')
+  proc = _run(['launch.benchmark', '--encoding=rotary', '--suite=tiny', f'--workdir={url}'], s3)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  entry = io.read_json(f'{url}/entry.json')
+  stored = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']
+  for task in stored['tasks']:
+    assert entry['tasks'][task]['members'] == stored['tasks'][task]['members'], task
+  assert store.read_bytes(f'{url}/card.png')[:4] == b'\x89PNG'
