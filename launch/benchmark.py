@@ -68,6 +68,7 @@ from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import io
+from posenc import store
 from posenc import setup
 from posenc import sweep as sweep_lib
 
@@ -117,7 +118,7 @@ def _check_workdir_suite(directory: str, suite: benchmark.Suite, name: str) -> N
   its frozen sets and cells are not this card's."""
   for file in (OWNER, 'entry.json'):
     path = os.path.join(directory, file)
-    if not os.path.exists(path):
+    if not io.exists(path):
       continue
     try:
       held = io.read_json(path)
@@ -340,10 +341,11 @@ def main(argv):
     _cost(suite, configs, baselines)
     return
   directory = _WORKDIR.value
-  if os.path.exists(directory) and not os.path.isdir(directory):
+  common.check_store(directory, '--workdir')
+  if not store.is_url(directory) and os.path.exists(directory) and not os.path.isdir(directory):
     common.fail(f'--workdir={directory} is a file, not a directory')
   _check_workdir_suite(directory, suite, name)
-  created = not os.path.exists(directory)
+  created = not io.exists(directory)
   common.make_dir(directory, '--workdir')
   io.write_json_atomic(
     os.path.join(directory, OWNER),
@@ -357,7 +359,9 @@ def main(argv):
       for task, config in configs.items()
     }
   except benchmark.BenchmarkError as e:
-    if created:
+    if created and store.is_url(directory):
+      store.remove(directory, recursive=True)
+    elif created:
       shutil.rmtree(directory, ignore_errors=True)
     common.fail(e)
   if _CHECKSUMS.value:
@@ -381,7 +385,7 @@ def main(argv):
   preemption.install()
   start = time.time()
   seconds_path = os.path.join(directory, SECONDS)
-  before = io.read_json(seconds_path)['seconds'] if os.path.exists(seconds_path) else 0.0
+  before = io.read_json(seconds_path)['seconds'] if io.exists(seconds_path) else 0.0
   results = {}
   try:
     with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
@@ -398,7 +402,7 @@ def main(argv):
         cell = os.path.join(
           directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
         )
-        if not os.path.exists(os.path.join(cell, 'results.json')):
+        if not io.exists(os.path.join(cell, 'results.json')):
           common.fail(f'the run of {task} failed: {cell}/error.json says why')
         results[task] = io.read_json(os.path.join(cell, 'results.json'))
       entry = benchmark.make_entry(
