@@ -464,7 +464,7 @@ def intervene_main(args: Args) -> None:
   if args.run and args.workdir and args.run != args.workdir:
     common.fail(f'two runs given ({args.run} and --workdir={args.workdir}); give one')
   common.check_out_dir(args.out, '--out')
-  if os.path.isfile(os.path.join(workdir, 'config.json')) and not checkpoint.saved_steps(workdir):
+  if io.isfile(os.path.join(workdir, 'config.json')) and not checkpoint.saved_steps(workdir):
     common.fail(f'{workdir} has no checkpoint (train it first)')  # Before a manager makes one.
   try:
     name, params = interventions.parse(args.intervention)

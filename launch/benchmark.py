@@ -4,7 +4,7 @@
   python -m launch.benchmark --encoding=my_pkg.my_module:MY_ENCODING --workdir=runs/mine
   python -m launch.benchmark --encoding=xpos --suite=tiny --workdir=runs/xpos_tiny
   python -m launch.benchmark --encoding=alibi --cost
-  python -m launch.benchmark --coverage [--draws=4000] [--coverage_json=FILE]
+  python -m launch.benchmark --coverage [--draws=4000] [--leave_one_out] [--coverage_json=FILE]
   python -m launch.benchmark --suite=cpu-v1 --separated [--among=alibi,fire,...]
   python -m launch.benchmark --suite=cpu-v1 --write_baselines_md
   python -m launch.benchmark --suite=cpu-v2 --selection [--among=alibi,fire,...]
@@ -33,7 +33,8 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
   --coverage        print the coverage table of the intervals (posenc.report.coverage),
                     simulated from the suite's stored baselines at every number of members
                     a suite or a scorecard study uses, and exit; --coverage_json=FILE also
-                    writes it as JSON
+                    writes it as JSON; --leave_one_out judges each stored cell by the pool
+                    of the others, as a candidate's cells are
   --separated       print which pairs of the suite's stored baselines (--among: a subset)
                     it separates, Holm over every pair and task, and the minimum
                     detectable difference per task at 8, 12 and 16 members; and exit
@@ -74,6 +75,7 @@ from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import io
+from posenc import store
 from posenc import setup
 from posenc import sweep as sweep_lib
 
@@ -97,6 +99,9 @@ _ALPHA = flags.DEFINE_float('alpha', 0.05, "The family-wise error of the card's 
 _COVERAGE = flags.DEFINE_bool('coverage', False, 'Print the coverage table of the intervals.')
 _DRAWS = flags.DEFINE_integer('draws', 4000, 'Simulated draws per truth and n (--coverage).')
 _COVERAGE_JSON = flags.DEFINE_string('coverage_json', None, 'Also write the table as JSON.')
+_LEAVE_ONE_OUT = flags.DEFINE_bool(
+  'leave_one_out', False, 'Judge each stored cell by the pool of the others (--coverage).'
+)
 _SEPARATED = flags.DEFINE_bool(
   'separated', False, "Print the pairs of the suite's stored baselines it separates."
 )
@@ -130,7 +135,7 @@ def _check_workdir_suite(directory: str, suite: benchmark.Suite, name: str) -> N
   its frozen sets and cells are not this card's."""
   for file in (OWNER, 'entry.json'):
     path = os.path.join(directory, file)
-    if not os.path.exists(path):
+    if not io.exists(path):
       continue
     try:
       held = io.read_json(path)
@@ -196,10 +201,11 @@ def _coverage(suite: benchmark.Suite) -> None:
   if len(stored) < 3:
     common.fail(f'suite {suite.name} stores {len(stored)} cells; the coverage table needs 3')
   examples = sorted(e for _, _, e in stored)[len(stored) // 2]
-  truths, prior = coverage.truths_of(stored, examples)
+  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value)
   ns = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
   result = coverage.simulate(truths, prior, ns, _DRAWS.value, examples)
   result['suite'] = suite.name
+  result['leave_one_out'] = _LEAVE_ONE_OUT.value
   if _COVERAGE_JSON.value:
     io.write_text_atomic(_COVERAGE_JSON.value, json.dumps(result, indent=1) + '\n')
   print(f'Coverage of the 95% intervals, truths from the stored baselines of {suite.name}:')
@@ -387,10 +393,11 @@ def main(argv):
     _cost(suite, configs, baselines)
     return
   directory = _WORKDIR.value
-  if os.path.exists(directory) and not os.path.isdir(directory):
+  common.check_store(directory, '--workdir')
+  if not store.is_url(directory) and os.path.exists(directory) and not os.path.isdir(directory):
     common.fail(f'--workdir={directory} is a file, not a directory')
   _check_workdir_suite(directory, suite, name)
-  created = not os.path.exists(directory)
+  created = not io.exists(directory)
   common.make_dir(directory, '--workdir')
   io.write_json_atomic(
     os.path.join(directory, OWNER),
@@ -404,7 +411,9 @@ def main(argv):
       for task, config in configs.items()
     }
   except benchmark.BenchmarkError as e:
-    if created:
+    if created and store.is_url(directory):
+      store.remove(directory, recursive=True)
+    elif created:
       shutil.rmtree(directory, ignore_errors=True)
     common.fail(e)
   if _CHECKSUMS.value:
@@ -428,7 +437,7 @@ def main(argv):
   preemption.install()
   start = time.time()
   seconds_path = os.path.join(directory, SECONDS)
-  before = io.read_json(seconds_path)['seconds'] if os.path.exists(seconds_path) else 0.0
+  before = io.read_json(seconds_path)['seconds'] if io.exists(seconds_path) else 0.0
   results = {}
   try:
     with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
@@ -445,7 +454,7 @@ def main(argv):
         cell = os.path.join(
           directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
         )
-        if not os.path.exists(os.path.join(cell, 'results.json')):
+        if not io.exists(os.path.join(cell, 'results.json')):
           common.fail(f'the run of {task} failed: {cell}/error.json says why')
         results[task] = io.read_json(os.path.join(cell, 'results.json'))
       entry = benchmark.make_entry(

@@ -39,6 +39,7 @@ import experiments
 from launch import cli
 from posenc import config as config_lib
 from posenc import io
+from posenc import store
 
 # 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
 # wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
@@ -206,8 +207,12 @@ def make_dir(path: str, flag: str) -> None:
   """Creates directory `path` (and missing parents) and checks it is writable.
 
   Fails with one line naming `flag` and `path` if it is a file or cannot be created or
-  written; whatever this call created is removed again first.
+  written; whatever this call created is removed again first. A store URL (gs://, s3://) is
+  checked by writing and deleting one object (the bucket, the credentials, the permission).
   """
+  if store.is_url(path):
+    _check_store(path, flag)
+    return
   if os.path.exists(path) and not os.path.isdir(path):
     fail(f'{flag}={path} is a file, not a directory')
   created = []
@@ -232,6 +237,9 @@ def check_out_dir(path: str, flag: str) -> None:
   before any work is done; creates nothing (`make_dir` creates it once there is output)."""
   if not path:
     fail(f'{flag} is empty; give a directory')
+  if store.is_url(path):
+    _check_store(path, flag)
+    return
   if os.path.exists(path) and not os.path.isdir(path):
     fail(f'{flag}={path} is a file, not a directory')
   parent = os.path.abspath(path)
@@ -241,6 +249,24 @@ def check_out_dir(path: str, flag: str) -> None:
     fail(f'{flag}={path} cannot be created: {parent} is a file, not a directory')
   if not os.access(parent, os.W_OK | os.X_OK):
     fail(f'{flag}={path} cannot be created or written: {parent} is not writable')
+
+
+def _check_store(url: str, flag: str) -> None:
+  """Fails with one line unless an object can be written under `url` and deleted again."""
+  try:
+    store.check_writable(url)
+  except store.StoreError as e:
+    fail(f'{flag}={e}')
+
+
+def check_store(path: str, flag: str) -> None:
+  """Fails with one line if `path` is a URL of an unknown scheme, or of a store whose package
+  is not installed; a local path passes."""
+  if store.is_url(path):
+    try:
+      store.check(path)
+    except store.StoreError as e:
+      fail(f'{flag}={e}' if flag.startswith('--') else e)
 
 
 def cell_config(arg: str, flag: str = '--cell') -> Any:
@@ -291,6 +317,42 @@ def check_output_file(path: str, flag: str) -> None:
 
 # ---------------------------------------------------------------------------------------
 # Running an entry point.
+
+
+# How long a lease on a store lasts without renewal (`posenc.io.Lease`): the time a rerun on
+# another host waits for a preempted one. Shortened by the tests of a killed holder.
+LEASE_S = 'POSENC_LEASE_S'
+
+
+def lease_seconds() -> None:
+  """Sets `io.LEASE_S` from POSENC_LEASE_S (seconds > 0), if given; one line if it is bad."""
+  value = os.environ.get(LEASE_S, '')
+  if not value:
+    return
+  try:
+    seconds = float(value)
+  except ValueError:
+    seconds = 0.0
+  if not seconds > 0:
+    fail(f'{LEASE_S}={value!r} must be a positive number of seconds')
+  io.LEASE_S = seconds
+
+
+# Fault injection for testing a store that refuses a write halfway (a permission withdrawn, a
+# quota): every write of an object whose name matches this pattern is refused.
+STORE_REFUSES_AT = 'POSENC_STORE_REFUSES_AT'
+
+
+def refuse_store_writes() -> None:
+  pattern = os.environ.get(STORE_REFUSES_AT, '')
+  if not pattern:
+    return
+
+  def refuse(path: str) -> None:
+    if store.is_url(path) and fnmatch.fnmatch(os.path.basename(path), pattern):
+      raise store.StoreError(f'{path}: writing failed: AccessDenied ({STORE_REFUSES_AT})')
+
+  io.before_write = refuse
 
 
 # Fault injection for testing resumption: the process kills itself (SIGKILL, no cleanup)
@@ -454,6 +516,13 @@ def run(
 
   def cached_main(args):
     compilation_cache()
-    return main(args)
+    lease_seconds()
+    refuse_store_writes()
+    try:
+      return main(args)
+    except store.StoreError as e:
+      # A store that fails during the run (a permission withdrawn, a quota, the network):
+      # every write is one put, so what is there is whole; the rerun resumes.
+      fail(f'{e}; what was written is kept whole, and rerunning the same command resumes')
 
   cli.run(cached_main, argv, doc=doc, flags_parser=_parse_flags, module=main.__module__)

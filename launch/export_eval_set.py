@@ -24,7 +24,9 @@ from ml_collections import config_flags
 
 from launch import common
 from posenc import config as config_lib
+from posenc import io
 from posenc import setup
+from posenc import store
 from posenc.evaluate import frozen
 
 # New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
@@ -55,7 +57,9 @@ def main(argv: list[str]) -> None:
   protocol = run.protocol
   if protocol.examples is None:
     common.fail(f'task {config.task!r} ({protocol.name} protocol) has no frozen evaluation sets')
-  if os.path.exists(os.path.join(_OUT.value, frozen.MANIFEST)):
+  if store.is_url(_OUT.value):  # The scheme, the bucket, the credentials: before any read.
+    common.check_out_dir(_OUT.value, '--out')
+  if io.exists(os.path.join(_OUT.value, frozen.MANIFEST)):
     common.fail(f'--out={_OUT.value} already holds an evaluation set; use a new directory')
   common.check_out_dir(_OUT.value, '--out')
   kept = lambda: (

@@ -32,7 +32,6 @@ Example:
   python -m launch.report runs/abacus_cpu --out=runs/abacus_cpu/report
 """
 
-import pathlib
 import sys
 from typing import Sequence
 
@@ -41,6 +40,7 @@ from absl import flags
 from launch import cli
 from launch import common
 from posenc import report as report_lib
+from posenc import store
 from posenc.report import scorecard as scorecard_lib
 
 _OUT = flags.DEFINE_string(
@@ -125,14 +125,16 @@ def _main(argv: Sequence[str]) -> None:
       'a tree of them or a results.json file'
     )
   common.check_out_dir(_OUT.value, '--out')
-  out = pathlib.Path(_OUT.value)
+  for workdir in workdirs:
+    common.check_store(workdir, 'run')
+  out = store.as_path(_OUT.value)
   thresholds = _thresholds()
   try:
     # Everything is rendered in memory first, so bad input leaves nothing on disk.
     report = report_lib.build_report(
       workdirs, full_grid=_FULL_GRID.value, metric=_METRIC.value, scorecard=thresholds
     )
-  except report_lib.ReportError as e:
+  except (report_lib.ReportError, store.StoreError) as e:
     cli.fail(e)
   for problem in report.skipped:
     print(f'warning: skipped malformed run: {problem}', file=sys.stderr)
@@ -140,8 +142,8 @@ def _main(argv: Sequence[str]) -> None:
   try:
     with common.on_full_disk(kept, str(out)):
       report_lib.write_files(out, report.files)
-  except OSError as e:
-    cli.fail(f'cannot write to --out={_OUT.value!r}: {e.strerror or e}')
+  except (OSError, store.StoreError) as e:
+    cli.fail(f'cannot write to --out={_OUT.value!r}: {getattr(e, "strerror", None) or e}')
   for text in report.texts.values():
     print(text)
   written = [f'{out}/{name}' for name in report.tables] + list(report.figures)

@@ -206,7 +206,7 @@ def _report(cells, skipped: dict[str, str]) -> None:
   waiting = False
   while True:
     try:
-      with io.DirectoryLock(os.path.join(_WORKDIR.value, 'index')):
+      with io.lock(os.path.join(_WORKDIR.value, 'index')):
         _write_report(cells, skipped)
       return
     except io.DirectoryBusy as e:

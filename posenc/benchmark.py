@@ -41,7 +41,9 @@ from typing import Any, Callable, Mapping, Sequence
 import ml_collections
 
 from posenc import config as config_lib
+from posenc import io
 from posenc import setup
+from posenc import store
 from posenc.evaluate import frozen
 
 SCHEMA_VERSION = 1
@@ -112,8 +114,7 @@ def recorded_config(config: Mapping[str, Any] | ml_collections.ConfigDict) -> di
 
 def read_json(path: str, what: str) -> Any:
   try:
-    with open(path) as f:
-      return json.load(f)
+    return json.loads(io.read_text(path))
   except FileNotFoundError:
     raise BenchmarkError(f'{what} {path} is missing') from None
   except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -170,12 +171,13 @@ def prepare_eval_set(
   every rerun; returns its path and manifest."""
   path = os.path.join(directory, 'eval_sets', task)
   manifest_path = os.path.join(path, frozen.MANIFEST)
-  if os.path.exists(manifest_path):
+  if io.exists(manifest_path):
     manifest = read_json(manifest_path, 'manifest')
   else:
     run = setup.build(config)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f'.{task}-', dir=os.path.dirname(path))
+    remote = store.is_url(path)
+    io.makedirs(os.path.dirname(path))
+    staging = tempfile.mkdtemp(prefix=f'.{task}-', dir=None if remote else os.path.dirname(path))
     try:
       manifest = frozen.write(
         staging,
@@ -186,7 +188,12 @@ def prepare_eval_set(
       )
       if expected is not None:
         verify_eval_set(suite, task, manifest, expected)
-      os.replace(staging, path)
+      if remote:
+        # A store has no rename: the cells first, the manifest (a set's mark of whole) last.
+        for name in sorted(os.listdir(staging), key=lambda n: n == frozen.MANIFEST):
+          io.write_bytes_atomic(f'{path}/{name}', io.read_bytes(os.path.join(staging, name)))
+      else:
+        os.replace(staging, path)
     finally:
       shutil.rmtree(staging, ignore_errors=True)
   if expected is not None:

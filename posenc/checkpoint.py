@@ -9,6 +9,13 @@ device counts the run has trained on: [{'from_step', 'devices', 'platform'}].
 A checkpoint that does not restore (a truncated or missing file) is set aside and the
 newest one that restores is used instead (`restore_newest`).
 
+A work directory on an object store (`gs://`, `s3://`) has its checkpoints written by orbax
+into a local staging directory and put to the store step by step (`StagedManager`), each
+step's objects first and its marker UPLOADED last: a step without the marker (a host killed
+mid-upload) is not a checkpoint. Orbax 0.12.8 cannot write s3:// itself (its path
+normalization turns 's3://b' into 's3:/b' and refuses it as "not absolute"), and staging
+keeps both stores to one code path.
+
 Example:
   >>> manager = checkpoint_manager(workdir)
   >>> save_state(manager, 100, state, population, [{'from_step': 0, 'devices': 1, ...}])
@@ -19,14 +26,20 @@ Example:
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any, Callable
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from posenc import store
 from posenc.population import Population
+
+# The object that completes a step's upload to a store (written after the step's objects).
+UPLOADED = 'UPLOADED'
 
 
 class Preempted(Exception):
@@ -38,7 +51,7 @@ class Preempted(Exception):
     self.step = step
 
 
-def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
+def checkpoint_manager(workdir: str) -> Any:
   """Orbax manager of `workdir/checkpoints`: synchronous, the last three steps kept (a
   damaged newest one leaves two to fall back on: `restore_newest`).
 
@@ -51,12 +64,79 @@ def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
     kwargs['multiprocessing_options'] = ocp.options.MultiprocessingOptions(
       primary_host=me, active_processes={me}, barrier_sync_key_prefix=f'process{me}'
     )
-  directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
-  os.makedirs(directory, exist_ok=True)
   options = ocp.CheckpointManagerOptions(
     max_to_keep=3, create=False, enable_async_checkpointing=False, **kwargs
   )
+  if store.is_url(workdir):
+    return StagedManager(os.path.join(workdir, 'checkpoints'), options)
+  directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
+  os.makedirs(directory, exist_ok=True)
   return ocp.CheckpointManager(directory, options=options)
+
+
+class StagedManager:
+  """An orbax CheckpointManager over a local staging directory that mirrors `url` (the
+  checkpoints directory of a work directory on a store): the steps uploaded to the store are
+  downloaded on creation and on `reload`; every `save` is put to the store (its objects,
+  then UPLOADED), and the steps orbax dropped (max_to_keep) are deleted there after it.
+
+  Example:
+    >>> manager = StagedManager('gs://bucket/run/checkpoints', options)   # doctest: +SKIP
+    >>> manager.save(100, args=...)   # gs://bucket/run/checkpoints/100/... then .../UPLOADED
+  """
+
+  def __init__(self, url: str, options: ocp.CheckpointManagerOptions):
+    self.url = url
+    self._staging = tempfile.TemporaryDirectory(prefix='posenc-checkpoints-')
+    self.directory = self._staging.name
+    self._options = options
+    self._download()
+    self._manager = ocp.CheckpointManager(self.directory, options=options)
+
+  def _download(self) -> None:
+    """Makes the staging directory hold exactly the store's uploaded steps."""
+    steps = _uploaded_steps(self.url)
+    for name in os.listdir(self.directory):
+      if name not in map(str, steps):
+        shutil.rmtree(os.path.join(self.directory, name))
+    for step in steps:
+      if not os.path.exists(os.path.join(self.directory, str(step))):
+        store.download_tree(
+          f'{self.url}/{step}', os.path.join(self.directory, str(step)), (UPLOADED,)
+        )
+
+  def save(self, step: int, args: Any) -> bool:
+    saved = self._manager.save(step, args=args)
+    self._manager.wait_until_finished()
+    if not saved:
+      return saved
+    store.upload_tree(os.path.join(self.directory, str(step)), f'{self.url}/{step}')
+    store.put(f'{self.url}/{step}/{UPLOADED}', b'')
+    kept = set(self._manager.all_steps())
+    for old in _uploaded_steps(self.url):
+      if old not in kept:
+        store.remove(f'{self.url}/{old}', recursive=True)
+    return saved
+
+  def restore(self, step: int, args: Any) -> Any:
+    return self._manager.restore(step, args=args)
+
+  def all_steps(self) -> list[int]:
+    return list(self._manager.all_steps())
+
+  def reload(self) -> None:
+    self._download()
+    self._manager.reload()
+
+  def wait_until_finished(self) -> None:
+    self._manager.wait_until_finished()
+
+
+def _uploaded_steps(url: str) -> list[int]:
+  """The steps under the store's checkpoints directory `url` whose upload finished."""
+  return sorted(
+    int(n) for n in store.listdir(url) if n.isdigit() and store.exists(f'{url}/{n}/{UPLOADED}')
+  )
 
 
 def save_state(
@@ -143,6 +223,13 @@ def set_aside_damaged(workdir: str, step: int) -> str:
   """Moves `workdir/checkpoints/step` to `workdir/checkpoints_damaged/step` (a free name:
   step.1, step.2, ... if a damaged copy of that step is there already) and returns it."""
   aside = os.path.join(workdir, 'checkpoints_damaged')
+  if store.is_url(workdir):
+    source = os.path.join(workdir, 'checkpoints', str(step))
+    target = f'{aside}/{step}.{len(store.listdir(aside))}'
+    for rel in store.files_under(source):
+      store.put(f'{target}/{rel}', store.read_bytes(f'{source}/{rel}'))
+    store.remove(source, recursive=True)
+    return target
   os.makedirs(aside, exist_ok=True)
   target, k = os.path.join(aside, str(step)), 0
   while os.path.exists(target):
@@ -158,6 +245,8 @@ def saved_steps(workdir: str) -> list[int]:
 
   Example: a run checkpointed at steps 10 and 20 -> [10, 20].
   """
+  if store.is_url(workdir):
+    return _uploaded_steps(os.path.join(workdir, 'checkpoints'))
   try:
     names = os.listdir(os.path.join(workdir, 'checkpoints'))
   except OSError:

@@ -255,7 +255,7 @@ def _check_run(run: Run) -> None:
 def read_config(workdir: str) -> ml_collections.ConfigDict:
   """The config recorded in `workdir/config.json` (RunError if there is none)."""
   path = os.path.join(workdir, 'config.json')
-  if not os.path.isfile(path):
+  if not io.isfile(path):
     raise RunError(f'{workdir} holds no run (no config.json)')
   return ml_collections.ConfigDict(io.read_json(path))
 

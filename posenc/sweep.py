@@ -33,6 +33,7 @@ import ml_collections
 
 from posenc import config as config_lib
 from posenc import io
+from posenc import store
 
 COMPLETE, PARTIAL, PENDING, FAILED = 'complete', 'partial', 'pending', 'failed'
 # The cell's directory holds a run of another config than the one asked for.
@@ -135,7 +136,7 @@ def recorded_changes(
     ConfigError: config.json cannot be read.
   """
   path = os.path.join(workdir, 'config.json')
-  if not os.path.exists(path):
+  if not io.exists(path):
     return None
   try:
     recorded = io.read_json(path)
@@ -152,11 +153,11 @@ def cell_state(workdir: str, config: ml_collections.ConfigDict | None = None) ->
   requested `config`, 'config differs' first if the recorded run is of another config."""
   if config is not None and recorded_changes(workdir, config):
     return DIFFERS
-  if os.path.exists(os.path.join(workdir, 'results.json')):
+  if io.exists(os.path.join(workdir, 'results.json')):
     return COMPLETE
-  if os.path.exists(os.path.join(workdir, 'error.json')):
+  if io.exists(os.path.join(workdir, 'error.json')):
     return FAILED
-  if os.path.exists(os.path.join(workdir, 'config.json')):
+  if io.exists(os.path.join(workdir, 'config.json')):
     return PARTIAL
   return PENDING
 
@@ -319,7 +320,7 @@ def run_sweep(
     setup.build(config)
   check_configs(base, mine, sweep_dir)
   index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
-  os.makedirs(os.path.dirname(index_path), exist_ok=True)
+  io.makedirs(os.path.dirname(index_path))
   skipped: dict[str, str] = {}
 
   def rows():
@@ -363,11 +364,11 @@ def run_sweep(
       skipped[name] = e.holder
       progress(f'cell {name} skipped: {e}')
     except Exception as e:  # pylint: disable=broad-except
-      if io.no_space(e) is not None:
+      if io.no_space(e) is not None or isinstance(e, store.StoreError):
         raise  # Every cell would fail: the sweep stops, and this cell resumes on the rerun.
       # A failing cell must not stop the sweep: record it and go on.
       failed += 1
-      os.makedirs(workdir, exist_ok=True)
+      io.makedirs(workdir)
       io.write_json_atomic(
         os.path.join(workdir, 'error.json'),
         {'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()},
@@ -375,8 +376,8 @@ def run_sweep(
       progress(f'cell {name} failed: {type(e).__name__}: {e}')
     else:
       ran += 1
-      if os.path.exists(os.path.join(workdir, 'error.json')):
-        os.unlink(os.path.join(workdir, 'error.json'))
+      if io.exists(os.path.join(workdir, 'error.json')):
+        io.remove(os.path.join(workdir, 'error.json'))
     write_index()
     elapsed = time.time() - t0
     progress(

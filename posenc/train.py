@@ -305,14 +305,14 @@ def prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
   (`config.config_changes`: equal but for the resumable fields)."""
   path = os.path.join(workdir, 'config.json')
   new = config_lib.as_json(config)
-  if os.path.exists(path):
+  if io.exists(path):
     changes = config_lib.config_changes(io.read_json(path), new)
     if changes:
       raise config_lib.ConfigError(
         f'workdir {workdir} holds a run with a different config '
         f'({config_lib.describe_changes(changes)}); use a new --workdir or the same config'
       )
-  os.makedirs(workdir, exist_ok=True)
+  io.makedirs(workdir)
   io.write_json_atomic(path, new)
 
 
@@ -364,9 +364,9 @@ def train_and_evaluate(
     io.DirectoryBusy: another live process is running in `workdir`.
     Preempted: `should_stop` asked the run to stop.
   """
-  os.makedirs(workdir, exist_ok=True)
+  io.makedirs(workdir)
   with contextlib.ExitStack() as stack:
-    stack.enter_context(io.DirectoryLock(workdir))
+    stack.enter_context(io.lock(workdir))
     compiles = stack.enter_context(compile_stats.CompileStats())
     prepare_workdir(run.config, workdir)
     manager = checkpoint.checkpoint_manager(workdir)

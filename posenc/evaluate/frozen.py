@@ -71,7 +71,7 @@ def write(
 ) -> dict[str, Any]:
   """Writes every cell's arrays as `out/<cell>.npz` and the manifest (last, so a set
   without one is incomplete); returns the manifest."""
-  os.makedirs(out, exist_ok=True)
+  io.makedirs(out)
   entries = []
   for name, arrays in cells:
     buffer = io_buffer.BytesIO()
@@ -231,8 +231,7 @@ def check(
 def _read(directory: str, entry: Mapping[str, Any]) -> bytes:
   path = os.path.join(directory, entry['file'])
   try:
-    with open(path, 'rb') as f:
-      data = f.read()
+    data = io.read_bytes(path)
   except OSError as e:
     raise config_lib.ConfigError(f'cannot read {path}: {e.strerror or e}') from None
   digest = hashlib.sha256(data).hexdigest()

@@ -76,12 +76,12 @@ Example:
 
 import dataclasses
 import os
-import pathlib
 from typing import Mapping, Sequence
 
 from posenc import io as io_lib
 from posenc import kinds
 from posenc import results as results_lib
+from posenc import store
 from posenc.report import core
 from posenc.report import load
 from posenc.report import scorecard as scorecard_lib
@@ -123,7 +123,7 @@ def load_run(
     ReportError: `metric` is not one of METRICS.
   """
   core.metric_label(metric)  # An unknown metric is the caller's error, not the file's.
-  path = pathlib.Path(results_path)
+  path = store.as_path(results_path)
   record = results_lib.read(path)
   if evaluation is not None and record.evaluation.evaluation != evaluation:
     raise MalformedRunError(f'{results_path}: not a {evaluation} run')
@@ -313,8 +313,9 @@ def build_report(
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
   """Writes each file into `out` (created) atomically (`posenc.io.write_bytes_atomic`: mode
   0666 & ~umask, like any file a user writes)."""
-  out = pathlib.Path(out)
-  out.mkdir(parents=True, exist_ok=True)
+  out = store.as_path(out)
+  if not store.is_url(out):  # A store has no folders to make.
+    out.mkdir(parents=True, exist_ok=True)
   for name, data in files.items():
     io_lib.write_bytes_atomic(out / name, data)
 

@@ -34,7 +34,7 @@ from scipy import stats
 
 from posenc.report import intervals
 
-CHOSEN = 'Korn-Graubard, pooled floor'
+CHOSEN = 'Korn-Graubard, pooled and level floors'
 THRESHOLD = 0.93  # what the chosen method must reach on every truth but the stress ones
 
 
@@ -49,6 +49,7 @@ class Truth:
   rates: Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
   examples: float | None  # None: the rates are the scores (no examples level)
   stress: bool = False
+  prior: intervals.Pool | None = None  # the pool its samples are judged by; None: the table's
 
 
 def beta_truth(family: str, name: str, mean: float, phi: float, examples: float, **kw) -> Truth:
@@ -65,17 +66,23 @@ def beta_truth(family: str, name: str, mean: float, phi: float, examples: float,
 
 
 def truths_of(
-  cells: Sequence[tuple[str, Sequence[float], float]], examples: float
+  cells: Sequence[tuple[str, Sequence[float], float]],
+  examples: float,
+  leave_one_out: bool = False,
 ) -> tuple[list[Truth], intervals.Pool]:
   """The truths of the table from a suite's stored cells ([(name, member scores, examples)])
-  and its pool; `examples` the N of the stylized truths."""
+  and its pool; `examples` the N of the stylized truths. With `leave_one_out` each stored
+  cell's samples are judged by the pool of the other cells, as a candidate's are (its own
+  cell is not among the baselines); else by the pool of all (as baselines.md's are)."""
   prior = intervals.pool([(s, e) for _, s, e in cells])
   if prior is None:
     raise ValueError('the coverage table needs 3 or more stored cells of 2 or more members')
+  others = lambda i: intervals.pool([(s, e) for j, (_, s, e) in enumerate(cells) if j != i])
   out = [Truth('normal 50 ± 10', 'normal', 0.5, lambda rng, s: rng.normal(0.5, 0.1, s), None)]
   for family, mean in (('near 100', 0.97), ('near 0', 0.03), ('middle', 0.5)):
     out.append(beta_truth(family, family, mean, prior.dispersion, examples))
-  for name, scores, n_examples in cells:
+  for i, (name, scores, n_examples) in enumerate(cells):
+    judged_by = others(i) if leave_one_out else None
     x = np.asarray(scores, np.float64)
     total = len(x) * n_examples
     mean = float((total * x.mean() + 2) / (total + 4))
@@ -88,9 +95,17 @@ def truths_of(
       if np.isinf(d0)
       else (d0 * prior.dispersion + (len(x) - 1) * phi) / (d0 + len(x) - 1)
     )
-    out.append(beta_truth('stored cells', name, mean, moderated, n_examples))
+    out.append(beta_truth('stored cells', name, mean, moderated, n_examples, prior=judged_by))
     out.append(
-      beta_truth('stored cells, as measured (stress)', name, mean, phi, n_examples, stress=True)
+      beta_truth(
+        'stored cells, as measured (stress)',
+        name,
+        mean,
+        phi,
+        n_examples,
+        stress=True,
+        prior=judged_by,
+      )
     )
   return out, prior
 
@@ -140,8 +155,14 @@ def _kg(x, examples, prior):
   return intervals.effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
 
 
-def _chosen(x, examples, prior):
+def _pooled(x, examples, prior):
   phi = intervals.floored(intervals.dispersion(x, examples), x.shape[-1], prior)
+  return intervals.effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
+
+
+def _chosen(x, examples, prior):
+  at = intervals.level(x, examples)
+  phi = intervals.floored(intervals.dispersion(x, examples), x.shape[-1], prior, at)
   return intervals.effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
 
 
@@ -150,6 +171,7 @@ METHODS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
   "Student's t": _t,
   "Student's t, binomial floor": _t_floor,
   'Korn-Graubard': _kg,
+  'Korn-Graubard, pooled floor': _pooled,
   CHOSEN: _chosen,
 }
 # The bootstrap costs resamples x n per draw: measured on the normal and stylized truths only.
@@ -188,7 +210,7 @@ def simulate(
       for name in methods:
         if name == 'percentile bootstrap (before)' and truth.family not in BOOTSTRAP_FAMILIES:
           continue
-        low, high = METHODS[name](x, n_examples, prior)
+        low, high = METHODS[name](x, n_examples, truth.prior or prior)
         out[name] = {
           'coverage': float(np.mean((low <= truth.mean) & (truth.mean <= high))),
           'width': float(np.mean(high - low)),
@@ -280,7 +302,12 @@ def markdown(result: Mapping[str, Any]) -> str:
   lines = [
     f'{result["draws"]:,} draws per truth and n (seed {result["seed"]}); members scored on '
     f'{result["examples"]:g} examples; pooled dispersion {pool["dispersion"]:.4f} with '
-    f'{prior_df} prior degrees of freedom, from {pool["cells"]} stored cells.',
+    f'{prior_df} prior degrees of freedom, from {pool["cells"]} stored cells'
+    + (
+      '; each stored cell judged by the pool of the others (leave one out).'
+      if result.get('leave_one_out')
+      else '.'
+    ),
     '',
     'Minimum coverage over every truth (not the stress ones) [mean width, points]:',
     '',

@@ -16,7 +16,18 @@ for certain. The interval of a mean is therefore built on the binomial scale:
    Smyth (2004) does for moderated t statistics: d0 from how much more the cells' log
    dispersions vary than sampling alone makes them. A cell's dispersion is then at least
    its moderated one, (d0 phi0 + (n - 1) phi) / (d0 + n - 1): never smaller than its own.
-3. Interval. Clopper-Pearson at the effective number of examples n_eff = n / phi x (z /
+3. Level floor. Near 0 and 100% members are skewed: most sit at the boundary and a rare one
+   falls towards the middle (cpu-v2's even_pairs: dape's 12 members are eleven at 97-100%
+   and one at 79%). Most draws of n members miss such a member, look tight, and sit closer
+   to the boundary than the cell's mean: more members do not cure it, and neither does the
+   pool when the family's cells differ (cpu-v2: d0 = 1.4). The dispersion is therefore also
+   at least the mean dispersion of the family's cells at the same level or nearer the
+   middle: a one-sided Gaussian kernel of bandwidth LEVEL_BANDWIDTH on |logit p~|, over
+   the cells whose |logit| is at most the sample's. The cells between a tight sample and the
+   middle are the ones it could be a lucky draw of; a sample in the middle takes only the
+   middle's cells, which skew does not hide. The bandwidth is the coverage test's choice
+   (docs/benchmark.md: 1.0 leaves dape at 89% with 4 members; 2.0 widens more near 100).
+4. Interval. Clopper-Pearson at the effective number of examples n_eff = n / phi x (z /
    t_{n-1})^2, with x n_eff successes (Korn and Graubard 1998, for proportions estimated from
    clustered samples: here each member is a cluster of N examples). It lies in [0, 1], is
    never zero-width (phi >= 1/N), and is asymmetric near 0 and 100%, where member scores are
@@ -48,9 +59,12 @@ from scipy import special
 from scipy import stats
 
 LEVEL = 0.95
+# Of the level floor's kernel, in logits (|logit p~|): chosen by the coverage test.
+LEVEL_BANDWIDTH = 1.5
 MEAN_METHOD = (
   'Clopper-Pearson at the effective number of examples (Korn-Graubard), the dispersion '
-  'floored by the binomial error of the examples and by the pooled dispersion'
+  'floored by the binomial error of the examples, by the pooled dispersion and by the '
+  'dispersion of the stored cells at the same level or nearer the middle'
 )
 MEAN_METHOD_T = "Student's t over the members"
 SUCCESS_METHOD = 'Wilson score with continuity correction'
@@ -60,17 +74,21 @@ SUCCESS_METHOD = 'Wilson score with continuity correction'
 class Pool:
   """The prior of a family of cells' dispersions (Smyth 2004): `dispersion` phi0 and its
   degrees of freedom `prior_df` d0 (inf when the cells' dispersions vary no more than
-  sampling alone makes them), from `cells` cells."""
+  sampling alone makes them), from `cells` cells; and for the level floor each cell's
+  |logit p~| (`levels`) and floored dispersion (`dispersions`), empty: no level floor."""
 
   dispersion: float
   prior_df: float
   cells: int
+  levels: tuple[float, ...] = ()
+  dispersions: tuple[float, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {
       'dispersion': self.dispersion,
       'prior_df': None if math.isinf(self.prior_df) else self.prior_df,
       'cells': self.cells,
+      'level_bandwidth': LEVEL_BANDWIDTH if self.levels else None,
     }
 
 
@@ -82,10 +100,22 @@ def dispersion(scores: np.ndarray, examples: float) -> np.ndarray:
   Example: dispersion([[1.0, 1.0, 1.0]], 416) -> [1/416] (the floor).
   """
   x = np.asarray(scores, np.float64)
-  n = x.shape[-1]
-  total = n * examples
-  p = (total * x.mean(-1) + 2) / (total + 4)
+  p = _agresti(x, examples)
   return np.maximum(x.var(-1, ddof=1) / (p * (1 - p)), 1 / examples)
+
+
+def _agresti(x: np.ndarray, examples: float) -> np.ndarray:
+  """The mean of each row of `x` ([..., n]) moved towards 1/2 by two successes and two
+  failures of the n x `examples` examples behind it. Shape [...]."""
+  total = x.shape[-1] * examples
+  return (total * x.mean(-1) + 2) / (total + 4)
+
+
+def level(scores: np.ndarray, examples: float) -> np.ndarray:
+  """|logit p~| of each row of `scores` ([..., n]): how far from the middle its mean lies
+  (0 at 50%, 5.3 at 99.5%). Shape [...]."""
+  p = _agresti(np.asarray(scores, np.float64), examples)
+  return np.abs(np.log(p / (1 - p)))
 
 
 def pool(cells: Sequence[tuple[Sequence[float], float]]) -> Pool | None:
@@ -106,25 +136,50 @@ def pool(cells: Sequence[tuple[Sequence[float], float]]) -> Pool | None:
   if len(used) < 3:
     return None
   d = np.array([len(s) - 1 for s, _ in used], np.float64)
-  z = np.log([float(dispersion(s, e)) for s, e in used])
-  e = z - special.digamma(d / 2) + np.log(d / 2)
+  phis = [float(dispersion(s, e)) for s, e in used]
+  by_level = {
+    'levels': tuple(float(level(s, e)) for s, e in used),
+    'dispersions': tuple(phis),
+  }
+  e = np.log(phis) - special.digamma(d / 2) + np.log(d / 2)
   mean = float(e.mean())
   excess = float(e.var(ddof=1) - special.polygamma(1, d / 2).mean())
   if excess <= 0:
-    return Pool(float(np.exp(mean)), math.inf, len(used))
+    return Pool(float(np.exp(mean)), math.inf, len(used), **by_level)
   half = optimize.brentq(lambda h: special.polygamma(1, h) - excess, 1e-8, 1e8)
-  prior_df = 2 * half
-  return Pool(float(np.exp(mean + special.digamma(half) - np.log(half))), prior_df, len(used))
+  phi0 = float(np.exp(mean + special.digamma(half) - np.log(half)))
+  return Pool(phi0, 2 * half, len(used), **by_level)
 
 
-def floored(phi: np.ndarray, n: int, prior: Pool | None) -> np.ndarray:
-  """phi raised to its moderated value where the pool's is larger (d0 = inf: to phi0)."""
+def level_floor(at: np.ndarray, prior: Pool) -> np.ndarray:
+  """The mean dispersion of `prior`'s cells at level `at` (|logit p~|, any shape) or nearer
+  the middle, weighted by a Gaussian kernel of bandwidth LEVEL_BANDWIDTH in the level; 0
+  where no cell is as near the middle. Shape of `at`.
+
+  Example: cells at levels (0.2, 3.9, 5.4) with dispersions (0.001, 0.18, 0.04): at 5.7 the
+  floor is about 0.09 (all three, the nearest weighing most); at 0.3 it is 0.001.
+  """
+  at = np.asarray(at, np.float64)[..., None]
+  levels = np.asarray(prior.levels, np.float64)
+  weight = np.exp(-0.5 * ((at - levels) / LEVEL_BANDWIDTH) ** 2) * (levels <= at)
+  total = weight.sum(-1)
+  mean = (weight * np.asarray(prior.dispersions, np.float64)).sum(-1)
+  return np.where(total > 0, mean / np.where(total > 0, total, 1.0), 0.0)
+
+
+def floored(phi: np.ndarray, n: int, prior: Pool | None, at: np.ndarray | None = None):
+  """phi raised to its moderated value where the pool's is larger (d0 = inf: to phi0), and
+  to the level floor at `at` (|logit p~| of each sample, phi's shape) when given."""
   if prior is None:
     return phi
   if math.isinf(prior.prior_df):
-    return np.maximum(phi, prior.dispersion)
-  d0 = prior.prior_df
-  return np.maximum(phi, (d0 * prior.dispersion + (n - 1) * phi) / (d0 + n - 1))
+    out = np.maximum(phi, prior.dispersion)
+  else:
+    d0 = prior.prior_df
+    out = np.maximum(phi, (d0 * prior.dispersion + (n - 1) * phi) / (d0 + n - 1))
+  if at is None or not prior.levels:
+    return out
+  return np.maximum(out, level_floor(at, prior))
 
 
 def effective_clopper_pearson(
@@ -173,7 +228,7 @@ def mean_interval(
     return None
   x = np.asarray(scores, np.float64)[None]
   if examples:
-    phi = floored(dispersion(x, examples), x.shape[-1], prior)
+    phi = floored(dispersion(x, examples), x.shape[-1], prior, level(x, examples))
     low, high = effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
   else:
     low, high = t_interval(x, bounded)

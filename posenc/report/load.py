@@ -20,6 +20,7 @@ import pathlib
 from typing import Any, Callable, Mapping, NamedTuple, NoReturn, Sequence
 
 from posenc import results as results_lib
+from posenc import store
 from posenc.report import core
 
 
@@ -49,7 +50,8 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
   """
   found, seen = [], set()
   for given in paths:
-    path = pathlib.Path(given)
+    path = store.as_path(given)
+    remote = store.is_url(given)
     try:
       is_file, is_dir = path.is_file(), path.is_dir()
     except OSError as e:  # Not a missing path (that is False): e.g. a parent without access.
@@ -60,9 +62,10 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
       candidates = []
       # os.walk skips what it cannot read unless told otherwise; a run directory left out
       # would read as "no results.json".
-      for root, dirs, files in os.walk(path, onerror=_unreadable_directory):
+      walk = store.walk(str(path)) if remote else os.walk(path, onerror=_unreadable_directory)
+      for root, dirs, files in walk:
         if core.RESULTS_FILE in files:
-          candidates.append(pathlib.Path(root) / core.RESULTS_FILE)
+          candidates.append(store.as_path(root) / core.RESULTS_FILE)
           dirs.clear()
         dirs.sort()
     else:
@@ -70,7 +73,7 @@ def find_results(paths: Sequence[str | os.PathLike[str]]) -> list[pathlib.Path]:
     if not candidates:
       raise core.ReportError(f'no {core.RESULTS_FILE} in {str(given)!r} or any directory below it')
     for candidate in sorted(candidates):
-      key = candidate.resolve()
+      key = str(candidate) if remote else candidate.resolve()
       if key not in seen:
         seen.add(key)
         found.append(candidate)

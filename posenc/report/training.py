@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from matplotlib import figure as mpl_figure
 import numpy as np
 
+from posenc import io
 from posenc import plots
 from posenc.report import load
 
@@ -44,9 +45,9 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
   short by a crash is left out."""
   path = os.path.join(run_dir, METRICS_FILE)
   rows = []
-  if not os.path.exists(path):
+  if not io.exists(path):
     return rows
-  with open(path) as f:
+  with io.open_lines(path) as f:
     for line in f:
       try:
         rows.append(json.loads(line))

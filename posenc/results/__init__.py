@@ -45,6 +45,7 @@ import os
 from typing import Any, Mapping, Sequence
 
 from posenc import kinds as kinds_lib
+from posenc import store
 from posenc.results.evaluations import METRICS, Evaluation
 from posenc.results.members import (
   Member,
@@ -227,8 +228,11 @@ def read(path: str | os.PathLike[str]) -> Results:
     SchemaError: unreadable JSON, or what `Results.from_json` raises, naming `path`.
   """
   try:
-    with open(path) as f:
-      data = json.load(f)
+    if store.is_url(path):
+      data = json.loads(store.read_bytes(os.fspath(path)))
+    else:
+      with open(path) as f:
+        data = json.load(f)
   except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
     raise SchemaError(f'{path}: cannot read JSON ({e})') from None
   return Results.from_json(data, str(path))

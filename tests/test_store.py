@@ -1,0 +1,328 @@
+"""Work directories on object stores (posenc/store.py, the lease in posenc/io.py), against
+real servers on 127.0.0.1 (tests/stores.py): moto's S3 server and gcp-storage-emulator.
+
+The lease's refusal of a second writer is tested on S3 only: moto refuses a second
+`put_object(IfNoneMatch='*')` on one key as S3 does, while gcp-storage-emulator 2026.7.19
+does not enforce `ifGenerationMatch=0` (real GCS does), so on the emulator two writers
+would both get the lease.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from posenc import io
+from posenc import store
+import stores
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny'
+TRAIN = ['launch.train', CONFIG, '--config.train.steps=40', '--config.train.log_every=5']
+
+
+@pytest.fixture(scope='module')
+def s3():
+  """The environment of a fresh moto S3 server with the bucket stores.BUCKET."""
+  with stores.s3_server() as env:
+    yield env
+
+
+@pytest.fixture(scope='module')
+def gcs():
+  with stores.gcs_server() as env:
+    yield env
+
+
+def _url(scheme: str, name: str) -> str:
+  return f'{scheme}://{stores.BUCKET}/{name}-{os.getpid()}-{time.monotonic_ns()}'
+
+
+def _run(argv, env, **kwargs):
+  """`python -m argv...` from the project root with the store's environment."""
+  return subprocess.run(
+    [sys.executable, '-m', *argv],
+    cwd=ROOT,
+    env={**os.environ, **env, **kwargs.pop('extra', {})},
+    capture_output=True,
+    text=True,
+    timeout=kwargs.pop('timeout', 600),
+    **kwargs,
+  )
+
+
+def _files(url):
+  return store.files_under(url)
+
+
+# ---------------------------------------------------------------------------------------
+# The default suite: a tiny run and its report on a store, the lease, bad input.
+
+
+def test_a_tiny_run_and_its_report_live_on_the_store(s3):
+  url = _url('s3', 'run')
+  proc = _run([*TRAIN, f'--workdir={url}'], s3)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert f'results in {url}/results.json' in proc.stdout
+  files = _files(url)
+  # Whole objects only: results, config, the logs rewritten whole, the checkpoints with the
+  # marker of a finished upload, the lease released.
+  assert {'config.json', 'results.json', 'metrics.jsonl', 'eval.jsonl', 'lease.0'} <= set(files)
+  assert 'checkpoints/40/UPLOADED' in files
+  assert [r['step'] for r in io.read_jsonl(f'{url}/metrics.jsonl')] == [5 * k for k in range(1, 9)]
+  assert json.loads(store.read_bytes(f'{url}/lease.0'))['released']
+  report = _run(['launch.report', url, f'--out={url}/report'], s3)
+  assert report.returncode == 0, report.stderr[-3000:]
+  assert 'table1.md' in store.listdir(f'{url}/report')
+  assert 'parity_check' in store.read_bytes(f'{url}/report/table1.md').decode()
+
+
+def test_a_second_writer_is_refused_and_an_expired_lease_taken_over(s3):
+  url = _url('s3', 'lease')
+  with io.Lease(url, lease_s=60):
+    with pytest.raises(io.DirectoryBusy, match=f'{url} is in use by process {os.getpid()}'):
+      io.Lease(url, lease_s=60).__enter__()
+  # Released: taken at once, as lease.1 (lease.0 deleted).
+  with io.Lease(url, lease_s=60):
+    assert store.listdir(url) == ['lease.1']
+  # A holder killed without releasing it: on this host its process is seen gone, and the
+  # lease taken over at once (as the kernel drops a flock).
+  assert _killed_holder(url, s3, 'import socket') == -signal.SIGKILL
+  with io.Lease(url, lease_s=60):
+    assert store.listdir(url) == ['lease.3']
+  # On another host (a preempted machine: its process cannot be looked up), refused until
+  # the lease goes unrenewed for its holder's lease_s.
+  assert _killed_holder(url, s3, 'import socket; socket.gethostname = lambda: "gone"') == -9
+  with pytest.raises(io.DirectoryBusy, match='on host gone .* once it goes 2 s without renewal'):
+    io.Lease(url, lease_s=60).__enter__()
+  time.sleep(2.5)
+  with io.Lease(url, lease_s=60):
+    assert store.listdir(url) == ['lease.5']
+
+
+def _killed_holder(url, env, prelude):
+  """Runs a process that takes the lease of `url` (for 2 s) and is killed holding it."""
+  code = (
+    f'{prelude}; import os, sys; from posenc import io; '
+    'io.Lease(sys.argv[1], lease_s=2).__enter__(); os.kill(os.getpid(), 9)'
+  )
+  return subprocess.run(
+    [sys.executable, '-c', code, url], cwd=ROOT, env={**os.environ, **env}
+  ).returncode
+
+
+def test_a_lease_is_renewed_while_its_holder_lives(s3):
+  url = _url('s3', 'renewed')
+  with io.Lease(url, lease_s=1.2):
+    time.sleep(2.0)  # Longer than the lease: only renewals keep it.
+    with pytest.raises(io.DirectoryBusy):
+      io.Lease(url, lease_s=1.2).__enter__()
+
+
+def test_whole_object_writes_logs_and_a_lease_on_the_gcs_emulator(gcs):
+  url = _url('gs', 'objects')
+  io.write_json_atomic(f'{url}/results.json', {'score': 0.5})
+  for step in (5, 10, 15):
+    io.append_jsonl(f'{url}/metrics.jsonl', {'step': step})
+  # A resume keeps the lines up to its checkpoint, rewriting the object whole.
+  kept = io.read_jsonl(f'{url}/metrics.jsonl', keep=lambda r: r['step'] <= 10, rewrite=True)
+  assert kept == io.read_jsonl(f'{url}/metrics.jsonl') == [{'step': 5}, {'step': 10}]
+  assert io.read_json(f'{url}/results.json') == {'score': 0.5}
+  with io.lock(url):
+    assert json.loads(store.read_bytes(f'{url}/lease.0'))['pid'] == os.getpid()
+  assert json.loads(store.read_bytes(f'{url}/lease.0'))['released']
+  assert store.listdir(url) == ['lease.0', 'metrics.jsonl', 'results.json']
+
+
+@pytest.mark.parametrize(
+  'workdir, env, needle',
+  [
+    (
+      'ftp://host/run',
+      {},
+      "ftp://host/run: unknown scheme 'ftp'; give a local path or a gs://, s3:// URL",
+    ),
+    ('s3:///run', {}, 's3:///run: no bucket named'),
+    ('s3://no-such-bucket-posenc/run', None, 'bucket does not exist'),
+    (
+      's3://posenc-test/run',
+      {
+        'AWS_ACCESS_KEY_ID': '',
+        'AWS_SECRET_ACCESS_KEY': '',
+        'AWS_SHARED_CREDENTIALS_FILE': '/nonexistent',
+        'AWS_CONFIG_FILE': '/nonexistent',
+        'AWS_EC2_METADATA_DISABLED': 'true',
+      },
+      'Unable to locate credentials',
+    ),
+  ],
+)
+def test_bad_store_input_is_one_line(cli, s3, workdir, env, needle):
+  env = {**s3, **(env or {})}
+  proc = cli.run(
+    [
+      'launch.export_eval_set',
+      '--config=experiments/rpe_table1.py:task=parity_check,tiny',
+      f'--out={workdir}',
+    ],
+    env=env,
+  )
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f'error: --out={workdir}'), lines
+  assert needle in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------------------
+# -m slow: kill and resume, two writers, a two-process sweep, a refused write, frozen sets,
+# and the run on the GCS emulator.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('scheme', ['s3', 'gs'])
+def test_a_run_killed_after_a_checkpoint_resumes_from_the_store(s3, gcs, tmp_path, scheme):
+  env = {'s3': s3, 'gs': gcs}[scheme]
+  url = _url(scheme, 'killed')
+  local = tmp_path / 'straight'
+  straight = _run([*TRAIN, f'--workdir={local}'], env)
+  assert straight.returncode == 0, straight.stderr[-3000:]
+  killed = _run([*TRAIN, f'--workdir={url}'], env, extra={'POSENC_KILL_AFTER_CHECKPOINT': '20'})
+  assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+  assert checkpoint_steps(url)[-1] == 20 and not store.exists(f'{url}/results.json')
+  resumed = _run([*TRAIN, f'--workdir={url}'], env)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert 'resumed from the checkpoint at step 20' in resumed.stdout
+  results = lambda path: {
+    k: v
+    for k, v in io.read_json(f'{path}/results.json').items()
+    if k not in ('timing', 'versions', 'compiled_programs', 'devices', 'started', 'finished')
+  }
+  assert results(url)['members'] == results(str(local))['members']
+  lose_rate = lambda rows: [{k: v for k, v in r.items() if k != 'steps_per_s'} for r in rows]
+  assert lose_rate(io.read_jsonl(f'{url}/metrics.jsonl')) == lose_rate(
+    io.read_jsonl(str(local / 'metrics.jsonl'))
+  )
+
+
+def checkpoint_steps(url):
+  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+
+  return checkpoint.saved_steps(url)
+
+
+@pytest.mark.slow
+def test_a_second_process_on_a_live_run_is_refused(s3):
+  url = _url('s3', 'two')
+  first = subprocess.Popen(
+    [
+      sys.executable,
+      '-m',
+      'launch.train',
+      CONFIG,
+      f'--workdir={url}',
+      '--config.train.steps=100000',
+    ],
+    cwd=ROOT,
+    env={**os.environ, **s3},
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
+  try:
+    deadline = time.time() + 120
+    while not store.exists(f'{url}/config.json'):
+      assert first.poll() is None and time.time() < deadline
+      time.sleep(0.2)
+    second = _run([*TRAIN, f'--workdir={url}'], s3)
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert f'error: {url} is in use by process {first.pid}' in second.stderr
+  finally:
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=120)
+
+
+@pytest.mark.slow
+def test_a_two_process_sweep_writes_one_bucket_and_a_third_reports_it(s3):
+  url = _url('s3', 'sweep')
+  port = stores.free_port()
+  procs = [
+    subprocess.Popen(
+      [
+        sys.executable,
+        '-m',
+        'launch.sweep',
+        '--config=experiments/sweep_tiny.py',
+        f'--workdir={url}',
+        '--tasks=parity_check',
+        '--distributed',
+        f'--coordinator_address=127.0.0.1:{port}',
+        '--num_processes=2',
+        f'--process_id={i}',
+      ],
+      cwd=ROOT,
+      env={**os.environ, **s3},
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    for i in range(2)
+  ]
+  outs = [p.communicate(timeout=600) for p in procs]
+  assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
+  for i, name in enumerate(['parity_check__none', 'parity_check__randomized_relative']):
+    assert store.exists(f'{url}/cells/{name}/results.json')
+    index = io.read_json(f'{url}/index/shard-{i}-of-2.json')
+    assert [(c['cell'], c['state']) for c in index['cells']] == [(name, 'complete')]
+  report = _run(['launch.report', url, f'--out={url}/report'], s3)
+  assert report.returncode == 0, report.stderr[-2000:]
+  table = store.read_bytes(f'{url}/report/table1.md').decode()
+  assert 'none' in table and 'randomized_relative' in table
+
+
+@pytest.mark.slow
+def test_a_store_refusing_a_write_halfway_is_one_line_and_the_rerun_finishes(s3):
+  url = _url('s3', 'refused')
+  refused = _run([*TRAIN, f'--workdir={url}'], s3, extra={'POSENC_STORE_REFUSES_AT': 'eval.jsonl'})
+  assert refused.returncode == 2, refused.stderr[-2000:]
+  lines = refused.stderr.strip().splitlines()
+  assert lines[-1].startswith(f'error: {url}/eval.jsonl: writing failed: AccessDenied'), lines[-3:]
+  assert not store.exists(f'{url}/results.json')
+  rerun = _run([*TRAIN, f'--workdir={url}'], s3)
+  assert rerun.returncode == 0, rerun.stderr[-2000:]
+  assert store.exists(f'{url}/results.json')
+
+
+@pytest.mark.slow
+def test_a_frozen_set_is_exported_to_the_bucket_and_evaluated_from_it(s3, tmp_path):
+  sets = _url('s3', 'set')
+  config = '--config=experiments/rpe_table1.py:task=parity_check,encoding=none,tiny'
+  export = _run(['launch.export_eval_set', config, f'--out={sets}'], s3)
+  assert export.returncode == 0, export.stderr[-2000:]
+  assert 'manifest.json' in store.listdir(sets)
+  runs = {}
+  for name, extra in (('drawn', []), ('frozen', [f'--config.eval.from_files={sets}'])):
+    workdir = tmp_path / name
+    proc = _run(
+      ['launch.train', config, f'--workdir={workdir}', '--config.train.steps=20', *extra], s3
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs[name] = io.read_json(str(workdir / 'results.json'))['members']
+  assert runs['frozen'] == runs['drawn']
+
+
+@pytest.mark.slow
+def test_the_tiny_benchmark_on_the_bucket_reproduces_its_stored_result(s3):
+  from experiments import benchmarks  # pylint: disable=g-import-not-at-top
+  from posenc import benchmark  # pylint: disable=g-import-not-at-top
+
+  url = _url('s3', 'bench')
+  proc = _run(['launch.benchmark', '--encoding=rotary', '--suite=tiny', f'--workdir={url}'], s3)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  entry = io.read_json(f'{url}/entry.json')
+  stored = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']
+  for task in stored['tasks']:
+    assert entry['tasks'][task]['members'] == stored['tasks'][task]['members'], task
+  assert store.read_bytes(f'{url}/card.png')[:4] == b'\x89PNG'
