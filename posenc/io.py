@@ -404,8 +404,8 @@ class Lease:
     DirectoryBusy: on entry, if a live process holds the lease.
 
   Example:
-    >>> with Lease('s3://bucket/sweep/cells/a'):   # a second process here: DirectoryBusy
-    ...   train(...)
+    >>> with Lease('s3://bucket/sweep/cells/a'):   # doctest: +SKIP
+    ...   train(...)                    # a second process here: DirectoryBusy
   """
 
   def __init__(self, directory: str, lease_s: float | None = None):
