@@ -12,8 +12,8 @@ write here is one put (`put`), and a first writer is told apart by the store's c
 create (`create`: S3 `If-None-Match: *`, GCS `ifGenerationMatch=0`). Listings are not cached:
 several hosts write one directory, and each must see the others' objects.
 
-Every failure of the store (no such bucket, no credentials, permission, quota, a refused
-write) is a `StoreError` whose one line names the URL and the reason.
+Every failure of the store (no such bucket, no credentials or refused ones, permission,
+quota, a refused write) is a `StoreError` whose one line names the URL and the reason.
 
 Example:
   >>> is_url('gs://bucket/table1'), is_url('runs/table1')
@@ -101,8 +101,37 @@ def as_path(given: str | os.PathLike[str]) -> Any:
   return path(os.fspath(given)) if is_url(given) else pathlib.Path(given)
 
 
+# S3's error codes for a key it does not accept, and what each means. botocore carries the
+# code in its ClientError; s3fs raises a PermissionError from it, whose text is S3's message
+# alone ("The request signature we calculated does not match...").
+REFUSED_KEYS = {
+  'InvalidAccessKeyId': 'the access key id is unknown to the store',
+  'SignatureDoesNotMatch': 'the secret access key does not match the access key id',
+  'InvalidToken': 'the session token is not valid',
+  'ExpiredToken': 'the session token has expired',
+}
+
+
+def _s3_error_code(error: BaseException | None) -> str | None:
+  """The S3 error code of the botocore ClientError behind `error`, if there is one."""
+  while error is not None:
+    response = getattr(error, 'response', None)
+    if isinstance(response, dict) and 'Error' in response:
+      return response['Error'].get('Code')
+    error = error.__cause__ or error.__context__
+  return None
+
+
 def reason(error: BaseException) -> str:
-  """The first line of what a store library says about `error`, with its type if terse."""
+  """The first line of what a store library says about `error`, with its type if terse; a
+  key the store refused is said so.
+
+  Example: s3fs's PermissionError from S3's SignatureDoesNotMatch -> 'credentials refused
+  (SignatureDoesNotMatch: the secret access key does not match the access key id)'.
+  """
+  code = _s3_error_code(error)
+  if code in REFUSED_KEYS:
+    return f'credentials refused ({code}: {REFUSED_KEYS[code]})'
   text = ' '.join(str(error).split()) or type(error).__name__
   if isinstance(error, FileNotFoundError) and 'bucket' not in text.lower():
     text = f'not found ({text})'

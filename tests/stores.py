@@ -1,7 +1,8 @@
 """Local object stores for the tests: moto's S3 server and gcp-storage-emulator, each on a free
 port of 127.0.0.1, and the environment that points the clients (and `launch.*` subprocesses)
 at them: `AWS_ENDPOINT_URL` with dummy `AWS_*` keys for s3fs/botocore, `STORAGE_EMULATOR_HOST`
-with anonymous credentials for gcsfs.
+with anonymous credentials for gcsfs. `s3_server` takes any key; `s3_server_checking_keys`
+refuses every key but the one it issued, as S3 does.
 
 Example:
   >>> with s3_server() as env:                  # env: the variables to run launch.* under
@@ -9,8 +10,13 @@ Example:
 """
 
 import contextlib
+import json
 import os
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from typing import Iterator
 
 BUCKET = 'posenc-test'
@@ -27,6 +33,7 @@ def _environment(env: dict[str, str]) -> Iterator[dict[str, str]]:
   """Sets `env` in this process too (the tests' own reads of the store) while inside."""
   old = {k: os.environ.get(k) for k in env}
   os.environ.update(env)
+  _forget_filesystems()
   try:
     yield env
   finally:
@@ -39,7 +46,8 @@ def _environment(env: dict[str, str]) -> Iterator[dict[str, str]]:
 
 
 def _forget_filesystems() -> None:
-  """fsspec caches a filesystem per protocol with its endpoint: the next server gets its own."""
+  """fsspec caches a filesystem per protocol with the endpoint and keys of the environment it
+  was made in: each server (and each return to an outer one) gets its own."""
   import fsspec  # pylint: disable=g-import-not-at-top
 
   for protocol in ('s3', 'gcs'):
@@ -67,6 +75,70 @@ def s3_server() -> Iterator[dict[str, str]]:
       yield env
   finally:
     server.stop()
+
+
+@contextlib.contextmanager
+def s3_server_checking_keys() -> Iterator[dict[str, str]]:
+  """moto's S3 server with the bucket BUCKET that checks every request's signature: it knows
+  one IAM user, allowed s3:*, whose access key is in the environment yielded. moto checks
+  keys only from its INITIAL_NO_AUTH_ACTION_COUNT-th request on (a process-wide setting, so
+  this server is a process of its own): the bucket and the user are made unchecked, then its
+  /moto-api/reset-auth endpoint sets the count to 0."""
+  import boto3  # pylint: disable=g-import-not-at-top
+
+  port = free_port()
+  endpoint = f'http://127.0.0.1:{port}'
+  server = subprocess.Popen(
+    [sys.executable, '-m', 'moto.server', '-H', '127.0.0.1', '-p', str(port)],
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
+  try:
+    _wait_for(f'{endpoint}/moto-api/', server)
+    anyone = {
+      'endpoint_url': endpoint,
+      'region_name': 'us-east-1',
+      'aws_access_key_id': 'setup',
+      'aws_secret_access_key': 'setup',
+    }
+    boto3.client('s3', **anyone).create_bucket(Bucket=BUCKET)
+    iam = boto3.client('iam', **anyone)
+    iam.create_user(UserName='posenc')
+    policy = {
+      'Version': '2012-10-17',
+      'Statement': [{'Effect': 'Allow', 'Action': 's3:*', 'Resource': '*'}],
+    }
+    iam.put_user_policy(UserName='posenc', PolicyName='s3', PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName='posenc')['AccessKey']
+    urllib.request.urlopen(
+      urllib.request.Request(
+        f'{endpoint}/moto-api/reset-auth', b'0', {'Content-Type': 'text/plain'}, method='POST'
+      )
+    )
+    env = {
+      'AWS_ENDPOINT_URL': endpoint,
+      'AWS_ACCESS_KEY_ID': key['AccessKeyId'],
+      'AWS_SECRET_ACCESS_KEY': key['SecretAccessKey'],
+      'AWS_DEFAULT_REGION': 'us-east-1',
+    }
+    with _environment(env):
+      yield env
+  finally:
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def _wait_for(url: str, server: subprocess.Popen, timeout_s: float = 60) -> None:
+  """Returns once `url` answers; raises if `server` exits or `timeout_s` passes first."""
+  deadline = time.monotonic() + timeout_s
+  while True:
+    try:
+      urllib.request.urlopen(url)
+      return
+    except OSError:
+      if server.poll() is not None or time.monotonic() > deadline:
+        raise RuntimeError(f'the server of {url} did not start') from None
+      time.sleep(0.05)
 
 
 @contextlib.contextmanager

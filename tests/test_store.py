@@ -177,6 +177,38 @@ def test_bad_store_input_is_one_line(cli, s3, workdir, env, needle):
   assert needle in lines[0], lines[0]
 
 
+@pytest.fixture
+def s3_keys():
+  """The environment of an S3 server that refuses every key but the one in it."""
+  with stores.s3_server_checking_keys() as env:
+    yield env
+
+
+def test_a_refused_key_is_one_line_and_writes_nothing(cli, s3_keys):
+  url = _url('s3', 'keys')
+  for name, value, code in (
+    ('AWS_SECRET_ACCESS_KEY', 'not-the-secret', 'SignatureDoesNotMatch'),
+    ('AWS_ACCESS_KEY_ID', 'AKIANEVERISSUED', 'InvalidAccessKeyId'),
+  ):
+    proc = cli.run([*TRAIN, f'--workdir={url}'], env={**s3_keys, name: value})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f'error: --workdir={url}: '), lines
+    assert f'credentials refused ({code}: ' in lines[0], lines[0]
+  assert store.files_under(f's3://{stores.BUCKET}') == []
+  # The issued key passes the same check, and writes.
+  proc = cli.run(
+    [
+      'launch.export_eval_set',
+      '--config=experiments/rpe_table1.py:task=parity_check,tiny',
+      f'--out={url}',
+    ],
+    env=s3_keys,
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert 'manifest.json' in store.listdir(url)
+
+
 # ---------------------------------------------------------------------------------------
 # -m slow: kill and resume, two writers, a two-process sweep, a refused write, frozen sets,
 # and the run on the GCS emulator.
