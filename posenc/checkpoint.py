@@ -13,8 +13,10 @@ A work directory on an object store (`gs://`, `s3://`) has its checkpoints writt
 into a local staging directory and put to the store step by step (`StagedManager`), each
 step's objects first and its marker UPLOADED last: a step without the marker (a host killed
 mid-upload) is not a checkpoint. Orbax 0.12.8 cannot write s3:// itself (its path
-normalization turns 's3://b' into 's3:/b' and refuses it as "not absolute"), and staging
-keeps both stores to one code path.
+normalization turns 's3://b' into 's3:/b' and refuses it as "not absolute"). It can write
+gs:// (arrays through tensorstore's gcs driver, the rest through etils.epath), but gs:// is
+staged too: against the GCS emulator of the tests those writes fail now and then, so a
+direct path would go untested (`checkpoint_manager`).
 
 Example:
   >>> manager = checkpoint_manager(workdir)
@@ -68,6 +70,14 @@ def checkpoint_manager(workdir: str) -> Any:
     max_to_keep=3, create=False, enable_async_checkpointing=False, **kwargs
   )
   if store.is_url(workdir):
+    # gs:// is staged as s3:// is, though orbax writes gs:// itself: against the test
+    # emulator (gcp-storage-emulator 2026.7.19, with TENSORSTORE_GCS_HTTP_URL pointing
+    # tensorstore at it) saves fail now and then with 'ValueError: Error writing
+    # "layer0.b/0" in OCDBT database at gs://.../state/ocdbt.process_0/: Error writing
+    # gs://.../manifest.ocdbt: Malformed StorageGeneration'. The emulator's media reads carry
+    # no x-goog-generation header and ignore ifGenerationNotMatch, which tensorstore's
+    # conditional manifest writes rely on; real GCS has both, so there orbax could write
+    # directly, untested.
     return StagedManager(os.path.join(workdir, 'checkpoints'), options)
   directory = os.path.abspath(os.path.join(workdir, 'checkpoints'))
   os.makedirs(directory, exist_ok=True)
