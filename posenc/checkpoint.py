@@ -19,9 +19,10 @@ staged too: against the GCS emulator of the tests those writes fail now and then
 direct path would go untested (`checkpoint_manager`).
 
 Example:
-  >>> manager = checkpoint_manager(workdir)
-  >>> save_state(manager, 100, state, population, [{'from_step': 0, 'devices': 1, ...}])
-  >>> step, state, history, notes = restore_newest(manager, abstract, population,
+  >>> manager = checkpoint_manager(workdir)  # doctest: +SKIP
+  >>> history = [{'from_step': 0, 'devices': 1, 'platform': 'cpu'}]  # devices trained on
+  >>> save_state(manager, 100, state, population, history)  # doctest: +SKIP
+  >>> step, state, history, notes = restore_newest(manager, abstract, population,  # doctest: +SKIP
   ...                                              lambda s: f'left in place: {s}')
 """
 
@@ -92,7 +93,7 @@ class StagedManager:
 
   Example:
     >>> manager = StagedManager('gs://bucket/run/checkpoints', options)   # doctest: +SKIP
-    >>> manager.save(100, args=...)   # gs://bucket/run/checkpoints/100/... then .../UPLOADED
+    >>> manager.save(100, args=...)  # .../checkpoints/100/... then .../UPLOADED  # doctest: +SKIP
   """
 
   def __init__(self, url: str, options: ocp.CheckpointManagerOptions):

@@ -4,7 +4,7 @@ compilation cache instead, with the seconds spent compiling (JAX's monitoring ev
 Example:
   >>> with CompileStats() as compiles:          # doctest: +SKIP
   ...   jax.jit(f)(x)
-  >>> compiles.summary()
+  >>> compiles.summary()  # doctest: +SKIP
   {'cache_hits': 0, 'cache_misses': 1, 'compile_s': 0.12}
 """
 

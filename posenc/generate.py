@@ -5,8 +5,10 @@ one pass that fills the cache, then one token per step inside `lax.while_loop`, 
 sequence stopping at its end-of-sequence token or the maximum length. Prompts of different
 lengths share a batch (left-aligned, padded): each sequence decodes from its own position.
 
-  >>> tokens = generate(model, variables, prompts, prompt_lengths, max_new=12, eos_id=9,
-  ...                   rngs={'noise': key})          # int32 [B, 12], EOS-filled after EOS
+  >>> tokens = generate(model, variables, prompts, prompt_lengths,  # doctest: +SKIP
+  ...                   max_new=12, eos_id=9, rngs={'noise': key})
+  >>> tokens.shape, tokens.dtype       # [B, 12], EOS-filled after EOS  # doctest: +SKIP
+  ((4, 12), dtype('int32'))
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ L = N, s = 1 / ln N.
 
 Example:
   >>> spec = parse('yarn:scale=4')
-  >>> after = apply(setup.build(config), *spec)   # the config evaluation runs with
-  >>> after.encoding_options.rope_scaling
+  >>> after = apply(setup.build(config), *spec)  # the config evaluation runs with  # doctest: +SKIP
+  >>> after.encoding_options.rope_scaling  # doctest: +SKIP
   'yarn'
 """
 

@@ -22,9 +22,9 @@ example i of task t drawn from `fold_in(fold_in(dataset_key, t), i)`, and a batc
 examples uniformly with replacement from that set (our choice: the paper says "epochs" but
 not how it orders them).
 
-  >>> task_list = tasks_of(config)                  # [SortingHinted, Successor]
-  >>> batch = train_batch(config, task_list, key, dataset_key, step, shape)
-  >>> batch['task']                                 # int32 [B]: each example's head
+  >>> task_list = tasks_of(config)                  # [SortingHinted, Successor]  # doctest: +SKIP
+  >>> batch = train_batch(config, task_list, key, dataset_key, step, shape)  # doctest: +SKIP
+  >>> batch['task']  # int32 [B]: each example's head  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ RNG, one story: every draw comes from `jax.random.key`s derived here, split per 
   eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
 
 Example:
-  >>> population = Population(config)          # members, keys, mesh
-  >>> state = init_state(config, model, population)
-  >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size
+  >>> population = Population(config)          # members, keys, mesh  # doctest: +SKIP
+  >>> state = init_state(config, model, population)  # doctest: +SKIP
+  >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size  # doctest: +SKIP
   True
 """
 

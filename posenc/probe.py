@@ -6,8 +6,9 @@ is judged by the mean absolute distance between the predicted and the true posit
 held-out inputs, against the baseline of guessing uniformly at random: for N positions
 E|X - Y| = (N² - 1) / (3N).
 
-    >>> hidden = [h0, h1, ...]               # per batch, per layer [B, T, D] (analysis rows)
-    >>> probe_layer(train_states, train_lengths, test_states, test_lengths, num_classes=T)
+    >>> hidden = [h0, h1, ...]  # per batch, per layer [B, T, D] (analysis rows)  # doctest: +SKIP
+    >>> probe_layer(train_states, train_lengths,  # doctest: +SKIP
+    ...             test_states, test_lengths, num_classes=T)
 """
 
 from __future__ import annotations

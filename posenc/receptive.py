@@ -16,9 +16,16 @@ p-series Σ t^-1.01 does). Only a family without a closed form (Sandwich) is jud
 alone.
 
     >>> weights('type1', 512)[0, :3]              # 1, 1/4, 1/9
-    >>> trf(weights('type1', 10_000_000), 0.01)   # [61, ...]: settled (54 at H = 512)
-    >>> convergence('inverse_n')['converges']     # False
-    >>> convergence('kerple_log', options={'bias_r': 1.5, 'bias_k': 1.0})['converges']  # True
+    array([1.        , 0.25      , 0.11111111])
+    >>> trf(weights('type1', 512), 0.01)          # per head [H]
+    array([54, 54, 54, 54, 54, 54, 54, 54])
+    >>> trf(weights('type1', 10_000_000), 0.01)   # settled; seconds  # doctest: +SKIP
+    array([61, 61, 61, 61, 61, 61, 61, 61])
+    >>> convergence('inverse_n')['converges']
+    False
+    >>> kerple = {'bias_r': 1.5, 'bias_k': 1.0}
+    >>> convergence('kerple_log', options=kerple)['converges']  # seconds  # doctest: +SKIP
+    True
 
 Bias encodings covered: every family of `posenc.encodings.families` and ALiBi (r = -s_h t),
 at their initial parameters (a seed) or at given ones (e.g. a trained layer's). FIRE and

@@ -18,8 +18,11 @@ another config (e.g. a changed `--config.train.steps`) refuses before running an
 (`check_configs`): the new runs belong in a fresh sweep directory.
 
 Example:
+  >>> from experiments import rpe_table1
   >>> cells = select_cells(rpe_table1.grid(), tasks=['parity_check'], encodings=None)
   >>> mine = shard_cells(cells, index=0, count=2)
+  >>> len(cells), len(mine), mine[0]   # one cell per encoding; this shard's first
+  (13, 7, {'task': 'parity_check', 'encoding': 'none'})
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ file: a member's directory holds one file per checkpoint interval that logged so
 
 Example:
   >>> writer = Writer('runs/parity', members, start_step=0)   # doctest: +SKIP
-  >>> writer.train(100, loss=[0.7], accuracy=[0.5], learning_rates=[1e-3], steps_per_s=9.)
-  >>> writer.close()   # runs/parity/tensorboard/seed0_lr0.001/events.out.tfevents.*
+  >>> writer.train(100, loss=[0.7], accuracy=[0.5],  # doctest: +SKIP
+  ...              learning_rates=[1e-3], steps_per_s=9.)
+  >>> writer.close()  # runs/parity/tensorboard/seed0_lr0.001/events.out.*  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ scalars and a progress line.
 
 Example (what `train` does each log interval):
   >>> log = TrainLog(run, workdir, restored, board, print)     # doctest: +SKIP
-  >>> state = log(state, done=200)   # writes the line; returns the state, its sums reset
+  >>> state = log(state, done=200)  # writes the line; the state, its sums reset  # doctest: +SKIP
 """
 
 from __future__ import annotations

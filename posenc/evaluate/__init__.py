@@ -4,6 +4,7 @@ one resumable loop over cells (`run_cells`), the two training variants; and the 
 evaluation sets (`frozen`).
 
 Example:
+  >>> from posenc import kinds
   >>> protocol = kinds.protocol('grid')          # a `core.Protocol`
   >>> record = protocol.evaluate(run, state, EvalContext('runs/x'))   # doctest: +SKIP
 """

@@ -1,7 +1,7 @@
 """The model fields of a config (`config.model`), checked where the model is defined.
 
 Example:
-  >>> check(config, encodings.get('rotary'))    # ConfigError (one line) or None
+  >>> check(config, encodings.get('rotary'))    # ConfigError (one line) or None  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ one set of positions per sequence, for the sequence's real length. The same call
 teacher forcing over whole sequences and one decoding step against a cache:
 
   >>> model = Decoder(vocab_size=8, encoding='randomized_rotary')
-  >>> logits, cache = model.apply(variables, tokens, lengths, deterministic=True,
+  >>> logits, cache = model.apply(variables, tokens, lengths, deterministic=True,  # doctest: +SKIP
   ...                             rngs={'noise': key})                     # [B, T, V]
-  >>> logits, cache = model.apply(variables, next_tokens[:, None], q_idx + 1, q_idx=q_idx,
-  ...                             cache=cache, num_positions=S, deterministic=True,
-  ...                             rngs={'noise': key})                     # [B, 1, V]
+  >>> logits, cache = model.apply(  # [B, 1, V]  # doctest: +SKIP
+  ...   variables, next_tokens[:, None], q_idx + 1, q_idx=q_idx, cache=cache, num_positions=S,
+  ...   deterministic=True, rngs={'noise': key})
 
 `posenc.generate` builds greedy generation from it.
 """

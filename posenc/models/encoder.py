@@ -8,12 +8,13 @@ a looped block with input injection, an attention temperature, several output he
 
 Example:
   >>> model = Encoder(vocab_size=2, num_classes=2, encoding='randomized_relative')
-  >>> tokens, seq_length = empty_output_layout(inputs, length, output_length, max_out, 2)
-  >>> params = model.init({'params': k1, 'noise': k2}, tokens, seq_length,
+  >>> tokens, seq_length = empty_output_layout(  # doctest: +SKIP
+  ...   inputs, length, output_length, max_out, 2)
+  >>> params = model.init({'params': k1, 'noise': k2}, tokens, seq_length,  # doctest: +SKIP
   ...                     deterministic=True)['params']
   >>> logits = model.apply({'params': params}, tokens, seq_length, deterministic=True,
-  ...                      rngs={'noise': k3})          # [B, T, C]
-  >>> outputs = read_outputs(logits, length, max_out)   # [B, O_max, C]
+  ...                      rngs={'noise': k3})          # [B, T, C]  # doctest: +SKIP
+  >>> outputs = read_outputs(logits, length, max_out)   # [B, O_max, C]  # doctest: +SKIP
 """
 
 from __future__ import annotations

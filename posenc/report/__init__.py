@@ -114,7 +114,7 @@ def load_run(
 
   Example:
     >>> run = load_run('runs/rs_rr/results.json', metric='exact_match')  # doctest: +SKIP
-    >>> run.record.task, run.record.family, len(run.record.members)
+    >>> run.record.task, run.record.family, len(run.record.members)  # doctest: +SKIP
     ('reverse_string', 'decoder', 30)
 
   Raises:
@@ -151,7 +151,7 @@ def load_all_runs(
 
   Example:
     >>> loaded = load_all_runs(['sweep', 'runs/arithmetic'])  # doctest: +SKIP
-    >>> len(loaded.of('range')), len(loaded.of('grid')), loaded.problems
+    >>> len(loaded.of('range')), len(loaded.of('grid')), loaded.problems  # doctest: +SKIP
     (30, 6, ())
 
   Raises:
@@ -181,7 +181,7 @@ def load_runs(
 
   Example:
     >>> runs, problems = load_runs(['sweep', 'extra_run'])  # doctest: +SKIP
-    >>> problems
+    >>> problems  # doctest: +SKIP
     ['sweep/cells/x__y/results.json: missing \\'members\\'']
 
   Raises:
@@ -260,10 +260,10 @@ def build_report(
 
   Example:
     >>> report = build_report(['sweep', 'runs/abacus'], metric='exact_match')  # doctest: +SKIP
-    >>> sorted(report.files)
+    >>> sorted(report.files)  # doctest: +SKIP
     ['arithmetic.md', 'figure4_reverse_string.png',
      'heatmap_addition__abacus__looped_8x2__seed0_lr0.0001.png', 'table1.md', 'table4.md']
-    >>> report.texts['table1'].splitlines()[0]
+    >>> report.texts['table1'].splitlines()[0]  # doctest: +SKIP
     '# Table 1: exact match (%) on unseen lengths, max over members'
 
   Raises:

@@ -20,7 +20,7 @@ method's interval computed on the same samples. Success rates are binomial count
 members, so their coverage is computed exactly over a grid of rates instead.
 
 Example:
-  >>> result = simulate(truths_of(cells, 416), ns=[3, 8], draws=4000)
+  >>> result = simulate(truths_of(cells, 416), ns=[3, 8], draws=4000)  # doctest: +SKIP
   >>> print(markdown(result))                     # doctest: +SKIP
 """
 

@@ -8,7 +8,7 @@ scorecard can be found here by its column and seed (`series`), which the scoreca
 
 Example:
   >>> files = figures(runs)                      # doctest: +SKIP
-  >>> sorted(files)
+  >>> sorted(files)  # doctest: +SKIP
   ['training_even_pairs.png']
 """
 

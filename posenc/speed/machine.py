@@ -5,8 +5,8 @@ threads.
 
 Example:
   >>> start = cpu_times()
-  >>> ...                                   # the work measured
-  >>> steal_percent(start, cpu_times())     # None off Linux
+  >>> work = sum(range(10**6))              # the work measured
+  >>> steal_percent(start, cpu_times())     # None off Linux  # doctest: +SKIP
   3.1
 """
 

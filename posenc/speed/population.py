@@ -11,10 +11,11 @@ from minute to minute slows each setting alike; the median over the rounds is th
 
 Example (`launch.speed population`: the cpu-v1 suite's even_pairs cell, 8 members):
   >>> settings = [parse_setting('default'), parse_setting('devices=2')]
-  >>> trainers = [Trainer(setup.build(setting_config(config, s, 8))) for s in settings]
-  >>> [t.compiled for t in trainers]      # one training program per length bucket
+  >>> configs = [setting_config(config, s, 8) for s in settings]  # doctest: +SKIP
+  >>> trainers = [Trainer(setup.build(c)) for c in configs]  # doctest: +SKIP
+  >>> [t.compiled for t in trainers]      # one training program per length bucket  # doctest: +SKIP
   [2, 2]
-  >>> rates = [t.model_updates_per_s(100) for t in trainers]   # one round
+  >>> rates = [t.model_updates_per_s(100) for t in trainers]   # one round  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ skew product and rel-shift); with another backend its time counts as the rest of
 
 Example (`launch.speed profile --buckets=40`, the study's model on this project's 2-core
 development CPU, 2026-11-26):
-  >>> state, row = profile_bucket(run, state, 40, steps=3)
-  >>> row['step_ms'], row['parts']['attention: q·k, softmax, weights·v']
+  >>> state, row = profile_bucket(run, state, 40, steps=3)  # doctest: +SKIP
+  >>> row['step_ms'], row['parts']['attention: q·k, softmax, weights·v']  # doctest: +SKIP
   (728.0, 245.6)
 """
 

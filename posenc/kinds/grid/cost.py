@@ -3,7 +3,7 @@ at the training size measured, every cell's samples at their padded widths count
 
 Example:
   >>> fn, args, widths = probe(run)   # doctest: +SKIP
-  >>> groups(run)                     # ([(tokens, samples) per cell], tokens of (n, n))
+  >>> groups(run)  # ([(tokens, samples) per cell], tokens of (n, n))  # doctest: +SKIP
 """
 
 from __future__ import annotations

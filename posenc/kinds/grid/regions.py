@@ -86,7 +86,7 @@ def collect_grid_entries(
 
   Example:
     >>> entries = collect_grid_entries(load_all_runs(['runs/abacus']).of('grid'))  # doctest: +SKIP
-    >>> entries['addition', 'looped 8x2', 'abacus'].members  # Its 3 seeds.
+    >>> entries['addition', 'looped 8x2', 'abacus'].members  # Its 3 seeds.  # doctest: +SKIP
   """
   runs = list(grid_runs)
   grouped: dict[tuple[str, str, str], list[load.RunFile]] = collections.defaultdict(list)

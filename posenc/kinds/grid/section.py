@@ -92,7 +92,7 @@ def grid_heatmap(
 
   Example:
     >>> fig = grid_heatmap(run, run.record.members[0])  # doctest: +SKIP
-    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()  # doctest: +SKIP
     ('digits_b', 'digits_a')
   """
   record, grid = run.record, run.record.evaluation
@@ -180,7 +180,7 @@ def grid_heatmap_png(
 
   Example:
     >>> png = grid_heatmap_png(run, run.record.members[0])  # doctest: +SKIP
-    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
+    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'  # doctest: +SKIP
     True
   """
   buffer = io.BytesIO()

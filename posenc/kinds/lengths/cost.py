@@ -4,7 +4,7 @@ counted.
 
 Example:
   >>> fn, args, widths = probe(run)   # doctest: +SKIP
-  >>> groups(run)                     # ([(tokens, examples) per length], tokens at n)
+  >>> groups(run)  # ([(tokens, examples) per length], tokens at n)  # doctest: +SKIP
 """
 
 from __future__ import annotations

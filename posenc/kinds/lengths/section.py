@@ -6,7 +6,7 @@ The section of the 'lengths' evaluation (`LengthsResults`, record.py): `build` w
 (`variants`).
 
   >>> runs = [load.RunFile(p, results.read(p)) for p in paths]   # doctest: +SKIP
-  >>> print(table(runs))
+  >>> print(table(runs))  # doctest: +SKIP
 """
 
 from __future__ import annotations

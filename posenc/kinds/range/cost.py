@@ -10,7 +10,7 @@ has O(L) = 2L).
 
 Example:
   >>> measured, rows = COST.estimate(runs, cells, 20)   # doctest: +SKIP
-  >>> rows[0]['train_s'], measured['model_updates_per_s']
+  >>> rows[0]['train_s'], measured['model_updates_per_s']  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the lengths past training.
 
 Example:
   >>> record = RangeResults((4, 8), (8, 8), (member,))  # doctest: +SKIP
-  >>> record.score_basis()['lengths'], record.metric_of('decoder')
+  >>> record.score_basis()['lengths'], record.metric_of('decoder')  # doctest: +SKIP
   ([8], 'exact match')
 """
 

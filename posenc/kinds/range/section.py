@@ -6,7 +6,7 @@ cells (`tables.collect_cells`), every score and curve in the report's metric (`C
 Example:
   >>> cells = tables.collect_cells(runs, metric='exact_match')  # doctest: +SKIP
   >>> fig = figure4(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
-  >>> fig.axes[0].get_ylabel()
+  >>> fig.axes[0].get_ylabel()  # doctest: +SKIP
   'exact match'
 """
 
@@ -67,9 +67,9 @@ def figure4(
 
   Example:
     >>> fig = figure4(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
-    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]  # doctest: +SKIP
     ['none: 20.0', 'randomized_relative: 85.0', 'training length N']
-    >>> fig.axes[0].get_ylabel()
+    >>> fig.axes[0].get_ylabel()  # doctest: +SKIP
     'exact match'
   """
   label_y = core.metric_label(metric)
@@ -143,7 +143,7 @@ def figure4_png(
 
   Example:
     >>> png = figure4_png(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
-    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
+    >>> png[:8] == b'\\x89PNG\\r\\n\\x1a\\n'  # doctest: +SKIP
     True
   """
   buffer = io.BytesIO()
@@ -168,9 +168,9 @@ def per_length_table(
 
   Example:
     >>> text = per_length_table(cells, 'reverse_string', metric='exact_match')  # doctest: +SKIP
-    >>> text.split(';')[0]
+    >>> text.split(';')[0]  # doctest: +SKIP
     'reverse_string: exact match (%) by length, best member per encoding'
-    >>> text.splitlines()[2:5]
+    >>> text.splitlines()[2:5]  # doctest: +SKIP
     ['| length | none | randomized_relative |', '|---|---|---|', '| 1* | 100.0 | 100.0 |']
   """
   label = core.metric_label(metric)

@@ -75,7 +75,7 @@ def collect_cells(
 
   Example:
     >>> cells = collect_cells(runs)  # doctest: +SKIP
-    >>> cells['reverse_string', 'relative'].members  # 30 members
+    >>> cells['reverse_string', 'relative'].members  # 30 members  # doctest: +SKIP
   """
   runs = list(runs)
   grouped: dict[tuple[str, str], list[load.RunFile]] = collections.defaultdict(list)
