@@ -3,7 +3,7 @@ maps and a PCA of its activations.
 
     >>> run = load_run('runs/parity_check__type1')  # config, task, model, params  # doctest: +SKIP
     >>> rows = attention_rows(run, length=64, examples=8)  # per layer [B,H,T,T]  # doctest: +SKIP
-    >>> erf_summary(rows, run, eps=(0.1, 0.01))  # per layer and head  # doctest: +SKIP
+    >>> erf_summary(rows, eps=(0.1, 0.01))  # per layer and head  # doctest: +SKIP
 
 The weights are those of the readable attention definition (`posenc.attention.reference`),
 recorded with `sow` by each layer's attention when the 'intermediates' collection is

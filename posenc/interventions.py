@@ -24,9 +24,13 @@ scale = M / N (the longest evaluated length over the training length; slope_scal
 L = N, s = 1 / ln N.
 
 Example:
+  >>> config = config_lib.base_config()
+  >>> config.encoding = 'rotary'
   >>> spec = parse('yarn:scale=4')
-  >>> after = apply(setup.build(config), *spec)  # the config evaluation runs with  # doctest: +SKIP
-  >>> after.encoding_options.rope_scaling  # doctest: +SKIP
+  >>> spec
+  ('yarn', {'scale': 4.0})
+  >>> after = apply(setup.build(config), *spec)   # the config evaluation runs with
+  >>> after.encoding_options.rope_scaling
   'yarn'
 """
 

@@ -10,8 +10,10 @@ model and the speed tools take the `Run` and never derive these again: every hoo
 protocol and of an objective takes the run.
 
 Example:
-  >>> run = build(config)  # ConfigError (one line) for a bad config  # doctest: +SKIP
-  >>> run.protocol.name, run.family.causal, run.population.size  # doctest: +SKIP
+  >>> from posenc import config as config_lib
+  >>> config = config_lib.base_config()     # the study's cell: an encoder, 30 members
+  >>> run = build(config)                   # ConfigError (one line) for a bad config
+  >>> run.protocol.name, run.family.causal, run.population.size
   ('range', False, 30)
   >>> run, state, step = restore('runs/parity')  # the newest checkpoint  # doctest: +SKIP
 """

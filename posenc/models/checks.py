@@ -1,7 +1,13 @@
 """The model fields of a config (`config.model`), checked where the model is defined.
 
 Example:
-  >>> check(config, encodings.get('rotary'))    # ConfigError (one line) or None  # doctest: +SKIP
+  >>> from posenc import config as config_lib, encodings
+  >>> config = config_lib.base_config()
+  >>> check(config, encodings.get('rotary'))      # None: nothing wrong
+  >>> config.model.norm = 'batch'
+  >>> check(config, encodings.get('rotary'))
+  Traceback (most recent call last):
+  posenc.config.ConfigError: unknown model.norm 'batch'; valid: post, pre
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ method's interval computed on the same samples. Success rates are binomial count
 members, so their coverage is computed exactly over a grid of rates instead.
 
 Example:
-  >>> result = simulate(truths_of(cells, 416), ns=[3, 8], draws=4000)  # doctest: +SKIP
-  >>> print(markdown(result))                     # doctest: +SKIP
+  >>> truths, prior = truths_of(cells, 416)  # cells: [(name, member scores, N)]  # doctest: +SKIP
+  >>> result = simulate(truths, prior, ns=[3, 8], draws=4000, examples=416)  # doctest: +SKIP
+  >>> print(markdown(result))  # doctest: +SKIP
 """
 
 from __future__ import annotations

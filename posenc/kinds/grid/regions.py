@@ -85,7 +85,8 @@ def collect_grid_entries(
   counts once.
 
   Example:
-    >>> entries = collect_grid_entries(load_all_runs(['runs/abacus']).of('grid'))  # doctest: +SKIP
+    >>> runs = report.load_all_runs(['runs/abacus']).of('grid')  # doctest: +SKIP
+    >>> entries = collect_grid_entries(runs)  # doctest: +SKIP
     >>> entries['addition', 'looped 8x2', 'abacus'].members  # Its 3 seeds.  # doctest: +SKIP
   """
   runs = list(grid_runs)

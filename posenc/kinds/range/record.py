@@ -3,8 +3,10 @@ each evaluated length (the study's protocol, Ruoss et al. 2023), its scores thei
 the lengths past training.
 
 Example:
-  >>> record = RangeResults((4, 8), (8, 8), (member,))  # doctest: +SKIP
-  >>> record.score_basis()['lengths'], record.metric_of('decoder')  # doctest: +SKIP
+  >>> member = RangeMember(seed=0, learning_rate=1e-3, diverged=False, score=0.5,
+  ...                      accuracy_by_length={4: 1.0, 8: 0.5})
+  >>> record = RangeResults((4, 8), (8, 8), (member,))   # evaluated at 4 and 8, scored at 8
+  >>> record.score_basis()['lengths'], record.metric_of('decoder')
   ([8], 'exact match')
 """
 
