@@ -4,9 +4,14 @@ baselines (`posenc.report.verdicts`, Holm over its pairs), its minimum detectabl
 the encodings that succeed and the cell's training time.
 
 Example:
-  >>> rows = selection(suite, benchmark.read_baselines(suite))     # doctest: +SKIP
-  >>> print(selection_markdown(rows))                              # doctest: +SKIP
-  | task | score lengths | pairs separated | ...
+  >>> from posenc import benchmark
+  >>> from experiments import benchmarks
+  >>> suite = benchmarks.get('tiny')
+  >>> rows = selection(suite, benchmark.read_baselines(suite))
+  >>> print(selection_markdown(rows))
+  | task | score lengths | pairs separated | min. detectable difference | succeed | ...
+  |---|---|---|---|---|---|
+  | even_pairs | **9..12** | 0 of 1 | none | 0 of 2 | ...
 """
 
 from __future__ import annotations

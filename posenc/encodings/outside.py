@@ -12,9 +12,11 @@ The object must be an `Encoding` (the record the registry holds; `posenc.encodin
 object of another type, or a record that breaks the contract is one line naming it
 (`OutsideError`, a ValueError).
 
-Example:
-  >>> load('tests.outside_example:SQRT_ALIBI').kind     # doctest: +SKIP
-  'bias'
+Example (xPos, `pip install -e examples/outside_encoding`):
+  >>> load('posenc_xpos:XPOS').kind     # by its import path  # doctest: +SKIP
+  'rotation'
+  >>> load('xpos').kind                 # by its entry point  # doctest: +SKIP
+  'rotation'
 """
 
 from __future__ import annotations
