@@ -22,7 +22,11 @@ example i of task t drawn from `fold_in(fold_in(dataset_key, t), i)`, and a batc
 examples uniformly with replacement from that set (our choice: the paper says "epochs" but
 not how it orders them).
 
-  >>> task_list = tasks_of(config)                  # [SortingHinted, Successor]  # doctest: +SKIP
+  >>> from experiments import sorting_hints
+  >>> config = sorting_hints.get_config('hint=successor')
+  >>> task_list = tasks_of(config)                  # [SortingHinted, Successor]
+  >>> [task.name for task in task_list]             # the main task first
+  ['sorting_hinted', 'successor']
   >>> batch = train_batch(config, task_list, key, dataset_key, step, shape)  # doctest: +SKIP
   >>> batch['task']  # int32 [B]: each example's head  # doctest: +SKIP
 """

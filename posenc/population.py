@@ -13,10 +13,15 @@ RNG, one story: every draw comes from `jax.random.key`s derived here, split per 
   seed       -> init key, train key (step -> dropout, noise), eval key (length, j -> ...)
   eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
 
-Example:
-  >>> population = Population(config)          # members, keys, mesh  # doctest: +SKIP
-  >>> state = init_state(config, model, population)  # doctest: +SKIP
-  >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size  # doctest: +SKIP
+Example (the study's cell: 30 members; `abstract` gives the shapes without computing):
+  >>> from posenc import config as config_lib, setup
+  >>> config = config_lib.base_config()
+  >>> population = Population(config)          # members, keys, mesh
+  >>> population.size
+  30
+  >>> model = setup.build(config).model
+  >>> state = init_state(config, model, population, abstract=True)
+  >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size
   True
 """
 

@@ -19,10 +19,17 @@ For each truth and n, `draws` samples are drawn (seeded: the table is reproducib
 method's interval computed on the same samples. Success rates are binomial counts of n
 members, so their coverage is computed exactly over a grid of rates instead.
 
-Example:
-  >>> truths, prior = truths_of(cells, 416)  # cells: [(name, member scores, N)]  # doctest: +SKIP
-  >>> result = simulate(truths, prior, ns=[3, 8], draws=4000, examples=416)  # doctest: +SKIP
-  >>> print(markdown(result))  # doctest: +SKIP
+Example (three stored cells, (name, member scores, N); `launch.benchmark --coverage` draws
+4000 per truth and n):
+  >>> cells = [('even_pairs', [0.9, 0.85, 0.95], 416), ('parity_check', [0.5, 0.52, 0.49], 416),
+  ...          ('reverse_string', [1.0, 1.0, 0.97], 416)]
+  >>> truths, prior = truths_of(cells, 416)
+  >>> result = simulate(truths, prior, ns=[3], draws=200, examples=416)
+  >>> summary(result)['near 100'][CHOSEN]['3']['coverage']
+  1.0
+  >>> print(markdown(result))
+  200 draws per truth and n (seed 0); members scored on 416 examples; pooled dispersion ...
+  ...
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ of programs serves the grid. Measured cells are appended to `workdir/grid.jsonl`
 evaluation measures only the others.
 
   >>> by_cell = evaluate_cells(run, params, ctx)  # {(a, b): {'exact_match': ...}}  # doctest: +SKIP
-  >>> region_means(by_cell, config)  # per member {'id': .., 'ood': .., 'beyond': ..}  # doctest: +SKIP
+  >>> region_means(by_cell, config)  # per member {'id', 'ood', 'beyond'}  # doctest: +SKIP
 """
 
 from __future__ import annotations

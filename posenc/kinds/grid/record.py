@@ -2,8 +2,12 @@
 on each cell (a, b) of two operand lengths and per region (McLeish et al. 2024), its score
 the out-of-distribution region's.
 
-Example:
-  >>> member.regions['ood'], member.exact_match_by_cell[3, 5]  # doctest: +SKIP
+Example (a member as results.json holds it; its cells' keys 'a,b'):
+  >>> data = {'seed': 0, 'learning_rate': 1e-4, 'diverged': False, 'score': 0.75,
+  ...         'regions': {'ood': 0.75, 'beyond': 0.5, 'id': 1.0},
+  ...         'exact_match_by_cell': {'3,5': 1.0}}
+  >>> member = GridMember.from_json(data, 'results.json')
+  >>> member.regions['ood'], member.exact_match_by_cell[3, 5]
   (0.75, 1.0)
 """
 

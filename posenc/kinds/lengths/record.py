@@ -2,8 +2,12 @@
 token accuracy per test distribution and length (task hinting, Awasthi & Gupta 2023), its
 score the exact match over the first distribution's lengths past training.
 
-Example:
-  >>> member.by_length['exact_match']['rep2'][50]  # doctest: +SKIP
+Example (a member as results.json holds it):
+  >>> data = {'seed': 0, 'learning_rate': 1e-4, 'diverged': False, 'score': 0.25,
+  ...         'exact_match_by_length': {'rep2': {'50': 0.25}},
+  ...         'edit_distance_by_length': {'rep2': {'50': 3.5}}}
+  >>> member = LengthsMember.from_json(data, 'results.json')
+  >>> member.by_length['exact_match']['rep2'][50]    # metric, distribution, length
   0.25
 """
 

@@ -2,8 +2,11 @@
 and length (language models, Qin et al. 2023), its score the first mode's at the longest
 length.
 
-Example:
-  >>> member.perplexity_by_length['sliding'][512], member.degradation  # doctest: +SKIP
+Example (a member as results.json holds it):
+  >>> data = {'seed': 0, 'learning_rate': 1e-4, 'diverged': False, 'score': 3.2,
+  ...         'degradation': 0.4, 'perplexity_by_length': {'sliding': {'128': 2.3, '512': 3.2}}}
+  >>> member = PerplexityMember.from_json(data, 'results.json')
+  >>> member.perplexity_by_length['sliding'][512], member.degradation
   (3.2, 0.4)
 """
 
