@@ -58,7 +58,10 @@ class ListParser(flags.ArgumentParser):
   Elements are Python literals, or the bare words nan and inf (floats, so that the config's
   check can say why they are refused); any other element is an error naming it.
 
-  Example: ListParser().parse('[1e-3, 3e-4]') == [0.001, 0.0003]; parse('7') == [7].
+  Example:
+    >>> from launch.common import ListParser
+    >>> ListParser().parse('[1e-3, 3e-4]'), ListParser().parse('7')
+    ([0.001, 0.0003], [7])
   """
 
   def parse(self, argument: Any) -> list[Any]:

@@ -7,7 +7,7 @@ cells, `posenc.kinds.range.tables.collect_cells`; the grid kind into entries).
 
 Example:
   >>> runs = [RunFile(p, results.read(p)) for p in find_results(['sweep'])]  # doctest: +SKIP
-  >>> column_labels([r.record for r in runs])  # the encoding, or with its options  # doctest: +SKIP
+  >>> column_labels([r.record for r in runs])  # encodings, with options that differ  # doctest: +SKIP
   ['none', 'randomized_relative (relative_mode=reference)']
 """
 
