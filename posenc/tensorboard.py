@@ -14,11 +14,13 @@ so a curve has no step twice. `flush` (at every checkpoint) closes the member's 
 the one call that puts every queued event on disk, and the next logged step opens a new
 file: a member's directory holds one file per checkpoint interval that logged something.
 
-Example:
-  >>> writer = Writer('runs/parity', members, start_step=0)   # doctest: +SKIP
-  >>> writer.train(100, loss=[0.7], accuracy=[0.5],  # doctest: +SKIP
-  ...              learning_rates=[1e-3], steps_per_s=9.)
-  >>> writer.close()  # runs/parity/tensorboard/seed0_lr0.001/events.out.*  # doctest: +SKIP
+Example (a population of one member):
+  >>> members = [{'seed': 0, 'learning_rate': 1e-3}]
+  >>> writer = Writer('runs/parity', members, start_step=0)
+  >>> writer.train(100, loss=[0.7], accuracy=[0.5], learning_rates=[1e-3], steps_per_s=9.0)
+  >>> writer.close()
+  >>> os.listdir('runs/parity/tensorboard/seed0_lr0.001')
+  ['events.out.tfevents...']
 """
 
 from __future__ import annotations
