@@ -319,10 +319,10 @@ def test_a_write_that_fails_leaves_nothing_behind(tmp_path):
 # The documentation site.
 
 
-@pytest.fixture(scope='module')
-def docs_site(tmp_path_factory):
-  """The site as the README builds it (warnings are errors), into a fresh directory."""
-  out = tmp_path_factory.mktemp('docs') / 'html'
+def build_site(out):
+  """The site as the README builds it (warnings are errors), into the fresh directory `out`.
+  One test reads it whole: two would build it twice when pytest-xdist runs them on two
+  workers (about 20 s each)."""
   proc = subprocess.run(
     [sys.executable, '-m', 'sphinx', '-W', '-q', 'docs', str(out)],
     cwd=ROOT,
@@ -334,16 +334,15 @@ def docs_site(tmp_path_factory):
   return out
 
 
-def test_the_documentation_site_builds_with_every_link_resolved(docs_site):
+def test_the_documentation_site_builds_links_and_loads_whole_offline(browser, tmp_path):
+  docs_site = build_site(tmp_path / 'html')
   assert broken_links(docs_site) == []
   for page in ('index.html', 'benchmark.html', 'api/encodings.html', 'leaderboard/index.html'):
     assert (docs_site / page).exists(), page
   # The README is the home page; its links to docs/*.md are the site's pages.
   home = (docs_site / 'index.html').read_text()
   assert 'href="usage.html"' in home and 'href="benchmark.html"' in home
-
-
-def test_the_site_pages_load_whole_with_nothing_from_the_network(browser, docs_site):
+  # In the browser: every page whole, nothing from the network, the helpers listed.
   check_page(browser, docs_site / 'index.html', 'site_home', full_page=False)
   check_page(browser, docs_site / 'leaderboard' / 'index.html', 'site_leaderboard')
   check_page(browser, docs_site / 'api' / 'launchers.html')
