@@ -12,20 +12,15 @@ Example:
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from typing import Iterator
 
+from processes import free_port
+
 BUCKET = 'posenc-test'
-
-
-def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -2,13 +2,13 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 
 from posenc import io
+import processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,37 +47,8 @@ def test_sharded_population_matches_single_device(encoding, family, population):
   assert out['max_param_diff'] < 1e-2
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
 def test_two_process_sweep_splits_the_cells(tmp_path):
-  port = _free_port()
-  procs = [
-    subprocess.Popen(
-      [
-        sys.executable,
-        '-m',
-        'launch.sweep',
-        '--config=experiments/sweep_tiny.py',
-        f'--workdir={tmp_path}',
-        '--tasks=parity_check',
-        '--distributed',
-        f'--coordinator_address=127.0.0.1:{port}',
-        '--num_processes=2',
-        f'--process_id={i}',
-      ],
-      cwd=ROOT,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-    )
-    for i in range(2)
-  ]
-  outs = [p.communicate(timeout=600) for p in procs]
-  assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
+  processes.two_process_sweep(str(tmp_path))
   for i, name in enumerate(['parity_check__none', 'parity_check__randomized_relative']):
     assert (tmp_path / 'cells' / name / 'results.json').exists()
     index = io.read_json(str(tmp_path / 'index' / f'shard-{i}-of-2.json'))

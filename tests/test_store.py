@@ -18,6 +18,7 @@ import pytest
 
 from posenc import io
 from posenc import store
+import processes
 import stores
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,6 +139,18 @@ def test_whole_object_writes_logs_and_a_lease_on_the_gcs_emulator(gcs):
   assert store.listdir(url) == ['lease.0', 'metrics.jsonl', 'results.json']
 
 
+def _export(cli, out, env):
+  """`launch.export_eval_set` of parity_check's tiny frozen sets into `out`."""
+  return cli.run(
+    [
+      'launch.export_eval_set',
+      '--config=experiments/rpe_table1.py:task=parity_check,tiny',
+      f'--out={out}',
+    ],
+    env=env,
+  )
+
+
 @pytest.mark.parametrize(
   'workdir, env, needle',
   [
@@ -163,14 +176,7 @@ def test_whole_object_writes_logs_and_a_lease_on_the_gcs_emulator(gcs):
 )
 def test_bad_store_input_is_one_line(cli, s3, workdir, env, needle):
   env = {**s3, **(env or {})}
-  proc = cli.run(
-    [
-      'launch.export_eval_set',
-      '--config=experiments/rpe_table1.py:task=parity_check,tiny',
-      f'--out={workdir}',
-    ],
-    env=env,
-  )
+  proc = _export(cli, workdir, env)
   assert proc.returncode == 2, proc.stderr[-2000:]
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith(f'error: --out={workdir}'), lines
@@ -197,14 +203,7 @@ def test_a_refused_key_is_one_line_and_writes_nothing(cli, s3_keys):
     assert f'credentials refused ({code}: ' in lines[0], lines[0]
   assert store.files_under(f's3://{stores.BUCKET}') == []
   # The issued key passes the same check, and writes.
-  proc = cli.run(
-    [
-      'launch.export_eval_set',
-      '--config=experiments/rpe_table1.py:task=parity_check,tiny',
-      f'--out={url}',
-    ],
-    env=s3_keys,
-  )
+  proc = _export(cli, url, s3_keys)
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert 'manifest.json' in store.listdir(url)
 
@@ -279,31 +278,7 @@ def test_a_second_process_on_a_live_run_is_refused(s3):
 @pytest.mark.slow
 def test_a_two_process_sweep_writes_one_bucket_and_a_third_reports_it(s3):
   url = _url('s3', 'sweep')
-  port = stores.free_port()
-  procs = [
-    subprocess.Popen(
-      [
-        sys.executable,
-        '-m',
-        'launch.sweep',
-        '--config=experiments/sweep_tiny.py',
-        f'--workdir={url}',
-        '--tasks=parity_check',
-        '--distributed',
-        f'--coordinator_address=127.0.0.1:{port}',
-        '--num_processes=2',
-        f'--process_id={i}',
-      ],
-      cwd=ROOT,
-      env={**os.environ, **s3},
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-    )
-    for i in range(2)
-  ]
-  outs = [p.communicate(timeout=600) for p in procs]
-  assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
+  processes.two_process_sweep(url, s3)
   for i, name in enumerate(['parity_check__none', 'parity_check__randomized_relative']):
     assert store.exists(f'{url}/cells/{name}/results.json')
     index = io.read_json(f'{url}/index/shard-{i}-of-2.json')
