@@ -40,6 +40,7 @@ from launch import cli
 from posenc import config as config_lib
 from posenc import io
 from posenc import store
+from posenc import suggest
 
 # 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
 # wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
@@ -167,7 +168,9 @@ def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> N
             if path[:-1] == ['encoding_options'] and depth == 1:
               break  # an encoding's own option: encodings.resolve_options checks its name
             fail(
-              f'unknown config field {".".join(path)!r}; valid fields of {where}: '
+              f'unknown config field {".".join(path)!r}'
+              f'{suggest.did_you_mean(".".join([*path[:depth], part]), [".".join([*path[:depth], k]) for k in node.keys()])}'
+              f'; valid fields of {where}: '
               f'{", ".join(sorted(node.keys()))}'
             )
           node = node[part]

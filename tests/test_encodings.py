@@ -505,7 +505,9 @@ def test_resolve_options():
   assert encodings.resolve_options('randomized_relative')[0]['relative_mode'] == 'symmetric'
   # Options of other encodings are ignored; unknown keys and bad values raise, in one line.
   assert encodings.resolve_options('none', (('relative_mode', 'reference'),)) == ({}, {})
-  with pytest.raises(ValueError, match='unknown encoding options'):
+  with pytest.raises(
+    ValueError, match=r"unknown encoding option 'relativ_mode' \(did you mean 'relative_mode'\?\)"
+  ):
     encodings.resolve_options('none', (('relativ_mode', 'reference'),))
   with pytest.raises(
     ValueError,

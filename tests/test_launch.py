@@ -186,7 +186,10 @@ TRAIN_CASES = [
     "unknown config field 'train.foo'; valid fields of train: batch_size",
   ),
   # Any encoding's option may be given; one no encoding takes is a typo.
-  ([TINY, '--config.encoding_options.relativ_mode=x'], "unknown encoding options ['relativ_mode']"),
+  (
+    [TINY, '--config.encoding_options.relativ_mode=x'],
+    "unknown encoding option 'relativ_mode' (did you mean 'relative_mode'?)",
+  ),
   ([TINY, '--config.encoding_options.max_time=0.0'], 'encoding_options.max_time=0.0 must be a'),
   (
     [TINY, '--config.encoding_options.a.b=1'],

@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from posenc import encoding_names
+from posenc import suggest
 from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import core
@@ -147,7 +148,7 @@ def _combine(name: str) -> Encoding:
 def _unknown(name: str) -> str:
   installed = sorted(outside.entry_points())
   return (
-    f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}; an input '
+    f'unknown encoding {name!r}{suggest.did_you_mean(name, [*ENCODINGS, *installed])}; valid encodings: {", ".join(ENCODINGS)}; an input '
     'encoding and an attention encoding joined by +, e.g. sin_cos+alibi; an import path '
     'module:ENCODING; or an installed package\'s (entry point group posenc.encodings: '
     f'{", ".join(installed) or "none installed"})'
@@ -193,7 +194,11 @@ def resolve_options(
   known = OPTIONS | {n for n, _ in spec.options}
   unknown = sorted(set(given) - known)
   if unknown:
-    raise ValueError(f'unknown encoding options {unknown}; valid: {sorted(known)}')
+    raise ValueError(
+      f'unknown encoding option {unknown[0]!r}{suggest.did_you_mean(unknown[0], known)}'
+      f'{"" if len(unknown) == 1 else f" (and {len(unknown) - 1} more: {unknown[1:]})"}; '
+      f'valid: {sorted(known)}'
+    )
   taken = spec.taken()
   values = {n: given.get(n, o.default) for n, o in taken.items()}
   for n, o in taken.items():

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc import suggest
 from posenc.encodings import define
 
 Array = jax.Array
@@ -119,7 +120,9 @@ def scaling(
       yarn_paper_frequencies(rope_frequencies(head_dim, max_time), factor, original_length),
       yarn_attention_factor(factor),
     )
-  raise ValueError(f'unknown rope_scaling {kind!r}; valid: {", ".join(ROPE_SCALINGS)}')
+  raise ValueError(
+    f'unknown rope_scaling {kind!r}{suggest.did_you_mean(kind, ROPE_SCALINGS)}; valid: {", ".join(ROPE_SCALINGS)}'
+  )
 
 
 def apply_rope(

@@ -1,0 +1,38 @@
+"""The nearest valid name to an unknown one, for the one-line errors of bad input.
+
+Every error that names an unknown value (an encoding, a task, a suite, a config field, an
+option, a launcher) puts `did_you_mean(value, valid)` right after the value, so that a typo
+reads with its correction. Plain Python (difflib), imported by `tasks`, `experiments`,
+`launch` and `posenc` alike.
+
+Example:
+  >>> f'unknown encoding {"rotray"!r}{did_you_mean("rotray", ["rotary", "alibi"])}'
+  "unknown encoding 'rotray' (did you mean 'rotary'?)"
+  >>> did_you_mean('zzz', ['rotary', 'alibi'])
+  ''
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable
+
+# difflib's similarity ratio a suggestion needs: 'rotray' -> 'rotary' is 0.83, 'flip' ->
+# 'flip_flop' 0.62; unrelated names of the registries stay under 0.5.
+CUTOFF = 0.6
+
+
+def nearest(name: Any, valid: Iterable[Any]) -> str | None:
+  """The valid name most like `name` (case aside), or None when none is near."""
+  if not isinstance(name, str) or not name:
+    return None
+  choices = [str(v) for v in valid]
+  by_lower = {c.lower(): c for c in reversed(choices)}
+  found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=CUTOFF)
+  return by_lower[found[0]] if found and by_lower[found[0]] != name else None
+
+
+def did_you_mean(name: Any, valid: Iterable[Any]) -> str:
+  """ " (did you mean 'x'?)" for the nearest valid name, or ''."""
+  found = nearest(name, valid)
+  return '' if found is None else f' (did you mean {found!r}?)'
