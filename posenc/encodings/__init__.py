@@ -46,12 +46,13 @@ from posenc.encodings import families
 from posenc.encodings import forgetting
 from posenc.encodings import geometric
 from posenc.encodings import outside
+from posenc.encodings import papers
 from posenc.encodings import polar
 from posenc.encodings import randomized
 from posenc.encodings import rotary
 from posenc.encodings import stick_breaking
 from posenc.encodings.biases import alibi_bias, alibi_slopes, relative_bias
-from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT, Option
+from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT, Option, Paper
 from posenc.encodings.define import (
   bias,
   embedding,
@@ -73,7 +74,12 @@ from posenc.encodings.rotary import apply_rope
 
 # Each encoding that is not a randomized twin, by name.
 _RECORDS: dict[str, Encoding] = {
-  'none': Encoding(core.CONTENT),
+  'none': Encoding(
+    core.CONTENT,
+    about='No positional encoding: attention sees content only; a causal mask alone gives a '
+    'decoder the order of the tokens.',
+    papers=(papers.HAVIV2022,),
+  ),
   'sin_cos': embeddings.SIN_COS,
   'relative': biases.RELATIVE,
   'alibi': biases.ALIBI,
@@ -142,6 +148,8 @@ def _combine(name: str) -> Encoding:
     emb.learned_table or att.learned_table,
     att.even_head_dim,
     att.causal_only,
+    f'{emb.about} With: {att.about}',
+    emb.papers + att.papers,
   )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from posenc import suggest
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -217,4 +218,7 @@ ROTARY = define.rotation(
       test=True,
     ),
   },
+  about='RoPE: queries and keys are rotated by angles proportional to their positions, so that '
+  'their dot product depends on the distance between them only.',
+  papers=(papers.SU2024,),
 )
