@@ -5,7 +5,8 @@
 The pages are the markdown of docs/ (MyST), the README as the home page, the API reference
 from the docstrings (autodoc, Google style through napoleon), the launchers' flags and the
 cpu-v2 leaderboard, both generated at build time (docs/_ext/posenc_site.py). Everything the
-pages load is bundled beside them: they open from the disk and from any static host.
+pages load is bundled beside them: they open from the disk and from any static host, search
+with its snippets included.
 """
 
 import os
@@ -55,5 +56,8 @@ html_theme_options = {
 html_context = {'default_mode': 'light'}
 html_static_path = ['_static']
 html_css_files = ['posenc.css']
+# Wide tables say that they scroll (posenc.js); the leaderboard's page and the search page
+# get their own scripts from posenc_site.
+html_js_files = ['posenc.js']
 html_show_sourcelink = False
 html_copy_source = False

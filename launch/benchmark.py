@@ -323,7 +323,8 @@ def _leaderboard(card_dirs: list[str]) -> None:
     known = [e['name'] for e in board['entries']]
     if _REFERENCE.value is not None and _REFERENCE.value not in known:
       common.fail(f'--reference={_REFERENCE.value} is not an entry; entries: {", ".join(known)}')
-    files = site.files(board, _REFERENCE.value)
+    stamp = site.stamp(common.source_commit())
+    files = site.files(board, _REFERENCE.value, site.default_links(), stamp)
     site.write(_OUT.value, files)
   except ValueError as e:  # BenchmarkError, a damaged record's SchemaError, LeaderboardError
     common.fail(e)

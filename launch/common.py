@@ -27,6 +27,7 @@ import glob
 import importlib.util
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from typing import Any, Callable, Iterator, NoReturn, Sequence
@@ -111,6 +112,29 @@ config_flags.register_flag_parser_for_type(list, ListParser())
 
 # ---------------------------------------------------------------------------------------
 # The experiment file behind --config.
+
+
+def source_commit() -> str | None:
+  """The git commit of the checkout posenc runs from ('0123abcd4567', '... with local
+  changes' when tracked files differ from it), or None outside a git checkout: the stamp of
+  what a leaderboard or a site was written from."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  git = ['git', '-C', root]
+  try:
+    head = subprocess.run(
+      [*git, 'rev-parse', '--short=12', 'HEAD'], capture_output=True, text=True, timeout=30
+    )
+    if head.returncode != 0:
+      return None
+    changed = subprocess.run(
+      [*git, 'status', '--porcelain', '--untracked-files=no'],
+      capture_output=True,
+      text=True,
+      timeout=30,
+    )
+  except (OSError, subprocess.TimeoutExpired):
+    return None
+  return head.stdout.strip() + (' with local changes' if changed.stdout.strip() else '')
 
 
 def experiment_files() -> list[str]:
