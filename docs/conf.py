@@ -51,6 +51,9 @@ html_theme_options = {
   # The search field is the sidebar's; pydata-sphinx-theme 0.20 would add a second one in a
   # header bar above the page.
   'navbar_persistent': [],
+  # The leaderboard's table takes the width the page's contents column would: at 1366 px
+  # its overview fits whole.
+  'secondary_sidebar_items': {'**': ['page-toc.html'], 'leaderboard': []},
 }
 # The theme's colour mode; without one its script logs an error in the console.
 html_context = {'default_mode': 'light'}

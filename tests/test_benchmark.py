@@ -21,6 +21,7 @@ from posenc import card as card_lib
 from posenc import config as config_lib
 from posenc import leaderboard
 from posenc import setup
+from posenc import submission
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / 'examples' / 'outside_encoding'
@@ -61,9 +62,13 @@ def test_every_measured_suite_ships_checksums_and_its_baselines():
 def _benchmark(*args):
   """`launch.benchmark` as a user runs it: XLA's optimizations on (the tests turn most of
   them off, and the stored baselines were made with them on)."""
+  return _launch('launch.benchmark', *args)
+
+
+def _launch(module, *args):
   env = dict(os.environ, JAX_DISABLE_MOST_OPTIMIZATIONS='false')
   return subprocess.run(
-    [sys.executable, '-m', 'launch.benchmark', *args],
+    [sys.executable, '-m', module, *args],
     cwd=ROOT,
     env=env,
     capture_output=True,
@@ -102,6 +107,48 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
     == (rows['rotary']['tasks']['even_pairs']['row']['score'])
   )
   assert rows[name]['mean_rank'] == rows['rotary']['mean_rank']
+  # The card passes the checks of a submission, its rerun member equal to the last bit.
+  check = _launch(
+    'launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny'
+  )
+  assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+  lines = [
+    line
+    for line in check.stdout.splitlines()
+    if line.split()[:1] in (['suite'], ['config'], ['card'], ['checksums'], ['rerun'])
+  ]
+  assert [line.split()[:2] for line in lines] == [[c, 'ok'] for c in submission.CHECKS]
+  assert 'largest difference 0 points' in lines[-1]
+  assert 'ready for the leaderboard' in check.stdout.splitlines()[-1]
+  # A card that does not say what its run says fails, exit status 1.
+  card_json = tmp_path / 'card.json'
+  card = json.loads(card_json.read_text())
+  row = next(r for r in card['tasks']['parity_check']['rows'] if r['column'] == 'rotary')
+  row['member_scores'][0]['score'] = 0.99
+  card_json.write_text(json.dumps(card))
+  tampered = _launch(
+    'launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny'
+  )
+  assert tampered.returncode == 1
+  assert 'card       FAIL  parity_check seed 0: card.json says 0.99' in tampered.stdout
+  # Bad input is one line, exit status 2.
+  for args, needle in [
+    (
+      [str(tmp_path), f'--workdir={tmp_path / "check"}'],
+      'is of suite \'tiny\' version 1, not cpu-v2',
+    ),
+    ([str(tmp_path), '--suite=tiny'], '--workdir is required'),
+    (
+      [str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny', '--member=even_pair:0:'],
+      "(did you mean 'even_pairs'?)",
+    ),
+    (
+      [str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny', '--member=even_pairs:7:'],
+      'has no member seed 7',
+    ),
+  ]:
+    bad = _launch('launch.check_card', *args)
+    assert bad.returncode == 2 and needle in bad.stderr, (args, bad.stderr)
 
 
 def candidate_entry(stored, name, scores_by_task):

@@ -33,6 +33,18 @@ def _run(argv, **kwargs):
   return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, **kwargs)
 
 
+def test_ci_runs_the_readmes_test_command_and_the_main_job_installs_only_what_it_needs():
+  readme = open(os.path.join(ROOT, 'README.md')).read()
+  ci = open(os.path.join(ROOT, '.ci', 'run')).read().splitlines()
+  tests = [line.strip() for line in readme.splitlines() if 'python -m pytest -q' in line]
+  assert tests and tests[0].startswith("pip install -e '.[test]' && "), tests
+  assert tests[0] in ci, f'.ci/run does not run the README\'s test command {tests[0]!r}'
+  # The main job's install takes the package alone: no test, docs or cloud extra.
+  section = readme[readme.index('## Two commands') : readme.index('Run the tests')]
+  installs = [line.strip() for line in section.splitlines() if 'pip install' in line]
+  assert installs and all("'.[" not in line for line in installs), installs
+
+
 def test_readme_override_examples_run_as_written(tmp_path):
   examples = [c for c in readme_commands() if '--config.' in c]
   assert examples, 'the README shows no override example'
@@ -611,6 +623,7 @@ def _help_commands() -> list[list[str]]:
       ['launch.speed'],
       ['launch.export_eval_set'],
       ['launch.check_encoding'],
+      ['launch.check_card'],
       ['launch.benchmark'],
     ]
     + [['launch.analyze', name] for name in analyze.ANALYSES]

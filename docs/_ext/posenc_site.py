@@ -35,6 +35,7 @@ LAUNCHERS = (
   'analyze',
   'benchmark',
   'check_encoding',
+  'check_card',
   'export_eval_set',
   'speed',
 )
@@ -111,8 +112,13 @@ def _board(app) -> dict:
     from posenc.leaderboard import site
 
     suite = benchmarks.get(LEADERBOARD_SUITE)
-    board = leaderboard.leaderboard(suite, benchmark.read_baselines(suite))
-    names = [e['name'] for e in board['entries']]
+    baselines = benchmark.read_baselines(suite)
+    # The cards accepted onto the public board (docs/leaderboard.md: a pull request adds
+    # one under the suite's cards/), beside the stored baselines.
+    cards = leaderboard.submitted_cards(suite)
+    entries = [leaderboard.read_card_dir(suite, d) for d in cards]
+    names = leaderboard.candidate_names(cards, entries, list(baselines))
+    board = leaderboard.leaderboard(suite, baselines, dict(zip(names, entries)))
     links = site.Links(
       board=f'../{BOARD_PAGE}.html',
       docs='../index.html',
@@ -123,7 +129,7 @@ def _board(app) -> dict:
       'board': board,
       'links': links,
       'stamp': site.stamp(common.source_commit()),
-      'reference': names[0],
+      'reference': site.default_reference(board),
     }
   return app.posenc_board
 
@@ -170,7 +176,7 @@ def _main_html(path: str) -> str:
     if depth == 0:
       article = text[start.end() : start.start() + m.start()]
       return f'<div role="main">{article}</div>'
-  return 
+  return
 
 
 def _search_pages(app) -> None:

@@ -40,6 +40,8 @@ from posenc.report import verdicts as verdicts_lib
 
 BASELINE, CANDIDATE = 'baseline', 'candidate'
 ENTRY = 'entry.json'  # a card directory's run, beside its card.json
+# Where the cards accepted onto a suite's public board live: <suite directory>/cards/<name>/.
+SUBMITTED = 'cards'
 # A verdict read from the other side: the reference better than X is X worse than it. Any
 # other verdict (not separated, and a state the statistics may add) reads the same both ways.
 OPPOSITE = {'better': 'worse', 'worse': 'better'}
@@ -77,6 +79,19 @@ def read_card_dir(suite: benchmark.Suite, directory: str) -> dict[str, Any]:
       raise benchmark.BenchmarkError(f'entry {path} has no run of task {task!r}')
     _record(entry, task)  # a damaged results record raises its SchemaError here
   return entry
+
+
+def submitted_cards(suite: benchmark.Suite) -> list[str]:
+  """The card directories accepted onto `suite`'s public board (each holds a card.json),
+  sorted; the documentation's leaderboard shows them beside the stored baselines."""
+  root = os.path.join(suite.directory, SUBMITTED)
+  if not os.path.isdir(root):
+    return []
+  return [
+    os.path.join(root, name)
+    for name in sorted(os.listdir(root))
+    if os.path.isfile(os.path.join(root, name, benchmark.CARD_JSON))
+  ]
 
 
 def candidate_names(

@@ -65,10 +65,11 @@ OTHER_VERDICT = 3
 VERDICT_ORDER = {'reference': 0, 'better': 1, 'not separated': 2, 'worse': 4}
 # The publication of the benchmark's protocol, cited with posenc itself.
 STUDY = encodings.papers.RUOSS2023
-# The figures' smallest text (points: the SVG's units). A figure is drawn 4.8 in (346 pt)
-# wide and shown at most that wide, so 10 pt is >= 10 px down to a 346 px column (a 390 px
-# phone less the page's margins).
-FIGURE_WIDTH = 4.8
+# The figures' smallest text (points: the SVG's units). A figure is drawn 4.5 in (324 pt)
+# wide and shown at most 432 px (its own size) wide, so 10 pt is >= 10 px down to a 324 px
+# column: a 390 px phone less the margins of the standalone pages (366 px) or of the
+# documentation's (340 px).
+FIGURE_WIDTH = 4.5
 LABEL = 10
 TITLE = 11
 
@@ -136,6 +137,13 @@ def _slugs(names: Sequence[str]) -> dict[str, str]:
       k += 1
     out[name] = s
   return out
+
+
+def default_reference(board: Mapping[str, Any]) -> str:
+  """The entry the verdicts are first shown against: the first candidate, else the
+  best-ranked entry."""
+  entries = board['entries']
+  return next((e['name'] for e in entries if e['kind'] == 'candidate'), entries[0]['name'])
 
 
 def entry_pages(board: Mapping[str, Any]) -> dict[str, str]:
@@ -473,7 +481,7 @@ def task_figure(board: Mapping[str, Any], task: str) -> mpl_figure.Figure:
   ax.tick_params(axis='x', labelsize=LABEL)
   metric = entries[0]['tasks'][task]['row']['metric']
   ax.set_xlabel(f'{metric} past training (%)', fontsize=LABEL)
-  ax.set_title(f'{task}: members, mean (|), interval', fontsize=TITLE)
+  ax.set_title(f'{task}: members, mean |, 95% CI', fontsize=TITLE)
   return fig
 
 
@@ -871,7 +879,11 @@ def entry_html(
   option_items = ''.join(
     f'<div><dt><code>{_e(o["name"])}</code> = <code>{_e(o["value"])}</code> in this run</dt>'
     + (f'<dd>{_e(o["doc"])}.</dd>' if o['doc'] else '')
-    + (f'<dd>Default <code>{_e(o["default"])}</code>; valid: {_e(o["valid"])}.</dd>' if o['default'] else '')
+    + (
+      f'<dd>Default <code>{_e(o["default"])}</code>; valid: {_e(o["valid"])}.</dd>'
+      if o['default']
+      else ''
+    )
     + '</div>'
     for o in options
   )
@@ -949,15 +961,13 @@ def files(
   site_stamp = site_stamp or stamp()
   names = [e['name'] for e in entries]
   if reference is None:
-    reference = next((e['name'] for e in entries if e['kind'] == 'candidate'), names[0])
+    reference = default_reference(board)
   slugs = _slugs(names)
   pages = entry_pages(board)
   cards = {name: f'cards/{slugs[name]}.json' for name in names}
   out = {
     'index.html': (
-      index_html(board, reference, links, site_stamp)
-      if standalone
-      else redirect_page(links.board)
+      index_html(board, reference, links, site_stamp) if standalone else redirect_page(links.board)
     ).encode()
   }
   for e in entries:
