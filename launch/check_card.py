@@ -11,7 +11,8 @@ suite and its version), config (every task's run is the suite's cell for its enc
 card (card.json's member scores are entry.json's), checksums (the frozen evaluation sets
 drawn here, in DIR/eval_sets, are the suite's; and those in CARD_DIR/eval_sets, if it
 has them), rerun (one member trained again here, in DIR/rerun, scores what the entry
-records at every test length). Exit status 0 when all pass, 1 when one fails, 2 for bad
+records at every test length; trained only when the other checks pass). Exit status 0 when
+all pass, 1 when one fails, 2 for bad
 input (one line: not a card directory, an unknown suite, a member the entry does not have,
 an encoding that does not load here: install the submitter's package first).
 
@@ -166,7 +167,7 @@ def main(argv):
   report(submission.check_card(card, entry))
   common.make_dir(_WORKDIR.value, '--workdir')
   report(_eval_sets(suite, entry, card_dir, _WORKDIR.value))
-  if checks[-1].passed:
+  if all(c.passed for c in checks):
     preemption = common.Preemption()
     preemption.install()
     try:
@@ -177,7 +178,8 @@ def main(argv):
       print(f'{e}; rerun the same command to resume the check', flush=True)
       raise SystemExit(common.PREEMPTED_EXIT) from None
   else:
-    report(submission.Check('rerun', False, 'not run: the frozen sets are not the suite\'s'))
+    # A card that fails a check is not accepted whatever its rerun gives: nothing is trained.
+    report(submission.Check('rerun', False, 'not run: an earlier check failed'))
   failed = [c.name for c in checks if not c.passed]
   print(
     f'{card_dir}: {len(checks) - len(failed)} of {len(checks)} checks pass in '

@@ -191,10 +191,11 @@ def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> N
           if part not in node.keys():
             if path[:-1] == ['encoding_options'] and depth == 1:
               break  # an encoding's own option: encodings.resolve_options checks its name
+            # The nearest field of this group, named in full ('train.steps' for 'stepz').
+            near = suggest.nearest(part, node.keys())
+            hint = '' if near is None else f' (did you mean {".".join([*path[:depth], near])!r}?)'
             fail(
-              f'unknown config field {".".join(path)!r}'
-              f'{suggest.did_you_mean(".".join([*path[:depth], part]), [".".join([*path[:depth], k]) for k in node.keys()])}'
-              f'; valid fields of {where}: '
+              f'unknown config field {".".join(path)!r}{hint}; valid fields of {where}: '
               f'{", ".join(sorted(node.keys()))}'
             )
           node = node[part]

@@ -119,9 +119,12 @@ def member_of(
       data_seed is None or m.get('data_seed') == data_seed
     ):
       return m
-  there = ', '.join(f'{m.get("seed")}:{m.get("data_seed")}' for m in members)
+  there = ', '.join(
+    f'{m.get("seed")}:{"" if m.get("data_seed") is None else m["data_seed"]}' for m in members
+  )
   raise ValueError(
-    f'{task} has no member seed {seed} data {data_seed}; its members (seed:data): {there}'
+    f'{task} has no member {member_name({"seed": seed, "data_seed": data_seed})}; its members '
+    f'(seed:data): {there}'
   )
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterable
 
-# difflib's similarity ratio a suggestion needs: 'rotray' -> 'rotary' is 0.83, 'flip' ->
-# 'flip_flop' 0.62; unrelated names of the registries stay under 0.5.
-CUTOFF = 0.6
+# difflib's similarity ratio a suggestion needs: a typo is well above it ('rotray' ->
+# 'rotary' 0.83, 'stepz' -> 'steps' 0.8, 'evl' -> 'eval' 0.86), another word below
+# ('division' -> 'addition' 0.62).
+CUTOFF = 0.75
 
 
 def nearest(name: Any, valid: Iterable[Any]) -> str | None:

@@ -77,7 +77,7 @@ def _launch(module, *args):
   )
 
 
-def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
+def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(cli, tmp_path):
   proc = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
   assert proc.returncode == 0, proc.stderr[-2000:]
   entry = json.loads((tmp_path / 'entry.json').read_text())
@@ -107,7 +107,38 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
     == (rows['rotary']['tasks']['even_pairs']['row']['score'])
   )
   assert rows[name]['mean_rank'] == rows['rotary']['mean_rank']
-  # The card passes the checks of a submission, its rerun member equal to the last bit.
+  # A card that does not say what its run says fails its check, exit status 1, and nothing
+  # is trained (`test_a_card_passes_the_checks_of_a_submission` trains its rerun).
+  card_json = tmp_path / 'card.json'
+  card = json.loads(card_json.read_text())
+  row = next(r for r in card['tasks']['parity_check']['rows'] if r['column'] == 'rotary')
+  row['member_scores'][0]['score'] = 0.99
+  card_json.write_text(json.dumps(card))
+  tampered = cli.run(
+    ['launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny']
+  )
+  assert tampered.returncode == 1
+  assert 'card       FAIL  parity_check seed 0: card.json says 0.99' in tampered.stdout
+  assert 'rerun      FAIL  not run: an earlier check failed' in tampered.stdout
+  # Bad input is one line, exit status 2.
+  check = str(tmp_path / 'check')
+  for args, needle in [
+    ([f'--workdir={check}'], "is of suite 'tiny' version 1, not cpu-v2"),
+    (
+      ['--suite=tiny', f'--workdir={check}', '--member=even_pair:0:'],
+      "(did you mean 'even_pairs'?)",
+    ),
+    (['--suite=tiny', f'--workdir={check}', '--member=even_pairs:7:'], 'has no member seed 7'),
+  ]:
+    bad = cli.run(['launch.check_card', str(tmp_path), *args])
+    assert bad.returncode == 2 and needle in bad.stderr.strip().splitlines()[-1], (args, bad.stderr)
+
+
+@pytest.mark.slow
+def test_a_card_passes_the_checks_of_a_submission(tmp_path):
+  proc = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  # Its rerun member is equal to the last bit.
   check = _launch(
     'launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny'
   )
@@ -120,35 +151,27 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
   assert [line.split()[:2] for line in lines] == [[c, 'ok'] for c in submission.CHECKS]
   assert 'largest difference 0 points' in lines[-1]
   assert 'ready for the leaderboard' in check.stdout.splitlines()[-1]
-  # A card that does not say what its run says fails, exit status 1.
-  card_json = tmp_path / 'card.json'
-  card = json.loads(card_json.read_text())
-  row = next(r for r in card['tasks']['parity_check']['rows'] if r['column'] == 'rotary')
-  row['member_scores'][0]['score'] = 0.99
-  card_json.write_text(json.dumps(card))
-  tampered = _launch(
-    'launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny'
-  )
-  assert tampered.returncode == 1
-  assert 'card       FAIL  parity_check seed 0: card.json says 0.99' in tampered.stdout
-  # Bad input is one line, exit status 2.
-  for args, needle in [
-    (
-      [str(tmp_path), f'--workdir={tmp_path / "check"}'],
-      'is of suite \'tiny\' version 1, not cpu-v2',
-    ),
-    ([str(tmp_path), '--suite=tiny'], '--workdir is required'),
-    (
-      [str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny', '--member=even_pair:0:'],
-      "(did you mean 'even_pairs'?)",
-    ),
-    (
-      [str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny', '--member=even_pairs:7:'],
-      'has no member seed 7',
-    ),
-  ]:
-    bad = _launch('launch.check_card', *args)
-    assert bad.returncode == 2 and needle in bad.stderr, (args, bad.stderr)
+
+
+def test_the_checks_of_a_submission_compare_what_they_say():
+  suite = benchmarks.get('tiny')
+  stored = benchmark.read_baselines(suite)['rotary']
+  assert submission.check_config(suite, stored).passed
+  longer = copy.deepcopy(stored)
+  longer['tasks']['parity_check']['config']['train']['steps'] += 1
+  failed = submission.check_config(suite, longer)
+  assert not failed.passed and 'parity_check' in failed.detail and 'train.steps' in failed.detail
+  card = card_lib.make_card(suite, stored, {})
+  assert submission.check_card(card, stored).passed
+  member = submission.member_of(stored, 'even_pairs', 1, None)
+  assert submission.compare_member('even_pairs', member, member, 0.0).passed
+  off = copy.deepcopy(member)
+  off['exact_match_by_length']['12'] += 0.005
+  assert not submission.compare_member('even_pairs', member, off, 0.0).passed
+  close = submission.compare_member('even_pairs', member, off, 1.0)
+  assert close.passed and '(length 12)' in close.detail
+  with pytest.raises(ValueError, match=r'has no member seed 9; its members \(seed:data\): 0:, 1:'):
+    submission.member_of(stored, 'even_pairs', 9, None)
 
 
 def candidate_entry(stored, name, scores_by_task):

@@ -197,6 +197,15 @@ TRAIN_CASES = [
     [TINY, '--config.train.foo=1'],
     "unknown config field 'train.foo'; valid fields of train: batch_size",
   ),
+  # A typo is answered with the nearest valid name.
+  (
+    [TINY, '--config.train.stepz=1'],
+    "unknown config field 'train.stepz' (did you mean 'train.steps'?); valid fields of train:",
+  ),
+  (
+    ['--config=experiments/rpe_table1.py:task=parity_chek,tiny'],
+    "unknown task 'parity_chek' (did you mean 'parity_check'?); valid tasks: even_pairs",
+  ),
   # Any encoding's option may be given; one no encoding takes is a typo.
   (
     [TINY, '--config.encoding_options.relativ_mode=x'],
@@ -387,7 +396,7 @@ SWEEP_CASES = [
   ),
   (
     ['--config=experiments/sweep_tiny.py', '--config.model.dtype=float16'],
-    "unknown model.dtype 'float16'; valid: float32, bfloat16",
+    "unknown model.dtype 'float16' (did you mean 'bfloat16'?); valid: float32, bfloat16",
   ),
   (
     ['--config={fixtures}/grid_raises.py'],

@@ -407,6 +407,12 @@ def test_the_leaderboard_pages_load_whole_at_desktop_and_phone_width(browser, ti
   assert broken_links(site) == []
   entry = (site / 'entries' / 'mine.html').read_text()
   assert 'python -m launch.benchmark' in entry and 'jax 0.' in entry
+  # A reader whose system is dark gets a dark page.
+  page = browser.new_page(color_scheme='dark')
+  page.goto((site / 'index.html').as_uri())
+  background = page.evaluate('getComputedStyle(document.body).backgroundColor')
+  assert background == 'rgb(15, 20, 25)', background
+  page.close()
 
 
 def _leaderboard(cli, *args):

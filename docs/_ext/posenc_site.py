@@ -2,7 +2,7 @@
 
 - the `launcher-help` directive: a launcher's `--help` (its docstring and its own flags, as
   `python -m launch.NAME --help` prints them), every launcher's read by one process;
-- the cpu-v2 leaderboard: the `leaderboard` directive puts the board (`site.board_html`)
+- the cpu-v2 leaderboard: the `leaderboard` directive puts the board (`pages.board_html`)
   into the Leaderboard page, and its entry pages, figures, data and BibTeX are written into
   the built site's `leaderboard/` by `posenc.leaderboard.site` (the pages
   `launch.benchmark --leaderboard` writes, their header linking back into this site);
@@ -109,6 +109,8 @@ def _board(app) -> dict:
     from launch import common
     from posenc import benchmark
     from posenc import leaderboard
+    from posenc.leaderboard import data
+    from posenc.leaderboard import pages
     from posenc.leaderboard import site
 
     suite = benchmarks.get(LEADERBOARD_SUITE)
@@ -119,7 +121,7 @@ def _board(app) -> dict:
     entries = [leaderboard.read_card_dir(suite, d) for d in cards]
     names = leaderboard.candidate_names(cards, entries, list(baselines))
     board = leaderboard.leaderboard(suite, baselines, dict(zip(names, entries)))
-    links = site.Links(
+    links = pages.Links(
       board=f'../{BOARD_PAGE}.html',
       docs='../index.html',
       benchmark='../benchmark.html',
@@ -129,7 +131,7 @@ def _board(app) -> dict:
       'board': board,
       'links': links,
       'stamp': site.stamp(common.source_commit()),
-      'reference': site.default_reference(board),
+      'reference': data.default_reference(board),
     }
   return app.posenc_board
 
@@ -139,10 +141,10 @@ class Leaderboard(Directive):
   into leaderboard/ when the build finishes)."""
 
   def run(self):
-    from posenc.leaderboard import site
+    from posenc.leaderboard import pages
 
     made = _board(self.state.document.settings.env.app)
-    fragment = site.board_html(
+    fragment = pages.board_html(
       made['board'],
       made['reference'],
       made['links'],

@@ -136,10 +136,11 @@ class Paper:
     kind: the BibTeX entry type.
 
   Example:
-    >>> p = Paper('vaswani2017attention', 'Vaswani, Ashish and Shazeer, Noam', 'Attention Is All You Need',
-    ...           2017, 'NeurIPS 2017', 'https://arxiv.org/abs/1706.03762')
+    >>> p = Paper('vaswani2017attention', 'Vaswani, Ashish and Shazeer, Noam',
+    ...           'Attention Is All You Need', 2017, 'NeurIPS 2017',
+    ...           'https://arxiv.org/abs/1706.03762')
     >>> p.cite
-    'Vaswani et al. 2017'
+    'Vaswani and Shazeer 2017'
     >>> print(p.bibtex().splitlines()[0])
     @inproceedings{vaswani2017attention,
   """
