@@ -321,9 +321,12 @@ def test_an_encoder_suite_refuses_a_causal_only_encoding():
   [
     (
       ['--encoding=alibi', '--suite=cpu-v9'],
-      "unknown suite 'cpu-v9'; valid suites: cpu-v2, cpu-v1, tiny, gpu-v1",
+      "unknown suite 'cpu-v9' (did you mean 'cpu-v2'?); valid suites: cpu-v2, cpu-v1, tiny, gpu-v1",
     ),
-    (['--encoding=nope', '--suite=tiny'], "unknown encoding 'nope'; valid encodings: none"),
+    (
+      ['--encoding=nope', '--suite=tiny'],
+      "unknown encoding 'nope' (did you mean 'none'?); valid encodings: none",
+    ),
     (['--encoding=no_such_pkg.mod:ENC', '--suite=tiny'], "no module named 'no_such_pkg.mod'"),
     (
       ['--encoding=posenc.encodings:ENCODINGS', '--suite=tiny'],

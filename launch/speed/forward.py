@@ -69,7 +69,7 @@ def _main(argv: list[str]) -> None:
   for name in names:
     if name not in encodings.ENCODINGS:
       common.fail(
-        f'unknown encoding {name!r}{suggest.did_you_mean(name, encodings.ENCODINGS)}; valid encodings: {", ".join(encodings.ENCODINGS)}'
+        f'unknown encoding {name!r}{suggest.did_you_mean(name, encodings.ENCODINGS, encodings.KNOWN_AS)}; valid encodings: {", ".join(encodings.ENCODINGS)}'
       )
 
   rows = []

@@ -116,6 +116,15 @@ ENCODINGS: dict[str, Encoding] = {
 NAMES: tuple[str, ...] = encoding_names.STUDY
 # The methods of 2024-2025 (docs/encodings_2024.md).
 RECENT: tuple[str, ...] = encoding_names.RECENT
+# Names the literature gives some encodings, answered with the registry's name in the error
+# of an unknown encoding ('rope' is not a typo of 'pope').
+KNOWN_AS: dict[str, str] = {
+  'rope': 'rotary',
+  'nope': 'none',
+  'sinusoidal': 'sin_cos',
+  'transformer_xl': 'relative',
+  'fox': 'forgetting',
+}
 # Every option an encoding of the registry takes (the others are typos).
 OPTIONS: frozenset[str] = frozenset(n for e in ENCODINGS.values() for n, _ in e.options)
 
@@ -156,7 +165,8 @@ def _combine(name: str) -> Encoding:
 def _unknown(name: str) -> str:
   installed = sorted(outside.entry_points())
   return (
-    f'unknown encoding {name!r}{suggest.did_you_mean(name, [*ENCODINGS, *installed])}; valid encodings: {", ".join(ENCODINGS)}; an input '
+    f'unknown encoding {name!r}{suggest.did_you_mean(name, [*ENCODINGS, *installed], KNOWN_AS)}; '
+    f'valid encodings: {", ".join(ENCODINGS)}; an input '
     'encoding and an attention encoding joined by +, e.g. sin_cos+alibi; an import path '
     'module:ENCODING; or an installed package\'s (entry point group posenc.encodings: '
     f'{", ".join(installed) or "none installed"})'
