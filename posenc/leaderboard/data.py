@@ -24,17 +24,23 @@ from typing import Any, Mapping, Sequence
 from posenc import card as card_lib
 from posenc import encodings
 
-# Verdicts in their best-first order, with what each means (the legend). A verdict not
-# named here (a state the statistics may add) sorts between "not separated" and "worse",
-# keeps its own name in the table and its own colour class (`verdict <slug>`).
+# Verdicts, with what each means (the legend, which always shows these four). A state the
+# statistics may give besides (an undecided test) is listed in the legend where the board
+# has one; any verdict keeps its own name in the table and its own colour class
+# (`verdict <slug>`; a state without a colour of its own is amber).
 VERDICTS = {
   'reference': 'the entry the others are compared with',
   'better': 'a higher mean than the reference, established (Holm, family-wise error 5%)',
   'not separated': 'a difference from the reference is not established',
   'worse': 'a lower mean than the reference, established',
 }
+MORE_VERDICTS = {
+  'undecided': "the test's simulated p-value is too near the level to say (see the benchmark page)",
+}
+# Best first on the first press of a verdict column; a verdict not named here sorts with
+# "not separated".
+VERDICT_ORDER = {'reference': 0, 'better': 1, 'undecided': 2, 'not separated': 3, 'worse': 4}
 OTHER_VERDICT = 3
-VERDICT_ORDER = {'reference': 0, 'better': 1, 'not separated': 2, 'worse': 4}
 # The publication of the benchmark's protocol, cited with posenc itself.
 STUDY = encodings.papers.RUOSS2023
 

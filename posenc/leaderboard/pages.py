@@ -209,9 +209,9 @@ up to which at least half the members stay ≥ {length}% (≥: every tested leng
 
 def _legend(board: Mapping[str, Any]) -> str:
   present = {v for ref in board['verdicts'].values() for o in ref.values() for v in o.values()}
-  extra = sorted(present - set(data.VERDICTS))
-  items = [(v, m) for v, m in data.VERDICTS.items()] + [
-    (v, 'see the benchmark page') for v in extra
+  extra = sorted(present - set(data.VERDICTS) - {'–'})
+  items = [*data.VERDICTS.items()] + [
+    (v, data.MORE_VERDICTS.get(v, 'see the benchmark page')) for v in extra
   ]
   return (
     '<dl class="lb-legend" aria-label="Verdicts">'

@@ -138,8 +138,9 @@
     var data = document.getElementById('verdicts');
     if (picker && data) {
       var verdicts = JSON.parse(data.textContent);
-      // Best first; a verdict not named here sorts between 'not separated' and 'worse'.
-      var order = {'reference': 0, 'better': 1, 'not separated': 2, 'worse': 4};
+      // Best first (as posenc/leaderboard/data.py's VERDICT_ORDER); a verdict not named
+      // here sorts with 'not separated'.
+      var order = {'reference': 0, 'better': 1, 'undecided': 2, 'not separated': 3, 'worse': 4};
       picker.addEventListener('change', function () {
         var reference = picker.value;
         slice.call(body.rows).forEach(function (row) {
