@@ -5,7 +5,8 @@
 The pages are the markdown of docs/ (MyST), the README as the home page, the API reference
 from the docstrings (autodoc, Google style through napoleon), the launchers' flags and the
 cpu-v2 leaderboard, both generated at build time (docs/_ext/posenc_site.py). Everything the
-pages load is bundled beside them: they open from the disk and from any static host.
+pages load is bundled beside them: they open from the disk and from any static host, search
+with its snippets included.
 """
 
 import os
@@ -50,10 +51,16 @@ html_theme_options = {
   # The search field is the sidebar's; pydata-sphinx-theme 0.20 would add a second one in a
   # header bar above the page.
   'navbar_persistent': [],
+  # The leaderboard's table takes the width the page's contents column would: at 1366 px
+  # its overview fits whole.
+  'secondary_sidebar_items': {'**': ['page-toc.html'], 'leaderboard': []},
 }
 # The theme's colour mode; without one its script logs an error in the console.
 html_context = {'default_mode': 'light'}
 html_static_path = ['_static']
 html_css_files = ['posenc.css']
+# Wide tables say that they scroll (posenc.js); the leaderboard's page and the search page
+# get their own scripts from posenc_site.
+html_js_files = ['posenc.js']
 html_show_sourcelink = False
 html_copy_source = False

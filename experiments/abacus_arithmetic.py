@@ -34,6 +34,7 @@ paper-scale model on this machine's devices:
 """
 
 from posenc import config as config_lib
+from posenc import suggest
 
 ARCHITECTURES = ('standard', 'standard_ii', 'looped')
 # Per task, the paper's training size n, test grid M x M, equal lengths past M, depth of the
@@ -58,7 +59,7 @@ def _arg(arg):
   )
   if parsed.task not in PAPER:
     raise config_lib.ConfigError(
-      f'unknown task {parsed.task!r} for this study; valid: {", ".join(PAPER)}'
+      f'unknown task {parsed.task!r}{suggest.did_you_mean(parsed.task, PAPER)} for this study; valid: {", ".join(PAPER)}'
     )
   parsed.looped = parsed.looped or PAPER[parsed.task]['looped']
   return parsed
@@ -79,7 +80,7 @@ def architecture(config, name, layers, recurrences):
   (layers x recurrences with input injection and the progressive loss at α = 1)."""
   if name not in ARCHITECTURES:
     raise config_lib.ConfigError(
-      f'unknown architecture {name!r}; valid: {", ".join(ARCHITECTURES)}'
+      f'unknown architecture {name!r}{suggest.did_you_mean(name, ARCHITECTURES)}; valid: {", ".join(ARCHITECTURES)}'
     )
   config.model.num_layers = layers
   config.model.recurrences = recurrences if name == 'looped' else 1

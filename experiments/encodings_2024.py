@@ -25,6 +25,7 @@ from experiments import abacus_arithmetic
 from experiments import quickstart
 from experiments import rpe_decoder
 from posenc import config as config_lib
+from posenc import suggest
 
 STUDIES = ('tasks', 'arithmetic')
 TASKS = ('even_pairs', 'reverse_string', 'missing_duplicate_string')
@@ -38,7 +39,9 @@ _DEFAULTS = dict(study='tasks', cpu=False, tiny=False, seeds=0)
 def _arg(arg):
   parsed = config_lib.parse_arg(arg, at_least={'seeds': 1}, **_DEFAULTS)
   if parsed.study not in STUDIES:
-    raise config_lib.ConfigError(f'unknown study {parsed.study!r}; valid: {", ".join(STUDIES)}')
+    raise config_lib.ConfigError(
+      f'unknown study {parsed.study!r}{suggest.did_you_mean(parsed.study, STUDIES)}; valid: {", ".join(STUDIES)}'
+    )
   return parsed
 
 

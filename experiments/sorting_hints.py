@@ -35,6 +35,7 @@ Args:
 """
 
 from posenc import config as config_lib
+from posenc import suggest
 
 TASKS = {'sorting': 'sorting_hinted', 'increment': 'increment'}
 HINTS = {'sorting': ('successor', 'count', 'fill'), 'increment': ('carry',)}
@@ -68,12 +69,12 @@ def _arg(arg):
   )
   if parsed.task not in TASKS:
     raise config_lib.ConfigError(
-      f'unknown task {parsed.task!r} for this study; valid: {", ".join(TASKS)}'
+      f'unknown task {parsed.task!r}{suggest.did_you_mean(parsed.task, TASKS)} for this study; valid: {", ".join(TASKS)}'
     )
   valid = ('none', *HINTS[parsed.task], 'all')
   if parsed.hint not in valid:
     raise config_lib.ConfigError(
-      f'unknown hint {parsed.hint!r} for task {parsed.task!r}; valid: {", ".join(valid)}'
+      f'unknown hint {parsed.hint!r}{suggest.did_you_mean(parsed.hint, valid)} for task {parsed.task!r}; valid: {", ".join(valid)}'
     )
   if parsed.temperature not in TEMPERATURES:
     raise config_lib.ConfigError(

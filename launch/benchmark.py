@@ -46,9 +46,11 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
                     training), and exit
   --leaderboard     write the static site of the suite's stored baselines and the cards
                     given (each a --workdir of this command) into --out=DIR (posenc.leaderboard:
-                    one sortable table, a figure per task, a page per entry; DIR is replaced
-                    whole, and only if it is new, empty or a previous leaderboard); --reference
-                    names the entry the verdicts are first shown against, and exit
+                    one sortable table seen whole or per task, a figure per task, a page per
+                    entry, the table and every member's score as CSV and JSON, each entry's
+                    card.json, references.bib; DIR is replaced whole, and only if it is new,
+                    empty or a previous leaderboard); --reference names the entry the verdicts
+                    are first shown against, and exit. launch.check_card checks a card first
 
 Bad input (an unknown suite or encoding, a card of another suite or version or a damaged
 one, an --out that holds something else or cannot be written, an import path that does not load, an object that
@@ -323,7 +325,8 @@ def _leaderboard(card_dirs: list[str]) -> None:
     known = [e['name'] for e in board['entries']]
     if _REFERENCE.value is not None and _REFERENCE.value not in known:
       common.fail(f'--reference={_REFERENCE.value} is not an entry; entries: {", ".join(known)}')
-    files = site.files(board, _REFERENCE.value)
+    stamp = site.stamp(common.source_commit())
+    files = site.files(board, _REFERENCE.value, site.default_links(), stamp)
     site.write(_OUT.value, files)
   except ValueError as e:  # BenchmarkError, a damaged record's SchemaError, LeaderboardError
     common.fail(e)

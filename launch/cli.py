@@ -32,6 +32,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from posenc import suggest
+
 
 def fail(message: Any) -> NoReturn:
   """Prints `error: message` as one line on stderr and exits with status 2."""
@@ -154,5 +156,5 @@ def subcommand(argv: Sequence[str], names: Sequence[str], what: str, doc: str) -
     sys.exit(0)
   if len(argv) < 2 or argv[1] not in names:
     got = argv[1] if len(argv) > 1 else '(none)'
-    fail(f'unknown {what} {got!r}; valid: {", ".join(names)}')
+    fail(f'unknown {what} {got!r}{suggest.did_you_mean(got, names)}; valid: {", ".join(names)}')
   return argv[1]

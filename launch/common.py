@@ -27,6 +27,7 @@ import glob
 import importlib.util
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from typing import Any, Callable, Iterator, NoReturn, Sequence
@@ -40,6 +41,7 @@ from launch import cli
 from posenc import config as config_lib
 from posenc import io
 from posenc import store
+from posenc import suggest
 
 # 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
 # wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
@@ -112,6 +114,29 @@ config_flags.register_flag_parser_for_type(list, ListParser())
 # The experiment file behind --config.
 
 
+def source_commit() -> str | None:
+  """The git commit of the checkout posenc runs from ('0123abcd4567', '... with local
+  changes' when tracked files differ from it), or None outside a git checkout: the stamp of
+  what a leaderboard or a site was written from."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  git = ['git', '-C', root]
+  try:
+    head = subprocess.run(
+      [*git, 'rev-parse', '--short=12', 'HEAD'], capture_output=True, text=True, timeout=30
+    )
+    if head.returncode != 0:
+      return None
+    changed = subprocess.run(
+      [*git, 'status', '--porcelain', '--untracked-files=no'],
+      capture_output=True,
+      text=True,
+      timeout=30,
+    )
+  except (OSError, subprocess.TimeoutExpired):
+    return None
+  return head.stdout.strip() + (' with local changes' if changed.stdout.strip() else '')
+
+
 def experiment_files() -> list[str]:
   """The experiment files shipped with posenc, as `experiments/NAME.py` paths."""
   # The package directory, wherever posenc is installed.
@@ -166,8 +191,11 @@ def check_overrides(config: Any, argv: Sequence[str], name: str = 'config') -> N
           if part not in node.keys():
             if path[:-1] == ['encoding_options'] and depth == 1:
               break  # an encoding's own option: encodings.resolve_options checks its name
+            # The nearest field of this group, named in full ('train.steps' for 'stepz').
+            near = suggest.nearest(part, node.keys())
+            hint = '' if near is None else f' (did you mean {".".join([*path[:depth], near])!r}?)'
             fail(
-              f'unknown config field {".".join(path)!r}; valid fields of {where}: '
+              f'unknown config field {".".join(path)!r}{hint}; valid fields of {where}: '
               f'{", ".join(sorted(node.keys()))}'
             )
           node = node[part]

@@ -20,6 +20,8 @@ from typing import Any, Mapping
 
 import ml_collections
 
+from posenc import suggest
+
 
 class ConfigError(ValueError):
   """An impossible or malformed config; the message is one line."""
@@ -230,7 +232,7 @@ def parse_arg(
     key = key.strip()
     if key not in defaults:
       raise ConfigError(
-        f'unknown config arg {key!r}; valid args: '
+        f'unknown config arg {key!r}{suggest.did_you_mean(key, defaults)}; valid args: '
         f'{", ".join(sorted(defaults)) or "none (this file takes no args)"}'
       )
     default = defaults[key]
@@ -329,7 +331,9 @@ def is_number(x: Any) -> bool:
 
 
 def choices(bad: Any, name: str, valid: list[str]) -> ConfigError:
-  return ConfigError(f'unknown {name} {bad!r}; valid {name}s: {", ".join(valid)}')
+  return ConfigError(
+    f'unknown {name} {bad!r}{suggest.did_you_mean(bad, valid)}; valid {name}s: {", ".join(valid)}'
+  )
 
 
 def check_ints(

@@ -36,6 +36,7 @@ from posenc import config as config_lib
 from posenc import kinds
 from posenc import population as population_lib
 from posenc import setup
+from posenc import suggest
 from posenc import sweep as sweep_lib
 from posenc import train
 
@@ -387,7 +388,7 @@ def roofline(
   """
   if device not in DEVICES:
     raise config_lib.ConfigError(
-      f'unknown --device {device!r}; valid devices: {", ".join(DEVICES)}'
+      f'unknown --device {device!r}{suggest.did_you_mean(device, DEVICES)}; valid devices: {", ".join(DEVICES)}'
     )
   spec = DEVICES[device]
   runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]

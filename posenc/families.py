@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from posenc import suggest
+
 
 @dataclasses.dataclass(frozen=True)
 class Family:
@@ -45,5 +47,7 @@ NAMES = tuple(FAMILIES)
 def of(name: str) -> Family:
   """The family `name`; ValueError (one line) listing the families otherwise."""
   if name not in FAMILIES:
-    raise ValueError(f'unknown model.family {name!r}; valid: {", ".join(FAMILIES)}')
+    raise ValueError(
+      f'unknown model.family {name!r}{suggest.did_you_mean(name, FAMILIES)}; valid: {", ".join(FAMILIES)}'
+    )
   return FAMILIES[name]

@@ -49,6 +49,7 @@ from posenc import config as config_lib
 from posenc import encodings
 from posenc import evaluate
 from posenc import setup
+from posenc import suggest
 
 
 class InterventionError(ValueError):
@@ -184,7 +185,9 @@ def parse(text: str) -> tuple[str, dict[str, float]]:
   """
   name, _, rest = text.partition(':')
   if name not in INTERVENTIONS:
-    raise InterventionError(f'unknown intervention {name!r}; valid: {", ".join(INTERVENTIONS)}')
+    raise InterventionError(
+      f'unknown intervention {name!r}{suggest.did_you_mean(name, INTERVENTIONS)}; valid: {", ".join(INTERVENTIONS)}'
+    )
   params = {}
   for item in filter(None, rest.split(',')):
     key, eq, value = item.partition('=')

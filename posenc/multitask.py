@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
+from posenc import suggest
 import tasks
 from tasks import base
 
@@ -67,7 +68,7 @@ def tasks_of(config: ml_collections.ConfigDict) -> list[Any]:
   for hint in hints:
     if hint not in valid:
       raise ValueError(
-        f'unknown hint {hint!r} for task {config.task!r}; valid hints: {", ".join(valid) or "none"}'
+        f'unknown hint {hint!r}{suggest.did_you_mean(hint, valid)} for task {config.task!r}; valid hints: {", ".join(valid) or "none"}'
       )
   if len(set(hints)) != len(hints):
     raise ValueError(f'hints {hints} has duplicates')

@@ -28,6 +28,7 @@ import optax
 from posenc import config as config_lib
 from posenc import generate
 from posenc import models
+from posenc import suggest
 
 Array = jax.Array
 # A run (`posenc.setup.Run`, built above this module): the type is named here, not imported.
@@ -39,7 +40,8 @@ def check(config: ml_collections.ConfigDict) -> None:
   """ConfigError (one line) for an unknown `train.loss_on`."""
   if config.train.loss_on not in LOSS_ON:
     raise config_lib.ConfigError(
-      f'unknown train.loss_on {config.train.loss_on!r}; valid: {", ".join(LOSS_ON)}'
+      f'unknown train.loss_on {config.train.loss_on!r}'
+      f'{suggest.did_you_mean(config.train.loss_on, LOSS_ON)}; valid: {", ".join(LOSS_ON)}'
     )
 
 

@@ -38,6 +38,7 @@ import optax
 
 from posenc import config as config_lib
 from posenc import encodings
+from posenc import suggest
 
 P = jax.sharding.PartitionSpec
 POP = 'pop'  # The mesh axis the population is sharded over.
@@ -85,7 +86,9 @@ def check(config: ml_collections.ConfigDict) -> None:
     ('train.schedule', t.schedule, SCHEDULES),
   ):
     if value not in valid:
-      raise config_lib.ConfigError(f'unknown {key} {value!r}; valid: {", ".join(valid)}')
+      raise config_lib.ConfigError(
+        f'unknown {key} {value!r}{suggest.did_you_mean(value, valid)}; valid: {", ".join(valid)}'
+      )
   cpu_devices = config.get('cpu_devices', 0)
   if not config_lib.is_int(cpu_devices) or not 0 <= cpu_devices <= config_lib.MAX_CPU_DEVICES:
     raise config_lib.ConfigError(

@@ -37,6 +37,7 @@ import ml_collections
 from posenc import config as config_lib
 from posenc import io
 from posenc import store
+from posenc import suggest
 
 COMPLETE, PARTIAL, PENDING, FAILED = 'complete', 'partial', 'pending', 'failed'
 # The cell's directory holds a run of another config than the one asked for.
@@ -100,7 +101,7 @@ def select_cells(
     bad = [w for w in wanted or () if w not in known]
     if bad:
       raise config_lib.ConfigError(
-        f'unknown {name} {bad[0]!r} in the sweep filter; valid {name}s: {", ".join(known)}'
+        f'unknown {name} {bad[0]!r}{suggest.did_you_mean(bad[0], known)} in the sweep filter; valid {name}s: {", ".join(known)}'
       )
   return [
     c

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from posenc import suggest
 from tasks import arithmetic
 from tasks import corpus
 from tasks import cs
@@ -93,13 +94,15 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Task:
   try:
     task = REGISTRY[name]
   except KeyError:
-    raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(REGISTRY)}") from None
+    raise ValueError(
+      f"unknown task {name!r}{suggest.did_you_mean(name, REGISTRY)}; valid tasks: {', '.join(REGISTRY)}"
+    ) from None
   if not options:
     return task
   valid = getattr(task, 'OPTIONS', ())
   for key in options:
     if key not in valid:
       raise ValueError(
-        f"unknown option {key!r} of task {name!r}; valid options: {', '.join(valid) or 'none'}"
+        f"unknown option {key!r}{suggest.did_you_mean(key, valid)} of task {name!r}; valid options: {', '.join(valid) or 'none'}"
       )
   return dataclasses.replace(task, **options)

@@ -21,6 +21,7 @@ from posenc import card as card_lib
 from posenc import config as config_lib
 from posenc import leaderboard
 from posenc import setup
+from posenc import submission
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / 'examples' / 'outside_encoding'
@@ -61,9 +62,13 @@ def test_every_measured_suite_ships_checksums_and_its_baselines():
 def _benchmark(*args):
   """`launch.benchmark` as a user runs it: XLA's optimizations on (the tests turn most of
   them off, and the stored baselines were made with them on)."""
+  return _launch('launch.benchmark', *args)
+
+
+def _launch(module, *args):
   env = dict(os.environ, JAX_DISABLE_MOST_OPTIMIZATIONS='false')
   return subprocess.run(
-    [sys.executable, '-m', 'launch.benchmark', *args],
+    [sys.executable, '-m', module, *args],
     cwd=ROOT,
     env=env,
     capture_output=True,
@@ -72,7 +77,7 @@ def _benchmark(*args):
   )
 
 
-def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
+def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(cli, tmp_path):
   proc = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
   assert proc.returncode == 0, proc.stderr[-2000:]
   entry = json.loads((tmp_path / 'entry.json').read_text())
@@ -102,6 +107,71 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(tmp_path):
     == (rows['rotary']['tasks']['even_pairs']['row']['score'])
   )
   assert rows[name]['mean_rank'] == rows['rotary']['mean_rank']
+  # A card that does not say what its run says fails its check, exit status 1, and nothing
+  # is trained (`test_a_card_passes_the_checks_of_a_submission` trains its rerun).
+  card_json = tmp_path / 'card.json'
+  card = json.loads(card_json.read_text())
+  row = next(r for r in card['tasks']['parity_check']['rows'] if r['column'] == 'rotary')
+  row['member_scores'][0]['score'] = 0.99
+  card_json.write_text(json.dumps(card))
+  tampered = cli.run(
+    ['launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny']
+  )
+  assert tampered.returncode == 1
+  assert 'card       FAIL  parity_check seed 0: card.json says 0.99' in tampered.stdout
+  assert 'rerun      FAIL  not run: an earlier check failed' in tampered.stdout
+  # Bad input is one line, exit status 2.
+  check = str(tmp_path / 'check')
+  for args, needle in [
+    ([f'--workdir={check}'], "is of suite 'tiny' version 1, not cpu-v2"),
+    (
+      ['--suite=tiny', f'--workdir={check}', '--member=even_pair:0:'],
+      "(did you mean 'even_pairs'?)",
+    ),
+    (['--suite=tiny', f'--workdir={check}', '--member=even_pairs:7:'], 'has no member seed 7'),
+  ]:
+    bad = cli.run(['launch.check_card', str(tmp_path), *args])
+    assert bad.returncode == 2 and needle in bad.stderr.strip().splitlines()[-1], (args, bad.stderr)
+
+
+@pytest.mark.slow
+def test_a_card_passes_the_checks_of_a_submission(tmp_path):
+  proc = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  # Its rerun member is equal to the last bit.
+  check = _launch(
+    'launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny'
+  )
+  assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+  lines = [
+    line
+    for line in check.stdout.splitlines()
+    if line.split()[:1] in (['suite'], ['config'], ['card'], ['checksums'], ['rerun'])
+  ]
+  assert [line.split()[:2] for line in lines] == [[c, 'ok'] for c in submission.CHECKS]
+  assert 'largest difference 0 points' in lines[-1]
+  assert 'ready for the leaderboard' in check.stdout.splitlines()[-1]
+
+
+def test_the_checks_of_a_submission_compare_what_they_say():
+  suite = benchmarks.get('tiny')
+  stored = benchmark.read_baselines(suite)['rotary']
+  assert submission.check_config(suite, stored).passed
+  longer = copy.deepcopy(stored)
+  longer['tasks']['parity_check']['config']['train']['steps'] += 1
+  failed = submission.check_config(suite, longer)
+  assert not failed.passed and 'parity_check' in failed.detail and 'train.steps' in failed.detail
+  card = card_lib.make_card(suite, stored, {})
+  assert submission.check_card(card, stored).passed
+  member = submission.member_of(stored, 'even_pairs', 1, None)
+  assert submission.compare_member('even_pairs', member, member, 0.0).passed
+  off = copy.deepcopy(member)
+  off['exact_match_by_length']['12'] += 0.005
+  assert not submission.compare_member('even_pairs', member, off, 0.0).passed
+  close = submission.compare_member('even_pairs', member, off, 1.0)
+  assert close.passed and '(length 12)' in close.detail
+  with pytest.raises(ValueError, match=r'has no member seed 9; its members \(seed:data\): 0:, 1:'):
+    submission.member_of(stored, 'even_pairs', 9, None)
 
 
 def candidate_entry(stored, name, scores_by_task):
@@ -251,9 +321,12 @@ def test_an_encoder_suite_refuses_a_causal_only_encoding():
   [
     (
       ['--encoding=alibi', '--suite=cpu-v9'],
-      "unknown suite 'cpu-v9'; valid suites: cpu-v2, cpu-v1, tiny, gpu-v1",
+      "unknown suite 'cpu-v9' (did you mean 'cpu-v2'?); valid suites: cpu-v2, cpu-v1, tiny, gpu-v1",
     ),
-    (['--encoding=nope', '--suite=tiny'], "unknown encoding 'nope'; valid encodings: none"),
+    (
+      ['--encoding=nope', '--suite=tiny'],
+      "unknown encoding 'nope' (did you mean 'none'?); valid encodings: none",
+    ),
     (['--encoding=no_such_pkg.mod:ENC', '--suite=tiny'], "no module named 'no_such_pkg.mod'"),
     (
       ['--encoding=posenc.encodings:ENCODINGS', '--suite=tiny'],

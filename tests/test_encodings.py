@@ -505,7 +505,9 @@ def test_resolve_options():
   assert encodings.resolve_options('randomized_relative')[0]['relative_mode'] == 'symmetric'
   # Options of other encodings are ignored; unknown keys and bad values raise, in one line.
   assert encodings.resolve_options('none', (('relative_mode', 'reference'),)) == ({}, {})
-  with pytest.raises(ValueError, match='unknown encoding options'):
+  with pytest.raises(
+    ValueError, match=r"unknown encoding option 'relativ_mode' \(did you mean 'relative_mode'\?\)"
+  ):
     encodings.resolve_options('none', (('relativ_mode', 'reference'),))
   with pytest.raises(
     ValueError,
@@ -539,3 +541,19 @@ def test_every_option_is_declared_with_a_valid_default_and_a_meaning(name):
     fields = getattr(factory, 'func', factory).__dataclass_fields__
     for option_name in spec.embedding_options + spec.attention_options:
       assert fields[option_name].default == defaults[option_name], option_name
+
+
+def test_every_built_in_says_what_it_is_and_cites_its_paper():
+  keys = {}
+  for name, record in encodings.ENCODINGS.items():
+    assert record.about and record.papers, name
+    for paper in record.papers:
+      assert keys.setdefault(paper.key, paper) == paper, paper.key  # one record per key
+      assert paper.bibtex().startswith(f'@{paper.kind}{{{paper.key},')
+      assert paper.url.startswith('https://'), paper.key
+  # A twin adds the randomized study; a combination joins its parts.
+  twin = encodings.ENCODINGS['randomized_rotary']
+  assert twin.papers == (*encodings.ENCODINGS['rotary'].papers, encodings.papers.RUOSS2023)
+  both = encodings.get('sin_cos+alibi')
+  assert both.papers == encodings.ENCODINGS['sin_cos'].papers + encodings.ENCODINGS['alibi'].papers
+  assert encodings.papers.PRESS2022.cite == 'Press et al. 2022'

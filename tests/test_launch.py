@@ -33,6 +33,18 @@ def _run(argv, **kwargs):
   return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, **kwargs)
 
 
+def test_ci_runs_the_readmes_test_command_and_the_main_job_installs_only_what_it_needs():
+  readme = open(os.path.join(ROOT, 'README.md')).read()
+  ci = open(os.path.join(ROOT, '.ci', 'run')).read().splitlines()
+  tests = [line.strip() for line in readme.splitlines() if 'python -m pytest -q' in line]
+  assert tests and tests[0].startswith("pip install -e '.[test]' && "), tests
+  assert tests[0] in ci, f'.ci/run does not run the README\'s test command {tests[0]!r}'
+  # The main job's install takes the package alone: no test, docs or cloud extra.
+  section = readme[readme.index('## Two commands') : readme.index('Run the tests')]
+  installs = [line.strip() for line in section.splitlines() if 'pip install' in line]
+  assert installs and all("'.[" not in line for line in installs), installs
+
+
 def test_readme_override_examples_run_as_written(tmp_path):
   examples = [c for c in readme_commands() if '--config.' in c]
   assert examples, 'the README shows no override example'
@@ -185,8 +197,20 @@ TRAIN_CASES = [
     [TINY, '--config.train.foo=1'],
     "unknown config field 'train.foo'; valid fields of train: batch_size",
   ),
+  # A typo is answered with the nearest valid name.
+  (
+    [TINY, '--config.train.stepz=1'],
+    "unknown config field 'train.stepz' (did you mean 'train.steps'?); valid fields of train:",
+  ),
+  (
+    ['--config=experiments/rpe_table1.py:task=parity_chek,tiny'],
+    "unknown task 'parity_chek' (did you mean 'parity_check'?); valid tasks: even_pairs",
+  ),
   # Any encoding's option may be given; one no encoding takes is a typo.
-  ([TINY, '--config.encoding_options.relativ_mode=x'], "unknown encoding options ['relativ_mode']"),
+  (
+    [TINY, '--config.encoding_options.relativ_mode=x'],
+    "unknown encoding option 'relativ_mode' (did you mean 'relative_mode'?)",
+  ),
   ([TINY, '--config.encoding_options.max_time=0.0'], 'encoding_options.max_time=0.0 must be a'),
   (
     [TINY, '--config.encoding_options.a.b=1'],
@@ -372,7 +396,7 @@ SWEEP_CASES = [
   ),
   (
     ['--config=experiments/sweep_tiny.py', '--config.model.dtype=float16'],
-    "unknown model.dtype 'float16'; valid: float32, bfloat16",
+    "unknown model.dtype 'float16' (did you mean 'bfloat16'?); valid: float32, bfloat16",
   ),
   (
     ['--config={fixtures}/grid_raises.py'],
@@ -608,6 +632,7 @@ def _help_commands() -> list[list[str]]:
       ['launch.speed'],
       ['launch.export_eval_set'],
       ['launch.check_encoding'],
+      ['launch.check_card'],
       ['launch.benchmark'],
     ]
     + [['launch.analyze', name] for name in analyze.ANALYSES]

@@ -212,7 +212,7 @@ def test_an_outside_encoding_s_own_option_is_set_from_the_command_line(cli, tmp_
     assert json.load(f)['encoding_options'] == {'power': 0.25}
   # A name no encoding takes, and a value outside the option's: one line, nothing written.
   for option, message in (
-    ('powr=0.25', "error: unknown encoding options ['powr']; valid: ["),
+    ('powr=0.25', "error: unknown encoding option 'powr' (did you mean 'power'?); valid: ["),
     ('power=-1.0', 'error: encoding_options.power=-1.0 must be a number > 0'),
   ):
     proc = train(option, tmp_path / 'bad')

@@ -9,10 +9,12 @@ relative link of both sites resolves, anchors included. Screenshots at desktop (
 phone (390 px) width are kept in tests/artifacts/ (git ignores it).
 """
 
+import csv
 import html.parser
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +42,7 @@ CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ]
-WIDTHS = {'desktop': 1280, 'phone': 390}
+WIDTHS = {'desktop': 1366, 'phone': 390}
 HELPERS = ('bias', 'rotation', 'embedding', 'weights', 'param', 'option', 'randomized_twin')
 
 
@@ -181,38 +183,54 @@ def tiny_board(cli, tmp_path_factory):
   return root
 
 
-def _column(page, index):
+def _cells(page, col, task=None):
+  """The text of one column of the leaderboard's table, row by row (hidden or not)."""
+  where = f'[data-col="{col}"]' + (f'[data-task="{task}"]' if task else '')
   return page.evaluate(
     f'[...document.querySelectorAll("table.leaderboard tbody tr")]'
-    f'.map(r => r.cells[{index}].textContent.trim())'
+    f'.map(r => r.querySelector(\'{where}\').textContent.trim())'
   )
 
 
-def test_the_leaderboard_sorts_by_a_column_from_a_click_and_from_the_keyboard(browser, tiny_board):
+def _header(page, col, task=None):
+  where = f'thead th[data-col="{col}"]' + (f'[data-task="{task}"]' if task else '')
+  return page.locator(where)
+
+
+def _names(page):
+  return [n.removesuffix('candidate').strip() for n in _cells(page, 'entry')]
+
+
+def test_the_leaderboard_sorts_best_first_from_a_click_and_from_the_keyboard(browser, tiny_board):
   reader = Reader(browser, tiny_board / 'site' / 'index.html')
   page = reader.page
-  names = _column(page, 0)
-  assert sorted(n.removesuffix('candidate').strip() for n in names) == ['mine', 'none', 'rotary']
-  assert page.get_attribute('th:has-text("Mean rank")', 'aria-sort') == 'ascending'
-  ranks = [float(r) for r in _column(page, 1)]
+  assert sorted(_names(page)) == ['mine', 'none', 'rotary']
+  assert _header(page, 'meanrank').get_attribute('aria-sort') == 'ascending'
+  ranks = [float(r) for r in _cells(page, 'meanrank')]
   assert ranks == sorted(ranks)
-  # Entry, by a click: ascending, then descending.
-  page.click('th:has-text("Entry") button')
-  assert _column(page, 0) == sorted(names)
-  assert page.get_attribute('th:has-text("Entry")', 'aria-sort') == 'ascending'
-  page.click('th:has-text("Entry") button')
-  assert _column(page, 0) == sorted(names, reverse=True)
-  assert page.get_attribute('th:has-text("Entry")', 'aria-sort') == 'descending'
-  # even_pairs' mean, from the keyboard: focus its header's button and press Enter.
-  page.focus('th:has-text("even_pairs: mean") button')
+  # Entry, by a click: A to Z, then Z to A.
+  _header(page, 'entry').locator('button').click()
+  assert _names(page) == sorted(_names(page))
+  assert _header(page, 'entry').get_attribute('aria-sort') == 'ascending'
+  _header(page, 'entry').locator('button').click()
+  assert _names(page) == sorted(_names(page), reverse=True)
+  # A score column, from the keyboard: the first press puts the best first.
+  _header(page, 'score', 'parity_check').locator('button').focus()
   page.keyboard.press('Enter')
-  assert page.get_attribute('th:has-text("even_pairs: mean")', 'aria-sort') == 'ascending'
-  assert page.get_attribute('th:has-text("Entry")', 'aria-sort') is None
-  means = [float(m.split()[0]) for m in _column(page, 2)]
-  assert means == sorted(means) and means[-1] == 100.0
-  assert _column(page, 0)[-1].startswith('mine')
+  assert _header(page, 'score', 'parity_check').get_attribute('aria-sort') == 'descending'
+  assert _header(page, 'entry').get_attribute('aria-sort') is None
+  means = [float(m.split()[0]) for m in _cells(page, 'score', 'parity_check')]
+  assert means == sorted(means, reverse=True) and _names(page)[-1] == 'mine'
   page.keyboard.press('Enter')
-  assert _column(page, 0)[0].startswith('mine')
+  assert _names(page)[0] == 'mine'
+  # Every score column's first press is the best first; ranks and verdicts ascend.
+  firsts = page.evaluate(
+    '[...document.querySelectorAll("table.leaderboard thead th")]'
+    '.map(th => [th.dataset.col, th.dataset.first])'
+  )
+  for col, first in firsts:
+    want = 'descending' if col in ('score', 'mean', 'success', 'longest') else 'ascending'
+    assert first == want, col
   reader.close()
   assert reader.problems == []
 
@@ -220,19 +238,161 @@ def test_the_leaderboard_sorts_by_a_column_from_a_click_and_from_the_keyboard(br
 def test_the_leaderboard_shows_verdicts_against_the_reference_the_reader_picks(browser, tiny_board):
   reader = Reader(browser, tiny_board / 'site' / 'index.html')
   page = reader.page
-  # The candidate is the first reference; the columns of even_pairs: mean, success, longest,
-  # verdict.
+  # The candidate is the first reference.
   assert page.input_value('#reference') == 'mine'
-  verdicts = dict(zip(_column(page, 0), _column(page, 5)))
-  assert verdicts['mine candidate'] == 'reference'
+  verdicts = dict(zip(_names(page), _cells(page, 'verdict', 'even_pairs')))
+  assert verdicts['mine'] == 'reference'
   # 2 members against 2 separate nothing (p >= 1/3), and the page says so.
   assert {verdicts['none'], verdicts['rotary']} == {'not separated'}
   assert 'No comparison can be separated' in page.inner_text('main')
   page.select_option('#reference', 'rotary')
-  verdicts = dict(zip(_column(page, 0), _column(page, 5)))
-  assert verdicts['rotary'] == 'reference' and verdicts['mine candidate'] == 'not separated'
+  verdicts = dict(zip(_names(page), _cells(page, 'verdict', 'even_pairs')))
+  assert verdicts['rotary'] == 'reference' and verdicts['mine'] == 'not separated'
+  # What to read it by: the box, the legend, the stamp, the header.
+  text = page.inner_text('main')
+  assert text.count('\n', text.index('How to read this'), text.index('Show')) >= 5
+  assert 'Verdicts depend on the reference' in text and 'not separated' in page.inner_text(
+    '.lb-legend'
+  )
+  assert 'written 20' in page.inner_text('.lb-stamp') and 'posenc' in page.inner_text('.lb-stamp')
+  assert page.inner_text('.lb-brand') == 'posenc'
   reader.close()
   assert reader.problems == []
+
+
+def _hidden_without_cue(page):
+  """The table frames wider than their window whose cue is not shown: [frame's label]."""
+  return page.evaluate(
+    """[...document.querySelectorAll('.table-wrap')].filter(w => {
+      if (w.scrollWidth <= w.clientWidth + 1) return false;
+      const cue = w.parentNode.previousElementSibling;
+      return !(cue && cue.classList.contains('lb-cue') && !cue.hidden
+               && cue.getBoundingClientRect().height > 0);
+    }).map(w => w.getAttribute('aria-label'))"""
+  )
+
+
+def test_every_column_is_in_view_or_behind_a_cue_at_desktop_and_phone_width(browser, tiny_board):
+  views = ['overview', 'even_pairs', 'parity_check', 'all']
+  for what, width in WIDTHS.items():
+    reader = Reader(browser, tiny_board / 'site' / 'index.html', width)
+    page = reader.page
+    for view in views:
+      page.check(f'input[name="lb-view"][value="{view}"]')
+      shown = page.evaluate(
+        '[...document.querySelectorAll("table.leaderboard thead th")]'
+        '.filter(th => !th.hidden).map(th => [th.dataset.col, th.dataset.task || ""])'
+      )
+      if view in ('overview', 'all'):
+        assert {t for _, t in shown if t} == {'even_pairs', 'parity_check'}, view
+      else:
+        assert {t for _, t in shown if t} == {view}, view
+      assert _hidden_without_cue(page) == [], (what, view)
+      fits = page.evaluate(
+        '(w => w.scrollWidth <= w.clientWidth + 1)(document.querySelector(".table-wrap"))'
+      )
+      if what == 'desktop' and view != 'all':
+        assert fits, view  # a view per task, or the overview, fits a laptop's screen whole
+      if view == 'overview':
+        page.evaluate('document.querySelector(".lb-controls").scrollIntoView()')
+        reader.screenshot(f'leaderboard_table_{what}', full_page=False)
+    # The header and the entries' names stay in view as the table scrolls.
+    sticky = page.evaluate(
+      '[getComputedStyle(document.querySelector("table.leaderboard thead th")).position,'
+      ' getComputedStyle(document.querySelector("table.leaderboard tbody th")).position]'
+    )
+    assert sticky == ['sticky', 'sticky']
+    reader.close()
+    assert reader.problems == []
+
+
+def _figure_text(reader, root):
+  """{figure: its smallest text in CSS pixels as the page shows it}: the SVG's font sizes
+  (its units) scaled by the shown width over the SVG's own."""
+  out = {}
+  for src, shown in reader.page.evaluate(
+    '[...document.images].filter(i => i.src.endsWith(".svg")).map(i => [i.src, i.clientWidth])'
+  ):
+    svg = pathlib.Path(urllib.parse.unquote(urllib.parse.urlsplit(src).path)).read_text()
+    width = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+) ', svg).group(1))
+    sizes = [float(x) for x in re.findall(r'font-size: ([\d.]+)px', svg)]
+    assert sizes, src
+    out[src.rsplit('/', 1)[-1]] = min(sizes) * shown / width
+  return out
+
+
+def test_the_figures_read_on_a_phone(browser, tiny_board):
+  site = tiny_board / 'site'
+  for width in WIDTHS.values():
+    for page in (site / 'index.html', site / 'entries' / 'mine.html'):
+      reader = Reader(browser, page, width)
+      text = _figure_text(reader, site)
+      assert text and min(text.values()) >= 10, (page.name, width, text)
+      reader.close()
+
+
+def test_the_downloads_parse_and_say_what_the_table_says(browser, tiny_board):
+  site = tiny_board / 'site'
+  reader = Reader(browser, site / 'index.html')
+  page = reader.page
+  page.check('input[name="lb-view"][value="all"]')
+  names = _names(page)
+  table = {
+    task: {
+      col: dict(zip(names, _cells(page, col, task)))
+      for col in ('score', 'rank', 'success', 'longest', 'verdict')
+    }
+    for task in ('even_pairs', 'parity_check')
+  }
+  ranks = dict(zip(names, _cells(page, 'meanrank')))
+  reader.close()
+  with open(site / 'data' / 'leaderboard.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  board = json.loads((site / 'data' / 'leaderboard.json').read_text())
+  assert [r['entry'] for r in rows] == [e['entry'] for e in board['entries']] == names
+  members = json.loads((site / 'data' / 'members.json').read_text())
+  with open(site / 'data' / 'members.csv', newline='') as f:
+    member_rows = list(csv.DictReader(f))
+  assert len(member_rows) == len(members) == 3 * 2 * 2  # entries x tasks x members
+  for row, entry in zip(rows, board['entries']):
+    name = row['entry']
+    assert f'{float(row["mean_rank"]):.2f}' == ranks[name]
+    for task, cols in table.items():
+      t = entry['tasks'][task]
+      assert cols['score'][name].startswith(f'{float(row[f"{task}_mean"]):.1f} [')
+      assert f'{t["mean"]:.1f}' == f'{float(row[f"{task}_mean"]):.1f}'
+      assert cols['rank'][name] == row[f'{task}_rank'] == str(t['rank'])
+      assert cols['success'][name].startswith(f'{float(row[f"{task}_success_rate"]):.1f}%')
+      assert cols['longest'][name].removeprefix('≥ ').split()[0] == row[f'{task}_longest']
+      assert int(row[f'{task}_longest']) == t['longest']  # an integer length
+      assert cols['verdict'][name] == row[f'{task}_verdict'] == t['verdict']
+      scores = [float(m['score']) for m in member_rows if (m['entry'], m['task']) == (name, task)]
+      assert abs(sum(scores) / len(scores) - t['mean']) < 1e-6
+    # Its card: the entry as the reference against every other entry.
+    card = json.loads((site / entry['card']).read_text())
+    assert card['candidate'] == name and card['kind'] == 'posenc benchmark card'
+  assert board['verdicts']['rotary']['mine']['even_pairs'] == 'not separated'
+  bib = (site / 'references.bib').read_text()
+  assert bib.startswith('@software{posenc_tiny,') and '@inproceedings{ruoss2023randomized,' in bib
+  assert '@article{su2024roformer,' in bib and '@inproceedings{haviv2022nopos,' in bib
+
+
+def test_an_entry_page_says_what_the_encoding_is_from_its_record(browser, tiny_board):
+  from posenc import encodings
+
+  reader = Reader(browser, tiny_board / 'site' / 'entries' / 'rotary.html')
+  text = reader.page.inner_text('main')
+  record = encodings.ENCODINGS['rotary']
+  assert record.about in text
+  for paper in record.papers:
+    assert paper.cite in text and paper.bibtex().splitlines()[0] in text
+  for name, option in record.options:
+    assert name in text and option.doc in text
+  mine = Reader(browser, tiny_board / 'site' / 'entries' / 'mine.html')
+  assert "outside posenc's registry" in mine.page.inner_text('main')
+  for r in (reader, mine):
+    r.close()
+    assert r.problems == []
 
 
 def test_the_leaderboard_pages_load_whole_at_desktop_and_phone_width(browser, tiny_board):
@@ -243,18 +403,16 @@ def test_the_leaderboard_pages_load_whole_at_desktop_and_phone_width(browser, ti
     'rotary.html',
   ]
   check_page(browser, site / 'index.html', 'leaderboard')
-  check_page(browser, site / 'entries' / 'mine.html', 'leaderboard_entry')
+  check_page(browser, site / 'entries' / 'rotary.html', 'leaderboard_entry')
   assert broken_links(site) == []
-  # At phone width the table scrolls sideways inside its frame, the page does not.
-  reader = Reader(browser, site / 'index.html', WIDTHS['phone'])
-  frame = reader.page.evaluate(
-    '(() => { const w = document.querySelector(".table-wrap");'
-    ' return [w.scrollWidth, w.clientWidth]; })()'
-  )
-  assert frame[0] > frame[1]
-  reader.close()
   entry = (site / 'entries' / 'mine.html').read_text()
   assert 'python -m launch.benchmark' in entry and 'jax 0.' in entry
+  # A reader whose system is dark gets a dark page.
+  page = browser.new_page(color_scheme='dark')
+  page.goto((site / 'index.html').as_uri())
+  background = page.evaluate('getComputedStyle(document.body).backgroundColor')
+  assert background == 'rgb(15, 20, 25)', background
+  page.close()
 
 
 def _leaderboard(cli, *args):
@@ -334,17 +492,40 @@ def build_site(out):
   return out
 
 
+def _clipped(page):
+  """The code blocks and wide tables of a page that hide part of themselves without a cue:
+  a code block must fit its box (it wraps); a table wider than its frame needs the cue
+  above it shown."""
+  return page.evaluate(
+    """[...[...document.querySelectorAll('.bd-article pre')]
+        .filter(p => p.scrollWidth > p.clientWidth + 1)
+        .map(p => 'code: ' + p.textContent.slice(0, 40)),
+      ...[...document.querySelectorAll('.bd-article .pst-scrollable-table-container')]
+        .filter(t => t.scrollWidth > t.clientWidth + 1)
+        .filter(t => { const c = t.previousElementSibling;
+                       return !(c && c.classList.contains('posenc-cue') && !c.hidden); })
+        .map(t => 'table: ' + t.textContent.trim().slice(0, 40))]"""
+  )
+
+
 def test_the_documentation_site_builds_links_and_loads_whole_offline(browser, tmp_path):
   docs_site = build_site(tmp_path / 'html')
   assert broken_links(docs_site) == []
-  for page in ('index.html', 'benchmark.html', 'api/encodings.html', 'leaderboard/index.html'):
+  for page in (
+    'index.html',
+    'benchmark.html',
+    'api/encodings.html',
+    'leaderboard.html',
+    'gpu.html',
+  ):
     assert (docs_site / page).exists(), page
   # The README is the home page; its links to docs/*.md are the site's pages.
   home = (docs_site / 'index.html').read_text()
   assert 'href="usage.html"' in home and 'href="benchmark.html"' in home
   # In the browser: every page whole, nothing from the network, the helpers listed.
   check_page(browser, docs_site / 'index.html', 'site_home', full_page=False)
-  check_page(browser, docs_site / 'leaderboard' / 'index.html', 'site_leaderboard')
+  check_page(browser, docs_site / 'leaderboard.html', 'site_leaderboard')
+  check_page(browser, docs_site / 'leaderboard' / 'entries' / 'rotary.html', 'site_entry')
   check_page(browser, docs_site / 'api' / 'launchers.html')
   reader = Reader(browser, docs_site / 'api' / 'encodings.html')
   for helper in HELPERS:
@@ -354,3 +535,38 @@ def test_the_documentation_site_builds_links_and_loads_whole_offline(browser, tm
   reader.close()
   assert reader.problems == []
   check_page(browser, docs_site / 'api' / 'encodings.html', 'site_api_encodings', False)
+  for what, width in WIDTHS.items():
+    # Code blocks wrap, wide tables say they scroll, at both widths.
+    for page in ('index.html', 'usage.html', 'benchmark.html'):
+      reader = Reader(browser, docs_site / page, width)
+      assert _clipped(reader.page) == [], (page, width)
+      reader.close()
+    # The leaderboard is a page of the site: its board sorts, its figures read, the stored
+    # baselines are its rows, and its pages lead back into the site.
+    reader = Reader(browser, docs_site / 'leaderboard.html', width)
+    page = reader.page
+    assert len(_names(page)) == 16
+    _header(page, 'score', 'flip_flop').locator('button').click()
+    means = [float(m.split()[0]) for m in _cells(page, 'score', 'flip_flop')]
+    assert means == sorted(means, reverse=True)
+    assert _hidden_without_cue(page) == []
+    if what == 'desktop':
+      assert page.evaluate(
+        '(w => w.scrollWidth <= w.clientWidth + 1)(document.querySelector(".table-wrap"))'
+      )
+    assert min(_figure_text(reader, docs_site).values()) >= 10
+    page.evaluate('document.querySelector(".lb-controls").scrollIntoView()')
+    reader.screenshot(f'site_leaderboard_table_{what}', full_page=False)
+    reader.close()
+    assert reader.problems == []
+  entry = (docs_site / 'leaderboard' / 'entries' / 'rotary.html').read_text()
+  for target in ('../../index.html', '../../benchmark.html', '../../leaderboard.html'):
+    assert f'href="{target}"' in entry, target
+  # Search from the disk: results with their snippets, no request refused.
+  reader = Reader(browser, docs_site / 'search.html')
+  reader.page.goto((docs_site / 'search.html').as_uri() + '?q=leaderboard')
+  reader.page.wait_for_selector('#search-results li p.context', timeout=30000)
+  assert reader.page.locator('#search-results li').count() >= 2
+  reader.screenshot('site_search', full_page=False)
+  reader.close()
+  assert reader.problems == []

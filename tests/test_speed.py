@@ -27,7 +27,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (['samplers', '--lengths=x'], "--lengths='x' must be comma-separated positive integers"),
     (['samplers', '--bogus'], "Unknown command line flag 'bogus'"),
     (['samplers', 'extra'], "unexpected arguments ['extra']; give flags only"),
-    (['forward', '--encodings=nope'], "unknown encoding 'nope'; valid encodings: none"),
+    (
+      ['forward', '--encodings=nope'],
+      "unknown encoding 'nope' (did you mean 'none'?); valid encodings: none",
+    ),
     (['forward', '--batch=100'], '--batch=100 must be a multiple of --sub_batch=64'),
     (['population', '--suite=nope'], "unknown suite 'nope'; valid suites: cpu-v2, cpu-v1, tiny"),
     (['population', '--task=reverse_string'], '--task=reverse_string is not a task of cpu-v1'),
@@ -35,7 +38,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (['population', '--settings=loop=scan'], "loop='scan'; valid: auto, map, vmap"),
     (['population', '--settings=devices=0'], "devices='0' must be a positive integer"),
     (['population', '--populations=0'], '--populations=0 must be comma-separated positive'),
-    (['population', '--encoding=rope'], "unknown encoding 'rope'; valid encodings: none"),
+    (
+      ['population', '--encoding=rope'],
+      "unknown encoding 'rope' (did you mean 'rotary'?); valid encodings: none",
+    ),
   ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, needle):

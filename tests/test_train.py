@@ -203,8 +203,14 @@ def test_rerun_with_other_config_is_refused(tmp_path):
 @pytest.mark.parametrize(
   'override, needle',
   [
-    ('--config.task=reverse_strin', "unknown task 'reverse_strin'; valid tasks: even_pairs"),
-    ('--config.encoding=rope', "unknown encoding 'rope'; valid encodings: none"),
+    (
+      '--config.task=reverse_strin',
+      "unknown task 'reverse_strin' (did you mean 'reverse_string'?); valid tasks: even_pairs",
+    ),
+    (
+      '--config.encoding=rope',
+      "unknown encoding 'rope' (did you mean 'rotary'?); valid encodings: none",
+    ),
     ('--config.model.num_heads=3', 'not divisible'),
     ('--config.train.steps=abc', 'train.steps'),
     ('--config.model.max_position=10', 'max_position'),

@@ -2,8 +2,14 @@
 
 - the `launcher-help` directive: a launcher's `--help` (its docstring and its own flags, as
   `python -m launch.NAME --help` prints them), every launcher's read by one process;
-- the cpu-v2 leaderboard, written into the built site's `leaderboard/` by
-  `posenc.leaderboard` (the same pages `launch.benchmark --leaderboard` writes);
+- the cpu-v2 leaderboard: the `leaderboard` directive puts the board (`pages.board_html`)
+  into the Leaderboard page, and its entry pages, figures, data and BibTeX are written into
+  the built site's `leaderboard/` by `posenc.leaderboard.site` (the pages
+  `launch.benchmark --leaderboard` writes, their header linking back into this site);
+- search with snippets from the built files opened from the disk: Sphinx's search page
+  fetches each result's page for its snippet, which a browser refuses for file:// addresses;
+  `_static/posenc-search-pages.js` holds every page's main text and `_static/posenc-search.js`
+  answers those fetches from it;
 - links of the markdown pages to repository files that are pages of the site too (the
   README is the home page, each suite's baselines.md a page under baselines/), pointed at
   those pages.
@@ -29,6 +35,7 @@ LAUNCHERS = (
   'analyze',
   'benchmark',
   'check_encoding',
+  'check_card',
   'export_eval_set',
   'speed',
 )
@@ -90,24 +97,130 @@ def _links(app, docname, source) -> None:
     )
 
 
-def _leaderboard(app, exception) -> None:
+# The board's page of the site and the directory of its files, relative to the site's root.
+BOARD_PAGE, BOARD_DIR = 'leaderboard', 'leaderboard'
+
+
+def _board(app) -> dict:
+  """The leaderboard of LEADERBOARD_SUITE's stored baselines, its links into this site and
+  its stamp, made once per build (the directive and the writing share it)."""
+  if getattr(app, 'posenc_board', None) is None:
+    from experiments import benchmarks
+    from launch import common
+    from posenc import benchmark
+    from posenc import leaderboard
+    from posenc.leaderboard import data
+    from posenc.leaderboard import pages
+    from posenc.leaderboard import site
+
+    suite = benchmarks.get(LEADERBOARD_SUITE)
+    baselines = benchmark.read_baselines(suite)
+    # The cards accepted onto the public board (docs/leaderboard.md: a pull request adds
+    # one under the suite's cards/), beside the stored baselines.
+    cards = leaderboard.submitted_cards(suite)
+    entries = [leaderboard.read_card_dir(suite, d) for d in cards]
+    names = leaderboard.candidate_names(cards, entries, list(baselines))
+    board = leaderboard.leaderboard(suite, baselines, dict(zip(names, entries)))
+    links = pages.Links(
+      board=f'../{BOARD_PAGE}.html',
+      docs='../index.html',
+      benchmark='../benchmark.html',
+      repository=site.default_links().repository,
+    )
+    app.posenc_board = {
+      'board': board,
+      'links': links,
+      'stamp': site.stamp(common.source_commit()),
+      'reference': data.default_reference(board),
+    }
+  return app.posenc_board
+
+
+class Leaderboard(Directive):
+  """```{leaderboard}```: the board of the site's suite (the files it links are written
+  into leaderboard/ when the build finishes)."""
+
+  def run(self):
+    from posenc.leaderboard import pages
+
+    made = _board(self.state.document.settings.env.app)
+    fragment = pages.board_html(
+      made['board'],
+      made['reference'],
+      made['links'],
+      made['stamp'],
+      root=f'{BOARD_DIR}/',
+    )
+    return [nodes.raw('', fragment, format='html')]
+
+
+def _page_files(app, pagename, templatename, context, doctree) -> None:
+  # The board's stylesheet and script on its page only; the search's offline snippets on
+  # the search page.
+  if pagename == BOARD_PAGE:
+    app.add_css_file('leaderboard.css')
+    app.add_js_file('leaderboard.js')
+  if pagename == 'search':
+    app.add_js_file('posenc-search-pages.js')
+    app.add_js_file('posenc-search.js')
+
+
+def _main_html(path: str) -> str:
+  """A built page's article (the theme's `<article class="bd-article">`, its ids kept) as
+  the element with role="main" that Sphinx's search reads a snippet from."""
+  text = open(path, encoding='utf-8').read()
+  start = re.search(r'<article\b[^>]*class="bd-article"[^>]*>', text)
+  if start is None:
+    return ''
+  depth = 0
+  for m in re.finditer(r'<(/?)article\b[^>]*>', text[start.start() :]):
+    depth += -1 if m.group(1) else 1
+    if depth == 0:
+      article = text[start.end() : start.start() + m.start()]
+      return f'<div role="main">{article}</div>'
+  return
+
+
+def _search_pages(app) -> None:
+  """_static/posenc-search-pages.js: {page address: its main HTML} for every page."""
+  pages = {}
+  for docname in sorted(app.env.found_docs):
+    address = app.builder.get_target_uri(docname)
+    path = os.path.join(app.outdir, address)
+    if os.path.isfile(path):
+      pages[address] = _main_html(path)
+  script = 'window.POSENC_SEARCH_PAGES = ' + json.dumps(pages).replace('</', '<\\/') + ';\n'
+  with open(os.path.join(app.outdir, '_static', 'posenc-search-pages.js'), 'w') as f:
+    f.write(script)
+
+
+def _finished(app, exception) -> None:
   if exception is not None or app.builder.format != 'html':
     return
-  from experiments import benchmarks
-  from posenc import benchmark
-  from posenc import leaderboard
   from posenc.leaderboard import site
 
-  suite = benchmarks.get(LEADERBOARD_SUITE)
-  board = leaderboard.leaderboard(suite, benchmark.read_baselines(suite))
-  site.write(os.path.join(app.outdir, 'leaderboard'), site.files(board))
+  made = _board(app)
+  files = site.files(
+    made['board'], made['reference'], made['links'], made['stamp'], standalone=False
+  )
+  site.write(os.path.join(app.outdir, BOARD_DIR), files)
+  _search_pages(app)
+
+
+def _static(app, config) -> None:
+  # The board's stylesheet and script, from the package, as the site's own static files.
+  static = os.path.join(ROOT, 'posenc', 'leaderboard', 'static')
+  config.html_static_path.append(static)
 
 
 def setup(app):
+  app.connect('config-inited', _static)
   app.connect('builder-inited', _helps)
   app.connect('source-read', _links)
-  app.connect('build-finished', _leaderboard)
+  app.connect('html-page-context', _page_files)
+  app.connect('build-finished', _finished)
   app.add_directive('launcher-help', LauncherHelp)
+  app.add_directive('leaderboard', Leaderboard)
   return {'parallel_read_safe': True, 'parallel_write_safe': True}
 
 

@@ -20,6 +20,7 @@ from experiments.benchmarks import cpu_v2
 from experiments.benchmarks import gpu_v1
 from experiments.benchmarks import tiny
 from posenc import benchmark
+from posenc import suggest
 
 SUITES: dict[str, benchmark.Suite] = {
   s.name: s for s in (cpu_v2.SUITE, cpu_v1.SUITE, tiny.SUITE, gpu_v1.SUITE)
@@ -34,7 +35,9 @@ SCORECARD_STUDIES = (('robustness', 'cpu'), ('robustness', None), ('encodings_20
 def get(name: str) -> benchmark.Suite:
   """The suite `name`; BenchmarkError (one line) listing the suites otherwise."""
   if name not in SUITES:
-    raise benchmark.BenchmarkError(f'unknown suite {name!r}; valid suites: {", ".join(SUITES)}')
+    raise benchmark.BenchmarkError(
+      f'unknown suite {name!r}{suggest.did_you_mean(name, SUITES)}; valid suites: {", ".join(SUITES)}'
+    )
   return SUITES[name]
 
 

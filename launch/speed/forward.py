@@ -28,6 +28,7 @@ from posenc import encodings
 from posenc import evaluate
 from posenc import io
 from posenc import models as model_lib
+from posenc import suggest
 from posenc.speed import floor as floor_lib
 from posenc.speed import timing
 
@@ -67,7 +68,9 @@ def _main(argv: list[str]) -> None:
   names = _ENCODINGS.value.split(',')
   for name in names:
     if name not in encodings.ENCODINGS:
-      common.fail(f'unknown encoding {name!r}; valid encodings: {", ".join(encodings.ENCODINGS)}')
+      common.fail(
+        f'unknown encoding {name!r}{suggest.did_you_mean(name, encodings.ENCODINGS, encodings.KNOWN_AS)}; valid encodings: {", ".join(encodings.ENCODINGS)}'
+      )
 
   rows = []
   print(

@@ -28,6 +28,7 @@ import jax
 from launch import cli
 from launch import common
 from posenc import io
+from posenc import suggest
 from posenc.speed import samplers
 import tasks
 from tasks import arithmetic
@@ -68,7 +69,9 @@ def _main(argv: list[str]) -> None:
   names = _TASKS.value.split(',')
   for name in names:
     if name not in _VALID:
-      common.fail(f'unknown task {name!r}; valid tasks: {", ".join(_VALID)}')
+      common.fail(
+        f'unknown task {name!r}{suggest.did_you_mean(name, _VALID)}; valid tasks: {", ".join(_VALID)}'
+      )
   lengths = _positive_ints(_LENGTHS.value, '--lengths')
   grid_sizes = _positive_ints(_DIGITS.value, '--digits')
   arithmetic_names = [name for name in names if name in arithmetic.TASKS]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from posenc import suggest
 from posenc.attention import cpu_blocked
 from posenc.attention import fused
 from posenc.attention import reference
@@ -33,7 +34,9 @@ def resolve(impl: str, platform: str | None = None) -> str:
   Example: resolve('auto', 'cpu') == 'cpu_blocked'; resolve('auto', 'tpu') == 'xla_fused'.
   """
   if impl not in IMPLS:
-    raise ValueError(f'unknown attention impl {impl!r}; valid: {", ".join(IMPLS)}')
+    raise ValueError(
+      f'unknown attention impl {impl!r}{suggest.did_you_mean(impl, IMPLS)}; valid: {", ".join(IMPLS)}'
+    )
   if impl != 'auto':
     return impl
   platform = platform or jax.default_backend()

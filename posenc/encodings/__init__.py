@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from posenc import encoding_names
+from posenc import suggest
 from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import core
@@ -45,12 +46,13 @@ from posenc.encodings import families
 from posenc.encodings import forgetting
 from posenc.encodings import geometric
 from posenc.encodings import outside
+from posenc.encodings import papers
 from posenc.encodings import polar
 from posenc.encodings import randomized
 from posenc.encodings import rotary
 from posenc.encodings import stick_breaking
 from posenc.encodings.biases import alibi_bias, alibi_slopes, relative_bias
-from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT, Option
+from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT, Option, Paper
 from posenc.encodings.define import (
   bias,
   embedding,
@@ -72,7 +74,12 @@ from posenc.encodings.rotary import apply_rope
 
 # Each encoding that is not a randomized twin, by name.
 _RECORDS: dict[str, Encoding] = {
-  'none': Encoding(core.CONTENT),
+  'none': Encoding(
+    core.CONTENT,
+    about='No positional encoding: attention sees content only; a causal mask alone gives a '
+    'decoder the order of the tokens.',
+    papers=(papers.HAVIV2022,),
+  ),
   'sin_cos': embeddings.SIN_COS,
   'relative': biases.RELATIVE,
   'alibi': biases.ALIBI,
@@ -109,6 +116,15 @@ ENCODINGS: dict[str, Encoding] = {
 NAMES: tuple[str, ...] = encoding_names.STUDY
 # The methods of 2024-2025 (docs/encodings_2024.md).
 RECENT: tuple[str, ...] = encoding_names.RECENT
+# Names the literature gives some encodings, answered with the registry's name in the error
+# of an unknown encoding ('rope' is not a typo of 'pope').
+KNOWN_AS: dict[str, str] = {
+  'rope': 'rotary',
+  'nope': 'none',
+  'sinusoidal': 'sin_cos',
+  'transformer_xl': 'relative',
+  'fox': 'forgetting',
+}
 # Every option an encoding of the registry takes (the others are typos).
 OPTIONS: frozenset[str] = frozenset(n for e in ENCODINGS.values() for n, _ in e.options)
 
@@ -141,13 +157,16 @@ def _combine(name: str) -> Encoding:
     emb.learned_table or att.learned_table,
     att.even_head_dim,
     att.causal_only,
+    f'{emb.about} With: {att.about}',
+    emb.papers + att.papers,
   )
 
 
 def _unknown(name: str) -> str:
   installed = sorted(outside.entry_points())
   return (
-    f'unknown encoding {name!r}; valid encodings: {", ".join(ENCODINGS)}; an input '
+    f'unknown encoding {name!r}{suggest.did_you_mean(name, [*ENCODINGS, *installed], KNOWN_AS)}; '
+    f'valid encodings: {", ".join(ENCODINGS)}; an input '
     'encoding and an attention encoding joined by +, e.g. sin_cos+alibi; an import path '
     'module:ENCODING; or an installed package\'s (entry point group posenc.encodings: '
     f'{", ".join(installed) or "none installed"})'
@@ -193,7 +212,11 @@ def resolve_options(
   known = OPTIONS | {n for n, _ in spec.options}
   unknown = sorted(set(given) - known)
   if unknown:
-    raise ValueError(f'unknown encoding options {unknown}; valid: {sorted(known)}')
+    raise ValueError(
+      f'unknown encoding option {unknown[0]!r}{suggest.did_you_mean(unknown[0], known)}'
+      f'{"" if len(unknown) == 1 else f" (and {len(unknown) - 1} more: {unknown[1:]})"}; '
+      f'valid: {sorted(known)}'
+    )
   taken = spec.taken()
   values = {n: given.get(n, o.default) for n, o in taken.items()}
   for n, o in taken.items():

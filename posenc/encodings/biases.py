@@ -18,6 +18,7 @@ import numpy as np
 from posenc.encodings import core
 from posenc.encodings import define
 from posenc.encodings import embeddings
+from posenc.encodings import papers
 from posenc.encodings import randomized as randomized_lib
 
 Array = jax.Array
@@ -190,6 +191,9 @@ ALIBI = define.bias(
     ),
     'slope_scale': SLOPE_SCALE,
   },
+  about='ALiBi: a fixed bias on the attention logits, minus a slope times the distance between '
+  'query and key, with geometrically spaced slopes across the heads: nearer keys weigh more.',
+  papers=(papers.PRESS2022,),
 )
 
 
@@ -235,6 +239,9 @@ RELATIVE = define.bias(
     ),
     'randomize_both_sides': define.BOTH_SIDES,
   },
+  about="Transformer-XL's relative encoding: sinusoids of the query-key distance, projected "
+  'per layer, and two learned biases, added to the attention logits.',
+  papers=(papers.DAI2019,),
 )
 
 
@@ -353,4 +360,7 @@ FIRE = define.bias(
       valid=FIRE_VARIANTS,
     )
   },
+  about="FIRE: a small learned MLP of the log-scaled distance, divided by the query's position, "
+  'gives the bias on the logits, so that distances read as fractions of the context.',
+  papers=(papers.LI2024,),
 )

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from posenc.encodings import core
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -118,4 +119,7 @@ COPE = core.Encoding(
     )
   },
   causal_only=True,
+  about='CoPE: a position counts the keys a learned gate lets through between key and query '
+  '(contextual positions), read from a learned table by interpolation; causal by definition.',
+  papers=(papers.GOLOVNEVA2024,),
 )

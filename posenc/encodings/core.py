@@ -122,6 +122,55 @@ class Option:
 
 
 @dataclasses.dataclass(frozen=True)
+class Paper:
+  """The publication an encoding comes from, as a citation and as BibTeX.
+
+  Attributes:
+    key: the BibTeX key ('press2022alibi').
+    authors: BibTeX's author field ('Press, Ofir and Smith, Noah A. and Lewis, Mike').
+    title: the title.
+    year: the year of the venue given (or of the preprint).
+    venue: where it appeared ('ICLR 2022'; 'arXiv' for a preprint).
+    url: where to read it (an arXiv abstract, an anthology page).
+    fields: more BibTeX fields, ((name, value), ...): booktitle, journal, eprint.
+    kind: the BibTeX entry type.
+
+  Example:
+    >>> p = Paper('vaswani2017attention', 'Vaswani, Ashish and Shazeer, Noam',
+    ...           'Attention Is All You Need', 2017, 'NeurIPS 2017',
+    ...           'https://arxiv.org/abs/1706.03762')
+    >>> p.cite
+    'Vaswani and Shazeer 2017'
+    >>> print(p.bibtex().splitlines()[0])
+    @inproceedings{vaswani2017attention,
+  """
+
+  key: str
+  authors: str
+  title: str
+  year: int
+  venue: str
+  url: str
+  fields: tuple[tuple[str, str], ...] = ()
+  kind: str = 'inproceedings'
+
+  @property
+  def cite(self) -> str:
+    """'Press et al. 2022', 'Csordás and Irie 2022', 'Dai 2019'."""
+    surnames = [a.split(',')[0].strip() for a in self.authors.split(' and ')]
+    if len(surnames) > 2 or surnames[-1] == 'others':
+      return f'{surnames[0]} et al. {self.year}'
+    return f'{" and ".join(surnames)} {self.year}'
+
+  def bibtex(self) -> str:
+    """The BibTeX entry."""
+    fields = [('author', self.authors), ('title', '{' + self.title + '}')]
+    fields += [*self.fields, ('year', str(self.year)), ('url', self.url)]
+    body = ',\n'.join(f'  {name} = {{{value}}}' for name, value in fields)
+    return f'@{self.kind}{{{self.key},\n{body}\n}}\n'
+
+
+@dataclasses.dataclass(frozen=True)
 class Encoding:
   """How the model builds one encoding.
 
@@ -144,6 +193,9 @@ class Encoding:
     even_head_dim: rotates pairs of coordinates: the head width must be even.
     causal_only: causal by definition (it counts, gates or breaks the keys up to the
       query): only a causal model (the decoder) can use it.
+    about: what it is, in a sentence or two a reader new to it understands (the
+      leaderboard's page of the encoding shows it).
+    papers: the publications it comes from (`Paper`), the method's first.
   """
 
   kind: str
@@ -155,6 +207,8 @@ class Encoding:
   learned_table: bool = False
   even_head_dim: bool = False
   causal_only: bool = False
+  about: str = ''
+  papers: tuple[Paper, ...] = ()
 
   def __post_init__(self):
     declared = tuple(self.options.items() if isinstance(self.options, Mapping) else self.options)
@@ -170,6 +224,7 @@ class Encoding:
       for name, option in declared
     )
     object.__setattr__(self, 'options', declared)
+    object.__setattr__(self, 'papers', tuple(self.papers))
 
   def taken(self) -> dict[str, Option]:
     """The options it takes now, by name (a twin's own ones only on the twin)."""

@@ -33,6 +33,7 @@ from posenc.encodings import biases
 from posenc.encodings import core
 from posenc.encodings import define
 from posenc.encodings import families
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -202,7 +203,19 @@ _OPTIONS = {
     32, "the width F of DAPE's network", valid=define.integer(1), must_be='an integer >= 1'
   ),
 }
-DAPE = core.Encoding(core.BIAS, attention=DapeEncoding, options=_OPTIONS)
+DAPE = core.Encoding(
+  core.BIAS,
+  attention=DapeEncoding,
+  options=_OPTIONS,
+  about='DAPE: a small MLP across the heads reads the attention logits and a base bias '
+  '(ALiBi or KERPLE) together and corrects the bias, so that it adapts to the input.',
+  papers=(papers.ZHENG2024,),
+)
 DAPE_V2 = core.Encoding(
-  core.BIAS, attention=functools.partial(DapeEncoding, convolution=True), options=_OPTIONS
+  core.BIAS,
+  attention=functools.partial(DapeEncoding, convolution=True),
+  options=_OPTIONS,
+  about="DAPE-V2: DAPE's correction made by 1x3 convolutions along the keys, the attention "
+  'scores read as a feature map.',
+  papers=(papers.ZHENG2025, papers.ZHENG2024),
 )

@@ -46,7 +46,9 @@ Example (a square-root ALiBi, a learned slope per head, and an option):
   True
 
 Then `--config.encoding=my_module:SQRT_ALIBI --config.encoding_options.power=0.25` trains it,
-and `python -m launch.check_encoding my_module:SQRT_ALIBI` checks it.
+and `python -m launch.check_encoding my_module:SQRT_ALIBI` checks it. Every helper also takes
+`about=` (what the encoding is, in a sentence or two) and `papers=` (its publications,
+`core.Paper`): the leaderboard's page of the encoding shows them with its options.
 """
 
 from __future__ import annotations
@@ -56,13 +58,14 @@ import functools
 import inspect
 import math
 import numbers
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import papers as papers_lib
 from posenc.encodings import randomized as randomized_lib
 
 Array = jax.Array
@@ -70,6 +73,12 @@ SIZES = ('heads', 'head_dim', 'width', 'max_position')
 POSITIONS, DISTANCES = 'positions', 'distances'
 # What a function may name besides its options and parameters; no option takes these names.
 CONTEXT = (*SIZES, 'num_positions', 'causal', 'distances', 'left_distances')
+# What a randomized twin adds to its encoding's `about`.
+TWIN_ABOUT = (
+  'Its randomized twin (Ruoss et al. 2023) takes its positions, or its distances, from a '
+  'sorted random draw of a range longer than any test sequence, so that a longer sequence '
+  'meets only positions seen in training.'
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -430,6 +439,8 @@ def bias(
   options: Mapping[str, core.Option] | None = None,
   causal_only: bool = False,
   name: str | None = None,
+  about: str = '',
+  papers: Sequence[core.Paper] = (),
   **params: Param,
 ) -> core.Encoding:
   """An additive logits bias: fn(q_pos [Q], k_pos [S], ...) -> [H, Q, S] (or [Q, S]
@@ -449,7 +460,16 @@ def bias(
     draw_in_evaluation=draw_in_evaluation,
     content=content,
   )
-  return _record(core.BIAS, FunctionEncoding, fields, options, params, causal_only=causal_only)
+  return _record(
+    core.BIAS,
+    FunctionEncoding,
+    fields,
+    options,
+    params,
+    causal_only=causal_only,
+    about=about,
+    papers=papers,
+  )
 
 
 def rotation(
@@ -460,6 +480,8 @@ def rotation(
   inputs: Callable[..., dict[str, Any]] | None = None,
   options: Mapping[str, core.Option] | None = None,
   name: str | None = None,
+  about: str = '',
+  papers: Sequence[core.Paper] = (),
   **params: Param,
 ) -> core.Encoding:
   """A rotation of q and k: fn(x [B, T, H, K], positions [T], ...) -> [B, T, H, K']
@@ -468,7 +490,14 @@ def rotation(
   keys = None if keys is None else _function(keys, 'keys')
   fields = dict(family=name or fn.__name__, kind=core.ROTATION, fn=fn, keys_fn=keys, inputs=inputs)
   return _record(
-    core.ROTATION, FunctionEncoding, fields, options, params, even_head_dim=even_head_dim
+    core.ROTATION,
+    FunctionEncoding,
+    fields,
+    options,
+    params,
+    even_head_dim=even_head_dim,
+    about=about,
+    papers=papers,
   )
 
 
@@ -480,6 +509,8 @@ def weights(
   options: Mapping[str, core.Option] | None = None,
   causal_only: bool = False,
   name: str | None = None,
+  about: str = '',
+  papers: Sequence[core.Paper] = (),
   **params: Param,
 ) -> core.Encoding:
   """A replacement of the softmax: fn(scores [B, H, Q, S], q_pos, k_pos, visible, ...)
@@ -488,7 +519,16 @@ def weights(
   fields = dict(
     family=name or fn.__name__, kind=core.GEOMETRIC, fn=fn, inputs=inputs, normalize=normalize
   )
-  return _record(core.GEOMETRIC, FunctionEncoding, fields, options, params, causal_only=causal_only)
+  return _record(
+    core.GEOMETRIC,
+    FunctionEncoding,
+    fields,
+    options,
+    params,
+    causal_only=causal_only,
+    about=about,
+    papers=papers,
+  )
 
 
 def embedding(
@@ -498,6 +538,8 @@ def embedding(
   draw_in_evaluation: bool = True,
   inputs: Callable[..., dict[str, Any]] | None = None,
   options: Mapping[str, core.Option] | None = None,
+  about: str = '',
+  papers: Sequence[core.Paper] = (),
   **params: Param,
 ) -> core.Encoding:
   """An input encoding: fn(positions [T], width, ...) -> [T, width]; `learned_table` when
@@ -505,7 +547,14 @@ def embedding(
   fn = _function(fn, 'an embedding')
   fields = dict(fn=fn, inputs=inputs, draw_in_evaluation=draw_in_evaluation)
   return _record(
-    core.EMBEDDING, FunctionEmbedding, fields, options, params, learned_table=learned_table
+    core.EMBEDDING,
+    FunctionEmbedding,
+    fields,
+    options,
+    params,
+    learned_table=learned_table,
+    about=about,
+    papers=papers,
   )
 
 
@@ -526,4 +575,11 @@ def randomized_twin(encoding: core.Encoding) -> core.Encoding:
   twin = factory.with_fields(randomized=True)
   options = tuple((n, dataclasses.replace(o, twin=False)) for n, o in encoding.options)
   part = {'attention': twin} if encoding.embedding is None else {'embedding': twin}
-  return dataclasses.replace(encoding, **part, options=options, randomized=True)
+  return dataclasses.replace(
+    encoding,
+    **part,
+    options=options,
+    randomized=True,
+    about=f'{encoding.about} {TWIN_ABOUT}'.strip(),
+    papers=(*encoding.papers, papers_lib.RUOSS2023),
+  )

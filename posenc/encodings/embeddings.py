@@ -16,6 +16,7 @@ import numpy as np
 
 from posenc.encodings import core
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -93,13 +94,22 @@ def learned_embedding(positions: Array, width: int, embedding: Array) -> Array:
 
 # S(0..T-1), or S(sorted random positions) for the randomized twin: [T, D] ([B, T, D] for
 # draws per sequence).
-SIN_COS = define.embedding(sinusoid, options={'max_time': define.MAX_TIME})
+SIN_COS = define.embedding(
+  sinusoid,
+  options={'max_time': define.MAX_TIME},
+  about='Fixed sinusoids of the absolute position at geometrically spaced frequencies, added '
+  'to the token embeddings.',
+  papers=(papers.VASWANI2017,),
+)
 # E[0..T-1] (Embed(L, D), TruncNormal(1) init as hk.Embed), or E[sorted random positions]
 # for the twin: the "label-based" encoding.
 LEARNED = define.embedding(
   learned_embedding,
   learned_table=True,
   embedding=define.param(('max_position', 'width'), nn.initializers.truncated_normal(1.0)),
+  about='A learned vector per absolute position, added to the token embeddings; the rows past '
+  'the longest training length are never trained.',
+  papers=(papers.GEHRING2017,),
 )
 
 
@@ -289,6 +299,10 @@ ABACUS = core.Encoding(
     'digit_ids': DIGIT_IDS,
   },
   reads_digits=True,
+  about='Abacus: each digit gets a learned embedding of its index within its number (its '
+  'significance), shifted by one random offset per batch in training so that longer numbers '
+  'use trained rows.',
+  papers=(papers.MCLEISH2024,),
 )
 POSITION_COUPLING = core.Encoding(
   core.EMBEDDING,
@@ -309,4 +323,8 @@ POSITION_COUPLING = core.Encoding(
     ),
   },
   reads_digits=True,
+  about='Position coupling: the digits of equal significance in the operands and the answer '
+  'share one position id (from a random offset in training), so that a sum lines its digits '
+  'up by place value.',
+  papers=(papers.CHO2024,),
 )

@@ -45,6 +45,7 @@ from posenc import encoding_names
 from posenc.encodings import biases
 from posenc.encodings import core
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -366,6 +367,54 @@ def distance_bias(
   return out if slope_scale == 1 else out * slope_scale
 
 
+# What each family is, and where it comes from.
+ABOUT: dict[str, tuple[str, tuple[core.Paper, ...]]] = {
+  'kerple_log': (
+    "KERPLE's logarithmic kernel: a bias -r·log(1 + k·t) of the distance t, r and k learned "
+    'per head.',
+    (papers.CHI2022,),
+  ),
+  'kerple_power': (
+    "KERPLE's power kernel: a bias -k·t^r of the distance t, k and r learned per head.",
+    (papers.CHI2022,),
+  ),
+  'sandwich': (
+    'Sandwich: the dot product of sinusoidal embeddings of the two positions, less its value '
+    'at distance 0, scaled per head: a fixed bias that decays with distance.',
+    (papers.CHI2023,),
+  ),
+  'type1': (
+    "Qin et al.'s first family: a fixed bias -2·log(t + 1) (weights 1/n²), whose sum over "
+    'distances converges: by their criterion it extrapolates.',
+    (papers.QIN2024,),
+  ),
+  'type2': (
+    "Qin et al.'s second family: a fixed bias -log²(t + 1), whose sum over distances converges.",
+    (papers.QIN2024,),
+  ),
+  'inverse_n': (
+    'A fixed bias -log(t + 1) (weights 1/n): a negative control, its sum over distances '
+    'diverges (Qin et al.).',
+    (papers.QIN2024,),
+  ),
+  'inverse_n_log_n': (
+    'A fixed bias -log(n·log n), n = t + 1 (weights 1/(n log n)): a negative control, its sum '
+    'diverges, slowly (Qin et al.).',
+    (papers.QIN2024,),
+  ),
+  'sliding_window': (
+    'Attention to the w nearest keys on either side only (bias 0 inside the window, -inf '
+    'outside): the encoding Qin et al. compare every other with.',
+    (papers.QIN2024,),
+  ),
+  't5': (
+    "T5's relative bias: a learned scalar per head and distance bucket, the buckets exact "
+    'for short distances and log-spaced for long ones.',
+    (papers.RAFFEL2020,),
+  ),
+}
+
+
 def record(family: str) -> core.Encoding:
   """The encoding of `family` (one of `FAMILIES`), made with `define.bias`; its randomized
   twin takes i and j from one sorted random draw of positions per layer."""
@@ -375,4 +424,6 @@ def record(family: str) -> core.Encoding:
     inputs=functools.partial(family_parameters, family),
     name=family,
     options=options,
+    about=ABOUT[family][0],
+    papers=ABOUT[family][1],
   )

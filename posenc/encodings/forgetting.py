@@ -20,6 +20,7 @@ import jax.numpy as jnp
 
 from posenc.encodings import core
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -105,4 +106,8 @@ FORGETTING = core.Encoding(
     )
   },
   causal_only=True,
+  about='Forgetting attention (FoX): each token has a learned forget gate, and a key\'s logit '
+  'is lowered by the log gates of the tokens after it up to the query: a data-dependent '
+  'ALiBi; causal by definition.',
+  papers=(papers.LIN2025,),
 )

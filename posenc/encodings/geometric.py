@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from posenc.encodings import core
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -137,9 +138,19 @@ _NORMALIZE = {
     must_be='True or False',
   )
 }
-GEOMETRIC = core.Encoding(core.GEOMETRIC, attention=GeometricEncoding, options=_NORMALIZE)
+GEOMETRIC = core.Encoding(
+  core.GEOMETRIC,
+  attention=GeometricEncoding,
+  options=_NORMALIZE,
+  about="The Neural Data Router's geometric attention: a query takes the nearest key that "
+  'matches, scanning outwards from itself; it replaces the softmax.',
+  papers=(papers.CSORDAS2022,),
+)
 GEOMETRIC_DIRECTIONAL = core.Encoding(
   core.GEOMETRIC,
   attention=functools.partial(GeometricEncoding, directional=True),
   options=_NORMALIZE,
+  about='Geometric attention with a directional encoding: the match also sees whether a key '
+  'is left or right of the query.',
+  papers=(papers.CSORDAS2022,),
 )

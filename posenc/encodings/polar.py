@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -83,4 +84,7 @@ POPE = define.rotation(
   name='pope',
   phase_shift=define.param(('heads', 'head_dim'), nn.initializers.zeros),
   options={'max_time': define.MAX_TIME},
+  about='PoPE: content sets the magnitudes of the query and key features and position alone '
+  'their phases, so that "what" and "where" do not mix as in RoPE.',
+  papers=(papers.GOPALAKRISHNAN2025,),
 )

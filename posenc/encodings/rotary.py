@@ -10,7 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc import suggest
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -119,7 +121,9 @@ def scaling(
       yarn_paper_frequencies(rope_frequencies(head_dim, max_time), factor, original_length),
       yarn_attention_factor(factor),
     )
-  raise ValueError(f'unknown rope_scaling {kind!r}; valid: {", ".join(ROPE_SCALINGS)}')
+  raise ValueError(
+    f'unknown rope_scaling {kind!r}{suggest.did_you_mean(kind, ROPE_SCALINGS)}; valid: {", ".join(ROPE_SCALINGS)}'
+  )
 
 
 def apply_rope(
@@ -214,4 +218,7 @@ ROTARY = define.rotation(
       test=True,
     ),
   },
+  about='RoPE: queries and keys are rotated by angles proportional to their positions, so that '
+  'their dot product depends on the distance between them only.',
+  papers=(papers.SU2024,),
 )

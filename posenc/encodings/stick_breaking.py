@@ -27,6 +27,7 @@ import jax.numpy as jnp
 
 from posenc.encodings import core
 from posenc.encodings import define
+from posenc.encodings import papers
 
 Array = jax.Array
 
@@ -130,4 +131,8 @@ STICK_BREAKING = core.Encoding(
     ),
   },
   causal_only=True,
+  about='Stick-breaking attention: from the nearest key backwards, each key takes a share (the '
+  'sigmoid of its logit) of the weight still left; it replaces the softmax and needs no '
+  'positions; causal by definition.',
+  papers=(papers.TAN2025,),
 )

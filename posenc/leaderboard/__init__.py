@@ -40,8 +40,11 @@ from posenc.report import verdicts as verdicts_lib
 
 BASELINE, CANDIDATE = 'baseline', 'candidate'
 ENTRY = 'entry.json'  # a card directory's run, beside its card.json
-# A verdict read from the other side: the reference better than X is X worse than it.
-OPPOSITE = {'better': 'worse', 'worse': 'better', 'not separated': 'not separated'}
+# Where the cards accepted onto a suite's public board live: <suite directory>/cards/<name>/.
+SUBMITTED = 'cards'
+# A verdict read from the other side: the reference better than X is X worse than it. Any
+# other verdict (not separated, and a state the statistics may add) reads the same both ways.
+OPPOSITE = {'better': 'worse', 'worse': 'better'}
 
 
 def renamed(entry: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -76,6 +79,19 @@ def read_card_dir(suite: benchmark.Suite, directory: str) -> dict[str, Any]:
       raise benchmark.BenchmarkError(f'entry {path} has no run of task {task!r}')
     _record(entry, task)  # a damaged results record raises its SchemaError here
   return entry
+
+
+def submitted_cards(suite: benchmark.Suite) -> list[str]:
+  """The card directories accepted onto `suite`'s public board (each holds a card.json),
+  sorted; the documentation's leaderboard shows them beside the stored baselines."""
+  root = os.path.join(suite.directory, SUBMITTED)
+  if not os.path.isdir(root):
+    return []
+  return [
+    os.path.join(root, name)
+    for name in sorted(os.listdir(root))
+    if os.path.isfile(os.path.join(root, name, benchmark.CARD_JSON))
+  ]
 
 
 def candidate_names(
@@ -116,8 +132,10 @@ def leaderboard(
   Returns:
     {'suite': the suite as a card names it, 'entries': [{'name', 'kind', 'mean_rank',
     'tasks': {task: {'rank', 'row': its scorecard row, 'curve': {length: mean},
-    'train_length'}}, 'run': command, time, versions and machine}] best mean rank first,
-    'verdicts': {reference: {other: {task: other's verdict against the reference}}},
+    'train_length'}}, 'run': command, time, versions and machine, 'options': the encoding
+    options its run recorded}] best mean rank first, 'verdicts': {reference: {other: {task:
+    other's verdict against the reference}}}, 'cards': {name: its card against every other
+    entry},
     'statistics': the reference cards' methods, 'decidable': whether any verdict can be
     other than 'not separated', 'thresholds', 'alpha'}.
   """
@@ -157,6 +175,9 @@ def leaderboard(
         'mean_rank': float(np.mean(ranked)) if ranked else None,
         'tasks': rows[name],
         'run': cards[name]['run'],
+        # The encoding options its run recorded (its first task's; a suite runs every task
+        # of an encoding with the same ones).
+        'options': next((dict(t.get('encoding_options') or {}) for t in e['tasks'].values()), {}),
       }
     )
   out.sort(key=lambda e: (np.inf if e['mean_rank'] is None else e['mean_rank'], e['name']))
@@ -165,6 +186,9 @@ def leaderboard(
     'suite': None if first is None else first['suite'],
     'entries': out,
     'verdicts': {reference: _verdicts_of(card) for reference, card in cards.items()},
+    # Each entry's card against every other entry: the verdicts shown with it as the
+    # reference are its card's.
+    'cards': cards,
     'statistics': None if first is None else {k: first['statistics'][k] for k in _METHODS},
     # Whether any reference's card can separate a comparison at all (cpu-v1's 3 members
     # against 3 cannot: p >= 0.1).
@@ -182,5 +206,5 @@ def _verdicts_of(card: Mapping[str, Any]) -> dict[str, dict[str, str]]:
   out: dict[str, dict[str, str]] = {}
   for task, t in card['tasks'].items():
     for c in t['comparisons']:
-      out.setdefault(c['b'], {})[task] = OPPOSITE[c['verdict']]
+      out.setdefault(c['b'], {})[task] = OPPOSITE.get(c['verdict'], c['verdict'])
   return out

@@ -20,6 +20,7 @@ import ml_collections
 from posenc import attention
 from posenc import config as config_lib
 from posenc import families
+from posenc import suggest
 from posenc.models import layers
 from posenc.models import stack
 
@@ -57,7 +58,9 @@ def check(config: ml_collections.ConfigDict, spec: Any) -> None:
     ('param_dtype', DTYPES),
   ):
     if m[key] not in valid:
-      raise config_lib.ConfigError(f'unknown model.{key} {m[key]!r}; valid: {", ".join(valid)}')
+      raise config_lib.ConfigError(
+        f'unknown model.{key} {m[key]!r}{suggest.did_you_mean(m[key], valid)}; valid: {", ".join(valid)}'
+      )
   block = m.get('attention_block', 0)
   if not config_lib.is_int(block) or block < 0:
     raise config_lib.ConfigError(

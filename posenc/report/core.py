@@ -24,6 +24,7 @@ from typing import Mapping
 
 from posenc import encoding_names
 from posenc import results as results_lib
+from posenc import suggest
 import tasks as tasks_lib
 
 
@@ -106,7 +107,9 @@ def metric_label(metric: str) -> str:
     ReportError: `metric` is not one of METRICS.
   """
   if metric not in METRICS:
-    raise ReportError(f'unknown metric {metric!r}; expected one of {", ".join(METRICS)}')
+    raise ReportError(
+      f'unknown metric {metric!r}{suggest.did_you_mean(metric, METRICS)}; expected one of {", ".join(METRICS)}'
+    )
   return results_lib.METRICS[metric]
 
 

@@ -67,4 +67,18 @@ XPOS = encodings.rotation(
       must_be='a number > 0',
     )
   },
+  about='xPos: RoPE with an exponential scale per frequency, growing with the position for '
+  'the queries and shrinking for the keys, so that attention decays with distance.',
+  papers=(
+    encodings.Paper(
+      'sun2023xpos',
+      'Sun, Yutao and Dong, Li and Patra, Barun and Ma, Shuming and Huang, Shaohan and '
+      'Benhaim, Alon and Chaudhary, Vishrav and Song, Xia and Wei, Furu',
+      'A Length-Extrapolatable Transformer',
+      2023,
+      'ACL 2023',
+      'https://arxiv.org/abs/2212.10554',
+      (('booktitle', 'Proceedings of the 61st Annual Meeting of the ACL'),),
+    ),
+  ),
 )
