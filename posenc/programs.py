@@ -378,11 +378,6 @@ class Compiled:
   plan: Plan
   fns: dict[int, Any]
 
-  def fn(self, data_width: int) -> tuple[int, Any]:
-    """(program width, compiled program) serving `data_width`."""
-    width = self.plan.program_of(data_width)
-    return width, self.fns[width]
-
 
 def cost_of(lowered: Any) -> float:
   """The FLOPs of XLA's cost analysis of a lowered program (loop bodies counted once).

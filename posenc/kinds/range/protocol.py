@@ -236,12 +236,16 @@ def evaluate_lengths(
   frozen = bool(config.eval.get('from_files'))
 
   def program(data_width):
-    """(width, program) of a data width: compiled before training, or made here."""
-    if ctx.programs is not None:
-      return ctx.programs.fn(data_width)
-    if data_width not in fns:
-      fns[data_width] = make_eval_fn(run, data_width, ctx.traces, from_data=frozen)
-    return data_width, fns[data_width]
+    """(width, program) of a data width: compiled before training, else made here (of the
+    plan's width, or of the data width without a plan)."""
+    plan = None if ctx.programs is None else ctx.programs.plan
+    width = data_width if plan is None else plan.program_of(data_width)
+    if plan is not None and width in ctx.programs.fns:
+      return width, ctx.programs.fns[width]
+    if width not in fns:
+      served = (width,) if plan is None else plan.serves(width)
+      fns[width] = make_eval_fn(run, width, ctx.traces, from_data=frozen, data=served)
+    return width, fns[width]
 
   def measure(length):
     width, fn = program(eval_bucket(run, length))
