@@ -62,6 +62,8 @@ def base_config() -> ml_collections.ConfigDict:
   # JAX's persistent compilation cache (launch/: ~/.cache/posenc/jax unless
   # JAX_COMPILATION_CACHE_DIR is set): reruns and resumes load their programs.
   c.compilation_cache = True
+  # Threads compiling a run's programs at once before its loop; 0: one per CPU core.
+  c.compile_threads = 0
   # TensorBoard event files under workdir/tensorboard (the `tensorboard` extra).
   c.tensorboard = False
   # On CPU, N > 0 splits the host into N JAX devices (the launchers start JAX's CPU backend
@@ -99,9 +101,16 @@ def base_config() -> ml_collections.ConfigDict:
   # under 'vmap' the optimizer is batched either way.
   c.train.optimizer_loop = 'member'
   # Training steps per compiled call: K > 1 runs K steps in one program on the device (a
-  # scan over steps with a switch over the length buckets), so an accelerator is not held
-  # back by one Python dispatch per step; equal to K = 1 bit for bit.
-  c.train.steps_per_dispatch = 1
+  # scan over steps with a switch over the program widths), so an accelerator is not held
+  # back by one Python dispatch per step; equal to K = 1 bit for bit. 0: by platform (1 on
+  # CPU, 8 on GPU and TPU: posenc.programs.PLATFORMS).
+  c.train.steps_per_dispatch = 0
+  # The training programs (posenc/programs.py): 'auto' (the widths with the least estimated
+  # compile and run time), 'buckets' (one per length bucket), 'one' (one at N), or program
+  # widths such as '20,40'. Batches are drawn at their bucket's width whatever the plan, so
+  # the data are the same; a plan changes the programs, and with them the float rounding.
+  # A run keeps the plan it started with (plan.json in its work directory).
+  c.train.programs = 'auto'
   # Looped models: the progressive loss (1 - α) loss(R) + α loss(n + k) (Bansal et al.
   # 2022): n ~ U{0..R-1} recurrences without gradient, then k ~ U{1..max(1, min(R - n,
   # R // 2))} with gradient. 0 trains on loss(R) only.
@@ -120,7 +129,10 @@ def base_config() -> ml_collections.ConfigDict:
   c.eval.batch_size = 64  # Sub-batch: positions are redrawn per sub-batch.
   c.eval.lengths = []  # Empty: every length 1..M.
   c.eval.stride = 1  # >1 evaluates a budget subset; see `eval_lengths`.
-  c.eval.bucket_size = 32  # Evaluation programs: at most ceil(M / bucket_size).
+  # Examples of a length are drawn padded to its bucket of bucket_size (the frozen sets'
+  # widths); the evaluation's programs are eval.programs' (as train.programs).
+  c.eval.bucket_size = 32
+  c.eval.programs = 'auto'
   # The reference keeps dropout active at evaluation; posenc evaluates deterministically
   # unless this is set.
   c.eval.eval_dropout = False
@@ -322,6 +334,20 @@ def field(config: ml_collections.ConfigDict, key: str) -> Any:
   return config
 
 
+def setting(config: ml_collections.ConfigDict, key: str) -> Any:
+  """A dotted field's value, or for a config recorded before the field existed the value
+  that reproduces it (`ADDED_FIELDS`).
+
+  Example: setting(config, 'train.programs') of a config.json without it -> 'buckets'.
+  """
+  try:
+    return field(config, key)
+  except (KeyError, AttributeError):
+    if key in ADDED_FIELDS:
+      return ADDED_FIELDS[key]
+    raise
+
+
 def is_int(x: Any) -> bool:
   return isinstance(x, int) and not isinstance(x, bool)
 
@@ -409,7 +435,18 @@ def validate(config: ml_collections.ConfigDict) -> None:
 # A recorded run's config against a requested one.
 
 # Keys a rerun may change without invalidating the run's checkpoints or results.
-RESUMABLE_CHANGES = ('train.log_every', 'checkpoint_every', 'compilation_cache', 'tensorboard')
+# The plans (train.programs, eval.programs) are read when a run starts: a rerun keeps the
+# plan it recorded (plan.json), whatever they say then.
+RESUMABLE_CHANGES = (
+  'train.log_every',
+  'checkpoint_every',
+  'compilation_cache',
+  'compile_threads',
+  'tensorboard',
+  'train.steps_per_dispatch',
+  'train.programs',
+  'eval.programs',
+)
 
 
 # Fields added to the config after runs were recorded without them, with the default that
@@ -421,6 +458,9 @@ ADDED_FIELDS = {
   'tensorboard': False,
   'cpu_devices': 0,
   'train.optimizer_loop': 'member',
+  'compile_threads': 0,
+  'train.programs': 'buckets',
+  'eval.programs': 'buckets',
 }
 
 

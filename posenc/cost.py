@@ -35,10 +35,12 @@ import numpy as np
 from posenc import config as config_lib
 from posenc import kinds
 from posenc import population as population_lib
+from posenc import programs
 from posenc import setup
 from posenc import suggest
 from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import update
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +78,8 @@ def of(run: setup.Run) -> Cost:
 
 def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
   """FLOPs of one forward pass of one sequence of `tokens` tokens (matmuls only)."""
-  d, f = config.model.d_model, config.model.ffn_size
-  return 2.0 * config.model.num_layers * (tokens * (4 * d * d + 2 * d * f) + 2 * tokens**2 * d)
+  c = config.model
+  return programs.transformer_flops(tokens, c.d_model, c.ffn_size, c.num_layers)
 
 
 def tokens(task: Any, length: int, max_length: int, bucket_size: int) -> int:
@@ -98,42 +100,52 @@ def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) ->
   )
 
 
-def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
+def measure_training(
+  run: setup.Run, steps: int, progress: Callable[[str], None] = lambda line: None
+) -> dict[str, Any]:
   """Steady-state training speed of the run's population on its devices.
 
-  Every length bucket is compiled first; then `steps` steps along the curriculum are
-  timed. Returns the figures and, for callers that go on measuring, the final `state` and
-  the timed `lengths`.
+  The warm-up is a run's: its plan (`train.programs`), then every program of it compiled at
+  once (`programs.compile_all`) and called once; then `steps` steps along the curriculum
+  are timed. Returns the figures and, for callers that go on measuring, the final `state`
+  and the timed `lengths`.
   """
   config, population, curriculum = run.config, run.population, run.curriculum_key
   state = population_lib.init_state(config, run.model, population)
   n = config.train.max_length
-  buckets = run.training.buckets(run)
   traces: collections.Counter = collections.Counter()
   members = (population.learning_rates, population.train_keys)
-  k = config.train.steps_per_dispatch
+  k = programs.steps_per_dispatch(config, run.platform)
+  t0 = time.time()
+  stage = train.training_stage(run, traces)
+  plan, top = programs.plan(stage, run.platform)
+  widest = plan.widths[-1]
+  lowered = {}
+  if top is not None and k == 1 and plan.serves(widest) == (widest,):
+    lowered = {f'train {widest}': top}
+    traces['train'] += 1  # traced uncounted by the plan
+  todo = train.training_programs(run, stage, plan, traces)
+  fns = train.by_stage(programs.compile_all(todo, progress, programs.threads(config), lowered))
+  fns = fns['train']
   if k > 1:  # One program of K steps: warm it up with one call, then time steps / K calls.
-    multi = train.make_multi_step_fn(run, traces)
-    t0 = time.time()
-    state = jax.block_until_ready(multi(state, jnp.int32(k), *members))
+    state = jax.block_until_ready(fns[0](state, jnp.int32(k), *members))
     compile_s = time.time() - t0
     t0 = time.time()
     for start in range(0, steps, k):
-      state = multi(state, jnp.int32(min(k, steps - start)), *members)
+      state = fns[0](state, jnp.int32(min(k, steps - start)), *members)
     jax.block_until_ready(state)
     seconds = time.time() - t0
-    lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(k), steps, n))
+    lengths = np.asarray(update.curriculum_lengths(curriculum, jnp.int32(k), steps, n))
   else:
-    fns = {b: train.make_update_fn(run, b, traces) for b in buckets}
-    t0 = time.time()
-    for b in buckets:
-      state, _ = fns[b](state, jnp.int32(b), *members)
+    for w, fn in fns.items():
+      state, _ = fn(state, jnp.int32(w), *members)
     jax.block_until_ready(state)
     compile_s = time.time() - t0
-    lengths = np.asarray(train.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
+    lengths = np.asarray(update.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
     t0 = time.time()
     for length in lengths:
-      state, _ = fns[train.bucket_of(run, int(length))](state, jnp.int32(length), *members)
+      fn = fns[plan.program_of(update.bucket_of(run, int(length)))]
+      state, _ = fn(state, jnp.int32(length), *members)
     jax.block_until_ready(state)
     seconds = time.time() - t0
   return {
@@ -144,7 +156,8 @@ def measure_training(run: setup.Run, steps: int) -> dict[str, Any]:
     'model_updates_per_s': steps * population.size / seconds,
     'warmup_compile_s': compile_s,
     'compiled_programs': traces['train'],
-    'buckets': buckets,
+    'buckets': list(plan.widths),
+    'plan': plan.to_json(),
     'steps_per_dispatch': k,
     'state': state,
     'lengths': lengths,

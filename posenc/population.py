@@ -94,11 +94,6 @@ def check(config: ml_collections.ConfigDict) -> None:
     raise config_lib.ConfigError(
       f'cpu_devices={cpu_devices!r} must be an integer in 0..{config_lib.MAX_CPU_DEVICES} (0: '
       "JAX's CPU devices, one unless forced; N: the population sharded over N CPU devices)"
-      'device; N: the population sharded over N CPU devices)'
-    )
-  if not config_lib.is_int(t.steps_per_dispatch) or t.steps_per_dispatch < 1:
-    raise config_lib.ConfigError(
-      f'train.steps_per_dispatch={t.steps_per_dispatch!r} must be a positive integer'
     )
   for key, value in (('train.warmup', t.warmup), ('train.cooldown', t.cooldown)):
     if not config_lib.is_number(value) or not 0 <= value <= 1:

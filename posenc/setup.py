@@ -40,6 +40,7 @@ from posenc import models
 from posenc import multitask
 from posenc import objectives
 from posenc import population as population_lib
+from posenc import programs
 from posenc import tensorboard
 from posenc.evaluate import frozen
 from posenc.models import checks as model_checks
@@ -204,6 +205,7 @@ def _parse(config: ml_collections.ConfigDict) -> tuple[Any, tuple[Any, ...], Any
   except ValueError as e:
     raise ConfigError(str(e)) from None
   config_lib.validate(config)
+  programs.check(config)
   population_lib.check(config)
   model_checks.check(config, spec)
   objectives.check(config)
@@ -237,6 +239,13 @@ def _check_run(run: Run) -> None:
   the longest sequence (`Protocol.longest_tokens`), and a frozen evaluation set's files."""
   config, protocol = run.config, run.protocol
   protocol.validate(run)
+  field = 'train.programs'
+  programs.check_holds(
+    field, programs.parse(config_lib.setting(config, field), field), run.training.buckets(run)
+  )
+  if protocol.programs is not None:
+    stage = protocol.programs(run)
+    programs.check_holds('eval.programs', stage.choice, stage.data)
   tokens, where = protocol.longest_tokens(run)
   if run.encoding.bounded and tokens > config.model.max_position:
     raise ConfigError(

@@ -54,246 +54,15 @@ from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
 from posenc import population as population_lib
+from posenc import programs
 from posenc import results as results_lib
 from posenc import setup
 from posenc import tensorboard
 from posenc import train_log
+from posenc import update
 
 P = population_lib.P
 POP = population_lib.POP
-
-
-# ---------------------------------------------------------------------------------------
-# The curriculum.
-
-
-@functools.partial(jax.jit, static_argnames=('count', 'max_length'))
-def curriculum_lengths(key: jax.Array, start: jax.Array, count: int, max_length: int) -> jax.Array:
-  """Lengths ~ U{1..max_length} of steps start..start+count-1, drawn on the device.
-
-  The host reads them only to pick the compiled program of each step's length bucket.
-  """
-  steps = start + jnp.arange(count)
-  return jax.vmap(lambda s: jax.random.randint(jax.random.fold_in(key, s), (), 1, max_length + 1))(
-    steps
-  )
-
-
-# ---------------------------------------------------------------------------------------
-# The update step.
-
-
-def _member_gradients(run: setup.Run, objective: Any) -> Callable[..., Any]:
-  """One member's loss and gradients on one batch.
-
-  member_gradients(params, key, batch, step) -> (grads, loss, accuracy): the step's keys
-  are folded from the member's key and the step; with `train.progressive_alpha` > 0 the
-  loss of a looped model is (partly) the progressive loss of McLeish et al.
-  """
-  config = run.config
-  r, alpha = config.model.recurrences, config.train.progressive_alpha
-
-  def member_gradients(params, key, batch, step):
-    member_step = jax.random.fold_in(key, step)
-    dropout, noise = jax.random.split(member_step)
-    rngs = {'dropout': dropout, 'noise': noise}
-
-    def loss_fn(p):
-      if alpha == 0:
-        return objective.loss(p, batch, rngs)
-      # The progressive loss: n recurrences without gradient, then k with.
-      k_n, k_k = jax.random.split(jax.random.fold_in(member_step, population_lib.PROGRESSIVE))
-      n = jax.random.randint(k_n, (), 0, r)
-      k = jax.random.randint(k_k, (), 1, jnp.maximum(1, jnp.minimum(r - n, r // 2)) + 1)
-      loss, accuracy = objective.loss(p, batch, rngs, window=(n, n + k))
-      if alpha < 1:
-        full, accuracy = objective.loss(p, batch, rngs)
-        loss = (1 - alpha) * full + alpha * loss
-      return loss, accuracy
-
-    (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-    if config.train.scale_block_gradients and 'block' in grads:
-      grads = {**grads, 'block': jax.tree.map(lambda g: g / r, grads['block'])}
-    return grads, loss, accuracy
-
-  return member_gradients
-
-
-def _member_apply(run: setup.Run) -> Callable[..., Any]:
-  """One member's optimizer step.
-
-  member_apply(params, opt, diverged, learning_rate, grads, loss, step) -> (params, opt,
-  diverged): clipping, Adam(W) and the member's scheduled learning rate; a member whose
-  loss is not finite is frozen and marked.
-  """
-  config = run.config
-  tx = population_lib.optimizer(config)
-
-  def member_apply(params, opt, diverged, learning_rate, grads, loss, step):
-    updates, new_opt = tx.update(grads, opt, params)
-    rate = learning_rate * population_lib.learning_rate_scale(config, step)
-    new_params = jax.tree.map(lambda p, u: (p - rate * u).astype(p.dtype), params, updates)
-    # A member whose loss is not finite is frozen and marked; the others go on.
-    diverged = diverged | ~jnp.isfinite(loss)
-    keep = lambda new, old: jnp.where(diverged, old, new)
-    return jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_opt, opt), diverged
-
-  return member_apply
-
-
-def _local_update(run: setup.Run, bucket: int, loop: str) -> Callable[..., Any]:
-  """One step of a device's members on a batch padded to `bucket` input tokens.
-
-  local_update(state, length, learning_rates [p], train_keys [p]) -> (state, {loss,
-  accuracy} [p]), for the p members on this device; `length` is the step's real length
-  (traced) and the batch is sampled from the step's key on the device. The run's batch key
-  is one key, or one per data seed [D] (`data_seeds`): then the step draws D batches and
-  each member trains on its data seed's.
-
-  The members' gradients run in the population loop (`loop`: 'map', one member after
-  another, or 'vmap'). Their optimizer steps run in the same loop, or with
-  `train.optimizer_loop` 'batched' (and always under 'vmap') batched over the members after
-  it: the optimizer is small elementwise work on every parameter leaf (with the loop's
-  slicing and stacking of the state, more operations than a member's forward and backward
-  pass at cpu-v1's scale, though a tenth of the time: docs/speed.md); batched, they are
-  dispatched once per step instead of once per member. Batched and per member agree to
-  float rounding, not bit for bit: XLA rewrites the division by Adam's bias corrections (a
-  scalar per member, a [p] vector batched) differently.
-  """
-  training, data_index = run.training, run.population.data_index
-  shape = training.shape(run, bucket)
-  member_gradients = _member_gradients(run, training.objective(run, shape))
-  member_apply = _member_apply(run)
-  batched_optimizer = loop == 'vmap' or run.config.train.get('optimizer_loop') == 'batched'
-  keys_per_seed = run.batch_key.reshape(-1)
-  draw = lambda key, step, length: training.batch(
-    run, jax.random.fold_in(key, step), step, length, shape
-  )
-
-  def local_update(state, length, learning_rates, keys):
-    step = state['step']
-    members = (state['params'], keys)
-    if len(keys_per_seed) == 1:
-      batch = draw(keys_per_seed[0], step, length)
-      gradients = lambda m: member_gradients(*m, batch, step)
-    else:
-      batches = jax.vmap(draw, in_axes=(0, None, None))(keys_per_seed, step, length)
-      # This device's members are rows axis_index * p ... of the population.
-      p = learning_rates.shape[0]
-      rows = jax.lax.axis_index(POP) * p + jnp.arange(p)
-      members += (jnp.asarray(data_index)[rows],)
-      gradients = lambda m: member_gradients(
-        *m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step
-      )
-    optimizer = (state['opt'], state['diverged'], learning_rates)
-    if batched_optimizer:
-      grads, loss, accuracy = (
-        jax.lax.map(gradients, members) if loop == 'map' else jax.vmap(gradients)(members)
-      )
-      params, opt, diverged = jax.vmap(member_apply, in_axes=(0, 0, 0, 0, 0, 0, None))(
-        state['params'], *optimizer, grads, loss, step
-      )
-    else:
-
-      def member_step(m):
-        member, (opt, diverged, learning_rate) = m
-        grads, loss, accuracy = gradients(member)
-        params = member[0]
-        return (
-          *member_apply(params, opt, diverged, learning_rate, grads, loss, step),
-          loss,
-          accuracy,
-        )
-
-      params, opt, diverged, loss, accuracy = jax.lax.map(member_step, (members, optimizer))
-    sums = {'loss': state['sums']['loss'] + loss, 'accuracy': state['sums']['accuracy'] + accuracy}
-    new_state = {
-      'params': params,
-      'opt': opt,
-      'diverged': diverged,
-      'sums': sums,
-      'count': state['count'] + 1,
-      'step': state['step'] + 1,
-    }
-    return new_state, {'loss': loss, 'accuracy': accuracy}
-
-  return local_update
-
-
-def bucket_of(run: setup.Run, length: int) -> int:
-  """The training bucket of a step of curriculum length `length`."""
-  buckets = run.training.buckets(run)
-  if len(buckets) == 1:
-    return buckets[0]
-  return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
-
-
-def make_update_fn(
-  run: setup.Run, bucket: int, traces: collections.Counter | None = None
-) -> Callable[..., Any]:
-  """The jitted update for batches padded to `bucket` input tokens.
-
-  update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
-  `length` is the step's real length (traced); the batch is sampled inside the program
-  from the step's key, so no data crosses from the host. `traces['train']` counts how
-  often it is traced (= compiled).
-  """
-  local = _local_update(run, bucket, population_lib.population_loop(run.config, run.platform))
-
-  def local_update(*args):
-    if traces is not None:
-      traces['train'] += 1
-    return local(*args)
-
-  state_specs = jax.tree.map(
-    lambda s: P(POP) if s.ndim else P(),
-    population_lib.init_state(run.config, run.model, run.population, abstract=True),
-  )
-  update = run.population.shard_map(
-    local_update, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=(state_specs, P(POP))
-  )
-  return jax.jit(update, donate_argnums=0)
-
-
-def make_multi_step_fn(
-  run: setup.Run, traces: collections.Counter | None = None
-) -> Callable[..., Any]:
-  """The jitted update of up to K = `train.steps_per_dispatch` consecutive steps.
-
-  update(state, num_steps, learning_rates [P], train_keys [P]) -> state after min(K,
-  num_steps) steps (num_steps traced). A `lax.scan` over K steps draws each step's length
-  on the device and runs the update of its length bucket (`lax.switch` over every bucket),
-  so one program serves every chunk of steps and the host dispatches once per K steps.
-  Step for step the same computation as `make_update_fn`'s programs.
-  """
-  config, curriculum_key = run.config, run.curriculum_key
-  k, n, size = config.train.steps_per_dispatch, config.train.max_length, config.train.bucket_size
-  loop = population_lib.population_loop(config, run.platform)
-  buckets = run.training.buckets(run)
-  branches = [_local_update(run, b, loop) for b in buckets]
-
-  def local_multi(state, num_steps, learning_rates, keys):
-    if traces is not None:
-      traces['train'] += 1
-
-    def one_step(state, i):
-      length = jax.random.randint(jax.random.fold_in(curriculum_key, state['step']), (), 1, n + 1)
-      index = jnp.minimum((length + size - 1) // size, len(buckets)) - 1
-      step = lambda s: jax.lax.switch(
-        index, [lambda s, b=b: b(s, length, learning_rates, keys)[0] for b in branches], s
-      )
-      return jax.lax.cond(i < num_steps, step, lambda s: s, state), None
-
-    return jax.lax.scan(one_step, state, jnp.arange(k))[0]
-
-  state_specs = jax.tree.map(
-    lambda s: P(POP) if s.ndim else P(),
-    population_lib.init_state(config, run.model, run.population, abstract=True),
-  )
-  update = run.population.shard_map(
-    local_multi, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=state_specs
-  )
-  return jax.jit(update, donate_argnums=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -375,17 +144,177 @@ def train_and_evaluate(
     if run.config.get('tensorboard', False):
       board = tensorboard.Writer(workdir, run.population.members, restored.step)
       stack.enter_context(contextlib.closing(board))
-    trained = train(run, workdir, restored, manager, board, progress, should_stop, checkpointed)
-    ctx = evaluate.EvalContext(workdir, progress, should_stop, trained.traces)
+    compiled = compile_programs(run, workdir, restored, progress)
+    trained = train(
+      run, workdir, restored, manager, board, progress, should_stop, checkpointed, compiled
+    )
+    ctx = evaluate.EvalContext(workdir, progress, should_stop, compiled.traces, compiled.eval)
     evaluation = run.protocol.evaluate(run, trained.state, ctx)
     if board:
       family = run.family.name
       board.evaluation(
         evaluation.metric_of(family), [evaluation.curve(m, family) for m in evaluation.members]
       )
-    results = record(run, restored, trained, evaluation, compiles.summary())
+    plans = {'train': compiled.train_plan.to_json()}
+    if compiled.eval is not None:
+      plans['eval'] = compiled.eval.plan.to_json()
+    results = record(run, restored, trained, evaluation, {**compiles.summary(), 'plans': plans})
     io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
     return results
+
+
+# ---------------------------------------------------------------------------------------
+# The programs: planned, recorded and compiled before the loop.
+
+PLAN_FILE = 'plan.json'
+
+
+def _update_args(run: setup.Run) -> tuple[Any, ...]:
+  """The arguments an update is lowered for: (state, length, learning rates, keys)."""
+  population = run.population
+  state = population_lib.init_state(run.config, run.model, population, abstract=True)
+  length = jax.ShapeDtypeStruct((), jnp.int32)
+  return state, length, population.learning_rates, population.train_keys
+
+
+def training_stage(run: setup.Run, traces: collections.Counter | None) -> programs.Stage:
+  """Training's programs by width, for the plan (`train.programs`): the curriculum draws
+  lengths U{1..N}, so a data width gets the share of the steps whose length falls in it."""
+  config, population = run.config, run.population
+  training, n = run.training, config.train.max_length
+  data = tuple(training.buckets(run))
+  at = [update.bucket_of(run, length) for length in range(1, n + 1)]
+  args = _update_args(run)
+  k = programs.steps_per_dispatch(config, run.platform)
+  loop = population_lib.population_loop(config, run.platform)
+
+  def make(width: int, served: tuple[int, ...], count: bool = True) -> programs.Program:
+    fn = update.make_update_fn(run, width, traces if count else None, served)
+    return programs.Program(f'train {width}', fn, args)
+
+  # One program cannot serve several widths where the training cannot pad a batch wider.
+  choice = programs.parse(config_lib.setting(config, 'train.programs'), 'train.programs')
+  return programs.Stage(
+    name='train',
+    choice=choice if training.widen is not None else 'buckets',
+    data=data,
+    calls=tuple(config.train.steps * at.count(d) / n for d in data),
+    tokens=lambda width: training.tokens(run, training.shape(run, width)),
+    make=make,
+    repeats=population.padded_size // population.num_devices if loop == 'map' else 1,
+    d_model=config.model.d_model,
+    ffn_size=config.model.ffn_size,
+    # K steps per call are one program: its widths are branches, compiled together.
+    threads=1 if k > 1 else programs.threads(config),
+    steps_per_call=k,
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+  """A run's programs, compiled before the loop.
+
+  Attributes:
+    train_plan: training's plan.
+    train: {program width: update}, or {0: the K-step update} (`train.steps_per_dispatch`
+      K > 1); empty when training is done.
+    eval: the evaluation's programs, or None where its kind compiles as it goes.
+    traces: programs traced so far ('train', 'eval').
+    t_start: when planning began (the run's timings count from there).
+  """
+
+  train_plan: programs.Plan
+  train: dict[int, Any]
+  eval: programs.Compiled | None
+  traces: collections.Counter
+  t_start: float
+
+
+def plans(
+  run: setup.Run,
+  workdir: str,
+  restored: Restored,
+  stages: dict[str, programs.Stage],
+) -> tuple[dict[str, programs.Plan], dict[str, Any]]:
+  """The run's plans: those it recorded (`plan.json`), else chosen now and recorded, so a
+  resumed run compiles the programs it started with. A run recorded without a plan (it
+  trained or evaluated before plans were recorded) compiled one program per bucket.
+
+  Returns the plans by stage and the lowerings made while choosing them, by program name.
+  """
+  path = os.path.join(workdir, PLAN_FILE)
+  if io.exists(path):
+    recorded = io.read_json(path)
+    return {name: programs.Plan.from_json(recorded[name]) for name in stages}, {}
+  chosen, lowered = {}, {}
+  for name, stage in stages.items():
+    if restored.step > 0:  # a checkpoint, and no plan: recorded before plans were
+      chosen[name] = programs.Plan(name, 'buckets', stage.data, stage.data)
+      continue
+    plan, top = programs.plan(stage, run.platform)
+    chosen[name] = plan
+    widest = plan.widths[-1]
+    if top is not None and plan.serves(widest) == (widest,) and stage.steps_per_call == 1:
+      lowered[f'{name} {widest}'] = top
+  io.write_json_atomic(path, {name: plan.to_json() for name, plan in chosen.items()})
+  return chosen, lowered
+
+
+def training_programs(
+  run: setup.Run, stage: programs.Stage, plan: programs.Plan, traces: collections.Counter
+) -> list[programs.Program]:
+  """Training's programs of `plan`: one per program width ('train W'), or the one K-step
+  program ('train K-step') with `train.steps_per_dispatch` K > 1."""
+  k = programs.steps_per_dispatch(run.config, run.platform)
+  if k > 1:
+    multi = update.make_multi_step_fn(run, traces, plan)
+    return [programs.Program(f'train {k}-step', multi, _update_args(run))]
+  return [stage.make(w, plan.serves(w)) for w in plan.widths]
+
+
+def by_stage(fns: dict[str, Any]) -> dict[str, dict[int, Any]]:
+  """Compiled programs by name ('train 40', 'train 8-step', 'eval 64') as {stage: {width:
+  program}}; the K-step program is width 0."""
+  out: dict[str, dict[int, Any]] = {'train': {}, 'eval': {}}
+  for name, fn in fns.items():
+    stage, width = name.split()
+    out[stage][int(width) if width.isdigit() else 0] = fn
+  return out
+
+
+def compile_programs(
+  run: setup.Run, workdir: str, restored: Restored, progress: Callable[[str], None]
+) -> Compiled:
+  """Plans the run's programs (`plans`), says so, and compiles every one still needed
+  (training's unless it is done, the evaluation's for the lengths not yet measured) at
+  once, before the loop (`programs.compile_all`)."""
+  config, t_start = run.config, time.time()
+  traces: collections.Counter = collections.Counter()
+  stages = {'train': training_stage(run, traces)}
+  if run.protocol.programs is not None:
+    stages['eval'] = run.protocol.programs(run, traces, workdir)
+  chosen, lowered = plans(run, workdir, restored, stages)
+  for plan in chosen.values():
+    progress(plan.describe())
+  todo: list[programs.Program] = []
+  if restored.step < config.train.steps:
+    todo += training_programs(run, stages['train'], chosen['train'], traces)
+  eval_plan = chosen.get('eval')
+  if eval_plan is not None:
+    stage = stages['eval']
+    needed = stage.data if stage.needed is None else stage.needed
+    todo += [stage.make(w, eval_plan.serves(w)) for w in eval_plan.widths_for(needed)]
+  lowered = {name: low for name, low in lowered.items() if name in {p.name for p in todo}}
+  for name in lowered:  # compiled from the plan's lowering: traced once, uncounted there
+    traces[name.split()[0]] += 1
+  fns = by_stage(programs.compile_all(todo, progress, programs.threads(config), lowered))
+  return Compiled(
+    chosen['train'],
+    fns['train'],
+    programs.Compiled(eval_plan, fns['eval']) if eval_plan is not None else None,
+    traces,
+    t_start,
+  )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -456,20 +385,22 @@ def train(
   progress: Callable[[str], None],
   should_stop: Callable[[], bool],
   checkpointed: Callable[[int], None],
+  compiled: Compiled,
 ) -> Trained:
-  """2. Trains from `restored` to `train.steps`: one program per length bucket (the host
-  reads the curriculum to pick it), or K steps per call (`train.steps_per_dispatch`);
-  metrics logged every `train.log_every` steps, a checkpoint every `checkpoint_every`."""
+  """2. Trains from `restored` to `train.steps` with the programs compiled before the loop:
+  one per program width (the host reads the curriculum to pick it), or K steps per call
+  (`train.steps_per_dispatch`); metrics logged every `train.log_every` steps, a checkpoint
+  every `checkpoint_every`."""
   config, population = run.config, run.population
   state, start = restored.state, restored.step
   log = train_log.TrainLog(run, workdir, restored, board, progress)
   steps, n = config.train.steps, config.train.max_length
-  update_fns: dict[int, Callable[..., Any]] = {}
-  traces: collections.Counter = collections.Counter()
-  multi_step = make_multi_step_fn(run, traces) if config.train.steps_per_dispatch > 1 else None
+  plan, fns = compiled.train_plan, compiled.train
+  k = programs.steps_per_dispatch(config, run.platform)
   chunk = max(config.train.log_every, 1)
   lengths = np.zeros(0, np.int32)
   first_update_s = None
+  used: set[int] = set()
   step = start
   while step < steps:
     if should_stop():
@@ -477,15 +408,16 @@ def train(
         checkpoint.save_state(manager, step, state, population, restored.history)
         manager.wait_until_finished()
       raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint written')
-    if multi_step is None:
+    if k == 1:
       offset = (step - start) % chunk
       if offset == 0:
-        lengths = np.asarray(curriculum_lengths(run.curriculum_key, jnp.int32(step), chunk, n))
+        lengths = np.asarray(
+          update.curriculum_lengths(run.curriculum_key, jnp.int32(step), chunk, n)
+        )
       length = int(lengths[offset])
-      bucket = bucket_of(run, length)
-      if bucket not in update_fns:
-        update_fns[bucket] = make_update_fn(run, bucket, traces)
-      state, _ = update_fns[bucket](
+      width = plan.program_of(update.bucket_of(run, length))
+      used.add(width)
+      state, _ = fns[width](
         state, jnp.int32(length), population.learning_rates, population.train_keys
       )
       done = step + 1
@@ -496,13 +428,14 @@ def train(
         _next_multiple(step, config.checkpoint_every),
         steps,
       )
-      done = min(step + config.train.steps_per_dispatch, boundary)
-      state = multi_step(
+      done = min(step + k, boundary)
+      state = fns[0](
         state, jnp.int32(done - step), population.learning_rates, population.train_keys
       )
     if first_update_s is None:
       jax.block_until_ready(state['step'])
-      first_update_s = time.time() - log.t_start
+      first_update_s = time.time() - compiled.t_start
+      log.steady_from(done)  # the ETA counts steady-state steps only
     if done % config.train.log_every == 0 or done == steps:
       state = log(state, done)
     if done % config.checkpoint_every == 0 or done == steps:
@@ -512,9 +445,9 @@ def train(
       checkpointed(done)
     step = done
   manager.wait_until_finished()
-  # With steps_per_dispatch > 1 every bucket lives in one program.
-  buckets = sorted(update_fns) if multi_step is None else run.training.buckets(run)
-  return Trained(state, traces, buckets, first_update_s, time.time() - log.t_start)
+  # With steps_per_dispatch > 1 every width lives in one program.
+  widths = sorted(used) if k == 1 else list(plan.widths)
+  return Trained(state, compiled.traces, widths, first_update_s, time.time() - compiled.t_start)
 
 
 def record(
@@ -525,7 +458,7 @@ def record(
   compiles: dict[str, Any],
 ) -> dict[str, Any]:
   """4. results.json's contents: the header, the protocol's evaluation record, the compiled
-  programs, timing and the devices' history."""
+  programs (their count, plans and compile seconds), timing and the devices' history."""
   config, history = run.config, restored.history
   state = trained.state
   # Per member: the leading axis of every leaf is the population.

@@ -39,6 +39,8 @@ class TrainLog:
     io.read_jsonl(self.path, keep=lambda r: r['step'] <= start, rewrite=True)
     self.t_start = self.t_log = time.time()
     self.step_log = start
+    # The ETA's rate: steps after the first update (which may wait on a program).
+    self.t_steady, self.step_steady = self.t_start, start
     # The metric sums restart each log interval; jitted so the state keeps its shardings
     # (a host-made zero would change the update's input types and retrace it).
     self.reset = jax.jit(
@@ -50,6 +52,10 @@ class TrainLog:
       donate_argnums=0,
       out_shardings=run.population.state_sharding(restored.state),
     )
+
+  def steady_from(self, done: int) -> None:
+    """Counts the ETA's rate from step `done` on (after the first update)."""
+    self.t_steady, self.step_steady = time.time(), done
 
   def __call__(self, state: Any, done: int) -> Any:
     """Logs the interval ending at step `done`; returns the state with its sums reset."""
@@ -70,7 +76,10 @@ class TrainLog:
       rates = np.asarray(population.learning_rates)[: population.size] * scale
       self.board.train(done, finite(loss), finite(accuracy), list(rates), rate)
     elapsed, duration = now - self.t_start, evaluate.core.duration
-    eta = (config.train.steps - done) * elapsed / max(done - self.start, 1)
+    if done > self.step_steady:
+      eta = (config.train.steps - done) * (now - self.t_steady) / (done - self.step_steady)
+    else:
+      eta = (config.train.steps - done) / max(rate, 1e-9)
     self.progress(
       f'step {done}/{config.train.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
       f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '

@@ -54,7 +54,7 @@ class Task:
 
   name: str = ''
   level: str = ''
-  # How the task is trained and judged (`posenc.evaluate.PROTOCOLS`).
+  # How the task is trained and judged: its kind of evaluation (`posenc.kinds.KINDS`).
   protocol: ClassVar[str] = 'range'
   vocab_size: int = 0
   num_classes: int = 0
@@ -144,6 +144,32 @@ def _sample_jit(task: Task, key: Array, batch_size: int, length: Any, max_length
     'length': length,
     'output_length': jnp.asarray(out_len, jnp.int32),
   }
+
+
+# The arrays of a padded batch and the width each is padded to: inputs to Lmax, the
+# output arrays to output_length(Lmax); `length` and `output_length` are scalars.
+_PADDED_TO_OUTPUT = ('targets', 'mask', 'output_valid')
+
+
+def widen(task: Task, batch: Batch, max_length: int, xp: Any = jnp) -> Batch:
+  """A padded batch (the module's convention) padded further, to `max_length`.
+
+  What is appended is what a sampler writes past the real length (zeros), so the result
+  is a valid batch of width `max_length` with the same examples; any leading axes (a
+  sub-batch axis) are kept. `xp` is `jnp` inside a program or `numpy` on the host.
+
+  Example: a batch of even_pairs padded to 8 (inputs [B, 8], targets [B, 1]) widened to
+  16 -> inputs [B, 16] (zeros in columns 8..15), targets [B, 1].
+  """
+  out = int(task.output_length(max_length))
+
+  def pad(name, x):
+    width = max_length if name == 'inputs' else out if name in _PADDED_TO_OUTPUT else None
+    if width is None or x.shape[-1] == width:
+      return x
+    return xp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, width - x.shape[-1])])
+
+  return {name: pad(name, x) for name, x in batch.items()}
 
 
 # ========================================================================= helpers

@@ -17,7 +17,7 @@ from experiments import rpe_table1
 from posenc import encodings
 from posenc import population as population_lib
 from posenc import evaluate
-from posenc import train
+from posenc import update
 from posenc import setup
 from posenc.kinds.range import protocol as range_protocol
 import tasks
@@ -35,7 +35,7 @@ def exported(name, family='encoder'):
   model, population = run.model, run.population
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  update = train.make_update_fn(run, 40)
+  update = update.make_update_fn(run, 40)
   evaluate = range_protocol.make_eval_fn(run, EVAL_BUCKET)
   platforms = ['cuda', 'tpu']
   step = export.export(update, platforms=platforms)(
@@ -111,7 +111,7 @@ def test_digit_readers_export_their_addition_training_step(name):
   config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
   run = setup.build(config, platform='gpu')
   state = population_lib.init_state(config, run.model, run.population, abstract=True)
-  update = train.make_update_fn(run, config.train.max_length)
+  update = update.make_update_fn(run, config.train.max_length)
   text = export.export(update, platforms=['cuda', 'tpu'])(
     state,
     jax.ShapeDtypeStruct((), jnp.int32),

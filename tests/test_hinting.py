@@ -19,6 +19,7 @@ from posenc import population as population_lib
 from posenc import results
 from posenc import sweep as sweep_lib
 from posenc import train
+from posenc import update
 from posenc import setup
 from posenc.kinds.lengths import record as lengths_record
 
@@ -117,7 +118,7 @@ def test_an_alternate_step_updates_only_its_tasks_head():
   run = setup.build(config)
   population, model = run.population, run.model
   assert model.num_outputs == 2
-  update = train.make_update_fn(run, config.train.max_length)
+  update = update.make_update_fn(run, config.train.max_length)
   state = population_lib.init_state(config, model, population)
   before = _head_kernel(state)
   for step in range(2):

@@ -391,8 +391,16 @@ SWEEP_CASES = [
     "unknown model.attention_impl 'fast'; valid: auto, reference, xla_fused, cpu_blocked",
   ),
   (
-    ['--config=experiments/sweep_tiny.py', '--config.train.steps_per_dispatch=0'],
-    'train.steps_per_dispatch=0 must be a positive integer',
+    ['--config=experiments/sweep_tiny.py', '--config.train.steps_per_dispatch=-1'],
+    'train.steps_per_dispatch=-1 must be an integer >= 0 (0: chosen by platform)',
+  ),
+  (
+    ['--config=experiments/sweep_tiny.py', '--config.train.programs=fast'],
+    "train.programs='fast' is not a plan; valid: auto, buckets, one, or program widths",
+  ),
+  (
+    ['--config=experiments/sweep_tiny.py', '--config.eval.programs=4,6'],
+    'eval.programs=4,6 cannot hold the widest data width 12',
   ),
   (
     ['--config=experiments/sweep_tiny.py', '--config.model.dtype=float16'],

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.mark.parametrize(
   'args, needle',
   [
-    (['nope'], "unknown measurement 'nope'; valid: eval, forward, generate, population"),
+    (['nope'], "unknown measurement 'nope'; valid: eval, forward, generate, plan, population"),
     (['samplers', '--tasks=nope'], "unknown task 'nope'; valid tasks: even_pairs"),
     (['samplers', '--lengths=x'], "--lengths='x' must be comma-separated positive integers"),
     (['samplers', '--bogus'], "Unknown command line flag 'bogus'"),

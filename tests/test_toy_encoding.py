@@ -16,6 +16,7 @@ from posenc import generate as generate_lib
 from posenc import models
 from posenc import population as population_lib
 from posenc import train
+from posenc import update
 from posenc import config as config_lib
 from posenc import setup
 from posenc.encodings import core
@@ -110,7 +111,7 @@ def test_toy_encoding_exports_for_gpu_and_tpu(toy):
   run = setup.build(config, platform='gpu')
   population = run.population
   state = population_lib.init_state(config, run.model, population, abstract=True)
-  update = train.make_update_fn(run, 8)
+  update = update.make_update_fn(run, 8)
   step = export.export(update, platforms=['cuda', 'tpu'])(
     state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates, population.train_keys
   )

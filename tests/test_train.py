@@ -16,6 +16,7 @@ from posenc import io
 from posenc import population as population_lib
 from posenc import sweep
 from posenc import train
+from posenc import update
 from posenc import setup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,8 +74,16 @@ def test_tiny_run_writes_the_results_schema(tmp_path):
 
 
 def test_compiled_programs_are_bounded_by_buckets(tmp_path):
-  # 60 steps over lengths 1..8 in buckets of 4: at most 2 training programs, not 8.
-  config = tiny(**{'train.steps': 60, 'train.log_every': 20, 'checkpoint_every': 60})
+  # 60 steps over lengths 1..8 in buckets of 4: one program per bucket, 2, not 8.
+  config = tiny(
+    **{
+      'train.steps': 60,
+      'train.log_every': 20,
+      'checkpoint_every': 60,
+      'train.programs': 'buckets',
+      'eval.programs': 'buckets',
+    }
+  )
   results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   compiled = results['compiled_programs']
   assert len(compiled['train_buckets']) == 2
@@ -118,7 +127,7 @@ def _steps_of(config, steps=6):
   run = setup.build(config)
   state = population_lib.init_state(config, run.model, run.population)
   bucket = run.training.buckets(run)[-1]
-  update = train.make_update_fn(run, bucket)
+  update = update.make_update_fn(run, bucket)
   members = (run.population.learning_rates, run.population.train_keys)
   for _ in range(steps):
     state, metrics = update(state, jax.numpy.int32(bucket), *members)

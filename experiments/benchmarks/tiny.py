@@ -21,6 +21,7 @@ def config(task: str, encoding: str):
   c.task, c.encoding = task, encoding
   c.model.family = 'decoder'
   c.encoding_options.relative_mode = 'symmetric'
+  c.train.programs = 'buckets'  # as its stored baselines trained (cpu_v1.cell says why)
   return c
 
 

@@ -2,6 +2,7 @@
 
   python -m launch.speed train --populations=1,8    training throughput, against its floor
   python -m launch.speed eval --lengths=41,100      range evaluation: compile, run, floor
+  python -m launch.speed plan                       the programs a cell compiles on cpu/gpu/tpu
   python -m launch.speed profile --buckets=20,40    where a training step's time goes
   python -m launch.speed population --populations=8 a suite's population, setting by setting
   python -m launch.speed scale                      P = 30 on 1 and 8 devices; a grid's cost
@@ -19,6 +20,16 @@ The former names, `python -m launch.bench NAME` and `python -m launch.bench_NAME
 command's new name in one line and exit with status 2, running nothing.
 """
 
-NAMES = ('eval', 'forward', 'generate', 'population', 'profile', 'samplers', 'scale', 'train')
+NAMES = (
+  'eval',
+  'forward',
+  'generate',
+  'plan',
+  'population',
+  'profile',
+  'samplers',
+  'scale',
+  'train',
+)
 # The measurements of the former `launch.bench_NAME` modules (launch/bench.py).
 FORMER_NAMES = ('eval', 'forward', 'generate', 'profile', 'samplers', 'scale', 'train')

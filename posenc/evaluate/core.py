@@ -28,6 +28,7 @@ import numpy as np
 from posenc import checkpoint
 from posenc import io
 from posenc import objectives
+from posenc import programs as programs_lib
 
 # On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
 # the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
@@ -49,12 +50,14 @@ Run = Any
 class EvalContext:
   """What an evaluation gets besides the run and its trained state: the work directory (where
   measured cells are kept), `progress` for its lines, `should_stop` (polled between cells)
-  and `traces` (a Counter of compiled programs, or None)."""
+  and `traces` (a Counter of compiled programs, or None); `programs`, the evaluation's
+  programs compiled before training (`posenc.programs`), or None: compiled as needed."""
 
   workdir: str
   progress: Callable[[str], None] = print
   should_stop: Callable[[], bool] = lambda: False
   traces: collections.Counter | None = None
+  programs: programs_lib.Compiled | None = None
 
 
 def diverged(run: Run, state: Any) -> np.ndarray:
@@ -81,6 +84,10 @@ class Training:
       exists.
     inputs: (run, key, examples, length) -> (tokens [B, T], real lengths, causal): model
       inputs at one length, drawn as training draws them (for the analyses).
+    tokens: (run, shape) -> the positions a sequence of a batch padded to `shape` fills
+      (inputs and outputs), for the program plan's estimate of its work.
+    widen: (run, batch, shape) -> the batch, drawn at a narrower shape, padded to `shape`;
+      None where one program cannot serve several buckets (the plan keeps one per bucket).
   """
 
   name: str
@@ -90,6 +97,8 @@ class Training:
   objective: Callable[[Run, Any], Any]
   model_sizes: Callable[[Run], dict[str, int]]
   inputs: Callable[..., tuple[jax.Array, jax.Array, bool]]
+  tokens: Callable[[Run, Any], int] | None = None
+  widen: Callable[[Run, dict[str, jax.Array], Any], dict[str, jax.Array]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +130,9 @@ class Protocol:
     example_fields: the config fields that decide `examples` (with the task and options).
     example_cells: run -> the names of the cells the evaluation reads.
     example_specs: run -> {cell: {array: (shape, dtype)}} of `examples`.
+    programs: (run, params) -> the evaluation's `posenc.programs.Stage` (its programs by
+      width, planned and compiled with training's before the loop), or None: the kind
+      compiles its programs as it reaches them.
   """
 
   name: str
@@ -136,6 +148,7 @@ class Protocol:
   example_fields: tuple[str, ...] = ()
   example_cells: Callable[[Run], list[str]] | None = None
   example_specs: Callable[[Run], Any] | None = None
+  programs: Callable[[Run, Any], Any] | None = None
 
 
 def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:

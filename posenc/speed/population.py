@@ -33,7 +33,8 @@ from posenc import attention
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import setup
-from posenc import train
+from posenc import programs
+from posenc import update
 from posenc.kinds.range import protocol as range_protocol
 
 # A setting's keys: the config field each sets and the values it takes.
@@ -112,14 +113,16 @@ class Trainer:
     self._traces: collections.Counter = collections.Counter()
     self._state = population_lib.init_state(run.config, run.model, population)
     self._step = 0
-    k = run.config.train.steps_per_dispatch
+    k = programs.steps_per_dispatch(run.config, run.platform)
     start = time.perf_counter()
     if k > 1:
-      self._multi = train.make_multi_step_fn(run, self._traces)
+      self._multi = update.make_multi_step_fn(run, self._traces)
       self._state = self._multi(self._state, jnp.int32(k), *self._members)
       self._step += k
     else:
-      self._fns = {b: train.make_update_fn(run, b, self._traces) for b in run.training.buckets(run)}
+      self._fns = {
+        b: update.make_update_fn(run, b, self._traces) for b in run.training.buckets(run)
+      }
       for b, fn in self._fns.items():
         self._state, _ = fn(self._state, jnp.int32(b), *self._members)
         self._step += 1
@@ -135,19 +138,19 @@ class Trainer:
   def model_updates_per_s(self, steps: int) -> float:
     """Trains the next `steps` steps of the curriculum; the population's model-updates/s."""
     config = self.run.config
-    k = config.train.steps_per_dispatch
+    k = programs.steps_per_dispatch(config, self.run.platform)
     start = time.perf_counter()
     if k > 1:
       for done in range(0, steps, k):
         self._state = self._multi(self._state, jnp.int32(min(k, steps - done)), *self._members)
     else:
       lengths = np.asarray(
-        train.curriculum_lengths(
+        update.curriculum_lengths(
           self.run.curriculum_key, jnp.int32(self._step), steps, config.train.max_length
         )
       )
       for length in lengths:
-        fn = self._fns[train.bucket_of(self.run, int(length))]
+        fn = self._fns[update.bucket_of(self.run, int(length))]
         self._state, _ = fn(self._state, jnp.int32(length), *self._members)
     jax.block_until_ready(self._state)
     seconds = time.perf_counter() - start

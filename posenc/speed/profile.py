@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc import setup
-from posenc import train
+from posenc import update
 
 # (part, substrings of an operation's op_name), first match wins; the order matters.
 PARTS = (
@@ -139,7 +139,7 @@ def profile_bucket(
   """
   members = (run.population.learning_rates, run.population.train_keys)
   length = jnp.int32(bucket)
-  fn = train.make_update_fn(run, bucket).lower(state, length, *members).compile()
+  fn = update.make_update_fn(run, bucket).lower(state, length, *members).compile()
   names = op_names(fn.as_text())
   times = []
   for _ in range(6):

@@ -33,6 +33,7 @@ from posenc import models
 from posenc import population as population_lib
 from posenc import setup
 from posenc import train
+from posenc import update
 from posenc.testing import compare
 from posenc.testing.compare import Check
 
@@ -383,7 +384,7 @@ def check_export(name: str) -> Check:
   to check)."""
   run = setup.build(_tiny_config(name), platform='gpu')
   state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
-  update = train.make_update_fn(run, run.training.buckets(run)[-1])
+  update = update.make_update_fn(run, run.training.buckets(run)[-1])
   exported = jax_export.export(update, platforms=['cuda', 'tpu'])(
     state,
     jax.ShapeDtypeStruct((), jnp.int32),

@@ -27,7 +27,7 @@ from posenc import cost
 from posenc import population as population_lib
 from posenc import setup
 from posenc import sweep as sweep_lib
-from posenc import train
+from posenc import update
 from posenc.kinds.range import protocol
 import tasks
 
@@ -147,7 +147,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   )
   points = {'train': [], 'eval': []}
   for bucket in _FIT_TRAIN_BUCKETS:
-    fn = train.make_update_fn(run, bucket)
+    fn = update.make_update_fn(run, bucket)
     points['train'].append(
       (
         cost.tokens(task, bucket, bucket, 1),

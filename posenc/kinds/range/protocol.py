@@ -13,6 +13,7 @@ scores a member by its mean accuracy over the lengths past N. Measured lengths a
 from __future__ import annotations
 
 import collections
+import os
 from typing import Any, Callable, Iterator
 
 import jax
@@ -20,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc import config as config_lib
+from posenc import io
 from posenc import models
 from posenc import objectives
 from posenc import population as population_lib
@@ -27,8 +29,11 @@ from posenc import results as results_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.range import record as range_record
+from posenc import programs as programs_lib
+from tasks import base as task_base
 
 P = jax.sharding.PartitionSpec
+EVAL_FILE = 'eval.jsonl'  # the measured lengths, kept as they are measured
 POP = population_lib.POP
 Run = core.Run
 
@@ -69,6 +74,24 @@ def sample_sub_batch(
     length,
     bucket,
   )
+
+
+def eval_bucket(run: Run, length: Any) -> Any:
+  """The data width of an evaluated length (int, or traced): its `eval.bucket_size`
+  bucket, which decides the examples drawn (the program serving it may be wider)."""
+  config = run.config
+  return programs_lib.data_width(length, config.eval.max_length, config.eval.bucket_size)
+
+
+def widen(run: Run, batch: dict[str, jax.Array], width: int) -> dict[str, jax.Array]:
+  """A batch drawn at a narrower width, padded to `width` (`tasks.base.widen`)."""
+  return task_base.widen(run.task, batch, width)
+
+
+def tokens(run: Run, width: int) -> int:
+  """Positions of a sequence padded to `width`: inputs and outputs, and a decoder's
+  separator and EOS."""
+  return width + int(run.task.output_length(width)) + (2 if run.family.generates else 0)
 
 
 def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
@@ -116,9 +139,17 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
 
 
 def make_eval_fn(
-  run: Run, bucket: int, traces: collections.Counter | None = None, from_data: bool = False
+  run: Run,
+  bucket: int,
+  traces: collections.Counter | None = None,
+  from_data: bool = False,
+  data: tuple[int, ...] | None = None,
 ) -> Callable[..., dict[str, jax.Array]]:
   """The jitted evaluation of one length, for lengths padded to `bucket` input tokens.
+
+  The program serves the lengths of the data widths `data` (default: `bucket` alone, the
+  lengths of its `eval.bucket_size` bucket); each sub-batch is drawn at its length's data
+  width and padded to `bucket`, so its examples are those of every plan.
 
   evaluate(params [P], length, eval_keys [P]) -> {'accuracy', 'exact_match'} [P]: the mean
   over examples_per_length / batch_size sub-batches of the pooled per-token accuracy and of
@@ -135,6 +166,7 @@ def make_eval_fn(
   `data` (`examples`' arrays of the length) instead of sampling them.
   """
   config, population = run.config, run.population
+  data = (bucket,) if data is None else tuple(data)
   batch_size = config.eval.batch_size
   num_sub = config.eval.examples_per_length // batch_size
   max_output = int(run.task.output_length(bucket))
@@ -142,15 +174,17 @@ def make_eval_fn(
   micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens, run.platform)
   objective = objectives.study(run, bucket)
 
-  def local_eval(params, length, keys, data=None):
+  def local_eval(params, length, keys, examples=None):
     if traces is not None:
       traces['eval'] += 1
 
     def sub_batch(j):
-      if data is None:
-        batch = sample_sub_batch(run, run.eval_key, length, j, bucket)
+      if examples is None:
+        draw = lambda d: sample_sub_batch(run, run.eval_key, length, j, d)
+        widen_to = lambda b, w: widen(run, b, w)
+        batch = programs_lib.widened(bucket, data, draw, widen_to, eval_bucket(run, length))
       else:
-        batch = jax.tree.map(lambda x: x[j], data)
+        batch = jax.tree.map(lambda x: x[j], examples)
       per_example = {k: v for k, v in batch.items() if k not in ('length', 'output_length')}
       micro_batches = jax.tree.map(
         lambda x: x.reshape(batch_size // micro, micro, *x.shape[1:]), per_example
@@ -199,26 +233,84 @@ def evaluate_lengths(
   i], 'exact_match': [member i]}}, resuming from `workdir/eval.jsonl`."""
   config, population = run.config, run.population
   fns: dict[int, Callable[..., Any]] = {}
-
   frozen = bool(config.eval.get('from_files'))
 
+  def program(data_width):
+    """(width, program) of a data width: compiled before training, else made here (of the
+    plan's width, or of the data width without a plan)."""
+    plan = None if ctx.programs is None else ctx.programs.plan
+    width = data_width if plan is None else plan.program_of(data_width)
+    if plan is not None and width in ctx.programs.fns:
+      return width, ctx.programs.fns[width]
+    if width not in fns:
+      served = (width,) if plan is None else plan.serves(width)
+      fns[width] = make_eval_fn(run, width, ctx.traces, from_data=frozen, data=served)
+    return width, fns[width]
+
   def measure(length):
-    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
-    if bucket not in fns:
-      fns[bucket] = make_eval_fn(run, bucket, ctx.traces, from_data=frozen)
-    data = (frozen_lib.load(config, f'length_{length}'),) if frozen else ()
-    metrics = fns[bucket](params, jnp.int32(length), population.eval_keys, *data)
+    width, fn = program(eval_bucket(run, length))
+    data = ()
+    if frozen:  # the frozen set's arrays are at the data width: padded here, on the host
+      data = (task_base.widen(run.task, frozen_lib.load(config, f'length_{length}'), width, np),)
+    metrics = fn(params, jnp.int32(length), population.eval_keys, *data)
     return {name: core.member_values(v, population.size) for name, v in metrics.items()}
 
   return core.run_cells(
     run,
     ctx,
-    'eval.jsonl',
+    EVAL_FILE,
     config_lib.eval_lengths(config),
     lambda n: {'length': n},
     measure,
     lambda n: f'length {n}',
     every=25,
+  )
+
+
+def programs(
+  run: Run, traces: collections.Counter | None = None, workdir: str | None = None
+) -> programs_lib.Stage:
+  """The evaluation's programs by width, for the plan (`eval.programs`) and for compiling
+  them with training's before the loop: one call per evaluated length (`needed`: the data
+  widths of the lengths `workdir/eval.jsonl` does not hold yet); a program's loops run each
+  member's micro-batches of each sub-batch."""
+  config, population = run.config, run.population
+  frozen = bool(config.eval.get('from_files'))
+  num_sub = config.eval.examples_per_length // config.eval.batch_size
+  lengths = config_lib.eval_lengths(config)
+  at = [eval_bucket(run, length) for length in lengths]
+  data = tuple(sorted(set(at)))
+  measured = set()
+  if workdir is not None:
+    measured = {row['length'] for row in io.read_jsonl(os.path.join(workdir, EVAL_FILE))}
+  needed = tuple(sorted({d for d, l in zip(at, lengths) if l not in measured}))
+
+  def make(width: int, served: tuple[int, ...], count: bool = True) -> programs_lib.Program:
+    fn = make_eval_fn(run, width, traces if count else None, from_data=frozen, data=served)
+    params = population_lib.init_state(config, run.model, population, abstract=True)['params']
+    args = (params, jax.ShapeDtypeStruct((), jnp.int32), population.eval_keys)
+    if frozen:
+      draw = lambda j: widen(run, sample_sub_batch(run, run.eval_key, 1, j, served[0]), width)
+      args += (jax.eval_shape(lambda: jax.vmap(draw)(jnp.arange(num_sub))),)
+    return programs_lib.Program(f'eval {width}', fn, args)
+
+  top = data[-1]
+  micro = core.eval_micro_batch(
+    config.eval.batch_size, config.model.num_heads, tokens(run, top), run.platform
+  )
+  members = population.padded_size // population.num_devices
+  return programs_lib.Stage(
+    name='eval',
+    choice=programs_lib.parse(config_lib.setting(config, 'eval.programs'), 'eval.programs'),
+    data=data,
+    calls=tuple(float(at.count(d)) for d in data),
+    tokens=lambda width: tokens(run, width),
+    make=make,
+    repeats=num_sub * members * (config.eval.batch_size // micro),
+    d_model=config.model.d_model,
+    ffn_size=config.model.ffn_size,
+    threads=programs_lib.threads(config),
+    needed=needed,
   )
 
 
@@ -331,6 +423,8 @@ TRAINING = core.Training(
   objective=objectives.study,
   model_sizes=model_sizes,
   inputs=inputs,
+  tokens=tokens,
+  widen=widen,
 )
 
 PROTOCOL = core.Protocol(
@@ -346,4 +440,5 @@ PROTOCOL = core.Protocol(
   example_fields=EXAMPLE_FIELDS,
   example_cells=lambda run: [f'length_{n}' for n in config_lib.eval_lengths(run.config)],
   example_specs=example_specs,
+  programs=programs,
 )

@@ -1,0 +1,93 @@
+"""The programs a cell compiles on each platform: `python -m launch.speed plan`.
+
+For the study's cell (reverse_string, randomized relative positions, lengths U{1..40}, 2M
+steps, evaluated at every length 1..500) at each population size and platform: the plan of
+its training and evaluation programs (`posenc.programs`, `train.programs` /
+`eval.programs` 'auto'), their counts, and the estimated seconds to compile and run them
+under each plan. GPU and TPU programs are lowered here for those platforms (their
+attention backend and population loop, as tests/test_export.py exports them); nothing is
+compiled or run, so the figures are the cost model's, not measurements:
+
+  python -m launch.speed plan [--platforms=cpu,gpu,tpu] [--populations=1,30]
+      [--cell=task=reverse_string,encoding=randomized_relative] [--steps=N]
+"""
+
+from absl import flags
+
+from experiments import rpe_table1
+from launch import cli
+from launch import common
+from posenc import config as config_lib
+from posenc import io
+from posenc import programs
+from posenc import setup
+from posenc import train
+
+_CELL = flags.DEFINE_string(
+  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell.'
+)
+_PLATFORMS = flags.DEFINE_list('platforms', ['cpu', 'gpu', 'tpu'], 'Platforms to plan for.')
+_POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes.')
+_STEPS = flags.DEFINE_integer('steps', 0, 'Training steps (0: the cell\'s, 2M for the study).')
+_OUT = flags.DEFINE_string('out', 'speed_plan.json', 'Where to write the plans.')
+
+
+def cell_config(size: int):
+  """The cell with `size` members (seeds x learning rates, the fewest seeds)."""
+  config = rpe_table1.get_config(_CELL.value)
+  rates = len(config.learning_rates)
+  seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
+  config.seeds = list(range(seeds))
+  config.learning_rates = list(config.learning_rates)[: size // seeds]
+  if _STEPS.value:
+    config.train.steps = _STEPS.value
+  return config
+
+
+def plan_of(config, platform: str) -> dict:
+  """The training and evaluation plans of `config` lowered for `platform`."""
+  run = setup.build(config, platform=platform)
+  out = {}
+  stages = {'train': train.training_stage(run, None)}
+  if run.protocol.programs is not None:
+    stages['eval'] = run.protocol.programs(run)
+  for name, stage in stages.items():
+    plan, _ = programs.plan(stage, platform)
+    out[name] = plan.to_json()
+    k = programs.steps_per_dispatch(config, platform) if name == 'train' else 1
+    # K steps per call are one program whatever the widths (its branches).
+    out[name]['programs'] = 1 if k > 1 else len(plan.widths)
+    out[name]['steps_per_dispatch'] = k
+    out[name]['line'] = plan.describe()
+  return out
+
+
+def main(argv):
+  common.run(_main, argv)
+
+
+def _main(argv):
+  cli.flags_only(argv)
+  common.check_output_file(_OUT.value, '--out')
+  common.cell_config(_CELL.value)
+  unknown = [p for p in _PLATFORMS.value if p not in programs.PLATFORMS]
+  if unknown:
+    common.fail(f'unknown --platforms {unknown}; valid: {", ".join(programs.PLATFORMS)}')
+  if _STEPS.value < 0:
+    common.fail(f'--steps={_STEPS.value} must be >= 0 (0: the cell\'s own)')
+  populations = common.positive_ints(_POPULATIONS.value, '--populations')
+  rows = []
+  for size in populations:
+    try:
+      config = cell_config(size)
+      for platform in _PLATFORMS.value:
+        plans = plan_of(config, platform)
+        rows.append({'platform': platform, 'population': size, **plans})
+        for name in plans:
+          k = plans[name]['steps_per_dispatch']
+          dispatch = f', {k} steps per call: one program' if k > 1 else ''
+          print(f'{platform} P={size}: {plans[name]["line"]}{dispatch}', flush=True)
+    except config_lib.ConfigError as e:
+      common.fail(e)
+  io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'plans': rows})
+  print(f'wrote {_OUT.value}')
