@@ -8,6 +8,7 @@
   python -m launch.speed forward --encodings=alibi  forward passes at T = 1,000
   python -m launch.speed generate                   greedy generation, with and without a cache
   python -m launch.speed samplers --tasks=parity_check   the task samplers' throughput
+  python -m launch.speed gpu_check --out=DIR        a GPU machine in 7 minutes (docs/gpu.md)
 
 Each prints measured figures and writes them as JSON (`--out`, default speed_NAME.json);
 `python -m launch.speed NAME --help` lists its absl flags (`--flagfile=FILE` reads them from
@@ -19,6 +20,16 @@ The former names, `python -m launch.bench NAME` and `python -m launch.bench_NAME
 command's new name in one line and exit with status 2, running nothing.
 """
 
-NAMES = ('eval', 'forward', 'generate', 'population', 'profile', 'samplers', 'scale', 'train')
+NAMES = (
+  'eval',
+  'forward',
+  'generate',
+  'gpu_check',
+  'population',
+  'profile',
+  'samplers',
+  'scale',
+  'train',
+)
 # The measurements of the former `launch.bench_NAME` modules (launch/bench.py).
 FORMER_NAMES = ('eval', 'forward', 'generate', 'profile', 'samplers', 'scale', 'train')
