@@ -83,15 +83,29 @@ TINY_TRAIN = [
   '--skip_first_update',
 ]
 MAIN_JOB = ['launch.sweep', '--config=experiments/quickstart.py']
-# What a step's table row quotes of its output: progress of sweeps, Table 1, speed figures.
-QUOTED = {
-  'sweep': r'^(sweep: |sweep shard|\| R \||error)',
-  'speed': r'^(time to first update|dense-product floor|P=|length |total|error)',
-}
+
+
+def _sweep_lines(lines: list[str]) -> list[str]:
+  """A sweep's last progress line, its summary, and Table 1's row (the main job's)."""
+  last = lambda prefix: [l for l in lines if l.startswith(prefix)][-1:]
+  table1 = [l for l in lines if l.startswith('| R |')][:1]
+  errors = [l for l in lines if l.startswith('error')]
+  return last('sweep: ') + last('sweep shard ') + table1 + errors
+
+
+def _speed_lines(lines: list[str]) -> list[str]:
+  """A speed measurement's figures: first update, floor, each population or length."""
+  pattern = r'^(time to first update|dense-product floor|P=|length |total|error)'
+  return [l for l in lines if re.match(pattern, l)][-10:]
+
+
+# What a step's table row quotes of its output, by the kind of command.
+QUOTED = {'sweep': _sweep_lines, 'speed': _speed_lines}
 
 # Each step: its command after `python -m` ({out}: the output directory; `--out` added for
 # speed measurements), the same at the tiny size (None: not run there), its limit in seconds,
-# and which lines it quotes.
+# which lines it quotes, and whether it needs the cell's attention in
+# `jax.nn.dot_product_attention` (cuDNN's flash attention replaces that call).
 STEPS: dict[str, dict[str, Any]] = {
   'smoke': {
     'full': SMOKE,
@@ -117,7 +131,7 @@ STEPS: dict[str, dict[str, Any]] = {
     'tiny': None,
     'limit_s': 50,
     'quoted': 'speed',
-    'needs': 'dot_product_attention',
+    'fused_attention': True,
   },
   'eval': {
     'full': ['launch.speed', 'eval'],
@@ -240,8 +254,7 @@ def run_step(
   row = {'name': name, 'limit_s': limit_s, 'status': 'skipped', 'seconds': None}
   if args is None:
     return {**row, 'reason': f'no {_SIZE.value} size'}
-  needs = step.get('needs')
-  if needs == 'dot_product_attention' and encodings.get(TRAIN_CELL_ENCODING).kind == 'geometric':
+  if step.get('fused_attention') and encodings.get(TRAIN_CELL_ENCODING).kind == 'geometric':
     return {**row, 'reason': f'{TRAIN_CELL_ENCODING} does not run dot_product_attention'}
   args = [a.format(out=out) for a in args]
   figures = None
@@ -270,13 +283,13 @@ def run_step(
       status = 'timed out'
   with open(log, errors='replace') as f:
     output = f.read()
-  quoted = [l for l in output.splitlines() if re.match(QUOTED[step['quoted']], l)]
+  quoted = QUOTED[step['quoted']](output.splitlines())
   row.update(
     command=' '.join(['python', '-m', *args]),
     status=status,
     returncode=returncode,
     seconds=round(time.monotonic() - t0, 1),
-    lines=quoted[-10:],
+    lines=quoted,
     output_tail=output[-4000:],
     log=log,
   )
