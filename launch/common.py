@@ -541,7 +541,7 @@ def _xla_caches(directory: str) -> None:
   if f'--{XLA_AUTOTUNE}' in flags_now:  # the user's own choice stands
     return
   mirror = autotune_mirror(f'{directory}/{XLA_AUTOTUNE}')
-  # Read by XLA when it first builds its options, after this: nothing has compiled yet.
+  # XLA reads XLA_FLAGS once, when JAX's backend starts: after this, as no device is in use.
   os.environ['XLA_FLAGS'] = f'{flags_now} --{XLA_AUTOTUNE}={mirror}'.strip()
 
 

@@ -232,6 +232,36 @@ def test_a_compilation_cache_on_the_bucket_is_hit_by_a_second_process(cli, gcs, 
   ).is_dir()
 
 
+def test_xla_writes_its_autotuning_results_to_the_mirror_of_a_bucket_cache(gcs, tmp_path):
+  # The compile options XLA gets name the local mirror (XLA_FLAGS, read when the backend
+  # starts), and JAX does not point them at the bucket, which XLA's file layer cannot open.
+  cache = _url('gs', 'jax-cache')
+  script = (
+    'from launch import common\n'
+    'from jax._src import compiler\n'
+    f'common.compilation_cache({cache!r})\n'
+    'options = compiler.get_compile_options(num_replicas=1, num_partitions=1)\n'
+    'print(options.executable_build_options.debug_options.xla_gpu_per_fusion_autotune_cache_dir)\n'
+  )
+  proc = subprocess.run(
+    [sys.executable, '-c', script],
+    cwd=ROOT,
+    env={**os.environ, **gcs, 'XDG_CACHE_HOME': str(tmp_path)},
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  mirror = (
+    tmp_path
+    / 'posenc'
+    / 'xla_autotune'
+    / cache.split('://')[1]
+    / 'xla_gpu_per_fusion_autotune_cache_dir'
+  )
+  assert proc.stdout.strip() == str(mirror) and mirror.is_dir()
+
+
 @pytest.mark.parametrize('scheme', ['gs', 's3'])
 def test_xla_autotuning_results_are_mirrored_to_and_from_the_bucket(s3, gcs, tmp_path, scheme):
   del s3, gcs  # both stores' environments are set in this process
