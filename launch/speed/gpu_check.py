@@ -110,14 +110,14 @@ STEPS: dict[str, dict[str, Any]] = {
   'smoke': {
     'full': SMOKE,
     'tiny': [*SMOKE, '--encodings=none', '--config.train.steps=5'],
-    'limit_s': 60,
+    'limit_s': 75,
     'quoted': 'sweep',
   },
-  'train_float32': {'full': TRAIN, 'tiny': TINY_TRAIN, 'limit_s': 110, 'quoted': 'speed'},
+  'train_float32': {'full': TRAIN, 'tiny': TINY_TRAIN, 'limit_s': 105, 'quoted': 'speed'},
   'train_bfloat16': {
     'full': [*TRAIN, '--dtype=bfloat16', '--skip_first_update', '--nofloor'],
     'tiny': None,
-    'limit_s': 50,
+    'limit_s': 45,
     'quoted': 'speed',
   },
   'train_cudnn': {
@@ -129,7 +129,7 @@ STEPS: dict[str, dict[str, Any]] = {
       '--nofloor',
     ],
     'tiny': None,
-    'limit_s': 50,
+    'limit_s': 45,
     'quoted': 'speed',
     'fused_attention': True,
   },
@@ -142,13 +142,13 @@ STEPS: dict[str, dict[str, Any]] = {
   'main_job': {
     'full': [*MAIN_JOB, '--workdir={out}/quickstart'],
     'tiny': None,
-    'limit_s': 60,
+    'limit_s': 55,
     'quoted': 'sweep',
   },
   'main_job_warm': {
     'full': [*MAIN_JOB, '--workdir={out}/quickstart_warm'],
     'tiny': None,
-    'limit_s': 30,
+    'limit_s': 25,
     'quoted': 'sweep',
   },
 }
