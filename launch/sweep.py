@@ -123,8 +123,8 @@ def _distributed() -> tuple[int, int]:
 def main(argv):
   if len(argv) > 1:
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
-  if _CONFIG.value is not None and not _CONFIG.value.get('compilation_cache', True):
-    common.compilation_cache(False)
+  if _CONFIG.value is not None and _CONFIG.value.get('compilation_cache', True) is not True:
+    common.compilation_cache(_CONFIG.value.compilation_cache)  # before anything compiles
   if _CONFIG.value is not None:
     common.cpu_devices([_CONFIG.value])  # every cell of the sweep runs in this process
   if _CONFIG.value is None:

@@ -33,8 +33,8 @@ def main(argv: list[str]) -> None:
     common.fail(f'unexpected arguments {argv[1:]}; give flags only (--config, --workdir)')
   if _CONFIG.value is None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py:tiny')
-  if not _CONFIG.value.get('compilation_cache', True):
-    common.compilation_cache(False)  # before anything compiles: JAX decides once
+  if _CONFIG.value.get('compilation_cache', True) is not True:  # True: opened by common.run
+    common.compilation_cache(_CONFIG.value.compilation_cache)  # before anything compiles
   common.cpu_devices([_CONFIG.value])  # before anything runs: the backend starts once
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')

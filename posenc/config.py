@@ -59,9 +59,11 @@ def base_config() -> ml_collections.ConfigDict:
   # shared data seed, data_seed.
   c.data_seeds = []
   c.checkpoint_every = 10_000  # steps; a final checkpoint is always written.
-  # JAX's persistent compilation cache (launch/: ~/.cache/posenc/jax unless
-  # JAX_COMPILATION_CACHE_DIR is set): reruns and resumes load their programs.
-  c.compilation_cache = True
+  # JAX's persistent compilation cache: reruns and resumes load their programs. True: the
+  # directory $JAX_COMPILATION_CACHE_DIR, else ~/.cache/posenc/jax; False: off; or a
+  # directory, local or a gs://BUCKET/PATH or s3://BUCKET/PATH URL a pod's hosts share
+  # (launch/common.py, docs/scaling.md). Either type: a reference typed `object`.
+  c.compilation_cache = ml_collections.FieldReference(True, field_type=object)
   # Threads compiling a run's programs at once before its loop; 0: one per CPU core.
   c.compile_threads = 0
   # TensorBoard event files under workdir/tensorboard (the `tensorboard` extra).
@@ -429,6 +431,25 @@ def validate(config: ml_collections.ConfigDict) -> None:
   bad = [l for l in config.eval.lengths if not (is_int(l) and 1 <= l <= m)]
   if bad:
     raise ConfigError(f'eval.lengths {bad} are outside 1..eval.max_length={m}')
+  check_compilation_cache(config.get('compilation_cache', True))
+
+
+# What `compilation_cache` may be, for its one-line errors.
+COMPILATION_CACHE_CHOICES = (
+  'True (the default directory), False (off), a local directory, or a gs://BUCKET/PATH or '
+  's3://BUCKET/PATH URL'
+)
+
+
+def check_compilation_cache(value: Any) -> None:
+  """Raises ConfigError unless `value` is True, False or a non-empty directory string (its
+  scheme, bucket and writability are checked where the cache is opened, `launch/common.py`).
+
+  Example: check_compilation_cache(0) -> ConfigError('compilation_cache=0 must be True, ...')
+  """
+  if isinstance(value, bool) or (isinstance(value, str) and value.strip()):
+    return
+  raise ConfigError(f'compilation_cache={value!r} must be {COMPILATION_CACHE_CHOICES}')
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ hardware.
 """
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +48,26 @@ def exported(name, family='encoder'):
   return step.mlir_module(), evaluation.mlir_module()
 
 
+def loops(text):
+  """The `stablehlo.while` loops of an exported module, but for cumulative sums' scans: from
+  jax 0.12 on, `cumsum` lowers for GPU to `chlo.scan`, which the exported module spells as a
+  while loop over the summed axis and XLA compiles to one scan kernel (CUB), not a loop of
+  the program. Each loop is named by its location (`loc("cumsum:"(...))`)."""
+  names = dict(re.findall(r'^(#loc\d+) = loc\("([^"]*)"', text, re.M))
+  lines = text.splitlines()
+  found = []
+  for i, line in enumerate(lines):
+    if '= stablehlo.while(' not in line:
+      continue
+    indent = line[: len(line) - len(line.lstrip())]
+    end = next(l for l in lines[i + 1 :] if l.startswith(indent + '} loc('))
+    loc = re.match(r'\s*\} loc\((#loc\d+)\)', end)
+    name = names.get(loc.group(1), '') if loc else ''
+    if not name.startswith('cumsum'):
+      found.append(name)
+  return found
+
+
 def later(causal):
   """The later methods that run on the study's tasks (not the digit readers) in an encoder
   (causal False) or a decoder."""
@@ -74,11 +95,11 @@ def test_accelerator_programs_take_the_fused_path(name):
       assert 'geometric_prefix_sums' in text, program
   train_text, eval_text = exported(name)
   # Members are batched (vmap) on accelerators: the training step has no loop at all.
-  assert 'stablehlo.while' not in train_text
+  assert loops(train_text) == []
   # Evaluation loops over members and sub-batches only: a whole sub-batch of 64 examples
   # at T = 1,024 runs at once (no micro-batches).
   assert 'eval_micro_batches' not in eval_text
-  assert eval_text.count('stablehlo.while') == 2
+  assert len(loops(eval_text)) == 2
 
 
 def test_accelerator_micro_batch_comes_from_device_memory():
@@ -96,8 +117,8 @@ def test_decoder_training_and_generation_export_on_the_fused_path(name):
     assert 'attention_xla_fused' in text, program
     assert 'attention_cpu_blocked' not in text, program
   train_text, generate_text = exported(name, 'decoder')
-  assert 'stablehlo.while' not in train_text
-  assert generate_text.count('stablehlo.while') == 3  # members, sub-batches, tokens
+  assert loops(train_text) == []
+  assert len(loops(generate_text)) == 3  # members, sub-batches, tokens
 
 
 @pytest.mark.parametrize(

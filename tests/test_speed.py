@@ -22,7 +22,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.mark.parametrize(
   'args, needle',
   [
-    (['nope'], "unknown measurement 'nope'; valid: eval, forward, generate, plan, population"),
+    (
+      ['nope'],
+      "unknown measurement 'nope'; valid: eval, forward, generate, gpu_check, plan, population",
+    ),
     (['samplers', '--tasks=nope'], "unknown task 'nope'; valid tasks: even_pairs"),
     (['samplers', '--lengths=x'], "--lengths='x' must be comma-separated positive integers"),
     (['samplers', '--bogus'], "Unknown command line flag 'bogus'"),
@@ -264,3 +267,57 @@ def test_population_times_every_setting_and_compiles_one_program_per_bucket(cli,
   assert {r['eval_programs'] for r in rows} == {2}
   assert all(len(r['rates']) == 2 and r['model_updates_per_s'] > 0 for r in rows)
   assert 'model-updates/s (median over rounds)' in proc.stdout
+
+
+def test_the_gpu_check_runs_each_step_under_its_limit_and_reports_a_timeout(tmp_path):
+  # The CPU path at the tiny size: the smoke (one encoding) finishes, speed train is killed
+  # at its limit; both files say which, and the skipped steps say why.
+  from launch.speed import gpu_check  # pylint: disable=g-import-not-at-top
+
+  assert sum(step['limit_s'] for step in gpu_check.STEPS.values()) <= gpu_check.BUDGET_S <= 420
+  out = tmp_path / 'check'
+  proc = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'launch.speed',
+      'gpu_check',
+      '--size=tiny',
+      f'--out={out}',
+      '--steps=smoke,train_float32,eval',
+      '--limits=train_float32=0.5',
+    ],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  with open(out / 'gpu_check.json') as f:
+    report = json.load(f)
+  steps = {s['name']: s for s in report['steps']}
+  assert list(steps) == ['smoke', 'train_float32', 'eval']
+  assert steps['smoke']['status'] == 'ok', steps['smoke']['output_tail']
+  assert list(steps['smoke']['cells']) == ['parity_check__none']
+  assert steps['train_float32']['status'] == 'timed out'
+  assert steps['train_float32']['seconds'] < 30 and 'figures' not in steps['train_float32']
+  assert steps['eval'] == {**steps['eval'], 'status': 'skipped', 'reason': 'no tiny size'}
+  assert report['machine']['versions']['jax'] and not os.path.exists(out / 'jax_cache')
+  page = (out / 'gpu_check.md').read_text()
+  assert '| train_float32 | 0.5 | timed out |' in page and 'smoke ok' not in page
+  assert '2 steps ran' in page and 'train_float32 timed out' in page
+  assert '| parity_check__none |' in page
+  assert (out / 'logs' / 'smoke.log').exists()
+
+
+def test_the_gpu_check_refuses_an_unknown_step_or_limit(cli, tmp_path):
+  for args, needle in (
+    (['--steps=nope'], "--steps: unknown step 'nope'; valid: smoke, train_float32"),
+    (['--limits=eval=-1'], '--limits=eval=-1: give NAME=SECONDS with SECONDS > 0'),
+    (['--limits=nope=3'], "--limits=nope=3: unknown step 'nope'"),
+  ):
+    proc = cli.run(['launch.speed', 'gpu_check', f'--out={tmp_path}/check', *args])
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], lines
+    assert not (tmp_path / 'check').exists()

@@ -208,6 +208,100 @@ def test_a_refused_key_is_one_line_and_writes_nothing(cli, s3_keys):
   assert 'manifest.json' in store.listdir(url)
 
 
+def test_a_compilation_cache_on_the_bucket_is_hit_by_a_second_process(cli, gcs, tmp_path):
+  # A pod's hosts share one cache on a bucket: what one process compiled, the next loads.
+  cache = _url('gs', 'jax-cache')
+  runs = []
+  for name in ('first', 'second'):
+    workdir = tmp_path / name
+    argv = [*TRAIN[:2], '--config.train.steps=5', f'--config.compilation_cache={cache}']
+    proc = cli.run([*argv, f'--workdir={workdir}'], env={**gcs, 'XDG_CACHE_HOME': str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs.append(io.read_json(str(workdir / 'results.json'))['compiled_programs'])
+  first, second = runs
+  assert first['cache_hits'] == 0 and first['cache_misses'] >= 4
+  assert second == {**second, 'cache_hits': first['cache_misses'], 'cache_misses': 0}
+  assert sum(name.endswith('-cache') for name in store.files_under(cache)) >= 4
+  # XLA's GPU autotuning results (none on a CPU) go through a local mirror of the bucket.
+  assert (
+    tmp_path
+    / 'posenc'
+    / 'xla_autotune'
+    / cache.split('://')[1]
+    / 'xla_gpu_per_fusion_autotune_cache_dir'
+  ).is_dir()
+
+
+def test_xla_writes_its_autotuning_results_to_the_mirror_of_a_bucket_cache(gcs, tmp_path):
+  # The compile options XLA gets name the local mirror (XLA_FLAGS, read when the backend
+  # starts), and JAX does not point them at the bucket, which XLA's file layer cannot open.
+  cache = _url('gs', 'jax-cache')
+  script = (
+    'from launch import common\n'
+    'from jax._src import compiler\n'
+    f'common.compilation_cache({cache!r})\n'
+    'options = compiler.get_compile_options(num_replicas=1, num_partitions=1)\n'
+    'print(options.executable_build_options.debug_options.xla_gpu_per_fusion_autotune_cache_dir)\n'
+  )
+  proc = subprocess.run(
+    [sys.executable, '-c', script],
+    cwd=ROOT,
+    env={**os.environ, **gcs, 'XDG_CACHE_HOME': str(tmp_path)},
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  mirror = (
+    tmp_path
+    / 'posenc'
+    / 'xla_autotune'
+    / cache.split('://')[1]
+    / 'xla_gpu_per_fusion_autotune_cache_dir'
+  )
+  assert proc.stdout.strip() == str(mirror) and mirror.is_dir()
+
+
+@pytest.mark.parametrize('scheme', ['gs', 's3'])
+def test_xla_autotuning_results_are_mirrored_to_and_from_the_bucket(s3, gcs, tmp_path, scheme):
+  del s3, gcs  # both stores' environments are set in this process
+  # XLA writes its GPU autotuning results through local files only: a local mirror is
+  # filled from the bucket at the start and puts its new files back at the end.
+  from launch import common  # pylint: disable=g-import-not-at-top
+
+  url = f'{_url(scheme, "jax-cache")}/{common.XLA_AUTOTUNE}'
+  store.put(f'{url}/from_another_host.textproto', b'results: 1')
+  local = tmp_path / 'mirror'
+  assert common.autotune_mirror(url, str(local)) == str(local)
+  assert (local / 'from_another_host.textproto').read_bytes() == b'results: 1'
+  (local / 'tuned_here.textproto').write_bytes(b'results: 2')
+  known = frozenset({'from_another_host.textproto'})
+  assert common.put_new_files(str(local), url, known) == ['tuned_here.textproto']
+  assert store.read_bytes(f'{url}/tuned_here.textproto') == b'results: 2'
+  if scheme == 's3':  # the GCS emulator does not enforce ifGenerationMatch=0 (above)
+    assert common.put_new_files(str(local), url, known) == []  # another host was first
+
+
+@pytest.mark.parametrize(
+  'cache, needle',
+  [
+    ('gs:///cache', 'compilation_cache=gs:///cache: no bucket named'),
+    ('ftp://host/cache', "compilation_cache=ftp://host/cache: unknown scheme 'ftp'"),
+    ('s3://no-such-bucket-posenc/cache', 'The specified bucket does not exist'),
+    ('/proc/posenc-no-such-dir/cache', 'cannot be created or written'),
+    ('0', 'compilation_cache=0 must be True'),
+  ],
+)
+def test_a_bad_compilation_cache_is_one_line_and_writes_nothing(cli, s3, tmp_path, cache, needle):
+  workdir = tmp_path / 'run'
+  proc = cli.run([*TRAIN, f'--config.compilation_cache={cache}', f'--workdir={workdir}'], env=s3)
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: compilation_cache='), lines
+  assert needle in lines[0] and 'or a gs://BUCKET/PATH or s3://BUCKET/PATH URL' in lines[0]
+  assert not workdir.exists()
+
+
 # ---------------------------------------------------------------------------------------
 # -m slow: kill and resume, two writers, a two-process sweep, a refused write, frozen sets,
 # and the run on the GCS emulator.

@@ -9,6 +9,7 @@
   python -m launch.speed forward --encodings=alibi  forward passes at T = 1,000
   python -m launch.speed generate                   greedy generation, with and without a cache
   python -m launch.speed samplers --tasks=parity_check   the task samplers' throughput
+  python -m launch.speed gpu_check --out=DIR        a GPU machine in 7 minutes (docs/gpu.md)
 
 Each prints measured figures and writes them as JSON (`--out`, default speed_NAME.json);
 `python -m launch.speed NAME --help` lists its absl flags (`--flagfile=FILE` reads them from
@@ -24,6 +25,7 @@ NAMES = (
   'eval',
   'forward',
   'generate',
+  'gpu_check',
   'plan',
   'population',
   'profile',

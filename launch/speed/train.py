@@ -6,7 +6,9 @@ steady-state model-updates/s for populations of 1 and 30 members (all length buc
 compiled first, then `--steps` steps timed along the curriculum), the number of compiled
 training programs, and the dense-product floor of a step (`posenc.speed.floor`) with the
 share of it each population reaches (P members' floor is P times one member's).
-`launch.speed profile` shows where the rest of the time goes.
+`--dtype=bfloat16` computes in bfloat16; with it, `--fused_implementation=cudnn` asks for
+cuDNN's flash attention (NVIDIA GPUs). `launch.speed profile` shows where the rest of the
+time goes.
 """
 
 from absl import flags
@@ -31,12 +33,18 @@ _SKIP_FIRST = flags.DEFINE_bool('skip_first_update', False, 'Do not time a fresh
 _FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
 _DISPATCH = flags.DEFINE_integer('steps_per_dispatch', 1, 'Training steps per compiled call.')
 _IMPL = flags.DEFINE_string('attention_impl', 'auto', 'The attention backend.')
+_DTYPE = flags.DEFINE_string('dtype', 'float32', 'model.dtype: float32 or bfloat16.')
+_FUSED = flags.DEFINE_string(
+  'fused_implementation', 'xla', "model.fused_implementation: xla, or cudnn (with bfloat16)."
+)
 
 
 def population_config(size: int):
   config = rpe_table1.get_config(_CELL.value)
   config.train.steps_per_dispatch = _DISPATCH.value
   config.model.attention_impl = _IMPL.value
+  config.model.dtype = _DTYPE.value
+  config.model.fused_implementation = _FUSED.value
   # size = seeds x rates with the fewest seeds: 8 of 6 rates is 2 seeds x 4 rates.
   rates = len(config.learning_rates)
   seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
@@ -60,7 +68,12 @@ def _main(argv):
   except config_lib.ConfigError as e:
     common.fail(e)
   populations = common.positive_ints(_POPULATIONS.value, '--populations')
-  out = {'devices': [str(d) for d in jax.local_devices()], 'cell': _CELL.value}
+  out = {
+    'devices': [str(d) for d in jax.local_devices()],
+    'cell': _CELL.value,
+    'dtype': _DTYPE.value,
+    'fused_implementation': _FUSED.value,
+  }
   if not _SKIP_FIRST.value:
     out['first_update_s'] = timing.first_update_seconds(population_config(1))
     print(f'time to first update (fresh run, P=1): {out["first_update_s"]:.1f} s', flush=True)
