@@ -31,7 +31,9 @@ _CELL = flags.DEFINE_string(
 _OUT = flags.DEFINE_string('out', 'speed_train.json', 'Where to write the figures.')
 _SKIP_FIRST = flags.DEFINE_bool('skip_first_update', False, 'Do not time a fresh run.')
 _FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
-_DISPATCH = flags.DEFINE_integer('steps_per_dispatch', 1, 'Training steps per compiled call.')
+_DISPATCH = flags.DEFINE_integer(
+  'steps_per_dispatch', 0, 'Training steps per compiled call (0: by platform, 1 on CPU).'
+)
 _IMPL = flags.DEFINE_string('attention_impl', 'auto', 'The attention backend.')
 _DTYPE = flags.DEFINE_string('dtype', 'float32', 'model.dtype: float32 or bfloat16.')
 _FUSED = flags.DEFINE_string(
@@ -61,7 +63,7 @@ def _main(argv):
   cli.flags_only(argv)
   common.check_output_file(_OUT.value, '--out')
   common.at_least(_STEPS.value, '--steps')
-  common.at_least(_DISPATCH.value, '--steps_per_dispatch')
+  common.at_least(_DISPATCH.value, '--steps_per_dispatch', 0)
   common.cell_config(_CELL.value)
   try:
     one = setup.build(population_config(1))
