@@ -1,15 +1,17 @@
 """Training and evaluation of a whole seed x learning-rate population at once.
 
 `train_and_evaluate(run, workdir)` is the one loop over a run built once by `posenc.setup`,
-read top to bottom in named steps: `restore` (the newest checkpoint, or scratch), `train`,
-the protocol's evaluation (`run.protocol.evaluate`), `record` (results.json);
+read top to bottom in named steps: `restore` (the newest checkpoint, or scratch),
+`compile_programs` (the plan of its programs, every one compiled at once), `train`, the
+protocol's evaluation (`run.protocol.evaluate`), `record` (results.json);
 `launch/train.py` is its absl entry point:
 
   python -m launch.train --config=experiments/rpe_table1.py:task=reverse_string,tiny \
       --workdir=/tmp/run
 
 The population (members, keys, devices, state, optimizer: `posenc.population`) is trained
-by one compiled update; checkpoints and `Preempted` are `posenc.checkpoint`'s.
+by the compiled update of its step's width (`posenc.update`); checkpoints and `Preempted`
+are `posenc.checkpoint`'s.
 
 Resume precedence: 1. the latest checkpoint in `workdir/checkpoints`, 2. scratch. A run
 killed at any moment and restarted with the same command ends bit for bit where the
@@ -23,6 +25,7 @@ makes the run checkpoint at the next step boundary and raise `Preempted`.
 The work directory:
   lock            held while a process runs here: a second process is refused
   config.json     the resolved config (a rerun with a different config is refused)
+  plan.json       the programs it compiles (`posenc.programs`), kept when it resumes
   metrics.jsonl   one line per logged step: step, per-member loss / accuracy, steps/s
   checkpoints/    orbax, periodic and final
   eval.jsonl      per-length accuracies as they are measured (resumable evaluation)
@@ -244,8 +247,14 @@ def plans(
   """
   path = os.path.join(workdir, PLAN_FILE)
   if io.exists(path):
-    recorded = io.read_json(path)
-    return {name: programs.Plan.from_json(recorded[name]) for name in stages}, {}
+    try:
+      recorded = io.read_json(path)
+      return {name: programs.Plan.from_json(recorded[name]) for name in stages}, {}
+    except (ValueError, KeyError, TypeError) as e:
+      raise config_lib.ConfigError(
+        f'{path} is not the plan of this run ({type(e).__name__}: {e}); it holds the programs '
+        'the run compiled: restore it, or remove it to resume with one program per bucket'
+      ) from None
   chosen, lowered = {}, {}
   for name, stage in stages.items():
     if restored.step > 0:  # a checkpoint, and no plan: recorded before plans were
