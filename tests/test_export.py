@@ -36,10 +36,10 @@ def exported(name, family='encoder'):
   model, population = run.model, run.population
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  update = update.make_update_fn(run, 40)
+  update_fn = update.make_update_fn(run, 40)
   evaluate = range_protocol.make_eval_fn(run, EVAL_BUCKET)
   platforms = ['cuda', 'tpu']
-  step = export.export(update, platforms=platforms)(
+  step = export.export(update_fn, platforms=platforms)(
     state, length, population.learning_rates, population.train_keys
   )
   evaluation = export.export(evaluate, platforms=platforms)(
@@ -132,8 +132,8 @@ def test_digit_readers_export_their_addition_training_step(name):
   config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
   run = setup.build(config, platform='gpu')
   state = population_lib.init_state(config, run.model, run.population, abstract=True)
-  update = update.make_update_fn(run, config.train.max_length)
-  text = export.export(update, platforms=['cuda', 'tpu'])(
+  update_fn = update.make_update_fn(run, config.train.max_length)
+  text = export.export(update_fn, platforms=['cuda', 'tpu'])(
     state,
     jax.ShapeDtypeStruct((), jnp.int32),
     run.population.learning_rates,

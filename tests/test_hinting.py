@@ -118,11 +118,11 @@ def test_an_alternate_step_updates_only_its_tasks_head():
   run = setup.build(config)
   population, model = run.population, run.model
   assert model.num_outputs == 2
-  update = update.make_update_fn(run, config.train.max_length)
+  update_fn = update.make_update_fn(run, config.train.max_length)
   state = population_lib.init_state(config, model, population)
   before = _head_kernel(state)
   for step in range(2):
-    state, _ = update(state, jnp.int32(0), population.learning_rates, population.train_keys)
+    state, _ = update_fn(state, jnp.int32(0), population.learning_rates, population.train_keys)
     after = _head_kernel(state)
     changed = [not np.array_equal(before[:, :, h], after[:, :, h]) for h in range(2)]
     # Step 0 trains the sorting head only; step 1 the successor head (Adam's momentum still

@@ -111,8 +111,8 @@ def test_toy_encoding_exports_for_gpu_and_tpu(toy):
   run = setup.build(config, platform='gpu')
   population = run.population
   state = population_lib.init_state(config, run.model, population, abstract=True)
-  update = update.make_update_fn(run, 8)
-  step = export.export(update, platforms=['cuda', 'tpu'])(
+  update_fn = update.make_update_fn(run, 8)
+  step = export.export(update_fn, platforms=['cuda', 'tpu'])(
     state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates, population.train_keys
   )
   assert 'stablehlo' in step.mlir_module()

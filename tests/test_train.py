@@ -127,10 +127,10 @@ def _steps_of(config, steps=6):
   run = setup.build(config)
   state = population_lib.init_state(config, run.model, run.population)
   bucket = run.training.buckets(run)[-1]
-  update = update.make_update_fn(run, bucket)
+  update_fn = update.make_update_fn(run, bucket)
   members = (run.population.learning_rates, run.population.train_keys)
   for _ in range(steps):
-    state, metrics = update(state, jax.numpy.int32(bucket), *members)
+    state, metrics = update_fn(state, jax.numpy.int32(bucket), *members)
   return jax.device_get(state), jax.device_get(metrics)
 
 

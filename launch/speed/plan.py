@@ -10,6 +10,9 @@ compiled or run, so the figures are the cost model's, not measurements:
 
   python -m launch.speed plan [--platforms=cpu,gpu,tpu] [--populations=1,30]
       [--cell=task=reverse_string,encoding=randomized_relative] [--steps=N]
+
+`--config=experiments/quickstart.py` plans another experiment's cell instead (its own
+members unless --populations is given).
 """
 
 from absl import flags
@@ -27,20 +30,29 @@ _CELL = flags.DEFINE_string(
   'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell.'
 )
 _PLATFORMS = flags.DEFINE_list('platforms', ['cpu', 'gpu', 'tpu'], 'Platforms to plan for.')
-_POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes.')
+_POPULATIONS = flags.DEFINE_list('populations', None, 'Population sizes (default 1,30).')
+_CONFIG = flags.DEFINE_string(
+  'config', None, 'An experiment file (PATH[:ARG]) whose cell to plan instead of --cell.'
+)
 _STEPS = flags.DEFINE_integer('steps', 0, 'Training steps (0: the cell\'s, 2M for the study).')
 _OUT = flags.DEFINE_string('out', 'speed_plan.json', 'Where to write the plans.')
 
 
-def cell_config(size: int):
-  """The cell with `size` members (seeds x learning rates, the fewest seeds)."""
-  config = rpe_table1.get_config(_CELL.value)
+def cell_config(size: int | None):
+  """The cell with `size` members (seeds x learning rates, the fewest seeds), or with its
+  own members (None)."""
+  if _CONFIG.value:
+    config = common.check_experiment(_CONFIG.value)
+  else:
+    config = rpe_table1.get_config(_CELL.value)
+  if _STEPS.value:
+    config.train.steps = _STEPS.value
+  if size is None:
+    return config
   rates = len(config.learning_rates)
   seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
   config.seeds = list(range(seeds))
   config.learning_rates = list(config.learning_rates)[: size // seeds]
-  if _STEPS.value:
-    config.train.steps = _STEPS.value
   return config
 
 
@@ -75,13 +87,17 @@ def _main(argv):
     common.fail(f'unknown --platforms {unknown}; valid: {", ".join(programs.PLATFORMS)}')
   if _STEPS.value < 0:
     common.fail(f'--steps={_STEPS.value} must be >= 0 (0: the cell\'s own)')
-  populations = common.positive_ints(_POPULATIONS.value, '--populations')
+  if _POPULATIONS.value is not None:
+    populations = common.positive_ints(_POPULATIONS.value, '--populations')
+  else:
+    populations = [None] if _CONFIG.value else [1, 30]
   rows = []
   for size in populations:
     try:
       config = cell_config(size)
       for platform in _PLATFORMS.value:
         plans = plan_of(config, platform)
+        size = len(config_lib.members(config))
         rows.append({'platform': platform, 'population': size, **plans})
         for name in plans:
           k = plans[name]['steps_per_dispatch']
@@ -89,5 +105,5 @@ def _main(argv):
           print(f'{platform} P={size}: {plans[name]["line"]}{dispatch}', flush=True)
     except config_lib.ConfigError as e:
       common.fail(e)
-  io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'plans': rows})
+  io.write_json_atomic(_OUT.value, {'cell': _CONFIG.value or _CELL.value, 'plans': rows})
   print(f'wrote {_OUT.value}')

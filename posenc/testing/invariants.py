@@ -384,8 +384,8 @@ def check_export(name: str) -> Check:
   to check)."""
   run = setup.build(_tiny_config(name), platform='gpu')
   state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
-  update = update.make_update_fn(run, run.training.buckets(run)[-1])
-  exported = jax_export.export(update, platforms=['cuda', 'tpu'])(
+  update_fn = update.make_update_fn(run, run.training.buckets(run)[-1])
+  exported = jax_export.export(update_fn, platforms=['cuda', 'tpu'])(
     state,
     jax.ShapeDtypeStruct((), jnp.int32),
     run.population.learning_rates,
