@@ -43,6 +43,7 @@ import jax
 from ml_collections import config_flags
 
 from launch import common
+from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import cost
@@ -124,7 +125,7 @@ def main(argv):
   if len(argv) > 1:
     common.fail(f'unexpected arguments {argv[1:]}; give flags only')
   if _CONFIG.value is not None and _CONFIG.value.get('compilation_cache', True) is not True:
-    common.compilation_cache(_CONFIG.value.compilation_cache)  # before anything compiles
+    compile_cache.compilation_cache(_CONFIG.value.compilation_cache)  # before anything compiles
   if _CONFIG.value is not None:
     common.cpu_devices([_CONFIG.value])  # every cell of the sweep runs in this process
   if _CONFIG.value is None:

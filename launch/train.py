@@ -12,6 +12,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from launch import common
+from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import io
@@ -34,7 +35,7 @@ def main(argv: list[str]) -> None:
   if _CONFIG.value is None:
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py:tiny')
   if _CONFIG.value.get('compilation_cache', True) is not True:  # True: opened by common.run
-    common.compilation_cache(_CONFIG.value.compilation_cache)  # before anything compiles
+    compile_cache.compilation_cache(_CONFIG.value.compilation_cache)  # before anything compiles
   common.cpu_devices([_CONFIG.value])  # before anything runs: the backend starts once
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')

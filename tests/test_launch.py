@@ -506,7 +506,10 @@ SPEED_CASES = [
     '--train_steps=-1 must be an integer >= 0',
   ),
   (['train', '--steps=0', '--out={tmp}/x.json'], '--steps=0 must be an integer >= 1'),
-  (['train', '--dtype=float16'], "unknown model.dtype 'float16'; valid: float32, bfloat16"),
+  (
+    ['train', '--dtype=float16'],
+    "unknown model.dtype 'float16' (did you mean 'bfloat16'?); valid: float32, bfloat16",
+  ),
   (['train', '--fused_implementation=cudnn'], "model.fused_implementation='cudnn' needs"),
   (['scale', '--steps=-1', '--out={tmp}/x.json'], '--steps=-1 must be an integer >= 1'),
   (['scale', '--cost_steps=0', '--out={tmp}/x.json'], '--cost_steps=0 must be an integer'),

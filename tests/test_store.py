@@ -237,9 +237,9 @@ def test_xla_writes_its_autotuning_results_to_the_mirror_of_a_bucket_cache(gcs, 
   # starts), and JAX does not point them at the bucket, which XLA's file layer cannot open.
   cache = _url('gs', 'jax-cache')
   script = (
-    'from launch import common\n'
+    'from launch import compile_cache\n'
     'from jax._src import compiler\n'
-    f'common.compilation_cache({cache!r})\n'
+    f'compile_cache.compilation_cache({cache!r})\n'
     'options = compiler.get_compile_options(num_replicas=1, num_partitions=1)\n'
     'print(options.executable_build_options.debug_options.xla_gpu_per_fusion_autotune_cache_dir)\n'
   )
@@ -267,19 +267,19 @@ def test_xla_autotuning_results_are_mirrored_to_and_from_the_bucket(s3, gcs, tmp
   del s3, gcs  # both stores' environments are set in this process
   # XLA writes its GPU autotuning results through local files only: a local mirror is
   # filled from the bucket at the start and puts its new files back at the end.
-  from launch import common  # pylint: disable=g-import-not-at-top
+  from launch import compile_cache  # pylint: disable=g-import-not-at-top
 
-  url = f'{_url(scheme, "jax-cache")}/{common.XLA_AUTOTUNE}'
+  url = f'{_url(scheme, "jax-cache")}/{compile_cache.XLA_AUTOTUNE}'
   store.put(f'{url}/from_another_host.textproto', b'results: 1')
   local = tmp_path / 'mirror'
-  assert common.autotune_mirror(url, str(local)) == str(local)
+  assert compile_cache.autotune_mirror(url, str(local)) == str(local)
   assert (local / 'from_another_host.textproto').read_bytes() == b'results: 1'
   (local / 'tuned_here.textproto').write_bytes(b'results: 2')
   known = frozenset({'from_another_host.textproto'})
-  assert common.put_new_files(str(local), url, known) == ['tuned_here.textproto']
+  assert compile_cache.put_new_files(str(local), url, known) == ['tuned_here.textproto']
   assert store.read_bytes(f'{url}/tuned_here.textproto') == b'results: 2'
   if scheme == 's3':  # the GCS emulator does not enforce ifGenerationMatch=0 (above)
-    assert common.put_new_files(str(local), url, known) == []  # another host was first
+    assert compile_cache.put_new_files(str(local), url, known) == []  # another host was first
 
 
 @pytest.mark.parametrize(
