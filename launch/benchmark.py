@@ -197,11 +197,13 @@ def _coverage(suite: benchmark.Suite) -> None:
   out = _COVERAGE_JSON.value
   if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
     common.fail(f'--coverage_json={out}: its directory does not exist')
-  stored = card_lib.baseline_cells(suite, benchmark.read_baselines(suite))
+  baselines = benchmark.read_baselines(suite)
+  stored = card_lib.baseline_cells(suite, baselines)
   if len(stored) < 3:
     common.fail(f'suite {suite.name} stores {len(stored)} cells; the coverage table needs 3')
   examples = sorted(e for _, _, e in stored)[len(stored) // 2]
-  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value)
+  chance = card_lib.task_chances(suite, baselines)
+  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value, chance)
   ns = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
   result = coverage.simulate(truths, prior, ns, _DRAWS.value, examples)
   result['suite'] = suite.name
@@ -212,12 +214,17 @@ def _coverage(suite: benchmark.Suite) -> None:
   print()
   print(coverage.markdown(result), end='')
   failed = coverage.failures(result)
+  must = (
+    f'{100 * coverage.THRESHOLD:g}% on every truth but the stress ones at every n, and '
+    f'{100 * coverage.FAILURE_THRESHOLD:g}% on the failure families from n = '
+    f'{coverage.FAILURE_FROM}'
+  )
   print(
     f'\n{coverage.CHOSEN}: '
     + (
-      f'{len(failed)} (truth, n) under {100 * coverage.THRESHOLD:g}%: {"; ".join(failed)}'
+      f'{len(failed)} (truth, n) under what it must cover ({must}): {"; ".join(failed)}'
       if failed
-      else f'at least {100 * coverage.THRESHOLD:g}% on every truth but the stress ones, at every n.'
+      else f'covers at least {must}.'
     )
   )
 
@@ -247,9 +254,10 @@ def _separated(suite: benchmark.Suite, baselines) -> None:
       f'{result["smallest_possible_p"]:.2g}'
     )
   found = result['separated']
+  exactness = 'exact' if result['exact'] else 'Monte-Carlo where the members are too many'
   print(
     f'suite {suite.name}: {len(found)} of the {result["pairs"]} pairs of {len(among)} '
-    f'encodings separated on at least one task ({verdicts.TEST_NAME}; Holm over '
+    f'encodings separated on at least one task ({verdicts.TEST_NAME}, {exactness}; Holm over '
     f'{result["comparisons"]} comparisons at family-wise {_ALPHA.value:g}: the first step '
     f'needs p <= {result["first_level"]:.2g}; the smallest p is {result["smallest_p"]:.2g})'
   )
@@ -258,10 +266,19 @@ def _separated(suite: benchmark.Suite, baselines) -> None:
       f'  {s["a"]} / {s["b"]}: '
       + ', '.join(f'{t} ({h} higher)' for t, h in zip(s['tasks'], s['higher']))
     )
-  # A card compares one candidate with every baseline on every task: a smaller family.
-  card_family = (len(among) - 1) * len(suite.tasks)
+  if result['undecided']:
+    print(
+      f'undecided (a Monte-Carlo p-value within {verdicts.SE_MARGIN:g} standard errors of '
+      f'deciding otherwise): {len(result["undecided"])} pairs'
+    )
+    for s in result['undecided']:
+      print(f'  {s["a"]} / {s["b"]}: {", ".join(s["tasks"])}')
+  # A candidate's card compares it with every stored baseline on every task they hold,
+  # whichever --among names: a smaller family than every pair's.
+  card_family = sum(1 for name in scores for task in suite.tasks if scores[name].get(task))
   levels = {
-    f'a card ({card_family} comparisons)': _ALPHA.value / card_family,
+    f"a candidate's card ({card_family} comparisons: {len(scores)} stored baselines on their "
+    'tasks)': _ALPHA.value / card_family,
     f'these pairs ({result["comparisons"]})': result['first_level'],
   }
   print(

@@ -41,7 +41,12 @@ from posenc.report import verdicts as verdicts_lib
 BASELINE, CANDIDATE = 'baseline', 'candidate'
 ENTRY = 'entry.json'  # a card directory's run, beside its card.json
 # A verdict read from the other side: the reference better than X is X worse than it.
-OPPOSITE = {'better': 'worse', 'worse': 'better', 'not separated': 'not separated'}
+OPPOSITE = {
+  'better': 'worse',
+  'worse': 'better',
+  'not separated': 'not separated',
+  'undecided': 'undecided',
+}
 
 
 def renamed(entry: Mapping[str, Any], name: str) -> dict[str, Any]:

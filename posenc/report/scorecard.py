@@ -184,6 +184,8 @@ def scorecard(
           'train_length': record.train_length,
           'score_basis': evaluation.score_basis(),
           'examples_per_score': _examples(record),
+          # Where the interval of the mean puts the failures a sample may have missed.
+          'chance': evaluation.chance(record.task, record.family),
           'runs': [],
           'members': [],
         },
@@ -240,7 +242,7 @@ def _row(group: dict[str, Any], prior: intervals.Pool | None) -> dict[str, Any]:
   bounded = group['higher_is_better']
   summary = statistics.summarize(scores, group['higher_is_better'])
   if summary is not None:
-    summary['mean_ci'] = intervals.mean_interval(scores, examples, prior, bounded)
+    summary['mean_ci'] = intervals.mean_interval(scores, examples, prior, bounded, group['chance'])
     summary['interval'] = intervals.method_of(examples)
   success = [float(m['success']) for m in members]
   lengths = sorted({n for m in members for n in m['passes_by_length']})
@@ -318,7 +320,11 @@ def _comparisons(rows: Sequence[dict[str, Any]], alpha: float) -> list[dict[str,
     d = next(decided)
     better = d['sign'] == ('higher' if a['higher_is_better'] else 'lower')
     verdict = (
-      'not separated' if not d['rejected'] else f'{a["column"] if better else b["column"]} better'
+      'undecided'
+      if d['undecided']
+      else 'not separated'
+      if not d['rejected']
+      else f'{a["column"] if better else b["column"]} better'
     )
     out.append({**head, **d, 'verdict': verdict})
   return out
@@ -502,7 +508,9 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
         lines.append(
           f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
           f'{_num(c["mean_difference"], scale, digits)}{_difference(c["ci"], scale, digits)} | '
-          f'{c["verdict"]} | {c["p_value"]:.3g} | {c["adjusted_p"]:.3g} | {c["test"]} |'
+          f'{c["verdict"]} | {c["p_value"]:.3g}'
+          + (f' ± {c["p_se"]:.1g}' if c.get('p_se') else '')
+          + f' | {c["adjusted_p"]:.3g} | {c["test"]} |'
         )
     lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
     if len(lengths) > max_lengths:
