@@ -54,7 +54,8 @@ Bad input (an unknown suite or encoding, a card of another suite or version or a
 one, an --out that holds something else or cannot be written, an import path that does not load, an object that
 is not an Encoding, an encoding the suite's model family cannot run, a tampered frozen set,
 a baseline file of another suite version, an --alpha outside (0, 1) or one the suite's
-members cannot reach) is one line, exit status 2, nothing written.
+members cannot reach, --draws outside [10, 100,000] or not an integer) is one line, exit
+status 2, nothing written.
 SIGTERM checkpoints the running cell and exits with status 143; rerunning resumes.
 """
 
@@ -128,6 +129,9 @@ SECONDS = 'seconds.json'  # DIR's wall time so far, across resumed invocations
 OWNER = 'suite.json'  # which suite, version and encoding DIR's run is of
 # The numbers of members per cell --separated sizes a new suite version at.
 SIZING = (8, 12, 16)
+# --draws: fewer says nothing; more holds [draws, 100] arrays of gigabytes for a table that
+# 4,000 already measures to within a point.
+MIN_DRAWS, MAX_DRAWS = 10, 100_000
 
 
 def _check_workdir_suite(directory: str, suite: benchmark.Suite, name: str) -> None:
@@ -183,17 +187,47 @@ def _cost(suite, configs, baselines):
   )
 
 
-def _check_alpha() -> None:
+def _announce(suite, name, configs, baselines, plan, before) -> None:
+  """The card's first line: what it trains, and how long the stored baselines took."""
+  members = benchmarks.members_per_cell(next(iter(configs.values())))
+  tasks = ', '.join(f'{task} ({config.train.steps:,} steps)' for task, config in configs.items())
+  line = f'card of {name} on {suite.name}: {tasks}, {members} members each'
+  if plan.seconds:
+    made = next(iter(baselines.values()))['machine']
+    line += (
+      f'; its {len(plan.seconds)} stored baselines took {plan.seconds[0] / 60:.1f} to '
+      f'{plan.seconds[-1] / 60:.1f} min (median {plan.median() / 60:.1f}) on a '
+      f'{made["cpus"]}-CPU {made["machine"]}'
+    )
+  if before:
+    line += f'; {before / 60:.1f} min spent before, resumed'
+  print(line, flush=True)
+
+
+def _progress(plan, done: list[str], tasks: int, elapsed: float) -> None:
+  """After each task: the tasks done, the time so far and the card's ETA (the elapsed time
+  scaled by the done tasks' share of the stored baselines' runs)."""
+  left = plan.remaining(elapsed, done)
+  eta = '' if left is None else f' | ETA {left / 60:.1f} min'
+  print(
+    f'card: {len(done)}/{tasks} tasks done ({", ".join(done)}) | elapsed {elapsed / 60:.1f} '
+    f'min{eta}',
+    flush=True,
+  )
+
+
+def _check_numbers() -> None:
+  """Every numeric flag within its range, whatever the mode (one line, exit 2)."""
   if not 0 < _ALPHA.value < 1:
     common.fail(f'--alpha={_ALPHA.value} must be in (0, 1)')
+  if not MIN_DRAWS <= _DRAWS.value <= MAX_DRAWS:
+    common.fail(f'--draws={_DRAWS.value} must be an integer in [{MIN_DRAWS}, {MAX_DRAWS:,}]')
 
 
 def _coverage(suite: benchmark.Suite) -> None:
   """The coverage table, simulated from `suite`'s stored cells."""
   from posenc.report import coverage  # Deferred: only --coverage simulates.
 
-  if _DRAWS.value < 10:
-    common.fail(f'--draws={_DRAWS.value} must be >= 10')
   out = _COVERAGE_JSON.value
   if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
     common.fail(f'--coverage_json={out}: its directory does not exist')
@@ -354,7 +388,7 @@ def _leaderboard(card_dirs: list[str]) -> None:
 
 
 def main(argv):
-  _check_alpha()
+  _check_numbers()
   if _LEADERBOARD.value:
     return _leaderboard(argv[1:])
   if len(argv) > 1:
@@ -455,10 +489,14 @@ def main(argv):
   start = time.time()
   seconds_path = os.path.join(directory, SECONDS)
   before = io.read_json(seconds_path)['seconds'] if io.exists(seconds_path) else 0.0
+  plan = benchmark.expected(suite, baselines)
+  _announce(suite, name, configs, baselines, plan, before)
   results = {}
   try:
     with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
-      for task, config in configs.items():
+      for i, (task, config) in enumerate(configs.items()):
+        if i:
+          _progress(plan, list(configs)[:i], len(configs), before + time.time() - start)
         config.eval.from_files = sets[task][0]
         sweep_lib.run_sweep(
           config,
@@ -474,6 +512,7 @@ def main(argv):
         if not io.exists(os.path.join(cell, 'results.json')):
           common.fail(f'the run of {task} failed: {cell}/error.json says why')
         results[task] = io.read_json(os.path.join(cell, 'results.json'))
+      _progress(plan, list(configs), len(configs), before + time.time() - start)
       entry = benchmark.make_entry(
         suite,
         name,
