@@ -204,11 +204,11 @@ def _announce(suite, name, configs, baselines, plan, before) -> None:
   print(line, flush=True)
 
 
-def _progress(plan, done: list[str], tasks: int, elapsed: float) -> None:
-  """After each task: the tasks done, the time so far and the card's ETA (the elapsed time
-  scaled by the done tasks' share of the stored baselines' runs)."""
-  left = plan.remaining(elapsed, done)
-  eta = '' if left is None else f' | ETA {left / 60:.1f} min'
+def _progress(plan, done, tasks: int, elapsed: float, ran, spent: float, left) -> None:
+  """After each task: the tasks done, the time so far and the card's ETA (the time the tasks
+  trained by this invocation took, scaled by the shares of the stored baselines' runs)."""
+  to_go = 0.0 if not left else plan.remaining(spent, ran, left)
+  eta = '' if to_go is None else f' | ETA {to_go / 60:.1f} min'
   print(
     f'card: {len(done)}/{tasks} tasks done ({", ".join(done)}) | elapsed {elapsed / 60:.1f} '
     f'min{eta}',
@@ -492,11 +492,15 @@ def main(argv):
   plan = benchmark.expected(suite, baselines)
   _announce(suite, name, configs, baselines, plan, before)
   results = {}
+  ran, spent = [], 0.0  # the tasks trained by this invocation, and the time they took
   try:
     with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
-      for i, (task, config) in enumerate(configs.items()):
-        if i:
-          _progress(plan, list(configs)[:i], len(configs), before + time.time() - start)
+      for task, config in configs.items():
+        cell = os.path.join(
+          directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
+        )
+        finished = io.exists(os.path.join(cell, 'results.json'))
+        started = time.time()
         config.eval.from_files = sets[task][0]
         sweep_lib.run_sweep(
           config,
@@ -506,13 +510,14 @@ def main(argv):
           should_stop=preemption,
         )
         io.write_json_atomic(seconds_path, {'seconds': before + time.time() - start})
-        cell = os.path.join(
-          directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
-        )
         if not io.exists(os.path.join(cell, 'results.json')):
           common.fail(f'the run of {task} failed: {cell}/error.json says why')
         results[task] = io.read_json(os.path.join(cell, 'results.json'))
-      _progress(plan, list(configs), len(configs), before + time.time() - start)
+        if not finished:
+          ran.append(task)
+          spent += time.time() - started
+        left = [t for t in configs if t not in results]
+        _progress(plan, list(results), len(configs), before + time.time() - start, ran, spent, left)
       entry = benchmark.make_entry(
         suite,
         name,

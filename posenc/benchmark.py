@@ -306,13 +306,14 @@ class Expected:
   seconds: tuple[float, ...]
   shares: Mapping[str, float]
 
-  def remaining(self, elapsed: float, done: Sequence[str]) -> float | None:
-    """The seconds still to go after `elapsed` seconds with the tasks `done` finished: the
-    elapsed time scaled by the tasks' shares (None before a task is done)."""
-    share = sum(self.shares.get(task, 0.0) for task in done)
+  def remaining(self, spent: float, ran: Sequence[str], left: Sequence[str]) -> float | None:
+    """The seconds the tasks `left` will take, `spent` seconds having run the tasks `ran`:
+    the time per share of `ran` times the share of `left` (None when nothing ran yet: a
+    resumed run's finished tasks cost nothing this time, and say nothing of the rest)."""
+    share = sum(self.shares.get(task, 0.0) for task in ran)
     if share <= 0:
       return None
-    return max(0.0, elapsed * (1 - share) / share)
+    return spent / share * sum(self.shares.get(task, 0.0) for task in left)
 
   def median(self) -> float | None:
     return self.seconds[len(self.seconds) // 2] if self.seconds else None

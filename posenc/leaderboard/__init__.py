@@ -41,12 +41,7 @@ from posenc.report import verdicts as verdicts_lib
 BASELINE, CANDIDATE = 'baseline', 'candidate'
 ENTRY = 'entry.json'  # a card directory's run, beside its card.json
 # A verdict read from the other side: the reference better than X is X worse than it.
-OPPOSITE = {
-  'better': 'worse',
-  'worse': 'better',
-  'not separated': 'not separated',
-  'undecided': 'undecided',
-}
+OPPOSITE = {'better': 'worse', 'worse': 'better', 'not separated': 'not separated'}
 
 
 def renamed(entry: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -187,5 +182,5 @@ def _verdicts_of(card: Mapping[str, Any]) -> dict[str, dict[str, str]]:
   out: dict[str, dict[str, str]] = {}
   for task, t in card['tasks'].items():
     for c in t['comparisons']:
-      out.setdefault(c['b'], {})[task] = OPPOSITE[c['verdict']]
+      out.setdefault(c['b'], {})[task] = OPPOSITE.get(c['verdict'], c['verdict'])
   return out

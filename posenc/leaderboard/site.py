@@ -35,12 +35,11 @@ import numpy as np
 from posenc import card as card_lib
 from posenc import plots
 from posenc import leaderboard as leaderboard_lib
-from posenc.report import verdicts as verdicts_lib
 
 # What marks a directory as a leaderboard this module wrote (one it may replace).
 GENERATOR = '<meta name="generator" content="posenc leaderboard">'
 STATIC = ('leaderboard.css', 'leaderboard.js')
-VERDICT_ORDER = {'reference': 0, 'better': 1, 'undecided': 2, 'not separated': 3, 'worse': 4}
+VERDICT_ORDER = {'reference': 0, 'better': 1, 'not separated': 2, 'worse': 3}
 
 
 class LeaderboardError(ValueError):
@@ -266,8 +265,7 @@ the median over members of the longest length up to which every evaluated length
 least {100 * thresholds['length']:g}%. Rank per task among all entries by mean, 1 = best.</p>
 <p>Verdicts are read from the reference's card: a {_e(st['test'])} of the reference against
 every other entry on every task, Holm over all of them at family-wise level {st['alpha']:g};
-each row says whether that entry is better, worse or not separated from the reference (or
-undecided: a Monte-Carlo p-value within {verdicts_lib.SE_MARGIN:g} standard errors of deciding otherwise).</p>
+each row says whether that entry is better, worse or not separated from the reference.</p>
 {undecidable}
 <p class="controls"><label for="reference">Reference encoding</label>
 <select id="reference">{options}</select></p>

@@ -58,7 +58,7 @@
     return;
   }
   var verdicts = JSON.parse(data.textContent);
-  var order = {'reference': 0, 'better': 1, 'undecided': 2, 'not separated': 3, 'worse': 4};
+  var order = {'reference': 0, 'better': 1, 'not separated': 2, 'worse': 3};
 
   picker.addEventListener('change', function () {
     var reference = picker.value;
