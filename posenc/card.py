@@ -496,7 +496,7 @@ def figure(card: Mapping[str, Any]) -> mpl_figure.Figure:
   fig.suptitle(
     f'{card["suite"]["name"]}'
     + (f' (an old version: see {old})' if old else '')
-    + ': lines are 95% intervals of the means (Korn-Graubard, pooled and level floors)',
+    + ': lines are 95% intervals of the means (Korn-Graubard, floors and unseen failures)',
     fontsize=8,
   )
   return fig

@@ -142,9 +142,10 @@ def truths_of(
   others = lambda i: intervals.pool([(s, e) for j, (_, s, e) in enumerate(cells) if j != i])
   level_of = lambda name: chance.get(_task(name), 0.0)
   levels = sorted({level_of(name) for name, _, _ in cells})
-  # The stylized truths' unseen failures at the lowest chance level of the suite's tasks.
+  # The generic truths' unseen failures at the lowest chance level of the suite's tasks.
   lowest = levels[0]
-  out = [Truth('normal 50 ± 10', 'normal', 0.5, lambda rng, s: rng.normal(0.5, 0.1, s), None)]
+  normal = lambda rng, s: rng.normal(0.5, 0.1, s)
+  out = [Truth('normal 50 ± 10', 'normal', 0.5, normal, None, chance=lowest)]
   for family, mean in (('near 100', 0.97), ('near 0', 0.03), ('middle', 0.5)):
     out.append(beta_truth(family, family, mean, prior.dispersion, examples, chance=lowest))
   own = []

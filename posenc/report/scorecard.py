@@ -9,7 +9,9 @@ data orders where the population varies them, `config.data_seeds`):
   IQR, min, and max — the published statistic, named as such (min for perplexity, where
   lower is better). The interval (`posenc.report.intervals`) counts both sources of error:
   the members, and the finite examples each member's score averages, so it is never
-  zero-width (three members at 100% of 416 examples: [87, 100] with cpu-v1's pool);
+  zero-width, and its low end allows for the failed runs the members may have missed, at
+  the task's chance level (three members at 100% of 416 examples: [87, 100] with cpu-v1's
+  pool, [67, 100] with up to 54% of runs failing unseen at a chance of 50%);
 - the success rate: the share of members that pass (a score >= `threshold`, default 0.9;
   for perplexity, within `tolerance` of the member's perplexity at the training length),
   diverged members failing, with its 95% Wilson interval with continuity correction (0 of
