@@ -113,12 +113,16 @@ BROKEN = textwrap.dedent('''
     def raises(q_pos, k_pos, heads):
       return distance(q_pos, k_pos, heads) @ jnp.ones((3, 3))
 
+    def shared(q_pos, k_pos):  # not broken: [Q, S], one bias for every head
+      return -jnp.abs(k_pos[..., None, :] - q_pos[..., :, None]).astype(jnp.float32)
+
     NAN_BIAS = encodings.bias(nan_bias)
     NAN_AT = encodings.bias(nan_at)
     DROPPED = encodings.rotation(dropped)
     HALF = encodings.rotation(half)
     HEADS_PLUS_ONE = encodings.bias(heads_plus_one)
     RAISES = encodings.bias(raises)
+    SHARED = encodings.bias(shared)
     INF_BIAS = encodings.bias(inf_bias)
     INF_WEIGHTS = encodings.weights(inf_weights)
     PEEK = encodings.weights(peek, normalize=True)
@@ -220,6 +224,19 @@ def test_the_first_pass_names_the_defect_in_one_line(broken, attribute):
   assert check.detail.startswith(FIRST_PASS[attribute]), check.detail
   if attribute == 'RAISES':  # where in the encoding's own code, not in jax's
     assert 'posenc_broken.py:' in check.detail and 'jax' not in check.detail, check.detail
+
+
+@pytest.mark.parametrize(
+  'name, checks',
+  [
+    ('posenc_broken:SHARED', ('outputs', 'backends')),
+    ('randomized_posenc_broken:SHARED', ('outputs', 'step')),
+  ],
+)
+def test_a_bias_shared_by_the_heads_runs_as_its_helper_declares(broken, name, checks):
+  # [Q, S] (and [B, Q, S] with a randomized twin's positions per sequence) is one bias for
+  # every head: the helper gives it a heads axis of 1, which every backend broadcasts.
+  assert _failures(name, checks) == {}
 
 
 def test_after_a_failed_first_pass_the_invariants_are_skipped(broken):

@@ -5,7 +5,9 @@ Each part of the encoding is built (its module initialized, no model around it) 
 on 3 sequences of 9 positions, 2 heads of width 4 (the model width 8), over the whole
 sequence and for the last 4 queries against every key as a decoding step calls it (the
 module applied to their inputs, their positions one set per sequence), in each form the
-encoding runs in: one small compiled program per form. Each output must have
+encoding runs in (the causal one as a decoder runs it, each sequence with its own length,
+so a randomized encoding draws per sequence): one small compiled program per form. Each
+output must have
 
 - the shape its kind declares (`posenc.encodings.define`; for an encoding the helpers made,
   what its own function returned, before the helper reshapes or casts it):
@@ -130,6 +132,8 @@ class _Recorder:
 
   def __init__(self):
     self.out: dict[str, Any] = {}
+    # Whether the function's last call got positions (or distances) one set per sequence.
+    self.per_sequence: dict[str, bool] = {}
 
   def wrap(self, factory: Any) -> Any:
     if not isinstance(factory, define.Maker):
@@ -147,12 +151,18 @@ class _Recorder:
     def recorded(*args, **kwargs):
       out = fn(*args, **kwargs)
       self.out[field] = out
+      # A bias's positions are its last two arguments; a draw of distances is a keyword.
+      drawn = [kwargs.get(d) for d in ('distances', 'left_distances')] + list(args[-2:])
+      self.per_sequence[field] = any(jnp.ndim(a) == 2 for a in drawn if a is not None)
       return out
 
     return recorded
 
   def take(self, field: str = 'fn') -> Any:
     return self.out.pop(field, None)
+
+  def took_per_sequence(self, field: str = 'fn') -> bool:
+    return self.per_sequence.pop(field, False)
 
 
 def _inputs():
@@ -162,22 +172,25 @@ def _inputs():
   return q, k, x
 
 
-def _bias(out, nq, ns, label):
+def _bias(out, nq, ns, label, per_sequence):
   raw, b = out['raw'], out['bias']
   if raw is not None:
     shape = tuple(raw.shape)
-    if shape not in ((H, nq, ns), (nq, ns), (B, H, nq, ns)):
+    # Positions one set per sequence ([B, Q]): a bias shared by the heads is [B, Q, S].
+    shared = (B, nq, ns) if per_sequence else (nq, ns)
+    if shape not in ((H, nq, ns), shared, (B, H, nq, ns)):
       raise Violation(
         f'bias{label} returned shape {shape} for {H} heads, {nq} queries and {ns} keys, '
         f'expected [H, Q, S] = ({H}, {nq}, {ns}), [Q, S] or [B, H, Q, S] with B = {B}'
       )
     _real(f'bias{label}', raw)
-    _finite(f'bias{label}', raw, AXES['bias'][len(shape)], masks=True)
+    axes = ('sequence', 'query', 'key') if shape == shared and per_sequence else None
+    _finite(f'bias{label}', raw, axes or AXES['bias'][len(shape)], masks=True)
   shape = tuple(b.shape)
-  if len(shape) != 4 or shape[0] not in (1, B) or shape[1:] != (H, nq, ns):
+  if len(shape) != 4 or shape[0] not in (1, B) or shape[1] not in (1, H) or shape[2:] != (nq, ns):
     raise Violation(
       f'bias{label} gave shape {shape} for {H} heads, {nq} queries and {ns} keys, expected '
-      f'[B or 1, H, Q, S] = ({B} or 1, {H}, {nq}, {ns})'
+      f'[B or 1, H or 1, Q, S] = ({B} or 1, {H} or 1, {nq}, {ns})'
     )
   _real(f'bias{label}', b)
   _finite(f'bias{label}', b, AXES['bias'][4], masks=True)
@@ -246,13 +259,19 @@ def _attention(spec, options, causal: bool) -> None:
     (last, q[:, -QUERIES:], x[:, -QUERIES:], f' of the last {QUERIES} queries ({form})'),
   )
 
+  # A decoder (the causal form) gives each sequence its length, and a randomized encoding
+  # draws one set of positions per sequence; an encoder one length for the batch.
+  length = jnp.full((B,), LENGTH) if causal else jnp.int32(LENGTH)
+  per_sequence: list[bool] = []  # per bias call, noted while the program is traced
+
   def run(q, k, x):
     rngs = {'params': jax.random.key(4), **NOISE}
-    variables = _call(f'initializing the encoding ({form})', module.init, rngs, T, LENGTH, x)
+    variables = _call(f'initializing the encoding ({form})', module.init, rngs, T, length, x)
     full = None
     outs = []
+    per_sequence.clear()
     for qi, queries, inputs, label in calls:
-      enc = _call(f'the encoding{label}', module.apply, variables, T, LENGTH, inputs, rngs=NOISE)
+      enc = _call(f'the encoding{label}', module.apply, variables, T, length, inputs, rngs=NOISE)
       full = enc if full is None else full
       if enc.key_state:
         enc = _call(f'the encoding{label} bound to its keys', enc.with_keys, full.key_state)
@@ -260,6 +279,7 @@ def _attention(spec, options, causal: bool) -> None:
       if enc.kind == core.BIAS:
         b = _call(f'bias{label}', enc.bias, queries, k, qi, whole)
         outs.append({'bias': b, 'raw': recorder.take()})
+        per_sequence.append(recorder.took_per_sequence())
       elif enc.kind == core.ROTATION:
         rq, rk = _call(f'rotation{label}', enc.rotated, queries, k, qi, whole)
         outs.append({'queries': rq, 'keys': rk})
@@ -273,10 +293,10 @@ def _attention(spec, options, causal: bool) -> None:
     return outs
 
   outs = jax.jit(run)(q, k, x)
-  for (qi, queries, _, label), out in zip(calls, outs):
+  for i, ((_, queries, _, label), out) in enumerate(zip(calls, outs)):
     nq = queries.shape[1]
     if 'bias' in out:
-      _bias(out, nq, T, label)
+      _bias(out, nq, T, label, bool(per_sequence[i]) if i < len(per_sequence) else False)
     elif 'queries' in out:
       _rotation(out, {'queries': queries, 'keys': k}, label)
     elif 'scores' in out:
