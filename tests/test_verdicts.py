@@ -186,10 +186,15 @@ def test_exact_and_monte_carlo_verdicts_differ_near_the_holm_step():
   assert card_lib.p_text({'p_value': noisy.p_value(), 'p_se': noisy.p_se()}) == '0.0086 ± 0.0004'
 
 
-def test_pairs_separated_counts_undecided_pairs_apart():
+def test_pairs_separated_counts_undecided_pairs_apart(monkeypatch):
   scores = {'x': {'t': NEAR_A}, 'y': {'t': NEAR_B}}
   exact = verdicts.pairs_separated(scores, alpha=0.05 / 6)
   assert exact['exact'] and len(exact['separated']) == 1 and exact['undecided'] == []
+  # The same members where the groups are too large to count every split: Monte-Carlo.
+  monkeypatch.setattr(verdicts, 'EXACT_SUBSETS', 0)
+  noisy = verdicts.pairs_separated(scores, alpha=0.05 / 6)
+  assert not noisy['exact'] and noisy['separated'] == []
+  assert noisy['undecided'] == [{'a': 'x', 'b': 'y', 'tasks': ['t']}]
 
 
 def holm_written_out(p, alpha):
