@@ -56,7 +56,8 @@ Bad input (an unknown suite or encoding, a card of another suite or version or a
 one, an --out that holds something else or cannot be written, an import path that does not load, an object that
 is not an Encoding, an encoding the suite's model family cannot run, a tampered frozen set,
 a baseline file of another suite version, an --alpha outside (0, 1) or one the suite's
-members cannot reach) is one line, exit status 2, nothing written.
+members cannot reach, --draws outside [10, 100,000] or not an integer) is one line, exit
+status 2, nothing written.
 SIGTERM checkpoints the running cell and exits with status 143; rerunning resumes.
 """
 
@@ -130,6 +131,9 @@ SECONDS = 'seconds.json'  # DIR's wall time so far, across resumed invocations
 OWNER = 'suite.json'  # which suite, version and encoding DIR's run is of
 # The numbers of members per cell --separated sizes a new suite version at.
 SIZING = (8, 12, 16)
+# --draws: fewer says nothing; more holds [draws, 100] arrays of gigabytes for a table that
+# 4,000 already measures to within a point.
+MIN_DRAWS, MAX_DRAWS = 10, 100_000
 
 
 def _check_workdir_suite(directory: str, suite: benchmark.Suite, name: str) -> None:
@@ -185,25 +189,57 @@ def _cost(suite, configs, baselines):
   )
 
 
-def _check_alpha() -> None:
+def _announce(suite, name, configs, baselines, plan, before) -> None:
+  """The card's first line: what it trains, and how long the stored baselines took."""
+  members = benchmarks.members_per_cell(next(iter(configs.values())))
+  tasks = ', '.join(f'{task} ({config.train.steps:,} steps)' for task, config in configs.items())
+  line = f'card of {name} on {suite.name}: {tasks}, {members} members each'
+  if plan.seconds:
+    made = next(iter(baselines.values()))['machine']
+    line += (
+      f'; its {len(plan.seconds)} stored baselines took {plan.seconds[0] / 60:.1f} to '
+      f'{plan.seconds[-1] / 60:.1f} min (median {plan.median() / 60:.1f}) on a '
+      f'{made["cpus"]}-CPU {made["machine"]}'
+    )
+  if before:
+    line += f'; {before / 60:.1f} min spent before, resumed'
+  print(line, flush=True)
+
+
+def _progress(plan, done, tasks: int, elapsed: float, ran, spent: float, left) -> None:
+  """After each task: the tasks done, the time so far and the card's ETA (the time the tasks
+  trained by this invocation took, scaled by the shares of the stored baselines' runs)."""
+  to_go = 0.0 if not left else plan.remaining(spent, ran, left)
+  eta = '' if to_go is None else f' | ETA {to_go / 60:.1f} min'
+  print(
+    f'card: {len(done)}/{tasks} tasks done ({", ".join(done)}) | elapsed {elapsed / 60:.1f} '
+    f'min{eta}',
+    flush=True,
+  )
+
+
+def _check_numbers() -> None:
+  """Every numeric flag within its range, whatever the mode (one line, exit 2)."""
   if not 0 < _ALPHA.value < 1:
     common.fail(f'--alpha={_ALPHA.value} must be in (0, 1)')
+  if not MIN_DRAWS <= _DRAWS.value <= MAX_DRAWS:
+    common.fail(f'--draws={_DRAWS.value} must be an integer in [{MIN_DRAWS}, {MAX_DRAWS:,}]')
 
 
 def _coverage(suite: benchmark.Suite) -> None:
   """The coverage table, simulated from `suite`'s stored cells."""
   from posenc.report import coverage  # Deferred: only --coverage simulates.
 
-  if _DRAWS.value < 10:
-    common.fail(f'--draws={_DRAWS.value} must be >= 10')
   out = _COVERAGE_JSON.value
   if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
     common.fail(f'--coverage_json={out}: its directory does not exist')
-  stored = card_lib.baseline_cells(suite, benchmark.read_baselines(suite))
+  baselines = benchmark.read_baselines(suite)
+  stored = card_lib.baseline_cells(suite, baselines)
   if len(stored) < 3:
     common.fail(f'suite {suite.name} stores {len(stored)} cells; the coverage table needs 3')
   examples = sorted(e for _, _, e in stored)[len(stored) // 2]
-  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value)
+  chance = card_lib.task_chances(suite, baselines)
+  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value, chance)
   ns = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
   result = coverage.simulate(truths, prior, ns, _DRAWS.value, examples)
   result['suite'] = suite.name
@@ -214,12 +250,17 @@ def _coverage(suite: benchmark.Suite) -> None:
   print()
   print(coverage.markdown(result), end='')
   failed = coverage.failures(result)
+  must = (
+    f'{100 * coverage.THRESHOLD:g}% on every truth but the stress ones at every n, and '
+    f'{100 * coverage.FAILURE_THRESHOLD:g}% on the failure families from n = '
+    f'{coverage.FAILURE_FROM}'
+  )
   print(
     f'\n{coverage.CHOSEN}: '
     + (
-      f'{len(failed)} (truth, n) under {100 * coverage.THRESHOLD:g}%: {"; ".join(failed)}'
+      f'{len(failed)} (truth, n) under what it must cover ({must}): {"; ".join(failed)}'
       if failed
-      else f'at least {100 * coverage.THRESHOLD:g}% on every truth but the stress ones, at every n.'
+      else f'covers at least {must}.'
     )
   )
 
@@ -249,9 +290,10 @@ def _separated(suite: benchmark.Suite, baselines) -> None:
       f'{result["smallest_possible_p"]:.2g}'
     )
   found = result['separated']
+  exactness = 'exact' if result['exact'] else 'Monte-Carlo where the members are too many'
   print(
     f'suite {suite.name}: {len(found)} of the {result["pairs"]} pairs of {len(among)} '
-    f'encodings separated on at least one task ({verdicts.TEST_NAME}; Holm over '
+    f'encodings separated on at least one task ({verdicts.TEST_NAME}, {exactness}; Holm over '
     f'{result["comparisons"]} comparisons at family-wise {_ALPHA.value:g}: the first step '
     f'needs p <= {result["first_level"]:.2g}; the smallest p is {result["smallest_p"]:.2g})'
   )
@@ -260,10 +302,19 @@ def _separated(suite: benchmark.Suite, baselines) -> None:
       f'  {s["a"]} / {s["b"]}: '
       + ', '.join(f'{t} ({h} higher)' for t, h in zip(s['tasks'], s['higher']))
     )
-  # A card compares one candidate with every baseline on every task: a smaller family.
-  card_family = (len(among) - 1) * len(suite.tasks)
+  if result['undecided']:
+    print(
+      f'undecided (a Monte-Carlo p-value within {verdicts.SE_MARGIN:g} standard errors of '
+      f'deciding otherwise): {len(result["undecided"])} pairs'
+    )
+    for s in result['undecided']:
+      print(f'  {s["a"]} / {s["b"]}: {", ".join(s["tasks"])}')
+  # A candidate's card compares it with every stored baseline on every task they hold,
+  # whichever --among names: a smaller family than every pair's.
+  card_family = sum(1 for name in scores for task in suite.tasks if scores[name].get(task))
   levels = {
-    f'a card ({card_family} comparisons)': _ALPHA.value / card_family,
+    f"a candidate's card ({card_family} comparisons: {len(scores)} stored baselines on their "
+    'tasks)': _ALPHA.value / card_family,
     f'these pairs ({result["comparisons"]})': result['first_level'],
   }
   print(
@@ -340,7 +391,7 @@ def _leaderboard(card_dirs: list[str]) -> None:
 
 
 def main(argv):
-  _check_alpha()
+  _check_numbers()
   if _LEADERBOARD.value:
     return _leaderboard(argv[1:])
   if len(argv) > 1:
@@ -441,10 +492,18 @@ def main(argv):
   start = time.time()
   seconds_path = os.path.join(directory, SECONDS)
   before = io.read_json(seconds_path)['seconds'] if io.exists(seconds_path) else 0.0
+  plan = benchmark.expected(suite, baselines)
+  _announce(suite, name, configs, baselines, plan, before)
   results = {}
+  ran, spent = [], 0.0  # the tasks trained by this invocation, and the time they took
   try:
     with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
       for task, config in configs.items():
+        cell = os.path.join(
+          directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
+        )
+        finished = io.exists(os.path.join(cell, 'results.json'))
+        started = time.time()
         config.eval.from_files = sets[task][0]
         sweep_lib.run_sweep(
           config,
@@ -454,12 +513,14 @@ def main(argv):
           should_stop=preemption,
         )
         io.write_json_atomic(seconds_path, {'seconds': before + time.time() - start})
-        cell = os.path.join(
-          directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
-        )
         if not io.exists(os.path.join(cell, 'results.json')):
           common.fail(f'the run of {task} failed: {cell}/error.json says why')
         results[task] = io.read_json(os.path.join(cell, 'results.json'))
+        if not finished:
+          ran.append(task)
+          spent += time.time() - started
+        left = [t for t in configs if t not in results]
+        _progress(plan, list(results), len(configs), before + time.time() - start, ran, spent, left)
       entry = benchmark.make_entry(
         suite,
         name,

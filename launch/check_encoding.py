@@ -3,20 +3,25 @@
 
   python -m launch.check_encoding alibi
   python -m launch.check_encoding my_pkg.my_module:MY_ENCODING
-  python -m launch.check_encoding xpos --checks=backends,generation
+  python -m launch.check_encoding xpos --checks=outputs,backends,generation
 
 NAME is anything `--config.encoding` takes: a built-in, `input+attention`, an import path
 `module:ENCODING` (an `Encoding` record, e.g. built with posenc.encodings.bias), or an
 installed package's entry point (group `posenc.encodings`), each with `randomized_` for its
-twin. One line per invariant (posenc/testing: backends, padded, causal, step, generation,
-gradients, export, training): pass with the largest difference, or FAIL with what differed
-(the first output that is not finite, or the two arrays compared, where, both values and
-the tolerance); exit status 0 when all pass, 1 when one fails, 2 for a name that does not
-load (one line). About a minute on a 2-core CPU. Every built-in passes it (docs/benchmark.md).
+twin. One line per check (posenc/testing): first `outputs`, the encoding's own outputs at
+the smallest size against what its kind declares, in seconds; then the invariants (backends,
+padded, causal, step, generation, gradients, export, training), skipped when the first pass
+fails. A line says pass with the largest difference, or FAIL with what is wrong in the
+encoding's terms (the output, its shape, dtype, or the first non-finite entry by head,
+query and key) or what differed (the two arrays compared, where, both values and the
+tolerance); exit status 0 when all pass, 1 when one fails, 2 for a name that does not load
+(one line). Under a minute on a 2-core CPU (docs/benchmark.md). Every built-in passes it.
 
-  $ python -m launch.check_encoding my_pkg:NAN_BIAS --checks=causal
-  causal       FAIL  decoder logits not finite: nan at [0, 0, 0] (and 125 more)
-  my_pkg:NAN_BIAS: 0 of 1 invariants pass (failed: causal) in 4 s
+  $ python -m launch.check_encoding my_pkg:NAN_BIAS
+  outputs      FAIL  bias (bidirectional) is NaN at head 0, query 0, key 0 (and 161 more)
+  backends     skip  not run: the first pass (outputs) failed
+  ...
+  my_pkg:NAN_BIAS: 0 of 1 checks pass (failed: outputs); 8 not run after the first pass failed in 6 s
 """
 
 import sys
@@ -28,7 +33,7 @@ from launch import common
 from posenc import testing
 
 _CHECKS = flags.DEFINE_list(
-  'checks', None, f'Only these invariants (default: all of {", ".join(testing.CHECKS)}).'
+  'checks', None, f'Only these checks (default: all of {", ".join(testing.CHECKS)}).'
 )
 
 
@@ -45,10 +50,13 @@ def main(argv: list[str]) -> None:
     results = testing.conformance(name, checks, report=lambda c: print(c.line(), flush=True))
   except ValueError as e:
     common.fail(e)
-  failed = [c.name for c in results if not c.passed]
+  failed = [c.name for c in results if not c.passed and not c.skipped]
+  skipped = [c.name for c in results if c.skipped]
+  run = len(results) - len(skipped)
   print(
-    f'{name}: {len(results) - len(failed)} of {len(results)} invariants pass'
+    f'{name}: {run - len(failed)} of {run} checks pass'
     + (f' (failed: {", ".join(failed)})' if failed else '')
+    + (f'; {len(skipped)} not run after the first pass failed' if skipped else '')
     + f' in {time.time() - start:.0f} s'
   )
   sys.exit(1 if failed else 0)

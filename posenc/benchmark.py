@@ -295,3 +295,49 @@ def make_entry(
     **environment(),
     'tasks': {task: dict(results[task]) for task in suite.tasks},
   }
+
+
+@dataclasses.dataclass(frozen=True)
+class Expected:
+  """What a card of the suite takes, from its stored baselines' runs: their wall seconds
+  (sorted) and each task's median share of a run (by its training time, the part of a
+  cell that grows with its steps)."""
+
+  seconds: tuple[float, ...]
+  shares: Mapping[str, float]
+
+  def remaining(self, spent: float, ran: Sequence[str], left: Sequence[str]) -> float | None:
+    """The seconds the tasks `left` will take, `spent` seconds having run the tasks `ran`:
+    the time per share of `ran` times the share of `left` (None when nothing ran yet: a
+    resumed run's finished tasks cost nothing this time, and say nothing of the rest)."""
+    share = sum(self.shares.get(task, 0.0) for task in ran)
+    if share <= 0:
+      return None
+    return spent / share * sum(self.shares.get(task, 0.0) for task in left)
+
+  def median(self) -> float | None:
+    return self.seconds[len(self.seconds) // 2] if self.seconds else None
+
+
+def expected(suite: Suite, baselines: Mapping[str, Mapping[str, Any]]) -> Expected:
+  """The stored baselines' times and each task's median share of a run (equal shares where
+  the baselines record no training times).
+
+  Example: alibi's cpu-v2 run trained even_pairs 42 s and flip_flop 56 s, shares 0.43 and
+  0.57; the medians over cpu-v2's baselines, normalized, are 0.32 and 0.68."""
+  per_task: dict[str, list[float]] = {task: [] for task in suite.tasks}
+  for entry in baselines.values():
+    times = {
+      task: ((entry['tasks'].get(task) or {}).get('timing') or {}).get('train_s')
+      for task in suite.tasks
+    }
+    if all(isinstance(t, (int, float)) and t > 0 for t in times.values()):
+      total = sum(times.values())
+      for task, t in times.items():
+        per_task[task].append(t / total)
+  if all(per_task.values()):
+    medians = {task: sorted(v)[len(v) // 2] for task, v in per_task.items()}
+    shares = {task: m / sum(medians.values()) for task, m in medians.items()}
+  else:
+    shares = {task: 1 / len(suite.tasks) for task in suite.tasks}
+  return Expected(tuple(sorted(e['seconds'] for e in baselines.values())), shares)

@@ -74,6 +74,20 @@ def baseline_cells(
   return cells
 
 
+def task_chances(
+  suite: benchmark.Suite, baselines: Mapping[str, Mapping[str, Any]]
+) -> dict[str, float]:
+  """{task: the score of a member that learned nothing} (`Evaluation.chance`), read from the
+  stored baselines' records: where the intervals put a sample's unseen failures."""
+  out = {}
+  for name, entry in sorted(baselines.items()):
+    for task in suite.tasks:
+      if task in entry['tasks'] and task not in out:
+        record = _record(entry['tasks'][task], f'{name} {task}')
+        out[task] = record.evaluation.chance(task, record.family)
+  return out
+
+
 def suite_pool(
   suite: benchmark.Suite, baselines: Mapping[str, Mapping[str, Any]]
 ) -> intervals.Pool | None:
@@ -159,7 +173,7 @@ def make_card(
         'a': candidate,
         'b': name,
         **d,
-        'verdict': _verdict(d['sign'], higher),
+        'verdict': _verdict(d['sign'], higher, d['undecided']),
       }
       for (where, name), d in zip(keys, decided)
       if where == task
@@ -196,6 +210,11 @@ def make_card(
       # Whether any comparison can be separated at all: its smallest p within Holm's first
       # step.
       'decidable': any(t.smallest_p() <= first_level for t in tests),
+      # Every comparison over every split; else the Monte-Carlo ones within this many
+      # standard errors of deciding otherwise are undecided.
+      'exact': all(t.exact for t in tests),
+      'undecided_margin': verdicts.SE_MARGIN,
+      'undecided': sum(d['undecided'] for d in decided),
     },
     'run': {
       k: entry.get(k) for k in ('command', 'seconds', 'posenc_version', 'packages', 'machine')
@@ -204,7 +223,9 @@ def make_card(
   }
 
 
-def _verdict(sign: str | None, higher_is_better: bool) -> str:
+def _verdict(sign: str | None, higher_is_better: bool, undecided: bool = False) -> str:
+  if undecided:
+    return 'undecided'
   if sign is None:
     return 'not separated'
   return 'better' if (sign == 'higher') == higher_is_better else 'worse'
@@ -335,7 +356,8 @@ def markdown(card: Mapping[str, Any]) -> str:
     f'{st["comparisons"]} comparisons decided together by Holm at family-wise level '
     f'{st["alpha"]:g} (the first step needs p ≤ {_p(st["first_level"])}). "candidate − it" '
     'is the difference of means with its interval from the same test at the level Holm '
-    'decided it at: it excludes 0 exactly when the verdict is better or worse.',
+    'decided it at: it excludes 0 exactly when the verdict is better or worse. '
+    + _exactness_text(st),
     '',
   ]
   if not st['decidable'] and st['comparisons']:
@@ -367,7 +389,7 @@ def markdown(card: Mapping[str, Any]) -> str:
       compared = (
         ['', '', '']
         if c is None
-        else [_difference_text(c), c['verdict'], f'{_p(c["p_value"])} ({_p(c["adjusted_p"])})']
+        else [_difference_text(c), c['verdict'], f'{p_text(c)} ({_p(c["adjusted_p"])})']
       )
       lines.append(
         f'| {rank_of[row["column"]]} | {name} | {mean_text(row["score"])} | '
@@ -381,6 +403,25 @@ def markdown(card: Mapping[str, Any]) -> str:
 
 def _p(p: float | None) -> str:
   return '–' if p is None else f'{p:.2g}'
+
+
+def p_text(c: Mapping[str, Any]) -> str:
+  """A comparison's p-value: '0.0079' when exact, '0.0079 ± 0.0003' (its standard error)
+  when Monte-Carlo."""
+  se = c.get('p_se') or 0.0
+  return _p(c['p_value']) + (f' ± {se:.1g}' if se > 0 else '')
+
+
+def _exactness_text(st: Mapping[str, Any]) -> str:
+  """What the card's p-values are: exact, or Monte-Carlo with how many are undecided."""
+  if st.get('exact', True):
+    return 'Every p-value is exact (every split of the pooled members counted).'
+  return (
+    'Some p-values are Monte-Carlo (random splits), printed ± their standard error; a '
+    f'verdict that another draw of splits could change (Holm with those p-values '
+    f'{st["undecided_margin"]:g} standard errors lower separates it, with them that much '
+    f'higher does not) is "undecided": {st["undecided"]} on this card.'
+  )
 
 
 def _detectable_text(d: Mapping[str, Any] | None) -> str:
@@ -455,7 +496,7 @@ def figure(card: Mapping[str, Any]) -> mpl_figure.Figure:
   fig.suptitle(
     f'{card["suite"]["name"]}'
     + (f' (an old version: see {old})' if old else '')
-    + ': lines are 95% intervals of the means (Korn-Graubard, pooled and level floors)',
+    + ': lines are 95% intervals of the means (Korn-Graubard, floors and unseen failures)',
     fontsize=8,
   )
   return fig

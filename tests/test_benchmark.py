@@ -80,6 +80,13 @@ def _launch(module, *args):
 def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(cli, tmp_path):
   proc = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
   assert proc.returncode == 0, proc.stderr[-2000:]
+  # Progress: what the card trains and what the baselines took, then after each task the
+  # time so far and the card's ETA.
+  lines = proc.stdout.splitlines()
+  assert lines[0].startswith('card of rotary on tiny: even_pairs (20 steps), parity_check')
+  assert 'its 2 stored baselines took' in lines[0]
+  assert any(line.startswith('card: 1/2 tasks done (even_pairs) | elapsed ') for line in lines)
+  assert any(line.startswith('card: 2/2 tasks done') and 'ETA 0.0 min' in line for line in lines)
   entry = json.loads((tmp_path / 'entry.json').read_text())
   stored = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']
   for task in stored['tasks']:
@@ -172,6 +179,20 @@ def test_the_checks_of_a_submission_compare_what_they_say():
   assert close.passed and '(length 12)' in close.detail
   with pytest.raises(ValueError, match=r'has no member seed 9; its members \(seed:data\): 0:, 1:'):
     submission.member_of(stored, 'even_pairs', 9, None)
+
+
+def test_the_card_s_eta_scales_the_time_so_far_by_the_baselines_shares():
+  suite = benchmarks.get('cpu-v2')
+  plan = benchmark.expected(suite, benchmark.read_baselines(suite))
+  assert sum(plan.shares.values()) == pytest.approx(1.0)
+  # flip_flop trains 1,500 steps to even_pairs' 600: most of a card.
+  assert 0.25 < plan.shares['even_pairs'] < 0.4
+  assert len(plan.seconds) == 16 and 60 < plan.median() < 600
+  share = plan.shares['even_pairs']
+  eta = plan.remaining(60.0, ['even_pairs'], ['flip_flop'])
+  assert eta == pytest.approx(60 * (1 - share) / share)
+  # A resumed run whose even_pairs was done before: no time to scale yet.
+  assert plan.remaining(0.0, [], ['flip_flop']) is None
 
 
 def candidate_entry(stored, name, scores_by_task):
@@ -342,6 +363,11 @@ def test_an_encoder_suite_refuses_a_causal_only_encoding():
     (['--suite=cpu-v1', '--separated', '--alpha=0.01'], '--alpha=0.01 cannot be reached'),
     (['--suite=cpu-v1', '--separated', '--among=alibi,nope'], "--among names ['nope']"),
     (['--suite=cpu-v9', '--coverage'], "unknown suite 'cpu-v9'"),
+    (['--coverage', '--draws=100000000000000000000'], 'must be an integer in [10, 100,000]'),
+    (['--coverage', '--draws=9'], '--draws=9 must be an integer in [10, 100,000]'),
+    (['--coverage', '--draws=1e20'], '--draws=1e20: invalid literal for int()'),
+    (['--encoding=alibi', '--suite=tiny', '--alpha=nan'], '--alpha=nan must be in (0, 1)'),
+    (['--suite=cpu-v1', '--separated', '--alpha=-1'], '--alpha=-1.0 must be in (0, 1)'),
     (['--suite=tiny'], '--encoding is required'),
     (['--encoding=alibi', '--suite=tiny', '--workdir={tmp}/file'], 'is a file'),
   ],
@@ -364,7 +390,7 @@ def test_check_encoding_prints_one_line_per_invariant(cli):
   lines = proc.stdout.strip().splitlines()
   assert lines[0].startswith('causal       pass  max |difference|')
   assert lines[1].startswith('step         pass  max |difference|')
-  assert lines[2].startswith('alibi: 2 of 2 invariants pass')
+  assert lines[2].startswith('alibi: 2 of 2 checks pass')
   bad = cli.run(['launch.check_encoding', 'no_such_pkg.mod:ENC'])
   assert bad.returncode == 2 and "no module named 'no_such_pkg.mod'" in bad.stderr
   wrong = cli.run(['launch.check_encoding', 'alibi', '--checks=speed'])
@@ -406,7 +432,7 @@ def test_the_example_package_is_found_by_its_entry_point(installed_example):
     timeout=600,
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
-  assert 'xpos: 3 of 3 invariants pass' in proc.stdout
+  assert 'xpos: 3 of 3 checks pass' in proc.stdout
 
 
 @pytest.mark.slow
@@ -419,7 +445,7 @@ def test_the_example_package_conforms_and_gets_its_card(installed_example, tmp_p
     text=True,
     timeout=900,
   )
-  assert check.returncode == 0 and 'xpos: 8 of 8 invariants pass' in check.stdout, check.stdout
+  assert check.returncode == 0 and 'xpos: 9 of 9 checks pass' in check.stdout, check.stdout
   card = subprocess.run(
     [
       sys.executable,

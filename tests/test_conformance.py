@@ -96,7 +96,33 @@ BROKEN = textwrap.dedent('''
     def sqrt_bias(q_pos, k_pos, heads, scale):  # d sqrt(u) / du is infinite at u = 0
       return -jnp.sqrt(jax.nn.softplus(scale)[:, None, None] * distance(q_pos, k_pos, heads))
 
+    def dropped(x, pos):  # loses the last channel of every head
+      return x[..., :-1]
+
+    def half(x, pos):  # the right shape, in float16
+      return x.astype(jnp.float16)
+
+    def heads_plus_one(q_pos, k_pos, heads):  # a bias for one head too many
+      return distance(q_pos, k_pos, heads + 1)
+
+    def nan_at(q_pos, k_pos, heads):  # NaN for one query and key, from position 3
+      d = distance(q_pos, k_pos, heads)
+      spot = (q_pos[..., :, None] == 3) & (k_pos[..., None, :] == 1)
+      return jnp.where(spot[..., None, :, :], jnp.nan, -d)
+
+    def raises(q_pos, k_pos, heads):
+      return distance(q_pos, k_pos, heads) @ jnp.ones((3, 3))
+
+    def shared(q_pos, k_pos):  # not broken: [Q, S], one bias for every head
+      return -jnp.abs(k_pos[..., None, :] - q_pos[..., :, None]).astype(jnp.float32)
+
     NAN_BIAS = encodings.bias(nan_bias)
+    NAN_AT = encodings.bias(nan_at)
+    DROPPED = encodings.rotation(dropped)
+    HALF = encodings.rotation(half)
+    HEADS_PLUS_ONE = encodings.bias(heads_plus_one)
+    RAISES = encodings.bias(raises)
+    SHARED = encodings.bias(shared)
     INF_BIAS = encodings.bias(inf_bias)
     INF_WEIGHTS = encodings.weights(inf_weights)
     PEEK = encodings.weights(peek, normalize=True)
@@ -178,6 +204,51 @@ def test_a_broken_encoding_fails_exactly_what_it_breaks(broken, attribute, check
   _assert_fails(failed, {c: line for c, line in FAILS[attribute].items() if c in checks})
 
 
+# The first pass names each defect in the encoding's terms, in one line, in seconds.
+FIRST_PASS = {
+  'DROPPED': 'rotation (bidirectional) returned 3 channels for head_dim 4, expected at least 4 '
+  '(the queries)',
+  'HALF': 'rotation (bidirectional) returned float16 for float32 queries, expected float32',
+  'HEADS_PLUS_ONE': 'bias (bidirectional) returned shape (3, 9, 9) for 2 heads, 9 queries and 9 '
+  'keys, expected [H, Q, S] = (2, 9, 9), [Q, S] or [B, H, Q, S] with B = 3',
+  'NAN_BIAS': 'bias (bidirectional) is NaN at head 0, query 0, key 0 (and 161 more)',
+  'NAN_AT': 'bias (bidirectional) is NaN at head 0, query 3, key 1 (and 1 more)',
+  'RAISES': 'bias (bidirectional) raised TypeError: ',
+}
+
+
+@pytest.mark.parametrize('attribute', FIRST_PASS)
+def test_the_first_pass_names_the_defect_in_one_line(broken, attribute):
+  (check,) = testing.conformance(f'posenc_broken:{attribute}', ('outputs',))
+  assert not check.passed and '\n' not in check.line()
+  assert check.detail.startswith(FIRST_PASS[attribute]), check.detail
+  if attribute == 'RAISES':  # where in the encoding's own code, not in jax's
+    assert 'posenc_broken.py:' in check.detail and 'jax' not in check.detail, check.detail
+
+
+@pytest.mark.parametrize(
+  'name, checks',
+  [
+    ('posenc_broken:SHARED', ('outputs', 'backends')),
+    ('randomized_posenc_broken:SHARED', ('outputs', 'step')),
+  ],
+)
+def test_a_bias_shared_by_the_heads_runs_as_its_helper_declares(broken, name, checks):
+  # [Q, S] (and [B, Q, S] with a randomized twin's positions per sequence) is one bias for
+  # every head: the helper gives it a heads axis of 1, which every backend broadcasts.
+  assert _failures(name, checks) == {}
+
+
+def test_after_a_failed_first_pass_the_invariants_are_skipped(broken):
+  results = testing.conformance('posenc_broken:DROPPED')
+  assert [c.name for c in results] == list(testing.CHECKS)
+  assert results[0].line().startswith('outputs      FAIL  rotation (bidirectional) returned 3')
+  assert all(c.skipped and not c.passed for c in results[1:])
+  assert results[1].line() == 'backends     skip  not run: the first pass (outputs) failed'
+  with pytest.raises(AssertionError, match=r'fails 1 check\(s\):\noutputs      FAIL  rotation'):
+    testing.check_encoding('posenc_broken:HALF')
+
+
 @pytest.mark.slow
 def test_a_nan_bias_fails_training_and_still_lowers(broken):
   failed = _failures('posenc_broken:NAN_BIAS', ('export', 'training'))
@@ -189,7 +260,7 @@ def test_the_command_exits_1_with_a_line_per_failed_invariant(cli, broken):
   assert proc.returncode == 1, proc.stderr[-2000:]
   lines = proc.stdout.strip().splitlines()
   assert lines[0] == 'causal       FAIL  ' + NOT_FINITE['causal'], lines
-  assert lines[1].startswith('posenc_broken:NAN_BIAS: 0 of 1 invariants pass (failed: causal)')
+  assert lines[1].startswith('posenc_broken:NAN_BIAS: 0 of 1 checks pass (failed: causal)')
   assert len(lines) == 2 and 'Warning' not in proc.stderr, proc.stderr[-2000:]
 
 

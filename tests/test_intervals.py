@@ -25,16 +25,39 @@ def stored_cells(name: str = 'cpu-v1'):
 
 
 def test_three_members_at_100_do_not_make_a_zero_width_interval():
-  low, high = intervals.mean_interval([1.0, 1.0, 1.0], examples=416)
+  low, high = intervals.mean_interval([1.0, 1.0, 1.0], examples=416, chance=None)
   assert high == 1.0 and 0.97 < low < 0.995
   # Fewer examples behind each score: a wider interval.
-  assert intervals.mean_interval([1.0, 1.0, 1.0], examples=32)[0] < low
+  assert intervals.mean_interval([1.0, 1.0, 1.0], examples=32, chance=None)[0] < low
   # With the pool of cpu-v1, where members at 100% sit beside members at 87%, wider still.
   prior = intervals.pool([(s, e) for _, s, e in stored_cells()])
-  assert intervals.mean_interval([1.0, 1.0, 1.0], 416, prior)[0] < low
+  assert intervals.mean_interval([1.0, 1.0, 1.0], 416, prior, chance=None)[0] < low
   low, high = intervals.mean_interval([0.0, 0.0, 0.0], examples=416)
   assert low == 0.0 and 0.005 < high < 0.03
   assert intervals.mean_interval([0.5], examples=416) is None
+
+
+def test_members_may_have_missed_the_failed_runs():
+  # A rate seen 0 times in 12: up to 18.5% (the Jeffreys interval's high end).
+  assert intervals.unseen_failures(12) == pytest.approx(stats.beta.ppf(0.975, 0.5, 12.5))
+  assert intervals.unseen_failures(3) > intervals.unseen_failures(12) > 0.18
+  u = intervals.unseen_failures(12)
+  low, high = intervals.mean_interval([1.0] * 12, 928, chance=0.5)
+  kg_low = intervals.mean_interval([1.0] * 12, 928, chance=None)[0]
+  assert high == 1.0 and low == pytest.approx((1 - u) * kg_low + u * 0.5, rel=1e-12)
+  # Failures at 0 (a task of unknown chance): lower still.
+  assert intervals.mean_interval([1.0] * 12, 928)[0] < low
+  # Near chance the low end hardly moves; under it, not at all; the high end never does.
+  middle = [0.55, 0.57, 0.6, 0.58] * 3
+  near, plain = (
+    intervals.mean_interval(middle, 928, chance=0.5),
+    intervals.mean_interval(middle, 928, chance=None),
+  )
+  assert plain[0] - 0.02 < near[0] < plain[0] and near[1] == plain[1]
+  assert intervals.with_failures(0.4, 12, 0.5) == 0.4
+  # Monotone: a member lower never raises the low end.
+  one_low = [1.0] * 11 + [0.88]
+  assert intervals.mean_interval(one_low, 928, chance=0.5)[0] < low
 
 
 def test_the_dispersion_is_floored_by_the_examples_of_one_member():
@@ -50,7 +73,7 @@ def test_the_interval_is_korn_graubards_clopper_pearson_at_the_effective_size():
   n_eff = 4 / phi * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 3)) ** 2
   k = np.mean(scores) * n_eff
   expected = [stats.beta.ppf(0.025, k, n_eff - k + 1), stats.beta.ppf(0.975, k + 1, n_eff - k)]
-  assert intervals.mean_interval(scores, 416) == pytest.approx(expected)
+  assert intervals.mean_interval(scores, 416, chance=None) == pytest.approx(expected)
   # At an integer effective size it is scipy's exact binomial interval.
   low, high = intervals.effective_clopper_pearson(
     np.array([0.25]), np.array([4 / 20 * (1.959963984540054 / stats.t.ppf(0.975, 3)) ** 2]), 4
@@ -87,10 +110,17 @@ def test_the_pool_is_smyths_prior_of_the_dispersions():
   assert list(intervals.floored(phi, 3, flat)) == [0.03, 0.5]
 
 
+def chances(name: str = 'cpu-v1'):
+  suite = benchmarks.get(name)
+  return card_lib.task_chances(suite, benchmark.read_baselines(suite))
+
+
 def fast_truths():
-  """The normal and stylized truths, and three stored cells: near 100, near 0, middle."""
-  truths, prior = coverage.truths_of(stored_cells(), 416)
+  """The normal and stylized truths, and three stored cells: near 100, near 0, middle (the
+  failure families are the slow test's)."""
+  truths, prior = coverage.truths_of(stored_cells(), 416, chance=chances())
   keep = {'dape/even_pairs', 'stick_breaking/bucket_sort', 'none/cycle_navigation'}
+  truths = [t for t in truths if t.family not in coverage.FAILURE_FAMILIES]
   return [t for t in truths if t.family != 'stored cells' or t.name in keep], prior
 
 
@@ -165,7 +195,41 @@ def test_a_tight_sample_near_100_is_not_trusted_where_the_suite_hides_tails():
 def test_the_chosen_interval_covers_93_percent_everywhere(suite, examples):
   """The tables of docs/benchmark.md (`python -m launch.benchmark --coverage --suite=S`),
   asserted: every suite's own pool (its members per score: cpu-v1 13 lengths x 32 examples,
-  cpu-v2 29 x 32)."""
-  truths, prior = coverage.truths_of(stored_cells(suite), examples)
+  cpu-v2 29 x 32), the failure families' rows (each stored cell's own members resampled,
+  runs failing at chance) included."""
+  truths, prior = coverage.truths_of(stored_cells(suite), examples, chance=chances(suite))
   result = coverage.simulate(truths, prior, NS, draws=4000, examples=examples)
   assert coverage.failures(result) == []
+  # The floors alone did not cover the families of failed runs.
+  s = coverage.summary(result)
+  before = [
+    s[family][coverage.BEFORE][str(n)]['coverage']
+    for family in coverage.FAILURE_FAMILIES
+    for n in range(6, 17)
+  ]
+  assert min(before) < 0.85
+
+
+def test_failed_runs_are_covered_where_the_level_floor_alone_is_not():
+  """The two failure families on a sample of their truths (the whole rows are the slow
+  test's): cpu-v2's dape_v2 on even_pairs (ten members at 98-100%, two at 88%) resampled,
+  judged by the other cells' pool, and a fifth of the runs failing at chance."""
+  truths, prior = coverage.truths_of(stored_cells('cpu-v2'), 928, chance=chances('cpu-v2'))
+  picked = [
+    t
+    for t in truths
+    if (t.family, t.name)
+    in {(coverage.OWN_MEMBERS, 'dape_v2/even_pairs'), (coverage.MIXTURES, '20% at chance 50%')}
+  ]
+  assert len(picked) == 2 and all(t.chance == 0.5 for t in picked)
+  result = coverage.simulate(
+    picked, prior, [6, 10], 1000, 928, methods=[coverage.CHOSEN, coverage.BEFORE]
+  )
+  for row in result['cells']:
+    got = row['methods']
+    assert got[coverage.CHOSEN]['coverage'] >= 0.9, row
+  # The floors alone: about 80% at n = 6 on dape_v2's members and on the mixture.
+  before = [r['methods'][coverage.BEFORE]['coverage'] for r in result['cells'] if r['n'] == 6]
+  assert max(before) < 0.86, before
+  assert coverage.failures(result) == []
+  assert '| stored cells, own members |' in coverage.markdown(result)

@@ -139,9 +139,14 @@ def test_scorecard_intervals_count_the_examples_and_name_their_method():
   config = {'eval': {'examples_per_length': 32, 'batch_size': 16}}
   record = results.Results(**{**record.__dict__, 'config': config})
   row = sc.scorecard([('a', record)])['rows'][0]
-  # Three members at 100% on 4 lengths x 32 examples: not [1, 1].
-  assert row['examples_per_score'] == 128
-  assert row['score']['mean_ci'][1] == 1.0 and 0.9 < row['score']['mean_ci'][0] < 1.0
+  # Three members at 100% on 4 lengths x 32 examples: not [1, 1]. Three runs leave up to
+  # 54% of runs failing unseen, at parity_check's chance of 50%.
+  assert row['examples_per_score'] == 128 and row['chance'] == 0.5
+  low, high = row['score']['mean_ci']
+  assert high == 1.0 and 0.6 < low < 0.8
+  assert [low, high] == intervals.mean_interval([1.0] * 3, 128, None, chance=0.5)
+  without = intervals.mean_interval([1.0] * 3, 128, None, chance=None)
+  assert 0.9 < without[0] < 1.0
   assert row['score']['interval'] == intervals.MEAN_METHOD
   # Without the number of examples (results that predate the config): Student's t.
   bare = sc.scorecard([('a', range_record('alibi', members))])['rows'][0]

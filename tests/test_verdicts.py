@@ -82,8 +82,9 @@ def test_the_interval_excludes_zero_exactly_when_the_test_rejects(n_a, n_b):
 
 def test_random_splits_past_the_exact_limit_are_reproducible():
   rng = np.random.default_rng(3)
-  a, b = rng.normal(0.5, 0.1, 12), rng.normal(0.4, 0.1, 12)
+  a, b = rng.normal(0.5, 0.1, 20), rng.normal(0.4, 0.1, 20)
   first, again = verdicts.shift_test(a, b), verdicts.shift_test(a, b)
+  assert not verdicts.is_exact(20, 20)
   assert not first.exact and first.total == verdicts.RANDOM_SPLITS + 1
   assert first.p_value() == again.p_value()
   # About scipy's permutation test with as many random splits.
@@ -97,7 +98,103 @@ def test_random_splits_past_the_exact_limit_are_reproducible():
     ).pvalue,
     abs=0.01,
   )
+  q = min(first.counts()) / first.total
+  assert first.p_se() == pytest.approx(2 * math.sqrt(q * (1 - q) / first.total))
   assert verdicts.test_name(first).endswith('100,000 random splits')
+
+
+def enumerated_counts(a, b, shifts):
+  """(upper, lower) counts at each shift over every split, enumerated as a matrix of splits."""
+  member, exact = verdicts._splits(len(a), len(b), limit=10**6)
+  assert exact
+  gap, slope = verdicts._gaps(member, len(a), np.asarray(a)[None], np.asarray(b)[None])
+  out = []
+  for d in shifts:
+    # Each split's statistic at shift d, less the observed one: slope x d - gap.
+    past = slope * d - gap[0]
+    out.append((int((past >= 0).sum()), int((past <= 0).sum())))
+  return out
+
+
+@pytest.mark.parametrize('n_a, n_b', [(9, 9), (1, 12), (11, 10), (6, 20)])
+def test_the_exact_test_counts_every_split_by_subset_sums(n_a, n_b):
+  rng = np.random.default_rng(n_a * 100 + n_b)
+  a, b = np.round(rng.normal(0.6, 0.1, n_a), 2), np.round(rng.normal(0.5, 0.1, n_b), 2)
+  test = verdicts.shift_test(a, b)
+  assert test.exact and test.total == math.comb(n_a + n_b, n_a)
+  # Past MATRIX_SPLITS the counts are searches over the subset sums, else over every
+  # split's threshold, sorted.
+  assert bool(test.sums) == (test.total > verdicts.MATRIX_SPLITS)
+  # Shifts off the scores' 0.01 grid (on it, a tie is a matter of rounding), and 0, where
+  # both count ties as at least as extreme.
+  shifts = [0.0, 0.0503, -0.1007, 0.2011, float(test.difference) + 0.0013]
+  assert [test.counts(d) for d in shifts] == enumerated_counts(a, b, shifts)
+
+
+def test_twelve_against_twelve_is_exact_in_milliseconds():
+  rng = np.random.default_rng(5)
+  a, b = np.round(rng.normal(0.55, 0.1, 12), 2), np.round(rng.normal(0.45, 0.1, 12), 2)
+  test = verdicts.shift_test(a, b)
+  assert test.exact and test.total == 2_704_156 and test.p_se() == 0
+  assert test.smallest_p() == pytest.approx(2 / 2_704_156)
+  # scipy's exact test over the 2,704,156 splits (25 s; `-m slow` checks it) gives this.
+  assert test.p_value() == pytest.approx(0.002465834071702964, rel=1e-12)
+  assert verdicts.test_name(test).endswith('exact (2,704,156 splits)')
+  assert verdicts.is_exact(16, 16) and verdicts.splits_count(16, 16) == math.comb(32, 16)
+
+
+@pytest.mark.slow
+def test_twelve_against_twelve_is_scipys_exact_test():
+  rng = np.random.default_rng(5)
+  a, b = np.round(rng.normal(0.55, 0.1, 12), 2), np.round(rng.normal(0.45, 0.1, 12), 2)
+  assert verdicts.shift_test(a, b).p_value() == pytest.approx(scipy_p(a, b), abs=1e-12)
+
+
+# 12 members against 12 whose exact p (0.00816) lies under 0.05 / 6 = 0.00833 while the
+# Monte-Carlo estimate from the seeded random splits (0.00862) lies over it.
+NEAR_A = [0.63, 0.59, 0.59, 0.68, 0.63, 0.69, 0.57, 0.68, 0.67, 0.47, 0.62, 0.7]
+NEAR_B = [0.59, 0.53, 0.54, 0.48, 0.56, 0.46, 0.5, 0.61, 0.55, 0.53, 0.54, 0.69]
+
+
+def test_exact_and_monte_carlo_verdicts_differ_near_the_holm_step():
+  level = 0.05 / 6
+  exact = verdicts.shift_test(NEAR_A, NEAR_B)
+  noisy = verdicts.shift_test(NEAR_A, NEAR_B, exact=False)
+  assert exact.p_value() < level < noisy.p_value()
+  assert abs(noisy.p_value() - level) < verdicts.SE_MARGIN * noisy.p_se()
+  # The exact test decides; the Monte-Carlo one is within three standard errors of its
+  # Holm step: undecided, whatever its estimate says.
+  (d,) = verdicts.decide([exact], level)
+  assert (d['rejected'], d['undecided'], d['sign'], d['p_se']) == (True, False, 'higher', 0.0)
+  assert d['ci'][0] > 0
+  (d,) = verdicts.decide([noisy], level)
+  assert (d['rejected'], d['undecided'], d['sign']) == (False, True, None)
+  # A family of two at 0.05 / 3: Holm's first step (0.0083) decides the near comparison,
+  # and only if it separates does the second step (0.0167) reach the other one (Monte-Carlo
+  # p 0.0129 ± 0.0005, exact 0.0132). Exact: both separated. Monte-Carlo: the second's
+  # decision rests on the first's, so both are undecided.
+  other = (
+    [0.72, 0.61, 0.64, 0.66, 0.69, 0.55, 0.6, 0.6, 0.6, 0.5, 0.61, 0.47],
+    [0.56, 0.58, 0.58, 0.49, 0.6, 0.51, 0.49, 0.5, 0.51, 0.56, 0.59, 0.44],
+  )
+  family = verdicts.decide([exact, verdicts.shift_test(*other)], 0.05 / 3)
+  assert [(d['rejected'], d['undecided']) for d in family] == [(True, False), (True, False)]
+  family = verdicts.decide([noisy, verdicts.shift_test(*other, exact=False)], 0.05 / 3)
+  assert [(d['rejected'], d['undecided']) for d in family] == [(False, True), (False, True)]
+  # The card's verdicts: one word for each.
+  assert card_lib._verdict('higher', True, undecided=True) == 'undecided'
+  assert card_lib.p_text({'p_value': noisy.p_value(), 'p_se': noisy.p_se()}) == '0.0086 ± 0.0004'
+
+
+def test_pairs_separated_counts_undecided_pairs_apart(monkeypatch):
+  scores = {'x': {'t': NEAR_A}, 'y': {'t': NEAR_B}}
+  exact = verdicts.pairs_separated(scores, alpha=0.05 / 6)
+  assert exact['exact'] and len(exact['separated']) == 1 and exact['undecided'] == []
+  # The same members where the groups are too large to count every split: Monte-Carlo.
+  monkeypatch.setattr(verdicts, 'EXACT_SUBSETS', 0)
+  noisy = verdicts.pairs_separated(scores, alpha=0.05 / 6)
+  assert not noisy['exact'] and noisy['separated'] == []
+  assert noisy['undecided'] == [{'a': 'x', 'b': 'y', 'tasks': ['t']}]
 
 
 def holm_written_out(p, alpha):

@@ -5,7 +5,8 @@ single pure function of positions and own the rest: the Linen module that create
 function's parameters, its positions (0..T-1, or a sorted random draw for the randomized
 twin), the lookups of a decoding step and of per-sequence draws, and its options.
 
-  bias(fn)      fn(q_pos [Q], k_pos [S], ...) -> [H, Q, S], added to q·k / sqrt(K)
+  bias(fn)      fn(q_pos [Q], k_pos [S], ...) -> [H, Q, S] (or [Q, S], shared by the
+                heads), added to q·k / sqrt(K)
                 (`content=True`: fn(q [B, Q, H, K], k [B, S, H, K], q_pos, k_pos, ...))
   rotation(fn)  fn(x [B, T, H, K], pos [T], ...) -> [B, T, H, K'] (q and k; `keys=`
                 another function for the keys)
@@ -250,6 +251,30 @@ def _distances(
   return {'distances': distances, 'left_distances': one() if both else None}
 
 
+def _four_axes(out: Array, per_sequence: bool) -> Array:
+  """A bias function's output as [B or 1, H or 1, Q, S]: [Q, S] (shared by the heads) or,
+  with positions or distances per sequence, [B, Q, S] gets a heads axis of 1; [H, Q, S] a
+  batch axis of 1; [B, H, Q, S] stays."""
+  if out.ndim == 2 or (out.ndim == 3 and per_sequence):
+    out = out[..., None, :, :]
+  return core.with_batch(out)
+
+
+def _per_sequence(at: Callable[[Array], Array]) -> Callable[..., bool]:
+  """Whether a call's positions (`at` of its indices) or its drawn distances come one set
+  per sequence."""
+
+  def per_sequence(q_idx: Array, k_idx: Array, context: Mapping[str, Any]) -> bool:
+    drawn = [context.get('distances'), context.get('left_distances')]
+    return (
+      at(q_idx).ndim == 2
+      or at(k_idx).ndim == 2
+      or any(d is not None and d.ndim == 2 for d in drawn)
+    )
+
+  return per_sequence
+
+
 class FunctionEncoding(core.EncodingModule):
   """An attention encoding from one function of positions (`bias`, `rotation`, `weights`):
   its parameters, inputs, options and draws bound into the `AttentionEncoding`, whose
@@ -295,6 +320,7 @@ class FunctionEncoding(core.EncodingModule):
     fn = functools.partial(self.fn, **bound[0])
     params = {**drawn, **bound[0]}
     if self.kind == core.BIAS:
+      per_sequence = _per_sequence(at)
       if self.content:
         bias = lambda q, k, qi, ki: fn(q, k, at(qi), at(ki))
       else:
@@ -302,7 +328,9 @@ class FunctionEncoding(core.EncodingModule):
       return core.AttentionEncoding(
         self.family,
         core.BIAS,
-        bias=lambda *a: core.with_batch(bias(*a)).astype(jnp.float32),
+        bias=lambda q, k, qi, ki: _four_axes(
+          bias(q, k, qi, ki), per_sequence(qi, ki, context)
+        ).astype(jnp.float32),
         params=params,
       )
     if self.kind == core.ROTATION:

@@ -32,6 +32,15 @@ for certain. The interval of a mean is therefore built on the binomial scale:
    clustered samples: here each member is a cluster of N examples). It lies in [0, 1], is
    never zero-width (phi >= 1/N), and is asymmetric near 0 and 100%, where member scores are
    skewed.
+5. Unseen failures. Runs fail: a run that learned nothing scores at the task's chance
+   level while the others sit near 100 (cpu-v2's dape_v2 on even_pairs: ten members at
+   98-100%, two at 88%), and n members may all have missed the failures: a rate seen 0
+   times in n is up to u = the high end of its Jeffreys interval (18.5% at n = 12, 53.6%
+   at n = 3). The low end is lowered to (1 - u) low + u chance (`with_failures`): a share u
+   of runs failing unseen, at chance (`Evaluation.chance`: 1/C for a one-token answer of C
+   classes, 0 where unknown). It moves a low end by u times its distance from chance: much
+   near 100, little near chance. Twelve members at 100% on a task of chance 50% get
+   [90.7, 100.0]. Failures only pull a mean down: the high end is step 4's.
 
 Without the number of examples (a metric that is not a mean over examples, perplexity) the
 interval is Student's t on the member scores. Success rates (the members whose score passes a
@@ -41,8 +50,10 @@ threshold) get the Wilson score interval with continuity correction.
 docs/benchmark.md (`python -m launch.benchmark --coverage`).
 
 Example:
-  >>> mean_interval([1.0, 1.0, 1.0], examples=416)     # three members at 100%
+  >>> mean_interval([1.0, 1.0, 1.0], examples=416, chance=None)   # three members at 100%
   [0.9858..., 1.0]
+  >>> mean_interval([1.0] * 12, examples=928, chance=0.5)    # and runs that may fail unseen
+  [0.9070..., 1.0]
   >>> success_interval(0, 3)                           # no member of 3 passes
   [0.0, 0.69...]
 """
@@ -64,7 +75,9 @@ LEVEL_BANDWIDTH = 1.5
 MEAN_METHOD = (
   'Clopper-Pearson at the effective number of examples (Korn-Graubard), the dispersion '
   'floored by the binomial error of the examples, by the pooled dispersion and by the '
-  'dispersion of the stored cells at the same level or nearer the middle'
+  'dispersion of the stored cells at the same level or nearer the middle; its low end '
+  "lowered by the failed runs the members may have missed, at the task's chance level "
+  '(as many as the Jeffreys interval of a rate seen 0 times allows)'
 )
 MEAN_METHOD_T = "Student's t over the members"
 SUCCESS_METHOD = 'Wilson score with continuity correction'
@@ -199,6 +212,38 @@ def effective_clopper_pearson(
   return low, high
 
 
+def jeffreys(successes: np.ndarray, n: int, level: float = LEVEL) -> tuple[np.ndarray, ...]:
+  """The equal-tailed Jeffreys interval of a rate, `successes` of n (any shape): the
+  Beta(k + 1/2, n - k + 1/2) quantiles, 0 at k = 0 and 1 at k = n (Brown, Cai and DasGupta
+  2001: near-nominal coverage, narrower than Clopper-Pearson). Returns (low, high).
+
+  Example: jeffreys(np.array(0), 12) -> (0.0, 0.185...): a rate seen 0 times in 12.
+  """
+  k = np.asarray(successes, np.float64)
+  alpha = 1 - level
+  low = np.where(k > 0, stats.beta.ppf(alpha / 2, k + 0.5, n - k + 0.5), 0.0)
+  high = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 0.5, n - k + 0.5), 1.0)
+  return low, high
+
+
+def unseen_failures(n: int, level: float = LEVEL) -> float:
+  """The share of runs that may fail unseen by n members: the high end of the Jeffreys
+  interval of a rate seen 0 times in n (18.5% at n = 12, 53.6% at n = 3)."""
+  return float(jeffreys(np.zeros(()), n, level)[1])
+
+
+def with_failures(low: np.ndarray, n: int, chance: float, level: float = LEVEL) -> np.ndarray:
+  """The low end `low` (any shape) of a mean over n members lowered by the failures they
+  may have missed: (1 - u) low + u chance with u = `unseen_failures(n)`, where that is
+  lower (a low end under the chance level stays).
+
+  Example: with_failures(0.99, 12, 0.5) -> 0.899.
+  """
+  u = unseen_failures(n, level)
+  low = np.asarray(low, np.float64)
+  return np.minimum(low, (1 - u) * low + u * chance)
+
+
 def t_interval(
   scores: np.ndarray, bounded: bool = True, level: float = LEVEL
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -211,25 +256,43 @@ def t_interval(
   return (np.clip(low, 0, 1), np.clip(high, 0, 1)) if bounded else (low, high)
 
 
+def floored_interval(
+  x: np.ndarray, examples: float, prior: Pool | None, chance: float | None
+) -> tuple[np.ndarray, np.ndarray]:
+  """The interval `mean_interval` gives each row of `x` ([..., n], n >= 2, each a mean over
+  `examples` examples): Korn-Graubard with the floored dispersion, its low end lowered by
+  the failures the members may have missed (`with_failures`) at the task's `chance` level
+  (None: not lowered). Returns (low, high), each [...]."""
+  phi = floored(dispersion(x, examples), x.shape[-1], prior, level(x, examples))
+  low, high = effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
+  if chance is None:
+    return low, high
+  return with_failures(low, x.shape[-1], chance), high
+
+
 def mean_interval(
   scores: Sequence[float],
   examples: float | None = None,
   prior: Pool | None = None,
   bounded: bool = True,
+  chance: float | None = 0.0,
 ) -> list[float] | None:
-  """The 95% interval of the mean of `scores` (one per member): Korn-Graubard with the
-  floored dispersion when each score is a mean over `examples` examples of a [0, 1] metric,
-  else Student's t (clipped to [0, 1] when `bounded`). None with fewer than 2 scores.
+  """The 95% interval of the mean of `scores` (one per member): when each score is a mean
+  over `examples` examples of a [0, 1] metric, Korn-Graubard with the floored dispersion,
+  its low end lowered by the failures the members may have missed, at the task's `chance`
+  level (the score of a run that learned nothing, `Evaluation.chance`; 0 where unknown;
+  None: not lowered); else Student's t (clipped to [0, 1] when `bounded`). None with fewer
+  than 2 scores.
 
-  Example: mean_interval([0.5, 0.6, 0.7], 416) -> [0.32, 0.84] (about); with cpu-v1's
-  pool, three members at 100% -> [0.87, 1.0].
+  Example: mean_interval([0.5, 0.6, 0.7], 416, chance=0.5) -> [0.32, 0.84] (about);
+  twelve members at 100% with chance 1/2 -> [0.907, 1.0] (up to 18.5% of runs failing
+  unseen, at chance).
   """
   if len(scores) < 2:
     return None
   x = np.asarray(scores, np.float64)[None]
   if examples:
-    phi = floored(dispersion(x, examples), x.shape[-1], prior, level(x, examples))
-    low, high = effective_clopper_pearson(x.mean(-1), phi, x.shape[-1])
+    low, high = floored_interval(x, examples, prior, chance)
   else:
     low, high = t_interval(x, bounded)
   return [float(low[0]), float(high[0])]

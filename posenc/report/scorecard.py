@@ -9,7 +9,9 @@ data orders where the population varies them, `config.data_seeds`):
   IQR, min, and max — the published statistic, named as such (min for perplexity, where
   lower is better). The interval (`posenc.report.intervals`) counts both sources of error:
   the members, and the finite examples each member's score averages, so it is never
-  zero-width (three members at 100% of 416 examples: [87, 100] with cpu-v1's pool);
+  zero-width, and its low end allows for the failed runs the members may have missed, at
+  the task's chance level (three members at 100% of 416 examples: [87, 100] with cpu-v1's
+  pool, [67, 100] with up to 54% of runs failing unseen at a chance of 50%);
 - the success rate: the share of members that pass (a score >= `threshold`, default 0.9;
   for perplexity, within `tolerance` of the member's perplexity at the training length),
   diverged members failing, with its 95% Wilson interval with continuity correction (0 of
@@ -184,6 +186,8 @@ def scorecard(
           'train_length': record.train_length,
           'score_basis': evaluation.score_basis(),
           'examples_per_score': _examples(record),
+          # Where the interval of the mean puts the failures a sample may have missed.
+          'chance': evaluation.chance(record.task, record.family),
           'runs': [],
           'members': [],
         },
@@ -240,7 +244,7 @@ def _row(group: dict[str, Any], prior: intervals.Pool | None) -> dict[str, Any]:
   bounded = group['higher_is_better']
   summary = statistics.summarize(scores, group['higher_is_better'])
   if summary is not None:
-    summary['mean_ci'] = intervals.mean_interval(scores, examples, prior, bounded)
+    summary['mean_ci'] = intervals.mean_interval(scores, examples, prior, bounded, group['chance'])
     summary['interval'] = intervals.method_of(examples)
   success = [float(m['success']) for m in members]
   lengths = sorted({n for m in members for n in m['passes_by_length']})
@@ -318,7 +322,11 @@ def _comparisons(rows: Sequence[dict[str, Any]], alpha: float) -> list[dict[str,
     d = next(decided)
     better = d['sign'] == ('higher' if a['higher_is_better'] else 'lower')
     verdict = (
-      'not separated' if not d['rejected'] else f'{a["column"] if better else b["column"]} better'
+      'undecided'
+      if d['undecided']
+      else 'not separated'
+      if not d['rejected']
+      else f'{a["column"] if better else b["column"]} better'
     )
     out.append({**head, **d, 'verdict': verdict})
   return out
@@ -502,7 +510,9 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
         lines.append(
           f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
           f'{_num(c["mean_difference"], scale, digits)}{_difference(c["ci"], scale, digits)} | '
-          f'{c["verdict"]} | {c["p_value"]:.3g} | {c["adjusted_p"]:.3g} | {c["test"]} |'
+          f'{c["verdict"]} | {c["p_value"]:.3g}'
+          + (f' ± {c["p_se"]:.1g}' if c.get('p_se') else '')
+          + f' | {c["adjusted_p"]:.3g} | {c["test"]} |'
         )
     lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
     if len(lengths) > max_lengths:

@@ -73,6 +73,15 @@ class Evaluation(abc.ABC):
     del config
     return None
 
+  def chance(self, task: str, family: str, metric: str | None = None) -> float:
+    """The score of a member that learned nothing (a run that failed), in the metric
+    `score_of` reads: where the intervals put the failed runs a sample may have missed
+    (`posenc.report.intervals.with_failures`). 0 unless the kind knows better (the worst
+    case of a [0, 1] metric)."""
+    del task
+    self.metric_name(family, metric)
+    return 0.0
+
   @abc.abstractmethod
   def score_basis(self) -> dict[str, Any]:
     """What a member's score is taken over: {'what': a phrase, 'lengths': [the lengths]}."""

@@ -1,5 +1,11 @@
-"""The conformance check of an encoding: the invariants every built-in encoding passes::
+"""The conformance check of an encoding: a first pass over its own outputs, then the
+invariants every built-in encoding passes::
 
+  outputs      the first pass, in seconds at the smallest size, before any model is built:
+               each part's outputs have the shapes and dtypes its kind declares and finite
+               values, each failure in the encoding's terms ('bias is NaN at head 0, query
+               3, key 1'; 'rotation returned 3 channels for head_dim 4, expected at least
+               4') (`outputs`)
   backends     every attention backend equals the readable one (`reference`) in values and
                gradients, on a padded batch, in each form the encoding runs in
   padded       a model's outputs on a sequence padded wider equal those on the sequence
@@ -10,39 +16,45 @@
   export       the training step lowers for CUDA and TPU (jax.export, no accelerator needed)
   training     a tiny training run trains and evaluates through the one loop
 
-Every invariant requires its outputs (outputs, logits, gradients, losses, the score) to be
-finite before it compares them; a failure is one line naming what differed: the first
-non-finite output (which array, which index, its value, how many more), or the two arrays
-compared, the index of their largest difference, both values and the tolerance
-(`compare`). What an encoding cannot run follows from its record, the same for built-ins
-and outside encodings (`invariants`).
+When the first pass fails, the invariants are not run (each is listed as skipped): they
+would fail on the same defect, later and in JAX's words. Every invariant requires its
+outputs (outputs, logits, gradients, losses, the score) to be finite before it compares
+them; a failure is one line naming what differed: the first non-finite output (which
+array, which index, its value, how many more), or the two arrays compared, the index of
+their largest difference, both values and the tolerance (`compare`). What an encoding
+cannot run follows from its record, the same for built-ins and outside encodings
+(`invariants`).
 
-`conformance(name)` runs them and returns one `Check` per invariant; `check_encoding(name)`
-is the pytest helper (an AssertionError listing the failures); `launch.check_encoding` the
+`conformance(name)` runs them and returns one `Check` per check; `check_encoding(name)` is
+the pytest helper (an AssertionError listing the failures); `launch.check_encoding` the
 command. `name` is anything `--config.encoding` takes, an outside encoding included
-(`my_pkg.my_module:ENCODING`). A few tiny models: about a minute on a 2-core CPU. Every
-built-in passes it (docs/benchmark.md).
+(`my_pkg.my_module:ENCODING`). A few tiny models: under a minute on a 2-core CPU
+(docs/benchmark.md). Every built-in passes it.
 
 Example:
   >>> for check in conformance('alibi'):                    # doctest: +SKIP
   ...   print(check.line())
+  outputs      pass  bias: declared shapes and dtypes, finite values (bidirectional and ...
   backends     pass  max |difference| 9.5e-07 (values), 3.8e-06 (gradients, relative) ...
   ...
-  >>> print(conformance('my_pkg:NAN_BIAS', ('step',))[0].line())  # doctest: +SKIP
-  step         FAIL  decoder logits of the whole sequence not finite: nan at [0, 0, 0] (and
-  125 more)
+  >>> print(conformance('my_pkg:NAN_BIAS')[0].line())      # doctest: +SKIP
+  outputs      FAIL  bias (bidirectional) is NaN at head 0, query 0, key 0 (and 161 more)
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import traceback
 from typing import Callable
 import warnings
 
+import jax
+
 from posenc import encodings
 from posenc.testing.compare import Check, Violation
+from posenc.testing.outputs import check_outputs
 from posenc.testing.invariants import (
   check_backends,
   check_causal,
@@ -55,6 +67,7 @@ from posenc.testing.invariants import (
 )
 
 CHECKS: dict[str, Callable[[str], Check]] = {
+  'outputs': check_outputs,
   'backends': check_backends,
   'padded': check_padded,
   'causal': check_causal,
@@ -64,6 +77,8 @@ CHECKS: dict[str, Callable[[str], Check]] = {
   'export': check_export,
   'training': check_training,
 }
+# The first pass: when it fails, the invariants after it are skipped.
+FIRST = 'outputs'
 # The checks that train or lower a whole run: most of the check's time.
 EXPENSIVE = ('export', 'training')
 
@@ -87,15 +102,30 @@ def _error(e: Exception) -> str:
   return f'error: {type(e).__name__}: {message}'[:400]
 
 
+@contextlib.contextmanager
+def few_optimizations():
+  """XLA's optimizations off while the check compiles (`jax_disable_most_optimizations`, as
+  flax's example tests run): each of its programs runs once or a few times on tiny shapes,
+  so compiling is most of its time, and the optimizations would take about a third more;
+  every comparison is between programs compiled alike. The previous setting is restored."""
+  before = jax.config.read('jax_disable_most_optimizations')
+  jax.config.update('jax_disable_most_optimizations', True)
+  try:
+    yield
+  finally:
+    jax.config.update('jax_disable_most_optimizations', before)
+
+
 def conformance(
   name: str,
   checks: tuple[str, ...] | None = None,
   report: Callable[[Check], None] = lambda check: None,
 ) -> list[Check]:
-  """Every invariant (or those named in `checks`) of encoding `name`, each a `Check` with
-  the seconds it took (an exception inside one is its failure, named in one line); `report`
-  is called as each finishes. Warnings raised inside an invariant (numpy's on NaN, say) are
-  not printed: its line says what went wrong.
+  """Every check (or those named in `checks`, in that order) of encoding `name`, each a
+  `Check` with the seconds it took (an exception inside one is its failure, named in one
+  line); `report` is called as each finishes. When the first pass (`outputs`) runs and
+  fails, the checks after it are skipped. Warnings raised inside a check (numpy's on NaN,
+  say) are not printed: its line says what went wrong.
 
   Raises:
     ValueError: `name` is not an encoding (one line), or `checks` names an unknown check.
@@ -105,15 +135,22 @@ def conformance(
   if unknown:
     raise ValueError(f'unknown checks {unknown}; valid: {", ".join(CHECKS)}')
   out = []
+  gate = False
   for check_name in checks or tuple(CHECKS):
+    if gate:
+      check = Check(check_name, False, f'not run: the first pass ({FIRST}) failed', skipped=True)
+      report(check)
+      out.append(check)
+      continue
     start = time.perf_counter()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), few_optimizations():
       warnings.simplefilter('ignore')
       try:
         check = CHECKS[check_name](name)
       except Exception as e:  # pylint: disable=broad-except  (a failing invariant, reported)
         check = Check(check_name, False, _error(e))
     check = Check(**{**check.__dict__, 'seconds': time.perf_counter() - start})
+    gate = check_name == FIRST and not check.passed
     report(check)
     out.append(check)
   return out
@@ -128,11 +165,10 @@ def check_encoding(name: str, checks: tuple[str, ...] | None = None) -> list[Che
       posenc.testing.check_encoding('my_pkg.my_module:MY_ENCODING')
   """
   results = conformance(name, checks)
-  failed = [c for c in results if not c.passed]
+  failed = [c for c in results if not c.passed and not c.skipped]
   if failed:
     raise AssertionError(
-      f'encoding {name!r} breaks {len(failed)} invariant(s):\n'
-      + '\n'.join(c.line() for c in failed)
+      f'encoding {name!r} fails {len(failed)} check(s):\n' + '\n'.join(c.line() for c in failed)
     )
   return results
 
@@ -141,6 +177,7 @@ __all__ = [
   'CHECKS',
   'Check',
   'EXPENSIVE',
+  'FIRST',
   'Violation',
   'check_backends',
   'check_causal',
@@ -148,6 +185,7 @@ __all__ = [
   'check_export',
   'check_generation',
   'check_gradients',
+  'check_outputs',
   'check_padded',
   'check_step',
   'check_training',

@@ -42,8 +42,9 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class Check:
-  """One invariant's outcome: passed, what it compared or what broke it, its largest
-  difference (None where it measures none) and the seconds it took (None where not timed).
+  """One check's outcome: passed, what it compared or what broke it, its largest
+  difference (None where it measures none), the seconds it took (None where not timed), and
+  whether it was skipped (not run, after the first pass failed).
   """
 
   name: str
@@ -51,9 +52,11 @@ class Check:
   detail: str
   difference: float | None = None
   seconds: float | None = None
+  skipped: bool = False  # not run: an earlier check failed (passed is then False)
 
   def line(self) -> str:
-    return f'{self.name:<12} {"pass" if self.passed else "FAIL"}  {self.detail}'
+    word = 'skip' if self.skipped else 'pass' if self.passed else 'FAIL'
+    return f'{self.name:<12} {word}  {self.detail}'
 
 
 class Violation(Exception):

@@ -363,7 +363,9 @@ def check_gradients(name: str) -> Check:
 
 def _tiny_config(name: str, steps: int = 6) -> Any:
   """A tiny decoder run of the encoding (`config.shrink_to_tiny`, one member): addition
-  (operands up to 3 digits, tested to 5) when it reads digits, else even_pairs."""
+  (operands up to 3 digits, tested to 5) when it reads digits, else even_pairs. One length
+  bucket in training and one in evaluation: each bucket is a program of its own to
+  compile, and the loop is the same with one."""
   config = config_lib.shrink_to_tiny(config_lib.base_config())
   config.model.family = 'decoder'
   config.encoding = name
@@ -375,6 +377,8 @@ def _tiny_config(name: str, steps: int = 6) -> Any:
     config.eval.grid_max, config.eval.samples_per_cell, config.eval.bucket_size = 5, 4, 4
   else:
     config.task = 'even_pairs'
+    config.eval.bucket_size = config.eval.max_length
+  config.train.bucket_size = config.train.max_length
   return config
 
 

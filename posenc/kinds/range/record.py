@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Mapping
 
 from posenc import families
 from posenc import results
+import tasks as tasks_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +112,21 @@ class RangeResults(results.Evaluation):
   def metric_name(self, family: str, metric: str | None = None) -> str:
     """A decoder generates its outputs: exact match; an encoder: per-token accuracy."""
     return self._chosen(metric, 'exact_match' if families.of(family).generates else 'accuracy')
+
+  def chance(self, task: str, family: str, metric: str | None = None) -> float:
+    """1/C for a task of the study with C output classes, read by per-token accuracy or by
+    the exact match of its one-token answer (a classification task); else 0 (the exact match
+    of a longer answer: chance vanishes with the length).
+
+    Example: even_pairs (2 classes) by exact match -> 0.5; bucket_sort by exact match -> 0.
+    """
+    name = self.metric_name(family, metric)
+    spec = tasks_lib.REGISTRY.get(task)
+    if spec is None or not spec.num_classes:
+      return 0.0
+    if name == 'accuracy' or spec.is_classification:
+      return 1.0 / spec.num_classes
+    return 0.0
 
   def score_of(self, member: RangeMember, family: str, metric: str | None = None) -> float | None:
     return getattr(member, self.FIELDS[self.metric_name(family, metric)][0])
