@@ -16,7 +16,7 @@ from posenc import cost
 from posenc import io
 from posenc import kinds
 from posenc import report
-from posenc import results as results_lib
+from posenc import results_file
 from posenc import setup
 from posenc import train
 import tasks
@@ -58,7 +58,7 @@ def test_a_kind_in_its_own_folder_trains_is_evaluated_read_and_reported(toy_task
     assert 0 <= member['score'] <= 1 and np.isfinite(member['score'])
   assert any(line.startswith('eval length 5 (2/2)') for line in lines)
   # Its record reads back through the schema, found by the registry.
-  record = results_lib.read(workdir / 'results.json')
+  record = results_file.read(workdir / 'results.json')
   assert record.evaluation == toy_record.ToyResults(toy_protocol.LENGTHS, record.members)
   assert record.to_json() == results
   assert run.protocol.summary(record).startswith('toy score ')
