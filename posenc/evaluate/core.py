@@ -6,7 +6,7 @@ A protocol is how one kind of task is judged (each kind's protocol.py in `posenc
 evaluation (`evaluate(run, state, ctx)`: cells measured through `run_cells`, then its
 record, the kind's record.py), its checks, the one-line summary of a finished run, its
 frozen evaluation sets, and the training variant its tasks take (`Training`: the study's
-length curriculum, or sequences). Every hook takes the run (`posenc.setup.Run`) first. A task
+length curriculum, or sequences). Every hook takes the run (`posenc.run.Run`) first. A task
 names its kind once (`task.protocol`); a run looks its protocol up once (`posenc.setup`).
 
 Example:
@@ -41,7 +41,7 @@ _ACCELERATOR_MEMORY_SHARE = 0.5
 _DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
-# A run (`posenc.setup.Run`): the config with everything it names, built once above this
+# A run (`posenc.run.Run`): the config with everything it names, built once above this
 # package. Every hook of a protocol takes it; the type is named here only, not imported.
 Run = Any
 
@@ -104,7 +104,7 @@ class Training:
 @dataclasses.dataclass(frozen=True)
 class Protocol:
   """How one kind of task is judged, and the training variant its tasks take. Every hook
-  takes the run (`posenc.setup.Run`) first.
+  takes the run (`posenc.run.Run`) first.
 
   Attributes:
     name: results.json's `evaluation` ('range', 'grid', 'lengths', 'perplexity').
