@@ -2,8 +2,10 @@
 from a saved work directory (`restore(workdir)`).
 
 The config's task names its kind (`task.protocol`); the kinds' registry (`posenc.kinds`)
-gives the kind's protocol; then `posenc.run.build` parses the rest of the config and builds
-the run.
+gives the kind's protocol, whose `task_type` says what the kind reads off a task (a
+`typing.Protocol` in the kind's protocol.py). A task that lacks part of it is refused here,
+in one line naming what it lacks, before anything is built; then `posenc.run.build` parses
+the rest of the config and builds the run.
 
 Example:
   >>> from posenc import config as config_lib
@@ -55,10 +57,17 @@ def build(
 
 def protocol_of(task: Any) -> evaluate.Protocol:
   """The protocol of the kind of evaluation `task` names (`task.protocol`, 'range' by
-  default: `posenc.kinds`).
+  default: `posenc.kinds`), once the task is seen to have what the kind reads
+  (`Protocol.task_type`).
+
+  Example: a range task without `sample_padded` and `output_length` is refused with
+  "task 'x' (kind 'range') lacks output_length, sample_padded; a range task needs:
+  vocab_size, num_classes, output_length, sample, sample_padded
+  (posenc.kinds.range.protocol.RangeTask)".
 
   Raises:
-    ConfigError: a kind not registered (one line naming the task and the valid kinds).
+    ConfigError: a kind not registered, or a task that lacks part of its kind's task type
+      (one line naming the task, its kind and what it lacks).
   """
   kind = getattr(task, 'protocol', 'range')
   name = getattr(task, 'name', None) or type(task).__name__
@@ -66,7 +75,15 @@ def protocol_of(task: Any) -> evaluate.Protocol:
     raise ConfigError(
       f'task {name!r} names an unknown kind of evaluation {kind!r}; valid: {", ".join(kinds.KINDS)}'
     )
-  return kinds.protocol(kind)
+  protocol = kinds.protocol(kind)
+  needs = evaluate.core.members(protocol.task_type)
+  lacks = [member for member in needs if not hasattr(task, member)]
+  if lacks:
+    raise ConfigError(
+      f'task {name!r} (kind {kind!r}) lacks {", ".join(lacks)}; a {kind} task needs: '
+      f'{", ".join(needs)} ({protocol.task_type.__module__}.{protocol.task_type.__name__})'
+    )
+  return protocol
 
 
 def read_config(workdir: str) -> ml_collections.ConfigDict:

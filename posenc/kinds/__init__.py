@@ -8,7 +8,8 @@ that reads it (`PARTS`), each built on a shared base that sits below the kinds:
 
   record.py    its record in results.json (`RECORD`, a `posenc.results.Evaluation`); no JAX
   protocol.py  how its tasks train and are evaluated (`PROTOCOL`, a
-               `posenc.evaluate.core.Protocol`)
+               `posenc.evaluate.core.Protocol`), and what it reads off a task (a
+               `typing.Protocol`, the protocol's `task_type`)
   section.py   its section of a report (`check`, `build`, made of `posenc.sections`); no JAX
   cost.py      what its runs cost (`COST`, a `posenc.cost_model.Cost`); a kind without one
                has no cost estimate
