@@ -73,7 +73,7 @@ def main(argv: list[str]) -> None:
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
-  summary = run.protocol.summary(results_lib.Results.from_json(results))
+  summary = run.protocol.summary(results_lib.Results.from_json(results, run.protocol.results))
   print(
     f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
     f'{_WORKDIR.value}/results.json'

@@ -24,6 +24,7 @@ import numpy as np
 
 from posenc import config as config_lib
 from posenc import receptive
+from posenc import run as run_lib
 from posenc import setup
 
 
@@ -33,10 +34,10 @@ class AnalysisError(ValueError):
 
 @dataclasses.dataclass
 class Run:
-  """One member of a saved run: the run's objects (`posenc.setup.Run`, its model on the
+  """One member of a saved run: the run's objects (`posenc.run_lib.Run`, its model on the
   readable attention backend), that member's parameters, its row and the step."""
 
-  built: setup.Run
+  built: run_lib.Run
   params: Any  # one member's parameters
   member: dict[str, Any]
   step: int

@@ -34,7 +34,7 @@ import numpy as np
 
 from posenc import benchmark
 from posenc import plots
-from posenc import results as results_lib
+from posenc import results_file
 from posenc.report import intervals
 from posenc.report import scorecard as scorecard_lib
 from posenc.report import verdicts
@@ -44,7 +44,7 @@ CARD_SCHEMA_VERSION = 2
 
 
 def _record(data: Mapping[str, Any], where: str) -> Any:
-  return results_lib.Results.from_json(dict(data), where)
+  return results_file.from_json(dict(data), where)
 
 
 def _scores(row: Mapping[str, Any]) -> list[float]:

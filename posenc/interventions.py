@@ -48,6 +48,7 @@ import numpy as np
 from posenc import config as config_lib
 from posenc import encodings
 from posenc import evaluate
+from posenc import run as run_lib
 from posenc import setup
 from posenc import suggest
 
@@ -62,18 +63,18 @@ class Intervention:
   runs it applies to (`applies`: run -> None, or why not), and the config change."""
 
   doc: str
-  defaults: Callable[[setup.Run], dict[str, float]]
-  applies: Callable[[setup.Run], str | None]
-  change: Callable[[setup.Run, Mapping[str, float]], dict[str, Any]]
+  defaults: Callable[[run_lib.Run], dict[str, float]]
+  applies: Callable[[run_lib.Run], str | None]
+  change: Callable[[run_lib.Run, Mapping[str, float]], dict[str, Any]]
 
 
-def _ratio(run: setup.Run) -> float:
+def _ratio(run: run_lib.Run) -> float:
   """M / N: the longest evaluated length (the protocol's) over the training length."""
   n = run.config.train.max_length
   return max(run.protocol.longest_length(run), n) / n
 
 
-def _takes(option: str) -> Callable[[setup.Run], str | None]:
+def _takes(option: str) -> Callable[[run_lib.Run], str | None]:
   def applies(run):
     if option in run.encoding.test_options:
       return None
@@ -99,7 +100,7 @@ def _twin(name: str) -> str:
   return name.removeprefix('randomized_')
 
 
-def _randomized(run: setup.Run) -> str | None:
+def _randomized(run: run_lib.Run) -> str | None:
   if run.encoding.randomized and _twin(run.config.encoding) in encodings.ENCODINGS:
     return None
   names = [n for n, e in encodings.ENCODINGS.items() if e.randomized]
@@ -109,7 +110,7 @@ def _randomized(run: setup.Run) -> str | None:
   )
 
 
-def _ordered(run: setup.Run, p: Mapping[str, float]) -> dict[str, Any]:
+def _ordered(run: run_lib.Run, p: Mapping[str, float]) -> dict[str, Any]:
   del p
   twin = encodings.get(_twin(run.config.encoding))
   taken = set(twin.attention_options + twin.embedding_options + twin.test_options)
@@ -117,7 +118,7 @@ def _ordered(run: setup.Run, p: Mapping[str, float]) -> dict[str, Any]:
   return {'encoding': _twin(run.config.encoding), 'encoding_options': options}
 
 
-def _no_temperature(run: setup.Run) -> str | None:
+def _no_temperature(run: run_lib.Run) -> str | None:
   if run.config.model.get('temperature', 'none') != 'none':
     return (
       f'the run already has an attention temperature (model.temperature='
@@ -126,7 +127,7 @@ def _no_temperature(run: setup.Run) -> str | None:
   return None
 
 
-def _lengths(run: setup.Run) -> dict[str, float]:
+def _lengths(run: run_lib.Run) -> dict[str, float]:
   return {'scale': _ratio(run), 'original_length': float(run.config.train.max_length)}
 
 
@@ -200,7 +201,7 @@ def parse(text: str) -> tuple[str, dict[str, float]]:
   return name, params
 
 
-def resolve(run: setup.Run, name: str, params: Mapping[str, float]) -> dict[str, float]:
+def resolve(run: run_lib.Run, name: str, params: Mapping[str, float]) -> dict[str, float]:
   """The intervention's parameters for `run`: its defaults, overridden by `params`.
 
   Raises:
@@ -230,7 +231,7 @@ def resolve(run: setup.Run, name: str, params: Mapping[str, float]) -> dict[str,
   return out
 
 
-def apply(run: setup.Run, name: str, params: Mapping[str, float]) -> ml_collections.ConfigDict:
+def apply(run: run_lib.Run, name: str, params: Mapping[str, float]) -> ml_collections.ConfigDict:
   """The config evaluation runs with: the run's config changed by the intervention
   (resolved)."""
   change = INTERVENTIONS[name].change(run, resolve(run, name, params))
@@ -247,7 +248,7 @@ def apply(run: setup.Run, name: str, params: Mapping[str, float]) -> ml_collecti
 
 
 def evaluate_with(
-  run: setup.Run, state: Any, progress: Callable[[str], None] = lambda line: None
+  run: run_lib.Run, state: Any, progress: Callable[[str], None] = lambda line: None
 ) -> Any:
   """The protocol's evaluation record of the population `state` under `run` (in a scratch
   directory: nothing of the saved run is touched)."""

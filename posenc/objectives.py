@@ -8,7 +8,7 @@
   `inputs ⊕ SEP` with a KV cache: per-token accuracy under the task's mask, and exact match
   (every masked answer token right).
 
-Each takes the run (`posenc.setup.Run`: its config, task, model and family) and returns an
+Each takes the run (`posenc.run.Run`: its config, task, model and family) and returns an
 `Objective` (loss for training, counts for evaluation): `study(run, bucket)` for the study's
 tasks, `sequence(run, shape)` for tasks that sample `prompt ⊕ answer (⊕ EOS)` themselves,
 `masked(run, shape)` for masked language modelling. The evaluation protocol of a task
@@ -31,7 +31,7 @@ from posenc import models
 from posenc import suggest
 
 Array = jax.Array
-# A run (`posenc.setup.Run`, built above this module): the type is named here, not imported.
+# A run (`posenc.run.Run`, built above this module): the type is named here, not imported.
 Run = Any
 LOSS_ON = ('answer', 'all')
 

@@ -24,12 +24,12 @@ import numpy as np
 
 from posenc import benchmark
 from posenc import card as card_lib
-from posenc import results as results_lib
+from posenc import results_file
 from posenc.report import verdicts
 
 
 def _record(data: Mapping[str, Any], where: str) -> Any:
-  return results_lib.Results.from_json(dict(data), where)
+  return results_file.from_json(dict(data), where)
 
 
 def scores_up_to(

@@ -59,7 +59,7 @@ from posenc import io
 from posenc import population as population_lib
 from posenc import programs
 from posenc import results as results_lib
-from posenc import setup
+from posenc import run as run_lib
 from posenc import tensorboard
 from posenc import train_log
 from posenc import update
@@ -111,7 +111,7 @@ def _next_multiple(step: int, every: int) -> int:
 
 
 def train_and_evaluate(
-  run: setup.Run,
+  run: run_lib.Run,
   workdir: str,
   progress: Callable[[str], None] = logging.info,
   should_stop: Callable[[], bool] = lambda: False,
@@ -172,7 +172,7 @@ def train_and_evaluate(
 PLAN_FILE = 'plan.json'
 
 
-def _update_args(run: setup.Run) -> tuple[Any, ...]:
+def _update_args(run: run_lib.Run) -> tuple[Any, ...]:
   """The arguments an update is lowered for: (state, length, learning rates, keys)."""
   population = run.population
   state = population_lib.init_state(run.config, run.model, population, abstract=True)
@@ -180,7 +180,7 @@ def _update_args(run: setup.Run) -> tuple[Any, ...]:
   return state, length, population.learning_rates, population.train_keys
 
 
-def training_stage(run: setup.Run, traces: collections.Counter | None) -> programs.Stage:
+def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> programs.Stage:
   """Training's programs by width, for the plan (`train.programs`): the curriculum draws
   lengths U{1..N}, so a data width gets the share of the steps whose length falls in it."""
   config, population = run.config, run.population
@@ -234,7 +234,7 @@ class Compiled:
 
 
 def plans(
-  run: setup.Run,
+  run: run_lib.Run,
   workdir: str,
   restored: Restored,
   stages: dict[str, programs.Stage],
@@ -270,7 +270,7 @@ def plans(
 
 
 def training_programs(
-  run: setup.Run, stage: programs.Stage, plan: programs.Plan, traces: collections.Counter
+  run: run_lib.Run, stage: programs.Stage, plan: programs.Plan, traces: collections.Counter
 ) -> list[programs.Program]:
   """Training's programs of `plan`: one per program width ('train W'), or the one K-step
   program ('train K-step') with `train.steps_per_dispatch` K > 1."""
@@ -292,7 +292,7 @@ def by_stage(fns: dict[str, Any]) -> dict[str, dict[int, Any]]:
 
 
 def compile_programs(
-  run: setup.Run, workdir: str, restored: Restored, progress: Callable[[str], None]
+  run: run_lib.Run, workdir: str, restored: Restored, progress: Callable[[str], None]
 ) -> Compiled:
   """Plans the run's programs (`plans`), says so, and compiles every one still needed
   (training's unless it is done, the evaluation's for the lengths not yet measured) at
@@ -337,7 +337,7 @@ class Restored:
 
 
 def restore(
-  run: setup.Run, workdir: str, manager: Any, progress: Callable[[str], None]
+  run: run_lib.Run, workdir: str, manager: Any, progress: Callable[[str], None]
 ) -> Restored:
   """1. The newest checkpoint that restores (damaged ones are set aside), else 2. scratch."""
   population = run.population
@@ -386,7 +386,7 @@ class Trained:
 
 
 def train(
-  run: setup.Run,
+  run: run_lib.Run,
   workdir: str,
   restored: Restored,
   manager: Any,
@@ -460,7 +460,7 @@ def train(
 
 
 def record(
-  run: setup.Run,
+  run: run_lib.Run,
   restored: Restored,
   trained: Trained,
   evaluation: Any,

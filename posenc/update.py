@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import programs
-from posenc import setup
+from posenc import run as run_lib
 
 P = population_lib.P
 POP = population_lib.POP
@@ -51,7 +51,7 @@ def curriculum_lengths(key: jax.Array, start: jax.Array, count: int, max_length:
 # The update step.
 
 
-def _member_gradients(run: setup.Run, objective: Any) -> Callable[..., Any]:
+def _member_gradients(run: run_lib.Run, objective: Any) -> Callable[..., Any]:
   """One member's loss and gradients on one batch.
 
   member_gradients(params, key, batch, step) -> (grads, loss, accuracy): the step's keys
@@ -87,7 +87,7 @@ def _member_gradients(run: setup.Run, objective: Any) -> Callable[..., Any]:
   return member_gradients
 
 
-def _member_apply(run: setup.Run) -> Callable[..., Any]:
+def _member_apply(run: run_lib.Run) -> Callable[..., Any]:
   """One member's optimizer step.
 
   member_apply(params, opt, diverged, learning_rate, grads, loss, step) -> (params, opt,
@@ -110,7 +110,7 @@ def _member_apply(run: setup.Run) -> Callable[..., Any]:
 
 
 def _local_update(
-  run: setup.Run, bucket: int, loop: str, data: tuple[int, ...] | None = None
+  run: run_lib.Run, bucket: int, loop: str, data: tuple[int, ...] | None = None
 ) -> Callable[..., Any]:
   """One step of a device's members on a batch padded to `bucket` input tokens.
 
@@ -202,7 +202,7 @@ def _local_update(
   return local_update
 
 
-def bucket_of(run: setup.Run, length: int) -> int:
+def bucket_of(run: run_lib.Run, length: int) -> int:
   """The data width of a step of curriculum length `length` (its training bucket)."""
   buckets = run.training.buckets(run)
   if len(buckets) == 1:
@@ -210,7 +210,7 @@ def bucket_of(run: setup.Run, length: int) -> int:
   return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
 
 
-def _state_specs(run: setup.Run) -> Any:
+def _state_specs(run: run_lib.Run) -> Any:
   return jax.tree.map(
     lambda s: P(POP) if s.ndim else P(),
     population_lib.init_state(run.config, run.model, run.population, abstract=True),
@@ -218,7 +218,7 @@ def _state_specs(run: setup.Run) -> Any:
 
 
 def make_update_fn(
-  run: setup.Run,
+  run: run_lib.Run,
   bucket: int,
   traces: collections.Counter | None = None,
   data: tuple[int, ...] | None = None,
@@ -247,7 +247,7 @@ def make_update_fn(
 
 
 def make_multi_step_fn(
-  run: setup.Run, traces: collections.Counter | None = None, plan: programs.Plan | None = None
+  run: run_lib.Run, traces: collections.Counter | None = None, plan: programs.Plan | None = None
 ) -> Callable[..., Any]:
   """The jitted update of up to K = `train.steps_per_dispatch` consecutive steps.
 

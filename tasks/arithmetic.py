@@ -104,6 +104,8 @@ class SequenceTask(abc.ABC):
   """Base class: a task samples `prompt answer EOS` sequences on a grid of cells (a, b).
 
   Subclasses set `name` and `axes` and implement `_max_raw_prompt`, `max_answer` and `_rows`.
+  A task of the grid kind of evaluation: it has what that kind reads off a task
+  (`posenc.kinds.grid.protocol.GridTask`), which is checked when a run is built.
 
   Attributes:
     name: the registry name, e.g. 'addition'.

@@ -45,6 +45,10 @@ Batch = dict[str, Array]
 class Task:
   """Base class: subclasses set the four fields and implement `_target` (and `_sample`).
 
+  A task of the range kind of evaluation: it has what that kind reads off a task
+  (`posenc.kinds.range.protocol.RangeTask`: the sizes, `output_length`, `sample`,
+  `sample_padded`), which is checked when a run is built.
+
   Attributes:
     name: the registry name, e.g. 'parity_check'.
     level: 'regular', 'dcf' or 'cs' (the Chomsky-hierarchy level of the study).

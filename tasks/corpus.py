@@ -87,6 +87,9 @@ def _split(
 class StdlibCorpus:
   """Byte-level text of the Python standard library (vocabulary: the 256 byte values).
 
+  The task of the perplexity kind of evaluation: it has what that kind reads off a task
+  (`posenc.kinds.perplexity.protocol.CorpusTask`), which is checked when a run is built.
+
   Attributes:
     valid_percent: share of files (by a hash of their path) in the validation split.
     max_train_bytes, max_valid_bytes: byte budgets of the splits.

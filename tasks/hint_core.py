@@ -163,6 +163,9 @@ class HintingTask(abc.ABC):
   """Base class: a task samples `prompt answer` sequences of one input length n.
 
   Subclasses set the class constants and implement the vocabulary, the sizes and `_rows`.
+  A task of the lengths kind of evaluation (a hint task trains beside a main one): it has
+  what that kind reads off a task (`posenc.kinds.lengths.protocol.LengthsTask`), which is
+  checked when a run of it is built.
 
   Attributes:
     name: the registry name, e.g. 'sorting_hinted'.

@@ -1,10 +1,12 @@
-"""The cost model: measured on the first cell, scaled to the others by the FLOP model."""
+"""The cost model: measured on the first cell, scaled to the others by the FLOP model
+(`posenc.cost_model`), for a grid of any kind (`posenc.cost`)."""
 
 import numpy as np
 import pytest
 
 from experiments import sweep_tiny
 from posenc import cost
+from posenc import cost_model
 from posenc import config as config_lib
 from posenc import setup
 from posenc.kinds.grid import cost as grid_cost
@@ -14,7 +16,7 @@ import tasks
 
 def test_flop_model_grows_quadratically_with_tokens():
   config = sweep_tiny.get_config()
-  f = [cost.forward_flops(t, config) for t in (10, 20, 40)]
+  f = [cost_model.forward_flops(t, config) for t in (10, 20, 40)]
   assert f[0] < f[1] < f[2] and (f[2] - f[1]) > 2 * (f[1] - f[0])
 
 
@@ -40,7 +42,7 @@ def test_estimate_covers_every_cell_and_scales_with_sequence_length():
 def test_roofline_is_max_of_compute_and_memory_time_per_program():
   config = sweep_tiny.get_config()
   cells = sweep_tiny.grid()[:1]  # parity_check / none
-  fits = range_cost.program_costs(cost.config_lib.cell_config(config, cells[0]))
+  fits = range_cost.program_costs(config_lib.cell_config(config, cells[0]))
   assert fits['train'].shape == fits['eval'].shape == (2, 3)
   est = cost.roofline(config, cells, 'H100')
   spec = cost.DEVICES['H100']
@@ -52,7 +54,10 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
 
   n, m = config.train.max_length, config.eval.max_length
   step = np.mean(
-    [seconds('train', cost.tokens(task, l, n, config.train.bucket_size)) for l in range(1, n + 1)]
+    [
+      seconds('train', cost_model.tokens(task, l, n, config.train.bucket_size))
+      for l in range(1, n + 1)
+    ]
   )
   members = len(config.seeds) * len(config.learning_rates)
   row = est['cells'][0]
@@ -61,7 +66,7 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
   assert est['chip_hours'] == pytest.approx((row['train_s'] + row['eval_s']) / 3600)
   assert '1 chip' in cost.format_roofline(est) and '8 chips' in cost.format_roofline(est, 8)
   with pytest.raises(
-    cost.config_lib.ConfigError, match="unknown --device 'B200'; valid devices: H100, A100, v4, v5e"
+    config_lib.ConfigError, match="unknown --device 'B200'; valid devices: H100, A100, v4, v5e"
   ):
     cost.roofline(config, cells, 'B200')
 
@@ -82,7 +87,7 @@ def test_sequence_task_estimate_measures_one_member_and_scales_by_flops():
   assert big['eval_s'] == pytest.approx(2 * small['eval_s'])
   assert 'one model: train' in cost.format_estimate(est)
   # The FLOP model: effective depth is layers x recurrences; the grid adds every cell.
-  work = lambda overrides: cost.sequence_work(
+  work = lambda overrides: cost_model.sequence_work(
     setup.build(config_lib.cell_config(base, overrides)), grid_cost.groups
   )
   assert work({'model.recurrences': 4})[0] > 3 * work({'model.recurrences': 1})[0]

@@ -12,7 +12,7 @@ import pytest
 from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc.kinds.lengths import section as hint_report
-from posenc.report import load as report_load
+from posenc.sections import load as report_load
 from posenc.kinds.lengths import protocol as length_eval
 from posenc import multitask
 from posenc import population as population_lib

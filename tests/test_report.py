@@ -22,7 +22,9 @@ from posenc.kinds.grid import regions as grid_regions
 from posenc.kinds.grid import section as grid_section
 from posenc.kinds.range import section as range_section
 from posenc.kinds.range import tables as range_tables
-from posenc.report import tables as report_tables
+from posenc.sections import core as report_core
+from posenc.sections import load as report_load
+from posenc.sections import tables as report_tables
 from posenc.kinds.range import record as range_record
 from posenc.kinds.grid import record as grid_record
 import tasks
@@ -529,9 +531,9 @@ def test_names_come_from_the_registries():
   # The report reads the encodings' names from the one module that holds them (no Flax),
   # the registry's names in its order.
   assert report.ENCODINGS is encoding_names.STUDY and len(report.ENCODINGS) == 13
-  assert report.core.GRID_ENCODINGS is encoding_names.ALL
+  assert report_core.GRID_ENCODINGS is encoding_names.ALL
   assert tuple(encodings.ENCODINGS) == encoding_names.ALL
-  assert report.core.ARITHMETIC_TASKS == tuple(tasks.ARITHMETIC)
+  assert report_core.ARITHMETIC_TASKS == tuple(tasks.ARITHMETIC)
   assert list(report.TASK_LEVELS) == list(tasks.NAMES + tasks.LATER)
   labels = {'regular': 'R', 'dcf': 'DCF', 'cs': 'CS', 'later': 'later'}
   assert report.TASK_LEVELS == {
@@ -596,7 +598,7 @@ def test_options_of_older_results_come_from_their_config(tmp_path):
     results['config']['encoding_options'] = {'relative_mode': mode}
     (path / 'results.json').write_text(json.dumps(results))
   runs = report.load_runs([tmp_path])[0]
-  assert sorted(report.load.encoding_options(r.record)['relative_mode'] for r in runs) == [
+  assert sorted(report_load.encoding_options(r.record)['relative_mode'] for r in runs) == [
     'reference',
     'symmetric',
   ]
@@ -625,9 +627,9 @@ def test_options_from_older_configs_are_the_registry_s(given):
   # the options each study encoding takes, resolved as the encodings registry resolves them.
   for name in encodings.NAMES:
     attention, embedding = encodings.resolve_options(name, given)
-    options = report.load.options_from_config(name, {'encoding_options': given})
+    options = report_load.options_from_config(name, {'encoding_options': given})
     assert json.dumps(options) == json.dumps({**attention, **embedding}), name
-  assert report.load.options_from_config('abacus', {'encoding_options': given}) is None
+  assert report_load.options_from_config('abacus', {'encoding_options': given}) is None
 
 
 def test_exact_match_report_reads_its_fields_and_names_it(tmp_path):

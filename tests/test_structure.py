@@ -1,5 +1,6 @@
 """The package's structure: imports run one way (no module of posenc imports one that
-imports it back, at module level or inside a function)."""
+imports it back, at module level or inside a function, or through the modules the kinds'
+registry loads by name)."""
 
 import ast
 import os
@@ -14,7 +15,8 @@ def module_name(path: str) -> str:
 
 
 def import_graph(package: str = 'posenc') -> dict[str, set[str]]:
-  """{module: the posenc modules it imports}, every import statement counted."""
+  """{module: the posenc modules it imports}, every import statement counted, and the
+  registry's loads by name (`registry_edges`) counted as its imports."""
   modules = {}
   for directory, _, files in os.walk(os.path.join(ROOT, package)):
     for name in files:
@@ -36,7 +38,19 @@ def import_graph(package: str = 'posenc') -> dict[str, set[str]]:
     graph[module] = {
       t for t in targets if t in modules and t != module and not module.startswith(t + '.')
     }
+  for module, loaded in registry_edges(modules).items():
+    graph[module] |= loaded
   return graph
+
+
+def registry_edges(modules) -> dict[str, set[str]]:
+  """{'posenc.kinds': every module of `modules` it loads by name}: each part (`PARTS`) of
+  each kind's folder (`KINDS`), found by the registry's own tables, as importlib finds them
+  when a reader asks for a kind's part."""
+  from posenc import kinds
+
+  names = {f'{package}.{part}' for package in kinds.KINDS.values() for part in kinds.PARTS}
+  return {'posenc.kinds': names & set(modules)}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -72,6 +86,40 @@ def test_posenc_imports_have_no_cycle():
   graph = import_graph()
   assert 'posenc.train' in graph and 'posenc.population' in graph['posenc.train']
   assert find_cycle(graph) is None, ' -> '.join(find_cycle(graph))
+
+
+def test_the_registry_loads_every_part_by_name_above_the_kinds():
+  """The registry's loads by name are edges of the graph: every part of every kind. A part
+  that reached back to a module that looks kinds up (a reader of any results.json, the
+  report, the run's setup, the cost of any kind) would close a loop through them, which
+  the cycle check finds; none of the shared base below the kinds looks a kind up."""
+  graph = import_graph()
+  assert {'posenc.kinds.range.record', 'posenc.kinds.grid.section'} <= graph['posenc.kinds']
+  assert 'posenc.kinds.range.cost' in graph['posenc.kinds']
+  assert 'posenc.kinds.perplexity.cost' not in graph  # a kind without a cost model
+  # A loop only the names close: a record that imported the reader of any record.
+  looped = {
+    **graph,
+    'posenc.kinds.range.record': graph['posenc.kinds.range.record'] | {'posenc.results_file'},
+  }
+  cycle = find_cycle(looped) or []
+  assert {'posenc.kinds', 'posenc.kinds.range.record', 'posenc.results_file'} <= set(cycle)
+  # The shared base: the record schema, what every section is made of, the cost model's
+  # parts, the run and the loop.
+  base = ('posenc.results', 'posenc.sections', 'posenc.cost_model', 'posenc.run', 'posenc.train')
+  below = [m for m in graph if m in base or m.startswith(tuple(f'{b}.' for b in base))]
+  assert len(below) > len(base)
+  reach = [m for m in below if 'posenc.kinds' in _reached(graph, m)]
+  assert not reach, reach
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+  seen, todo = set(), [start]
+  while todo:
+    for nxt in graph[todo.pop()] - seen:
+      seen.add(nxt)
+      todo.append(nxt)
+  return seen
 
 
 # What testing the kind of a task looks like; only the kinds' folders (posenc/kinds/) and the
@@ -112,7 +160,7 @@ def test_nothing_in_the_library_imports_the_speed_tools():
   only launch.speed imports it."""
   graph = import_graph()
   speed = {m for m in graph if m == 'posenc.speed' or m.startswith('posenc.speed.')}
-  assert 'posenc.speed.floor' in speed and 'posenc.setup' in graph['posenc.speed.floor']
+  assert 'posenc.speed.floor' in speed and 'posenc.run' in graph['posenc.speed.floor']
   found = [
     f'{m} imports {sorted(graph[m] & speed)}' for m in graph if m not in speed and graph[m] & speed
   ]
@@ -146,11 +194,12 @@ def _sources(packages=('posenc', 'launch')):
 
 
 def test_a_run_is_built_in_one_place():
-  """A config becomes a task, its hint tasks and a protocol where a run is built
-  (posenc/setup.py); everything else reads them off the run."""
+  """A config becomes a task and its hint tasks where a run is built (posenc/run.py), and a
+  protocol where its task's kind is looked up (posenc/setup.py); everything else reads them
+  off the run."""
   calls = []
   for rel, text in _sources():
-    if rel == 'posenc/setup.py':
+    if rel in ('posenc/run.py', 'posenc/setup.py'):
       continue
     tree = ast.parse(text)
     for node in ast.walk(tree):

@@ -6,8 +6,10 @@ A protocol is how one kind of task is judged (each kind's protocol.py in `posenc
 evaluation (`evaluate(run, state, ctx)`: cells measured through `run_cells`, then its
 record, the kind's record.py), its checks, the one-line summary of a finished run, its
 frozen evaluation sets, and the training variant its tasks take (`Training`: the study's
-length curriculum, or sequences). Every hook takes the run (`posenc.setup.Run`) first. A task
-names its kind once (`task.protocol`); a run looks its protocol up once (`posenc.setup`).
+length curriculum, or sequences), and what it reads off a task (`task_type`, a
+`typing.Protocol`). Every hook takes the run (`posenc.run.Run`) first. A task names its kind
+once (`task.protocol`); a run looks its protocol up once (`posenc.setup`), where a task that
+lacks part of its kind's task type is refused (`members`).
 
 Example:
   >>> ctx = EvalContext('runs/parity', progress=print)
@@ -20,6 +22,7 @@ import collections
 import dataclasses
 import os
 import time
+import typing
 from typing import Any, Callable, Hashable, Sequence
 
 import jax
@@ -41,7 +44,7 @@ _ACCELERATOR_MEMORY_SHARE = 0.5
 _DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
-# A run (`posenc.setup.Run`): the config with everything it names, built once above this
+# A run (`posenc.run.Run`): the config with everything it names, built once above this
 # package. Every hook of a protocol takes it; the type is named here only, not imported.
 Run = Any
 
@@ -104,7 +107,7 @@ class Training:
 @dataclasses.dataclass(frozen=True)
 class Protocol:
   """How one kind of task is judged, and the training variant its tasks take. Every hook
-  takes the run (`posenc.setup.Run`) first.
+  takes the run (`posenc.run.Run`) first.
 
   Attributes:
     name: results.json's `evaluation` ('range', 'grid', 'lengths', 'perplexity').
@@ -123,6 +126,9 @@ class Protocol:
       the one check that a bounded encoding covers it.
     longest_length: run -> the longest length the evaluation reaches (for defaults that
       scale with it, e.g. an intervention's factor).
+    task_type: what the kind reads off a task (`run.task`), written as a `typing.Protocol`
+      in its protocol.py, e.g. `posenc.kinds.range.protocol.RangeTask`; `posenc.setup`
+      refuses a task that lacks any of its `members`.
     families: the model families it can train (`model.family`), checked first.
     examples: run -> [(cell name, arrays)]: the exact examples the evaluation reads, for a
       frozen evaluation set (`evaluate.frozen`); with `config.eval.from_files` the
@@ -143,12 +149,32 @@ class Protocol:
   training: Training
   longest_tokens: Callable[[Run], tuple[int, str]]
   longest_length: Callable[[Run], int]
+  task_type: type
   families: tuple[str, ...] = ('encoder', 'decoder')
   examples: Callable[[Run], Any] | None = None
   example_fields: tuple[str, ...] = ()
   example_cells: Callable[[Run], list[str]] | None = None
   example_specs: Callable[[Run], Any] | None = None
   programs: Callable[[Run, Any], Any] | None = None
+
+
+def members(task_type: type) -> tuple[str, ...]:
+  """The members a `typing.Protocol` asks for, in the order it declares them: its annotated
+  attributes, properties and methods, and those of the protocols it extends.
+
+  Example:
+    >>> from posenc.kinds.range import protocol
+    >>> members(protocol.RangeTask)
+    ('vocab_size', 'num_classes', 'output_length', 'sample', 'sample_padded')
+  """
+  found = []
+  for cls in reversed(task_type.__mro__):
+    if cls in (object, typing.Protocol, typing.Generic):
+      continue
+    for name in (*cls.__dict__.get('__annotations__', {}), *cls.__dict__):
+      if not name.startswith('_') and name not in found:
+        found.append(name)
+  return tuple(found)
 
 
 def shape_spec(tree: Any) -> dict[str, tuple[tuple[int, ...], str]]:

@@ -4,19 +4,24 @@ A kind of evaluation is how one kind of task is judged: the study's accuracy per
 (`range`), exact match over grids of operand lengths (`grid`), accuracy and edit distance per
 test distribution and length (`lengths`), a language model's perplexity per window length
 (`perplexity`). Everything that differs by kind sits in its folder, one module per layer
-that reads it:
+that reads it (`PARTS`), each built on a shared base that sits below the kinds:
 
   record.py    its record in results.json (`RECORD`, a `posenc.results.Evaluation`); no JAX
   protocol.py  how its tasks train and are evaluated (`PROTOCOL`, a
-               `posenc.evaluate.core.Protocol`)
-  section.py   its section of a report (`check`, `build`: `posenc.report.core`); no JAX
-  cost.py      what its runs cost (`COST`, a `posenc.cost.Cost`); a kind without one has
-               no cost estimate
+               `posenc.evaluate.core.Protocol`), and what it reads off a task (a
+               `typing.Protocol`, the protocol's `task_type`)
+  section.py   its section of a report (`check`, `build`, made of `posenc.sections`); no JAX
+  cost.py      what its runs cost (`COST`, a `posenc.cost_model.Cost`); a kind without one
+               has no cost estimate
 
 `KINDS` names each kind's folder (a package path, so a kind may live outside posenc); a task
 names its kind (`task.protocol`), results.json its `evaluation`. Each reader loads only the
-part it reads, as big_vision loads its evaluators by name: results.json is read and a report
-is written without importing JAX or Flax. Adding a kind is one folder and one line here
+part it reads, as big_vision loads its evaluators by name, and sits above the kinds:
+`posenc.results_file` (any results.json, by its record), `posenc.report` (every kind's
+section), `posenc.setup` (a run of any kind, by its protocol) and `posenc.cost` (any kind's
+cost); nothing a kind's part imports loads a kind by name (tests/test_structure.py counts
+the names loaded here as imports). results.json is read and a report is written without
+importing JAX or Flax. Adding a kind is one folder and one line here
 (tests/test_toy_protocol.py adds one from a folder of the tests).
 
 Example:
@@ -39,6 +44,8 @@ KINDS: dict[str, str] = {
   'perplexity': 'posenc.kinds.perplexity',
   'lengths': 'posenc.kinds.lengths',
 }
+# The modules of a kind's folder that the functions below load by name.
+PARTS = ('record', 'protocol', 'section', 'cost')
 
 
 def check(kind: str) -> None:
@@ -48,8 +55,10 @@ def check(kind: str) -> None:
 
 
 def part(kind: str, name: str) -> ModuleType:
-  """The module `name` ('record', 'protocol', 'section', 'cost') of `kind`'s folder."""
+  """The module `name` (one of `PARTS`) of `kind`'s folder."""
   check(kind)
+  if name not in PARTS:
+    raise ValueError(f'unknown part {name!r} of a kind of evaluation; valid: {", ".join(PARTS)}')
   return importlib.import_module(f'{KINDS[kind]}.{name}')
 
 

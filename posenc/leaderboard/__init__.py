@@ -35,6 +35,7 @@ import numpy as np
 from posenc import benchmark
 from posenc import card as card_lib
 from posenc import results as results_lib
+from posenc import results_file
 from posenc.report import scorecard as scorecard_lib
 from posenc.report import verdicts as verdicts_lib
 
@@ -110,7 +111,7 @@ def candidate_names(
 
 
 def _record(entry: Mapping[str, Any], task: str) -> results_lib.Results:
-  return results_lib.Results.from_json(dict(entry['tasks'][task]), f'{entry["encoding"]} {task}')
+  return results_file.from_json(dict(entry['tasks'][task]), f'{entry["encoding"]} {task}')
 
 
 def mean_curve(record: results_lib.Results) -> dict[int, float]:

@@ -32,13 +32,15 @@ Language-model runs (`evaluation` 'perplexity') give perplexity.md, task-hinting
 ('lengths') hints.md and a figure per task; with a scorecard, every run enters the robustness
 scorecard (`scorecard.py`).
 
-Runs are read as `posenc.results.Results` records (`load.RunFile`: a record and its path),
-with no view of their own: a member's score and curve in the report's metric come from the
-record (`score_of`, `curve`). Each kind of evaluation's section (section.py in its folder of
-`posenc.kinds`: `check` and `build`, `core.Section`) is found by results.json's `evaluation`
-(`kinds.section`), in the registry's order: a run goes to its section, whose `check` may skip
-it as malformed, and the report gathers the sections' texts and files without naming any
-(`Report`). The range tables and figures are `posenc.kinds.range.tables` and `.section`'s,
+Runs are read as `posenc.results.Results` records (`posenc.results_file`;
+`sections.load.RunFile`: a record and its path), with no view of their own: a member's score
+and curve in the report's metric come from the record (`score_of`, `curve`). Each kind of
+evaluation's section (section.py in its folder of `posenc.kinds`: `check` and `build`, made
+of what every section shares, `posenc.sections`: `core.Section`) is found by results.json's
+`evaluation` (`kinds.section`), in the registry's order: a run goes to its section, whose
+`check` may skip it as malformed, and the report gathers the sections' texts and files
+without naming any (`Report`). This package sits above the kinds; `posenc.sections` below
+them. The range tables and figures are `posenc.kinds.range.tables` and `.section`'s,
 the region table and heatmaps `posenc.kinds.grid.regions` and `.section`'s.
 
 The functions are pure (cells in, markdown strings and PNG bytes out) except the loaders
@@ -80,16 +82,16 @@ from typing import Mapping, Sequence
 
 from posenc import io as io_lib
 from posenc import kinds
-from posenc import results as results_lib
+from posenc import results_file
 from posenc import store
-from posenc.report import core
-from posenc.report import load
 from posenc.report import scorecard as scorecard_lib
 from posenc.report import training
+from posenc.sections import core
+from posenc.sections import load
 
 # The public API, from the modules that define it.
 # pylint: disable=unused-import,g-importing-member
-from posenc.report.core import (
+from posenc.sections.core import (
   ENCODINGS,
   METRICS,
   TASK_LEVELS,
@@ -97,7 +99,7 @@ from posenc.report.core import (
   MalformedRunError,
   ReportError,
 )
-from posenc.report.load import RunFile, column_labels, find_results
+from posenc.sections.load import RunFile, column_labels, find_results
 # pylint: enable=unused-import,g-importing-member
 
 
@@ -108,7 +110,7 @@ from posenc.report.load import RunFile, column_labels, find_results
 def load_run(
   results_path: str | os.PathLike[str], *, metric: str = 'accuracy', evaluation: str | None = None
 ) -> RunFile:
-  """Reads one results.json (`posenc.results`, any schema version) and checks that its
+  """Reads one results.json (`posenc.results_file`, any schema version) and checks that its
   evaluation's section can report it in `metric` (`check`), and with `evaluation` that it
   is a run of that kind.
 
@@ -124,7 +126,7 @@ def load_run(
   """
   core.metric_label(metric)  # An unknown metric is the caller's error, not the file's.
   path = store.as_path(results_path)
-  record = results_lib.read(path)
+  record = results_file.read(path)
   if evaluation is not None and record.evaluation.evaluation != evaluation:
     raise MalformedRunError(f'{results_path}: not a {evaluation} run')
   kinds.section(record.evaluation.evaluation).check(record, path, metric)

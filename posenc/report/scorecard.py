@@ -58,9 +58,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from posenc.report import core
+from posenc.sections import core
 from posenc.report import intervals
-from posenc.report import load
+from posenc.sections import load
 from posenc.report import scorecard_figure
 from posenc.report import statistics
 from posenc.report import training

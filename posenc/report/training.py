@@ -24,7 +24,7 @@ import numpy as np
 
 from posenc import io
 from posenc import plots
-from posenc.report import load
+from posenc.sections import load
 
 METRICS_FILE = 'metrics.jsonl'
 

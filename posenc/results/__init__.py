@@ -5,32 +5,33 @@ encoding, model family, parameters, training, versions, compile counts, timing, 
 config) and one evaluation record, its kind's (`posenc.kinds`: `RangeResults`,
 `GridResults`, `LengthsResults`, `PerplexityResults`, each in its kind's folder, subclasses
 of `Evaluation` with members subclassing `Member`). Each record has `to_json()` and
-`from_json(data, where)`; `Results.from_json` picks the evaluation record by results.json's
-`evaluation` from the kinds' registry (`posenc.kinds.record`), which loads only the records:
-a reader (the report) imports neither the protocols nor JAX. The records also choose the
+`from_json(data, where)`; the whole file is written by `Results.to_json` and read by
+`posenc.results_file`, which picks the evaluation record by results.json's `evaluation`
+from the kinds' registry and checks the header (`Results.from_json` with the record's
+class). This package sits below the kinds: it names none. The records also choose the
 metric a member is read in (`Evaluation.metric_of`, `score_of`, `curve`): every reader reads
 members through them.
 
 Versions (`schema_version`, the first field of the file):
   1  files without the field: everything posenc wrote before the field existed. Read by
      `upgrade_v1`, which fills what older files left out: `evaluation` 'range', the
-     protocol's model family (`default_family`: range runs were encoders), no recorded
-     encoding options or architecture; a member's optional fields may be missing
+     protocol's model family (the record's `default_family`: range runs were encoders), no
+     recorded encoding options or architecture; a member's optional fields may be missing
      (`Member.missing`).
   2  the current layout: the same fields as version 1's newest files, every header field
      present, and `schema_version`.
 A version this module does not know (a file of a newer posenc) is a one-line `SchemaError`
-naming it.
+naming it (`check_version`).
 
 JSON keys are strings; the records key lengths and cells by integers: a range member's
 {'41': 0.9} reads as {41: 0.9}, a grid member's {'3,5': 1.0} as {(3, 5): 1.0}.
 
 Example:
-  >>> record = read('runs/rs/results.json')  # doctest: +SKIP
   >>> from experiments import benchmarks     # a stored run: the tiny suite's rotary baseline
   >>> from posenc import benchmark
+  >>> from posenc.kinds.range import record as range_record
   >>> data = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']['tasks']['even_pairs']
-  >>> record = Results.from_json(data)
+  >>> record = Results.from_json(data, range_record.RangeResults)
   >>> record.task, record.evaluation.members[0].exact_match_by_length[12]
   ('even_pairs', 0.5625)
   >>> record.to_json()['schema_version']
@@ -40,12 +41,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from typing import Any, Mapping, Sequence
 
-from posenc import kinds as kinds_lib
-from posenc import store
 from posenc.results.evaluations import METRICS, Evaluation
 from posenc.results.members import (
   Member,
@@ -76,25 +73,13 @@ __all__ = [
   'Member',
   'Evaluation',
   'Results',
-  'record_of',
+  'check_version',
   'upgrade_v1',
-  'read',
   'best_score',
 ]
 
 SCHEMA_VERSION = 2
 VERSIONS = (1, 2)
-
-
-def record_of(evaluation: Any, where: str = 'results.json') -> type:
-  """The record class of results.json's `evaluation` (`posenc.kinds.record`), or a one-line
-  SchemaError naming the kinds there are."""
-  if evaluation not in kinds_lib.KINDS:
-    names = [repr(name) for name in kinds_lib.KINDS]
-    raise SchemaError(
-      f'{where}: evaluation is {evaluation!r}, expected {", ".join(names[:-1])} or {names[-1]}'
-    )
-  return kinds_lib.record(evaluation)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,24 +139,22 @@ class Results:
     }
 
   @classmethod
-  def from_json(cls, data: Any, where: str = 'results.json') -> Results:
-    """Reads any version (`upgrade_v1` for files without `schema_version`).
+  def from_json(cls, data: Any, record: type, where: str = 'results.json') -> Results:
+    """Reads any version (`upgrade_v1` for files without `schema_version`), its evaluation
+    by `record`, the class of its kind's record (`posenc.results_file.from_json` picks it
+    by `evaluation`).
 
     Raises:
-      SchemaError: an unknown version or evaluation, or a missing or mistyped field, naming
-        `where` and the field.
+      SchemaError: an unknown version, another kind's evaluation, or a missing or mistyped
+        field, naming `where` and the field.
     """
-    if not isinstance(data, dict):
-      raise SchemaError(f'{where}: expected a JSON object')
-    version = data.get('schema_version', 1)
-    if version not in VERSIONS or isinstance(version, bool):
-      raise SchemaError(
-        f'{where}: schema_version {version!r} is not one this posenc reads '
-        f'({", ".join(map(str, VERSIONS))}); it was written by a newer posenc: upgrade'
-      )
+    version = check_version(data, where)
     if version == 1:
-      data = upgrade_v1(data, where)
-    kind = record_of(data.get('evaluation'), where)
+      data = upgrade_v1(data, record.default_family, where)
+    if data.get('evaluation') != record.evaluation:
+      raise SchemaError(
+        f'{where}: evaluation is {data.get("evaluation")!r}, expected {record.evaluation!r}'
+      )
     task = require(data, 'task', str, where)
     encoding = require(data, 'encoding', str, where)
     if not task or not encoding:
@@ -196,7 +179,7 @@ class Results:
       architecture=architecture,
       train_steps=require(data, 'train_steps', int, where),
       train_length=require(data, 'train_length', int, where),
-      evaluation=kind.from_json(data, where),
+      evaluation=record.from_json(data, where),
       versions=optional('versions') or {},
       compiled_programs=optional('compiled_programs'),
       timing=optional('timing'),
@@ -206,36 +189,34 @@ class Results:
     )
 
 
-def upgrade_v1(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+def check_version(data: Any, where: str) -> int:
+  """results.json's `schema_version` (1 when absent), or a one-line SchemaError for an object
+  that is not one or a version this posenc does not read."""
+  if not isinstance(data, dict):
+    raise SchemaError(f'{where}: expected a JSON object')
+  version = data.get('schema_version', 1)
+  if version not in VERSIONS or isinstance(version, bool):
+    raise SchemaError(
+      f'{where}: schema_version {version!r} is not one this posenc reads '
+      f'({", ".join(map(str, VERSIONS))}); it was written by a newer posenc: upgrade'
+    )
+  return version
+
+
+def upgrade_v1(data: Mapping[str, Any], default_family: str | None, where: str) -> dict[str, Any]:
   """A version 1 object in version 2's layout: `evaluation` 'range' when absent (the
-  study's runs came first), the evaluation's default family, null encoding options and
-  architecture where the file predates them."""
+  study's runs came first), the evaluation's `default_family` (its record's; None for an
+  evaluation no kind records), null encoding options and architecture where the file
+  predates them."""
   data = dict(data)
   data.setdefault('evaluation', 'range')
-  if data.get('family') is None and data['evaluation'] in kinds_lib.KINDS:
-    data['family'] = kinds_lib.record(data['evaluation']).default_family
+  if data.get('family') is None and default_family is not None:
+    data['family'] = default_family
   elif 'family' in data and not isinstance(data['family'], str):
     raise SchemaError(f'{where}: family is {data["family"]!r}, expected a model family name')
   data.setdefault('encoding_options', None)
   data.setdefault('architecture', None)
   return data
-
-
-def read(path: str | os.PathLike[str]) -> Results:
-  """The Results of the results.json at `path` (`Results.from_json`).
-
-  Raises:
-    SchemaError: unreadable JSON, or what `Results.from_json` raises, naming `path`.
-  """
-  try:
-    if store.is_url(path):
-      data = json.loads(store.read_bytes(os.fspath(path)))
-    else:
-      with open(path) as f:
-        data = json.load(f)
-  except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-    raise SchemaError(f'{path}: cannot read JSON ({e})') from None
-  return Results.from_json(data, str(path))
 
 
 def best_score(members: Sequence[Member], best=max) -> float | None:

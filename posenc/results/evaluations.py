@@ -8,9 +8,9 @@ all read members through these.
 Example (a range record, `posenc.kinds.range.record`: the tiny suite's stored rotary run of
 even_pairs, trained on lengths 1..8 and tested on 1..12):
   >>> from experiments import benchmarks
-  >>> from posenc import benchmark, results
+  >>> from posenc import benchmark, results_file
   >>> data = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']['tasks']['even_pairs']
-  >>> record = results.Results.from_json(data).evaluation
+  >>> record = results_file.from_json(data).evaluation
   >>> record.score_basis()['lengths']
   [9, 10, 11, 12]
   >>> record.metric_of('decoder'), record.metric_of('decoder', 'accuracy')

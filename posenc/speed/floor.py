@@ -22,8 +22,8 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import cost
-from posenc import setup
+from posenc import cost_model
+from posenc import run as run_lib
 from posenc.attention import geometric_prefix
 from posenc.evaluate import core
 
@@ -81,7 +81,7 @@ def products_cost(products: list[Product], timer: ProductTimer) -> tuple[float, 
   return sum(timer(p) for p in products), sum(2.0 * np.prod(p) for p in products)
 
 
-def training_floor(run: setup.Run, repeats: int = 20) -> dict[str, Any]:
+def training_floor(run: run_lib.Run, repeats: int = 20) -> dict[str, Any]:
   """The dense-product floor of one member's training step over the curriculum of `run`.
 
   Every product of `dense_products` at each training bucket's shape (batch_size x
@@ -98,7 +98,7 @@ def training_floor(run: setup.Run, repeats: int = 20) -> dict[str, Any]:
   timer = ProductTimer(repeats)
   per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
   for length in range(1, n + 1):
-    rows = config.train.batch_size * cost.tokens(task, length, n, size)
+    rows = config.train.batch_size * cost_model.tokens(task, length, n, size)
     seconds, flops = products_cost(dense_products(rows, config), timer)
     per_length.append((config.model.num_layers * seconds, config.model.num_layers * flops))
     bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
@@ -112,7 +112,7 @@ def training_floor(run: setup.Run, repeats: int = 20) -> dict[str, Any]:
 
 
 def evaluation_floor(
-  run: setup.Run, length: int, timer: ProductTimer | None = None
+  run: run_lib.Run, length: int, timer: ProductTimer | None = None
 ) -> dict[str, float]:
   """The dense-product floor of evaluating one member of `run` at `length`, and its model
   FLOPs.
@@ -120,7 +120,7 @@ def evaluation_floor(
   The range evaluation runs examples_per_length examples, padded to the length's bucket,
   in micro-batches (`core.eval_micro_batch`, for the run's platform); the floor times the
   forward products at one micro-batch's shape and multiplies by the number of micro-batches
-  and layers. 'flops' are the model's FLOPs (`cost.forward_flops`: the dense layers and
+  and layers. 'flops' are the model's FLOPs (`cost_model.forward_flops`: the dense layers and
   attention's two products) over the padded tokens, the figure an achieved FLOP/s divides.
 
   Example (the study's model on reverse_string, this 2-core CPU): evaluation_floor(run,
@@ -129,7 +129,7 @@ def evaluation_floor(
   """
   config, task = run.config, run.task
   m, size = config.eval.max_length, config.eval.bucket_size
-  tokens = cost.tokens(task, length, m, size)
+  tokens = cost_model.tokens(task, length, m, size)
   micro = core.eval_micro_batch(
     config.eval.batch_size, config.model.num_heads, tokens, run.platform
   )
@@ -142,7 +142,7 @@ def evaluation_floor(
     'micro_batch': micro,
     'floor_s': calls * seconds,
     'dense_gflops_per_s': float(flops / seconds / 1e9),
-    'flops': config.eval.examples_per_length * cost.forward_flops(tokens, config),
+    'flops': config.eval.examples_per_length * cost_model.forward_flops(tokens, config),
   }
 
 

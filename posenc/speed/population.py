@@ -32,7 +32,7 @@ import numpy as np
 from posenc import attention
 from posenc import config as config_lib
 from posenc import population as population_lib
-from posenc import setup
+from posenc import run as run_lib
 from posenc import programs
 from posenc import update
 from posenc.kinds.range import protocol as range_protocol
@@ -106,7 +106,7 @@ class Trainer:
     compile_s: seconds of the first call of each program (compile and one step).
   """
 
-  def __init__(self, run: setup.Run):
+  def __init__(self, run: run_lib.Run):
     self.run = run
     population = run.population
     self._members = (population.learning_rates, population.train_keys)
@@ -172,7 +172,7 @@ class Evaluator:
     compile_s: seconds to compile them.
   """
 
-  def __init__(self, run: setup.Run, params: Any):
+  def __init__(self, run: run_lib.Run, params: Any):
     config = run.config
     self.run = run
     self._traces: collections.Counter = collections.Counter()

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from posenc import setup
+from posenc import run as run_lib
 from posenc import update
 
 # (part, substrings of an operation's op_name), first match wins; the order matters.
@@ -118,7 +118,7 @@ def attribute(seconds: dict[str, float], names: dict[str, str], steps: int) -> d
 
 
 def profile_bucket(
-  run: setup.Run, state: Any, bucket: int, steps: int, trace_dir: str | None = None
+  run: run_lib.Run, state: Any, bucket: int, steps: int, trace_dir: str | None = None
 ) -> tuple[Any, dict[str, Any]]:
   """Times, traces and attributes the training step of `run` at `bucket`.
 

@@ -24,9 +24,10 @@ import jax.numpy as jnp
 import ml_collections
 
 from posenc import config as config_lib
-from posenc import cost
+from posenc import cost_model
 from posenc import encodings
 from posenc import models as model_lib
+from posenc import run as run_lib
 from posenc import setup
 from posenc import train
 from posenc.kinds.range import protocol as range_protocol
@@ -44,14 +45,14 @@ def first_update_seconds(config: ml_collections.ConfigDict) -> float:
     return train.train_and_evaluate(setup.build(config), workdir)['timing']['first_update_s']
 
 
-def steady_state(run: setup.Run, steps: int) -> dict[str, Any]:
-  """`cost.measure_training` of `run` over `steps` steps, without its state and lengths:
+def steady_state(run: run_lib.Run, steps: int) -> dict[str, Any]:
+  """`cost_model.measure_training` of `run` over `steps` steps, without its state and lengths:
   every length bucket compiled first, then the steps timed along the curriculum."""
-  figures = cost.measure_training(run, steps)
+  figures = cost_model.measure_training(run, steps)
   return {k: v for k, v in figures.items() if k not in ('state', 'lengths')}
 
 
-def eval_length(run: setup.Run, params: Any, length: int) -> dict[str, Any]:
+def eval_length(run: run_lib.Run, params: Any, length: int) -> dict[str, Any]:
   """Compile and run the range evaluation of `run`'s members at `length`: its seconds of
   each, and the first member's accuracy."""
   config = run.config

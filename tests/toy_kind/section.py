@@ -1,6 +1,6 @@
 """The toy kind's section of a report: toy.md, one line per run."""
 
-from posenc.report import core
+from posenc.sections import core
 
 
 def check(record, path, metric) -> None:

@@ -1,4 +1,4 @@
-"""What a grid run costs (`posenc.cost.sequence`): one member's program of the cell (n, n)
+"""What a grid run costs (`posenc.cost_model.sequence`): one member's program of the cell (n, n)
 at the training size measured, every cell's samples at their padded widths counted.
 
 Example:
@@ -12,12 +12,12 @@ from typing import Any, Callable
 
 import jax.numpy as jnp
 
-from posenc import cost
-from posenc import setup
+from posenc import cost_model
+from posenc import run as run_lib
 from posenc.kinds.grid import protocol
 
 
-def probe(run: setup.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+def probe(run: run_lib.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of the cell (n, n) at the training size n, its arguments after the
   parameters, and its widths (for the cost model)."""
   n = run.config.train.max_length
@@ -26,7 +26,7 @@ def probe(run: setup.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[in
   return fn, (jnp.int32(n), jnp.int32(n), run.population.eval_keys), shape
 
 
-def groups(run: setup.Run) -> tuple[list[tuple[int, int]], int]:
+def groups(run: run_lib.Run) -> tuple[list[tuple[int, int]], int]:
   """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
   config, task = run.config, run.task
   n, size = config.train.max_length, config.eval.bucket_size
@@ -35,4 +35,4 @@ def groups(run: setup.Run) -> tuple[list[tuple[int, int]], int]:
   return evaluated, sum(protocol.widths(task, n, n, size))
 
 
-COST = cost.sequence(probe, groups)
+COST = cost_model.sequence(probe, groups)

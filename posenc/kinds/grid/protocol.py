@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +37,44 @@ REGIONS = ('id', 'ood', 'beyond')
 Run = core.Run
 
 ConfigError = config_lib.ConfigError
+
+
+@runtime_checkable
+class GridTask(Protocol):
+  """What the grid kind reads off a task: `prompt answer EOS` sequences drawn per cell (a, b)
+  of its two axes, and their bounds (`tasks.arithmetic.SequenceTask` has them all). Checked
+  when a run is built (`posenc.setup.protocol_of`).
+
+  Example:
+    >>> import tasks
+    >>> [isinstance(tasks.get(name), GridTask) for name in ('addition', 'parity_check')]
+    [True, False]
+  """
+
+  axes: ClassVar[tuple[str, str]]  # the names of the two axes, e.g. ('a', 'b')
+  vocab_size: int
+  eos_id: int  # where generation stops
+  pad_probability: float  # the padding ablation's, for training data only (0 when evaluated)
+
+  def max_prompt(self, a: int, b: int) -> int:
+    """Prompt tokens of any cell up to (a, b)."""
+
+  def max_answer(self, a: int, b: int) -> int:
+    """Answer tokens, EOS included, of any cell up to (a, b)."""
+
+  def check_cell(self, a: int, b: int) -> None:
+    """ValueError when cell (a, b) cannot be sampled."""
+
+  def sample(
+    self, key: jax.Array, batch_size: int, a: Any, b: Any, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
+    """Every example at cell (a, b): `tokens` [B, prompt_width + answer_width],
+    `prompt_length` [B], `length` [B]."""
+
+  def sample_train(
+    self, key: jax.Array, batch_size: int, n: int, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
+    """A training batch, cells stratified over [1..n]², as `sample` lays it out."""
 
 
 def cells(config: ml_collections.ConfigDict) -> list[tuple[int, int]]:
@@ -68,7 +106,7 @@ def widths(task: Any, a: int, b: int, bucket: int) -> tuple[int, int]:
 def eval_run(run: Run) -> Run:
   """The run as evaluated: the random-padding ablation pads training data only (as the
   paper's code does), so test prompts are written plainly."""
-  if getattr(run.task, 'pad_probability', 0):
+  if run.task.pad_probability:
     return dataclasses.replace(run, task=dataclasses.replace(run.task, pad_probability=0.0))
   return run
 
@@ -305,6 +343,7 @@ PROTOCOL = core.Protocol(
   training=core.SEQUENCE,
   longest_tokens=longest_tokens,
   longest_length=lambda run: max([run.config.eval.grid_max, *run.config.eval.beyond]),
+  task_type=GridTask,
   families=('decoder',),
   examples=examples,
   example_fields=(

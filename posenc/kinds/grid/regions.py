@@ -21,9 +21,9 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from posenc import results as results_lib
-from posenc.report import core
-from posenc.report import load
-from posenc.report import tables
+from posenc.sections import core
+from posenc.sections import load
+from posenc.sections import tables
 from posenc.kinds.grid import record as grid_record
 
 # The table shows the regions in this order, the paper's headline (OOD) first.

@@ -23,9 +23,9 @@ from matplotlib import patches as mpl_patches
 import numpy as np
 
 from posenc import results as results_lib
-from posenc.report import core
-from posenc.report import load
-from posenc.report import tables
+from posenc.sections import core
+from posenc.sections import load
+from posenc.sections import tables
 from posenc.kinds.grid import record as grid_record
 from posenc.kinds.grid import regions
 

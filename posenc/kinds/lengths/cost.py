@@ -1,4 +1,4 @@
-"""What a task-hinting run costs (`posenc.cost.sequence`): one member's program of test
+"""What a task-hinting run costs (`posenc.cost_model.sequence`): one member's program of test
 length n (the training size) measured, every test length's examples under every distribution
 counted.
 
@@ -13,12 +13,12 @@ from typing import Any, Callable
 
 import jax.numpy as jnp
 
-from posenc import cost
-from posenc import setup
+from posenc import cost_model
+from posenc import run as run_lib
 from posenc.kinds.lengths import protocol
 
 
-def probe(run: setup.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
+def probe(run: run_lib.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of test length n (the training size), first distribution, for the cost
   model: it, its arguments after the parameters, and its widths."""
   n, task = run.config.train.max_length, run.task
@@ -26,7 +26,7 @@ def probe(run: setup.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[in
   return fn, (jnp.int32(0), run.population.eval_keys), (task.max_prompt(n), task.max_answer(n))
 
 
-def groups(run: setup.Run) -> tuple[list[tuple[int, int]], int]:
+def groups(run: run_lib.Run) -> tuple[list[tuple[int, int]], int]:
   """Every test length's examples under every distribution, and the tokens at n."""
   config, task = run.config, run.task
   tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
@@ -34,4 +34,4 @@ def groups(run: setup.Run) -> tuple[list[tuple[int, int]], int]:
   return ([(tokens(n), count) for n in config.eval.lengths], tokens(config.train.max_length))
 
 
-COST = cost.sequence(probe, groups)
+COST = cost_model.sequence(probe, groups)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,51 @@ _NO_EOS = -1
 Run = core.Run
 
 ConfigError = config_lib.ConfigError
+
+
+@runtime_checkable
+class LengthsTask(Protocol):
+  """What the lengths kind reads off a task, the main task and each of its hints alike:
+  `prompt answer` sequences of one input length n, drawn from a test distribution, and for
+  training one example per key (`tasks.hint_core.HintingTask` has them all). Checked when a
+  run is built (`posenc.setup.protocol_of`).
+
+  Example:
+    >>> import tasks
+    >>> isinstance(tasks.get('sorting_hinted'), LengthsTask)
+    True
+  """
+
+  name: str
+  vocab_size: int
+  min_length: int  # the shortest training length
+  DISTRIBUTIONS: ClassVar[tuple[str, ...]]  # the test distributions, 'uniform' first
+
+  def max_prompt(self, n: int) -> int:
+    """Prompt tokens of any example of input length up to n."""
+
+  def max_answer(self, n: int) -> int:
+    """Answer tokens of any example of input length up to n."""
+
+  def check_length(self, n: int, distribution: str = 'uniform') -> None:
+    """ValueError when input length n cannot be sampled from `distribution`."""
+
+  def sample(
+    self,
+    key: jax.Array,
+    batch_size: int,
+    n: Any,
+    prompt_width: int,
+    answer_width: int,
+    distribution: str = 'uniform',
+  ) -> dict[str, jax.Array]:
+    """Every example of input length n: `tokens` [B, prompt_width + answer_width],
+    `prompt_length` [B], `length` [B]."""
+
+  def sample_train_keys(
+    self, keys: jax.Array, max_length: int, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
+    """A training batch of one example per key of `keys` [B], as `sample` lays it out."""
 
 
 def edit_distance(a: Array, b: Array, len_a: Array, len_b: Array) -> Array:
@@ -402,6 +447,7 @@ PROTOCOL = core.Protocol(
   ),
   longest_tokens=longest_tokens,
   longest_length=lambda run: max(int(n) for n in run.config.eval.lengths),
+  task_type=LengthsTask,
   families=('decoder',),
   examples=examples,
   example_fields=(

@@ -5,7 +5,7 @@ The section of the 'lengths' evaluation (`LengthsResults`, record.py): `build` w
 `hints.md` and one `hints_<task>.png` per main task; the runs of one variant are pooled
 (`variants`).
 
-  >>> runs = [load.RunFile(p, results.read(p)) for p in paths]   # doctest: +SKIP
+  >>> runs = [load.RunFile(p, results_file.read(p)) for p in paths]   # doctest: +SKIP
   >>> print(table(runs))  # doctest: +SKIP
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 
 from posenc import plots
 from posenc import results as results_lib
-from posenc.report import core
-from posenc.report import load
+from posenc.sections import core
+from posenc.sections import load
 
 FILE = 'hints.md'
 

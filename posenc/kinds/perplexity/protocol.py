@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +40,48 @@ MASKED = 'masked'
 Run = core.Run
 
 ConfigError = config_lib.ConfigError
+
+
+@runtime_checkable
+class CorpusTask(Protocol):
+  """What the perplexity kind reads off a task: a text split for training and validation,
+  and windows of it as `prompt answer` sequences of one byte and n bytes
+  (`tasks.corpus.StdlibCorpus` has them all). Checked when a run is built
+  (`posenc.setup.protocol_of`).
+
+  Example:
+    >>> import tasks
+    >>> isinstance(tasks.get('python_stdlib'), CorpusTask)
+    True
+  """
+
+  vocab_size: int  # the byte values
+
+  def texts(self) -> tuple[np.ndarray, np.ndarray]:
+    """(training text, validation text), uint8 [bytes] each."""
+
+  def split_info(self) -> dict[str, Any]:
+    """How the text was split (files, bytes), for the record."""
+
+  def check_cell(self, a: int, b: int) -> None:
+    """ValueError when windows of a bytes cannot be drawn."""
+
+  def max_prompt(self, a: int, b: int) -> int:
+    """Prompt tokens of a window of a bytes."""
+
+  def max_answer(self, a: int, b: int) -> int:
+    """Answer tokens of a window of a bytes."""
+
+  def sample_train(
+    self, key: jax.Array, batch_size: int, n: int, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
+    """Training windows of n + 1 bytes: `tokens` [B, prompt_width + answer_width],
+    `prompt_length` [B], `length` [B]."""
+
+  def sample(
+    self, key: jax.Array, batch_size: int, a: int, b: int, prompt_width: int, answer_width: int
+  ) -> dict[str, jax.Array]:
+    """Validation windows of a + 1 bytes, as `sample_train` lays them out."""
 
 
 def windows(text: np.ndarray, length: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
@@ -310,6 +352,7 @@ PROTOCOL = core.Protocol(
   training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
   longest_tokens=longest_tokens,
   longest_length=lambda run: max(run.config.eval.lengths),
+  task_type=CorpusTask,
   examples=examples,
   example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
   example_cells=lambda run: [f'length_{n}' for n in run.config.eval.lengths],

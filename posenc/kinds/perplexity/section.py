@@ -16,8 +16,8 @@ import numpy as np
 
 from posenc import families
 from posenc import results as results_lib
-from posenc.report import core
-from posenc.report import load
+from posenc.sections import core
+from posenc.sections import load
 from posenc.kinds.perplexity import record as perplexity_record
 
 FILE = 'perplexity.md'

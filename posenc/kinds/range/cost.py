@@ -1,4 +1,4 @@
-"""What a range run costs (`posenc.cost`): the whole population measured on this machine,
+"""What a range run costs (`posenc.cost_model`): the whole population measured on this machine,
 every cell scaled by the encoder's FLOP model; and on an accelerator, from XLA's cost
 analysis of its programs (a roofline).
 
@@ -9,7 +9,7 @@ evaluation length past training. Tasks differ through T = L + O(L) (e.g. duplica
 has O(L) = 2L).
 
 Example:
-  >>> measured, rows = COST.estimate(runs, cells, 20)   # doctest: +SKIP
+  >>> measured, rows = COST.estimate(runs, names, 20)   # doctest: +SKIP
   >>> rows[0]['train_s'], measured['model_updates_per_s']  # doctest: +SKIP
 """
 
@@ -23,10 +23,9 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import cost
+from posenc import cost_model
 from posenc import population as population_lib
-from posenc import setup
-from posenc import sweep as sweep_lib
+from posenc import run as run_lib
 from posenc import update
 from posenc.kinds.range import protocol
 import tasks
@@ -38,14 +37,14 @@ _FIT_TRAIN_BUCKETS = (10, 20, 40)
 _FIT_EVAL_BUCKETS = (64, 256, 512)
 
 
-def cell_work(run: setup.Run) -> tuple[float, float]:
+def cell_work(run: run_lib.Run) -> tuple[float, float]:
   """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
   config, task = run.config, run.task
   n, m = config.train.max_length, config.eval.max_length
   per_step = (
     np.mean(
       [
-        cost.forward_flops(cost.tokens(task, l, n, config.train.bucket_size), config)
+        cost_model.forward_flops(cost_model.tokens(task, l, n, config.train.bucket_size), config)
         for l in range(1, n + 1)
       ]
     )
@@ -53,7 +52,7 @@ def cell_work(run: setup.Run) -> tuple[float, float]:
   )
   per_eval = (
     sum(
-      cost.forward_flops(cost.tokens(task, l, m, config.eval.bucket_size), config)
+      cost_model.forward_flops(cost_model.tokens(task, l, m, config.eval.bucket_size), config)
       for l in config_lib.eval_lengths(config)
     )
     * config.eval.examples_per_length
@@ -61,27 +60,30 @@ def cell_work(run: setup.Run) -> tuple[float, float]:
   return float(per_step), float(per_eval)
 
 
-def measure(run: setup.Run, steps: int) -> dict[str, float]:
+def measure(run: run_lib.Run, steps: int) -> dict[str, float]:
   """Measured seconds per population step and per evaluated example-FLOP of the run."""
   config, task, population = run.config, run.task, run.population
-  figures = cost.measure_training(run, steps)
+  figures = cost_model.measure_training(run, steps)
   step_s = figures['seconds'] / steps
   n, size = config.train.max_length, config.train.bucket_size
   measured_work = (
     np.mean(
-      [cost.forward_flops(cost.tokens(task, int(l), n, size), config) for l in figures['lengths']]
+      [
+        cost_model.forward_flops(cost_model.tokens(task, int(l), n, size), config)
+        for l in figures['lengths']
+      ]
     )
     * config.train.batch_size
   )
   length = min(config.eval.max_length, max(1, n + 1))
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
   evaluate = protocol.make_eval_fn(run, bucket)
-  eval_s = cost.time_once(
+  eval_s = cost_model.time_once(
     evaluate, figures['state']['params'], jnp.int32(length), population.eval_keys
   )
   eval_work = (
-    cost.forward_flops(
-      cost.tokens(task, length, config.eval.max_length, config.eval.bucket_size), config
+    cost_model.forward_flops(
+      cost_model.tokens(task, length, config.eval.max_length, config.eval.bucket_size), config
     )
     * config.eval.examples_per_length
   )
@@ -95,16 +97,16 @@ def measure(run: setup.Run, steps: int) -> dict[str, float]:
 
 
 def estimate(
-  runs: Sequence[setup.Run], cells: Sequence[dict[str, Any]], steps: int
+  runs: Sequence[run_lib.Run], names: Sequence[str], steps: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
   """The first run measured (`measure`), every cell predicted by its FLOPs (`cell_work`)."""
   measured = measure(runs[0], steps)
   rows = []
-  for overrides, run in zip(cells, runs):
+  for name, run in zip(names, runs):
     per_step, per_eval = cell_work(run)
     rows.append(
       {
-        'cell': sweep_lib.cell_name(overrides),
+        'cell': name,
         'train_s': run.config.train.steps * per_step * measured['train_s_per_unit'],
         'eval_s': per_eval * measured['eval_s_per_unit'],
       }
@@ -131,18 +133,20 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   sub-batch. The programs are those an accelerator runs (xla_fused attention, no CPU
   blocking), compiled by this machine's XLA: its fusion decides the bytes.
   """
-  run = setup.build(
+  run = run_lib.build(
     config_lib.cell_config(
       config, {'task': 'reverse_string', 'seeds': [0], 'learning_rates': [1e-4]}
     ),
+    protocol.PROTOCOL,
     platform='gpu',
   )
   config, task, population, model = run.config, run.task, run.population, run.model
   state = population_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   # The evaluation's programs at one sub-batch per length.
-  one_batch = setup.build(
+  one_batch = run_lib.build(
     config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size}),
+    protocol.PROTOCOL,
     platform='gpu',
   )
   points = {'train': [], 'eval': []}
@@ -150,16 +154,18 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     fn = update.make_update_fn(run, bucket)
     points['train'].append(
       (
-        cost.tokens(task, bucket, bucket, 1),
-        *cost.compiled_cost(fn, state, length, population.learning_rates, population.train_keys),
+        cost_model.tokens(task, bucket, bucket, 1),
+        *cost_model.compiled_cost(
+          fn, state, length, population.learning_rates, population.train_keys
+        ),
       )
     )
   for bucket in _FIT_EVAL_BUCKETS:
     fn = protocol.make_eval_fn(one_batch, bucket)
     points['eval'].append(
       (
-        cost.tokens(task, bucket, bucket, 1),
-        *cost.compiled_cost(fn, state['params'], length, population.eval_keys),
+        cost_model.tokens(task, bucket, bucket, 1),
+        *cost_model.compiled_cost(fn, state['params'], length, population.eval_keys),
       )
     )
   fits = {}
@@ -169,7 +175,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   return fits
 
 
-def _check_roofline(run: setup.Run, overrides: dict[str, Any]) -> None:
+def _check_roofline(run: run_lib.Run, name: str) -> None:
   """ConfigError (one line) for a cell whose programs the fit cannot stand for."""
   config = run.config
   if run.family.generates:
@@ -180,33 +186,33 @@ def _check_roofline(run: setup.Run, overrides: dict[str, Any]) -> None:
     )
   # The fit compiles reverse_string programs up to the longest bucket, which an encoding
   # whose positions stop at max_position cannot encode.
-  longest = cost.tokens(
+  longest = cost_model.tokens(
     tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1], _FIT_EVAL_BUCKETS[-1], 1
   )
   if run.encoding.bounded and config.model.max_position < longest:
     raise config_lib.ConfigError(
       f'--device: the roofline fits programs of up to {longest} tokens, beyond '
       f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
-      f'(cell {sweep_lib.cell_name(overrides)}); raise --config.model.max_position to '
+      f'(cell {name}); raise --config.model.max_position to '
       f'{longest}, or leave out --device to measure this machine'
     )
 
 
 def roofline(
-  runs: Sequence[setup.Run],
-  cells: Sequence[dict[str, Any]],
+  runs: Sequence[run_lib.Run],
+  names: Sequence[str],
   spec: dict[str, Any],
   progress: Any,
 ) -> list[dict[str, Any]]:
-  """Each cell's seconds on the device `spec` (`cost.roofline`): its training steps along
+  """Each cell's seconds on the device `spec` (`posenc.cost.roofline`): its training steps along
   the curriculum and its evaluation sub-batches at every length, each program at max(FLOPs
   / peak, bytes / bandwidth) of the fitted quadratics (`program_costs`, one fit per encoding
   and dtype), for every member."""
-  for overrides, run in zip(cells, runs):
-    _check_roofline(run, overrides)
+  for name, run in zip(names, runs):
+    _check_roofline(run, name)
   fits = {}
   rows = []
-  for overrides, run in zip(cells, runs):
+  for name, run in zip(names, runs):
     config, task = run.config, run.task
     key = (config.encoding, config.model.dtype)
     if key not in fits:
@@ -220,17 +226,20 @@ def roofline(
 
     n, m = config.train.max_length, config.eval.max_length
     step = np.mean(
-      [seconds('train', cost.tokens(task, l, n, config.train.bucket_size)) for l in range(1, n + 1)]
+      [
+        seconds('train', cost_model.tokens(task, l, n, config.train.bucket_size))
+        for l in range(1, n + 1)
+      ]
     )
     sub_batches = config.eval.examples_per_length // config.eval.batch_size
     evaluation = sum(
-      sub_batches * seconds('eval', cost.tokens(task, l, m, config.eval.bucket_size))
+      sub_batches * seconds('eval', cost_model.tokens(task, l, m, config.eval.bucket_size))
       for l in config_lib.eval_lengths(config)
     )
     members = run.population.size
     rows.append(
       {
-        'cell': sweep_lib.cell_name(overrides),
+        'cell': name,
         'train_s': members * config.train.steps * step,
         'eval_s': members * evaluation,
       }
@@ -238,4 +247,4 @@ def roofline(
   return rows
 
 
-COST = cost.Cost(estimate=estimate, describe=describe, roofline=roofline)
+COST = cost_model.Cost(estimate=estimate, describe=describe, roofline=roofline)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -38,6 +38,34 @@ POP = population_lib.POP
 Run = core.Run
 
 ConfigError = config_lib.ConfigError
+
+
+@runtime_checkable
+class RangeTask(Protocol):
+  """What the range kind reads off a task: its sizes and its two samplers, in the padding
+  convention of tasks/base.py (`tasks.base.Task` has them all). Checked when a run is built
+  (`posenc.setup.protocol_of`).
+
+  Example:
+    >>> import tasks
+    >>> [isinstance(tasks.get(name), RangeTask) for name in ('parity_check', 'addition')]
+    [True, False]
+  """
+
+  vocab_size: int  # V: input token ids 0..V-1
+  num_classes: int  # C: output classes 0..C-1
+
+  def output_length(self, length: Any) -> Any:
+    """O(L), the outputs of an input of length L (an int, or a traced int32)."""
+
+  def sample(self, key: jax.Array, batch_size: int, length: int) -> dict[str, jax.Array]:
+    """A batch at one static length: `inputs` [B, L], `targets` and `mask` [B, O(L)], ..."""
+
+  def sample_padded(
+    self, key: jax.Array, batch_size: int, length: Any, max_length: int
+  ) -> dict[str, jax.Array]:
+    """A batch at a traced `length`, padded to `max_length`: `inputs` [B, max_length],
+    `targets`, `mask`, `output_valid` [B, O(max_length)], `length`, `output_length` []."""
 
 
 def train_buckets(run: Run) -> list[int]:
@@ -436,6 +464,7 @@ PROTOCOL = core.Protocol(
   training=TRAINING,
   longest_tokens=longest_tokens,
   longest_length=lambda run: max(config_lib.eval_lengths(run.config)),
+  task_type=RangeTask,
   examples=examples,
   example_fields=EXAMPLE_FIELDS,
   example_cells=lambda run: [f'length_{n}' for n in config_lib.eval_lengths(run.config)],

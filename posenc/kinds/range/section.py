@@ -22,9 +22,9 @@ from matplotlib import figure as mpl_figure
 
 from posenc import plots
 from posenc import results as results_lib
-from posenc.report import core
-from posenc.report import load
-from posenc.report import tables as shared_tables
+from posenc.sections import core
+from posenc.sections import load
+from posenc.sections import tables as shared_tables
 from posenc.kinds.range import record as range_record
 from posenc.kinds.range import tables
 import tasks as tasks_lib

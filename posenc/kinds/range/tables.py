@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from posenc import results as results_lib
 from posenc.kinds.range import record as range_record
-from posenc.report import core
-from posenc.report import load
-from posenc.report import tables
+from posenc.sections import core
+from posenc.sections import load
+from posenc.sections import tables
 
 
 @dataclasses.dataclass(frozen=True)
