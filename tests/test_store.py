@@ -170,7 +170,7 @@ def _export(cli, out, env):
         'AWS_CONFIG_FILE': '/nonexistent',
         'AWS_EC2_METADATA_DISABLED': 'true',
       },
-      'Unable to locate credentials',
+      'no credentials for s3:// (none found): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY',
     ),
   ],
 )
@@ -181,6 +181,40 @@ def test_bad_store_input_is_one_line(cli, s3, workdir, env, needle):
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith(f'error: --out={workdir}'), lines
   assert needle in lines[0], lines[0]
+
+
+def test_gs_without_credentials_is_one_line_naming_how_to_give_them():
+  # No emulator, no key file, no gcloud login, a metadata server that refuses: no anonymous
+  # fallback (which would go on to fail on the network much later).
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ('STORAGE_EMULATOR_HOST', 'FSSPEC_GCS_TOKEN', 'GOOGLE_APPLICATION_CREDENTIALS')
+  }
+  env.update(
+    CLOUDSDK_CONFIG='/nonexistent', GCE_METADATA_HOST='127.0.0.1:9', GCE_METADATA_IP='127.0.0.1:9'
+  )
+  url = f'gs://{stores.BUCKET}/run'
+  proc = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'launch.export_eval_set',
+      '--config=experiments/rpe_table1.py:task=parity_check,tiny',
+      f'--out={url}',
+    ],
+    cwd=ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
+  assert proc.returncode == 2 and proc.stdout == '', proc.stderr[-2000:]
+  assert proc.stderr == (
+    f'error: --out={url}: no credentials for gs:// (none found): run `gcloud auth '
+    'application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a service account\'s '
+    'key file, or run on a VM whose service account may use the bucket\n'
+  )
 
 
 @pytest.fixture
