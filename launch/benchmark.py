@@ -118,6 +118,7 @@ _LEADERBOARD = flags.DEFINE_bool(
   'leaderboard', False, 'Write the static leaderboard site of the stored baselines and the cards.'
 )
 _OUT = flags.DEFINE_string('out', None, 'The directory --leaderboard writes its site into.')
+_LEASE_WAIT = common.define_lease_wait()
 _REFERENCE = flags.DEFINE_string(
   'reference',
   None,
@@ -433,6 +434,7 @@ def main(argv):
     )
     print(f'wrote {path} from the frozen sets in {os.path.join(directory, "eval_sets")}')
     return
+  lock = common.workdir_lock(_LEASE_WAIT.value)
   preemption = common.Preemption()
   preemption.install()
   start = time.time()
@@ -443,13 +445,20 @@ def main(argv):
     with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
       for task, config in configs.items():
         config.eval.from_files = sets[task][0]
-        sweep_lib.run_sweep(
+        rows = sweep_lib.run_sweep(
           config,
           [{'task': task, 'encoding': name}],
           os.path.join(directory, 'runs'),
           progress=lambda line: print(line, flush=True),
           should_stop=preemption,
+          lock=lock,
+          wait_s=_LEASE_WAIT.value,
         )
+        if 'held' in rows[0]:
+          common.busy(
+            f'the run of {task} is held by {rows[0]["held"]}',
+            '; rerun once it has ended (or with a longer --lease_wait)',
+          )
         io.write_json_atomic(seconds_path, {'seconds': before + time.time() - start})
         cell = os.path.join(
           directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
