@@ -96,7 +96,8 @@ class StagedManager:
   `save` writes the step with orbax, then uploads it in a background thread (its files
   streamed, then UPLOADED; the store keeps the newest `max_to_keep` uploaded steps) while
   training goes on; the next `save` (and `wait_until_finished`) first waits for that upload
-  and raises its error. `all_steps` are the store's uploaded steps; `restore` fetches the
+  and raises its error. The first `save` deletes the steps on the store without UPLOADED
+  (a killed writer's unfinished uploads: the lease makes this process the only writer). `all_steps` are the store's uploaded steps; `restore` fetches the
   one it restores, if it is not staged. `close` waits for the upload and removes the staging
   directory.
 
@@ -113,6 +114,7 @@ class StagedManager:
     self._steps = _uploaded_steps(url)
     self._upload: threading.Thread | None = None
     self._error: BaseException | None = None
+    self._swept = False
     try:
       self._manager = ocp.CheckpointManager(self.directory, options=options)
     except BaseException:
@@ -134,6 +136,11 @@ class StagedManager:
 
   def save(self, step: int, args: Any) -> bool:
     self._wait_for_upload()
+    if not self._swept:  # The writer's first save: steps a killed writer left half uploaded.
+      for name in store.listdir(self.url):
+        if name.isdigit() and int(name) not in self._steps:
+          store.remove(f'{self.url}/{name}', recursive=True)
+      self._swept = True
     saved = self._manager.save(step, args=args)
     self._manager.wait_until_finished()
     if saved:

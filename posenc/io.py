@@ -203,10 +203,23 @@ def append_jsonl(path: str, record: dict[str, Any]) -> None:
   """Appends one JSON line and flushes it to disk (a kill leaves at most a torn last line).
 
   On a store the object is rewritten whole with the line added (a kill leaves the old
-  object or the new one)."""
+  object or the new one), only if it is still the version read (`store.replace`: else
+  store.Conflict)."""
   if store.is_url(path):
-    old = read_text(path) if store.exists(path) else ''
-    write_text_atomic(path, old + json.dumps(record) + '\n')
+    line = json.dumps(record) + '\n'
+    try:
+      before_write(path)
+    except OSError as e:
+      _raise_named(e, path)
+    try:
+      old, version = store.read_versioned(path)
+    except FileNotFoundError:
+      if not store.create(path, line.encode()):
+        raise store.Conflict(f'{path}: created by another writer meanwhile') from None
+      return
+    # Conditional: a writer that lost the directory cannot put back a log the new holder
+    # has rewritten since it read it.
+    store.replace(path, old + line.encode(), version)
     return
   try:
     with open(path, 'a') as f:
@@ -725,12 +738,25 @@ class Lease:
     """Raises LeaseLost unless the lease is still this process's (called before every
     write under the directory)."""
     if self._lost is None and self._clock.monotonic() >= self._deadline:
-      self._lose(
-        f'not renewed within {self.lease_s - self.period:.0f} s (the process or its store '
-        'stalled), so another process may have taken the directory over'
-      )
+      self._expired()
     if self._lost is not None:
       raise LeaseLost(self._lost, self._taken_by)
+
+  def _expired(self) -> None:
+    """Loses the lease past its deadline, naming the process that took it over if one did
+    (a read: nothing is written)."""
+    try:
+      newer = [n for n in self._numbers() if n > self._number]
+    except store.StoreError:
+      newer = []
+    holder = self._read(newer[-1]) if newer else {}
+    if holder:
+      self._lose(f'taken over by {_who(holder)}', _who(holder))
+    else:
+      self._lose(
+        f'not renewed within {self.lease_s - self.period:.0f} s (the process or its store '
+        'stalled), so another process may take the directory over'
+      )
 
   def _lose(self, why: str, by: str = '') -> None:
     with self._guard:
@@ -763,7 +789,7 @@ class Lease:
       return
     start = self._clock.monotonic()
     if start >= self._deadline:
-      self._lose(f'not renewed within {self.lease_s - self.period:.0f} s')
+      self._expired()
       return
     renewed = self._clock.wall()
     url = self._url(self._number)

@@ -399,12 +399,15 @@ def replace(url: str, data: bytes, expected: str) -> str:
     else:
       response = _gcs_upload(fs, url, data, if_generation_match=expected)
   except FileNotFoundError:
+    _fenced(url)  # A holder that lost its lease meanwhile is told so first.
     raise Conflict(f'{url}: gone (another writer deleted it)') from None
   except Exception as e:  # pylint: disable=broad-except
     text = str(e).lower()
-    if isinstance(e, FileExistsError) or 'precondition' in text or 'if-match' in text:
-      raise Conflict(f'{url}: changed by another writer') from None
-    if isinstance(e, OSError) and e.errno == errno.EINVAL:  # s3fs's PreconditionFailed
+    precondition = 'precondition' in text or 'if-match' in text
+    # s3fs raises S3's PreconditionFailed as OSError(EINVAL), gcsfs GCS's 412 as
+    # FileExistsError.
+    if precondition or isinstance(e, FileExistsError) or getattr(e, 'errno', None) == errno.EINVAL:
+      _fenced(url)
       raise Conflict(f'{url}: changed by another writer') from None
     raise StoreError(f'{url}: writing failed: {reason(e)}') from e
   return _version_of(response) or version(url) or ''

@@ -161,7 +161,7 @@ def test_a_holder_past_its_deadline_writes_nothing_more(url):
       io.append_jsonl(f'{url}/metrics.jsonl', {'step': 10})
   assert str(lost.value) == (
     f'{url}: this process lost its lease (not renewed within 45 s (the process or its store '
-    'stalled), so another process may have taken the directory over); it stops and writes '
+    'stalled), so another process may take the directory over); it stops and writes '
     'nothing more there'
   )
   assert lost.value.holder == ''
