@@ -15,7 +15,7 @@ background while training goes on, each step's files streamed and its marker UPL
 last: a step without the marker (a host killed mid-upload) is not a checkpoint. A resume
 fetches only the checkpoint it restores (the newest complete one). The staging directory
 is removed when the manager is closed; one a killed process left is removed by the next
-manager made on that machine (`io.staging_directory`). Orbax 0.12.8 cannot write s3:// itself (its path
+manager made on that machine (`io.staging_directory`). Orbax 0.12.7 cannot write s3:// itself (its path
 normalization turns 's3://b' into 's3:/b' and refuses it as "not absolute"). It can write
 gs:// (arrays through tensorstore's gcs driver, the rest through etils.epath), but gs:// is
 staged too: against the GCS emulator of the tests those writes fail now and then, so a

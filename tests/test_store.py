@@ -461,21 +461,23 @@ def test_a_sweep_after_a_hard_kill_waits_for_the_cell_and_ends_whole(s3):
     '--config.train.steps=400',
     '--config.checkpoint_every=50',
   ]
-  lease = {'POSENC_LEASE_S': '6'}
+  lease = {'POSENC_LEASE_S': '30'}  # Longer than a sweep takes to start.
   first = _on_host('a', sweep, s3, lease)
-  cell = f'{url}/cells/parity_check__none'
+  # Killed in its second cell (the first complete).
+  cell = f'{url}/cells/parity_check__randomized_relative'
   _wait_until(lambda: checkpoint_steps(cell), first)
   first.kill()
   first.communicate()
-  # At once: the held cell is named, exit status 75, no report (a partial one only when asked).
+  # At once: the held cell is named, exit status 75, a report only when asked, partial.
   now = _on_host('b', [*sweep, '--lease_wait=0', '--partial'], s3, lease)
   out, err = now.communicate(timeout=600)
   assert now.returncode == 75, err[-3000:]
   assert err == (
-    'error: 1 of 2 cells of shard 0/1 are not complete: parity_check__none; rerun the same '
-    'command once their holders have ended (or with a longer --lease_wait)\n'
+    'error: 1 of 2 cells of shard 0/1 are not complete: parity_check__randomized_relative; '
+    'rerun the same command once their holders have ended (or with a longer --lease_wait)\n'
   )
-  assert f'unfinished: parity_check__none: held by process {first.pid} on host a' in out
+  held = f'parity_check__randomized_relative: held by process {first.pid} on host a'
+  assert f'unfinished: {held}' in out
   assert '(partial: 1 cell of the grid missing, listed at the end)' in out
   # Waiting (the default): taken over at expiry, every cell complete, a whole report.
   later = _on_host('b', sweep, s3, lease)
@@ -507,9 +509,10 @@ def test_a_second_process_on_a_live_run_is_refused(s3):
     while not store.exists(f'{url}/config.json'):
       assert first.poll() is None and time.time() < deadline
       time.sleep(0.2)
-    second = _run([*TRAIN, f'--workdir={url}'], s3)
-    assert second.returncode == 2, second.stderr[-2000:]
-    assert f'error: {url} is in use by process {first.pid}' in second.stderr
+    second = _run([*TRAIN, f'--workdir={url}', '--lease_wait=0'], s3)
+    assert second.returncode == 75, second.stderr[-2000:]  # busy: not bad input
+    assert second.stderr.startswith(f'error: {url} is in use by process {first.pid} on host ')
+    assert second.stderr.endswith('rerun once it has ended, or with a longer --lease_wait\n')
   finally:
     first.send_signal(signal.SIGTERM)
     first.wait(timeout=120)
