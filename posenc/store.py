@@ -480,12 +480,16 @@ def files_under(url: str) -> list[str]:
 
 
 def upload_tree(local: str, url: str) -> None:
-  """Puts every file under the local directory `local` to the same place under `url`
-  (streamed: `put_file`)."""
-  for root, _, files in os.walk(local):
-    for name in sorted(files):
-      file = os.path.join(root, name)
-      put_file(file, f'{url}/{os.path.relpath(file, local)}')
+  """Puts every file under the local directory `local` to the same place under `url`:
+  streamed, several at once (fsspec's batched transfers), each object whole when its upload
+  ends."""
+  files = sorted(os.path.join(root, name) for root, _, names in os.walk(local) for name in names)
+  targets = [f'{url}/{os.path.relpath(file, local)}' for file in files]
+  for target in targets:
+    _fenced(target)
+  if files:
+    with guard(url, 'writing'):
+      _fs(url).put(files, targets)
 
 
 def download_tree(url: str, local: str, skip: tuple[str, ...] = ()) -> None:

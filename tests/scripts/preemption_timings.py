@@ -85,6 +85,7 @@ class Process:
 
   def wait(self, timeout=1800):
     self.proc.wait(timeout=timeout)
+    self.ended = time.time()
     time.sleep(0.2)
     return self.proc.returncode
 
@@ -114,9 +115,12 @@ def restart(env, name):
   first.proc.kill()
   killed = time.time()
   first.wait()
-  second = Process('host-b', [*LONG, f'--workdir={url}', '--config.train.steps=400'], env)
+  second = Process('host-b', [*LONG, f'--workdir={url}'], env)
   _until(lambda: second.first('resumed from') or second.proc.poll() is not None)
   resumed = second.first('resumed from')
+  if resumed is None:
+    second.wait()
+    raise RuntimeError(f'no resume: {second.lines[-5:]} {second.err[-3000:]}')
   _until(lambda: second.first('step ', resumed) or second.proc.poll() is not None)
   step = second.first('step ', resumed)
   second.proc.kill()
@@ -133,36 +137,41 @@ def restart(env, name):
 
 
 def sweep(env, name):
-  """Kill -9 a sweep on host-a inside its first cell; rerun it on host-b, at once with
-  --lease_wait=0, then with the default wait."""
+  """Kill -9 a sweep on host-a inside its second cell (the first complete); rerun it on
+  host-b at once, with --lease_wait=0 --partial, then with the default wait."""
   url = f's3://{stores.BUCKET}/{name}'
   argv = [
     'launch.sweep',
     '--config=experiments/sweep_tiny.py',
     f'--workdir={url}',
     '--tasks=parity_check',
-    '--config.train.steps=2000',
+    '--config.train.steps=1000',
     '--config.checkpoint_every=50',
   ]
   first = Process('host-a', argv, env)
-  _until(lambda: checkpoint.saved_steps(f'{url}/cells/parity_check__none'))
+  _until(lambda: checkpoint.saved_steps(f'{url}/cells/parity_check__randomized_relative'))
+  time.sleep(2.0)
   first.proc.kill()
   killed = time.time()
   first.wait()
-  now = Process('host-b', [*argv, '--lease_wait=0'], env)
+  now = Process('host-b', [*argv, '--lease_wait=0', '--partial'], env)
   now_rc = now.wait()
   later = Process('host-b', argv, env)
   later_rc = later.wait()
-  tail = lambda p: [line for _, line in p.lines if line.startswith(('sweep shard', 'unfinished'))]
+  resumed = later.first('resumed from')
+  lines = lambda p, *heads: [line for _, line in p.lines if line.startswith(heads)]
   return {
-    'lease_wait_0': {'exit': now_rc, 'stderr': now.err.strip(), 'lines': tail(now)},
+    'lease_wait_0_partial': {
+      'exit': now_rc,
+      'seconds': round(now.ended - now.started, 1),
+      'stderr': now.err.strip(),
+      'lines': lines(now, 'sweep shard', 'unfinished', 'report written', 'no report', '# '),
+    },
     'default_wait': {
       'exit': later_rc,
-      'kill_to_first_cell_resumed_s': round(later.first('resumed from') - killed, 1),
-      'lines': tail(later),
-      'report': [
-        line for _, line in later.lines if line.startswith(('report written', 'no report'))
-      ],
+      'kill_to_cell_resumed_s': round(resumed - killed, 1) if resumed else None,
+      'stderr': later.err.strip(),
+      'lines': lines(later, 'waiting', 'resumed', 'sweep shard', 'unfinished', 'report', '# '),
     },
   }
 
