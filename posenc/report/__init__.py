@@ -239,8 +239,8 @@ def partial_title(text: str, absent: Sequence[str]) -> str:
   grid never reads as the whole of it.
 
   Example:
-    >>> partial_title('# Table 1: accuracy\n\n| a |\n', ['x: failed'])
-    '# Table 1: accuracy (partial: 1 cell of the grid missing, listed at the end)\n\n| a |\n'
+    >>> partial_title('# Table 1: accuracy\\n\\n| a |\\n', ['x: failed'])
+    '# Table 1: accuracy (partial: 1 cell of the grid missing, listed at the end)\\n\\n| a |\\n'
   """
   if not absent or not text:
     return text
