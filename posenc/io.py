@@ -199,12 +199,19 @@ def remove(path: str) -> None:
     os.unlink(path)
 
 
-def append_jsonl(path: str, record: dict[str, Any]) -> None:
+def append_jsonl(
+  path: str,
+  record: dict[str, Any],
+  replaces: Callable[[dict[str, Any]], bool] | None = None,
+) -> None:
   """Appends one JSON line and flushes it to disk (a kill leaves at most a torn last line).
 
   On a store the object is rewritten whole with the line added (a kill leaves the old
   object or the new one), only if it is still the version read (`store.replace`: else
-  store.Conflict)."""
+  store.Conflict); the old lines that `replaces` matches are dropped from it. A lease
+  cannot stop a write already past its check when its process stalls (`Lease`), so a
+  process that lost the directory may have put one line more; `replaces` makes the new
+  holder's line take its place (a local file has one writer: its flock)."""
   if store.is_url(path):
     line = json.dumps(record) + '\n'
     try:
@@ -217,6 +224,11 @@ def append_jsonl(path: str, record: dict[str, Any]) -> None:
       if not store.create(path, line.encode()):
         raise store.Conflict(f'{path}: created by another writer meanwhile') from None
       return
+    if replaces is not None:
+      kept = [
+        text for text in old.decode().splitlines(keepends=True) if not _matches(text, replaces)
+      ]
+      old = ''.join(kept).encode()
     # Conditional: a writer that lost the directory cannot put back a log the new holder
     # has rewritten since it read it.
     store.replace(path, old + line.encode(), version)
@@ -229,6 +241,17 @@ def append_jsonl(path: str, record: dict[str, Any]) -> None:
       os.fsync(f.fileno())
   except OSError as e:
     _raise_named(e, path)
+
+
+def _matches(text: str, replaces: Callable[[dict[str, Any]], bool]) -> bool:
+  """Whether the complete JSON line `text` is a record `replaces` matches."""
+  if not text.endswith('\n'):
+    return True  # A torn last line goes as well.
+  try:
+    record = json.loads(text)
+  except json.JSONDecodeError:
+    return True
+  return isinstance(record, dict) and replaces(record)
 
 
 def open_lines(path: str) -> Any:
