@@ -494,13 +494,14 @@ def upload_tree(local: str, url: str) -> None:
 
 def download_tree(url: str, local: str, skip: tuple[str, ...] = ()) -> None:
   """Writes every object under `url` (but the names in `skip`) to the same place under the
-  local directory `local`."""
-  for rel in files_under(url):
-    if os.path.basename(rel) in skip:
-      continue
-    target = os.path.join(local, rel)
+  local directory `local`: streamed, several at once (fsspec's batched transfers)."""
+  names = [rel for rel in files_under(url) if os.path.basename(rel) not in skip]
+  targets = [os.path.join(local, rel) for rel in names]
+  for target in targets:
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    get_file(f'{url}/{rel}', target)
+  if names:
+    with guard(url, 'reading'):
+      _fs(url).get([f'{url}/{rel}' for rel in names], targets)
 
 
 def walk(url: str) -> Iterator[tuple[str, list[str], list[str]]]:
