@@ -118,7 +118,7 @@ _LEADERBOARD = flags.DEFINE_bool(
   'leaderboard', False, 'Write the static leaderboard site of the stored baselines and the cards.'
 )
 _OUT = flags.DEFINE_string('out', None, 'The directory --leaderboard writes its site into.')
-_LEASE_WAIT = common.define_lease_wait()
+_LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
 _REFERENCE = flags.DEFINE_string(
   'reference',
   None,

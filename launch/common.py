@@ -359,15 +359,12 @@ def lease_seconds() -> float:
   return seconds
 
 
-def define_lease_wait() -> Any:
-  """The --lease_wait flag of an entry point that takes work directories."""
-  return flags.DEFINE_float(
-    'lease_wait',
-    None,
-    'Seconds to wait for a work directory (or sweep cell) another process holds, taking it '
-    'over if its holder stops renewing its lease; default: long enough for the lease to '
-    'expire once; 0: refuse at once. Still held after it: exit status 75.',
-  )
+# The help of --lease_wait, which every entry point that takes work directories defines.
+LEASE_WAIT_HELP = (
+  'Seconds to wait for a work directory (or sweep cell) another process holds, taking it '
+  'over if its holder stops renewing its lease; default: long enough for the lease to '
+  'expire once; 0: refuse at once. Still held after it: exit status 75.'
+)
 
 
 def workdir_lock(wait_s: float | None) -> Callable[..., Any]:

@@ -98,7 +98,7 @@ _PARTIAL = flags.DEFINE_bool(
   'With --report: write the report from the complete cells even if others are not, its '
   'titles marked partial.',
 )
-_LEASE_WAIT = common.define_lease_wait()
+_LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
 _RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed cells again.')
 
 

@@ -31,7 +31,7 @@ _CONFIG = config_flags.DEFINE_config_file(
   'config', None, 'Experiment file[:arg].', lock_config=False, accept_new_attributes=True
 )
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Run directory (created or resumed).')
-_LEASE_WAIT = common.define_lease_wait()
+_LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
 
 
 def main(argv: list[str]) -> None:
