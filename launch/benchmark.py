@@ -121,6 +121,7 @@ _LEADERBOARD = flags.DEFINE_bool(
   'leaderboard', False, 'Write the static leaderboard site of the stored baselines and the cards.'
 )
 _OUT = flags.DEFINE_string('out', None, 'The directory --leaderboard writes its site into.')
+_LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
 _REFERENCE = flags.DEFINE_string(
   'reference',
   None,
@@ -487,6 +488,7 @@ def main(argv):
     )
     print(f'wrote {path} from the frozen sets in {os.path.join(directory, "eval_sets")}')
     return
+  lock = common.workdir_lock(_LEASE_WAIT.value)
   preemption = common.Preemption()
   preemption.install()
   start = time.time()
@@ -505,13 +507,20 @@ def main(argv):
         finished = io.exists(os.path.join(cell, 'results.json'))
         started = time.time()
         config.eval.from_files = sets[task][0]
-        sweep_lib.run_sweep(
+        rows = sweep_lib.run_sweep(
           config,
           [{'task': task, 'encoding': name}],
           os.path.join(directory, 'runs'),
           progress=lambda line: print(line, flush=True),
           should_stop=preemption,
+          lock=lock,
+          wait_s=_LEASE_WAIT.value,
         )
+        if 'held' in rows[0]:
+          common.busy(
+            f'the run of {task} is held by {rows[0]["held"]}',
+            '; rerun once it has ended (or with a longer --lease_wait)',
+          )
         io.write_json_atomic(seconds_path, {'seconds': before + time.time() - start})
         if not io.exists(os.path.join(cell, 'results.json')):
           common.fail(f'the run of {task} failed: {cell}/error.json says why')

@@ -14,6 +14,9 @@
   (`cpu_devices`), before anything runs.
 - Preemption: SIGTERM asks the run to checkpoint at the next step boundary and exit with
   status 143 (`PREEMPTED_EXIT`); rerunning the same command resumes.
+- A busy work directory: one held by another live process (after `--lease_wait`), or a lease
+  this process lost, is one line and exit status 75 (`BUSY_EXIT`, sysexits' EX_TEMPFAIL):
+  not bad input, and nothing to redo here while the other process runs it.
 - A full disk: one line naming the file and what is kept (`on_full_disk`), exit status 2;
   every file is written atomically, so nothing is half-written.
 """
@@ -26,10 +29,12 @@ import errno
 import fnmatch
 import glob
 import importlib.util
+import logging
 import os
 import signal
 import subprocess
 import tempfile
+import threading
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 from absl import flags
@@ -47,6 +52,10 @@ from posenc import suggest
 # 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
 # wrappers see an unfinished job, and the checkpoint makes the rerun lose nothing.
 PREEMPTED_EXIT = 143
+# sysexits.h's EX_TEMPFAIL: the work directory (or a sweep's cell) is held by another live
+# process, or this process lost its lease to one. Not bad input (2): the same command
+# succeeds once the other process has ended.
+BUSY_EXIT = 75
 
 fail = cli.fail
 
@@ -334,7 +343,14 @@ def at_least(value: int, flag: str, low: int = 1) -> None:
 
 
 def check_output_file(path: str, flag: str) -> None:
-  """Fails with one line unless a file can be written at `path` (nothing is created)."""
+  """Fails with one line unless a file can be written at `path` (nothing is created). A
+  store URL is checked by writing and deleting one object beside it."""
+  if store.is_url(path):
+    parent = path.rstrip('/').rsplit('/', 1)[0]
+    if parent.endswith(':/') or parent.endswith(':'):
+      fail(f'{flag}={path} names no object; give gs://BUCKET/FILE or s3://BUCKET/FILE')
+    _check_store(parent, flag)
+    return
   directory = os.path.dirname(os.path.abspath(path))
   if os.path.isdir(path):
     fail(f'{flag}={path} is a directory, not a file')
@@ -351,23 +367,54 @@ def check_output_file(path: str, flag: str) -> None:
 # Running an entry point.
 
 
-# How long a lease on a store lasts without renewal (`posenc.io.Lease`): the time a rerun on
-# another host waits for a preempted one. Shortened by the tests of a killed holder.
+# How long a lease on a store lasts without renewal (`posenc.io.Lease`, default io.LEASE_S):
+# what a rerun on another host waits at most for a holder that died. Shortened by the tests
+# of a killed or stalled holder; a waiting process goes by the holder's own length.
 LEASE_S = 'POSENC_LEASE_S'
 
 
-def lease_seconds() -> None:
-  """Sets `io.LEASE_S` from POSENC_LEASE_S (seconds > 0), if given; one line if it is bad."""
+def lease_seconds() -> float:
+  """The lease length of the runs this process starts: POSENC_LEASE_S (seconds > 0) if
+  given, else io.LEASE_S; one line if it is bad."""
   value = os.environ.get(LEASE_S, '')
   if not value:
-    return
+    return io.LEASE_S
   try:
     seconds = float(value)
   except ValueError:
     seconds = 0.0
   if not seconds > 0:
     fail(f'{LEASE_S}={value!r} must be a positive number of seconds')
-  io.LEASE_S = seconds
+  return seconds
+
+
+# The help of --lease_wait, which every entry point that takes work directories defines.
+LEASE_WAIT_HELP = (
+  'Seconds to wait for a work directory (or sweep cell) another process holds, taking it '
+  'over if its holder stops renewing its lease; default: long enough for the lease to '
+  'expire once; 0: refuse at once. Still held after it: exit status 75.'
+)
+
+
+def workdir_lock(wait_s: float | None) -> Callable[..., Any]:
+  """lock(directory, wait_s=`wait_s`): io.lock with this process's lease length, waiting up
+  to wait_s (the --lease_wait value; None: one expiry), the wait said on stdout. It is
+  `train_and_evaluate`'s `lock` and `run_sweep`'s."""
+  if wait_s is not None and wait_s < 0:
+    fail(f'--lease_wait={wait_s:g} must be a number of seconds >= 0')
+  lease_s = lease_seconds()
+
+  def lock(directory: str, wait: float | None = wait_s) -> Any:
+    return io.lock(directory, lease_s, wait, lambda line: print(line, flush=True))
+
+  return lock
+
+
+def busy(error: Exception, hint: str = '') -> NoReturn:
+  """Prints `error: ...` (one line, a busy work directory or a lost lease) and exits with
+  status 75 (BUSY_EXIT)."""
+  print('error: ' + ' '.join(f'{error}{hint}'.split()), file=sys.stderr)
+  sys.exit(BUSY_EXIT)
 
 
 # Fault injection for testing a store that refuses a write halfway (a permission withdrawn, a
@@ -415,15 +462,74 @@ def checkpoint_hook() -> Callable[[int], None]:
 NO_SPACE_AT = 'POSENC_NO_SPACE_AT'
 
 
+class _NoSpaceSilenced(logging.Filter):
+  """Drops the reports of a full disk that libraries make from their own threads (orbax
+  logs each failed write with its traceback, asyncio each task that failed with it): the
+  one line of `on_full_disk` says it."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    error = record.exc_info[1] if record.exc_info else None
+    if error is not None and io.no_space(error) is not None:
+      return False
+    return not any(text in record.getMessage() for text in io.NO_SPACE_TEXTS)
+
+
+def _follows_full_disk(error: BaseException | None) -> bool:
+  """A full disk, or what a library's failed write leaves behind it: tensorstore's callbacks
+  of the reads and writes still in flight find orbax's event loop closed under them."""
+  if error is None:
+    return False
+  closed = isinstance(error, RuntimeError) and str(error) == 'Event loop is closed'
+  return closed or io.no_space(error) is not None
+
+
+def _silence_full_disk() -> Callable[[], None]:
+  """Installs `_NoSpaceSilenced` on every logging handler and drops the errors of a full
+  disk (`_follows_full_disk`) that reach sys.excepthook (tensorstore prints its callbacks'
+  errors through it), threading.excepthook or sys.unraisablehook; returns what uninstalls it."""
+  silenced = _NoSpaceSilenced()
+  handlers = [*logging.getLogger().handlers, logging.lastResort]
+  for handler in handlers:
+    if handler is not None:
+      handler.addFilter(silenced)
+  hooks = sys.excepthook, threading.excepthook, sys.unraisablehook
+
+  def on_error(kind: Any, error: BaseException, trace: Any) -> None:
+    if not _follows_full_disk(error):
+      hooks[0](kind, error, trace)
+
+  def on_thread(args: Any) -> None:
+    if not _follows_full_disk(args.exc_value):
+      hooks[1](args)
+
+  def on_unraisable(unraisable: Any) -> None:
+    if not _follows_full_disk(unraisable.exc_value):
+      hooks[2](unraisable)
+
+  sys.excepthook, threading.excepthook, sys.unraisablehook = on_error, on_thread, on_unraisable
+
+  def uninstall() -> None:
+    for handler in handlers:
+      if handler is not None:
+        handler.removeFilter(silenced)
+    sys.excepthook, threading.excepthook, sys.unraisablehook = hooks
+
+  return uninstall
+
+
 @contextlib.contextmanager
 def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
-  """Turns a full disk inside the block into one line, exit status 2:
+  """Turns a full disk inside the block into one line, exit status 2, and nothing else on
+  the terminal:
 
     error: no space left on device writing run/eval.jsonl: the last checkpoint (step 20) is
     kept and the rerun resumes from it; free space and rerun the same command
 
   `kept()` says what survives (called after the failure); `where` names the output when the
-  error names no file (a library's own write). Other errors pass through.
+  error names no file (a library's own write). A checkpoint orbax did not finish (its
+  temporary directory under `where`) is removed; the finished ones stay. The libraries'
+  own reports of the failure (orbax's, asyncio's, from their threads, also while the
+  process exits) are silenced. Other errors pass through.
   """
   pattern = os.environ.get(NO_SPACE_AT, '')
   if pattern:
@@ -433,16 +539,24 @@ def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
     io.before_write = no_space
+  uninstall = _silence_full_disk()
   try:
     yield
   except Exception as e:  # pylint: disable=broad-except
     full = io.no_space(e)
     if full is None:
+      uninstall()
       raise
+    # Deferred: orbax; launch.report imports this module but not orbax.
+    from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+
+    checkpoint.remove_unfinished(where)
+    # The silencing stays: orbax's and asyncio's threads may still report while exiting.
     fail(
       f'no space left on device writing {full.filename or where}: {kept()}; free space '
       'and rerun the same command'
     )
+  uninstall()
 
 
 def kept_checkpoint(workdir: str) -> str:
@@ -505,7 +619,6 @@ def run(
 
   def cached_main(args):
     compile_cache.compilation_cache()
-    lease_seconds()
     refuse_store_writes()
     try:
       return main(args)

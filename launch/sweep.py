@@ -20,9 +20,10 @@ process writes only its own cells and DIR/index/shard-i-of-n.json.
              (and --chips=N), a roofline estimate for that accelerator instead, from XLA's
              cost analysis of the accelerator programs.
   --report   after the sweep, write DIR/report (Table 1, Table 4, Figure 4, per-length
-             table) from the complete cells of the grid and print it; the cells it leaves
-             out (held by another process, failed, unfinished) are listed with the reason
-             at the end of every table and of the printout. Default on.
+             table) and print it, once every cell of the grid is complete. Default on.
+  --partial  a report even if some cells are not complete: from the complete ones, its
+             titles marked partial and the others listed with the reason (held by another
+             process, failed, unfinished) at the end of every table and of the printout.
 
 A cell is done when its run is complete and of the same config (the resumable fields such
 as --config.train.log_every aside). If cells hold runs of another config -- the same
@@ -30,12 +31,22 @@ command with a changed override -- the sweep names them and their changed fields
 refuses (exit status 2) before running anything: give a fresh --workdir for the new runs.
 --status shows such cells as "config differs".
 
-A cell another live process is running is skipped; the closing line counts the cells run,
-already done, skipped (naming the holding process) and failed. SIGTERM makes the running cell
-checkpoint at its next step and the sweep exit with status 143; the rerun resumes it.
+A cell another process holds is never counted done. The sweep runs the other cells first,
+then tries each held cell again, waiting for it up to --lease_wait (default: long enough for
+its lease to expire once): a holder that died or was preempted without releasing it is taken
+over then, and a holder that completes the cell meanwhile leaves it complete. A shard of a
+distributed job (--shard=i/n with n > 1, or --distributed) leaves held cells to their
+holders. The closing line counts the cells run, already done, held (naming the holders) and
+failed.
+
+Exit status: 0 when every selected cell is complete; 1 when some failed (listed, with
+their errors); 75 when none failed but some are still held by other processes (listed);
+2 for bad input; 143 when SIGTERM made the running cell checkpoint at its next step (the
+rerun resumes it).
 """
 
 import os
+import sys
 import time
 
 from absl import flags
@@ -79,7 +90,16 @@ _DEVICE = flags.DEFINE_string(
 _CHIPS = flags.DEFINE_integer(
   'chips', 1, 'With --cost --device: chips the grid is spread over (e.g. 256 for a v5e-256 slice).'
 )
-_REPORT = flags.DEFINE_bool('report', True, 'Write and print DIR/report after the sweep.')
+_REPORT = flags.DEFINE_bool(
+  'report', True, 'Write and print DIR/report once every cell of the grid is complete.'
+)
+_PARTIAL = flags.DEFINE_bool(
+  'partial',
+  False,
+  'With --report: write the report from the complete cells even if others are not, its '
+  'titles marked partial.',
+)
+_LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
 _RETRY_FAILED = flags.DEFINE_bool('retry_failed', True, 'Run previously failed cells again.')
 
 
@@ -163,6 +183,7 @@ def main(argv):
       common.fail('--device needs --cost (it estimates what a grid costs on that device)')
     for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
       setup.build(config_lib.cell_config(_CONFIG.value, cell))
+    lock = common.workdir_lock(_LEASE_WAIT.value)
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()
@@ -175,17 +196,35 @@ def main(argv):
         retry_failed=_RETRY_FAILED.value,
         progress=lambda line: print(line, flush=True),
         should_stop=preemption,
+        lock=lock,
+        wait_s=_LEASE_WAIT.value,
+        wait_for_held=shard[1] == 1,
       )
-      failed = [r for r in rows if r['state'] == sweep_lib.FAILED]
-      for row in failed:
-        print(f'failed: {row["cell"]}: {row["error"]}')
+      held = {r['cell']: r['held'] for r in rows if 'held' in r}
+      unfinished = sweep_lib.missing_from_report(rows, held)
+      for line in unfinished:
+        print(f'unfinished: {line}', flush=True)
       if _REPORT.value and shard[1] == 1:
-        _report(cells, {r['cell']: r['skipped'] for r in rows if 'skipped' in r})
+        _report(cells, held)
   except config_lib.ConfigError as e:
     common.fail(e)
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume the sweep', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
+  if unfinished:
+    names = ', '.join(line.split(':', 1)[0] for line in unfinished)
+    failed = any(r['state'] == sweep_lib.FAILED and r['cell'] not in held for r in rows)
+    message = (
+      f'{len(unfinished)} of {len(rows)} cells of shard {shard[0]}/{shard[1]} are not complete: '
+      f'{names}'
+    )
+    if failed:
+      print(f'error: {message}', file=sys.stderr)
+      raise SystemExit(1)
+    common.busy(
+      message,
+      '; rerun the same command once their holders have ended (or with a longer --lease_wait)',
+    )
 
 
 def _kept() -> str:
@@ -197,8 +236,9 @@ def _kept() -> str:
   )
 
 
-def _report(cells, skipped: dict[str, str]) -> None:
-  """Writes DIR/report from the complete cells of the grid, listing the others and why.
+def _report(cells, held: dict[str, str]) -> None:
+  """Writes DIR/report from the grid once every cell is complete (with --partial, from the
+  complete cells, listing the others and why).
 
   Two sweeps of one directory take turns (the lock of DIR/index), and each reads the cells'
   states inside its turn: the last report written is built from the most complete state, and
@@ -208,7 +248,7 @@ def _report(cells, skipped: dict[str, str]) -> None:
   while True:
     try:
       with io.lock(os.path.join(_WORKDIR.value, 'index')):
-        _write_report(cells, skipped)
+        _write_report(cells, held)
       return
     except io.DirectoryBusy as e:
       if not waiting:
@@ -217,7 +257,7 @@ def _report(cells, skipped: dict[str, str]) -> None:
       time.sleep(2)
 
 
-def _write_report(cells, skipped: dict[str, str]) -> None:
+def _write_report(cells, held: dict[str, str]) -> None:
   # Deferred: scipy.stats and matplotlib take about 2.5 s, which --status, --cost and a
   # sweep without its report (a shard, --noreport) need not wait for.
   from posenc import report as report_lib  # pylint: disable=g-import-not-at-top
@@ -229,8 +269,14 @@ def _write_report(cells, skipped: dict[str, str]) -> None:
     for r in rows
     if r['state'] == sweep_lib.COMPLETE
   ]
-  missing = sweep_lib.missing_from_report(rows, skipped)
+  missing = sweep_lib.missing_from_report(rows, held)
   out = os.path.join(_WORKDIR.value, 'report')
+  if missing and not _PARTIAL.value:
+    print(
+      f'no report: {len(missing)} of {len(rows)} cells are not complete (listed above); '
+      '--partial writes one from the complete cells'
+    )
+    return
   if not complete:
     print('no report: no cell of the grid is complete')
     for line in missing:
@@ -245,7 +291,7 @@ def _write_report(cells, skipped: dict[str, str]) -> None:
     print(
       f'report written to {out}/'
       + (
-        f' from {len(complete)} of {len(rows)} cells (the others are listed above)'
+        f' (partial: from {len(complete)} of {len(rows)} cells; the others are listed above)'
         if missing
         else ''
       )

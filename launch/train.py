@@ -6,6 +6,11 @@
 Any config field can be overridden with `--config.KEY=VALUE`; lists as `'[a,b]'` or `a,b`.
 Rerunning the same command on the same workdir resumes the run; SIGTERM makes it
 checkpoint at the next step and exit with status 143.
+
+A work directory another live process holds is waited for (`--lease_wait`, default long
+enough for its lease to expire once: a holder that died or was preempted without releasing
+it is taken over then); still held after that, the run exits with status 75. So does a run
+that lost its lease to another process (it stalled past the lease): it writes nothing more.
 """
 
 from absl import flags
@@ -27,6 +32,7 @@ _CONFIG = config_flags.DEFINE_config_file(
   'config', None, 'Experiment file[:arg].', lock_config=False, accept_new_attributes=True
 )
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Run directory (created or resumed).')
+_LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
 
 
 def main(argv: list[str]) -> None:
@@ -41,6 +47,7 @@ def main(argv: list[str]) -> None:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
   # Read before the workdir is made: a bad POSENC_KILL_AFTER_CHECKPOINT leaves nothing behind.
   checkpointed = common.checkpoint_hook()
+  lock = common.workdir_lock(_LEASE_WAIT.value)
   try:
     run = setup.build(_CONFIG.value)
   except config_lib.ConfigError as e:
@@ -67,9 +74,16 @@ def main(argv: list[str]) -> None:
         progress=lambda line: print(line, flush=True),
         should_stop=preemption,
         checkpointed=checkpointed,
+        lock=lock,
       )
-  except (config_lib.ConfigError, io.DirectoryBusy) as e:
+  except config_lib.ConfigError as e:
     common.fail(e)
+  except io.LeaseLost as e:
+    common.busy(
+      e, f'; {e.holder} resumes the run' if e.holder else '; rerunning the same command resumes'
+    )
+  except io.DirectoryBusy as e:
+    common.busy(e, '; rerun once it has ended, or with a longer --lease_wait')
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None

@@ -10,9 +10,12 @@ A checkpoint that does not restore (a truncated or missing file) is set aside an
 newest one that restores is used instead (`restore_newest`).
 
 A work directory on an object store (`gs://`, `s3://`) has its checkpoints written by orbax
-into a local staging directory and put to the store step by step (`StagedManager`), each
-step's objects first and its marker UPLOADED last: a step without the marker (a host killed
-mid-upload) is not a checkpoint. Orbax 0.12.8 cannot write s3:// itself (its path
+into a local staging directory and put to the store step by step (`StagedManager`), in the
+background while training goes on, each step's files streamed and its marker UPLOADED
+last: a step without the marker (a host killed mid-upload) is not a checkpoint. A resume
+fetches only the checkpoint it restores (the newest complete one). The staging directory
+is removed when the manager is closed; one a killed process left is removed by the next
+manager made on that machine (`io.staging_directory`). Orbax 0.12.7 cannot write s3:// itself (its path
 normalization turns 's3://b' into 's3:/b' and refuses it as "not absolute"). It can write
 gs:// (arrays through tensorstore's gcs driver, the rest through etils.epath), but gs:// is
 staged too: against the GCS emulator of the tests those writes fail now and then, so a
@@ -31,13 +34,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
+import threading
 from typing import Any, Callable
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from posenc import io
 from posenc import store
 from posenc.population import Population
 
@@ -86,61 +90,116 @@ def checkpoint_manager(workdir: str) -> Any:
 
 
 class StagedManager:
-  """An orbax CheckpointManager over a local staging directory that mirrors `url` (the
-  checkpoints directory of a work directory on a store): the steps uploaded to the store are
-  downloaded on creation and on `reload`; every `save` is put to the store (its objects,
-  then UPLOADED), and the steps orbax dropped (max_to_keep) are deleted there after it.
+  """An orbax CheckpointManager over a local staging directory, for `url` (the checkpoints
+  directory of a work directory on a store).
+
+  `save` writes the step with orbax, then uploads it in a background thread (its files
+  streamed, then UPLOADED; the store keeps the newest `max_to_keep` uploaded steps) while
+  training goes on; the next `save` (and `wait_until_finished`) first waits for that upload
+  and raises its error. The first `save` deletes the steps on the store without UPLOADED
+  (a killed writer's unfinished uploads: the lease makes this process the only writer). `all_steps` are the store's uploaded steps; `restore` fetches the
+  one it restores, if it is not staged. `close` waits for the upload and removes the staging
+  directory.
 
   Example:
     >>> manager = StagedManager('gs://bucket/run/checkpoints', options)   # doctest: +SKIP
     >>> manager.save(100, args=...)  # .../checkpoints/100/... then .../UPLOADED  # doctest: +SKIP
+    >>> manager.close()              # the upload waited for, the staging directory removed  # doctest: +SKIP
   """
 
   def __init__(self, url: str, options: ocp.CheckpointManagerOptions):
     self.url = url
-    self._staging = tempfile.TemporaryDirectory(prefix='posenc-checkpoints-')
-    self.directory = self._staging.name
-    self._options = options
-    self._download()
-    self._manager = ocp.CheckpointManager(self.directory, options=options)
+    self.directory = io.staging_directory('checkpoints')
+    self._keep = options.max_to_keep
+    self._steps = _uploaded_steps(url)
+    self._upload: threading.Thread | None = None
+    self._error: BaseException | None = None
+    self._swept = False
+    try:
+      self._manager = ocp.CheckpointManager(self.directory, options=options)
+    except BaseException:
+      shutil.rmtree(self.directory, ignore_errors=True)
+      raise
 
-  def _download(self) -> None:
-    """Makes the staging directory hold exactly the store's uploaded steps."""
-    steps = _uploaded_steps(self.url)
-    for name in os.listdir(self.directory):
-      if name not in map(str, steps):
-        shutil.rmtree(os.path.join(self.directory, name))
-    for step in steps:
-      if not os.path.exists(os.path.join(self.directory, str(step))):
-        store.download_tree(
-          f'{self.url}/{step}', os.path.join(self.directory, str(step)), (UPLOADED,)
-        )
+  def _staged(self, step: int) -> str:
+    return os.path.join(self.directory, str(step))
+
+  def _fetch(self, step: int) -> None:
+    """Stages the store's `step` (streamed), unless it is staged already."""
+    if os.path.exists(self._staged(step)):
+      return
+    partial = os.path.join(self.directory, f'.fetching-{step}')  # not a step name to orbax
+    shutil.rmtree(partial, ignore_errors=True)
+    store.download_tree(f'{self.url}/{step}', partial, (UPLOADED,))
+    os.rename(partial, self._staged(step))  # orbax sees the whole step or none of it
+    self._manager.reload()
 
   def save(self, step: int, args: Any) -> bool:
+    self._wait_for_upload()
+    if not self._swept:  # The writer's first save: steps a killed writer left half uploaded.
+      for name in store.listdir(self.url):
+        if name.isdigit() and int(name) not in self._steps:
+          store.remove(f'{self.url}/{name}', recursive=True)
+      self._swept = True
     saved = self._manager.save(step, args=args)
     self._manager.wait_until_finished()
-    if not saved:
-      return saved
-    store.upload_tree(os.path.join(self.directory, str(step)), f'{self.url}/{step}')
-    store.put(f'{self.url}/{step}/{UPLOADED}', b'')
-    kept = set(self._manager.all_steps())
-    for old in _uploaded_steps(self.url):
-      if old not in kept:
-        store.remove(f'{self.url}/{old}', recursive=True)
+    if saved:
+      self._upload = threading.Thread(target=self._upload_step, args=(step,), daemon=True)
+      self._upload.start()
     return saved
 
+  def _upload_step(self, step: int) -> None:
+    """Puts the staged `step` to the store, then UPLOADED; drops the store's steps beyond
+    the newest max_to_keep. Its error is raised by the next wait."""
+    try:
+      store.upload_tree(self._staged(step), f'{self.url}/{step}')
+      store.put(f'{self.url}/{step}/{UPLOADED}', b'')
+      self._steps = sorted(set(self._steps) | {step})
+      if self._keep is not None:
+        for old in self._steps[: -self._keep]:
+          store.remove(f'{self.url}/{old}', recursive=True)
+        self._steps = self._steps[-self._keep :]
+    except BaseException as e:  # pylint: disable=broad-except
+      self._error = e
+
+  def _wait_for_upload(self) -> None:
+    if self._upload is not None:
+      self._upload.join()
+      self._upload = None
+    if self._error is not None:
+      error, self._error = self._error, None
+      raise error
+
   def restore(self, step: int, args: Any) -> Any:
+    self._fetch(step)
     return self._manager.restore(step, args=args)
 
   def all_steps(self) -> list[int]:
-    return list(self._manager.all_steps())
+    return list(self._steps)
 
   def reload(self) -> None:
-    self._download()
+    """Looks at the store's steps again; a staged step the store no longer has (set aside as
+    damaged) is dropped."""
+    self._wait_for_upload()
+    self._steps = _uploaded_steps(self.url)
+    for name in os.listdir(self.directory):
+      if name.isdigit() and int(name) not in self._steps:
+        shutil.rmtree(os.path.join(self.directory, name))
     self._manager.reload()
 
   def wait_until_finished(self) -> None:
     self._manager.wait_until_finished()
+    self._wait_for_upload()
+
+  def close(self) -> None:
+    """Waits for the upload (its error is not raised: the step is then not a checkpoint)
+    and removes the staging directory."""
+    try:
+      if self._upload is not None:
+        self._upload.join()
+      self._manager.close()
+    finally:
+      shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _uploaded_steps(url: str) -> list[int]:
@@ -238,7 +297,7 @@ def set_aside_damaged(workdir: str, step: int) -> str:
     source = os.path.join(workdir, 'checkpoints', str(step))
     target = f'{aside}/{step}.{len(store.listdir(aside))}'
     for rel in store.files_under(source):
-      store.put(f'{target}/{rel}', store.read_bytes(f'{source}/{rel}'))
+      store.copy(f'{source}/{rel}', f'{target}/{rel}')
     store.remove(source, recursive=True)
     return target
   os.makedirs(aside, exist_ok=True)
@@ -248,6 +307,28 @@ def set_aside_damaged(workdir: str, step: int) -> str:
     target = os.path.join(aside, f'{step}.{k}')
   os.replace(os.path.join(workdir, 'checkpoints', str(step)), target)
   return target
+
+
+# The suffix of the directory orbax writes a step into before renaming it to the step.
+UNFINISHED = '.orbax-checkpoint-tmp'
+
+
+def remove_unfinished(directory: str) -> list[str]:
+  """Removes every checkpoint orbax did not finish (`STEP.orbax-checkpoint-tmp...`) under the
+  local `directory` (a run or a sweep); returns their paths. The finished steps stay.
+
+  Example: after a full disk during the save of step 30 -> ['run/checkpoints/30.orbax-...'].
+  """
+  if store.is_url(directory) or not os.path.isdir(directory):
+    return []  # A store's steps are staged locally and removed with the staging directory.
+  removed = []
+  for root, dirs, _ in os.walk(directory):
+    for name in list(dirs):
+      if UNFINISHED in name:
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        removed.append(os.path.join(root, name))
+        dirs.remove(name)
+  return removed
 
 
 def saved_steps(workdir: str) -> list[int]:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Callable
 
@@ -112,13 +113,13 @@ def restore(
   # Asked before the manager, which would create the checkpoint directory of a bare run.
   if not checkpoint.saved_steps(workdir):
     raise RunError(f'{workdir} has no checkpoint (train it first)')
-  manager = checkpoint.checkpoint_manager(workdir)
-  step, state, _, damaged = checkpoint.restore_newest(
-    manager,
-    population_lib.init_state(run.config, run.model, run.population, abstract=True),
-    run.population,
-    lambda step: os.path.join(workdir, 'checkpoints', str(step)),
-  )
+  with contextlib.closing(checkpoint.checkpoint_manager(workdir)) as manager:
+    step, state, _, damaged = checkpoint.restore_newest(
+      manager,
+      population_lib.init_state(run.config, run.model, run.population, abstract=True),
+      run.population,
+      lambda step: os.path.join(workdir, 'checkpoints', str(step)),
+    )
   if step is None:
     raise RunError(f'no checkpoint of {workdir} restores: ' + '; '.join(damaged))
   if damaged:

@@ -14,6 +14,16 @@ several hosts write one directory, and each must see the others' objects.
 
 Every failure of the store (no such bucket, no credentials or refused ones, permission,
 quota, a refused write) is a `StoreError` whose one line names the URL and the reason.
+Credentials are looked up once per filesystem, within `CREDENTIALS_S` seconds, before any
+request: none found is that one line, saying how to provide them; there is no anonymous
+fallback (gcsfs would otherwise fall back to anonymous access and fail much later on a
+network error). Anonymous access is used only when asked for (fsspec's configuration, e.g.
+`FSSPEC_GCS_TOKEN=anon` against a local emulator).
+
+A directory held by a lease (`posenc.io.Lease`) is fenced: every write under it first asks
+the lease whether it is still this process's (`fence`), so a holder that lost its lease
+writes nothing more. Writes that must not undo another writer's are conditional on the
+object's version (`read_versioned`, `replace`: S3 `If-Match`, GCS `ifGenerationMatch`).
 
 Example:
   >>> is_url('gs://bucket/table1'), is_url('runs/table1')
@@ -25,9 +35,13 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import errno
 import os
-from typing import Any, Iterator
+import threading
+import weakref
+from typing import Any, Callable, Iterator
 
 # The schemes a work directory may have, and the package that serves each (`posenc[cloud]`).
 SCHEMES = {'gs': 'gcsfs', 's3': 's3fs'}
@@ -35,8 +49,16 @@ SCHEMES = {'gs': 'gcsfs', 's3': 's3fs'}
 _FSSPEC_NAMES = {'gs': 'gcs', 's3': 's3'}
 
 
+# How long the lookup of credentials may take (a metadata server that does not answer).
+CREDENTIALS_S = 8.0
+
+
 class StoreError(Exception):
   """A store refused or failed an operation; the message is one line naming the URL."""
+
+
+class Conflict(StoreError):
+  """A conditional write found the object changed or gone (another writer was there)."""
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
@@ -75,13 +97,104 @@ def _configure() -> None:
     fsspec.config.conf.setdefault(protocol, {}).setdefault('use_listings_cache', False)
 
 
+# How to provide credentials, per scheme: the end of the one line when none are found.
+HOW_TO_LOG_IN = {
+  'gs': 'run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a '
+  "service account's key file, or run on a VM whose service account may use the bucket",
+  's3': 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, name a profile of ~/.aws/credentials '
+  'with AWS_PROFILE, or run with an instance role',
+}
+
+
+def _within(seconds: float, lookup: Callable[[], Any]) -> Any:
+  """`lookup()`, or TimeoutError after `seconds` (the lookup is left to finish on its own)."""
+  pool = concurrent.futures.ThreadPoolExecutor(1)
+  try:
+    return pool.submit(lookup).result(timeout=seconds)
+  finally:
+    pool.shutdown(wait=False)
+
+
+def _google_credentials() -> None:
+  """Raises unless Google's application default credentials are found."""
+  import google.auth  # pylint: disable=g-import-not-at-top
+
+  google.auth.default()
+
+
+def _aws_credentials(fs: Any) -> None:
+  """Raises unless botocore finds credentials where s3fs's session will look for them."""
+  import botocore.session  # pylint: disable=g-import-not-at-top
+
+  if fs.anon or fs.key:
+    return
+  session = botocore.session.Session(profile=getattr(fs, 'profile', None))
+  if session.get_credentials() is None:
+    raise LookupError('no credentials')
+
+
+def _missing_credentials(url: str, why: str) -> StoreError:
+  name = scheme(url)
+  return StoreError(f'{url}: no credentials for {name}:// ({why}): {HOW_TO_LOG_IN[name]}')
+
+
+def _gcs_token() -> Any:
+  """The `token` gcsfs is given: fsspec's configured one (FSSPEC_GCS_TOKEN: anon, a key
+  file, ...), else 'google_default', which fails instead of falling back to anonymous."""
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  return fsspec.config.conf.get('gcs', {}).get('token') or 'google_default'
+
+
+# The filesystems whose credentials were found (each fsspec instance is checked once).
+_checked_filesystems: weakref.WeakSet[Any] = weakref.WeakSet()
+_checking = threading.Lock()
+
+
 def _fs(url: str) -> Any:
-  """The fsspec filesystem of `url` (one per scheme and process, cached by fsspec)."""
+  """The fsspec filesystem of `url` (one per scheme and process, cached by fsspec), its
+  credentials found (StoreError saying how to provide them, within CREDENTIALS_S)."""
   import fsspec  # pylint: disable=g-import-not-at-top
 
   check(url)
   _configure()
-  return fsspec.filesystem(_FSSPEC_NAMES[scheme(url)])
+  name = scheme(url)
+  protocol = _FSSPEC_NAMES[name]
+  if name == 'gs':
+    # gcsfs looks its credentials up when a filesystem is made (not yet cached): bounded
+    # here first, since a metadata server that does not answer takes a while to give up.
+    token = _gcs_token()
+    with _checking:
+      if token == 'google_default' and not getattr(
+        fsspec.get_filesystem_class(protocol), '_cache', None
+      ):
+        _look_up(url, _google_credentials)
+      try:
+        return fsspec.filesystem(protocol, token=token)
+      except Exception as e:  # pylint: disable=broad-except
+        raise _missing_credentials(url, reason(e)) from None
+  fs = fsspec.filesystem(protocol)
+  with _checking:
+    if fs not in _checked_filesystems:
+      _look_up(url, lambda: _aws_credentials(fs))
+      _checked_filesystems.add(fs)
+  return fs
+
+
+def _look_up(url: str, lookup: Callable[[], None]) -> None:
+  """Runs the credentials `lookup` for `url` within CREDENTIALS_S; StoreError if it fails."""
+  try:
+    _within(CREDENTIALS_S, lookup)
+  except concurrent.futures.TimeoutError:
+    raise _missing_credentials(
+      url, f'none found within {CREDENTIALS_S:.0f} s: the metadata server did not answer'
+    ) from None
+  except Exception as e:  # pylint: disable=broad-except
+    text = ' '.join(str(e).split())
+    # google.auth's text for no credentials is a paragraph; its other errors (a key file that
+    # is not one) say what is wrong.
+    why = 'none found' if isinstance(e, LookupError) or 'were not found' in text else text[:160]
+    raise _missing_credentials(url, why) from None
 
 
 def path(url: str) -> Any:
@@ -184,32 +297,177 @@ def read_bytes(url: str) -> bytes:
     raise StoreError(f'{url}: reading failed: {reason(e)}') from e
 
 
+# ---------------------------------------------------------------------------------------
+# Fencing: the writes under a directory whose lease this process holds.
+
+# directory URL -> the check its lease gives (raises once the lease is no longer this
+# process's). Process state, as the lease is: every writer of the directory in the process
+# (the evaluation's, a background upload's) must honour it, whichever path it writes by.
+_fences: dict[str, Callable[[], None]] = {}
+
+
+@contextlib.contextmanager
+def fence(directory: str, still_held: Callable[[], None]) -> Iterator[None]:
+  """While inside, every write under `directory` calls `still_held()` first (it raises to
+  refuse the write).
+
+  Example:
+    >>> with fence('s3://b/run', lease.check):     # doctest: +SKIP
+    ...   put('s3://b/run/results.json', b'{}')    # refused once the lease is lost
+  """
+  directory = directory.rstrip('/')
+  _fences[directory] = still_held
+  try:
+    yield
+  finally:
+    _fences.pop(directory, None)
+
+
+def _fenced(url: str) -> None:
+  """Raises (the lease's error) if `url` lies under a directory whose lease was lost."""
+  for directory, still_held in list(_fences.items()):
+    if url == directory or url.startswith(directory + '/'):
+      still_held()
+
+
+# ---------------------------------------------------------------------------------------
+# Writes.
+
+
 def put(url: str, data: bytes) -> None:
   """Writes the object `url` whole (one put: readers see the old object or the new)."""
+  _fenced(url)
   with guard(url, 'writing'):
     _fs(url).pipe_file(url, data)
 
 
-def create(url: str, data: bytes) -> bool:
-  """Writes the object `url` only if it does not exist; False if it does (another writer
-  was first). The store decides: S3 `If-None-Match: *`, GCS `ifGenerationMatch=0`."""
+def _version_of(response: Any) -> str | None:
+  """The version a put answered with: S3's ETag, GCS's generation."""
+  if isinstance(response, dict):
+    version = response.get('ETag') or response.get('generation')
+    return None if version is None else str(version)
+  return None
+
+
+def create(url: str, data: bytes) -> str | None:
+  """Writes the object `url` only if it does not exist; returns its version (S3 ETag, GCS
+  generation), or None if it exists (another writer was first). The store decides: S3
+  `If-None-Match: *`, GCS `ifGenerationMatch=0`."""
+  _fenced(url)
   try:
-    _fs(url).pipe_file(url, data, mode='create')
+    response = _fs(url).pipe_file(url, data, mode='create')
   except FileExistsError:
-    return False
+    return None
   except Exception as e:  # pylint: disable=broad-except
     if 'precondition' in str(e).lower():  # 412, as some clients pass it on
-      return False
+      return None
     raise StoreError(f'{url}: writing failed: {reason(e)}') from e
-  return True
+  return _version_of(response) or version(url)
+
+
+def version(url: str) -> str | None:
+  """The object's current version (S3 ETag, GCS generation); None if there is none."""
+  with guard(url, 'looking up'):
+    try:
+      info = _fs(url).info(url)
+    except FileNotFoundError:
+      return None
+  value = info.get('ETag') or info.get('generation')
+  return None if value is None else str(value)
+
+
+def read_versioned(url: str) -> tuple[bytes, str]:
+  """(the object's bytes, its version) for a later `replace`; FileNotFoundError if none.
+
+  The version is looked up first: a write between the two makes `replace` refuse (the
+  version is older than the bytes), never accept a stale one."""
+  found = version(url)
+  if found is None:
+    raise FileNotFoundError(2, 'No such object', url)
+  return read_bytes(url), found
+
+
+def replace(url: str, data: bytes, expected: str) -> str:
+  """Overwrites the object `url` only if its version is still `expected`; returns the new
+  version. Raises Conflict if it changed or is gone (S3 `If-Match`, GCS
+  `ifGenerationMatch`): a writer that lost its place cannot undo another's write."""
+  _fenced(url)
+  fs = _fs(url)
+  try:
+    if scheme(url) == 's3':
+      response = fs.pipe_file(url, data, IfMatch=expected)
+    else:
+      response = _gcs_upload(fs, url, data, if_generation_match=expected)
+  except FileNotFoundError:
+    _fenced(url)  # A holder that lost its lease meanwhile is told so first.
+    raise Conflict(f'{url}: gone (another writer deleted it)') from None
+  except Exception as e:  # pylint: disable=broad-except
+    text = str(e).lower()
+    precondition = 'precondition' in text or 'if-match' in text
+    # s3fs raises S3's PreconditionFailed as OSError(EINVAL), gcsfs GCS's 412 as
+    # FileExistsError.
+    if precondition or isinstance(e, FileExistsError) or getattr(e, 'errno', None) == errno.EINVAL:
+      _fenced(url)
+      raise Conflict(f'{url}: changed by another writer') from None
+    raise StoreError(f'{url}: writing failed: {reason(e)}') from e
+  return _version_of(response) or version(url) or ''
+
+
+def _gcs_upload(fs: Any, url: str, data: bytes, if_generation_match: str) -> Any:
+  """GCS's media upload of one object with `ifGenerationMatch` (gcsfs passes it only as 0,
+  for a create); returns the new object's metadata."""
+  from urllib.parse import quote  # pylint: disable=g-import-not-at-top
+
+  from fsspec import asyn  # pylint: disable=g-import-not-at-top
+
+  bucket, key, _ = fs.split_path(url)
+  return asyn.sync(
+    fs.loop,
+    fs._call,  # pylint: disable=protected-access
+    'POST',
+    f'{fs._location}/upload/storage/v1/b/{quote(bucket)}/o',  # pylint: disable=protected-access
+    uploadType='media',
+    name=key,
+    ifGenerationMatch=str(if_generation_match),
+    headers={'Content-Type': 'application/octet-stream'},
+    data=data,
+    json_out=True,
+  )
 
 
 def remove(url: str, recursive: bool = False) -> None:
   """Deletes the object `url` (with `recursive`, every object under it); absent is fine."""
+  _fenced(url)
   fs = _fs(url)
   with guard(url, 'deleting'):
     if fs.exists(url):
       fs.rm(url, recursive=recursive)
+
+
+def copy(source: str, target: str) -> None:
+  """Copies the object `source` to `target` on the store (no download)."""
+  _fenced(target)
+  with guard(target, 'copying'):
+    _fs(source).copy(source, target)
+
+
+def put_file(local: str, url: str) -> None:
+  """Puts the local file `local` as the object `url`, streamed (a large file is sent in
+  parts, never read whole into memory); the object appears whole when the upload ends."""
+  _fenced(url)
+  with guard(url, 'writing'):
+    _fs(url).put_file(local, url)
+
+
+def get_file(url: str, local: str) -> None:
+  """Writes the object `url` to the local file `local`, streamed."""
+  fs = _fs(url)
+  try:
+    fs.get_file(url, local)
+  except FileNotFoundError:
+    raise FileNotFoundError(2, 'No such object', url) from None
+  except Exception as e:  # pylint: disable=broad-except
+    raise StoreError(f'{url}: reading failed: {reason(e)}') from e
 
 
 def files_under(url: str) -> list[str]:
@@ -222,24 +480,28 @@ def files_under(url: str) -> list[str]:
 
 
 def upload_tree(local: str, url: str) -> None:
-  """Puts every file under the local directory `local` to the same place under `url`."""
-  for root, _, files in os.walk(local):
-    for name in files:
-      file = os.path.join(root, name)
-      with open(file, 'rb') as f:
-        put(f'{url}/{os.path.relpath(file, local)}', f.read())
+  """Puts every file under the local directory `local` to the same place under `url`:
+  streamed, several at once (fsspec's batched transfers), each object whole when its upload
+  ends."""
+  files = sorted(os.path.join(root, name) for root, _, names in os.walk(local) for name in names)
+  targets = [f'{url}/{os.path.relpath(file, local)}' for file in files]
+  for target in targets:
+    _fenced(target)
+  if files:
+    with guard(url, 'writing'):
+      _fs(url).put(files, targets)
 
 
 def download_tree(url: str, local: str, skip: tuple[str, ...] = ()) -> None:
   """Writes every object under `url` (but the names in `skip`) to the same place under the
-  local directory `local`."""
-  for rel in files_under(url):
-    if os.path.basename(rel) in skip:
-      continue
-    target = os.path.join(local, rel)
+  local directory `local`: streamed, several at once (fsspec's batched transfers)."""
+  names = [rel for rel in files_under(url) if os.path.basename(rel) not in skip]
+  targets = [os.path.join(local, rel) for rel in names]
+  for target in targets:
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    with open(target, 'wb') as f:
-      f.write(read_bytes(f'{url}/{rel}'))
+  if names:
+    with guard(url, 'reading'):
+      _fs(url).get([f'{url}/{rel}' for rel in names], targets)
 
 
 def walk(url: str) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -262,7 +524,7 @@ def check_writable(url: str) -> None:
   `url` and deleted again: the bucket exists, the credentials are there and may write."""
   check(url)
   probe = f'{url.rstrip("/")}/.posenc-write-check-{os.getpid()}'
+  fs = _fs(url)
   with guard(url, 'writing'):
-    fs = _fs(url)
     fs.pipe_file(probe, b'')
     fs.rm(probe)

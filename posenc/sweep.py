@@ -237,24 +237,24 @@ def check_configs(
 
 
 def missing_from_report(
-  rows: Sequence[dict[str, Any]], skipped: dict[str, str] | None = None
+  rows: Sequence[dict[str, Any]], held: dict[str, str] | None = None
 ) -> list[str]:
   """'cell: why' for every row (of `status`) that is not complete: what a report built from
-  the complete cells leaves out. `skipped` maps cells this process found held by another
-  to the holder ('process 7 on host a').
+  the complete cells leaves out, and what makes a sweep unfinished. `held` maps cells this
+  process found held by another to the holder ('process 7 on host a').
 
   Example:
     >>> missing_from_report([{'cell': 'a', 'state': 'pending'}], {'a': 'process 7 on host h'})
     ['a: held by process 7 on host h (another sweep or run is training it)']
   """
-  skipped = skipped or {}
+  held = held or {}
   out = []
   for row in rows:
     state, name = row['state'], row['cell']
     if state == COMPLETE:
       continue
-    if name in skipped:
-      why = f'held by {skipped[name]} (another sweep or run is training it)'
+    if name in held:
+      why = f'held by {held[name]} (another sweep or run is training it)'
     elif state == FAILED:
       why = f'failed: {row["error"]}'
     elif state == DIFFERS:
@@ -282,29 +282,43 @@ def run_sweep(
   retry_failed: bool = True,
   progress: Callable[[str], None] = print,
   should_stop: Callable[[], bool] = lambda: False,
+  lock: Callable[[str, float | None], Any] = lambda directory, wait_s: io.lock(
+    directory, wait_s=wait_s
+  ),
+  wait_s: float | None = None,
+  wait_for_held: bool = True,
 ) -> list[dict[str, Any]]:
   """Runs this shard's cells: skips complete ones, resumes partial ones, records failures.
 
-  A cell that another live process is running (its lock is held) is skipped: its row gets
-  `skipped`, the holder ('process 7 on host a'). `should_stop` is passed to every cell's
-  run; its `Preempted` ends the sweep (the cell resumes on the next run). The last progress
-  line counts the cells run, already done, skipped and failed, e.g.
-  'sweep shard 0/1: 4 cells: 2 run, 1 already done, 1 skipped (held by process 7 on host
-  a), 0 failed'.
+  A cell another live process holds is never counted done. The first pass over the cells
+  does not wait for it (a cell whose holder is gone is taken over at once); once the other
+  cells are done, with `wait_for_held` each held cell is tried again, its lock waiting up to
+  `wait_s` (None: long enough for its holder's lease to expire once): a holder that died or
+  was preempted is taken over then, one that completed the cell leaves it complete. A cell
+  still held after that (or at once without `wait_for_held`: a distributed job leaves it
+  to its holder) is unfinished: its row gets `held`, the holder ('process 7 on host a').
+  `should_stop` is passed to every cell's run; its `Preempted` ends the sweep (the cell
+  resumes on the next run). The last progress line counts the cells run, already done,
+  held and failed, e.g. 'sweep shard 0/1: 4 cells: 2 run, 1 already done, 1 held (by
+  process 7 on host a), 0 failed'.
 
   Args:
     base: the experiment's config; each cell applies its overrides to a copy.
     cells: the (filtered) grid, the same list in every shard.
     sweep_dir: the sweep directory.
     shard: (index, count): this process runs `shard_cells(cells, index, count)`.
-    run_cell: (config, workdir) -> anything; default `posenc.train.train_and_evaluate`.
+    run_cell: (config, workdir) -> anything; default `posenc.train.train_and_evaluate`
+      under `lock`. One of its own raises io.DirectoryBusy for a held cell.
     retry_failed: run cells that failed before again (their error stays recorded until
       they complete).
     progress: receives progress lines.
     should_stop: see `posenc.train.train_and_evaluate`.
+    lock: (directory, wait_s) -> the lock of a cell (`io.lock`, with the lease's length).
+    wait_s: how long the second try of a held cell waits for it (None: one expiry).
+    wait_for_held: try held cells again at the end (False: leave them to their holders).
 
   Returns:
-    This shard's index rows (`status`) after the sweep, with `skipped` on the held cells.
+    This shard's index rows (`status`) after the sweep, with `held` on the held cells.
 
   Raises:
     ConfigError: a cell's config is impossible, or a cell holds a run of another config
@@ -314,9 +328,14 @@ def run_sweep(
   from posenc import train  # Deferred, as setup.
   from posenc import checkpoint  # Deferred, as train.
 
+  wait_now = [0.0]  # the wait of the current pass: none first, then wait_s
   if run_cell is None:
     run_cell = lambda config, workdir: train.train_and_evaluate(
-      setup.build(config), workdir, progress=progress, should_stop=should_stop
+      setup.build(config),
+      workdir,
+      progress=progress,
+      should_stop=should_stop,
+      lock=lambda directory: lock(directory, wait_now[0]),
     )
   mine = shard_cells(cells, *shard)
   configs = [config_lib.cell_config(base, overrides) for overrides in mine]
@@ -325,13 +344,13 @@ def run_sweep(
   check_configs(base, mine, sweep_dir)
   index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
   io.makedirs(os.path.dirname(index_path))
-  skipped: dict[str, str] = {}
+  held: dict[str, str] = {}
 
   def rows():
     out = status(sweep_dir, mine, base)
     for row in out:
-      if row['cell'] in skipped:
-        row['skipped'] = skipped[row['cell']]
+      if row['cell'] in held and row['state'] != COMPLETE:
+        row['held'] = held[row['cell']]
     return out
 
   def write_index():
@@ -355,18 +374,20 @@ def run_sweep(
   )
   ran = failed = 0
   t0 = time.time()
-  for k, (overrides, config) in enumerate(todo):
+
+  def attempt(overrides, config) -> None:
+    """Runs one cell, recording its failure or that it is held."""
+    nonlocal ran, failed
     name = cell_name(overrides)
     workdir = os.path.join(sweep_dir, 'cells', name)
-    progress(f'cell {name} ({k + 1}/{len(todo)})')
     try:
       run_cell(config, workdir)
     except checkpoint.Preempted:
       write_index()
       raise
     except io.DirectoryBusy as e:
-      skipped[name] = e.holder
-      progress(f'cell {name} skipped: {e}')
+      held[name] = e.holder or 'another process'
+      progress(f'cell {name} is held: {e}')
     except Exception as e:  # pylint: disable=broad-except
       if io.no_space(e) is not None or isinstance(e, store.StoreError):
         raise  # Every cell would fail: the sweep stops, and this cell resumes on the rerun.
@@ -380,19 +401,38 @@ def run_sweep(
       progress(f'cell {name} failed: {type(e).__name__}: {e}')
     else:
       ran += 1
+      held.pop(name, None)
       if io.exists(os.path.join(workdir, 'error.json')):
         io.remove(os.path.join(workdir, 'error.json'))
     write_index()
+
+  for k, (overrides, config) in enumerate(todo):
+    progress(f'cell {cell_name(overrides)} ({k + 1}/{len(todo)})')
+    attempt(overrides, config)
     elapsed = time.time() - t0
     progress(
       f'sweep: {k + 1}/{len(todo)} cells tried | elapsed {_duration(elapsed)} | '
       f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}'
     )
-  holders = ', '.join(dict.fromkeys(skipped.values()))
+  if wait_for_held and held:
+    wait_now[0] = wait_s
+    for overrides, config in todo:
+      name = cell_name(overrides)
+      if name not in held:
+        continue
+      if cell_state(os.path.join(sweep_dir, 'cells', name)) == COMPLETE:
+        held.pop(name)  # Its holder completed it meanwhile.
+        continue
+      progress(f'cell {name}: held by {held[name]} when tried; trying it again')
+      attempt(overrides, config)
+      if name in held and cell_state(os.path.join(sweep_dir, 'cells', name)) == COMPLETE:
+        held.pop(name)  # Its holder completed it while this process waited.
+    write_index()
+  holders = ', '.join(dict.fromkeys(held.values()))
   progress(
     f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {ran} run, {done} already '
-    f'done, {len(skipped)} skipped'
-    + (f' (held by {holders})' if skipped else '')
+    f'done, {len(held)} held'
+    + (f' (by {holders})' if held else '')
     + f', {failed + not_retried} failed'
     + (f' ({not_retried} before, not retried)' if not_retried else '')
   )

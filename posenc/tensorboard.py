@@ -14,6 +14,11 @@ so a curve has no step twice. `flush` (at every checkpoint) closes the member's 
 the one call that puts every queued event on disk, and the next logged step opens a new
 file: a member's directory holds one file per checkpoint interval that logged something.
 
+A work directory on a store (gs://, s3://) gets the same files: each is written in a local
+staging directory (`io.staging_directory`) and put to the store, streamed, once `flush` or
+`close` has closed it (TensorBoard reads gs:// and s3:// log directories itself); `close`
+removes the staging directory.
+
 Example (a population of one member):
   >>> members = [{'seed': 0, 'learning_rate': 1e-3}]
   >>> writer = Writer('runs/parity', members, start_step=0)
@@ -29,6 +34,8 @@ import os
 from typing import Any, Mapping, Sequence
 
 from posenc import config as config_lib
+from posenc import io
+from posenc import store
 
 try:  # The optional extra: without it, asking for event files is one line (`check`).
   import tensorboardX
@@ -64,7 +71,11 @@ class Writer:
   def __init__(self, workdir: str, members: Sequence[Mapping[str, Any]], start_step: int):
     if tensorboardX is None:
       raise config_lib.ConfigError(NEEDS_EXTRA)
-    self._directories = [os.path.join(workdir, DIRECTORY, label(m)) for m in members]
+    # On a store: written locally, put there once closed.
+    self._remote = os.path.join(workdir, DIRECTORY) if store.is_url(workdir) else None
+    self._staging = io.staging_directory('tensorboard') if self._remote else None
+    root = self._staging or os.path.join(workdir, DIRECTORY)
+    self._directories = [os.path.join(root, label(m)) for m in members]
     self._start = start_step
     self._opened = [0] * len(members)  # event files this process opened, per member
     self._writers: list[Any] = [None] * len(members)
@@ -122,10 +133,28 @@ class Writer:
 
     `SummaryWriter.flush` writes out only what its writer thread has taken from the queue;
     `close` drains the queue, then flushes and syncs the file."""
-    self.close()
+    self._close_files()
 
   def close(self) -> None:
+    """Closes every open file (on a store: puts the closed files there and removes the
+    staging directory)."""
+    try:
+      self._close_files()
+    finally:
+      if self._staging:
+        import shutil  # pylint: disable=g-import-not-at-top
+
+        shutil.rmtree(self._staging, ignore_errors=True)
+        self._staging = None
+
+  def _close_files(self) -> None:
     for i, writer in enumerate(self._writers):
       if writer is not None:
         writer.close()
         self._writers[i] = None
+    if self._remote and self._staging:
+      for directory in self._directories:
+        for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+          file = os.path.join(directory, name)
+          store.put_file(file, f'{self._remote}/{os.path.basename(directory)}/{name}')
+          os.unlink(file)  # Put: the next flush puts only the files opened since.

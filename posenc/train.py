@@ -116,6 +116,7 @@ def train_and_evaluate(
   progress: Callable[[str], None] = logging.info,
   should_stop: Callable[[], bool] = lambda: False,
   checkpointed: Callable[[int], None] = lambda step: None,
+  lock: Callable[[str], Any] = io.lock,
 ) -> dict[str, Any]:
   """Trains the run's population in `workdir` (resuming it) and evaluates it.
 
@@ -127,21 +128,26 @@ def train_and_evaluate(
       returns True the run writes a checkpoint (training) or keeps its measured cells
       (evaluation) and raises `Preempted`.
     checkpointed: called with the step of every checkpoint once it is written.
+    lock: (workdir) -> the context manager that keeps `workdir` to this process
+      (`io.lock`: how long to wait for a holder, the lease's length). A lease lost while
+      training (`io.LeaseLost`) stops the run at the next step boundary or write.
 
   Returns:
     The contents of results.json.
 
   Raises:
     ConfigError: `workdir` holds a run of another config.
-    io.DirectoryBusy: another live process is running in `workdir`.
+    io.DirectoryBusy: another live process is running in `workdir`; io.LeaseLost, one
+      kind of it, when this process lost its lease.
     Preempted: `should_stop` asked the run to stop.
   """
   io.makedirs(workdir)
   with contextlib.ExitStack() as stack:
-    stack.enter_context(io.lock(workdir))
+    held = stack.enter_context(lock(workdir))
+    should_stop = _unless_lost(held, should_stop)
     compiles = stack.enter_context(compile_stats.CompileStats())
     prepare_workdir(run.config, workdir)
-    manager = checkpoint.checkpoint_manager(workdir)
+    manager = stack.enter_context(contextlib.closing(checkpoint.checkpoint_manager(workdir)))
     restored = restore(run, workdir, manager, progress)
     board = None
     if run.config.get('tensorboard', False):
@@ -164,6 +170,17 @@ def train_and_evaluate(
     results = record(run, restored, trained, evaluation, {**compiles.summary(), 'plans': plans})
     io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
     return results
+
+
+def _unless_lost(held: Any, should_stop: Callable[[], bool]) -> Callable[[], bool]:
+  """`should_stop`, polled at every step boundary, that first raises io.LeaseLost once the
+  lock `held` is no longer this process's: a fenced run stops there, not at its next write."""
+
+  def stop() -> bool:
+    held.check()
+    return should_stop()
+
+  return stop
 
 
 # ---------------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ class TrainLog:
     io.append_jsonl(
       self.path,
       {'step': done, 'loss': finite(loss), 'accuracy': finite(accuracy), 'steps_per_s': rate},
+      replaces=lambda r: r['step'] >= done,  # a line a fenced holder put as it stalled
     )
     state = self.reset(state)
     if self.board:

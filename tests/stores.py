@@ -25,9 +25,15 @@ BUCKET = 'posenc-test'
 
 @contextlib.contextmanager
 def _environment(env: dict[str, str]) -> Iterator[dict[str, str]]:
-  """Sets `env` in this process too (the tests' own reads of the store) while inside."""
+  """Sets `env` in this process too (the tests' own reads of the store) while inside, with
+  fsspec's configuration of it (`FSSPEC_GCS_TOKEN`: fsspec reads it at import)."""
+  import copy  # pylint: disable=g-import-not-at-top
+  from fsspec import config  # pylint: disable=g-import-not-at-top
+
   old = {k: os.environ.get(k) for k in env}
+  old_conf = copy.deepcopy(config.conf)
   os.environ.update(env)
+  config.set_conf_env(config.conf)
   _forget_filesystems()
   try:
     yield env
@@ -37,6 +43,8 @@ def _environment(env: dict[str, str]) -> Iterator[dict[str, str]]:
         os.environ.pop(k, None)
       else:
         os.environ[k] = v
+    config.conf.clear()
+    config.conf.update(old_conf)
     _forget_filesystems()
 
 
@@ -142,6 +150,9 @@ def gcs_server() -> Iterator[dict[str, str]]:
   reaches it. gcsfs's zonal-bucket probe (gRPC, which the emulator does not speak) is off."""
   from gcp_storage_emulator.server import create_server  # pylint: disable=g-import-not-at-top
 
+  import fsspec  # pylint: disable=g-import-not-at-top
+  from gcsfs import core  # pylint: disable=g-import-not-at-top
+
   port = free_port()
   server = create_server('127.0.0.1', port, in_memory=True, default_bucket=BUCKET)
   server.start()
@@ -150,10 +161,17 @@ def gcs_server() -> Iterator[dict[str, str]]:
     'FSSPEC_GCS_TOKEN': 'anon',
     'GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT': 'false',
   }
+  # gcsfs reads GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT when imported: in this process (imported
+  # before) its plain filesystem is put in the place of the probing one.
+  before = {p: fsspec.get_filesystem_class(p) for p in ('gs', 'gcs')}
+  for protocol in before:
+    fsspec.register_implementation(protocol, core.GCSFileSystem, clobber=True)
   try:
     with _environment(env):
       yield env
   finally:
+    for protocol, cls in before.items():
+      fsspec.register_implementation(protocol, cls, clobber=True)
     server.stop()
 
 

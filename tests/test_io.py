@@ -65,3 +65,26 @@ def test_a_failed_atomic_write_leaves_nothing(tmp_path):
   with pytest.raises(TypeError):
     io.write_json_atomic(tmp_path / 'a.json', {'x': object()})
   assert not os.listdir(tmp_path)
+
+
+def test_a_staging_directory_left_by_a_dead_process_is_removed_by_the_next(tmp_path):
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+
+  dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+  dead.wait()
+  me = io.process_identity()
+  left = tmp_path / f'posenc-checkpoints-{dead.pid}.7-abcd'  # killed: its PID is free
+  reused = tmp_path / f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"] + 1}-abcd'  # PID reused
+  other_kind = tmp_path / f'posenc-tensorboard-{dead.pid}.7-abcd'
+  not_ours = tmp_path / 'posenc-checkpoints-notes'
+  for directory in (left, reused, other_kind, not_ours):
+    (directory / '10').mkdir(parents=True)
+  mine = io.staging_directory('checkpoints', root=str(tmp_path))
+  assert os.path.basename(mine).startswith(f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"]}-')
+  assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+    [os.path.basename(mine), other_kind.name, not_ours.name]
+  )
+  # A live owner's directory stays.
+  io.staging_directory('checkpoints', root=str(tmp_path))
+  assert os.path.isdir(mine)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -769,6 +770,79 @@ def test_a_full_disk_is_one_line_naming_the_file(cli, tmp_path, argv, at, needle
   assert len(lines) == 1, lines
   assert lines[0].startswith('error: no space left on device ' + needle.format(**names)), lines
   assert not [p for p in tmp_path.rglob('*.tmp')], 'a temporary file was left behind'
+
+
+def test_a_full_disk_silences_what_the_libraries_report_and_drops_the_unfinished_step(
+  tmp_path, capsys
+):
+  import errno  # pylint: disable=g-import-not-at-top
+  import logging  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+
+  checkpoints = tmp_path / 'run' / 'checkpoints'
+  for name in ('10', '20', '30.orbax-checkpoint-tmp-1764311000'):
+    (checkpoints / name / 'state').mkdir(parents=True)
+  full = OSError(errno.ENOSPC, 'No space left on device')
+
+  def worker():  # as orbax's save threads and tensorstore's callbacks report it
+    logging.getLogger('orbax').error('_SignalingThread.run() raised an exception', exc_info=full)
+    raise RuntimeError('Event loop is closed')
+
+  terminal = logging.StreamHandler(sys.stderr)  # What reaches the terminal in a run.
+  logging.getLogger().addHandler(terminal)
+  try:
+    with pytest.raises(SystemExit) as exited:
+      kept = lambda: 'the last checkpoint (step 20) is kept'
+      with common.on_full_disk(kept, str(tmp_path / 'run')):
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        raise ValueError('Error writing "layer0.b/0": No space left on device')
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    # Once the process goes on (a test), what is not a full disk is reported again.
+    logging.getLogger('orbax').error('unrelated')
+    assert capsys.readouterr().err == 'unrelated\n'
+  finally:
+    logging.getLogger().removeHandler(terminal)
+  assert captured.err == (
+    f'error: no space left on device writing {tmp_path / "run"}: the last checkpoint (step 20) '
+    'is kept; free space and rerun the same command\n'
+  )
+  assert sorted(p.name for p in checkpoints.iterdir()) == ['10', '20']
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+  os.geteuid() != 0 or not shutil.which('unshare'), reason='mounts a small file system (root)'
+)
+def test_a_disk_that_fills_during_checkpoints_is_one_line_and_no_unfinished_step(tmp_path):
+  # A 600 KiB file system, private to the command (`unshare -m`), fills while orbax writes a
+  # checkpoint of four members; the listing is made before the mount goes away.
+  disk = tmp_path / 'disk'
+  disk.mkdir()
+  script = (
+    f'mount -t tmpfs -o size=600k tmpfs {disk} && "$0" "$@"; status=$?; '
+    f'echo kept: $(ls -A {disk}/run/checkpoints); exit $status'
+  )
+  proc = subprocess.run(
+    ['unshare', '-m', 'sh', '-c', script, sys.executable, '-m', 'launch.train', TINY]
+    + ['--config.train.steps=80', '--config.seeds=[0,1,2,3]', f'--workdir={disk}/run'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+  )
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  lines = proc.stderr.splitlines()
+  assert len(lines) == 1, lines[:40]
+  assert re.fullmatch(
+    f'error: no space left on device writing {disk}/run[^:]*: the last checkpoint \\(step '
+    '(\\d+)\\) is kept and the rerun resumes from it; free space and rerun the same command',
+    lines[0],
+  ), lines[0]
+  kept = proc.stdout.splitlines()[-1].split()
+  assert kept[0] == 'kept:' and kept[1:], kept
+  assert all(name.isdigit() for name in kept[1:]), kept  # no orbax temporary directory
 
 
 @pytest.mark.slow

@@ -171,7 +171,7 @@ def test_resumable_fields_may_change_and_the_cells_stay_done(tmp_path):
   )
 
 
-def test_closing_summary_counts_run_done_skipped_and_failed(tmp_path):
+def test_closing_summary_counts_run_done_held_and_failed(tmp_path):
   cells = sweep_tiny.grid()
   _complete_tiny_sweep(tmp_path)  # reverse_string__none fails; the other three complete.
   done = tmp_path / 'cells' / 'parity_check__none'
@@ -190,12 +190,13 @@ def test_closing_summary_counts_run_done_skipped_and_failed(tmp_path):
     )
   who = f'process {os.getpid()} on host {socket.gethostname()}'
   assert lines[-1] == (
-    f'sweep shard 0/1: 4 cells: 1 run, 1 already done, 1 skipped (held by {who}), 1 failed'
+    f'sweep shard 0/1: 4 cells: 1 run, 1 already done, 1 held (by {who}), 1 failed'
   )
-  assert [r.get('skipped') for r in rows] == [None, who, None, None]
-  assert sweep.missing_from_report(
-    rows, {r['cell']: r['skipped'] for r in rows if 'skipped' in r}
-  ) == [
+  # The held cell was tried again after the others, and is still held.
+  name = 'parity_check__randomized_relative'
+  assert f'cell {name}: held by {who} when tried; trying it again' in lines
+  assert [r.get('held') for r in rows] == [None, who, None, None]
+  assert sweep.missing_from_report(rows, {r['cell']: r['held'] for r in rows if 'held' in r}) == [
     f'parity_check__randomized_relative: held by {who} (another sweep or run is training it)',
     'reverse_string__none: failed: RuntimeError: boom',
   ]
@@ -276,32 +277,49 @@ def test_sweep_with_a_changed_override_refuses_and_status_says_config_differs(
   assert '1 cells, 1 already done, 0 to run' in same
 
 
-def test_sweep_reports_only_complete_cells_and_lists_the_held_one(one_cell_sweep, tmp_path):
+def test_a_held_cell_leaves_the_sweep_unfinished_and_a_report_only_partial(
+  one_cell_sweep, tmp_path
+):
   workdir = tmp_path / 'sweep'
   shutil.copytree(one_cell_sweep, workdir)
   held = workdir / 'cells' / 'parity_check__randomized_relative'
   held.mkdir()
   with io.DirectoryLock(str(held)):
-    out = subprocess.run(
-      _sweep_cmd(workdir, '--tasks=parity_check'),
-      cwd=ROOT,
-      check=True,
-      capture_output=True,
-      text=True,
-      preexec_fn=lambda: os.umask(0o022),
-    ).stdout
+    procs = [
+      subprocess.run(
+        _sweep_cmd(workdir, '--tasks=parity_check', *extra),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(0o022),
+      )
+      for extra in ([], ['--partial'])
+    ]
   who = f'process {os.getpid()} on host {socket.gethostname()}'
   why = f'parity_check__randomized_relative: held by {who} (another sweep or run is training it)'
-  assert (
-    f'sweep shard 0/1: 2 cells: 0 run, 1 already done, 1 skipped (held by {who}), 0 failed'
-  ) in out
+  for proc in procs:
+    # Never called done: exit status 75, the held cell named on stderr's one line.
+    assert proc.returncode == 75, proc.stderr
+    assert proc.stderr == (
+      'error: 1 of 2 cells of shard 0/1 are not complete: parity_check__randomized_relative; '
+      'rerun the same command once their holders have ended (or with a longer --lease_wait)\n'
+    )
+    assert f'sweep shard 0/1: 2 cells: 0 run, 1 already done, 1 held (by {who}), 0 failed' in (
+      proc.stdout
+    )
+    assert f'unfinished: {why}' in proc.stdout
+  # Without --partial, no report.
+  assert 'no report: 1 of 2 cells are not complete (listed above); --partial' in procs[0].stdout
+  out = procs[1].stdout
   assert (
     f'## Not in this report\n\n1 cell of the grid is not in the tables and figures '
     f'above:\n- {why}\n'
   ) in out
-  assert 'report written to' in out and 'from 1 of 2 cells' in out
+  assert 'report written to' in out and '(partial: from 1 of 2 cells' in out
+  partial = ' (partial: 1 cell of the grid missing, listed at the end)'
   for name in ('table1.md', 'table4.md', 'lengths_parity_check.md'):
     text = (workdir / 'report' / name).read_text()
+    assert text.splitlines()[0].endswith(partial)
     assert text.endswith(
       f'## Not in this report\n\n1 cell of the grid is not in the tables '
       f'and figures above:\n- {why}\n'

@@ -36,9 +36,11 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from posenc import io
 from posenc import plots
+from posenc import store
 from posenc.leaderboard import data
 from posenc.leaderboard import figures
 from posenc.leaderboard import pages as pages_lib
@@ -145,29 +147,36 @@ def files(
 
 
 def is_leaderboard(directory: str) -> bool:
-  """Whether `directory` holds a site this module wrote (its index.html says so)."""
+  """Whether `directory` (a path or a store URL) holds a site this module wrote (its
+  index.html says so)."""
   try:
-    with open(os.path.join(directory, 'index.html'), errors='replace') as f:
-      return GENERATOR in f.read(4096)
-  except OSError:
+    head = io.read_bytes(os.path.join(directory, 'index.html'))[:4096]
+  except (OSError, store.StoreError):
     return False
+  return GENERATOR in head.decode(errors='replace')
 
 
 def write(directory: str, site: Mapping[str, bytes]) -> None:
   """Writes `site` into `directory` whole or not at all: into a temporary directory beside
   it, then renamed into place. `directory` may be missing, empty or a previous leaderboard
   (replaced); one that holds anything else raises LeaderboardError. OSError (an unwritable
-  place, a full disk) leaves `directory` as it was."""
+  place, a full disk) leaves `directory` as it was.
+
+  A store URL (gs://, s3://) has no rename: every file is put whole, index.html last (a
+  reader before it sees the previous site, with some pages already new), then the previous
+  site's files that the new one lacks are deleted. A store that fails midway is a
+  store.StoreError; the previous index.html is then still in place.
+  """
+  if store.is_url(directory):
+    _write_to_store(directory.rstrip('/'), site)
+    return
   directory = os.path.abspath(directory)
   if os.path.exists(directory):
     if not os.path.isdir(directory):
       raise LeaderboardError(f'{directory} is a file, not a directory')
     held = sorted(os.listdir(directory))
     if held and not is_leaderboard(directory):
-      raise LeaderboardError(
-        f'{directory} holds other files ({", ".join(held[:3])}{", ..." if len(held) > 3 else ""})'
-        ' and no leaderboard; give a new or empty directory, or a previous leaderboard\'s'
-      )
+      raise LeaderboardError(_holds_other_files(directory, held))
   parent = os.path.dirname(directory)
   missing = []  # the parents this call creates, removed again if it fails
   while not os.path.exists(parent):
@@ -180,10 +189,10 @@ def write(directory: str, site: Mapping[str, bytes]) -> None:
     staging = tempfile.mkdtemp(
       prefix=f'.{os.path.basename(directory)}-', dir=os.path.dirname(directory)
     )
-    for path, data in site.items():
+    for path, content in site.items():
       os.makedirs(os.path.dirname(os.path.join(staging, path)), exist_ok=True)
       with open(os.path.join(staging, path), 'wb') as f:
-        f.write(data)
+        f.write(content)
     os.chmod(staging, 0o755)  # mkdtemp's 0700 would hide the site from a web server
     if os.path.exists(directory):
       old = staging + '.old'
@@ -199,3 +208,23 @@ def write(directory: str, site: Mapping[str, bytes]) -> None:
     for made in missing:
       if os.path.isdir(made) and not os.listdir(made):
         os.rmdir(made)
+
+
+def _holds_other_files(directory: str, held: Sequence[str]) -> str:
+  return (
+    f'{directory} holds other files ({", ".join(held[:3])}{", ..." if len(held) > 3 else ""})'
+    " and no leaderboard; give a new or empty directory, or a previous leaderboard's"
+  )
+
+
+def _write_to_store(url: str, site: Mapping[str, bytes]) -> None:
+  """`write` on a store: each file one put, index.html last, then the previous site's
+  files the new one lacks deleted."""
+  before = store.files_under(url)
+  if before and not is_leaderboard(url):
+    raise LeaderboardError(_holds_other_files(url, before))
+  for path in sorted(site, key=lambda p: p == 'index.html'):
+    io.write_bytes_atomic(f'{url}/{path}', site[path])
+  for path in before:
+    if path not in site:
+      store.remove(f'{url}/{path}')

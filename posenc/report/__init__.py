@@ -235,6 +235,23 @@ def absent_section(absent: Sequence[str]) -> str:
   )
 
 
+def partial_title(text: str, absent: Sequence[str]) -> str:
+  """`text` with its title (its first line: '# Table 1: ...', or a per-length table's
+  caption) marked partial when `absent` lists cells the report leaves out, so a part of a
+  grid never reads as the whole of it.
+
+  Example:
+    >>> partial_title('# Table 1: accuracy\\n\\n| a |\\n', ['x: failed'])
+    '# Table 1: accuracy (partial: 1 cell of the grid missing, listed at the end)\\n\\n| a |\\n'
+  """
+  if not absent or not text:
+    return text
+  n = len(absent)
+  title, _, rest = text.partition('\n')
+  mark = f' (partial: {n} cell{"s" * (n != 1)} of the grid missing, listed at the end)'
+  return title + mark + '\n' + rest
+
+
 def build_report(
   paths: Sequence[str | os.PathLike[str]],
   *,
@@ -255,9 +272,9 @@ def build_report(
   arithmetic study's measure) and one heatmap per member (`grid_heatmaps`); language-model
   and hinting runs their sections' tables and figures. `figures=False`
   leaves out every PNG. `absent` lists what the caller knows is missing from `paths` ('cell:
-  why', e.g. a sweep's cells that are not complete): every markdown file then ends with a
-  "Not in this report" section that lists them (`absent_section`), so a partial report never
-  reads as a whole one. With `scorecard` (its thresholds), the robustness scorecard of every
+  why', e.g. a sweep's cells that are not complete): every markdown file's title then says
+  the report is partial (`partial_title`) and the file ends with a "Not in this report"
+  section that lists them (`absent_section`), so a partial report never reads as a whole one. With `scorecard` (its thresholds), the robustness scorecard of every
   run too (`posenc.report.scorecard`: scorecard.json, scorecard.md, scorecard_<task>.png).
 
   Example:
@@ -298,12 +315,14 @@ def build_report(
   absent_text = absent_section(absent)
   # Every markdown file ends with what the report leaves out.
   files = {
-    name: data + absent_text.encode() if name.endswith('.md') else data
+    name: (partial_title(data.decode(), absent) + absent_text).encode()
+    if name.endswith('.md')
+    else data
     for section in sections
     for name, data in section.files.items()
   }
   return Report(
-    {k: v for section in sections for k, v in section.texts.items()},
+    {k: partial_title(v, absent) for section in sections for k, v in section.texts.items()},
     files,
     skipped,
     tuple(t for section in sections for t in section.tables),
