@@ -32,6 +32,7 @@ import importlib.util
 import logging
 import os
 import signal
+import sys
 import subprocess
 import tempfile
 import threading
