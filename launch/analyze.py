@@ -58,6 +58,7 @@ from absl import flags
 
 from launch import cli
 from launch import common
+from launch import full_disk
 from posenc import analysis
 from posenc import analysis_plots
 from posenc import checkpoint
@@ -546,7 +547,7 @@ def main() -> None:
     if rest:
       cli.fail(f'unexpected arguments {rest}; see python -m launch.analyze {name} --help')
     kept = lambda: 'the files written before it are whole (each is written atomically)'
-    with common.on_full_disk(kept, 'the --out directory'):
+    with full_disk.on_full_disk(kept, 'the --out directory'):
       chosen.main(args)
 
   usage = f'python -m launch.analyze {name}' + (

@@ -72,6 +72,7 @@ import numpy as np
 
 from experiments import benchmarks
 from launch import common
+from launch import full_disk
 from posenc import benchmark
 from posenc import card as card_lib
 from posenc import checkpoint
@@ -499,7 +500,7 @@ def main(argv):
   results = {}
   ran, spent = [], 0.0  # the tasks trained by this invocation, and the time they took
   try:
-    with common.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
+    with full_disk.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
       for task, config in configs.items():
         cell = os.path.join(
           directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})

@@ -23,6 +23,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from launch import common
+from launch import full_disk
 from posenc import config as config_lib
 from posenc import io
 from posenc import setup
@@ -65,7 +66,7 @@ def main(argv: list[str]) -> None:
   kept = lambda: (
     f'the cells written so far are kept; {frozen.MANIFEST}, written last, marks the set complete'
   )
-  with common.on_full_disk(kept, _OUT.value):
+  with full_disk.on_full_disk(kept, _OUT.value):
     common.make_dir(_OUT.value, '--out')
     manifest = frozen.write(
       _OUT.value,

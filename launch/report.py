@@ -39,6 +39,7 @@ from absl import flags
 
 from launch import cli
 from launch import common
+from launch import full_disk
 from posenc import report as report_lib
 from posenc import store
 from posenc.report import scorecard as scorecard_lib
@@ -140,7 +141,7 @@ def _main(argv: Sequence[str]) -> None:
     print(f'warning: skipped malformed run: {problem}', file=sys.stderr)
   kept = lambda: 'the files written before it are whole (each is written atomically)'
   try:
-    with common.on_full_disk(kept, str(out)):
+    with full_disk.on_full_disk(kept, str(out)):
       report_lib.write_files(out, report.files)
   except (OSError, store.StoreError) as e:
     cli.fail(f'cannot write to --out={_OUT.value!r}: {getattr(e, "strerror", None) or e}')

@@ -54,6 +54,7 @@ import jax
 from ml_collections import config_flags
 
 from launch import common
+from launch import full_disk
 from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
@@ -187,7 +188,7 @@ def main(argv):
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()
-    with common.on_full_disk(_kept, _WORKDIR.value):
+    with full_disk.on_full_disk(_kept, _WORKDIR.value):
       rows = sweep_lib.run_sweep(
         _CONFIG.value,
         cells,

@@ -17,6 +17,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from launch import common
+from launch import full_disk
 from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> None:
   preemption.install()
   workdir = _WORKDIR.value
   try:
-    with common.on_full_disk(lambda: common.kept_checkpoint(workdir), workdir):
+    with full_disk.on_full_disk(lambda: full_disk.kept_checkpoint(workdir), workdir):
       results = train.train_and_evaluate(
         run,
         workdir,

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from launch import common
+from launch import full_disk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = '--config=experiments/rpe_table1.py:task=parity_check,tiny'
@@ -718,7 +719,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
   assert _files(tmp) == before and _files(fixtures) == shared
 
 
-# A full disk at a chosen file (launch.common.NO_SPACE_AT): one line naming the file and what
+# A full disk at a chosen file (launch.full_disk.NO_SPACE_AT): one line naming the file and what
 # is kept, exit status 2, no temporary file left. Each fails before anything is compiled
 # but the export, which draws its first cells.
 NO_SPACE_CASES = [
@@ -764,7 +765,7 @@ def test_a_bad_kill_step_is_refused_before_the_workdir_is_made(cli, tmp_path):
 @pytest.mark.parametrize('argv, at, needle', NO_SPACE_CASES, ids=lambda x: str(x)[:24])
 def test_a_full_disk_is_one_line_naming_the_file(cli, tmp_path, argv, at, needle):
   names = {'tmp': tmp_path, 'root': ROOT}
-  proc = cli.run([a.format(**names) for a in argv], env={common.NO_SPACE_AT: at})
+  proc = cli.run([a.format(**names) for a in argv], env={full_disk.NO_SPACE_AT: at})
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1, lines
@@ -793,7 +794,7 @@ def test_a_full_disk_silences_what_the_libraries_report_and_drops_the_unfinished
   try:
     with pytest.raises(SystemExit) as exited:
       kept = lambda: 'the last checkpoint (step 20) is kept'
-      with common.on_full_disk(kept, str(tmp_path / 'run')):
+      with full_disk.on_full_disk(kept, str(tmp_path / 'run')):
         thread = threading.Thread(target=worker)
         thread.start()
         thread.join()
@@ -849,7 +850,8 @@ def test_a_disk_that_fills_during_checkpoints_is_one_line_and_no_unfinished_step
 def test_a_run_stopped_by_a_full_disk_resumes_and_ends_equal(cli, tmp_path):
   args = [TINY, '--config.seeds=[0]', '--config.eval.lengths=[4,10]']
   proc = cli.run(
-    ['launch.train', *args, f'--workdir={tmp_path / "run"}'], env={common.NO_SPACE_AT: 'eval.jsonl'}
+    ['launch.train', *args, f'--workdir={tmp_path / "run"}'],
+    env={full_disk.NO_SPACE_AT: 'eval.jsonl'},
   )
   assert proc.returncode == 2 and proc.stderr.strip() == (
     f'error: no space left on device writing {tmp_path / "run" / "eval.jsonl"}: the last '

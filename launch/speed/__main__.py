@@ -17,9 +17,9 @@ def main() -> None:
   module = importlib.import_module(f'launch.speed.{name}')
   # Deferred: `launch.speed --help` and an unknown name import no JAX; the measurement's
   # module has imported it by now.
-  from launch import common  # pylint: disable=g-import-not-at-top
+  from launch import full_disk  # pylint: disable=g-import-not-at-top
 
-  with common.on_full_disk(
+  with full_disk.on_full_disk(
     lambda: 'nothing else was written (the figures are printed above)', 'the --out file'
   ):
     module.main([sys.argv[0], *sys.argv[2:]])
