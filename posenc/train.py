@@ -209,7 +209,7 @@ def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> prog
   loop = population_lib.population_loop(config, run.platform)
 
   def make(width: int, served: tuple[int, ...], count: bool = True) -> programs.Program:
-    fn = update.make_update_fn(run, width, traces if count else None, served)
+    fn = update.make_update_fn(run, width, traces if count else None, served, args[0])
     return programs.Program(f'train {width}', fn, args)
 
   # One program cannot serve several widths where the training cannot pad a batch wider.

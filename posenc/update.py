@@ -210,11 +210,12 @@ def bucket_of(run: run_lib.Run, length: int) -> int:
   return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
 
 
-def _state_specs(run: run_lib.Run) -> Any:
-  return jax.tree.map(
-    lambda s: P(POP) if s.ndim else P(),
-    population_lib.init_state(run.config, run.model, run.population, abstract=True),
-  )
+def _state_specs(run: run_lib.Run, state: Any = None) -> Any:
+  """The partition of the population state (`state`, abstract, or made here): each
+  member's leaves split over the devices, the scalars replicated."""
+  if state is None:
+    state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
+  return jax.tree.map(lambda s: P(POP) if s.ndim else P(), state)
 
 
 def make_update_fn(
@@ -222,9 +223,11 @@ def make_update_fn(
   bucket: int,
   traces: collections.Counter | None = None,
   data: tuple[int, ...] | None = None,
+  state: Any = None,
 ) -> Callable[..., Any]:
   """The jitted update for batches padded to `bucket` input tokens, serving the steps of
-  the data widths `data` (default: `bucket` alone).
+  the data widths `data` (default: `bucket` alone). `state`: the population state's
+  abstract value, when the caller has it (else it is traced here again).
 
   update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
   `length` is the step's real length (traced); the batch is sampled inside the program
@@ -239,7 +242,7 @@ def make_update_fn(
       traces['train'] += 1
     return local(*args)
 
-  state_specs = _state_specs(run)
+  state_specs = _state_specs(run, state)
   update = run.population.shard_map(
     local_update, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=(state_specs, P(POP))
   )
