@@ -73,6 +73,7 @@ import numpy as np
 from experiments import benchmarks
 from launch import common
 from launch import full_disk
+from posenc import baselines as baselines_lib
 from posenc import benchmark
 from posenc import card as card_lib
 from posenc import checkpoint
@@ -415,7 +416,7 @@ def main(argv):
     if _SELECTION.value:
       return _selection(suite, baselines)
     path = os.path.join(suite.directory, 'baselines.md')
-    io.write_text_atomic(path, card_lib.baselines_table(suite, baselines, _ALPHA.value))
+    io.write_text_atomic(path, baselines_lib.baselines_table(suite, baselines, _ALPHA.value))
     print(f'wrote {path} from the {len(baselines)} stored baselines of {suite.name}')
     return
   if not _ENCODING.value:
@@ -548,7 +549,7 @@ def main(argv):
         io.write_text_atomic(path, json.dumps(entry, indent=1) + '\n')
         io.write_text_atomic(
           os.path.join(suite.directory, 'baselines.md'),
-          card_lib.baselines_table(suite, {**baselines, name: entry}, _ALPHA.value),
+          baselines_lib.baselines_table(suite, {**baselines, name: entry}, _ALPHA.value),
         )
   except config_lib.ConfigError as e:
     common.fail(e)

@@ -43,6 +43,7 @@ from launch import cli
 from launch import compile_cache
 from posenc import config as config_lib
 from posenc import io
+from posenc import lease
 from posenc import store
 from posenc import suggest
 
@@ -364,7 +365,7 @@ def check_output_file(path: str, flag: str) -> None:
 # Running an entry point.
 
 
-# How long a lease on a store lasts without renewal (`posenc.io.Lease`, default io.LEASE_S):
+# How long a lease on a store lasts without renewal (`posenc.lease.Lease`, default lease.LEASE_S):
 # what a rerun on another host waits at most for a holder that died. Shortened by the tests
 # of a killed or stalled holder; a waiting process goes by the holder's own length.
 LEASE_S = 'POSENC_LEASE_S'
@@ -372,10 +373,10 @@ LEASE_S = 'POSENC_LEASE_S'
 
 def lease_seconds() -> float:
   """The lease length of the runs this process starts: POSENC_LEASE_S (seconds > 0) if
-  given, else io.LEASE_S; one line if it is bad."""
+  given, else lease.LEASE_S; one line if it is bad."""
   value = os.environ.get(LEASE_S, '')
   if not value:
-    return io.LEASE_S
+    return lease.LEASE_S
   try:
     seconds = float(value)
   except ValueError:
@@ -394,7 +395,7 @@ LEASE_WAIT_HELP = (
 
 
 def workdir_lock(wait_s: float | None) -> Callable[..., Any]:
-  """lock(directory, wait_s=`wait_s`): io.lock with this process's lease length, waiting up
+  """lock(directory, wait_s=`wait_s`): lease.lock with this process's lease length, waiting up
   to wait_s (the --lease_wait value; None: one expiry), the wait said on stdout. It is
   `train_and_evaluate`'s `lock` and `run_sweep`'s."""
   if wait_s is not None and wait_s < 0:
@@ -402,7 +403,7 @@ def workdir_lock(wait_s: float | None) -> Callable[..., Any]:
   lease_s = lease_seconds()
 
   def lock(directory: str, wait: float | None = wait_s) -> Any:
-    return io.lock(directory, lease_s, wait, lambda line: print(line, flush=True))
+    return lease.lock(directory, lease_s, wait, lambda line: print(line, flush=True))
 
   return lock
 

@@ -59,7 +59,7 @@ from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import cost
-from posenc import io
+from posenc import lease
 from posenc import setup
 from posenc import sweep as sweep_lib
 
@@ -248,10 +248,10 @@ def _report(cells, held: dict[str, str]) -> None:
   waiting = False
   while True:
     try:
-      with io.lock(os.path.join(_WORKDIR.value, 'index')):
+      with lease.lock(os.path.join(_WORKDIR.value, 'index')):
         _write_report(cells, held)
       return
-    except io.DirectoryBusy as e:
+    except lease.DirectoryBusy as e:
       if not waiting:
         print(f'report: waiting for {e.holder}, which is writing the report', flush=True)
       waiting = True

@@ -21,7 +21,7 @@ from launch import full_disk
 from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
-from posenc import io
+from posenc import lease
 from posenc import receptive
 from posenc import results as results_lib
 from posenc import setup
@@ -79,11 +79,11 @@ def main(argv: list[str]) -> None:
       )
   except config_lib.ConfigError as e:
     common.fail(e)
-  except io.LeaseLost as e:
+  except lease.LeaseLost as e:
     common.busy(
       e, f'; {e.holder} resumes the run' if e.holder else '; rerunning the same command resumes'
     )
-  except io.DirectoryBusy as e:
+  except lease.DirectoryBusy as e:
     common.busy(e, '; rerun once it has ended, or with a longer --lease_wait')
   except checkpoint.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)

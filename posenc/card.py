@@ -43,11 +43,11 @@ from posenc.report import verdicts
 CARD_SCHEMA_VERSION = 2
 
 
-def _record(data: Mapping[str, Any], where: str) -> Any:
+def record_of(data: Mapping[str, Any], where: str) -> Any:
   return results_file.from_json(dict(data), where)
 
 
-def _scores(row: Mapping[str, Any]) -> list[float]:
+def member_scores(row: Mapping[str, Any]) -> list[float]:
   return [m['score'] for m in row['member_scores'] if m['score'] is not None]
 
 
@@ -60,7 +60,7 @@ def baseline_cells(
   for name, entry in sorted(baselines.items()):
     for task in suite.tasks:
       if task in entry['tasks']:
-        record = _record(entry['tasks'][task], f'{name} {task}')
+        record = record_of(entry['tasks'][task], f'{name} {task}')
         evaluation = record.evaluation
         if evaluation.higher_is_better:
           scores = [evaluation.score_of(m, record.family) for m in evaluation.members]
@@ -83,7 +83,7 @@ def task_chances(
   for name, entry in sorted(baselines.items()):
     for task in suite.tasks:
       if task in entry['tasks'] and task not in out:
-        record = _record(entry['tasks'][task], f'{name} {task}')
+        record = record_of(entry['tasks'][task], f'{name} {task}')
         out[task] = record.evaluation.chance(task, record.family)
   return out
 
@@ -142,20 +142,20 @@ def make_card(
   prior = suite_pool(suite, rivals)
   tasks, tests, keys = {}, [], []
   for task in suite.tasks:
-    records = [(f'candidate/{task}', _record(entry['tasks'][task], f'{candidate} {task}'))]
+    records = [(f'candidate/{task}', record_of(entry['tasks'][task], f'{candidate} {task}'))]
     records += [
-      (f'baseline/{name}/{task}', _record(e['tasks'][task], f'{name} {task}'))
+      (f'baseline/{name}/{task}', record_of(e['tasks'][task], f'{name} {task}'))
       for name, e in sorted(rivals.items())
       if task in e['tasks']
     ]
     card = scorecard_lib.scorecard(records, thresholds, prior=prior, comparisons=False)
     rows = {r['column']: r for r in card['rows']}
     order = sorted(rows, key=lambda c: sort_key(rows[c]))
-    mine = _scores(rows[candidate])
+    mine = member_scores(rows[candidate])
     for name in order:
-      if name != candidate and mine and _scores(rows[name]):
+      if name != candidate and mine and member_scores(rows[name]):
         keys.append((task, name))
-        tests.append(verdicts.shift_test(mine, _scores(rows[name])))
+        tests.append(verdicts.shift_test(mine, member_scores(rows[name])))
     tasks[task] = {
       'reason': suite.tasks[task],
       'rank': ranks([rows[c] for c in order])[candidate],
@@ -238,11 +238,11 @@ def _detectable(
   the candidate's members against the baselines' typical (median) number, at Holm's first
   level, with the baselines' pooled within-encoding sd."""
   rows = [r for r in task['rows'] if r['column'] != candidate]
-  groups = [_scores(r) for r in rows]
+  groups = [member_scores(r) for r in rows]
   mine = [r for r in task['rows'] if r['column'] == candidate]
   if level is None or not mine or not any(groups):
     return None
-  n_a = len(_scores(mine[0]))
+  n_a = len(member_scores(mine[0]))
   n_b = int(np.median([len(g) for g in groups if g]))
   sd = verdicts.pooled_sd(groups)
   return {
@@ -354,7 +354,7 @@ def markdown(card: Mapping[str, Any]) -> str:
     '',
     f'Verdicts: a {st["test"]} of the candidate against each baseline on each task, '
     f'{st["comparisons"]} comparisons decided together by Holm at family-wise level '
-    f'{st["alpha"]:g} (the first step needs p ≤ {_p(st["first_level"])}). "candidate − it" '
+    f'{st["alpha"]:g} (the first step needs p ≤ {p_short(st["first_level"])}). "candidate − it" '
     'is the difference of means with its interval from the same test at the level Holm '
     'decided it at: it excludes 0 exactly when the verdict is better or worse. '
     + _exactness_text(st),
@@ -363,8 +363,8 @@ def markdown(card: Mapping[str, Any]) -> str:
   if not st['decidable'] and st['comparisons']:
     lines += [
       f'**No comparison on this card can be separated.** The smallest two-sided p-value '
-      f'any comparison can reach is {_p(st["smallest_p"])}, above Holm\'s first step '
-      f'({_p(st["first_level"])}): with so few members every verdict is "not separated" '
+      f'any comparison can reach is {p_short(st["smallest_p"])}, above Holm\'s first step '
+      f'({p_short(st["first_level"])}): with so few members every verdict is "not separated" '
       'and every difference interval is the whole range, whatever the scores. Only a suite '
       'with more members per cell can separate encodings (docs/benchmark.md).',
       '',
@@ -375,7 +375,7 @@ def markdown(card: Mapping[str, Any]) -> str:
       '',
       f'Why it is in: {t["reason"]}',
       '',
-      _detectable_text(t['detectable']),
+      detectable_text(t['detectable']),
       '',
       '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized | '
       'candidate − it [interval] | verdict | p (Holm) |',
@@ -389,7 +389,7 @@ def markdown(card: Mapping[str, Any]) -> str:
       compared = (
         ['', '', '']
         if c is None
-        else [_difference_text(c), c['verdict'], f'{p_text(c)} ({_p(c["adjusted_p"])})']
+        else [_difference_text(c), c['verdict'], f'{p_text(c)} ({p_short(c["adjusted_p"])})']
       )
       lines.append(
         f'| {rank_of[row["column"]]} | {name} | {mean_text(row["score"])} | '
@@ -401,7 +401,7 @@ def markdown(card: Mapping[str, Any]) -> str:
   return '\n'.join(lines)
 
 
-def _p(p: float | None) -> str:
+def p_short(p: float | None) -> str:
   return '–' if p is None else f'{p:.2g}'
 
 
@@ -409,7 +409,7 @@ def p_text(c: Mapping[str, Any]) -> str:
   """A comparison's p-value: '0.0079' when exact, '0.0079 ± 0.0003' (its standard error)
   when Monte-Carlo."""
   se = c.get('p_se') or 0.0
-  return _p(c['p_value']) + (f' ± {se:.1g}' if se > 0 else '')
+  return p_short(c['p_value']) + (f' ± {se:.1g}' if se > 0 else '')
 
 
 def _exactness_text(st: Mapping[str, Any]) -> str:
@@ -424,17 +424,17 @@ def _exactness_text(st: Mapping[str, Any]) -> str:
   )
 
 
-def _detectable_text(d: Mapping[str, Any] | None) -> str:
+def detectable_text(d: Mapping[str, Any] | None) -> str:
   if d is None:
     return 'Minimum detectable difference: – (no baseline to compare with).'
   head = (
     f'Minimum detectable difference ({d["n_candidate"]} members against '
     f'{d["n_baseline"]}, {100 * d["power"]:g}% power at Holm\'s first level '
-    f'{_p(d["level"])}, pooled sd {_pct(d["pooled_sd"])} over {d["baselines"]} baselines): '
+    f'{p_short(d["level"])}, pooled sd {_pct(d["pooled_sd"])} over {d["baselines"]} baselines): '
   )
   if d['difference'] is None:
     return (
-      head + f'none: the smallest two-sided p-value is {_p(d["smallest_p"])}, so no '
+      head + f'none: the smallest two-sided p-value is {p_short(d["smallest_p"])}, so no '
       'difference, however large, is separated.'
     )
   return (
@@ -519,123 +519,7 @@ def baseline_scores(
   for name, entry in baselines.items():
     for task in suite.tasks:
       if task in entry['tasks']:
-        record = _record(entry['tasks'][task], f'{name} {task}')
+        record = record_of(entry['tasks'][task], f'{name} {task}')
         scores = [record.evaluation.score_of(m, record.family) for m in record.members]
         out.setdefault(name, {})[task] = [s for s in scores if s is not None]
   return out
-
-
-def baselines_table(
-  suite: benchmark.Suite,
-  baselines: Mapping[str, Mapping[str, Any]],
-  alpha: float = verdicts.ALPHA,
-) -> str:
-  """baselines.md: per task every stored baseline's mean [interval], success and longest
-  length, ranked, and the minimum detectable difference between two of them; which pairs
-  the suite separates (`verdicts.pairs_separated`, Holm over every pair and task); the
-  command and versions that made them."""
-  prior = suite_pool(suite, baselines)
-  separated = verdicts.pairs_separated(baseline_scores(suite, baselines), alpha=alpha)
-  lines = [
-    f'# Baselines of suite {suite.name} (version {suite.version})',
-    '',
-    *old_version_note({'name': suite.name, 'superseded_by': suite.superseded_by}),
-    suite.summary,
-    '',
-    f'Mean ± sd over the members [95% interval: {intervals.MEAN_METHOD}'
-    + (
-      ''
-      if prior is None
-      else f'; pooled dispersion {prior.dispersion:.4f} over {prior.cells} stored cells'
-    )
-    + f']; success [95% {intervals.SUCCESS_METHOD} interval]. Pairs are compared by a '
-    f'{verdicts.TEST_NAME}, every pair on every task, Holm over all '
-    f'{separated["comparisons"]} comparisons at family-wise level {alpha:g} (the first step '
-    f'needs p ≤ {_p(separated["first_level"])}).',
-    '',
-  ]
-  for task, reason in suite.tasks.items():
-    records = [
-      (name, _record(e['tasks'][task], f'{name} {task}'))
-      for name, e in sorted(baselines.items())
-      if task in e['tasks']
-    ]
-    if not records:
-      continue
-    card = scorecard_lib.scorecard(records, prior=prior, comparisons=False)
-    rows = sorted(card['rows'], key=sort_key)
-    groups = [_scores(r) for r in rows]
-    n = int(np.median([len(g) for g in groups])) if groups else 0
-    sd = verdicts.pooled_sd(groups)
-    level = separated['first_level']
-    detectable = {
-      'difference': None
-      if sd is None or level is None or n < 1
-      else verdicts.minimum_detectable_difference(sd, n, n, level),
-      'pooled_sd': sd,
-      'baselines': len(rows),
-      'n_candidate': n,
-      'n_baseline': n,
-      'level': level,
-      'power': verdicts.POWER,
-      'smallest_p': 2 / verdicts.splits_count(n, n) if n else None,
-    }
-    lines += [
-      f'## {task}',
-      '',
-      f'Why it is in: {reason}',
-      '',
-      _detectable_text(detectable).replace('against', 'against another\'s', 1),
-      '',
-      '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized |',
-      '|---|---|---|---|---|',
-    ]
-    rank_of = ranks(rows)
-    for row in rows:
-      lines.append(
-        f'| {rank_of[row["column"]]} | {row["column"]} | {mean_text(row["score"])} | '
-        f'{success_text(row)} | {longest_text(row["longest_generalized"])} |'
-      )
-    lines.append('')
-  found = separated['separated']
-  lines += [
-    '## Pairs separated',
-    '',
-    f'{len(found)} of the {separated["pairs"]} pairs of stored baselines are separated on at '
-    'least one task'
-    + (
-      '.'
-      if found or separated['smallest_p'] is None
-      else f': the smallest p-value of any comparison is {_p(separated["smallest_p"])}.'
-    ),
-    '',
-    *[
-      f'- {s["a"]} and {s["b"]}: '
-      + ', '.join(f'{task} ({higher} higher)' for task, higher in zip(s['tasks'], s['higher']))
-      for s in found
-    ],
-    *([''] if found else []),
-  ]
-  made = sorted(
-    {
-      (
-        ' '.join(e['command']),
-        e['posenc_version'],
-        e['packages'].get('jax'),
-        e['machine']['machine'],
-        e['machine']['cpus'],
-        round(e['seconds']),
-      )
-      for e in baselines.values()
-    },
-    key=lambda m: m[0],
-  )
-  missing = [name for name in suite.baselines if name not in baselines]
-  if missing:
-    lines += [f'Not stored yet: {", ".join(missing)}.', '']
-  lines += ['## How they were made', '']
-  lines += [
-    f'- `{cmd}`: posenc {v}, jax {jax}, {machine} ({cpus} CPUs), {secs / 60:.1f} min'
-    for cmd, v, jax, machine, cpus, secs in made
-  ]
-  return '\n'.join(lines) + '\n'

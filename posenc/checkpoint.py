@@ -15,7 +15,7 @@ background while training goes on, each step's files streamed and its marker UPL
 last: a step without the marker (a host killed mid-upload) is not a checkpoint. A resume
 fetches only the checkpoint it restores (the newest complete one). The staging directory
 is removed when the manager is closed; one a killed process left is removed by the next
-manager made on that machine (`io.staging_directory`). Orbax 0.12.7 cannot write s3:// itself (its path
+manager made on that machine (`processes.staging_directory`). Orbax 0.12.7 cannot write s3:// itself (its path
 normalization turns 's3://b' into 's3:/b' and refuses it as "not absolute"). It can write
 gs:// (arrays through tensorstore's gcs driver, the rest through etils.epath), but gs:// is
 staged too: against the GCS emulator of the tests those writes fail now and then, so a
@@ -41,7 +41,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from posenc import io
+from posenc import processes
 from posenc import store
 from posenc.population import Population
 
@@ -109,7 +109,7 @@ class StagedManager:
 
   def __init__(self, url: str, options: ocp.CheckpointManagerOptions):
     self.url = url
-    self.directory = io.staging_directory('checkpoints')
+    self.directory = processes.staging_directory('checkpoints')
     self._keep = options.max_to_keep
     self._steps = _uploaded_steps(url)
     self._upload: threading.Thread | None = None

@@ -20,7 +20,7 @@ fallback (gcsfs would otherwise fall back to anonymous access and fail much late
 network error). Anonymous access is used only when asked for (fsspec's configuration, e.g.
 `FSSPEC_GCS_TOKEN=anon` against a local emulator).
 
-A directory held by a lease (`posenc.io.Lease`) is fenced: every write under it first asks
+A directory held by a lease (`posenc.lease.Lease`) is fenced: every write under it first asks
 the lease whether it is still this process's (`fence`), so a holder that lost its lease
 writes nothing more. Writes that must not undo another writer's are conditional on the
 object's version (`read_versioned`, `replace`: S3 `If-Match`, GCS `ifGenerationMatch`).

@@ -36,6 +36,7 @@ import ml_collections
 
 from posenc import config as config_lib
 from posenc import io
+from posenc import lease
 from posenc import store
 from posenc import suggest
 
@@ -282,7 +283,7 @@ def run_sweep(
   retry_failed: bool = True,
   progress: Callable[[str], None] = print,
   should_stop: Callable[[], bool] = lambda: False,
-  lock: Callable[[str, float | None], Any] = lambda directory, wait_s: io.lock(
+  lock: Callable[[str, float | None], Any] = lambda directory, wait_s: lease.lock(
     directory, wait_s=wait_s
   ),
   wait_s: float | None = None,
@@ -308,12 +309,12 @@ def run_sweep(
     sweep_dir: the sweep directory.
     shard: (index, count): this process runs `shard_cells(cells, index, count)`.
     run_cell: (config, workdir) -> anything; default `posenc.train.train_and_evaluate`
-      under `lock`. One of its own raises io.DirectoryBusy for a held cell.
+      under `lock`. One of its own raises lease.DirectoryBusy for a held cell.
     retry_failed: run cells that failed before again (their error stays recorded until
       they complete).
     progress: receives progress lines.
     should_stop: see `posenc.train.train_and_evaluate`.
-    lock: (directory, wait_s) -> the lock of a cell (`io.lock`, with the lease's length).
+    lock: (directory, wait_s) -> the lock of a cell (`lease.lock`, with the lease's length).
     wait_s: how long the second try of a held cell waits for it (None: one expiry).
     wait_for_held: try held cells again at the end (False: leave them to their holders).
 
@@ -385,7 +386,7 @@ def run_sweep(
     except checkpoint.Preempted:
       write_index()
       raise
-    except io.DirectoryBusy as e:
+    except lease.DirectoryBusy as e:
       held[name] = e.holder or 'another process'
       progress(f'cell {name} is held: {e}')
     except Exception as e:  # pylint: disable=broad-except

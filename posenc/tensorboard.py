@@ -15,7 +15,7 @@ the one call that puts every queued event on disk, and the next logged step open
 file: a member's directory holds one file per checkpoint interval that logged something.
 
 A work directory on a store (gs://, s3://) gets the same files: each is written in a local
-staging directory (`io.staging_directory`) and put to the store, streamed, once `flush` or
+staging directory (`processes.staging_directory`) and put to the store, streamed, once `flush` or
 `close` has closed it (TensorBoard reads gs:// and s3:// log directories itself); `close`
 removes the staging directory.
 
@@ -34,7 +34,7 @@ import os
 from typing import Any, Mapping, Sequence
 
 from posenc import config as config_lib
-from posenc import io
+from posenc import processes
 from posenc import store
 
 try:  # The optional extra: without it, asking for event files is one line (`check`).
@@ -73,7 +73,7 @@ class Writer:
       raise config_lib.ConfigError(NEEDS_EXTRA)
     # On a store: written locally, put there once closed.
     self._remote = os.path.join(workdir, DIRECTORY) if store.is_url(workdir) else None
-    self._staging = io.staging_directory('tensorboard') if self._remote else None
+    self._staging = processes.staging_directory('tensorboard') if self._remote else None
     root = self._staging or os.path.join(workdir, DIRECTORY)
     self._directories = [os.path.join(root, label(m)) for m in members]
     self._start = start_step

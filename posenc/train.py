@@ -56,6 +56,7 @@ from posenc import compile_stats
 from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
+from posenc import lease
 from posenc import population as population_lib
 from posenc import programs
 from posenc import results as results_lib
@@ -116,7 +117,7 @@ def train_and_evaluate(
   progress: Callable[[str], None] = logging.info,
   should_stop: Callable[[], bool] = lambda: False,
   checkpointed: Callable[[int], None] = lambda step: None,
-  lock: Callable[[str], Any] = io.lock,
+  lock: Callable[[str], Any] = lease.lock,
 ) -> dict[str, Any]:
   """Trains the run's population in `workdir` (resuming it) and evaluates it.
 
@@ -129,15 +130,15 @@ def train_and_evaluate(
       (evaluation) and raises `Preempted`.
     checkpointed: called with the step of every checkpoint once it is written.
     lock: (workdir) -> the context manager that keeps `workdir` to this process
-      (`io.lock`: how long to wait for a holder, the lease's length). A lease lost while
-      training (`io.LeaseLost`) stops the run at the next step boundary or write.
+      (`lease.lock`: how long to wait for a holder, the lease's length). A lease lost while
+      training (`lease.LeaseLost`) stops the run at the next step boundary or write.
 
   Returns:
     The contents of results.json.
 
   Raises:
     ConfigError: `workdir` holds a run of another config.
-    io.DirectoryBusy: another live process is running in `workdir`; io.LeaseLost, one
+    lease.DirectoryBusy: another live process is running in `workdir`; lease.LeaseLost, one
       kind of it, when this process lost its lease.
     Preempted: `should_stop` asked the run to stop.
   """
@@ -173,7 +174,7 @@ def train_and_evaluate(
 
 
 def _unless_lost(held: Any, should_stop: Callable[[], bool]) -> Callable[[], bool]:
-  """`should_stop`, polled at every step boundary, that first raises io.LeaseLost once the
+  """`should_stop`, polled at every step boundary, that first raises lease.LeaseLost once the
   lock `held` is no longer this process's: a fenced run stops there, not at its next write."""
 
   def stop() -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from experiments import benchmarks
+from posenc import baselines as baselines_lib
 from posenc import benchmark
 from posenc import card as card_lib
 from posenc import config as config_lib
@@ -53,7 +54,7 @@ def test_every_measured_suite_ships_checksums_and_its_baselines():
     stored = benchmark.checksums(suite)
     assert set(stored) == set(suite.tasks)
     # A suite names the baselines it promises; those not stored yet are listed in its
-    # baselines.md (card.baselines_table) and the cards.
+    # baselines.md (baselines.baselines_table) and the cards.
     assert set(benchmark.read_baselines(suite)) <= set(suite.baselines), suite.name
   tiny = benchmarks.get('tiny')
   assert set(benchmark.read_baselines(tiny)) == set(tiny.baselines)
@@ -274,7 +275,7 @@ def test_a_card_of_an_old_suite_version_says_it_is_one():
   assert '**An old version of the benchmark:** tiny is superseded by tiny-v2' in (
     card_lib.markdown(card)
   )
-  assert 'tiny is superseded by tiny-v2' in card_lib.baselines_table(old, stored)
+  assert 'tiny is superseded by tiny-v2' in baselines_lib.baselines_table(old, stored)
   current = card_lib.make_card(suite, stored['rotary'], stored)
   assert 'An old version' not in card_lib.markdown(current)
   # The suite a plain run uses is the newest of its family.
@@ -285,7 +286,7 @@ def test_the_stored_baselines_md_are_what_the_stored_baselines_give_today():
   for suite in benchmarks.SUITES.values():
     if suite.measured:
       path = os.path.join(suite.directory, 'baselines.md')
-      table = card_lib.baselines_table(suite, benchmark.read_baselines(suite))
+      table = baselines_lib.baselines_table(suite, benchmark.read_baselines(suite))
       assert open(path).read() == table, (
         f'rerun launch.benchmark --suite={suite.name} --write_baselines_md'
       )

@@ -7,6 +7,8 @@ import stat
 import pytest
 
 from posenc import io
+from posenc import lease
+from posenc import processes
 from posenc import report
 
 
@@ -34,8 +36,8 @@ def test_every_writer_gives_the_usual_mode(tmp_path, mask):
     io.append_jsonl(str(tmp_path / 'b.jsonl'), {'step': 1})
     io.read_jsonl(str(tmp_path / 'b.jsonl'), rewrite=True)
     report.write_files(tmp_path / 'report', {'table1.md': b'# t\n', 'figure4_x.png': b'png'})
-    with io.DirectoryLock(str(tmp_path)):
-      assert _mode(tmp_path / io.LOCK_FILE) == expected
+    with lease.DirectoryLock(str(tmp_path)):
+      assert _mode(tmp_path / lease.LOCK_FILE) == expected
   written = [
     'a.json',
     'a.md',
@@ -73,18 +75,18 @@ def test_a_staging_directory_left_by_a_dead_process_is_removed_by_the_next(tmp_p
 
   dead = subprocess.Popen([sys.executable, '-c', 'pass'])
   dead.wait()
-  me = io.process_identity()
+  me = processes.process_identity()
   left = tmp_path / f'posenc-checkpoints-{dead.pid}.7-abcd'  # killed: its PID is free
   reused = tmp_path / f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"] + 1}-abcd'  # PID reused
   other_kind = tmp_path / f'posenc-tensorboard-{dead.pid}.7-abcd'
   not_ours = tmp_path / 'posenc-checkpoints-notes'
   for directory in (left, reused, other_kind, not_ours):
     (directory / '10').mkdir(parents=True)
-  mine = io.staging_directory('checkpoints', root=str(tmp_path))
+  mine = processes.staging_directory('checkpoints', root=str(tmp_path))
   assert os.path.basename(mine).startswith(f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"]}-')
   assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
     [os.path.basename(mine), other_kind.name, not_ours.name]
   )
   # A live owner's directory stays.
-  io.staging_directory('checkpoints', root=str(tmp_path))
+  processes.staging_directory('checkpoints', root=str(tmp_path))
   assert os.path.isdir(mine)

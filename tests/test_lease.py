@@ -3,7 +3,7 @@ against moto's S3 server (tests/stores.py): waiting for a holder and taking it o
 expiry, fencing (the local deadline, the token compared at renewal), the holder's identity,
 and the wait of a flock (`DirectoryLock`).
 
-The clock is fake (`io.Clock`): a wait of a minute costs nothing; every request goes to the
+The clock is fake (`lease_lib.Clock`): a wait of a minute costs nothing; every request goes to the
 server.
 """
 
@@ -17,6 +17,8 @@ import time
 import pytest
 
 from posenc import io
+from posenc import lease as lease_lib
+from posenc import processes
 from posenc import store
 import stores
 
@@ -38,7 +40,7 @@ class FakeClock:
     self.on_sleep()
 
   def clock(self):
-    return io.Clock(wall=lambda: self.now, monotonic=lambda: self.mono, sleep=self.sleep)
+    return lease_lib.Clock(wall=lambda: self.now, monotonic=lambda: self.mono, sleep=self.sleep)
 
 
 @pytest.fixture(scope='module')
@@ -77,8 +79,8 @@ def _holder(url, number):
 def test_a_held_lease_is_refused_at_once_without_a_wait(url):
   fake = FakeClock()
   _foreign(url, fake)
-  with pytest.raises(io.DirectoryBusy) as busy:
-    io.Lease(url, wait_s=0, clock=fake.clock()).__enter__()
+  with pytest.raises(lease_lib.DirectoryBusy) as busy:
+    lease_lib.Lease(url, wait_s=0, clock=fake.clock()).__enter__()
   assert str(busy.value).startswith(f'{url} is in use by process 7 on host elsewhere (started ')
   assert 'renewed its lease 0 s ago; it is taken over once it goes 60 s without renewal' in str(
     busy.value
@@ -94,10 +96,10 @@ def test_a_holder_that_stopped_renewing_is_waited_for_and_taken_over_at_expiry(u
   started, since = at(fake.now - 100), at(fake.now - 50)
   fake.advance(20)  # It died 20 s after its last renewal.
   lines = []
-  with io.Lease(url, wait_s=None, progress=lines.append, clock=fake.clock()):
+  with lease_lib.Lease(url, wait_s=None, progress=lines.append, clock=fake.clock()):
     mine = _holder(url, 1)
   # Taken over as its lease expired: 40 s later, not a poll earlier.
-  assert 40 <= sum(fake.slept) < 40 + io.POLL_S
+  assert 40 <= sum(fake.slept) < 40 + lease_lib.POLL_S
   assert lines == [
     'waiting at most 65 s: '
     f'{url} is in use by process 7 on host elsewhere (started {started}, holding it since '
@@ -107,7 +109,7 @@ def test_a_holder_that_stopped_renewing_is_waited_for_and_taken_over_at_expiry(u
   # The old lease is deleted; the new one names this process and is released on exit.
   assert store.listdir(url) == ['lease.1']
   assert mine['pid'] == os.getpid() and mine['host'] == socket.gethostname()
-  assert mine['start_ticks'] == io.process_identity()['start_ticks'] and mine['token']
+  assert mine['start_ticks'] == processes.process_identity()['start_ticks'] and mine['token']
   assert _holder(url, 1)['released']
 
 
@@ -115,8 +117,8 @@ def test_a_holder_that_renews_is_waited_for_only_as_long_as_asked(url):
   fake = FakeClock()
   _foreign(url, fake)
   fake.on_sleep = lambda: _foreign(url, fake)  # It renews while the other waits.
-  with pytest.raises(io.DirectoryBusy, match='renewed its lease 0 s ago'):
-    io.Lease(url, wait_s=30, clock=fake.clock()).__enter__()
+  with pytest.raises(lease_lib.DirectoryBusy, match='renewed its lease 0 s ago'):
+    lease_lib.Lease(url, wait_s=30, clock=fake.clock()).__enter__()
   assert sum(fake.slept) == pytest.approx(30)
   assert store.listdir(url) == ['lease.0'] and _holder(url, 0)['token'] == 'theirs'
 
@@ -124,35 +126,35 @@ def test_a_holder_that_renews_is_waited_for_only_as_long_as_asked(url):
 def test_a_released_lease_or_a_dead_process_of_this_host_is_taken_at_once(url):
   fake = FakeClock()
   _foreign(url, fake, released=True)
-  with io.Lease(url, clock=fake.clock()):
+  with lease_lib.Lease(url, clock=fake.clock()):
     assert store.listdir(url) == ['lease.1']
   # This host and boot, this PID, but another start time: a restarted container whose
   # PID 1 is not the holder's PID 1.
-  me = io.process_identity()
+  me = processes.process_identity()
   _foreign(url, fake, number=2, **{**me, 'start_ticks': (me['start_ticks'] or 0) + 1})
-  with io.Lease(url, clock=fake.clock()):
+  with lease_lib.Lease(url, clock=fake.clock()):
     assert store.listdir(url) == ['lease.3']
   assert fake.slept == []
 
 
 def test_holder_identity_tells_a_reused_pid_from_its_process():
-  me = io.process_identity()
+  me = processes.process_identity()
   assert me['pid'] == os.getpid() and me['host'] == socket.gethostname()
   assert me['boot_id'] and me['start_ticks'] is not None
   assert abs(me['started'] - time.time()) < 24 * 3600
-  assert not io.holder_gone(me)  # alive
-  assert io.holder_gone({**me, 'start_ticks': me['start_ticks'] + 1})  # PID reused
+  assert not processes.holder_gone(me)  # alive
+  assert processes.holder_gone({**me, 'start_ticks': me['start_ticks'] + 1})  # PID reused
   dead = subprocess.Popen([sys.executable, '-c', 'pass'])
   dead.wait()
-  assert io.holder_gone({**me, 'pid': dead.pid})  # PID free
-  assert not io.holder_gone({**me, 'pid': dead.pid, 'host': 'elsewhere'})  # not judged
-  assert not io.holder_gone({**me, 'pid': dead.pid, 'boot_id': 'another boot'})
+  assert processes.holder_gone({**me, 'pid': dead.pid})  # PID free
+  assert not processes.holder_gone({**me, 'pid': dead.pid, 'host': 'elsewhere'})  # not judged
+  assert not processes.holder_gone({**me, 'pid': dead.pid, 'boot_id': 'another boot'})
 
 
 def test_a_holder_past_its_deadline_writes_nothing_more(url):
   fake = FakeClock()
-  lease = io.Lease(url, lease_s=60, clock=fake.clock())
-  with pytest.raises(io.LeaseLost) as lost:
+  lease = lease_lib.Lease(url, lease_s=60, clock=fake.clock())
+  with pytest.raises(lease_lib.LeaseLost) as lost:
     with lease:
       store.put(f'{url}/metrics.jsonl', b'{"step": 5}\n')
       fake.advance(44)
@@ -171,7 +173,7 @@ def test_a_holder_past_its_deadline_writes_nothing_more(url):
 
 def test_renewals_move_the_deadline(url):
   fake = FakeClock()
-  with io.Lease(url, lease_s=60, clock=fake.clock()) as lease:
+  with lease_lib.Lease(url, lease_s=60, clock=fake.clock()) as lease:
     for _ in range(4):
       fake.advance(40)
       lease.renew()
@@ -182,8 +184,8 @@ def test_renewals_move_the_deadline(url):
 
 def test_a_lease_taken_over_is_lost_at_the_next_renewal_and_not_written_back(url):
   fake = FakeClock()
-  with pytest.raises(io.LeaseLost) as lost:
-    with io.Lease(url, lease_s=60, clock=fake.clock()) as lease:
+  with pytest.raises(lease_lib.LeaseLost) as lost:
+    with lease_lib.Lease(url, lease_s=60, clock=fake.clock()) as lease:
       # Another host took it over (as after a stall: it created lease.1, deleted lease.0).
       _foreign(url, fake, number=1)
       store.remove(f'{url}/lease.0')
@@ -196,8 +198,8 @@ def test_a_lease_taken_over_is_lost_at_the_next_renewal_and_not_written_back(url
 
 def test_a_renewal_compares_the_token(url):
   fake = FakeClock()
-  with pytest.raises(io.LeaseLost, match='its lease object was changed or deleted'):
-    with io.Lease(url, lease_s=60, clock=fake.clock()) as lease:
+  with pytest.raises(lease_lib.LeaseLost, match='its lease object was changed or deleted'):
+    with lease_lib.Lease(url, lease_s=60, clock=fake.clock()) as lease:
       record = {**_holder(url, 0), 'token': 'someone else'}
       store.put(f'{url}/lease.0', json.dumps(record).encode())
       lease.renew()
@@ -207,7 +209,7 @@ def test_a_renewal_compares_the_token(url):
 
 def test_a_store_error_at_renewal_keeps_the_lease_until_its_deadline(url, monkeypatch):
   fake = FakeClock()
-  with io.Lease(url, lease_s=60, clock=fake.clock()) as lease:
+  with lease_lib.Lease(url, lease_s=60, clock=fake.clock()) as lease:
     fake.advance(15)
     with monkeypatch.context() as patch:
       patch.setattr(store, 'read_bytes', _refuse)
@@ -226,15 +228,15 @@ def _refuse(url):
 def test_a_flock_held_by_a_live_process_is_waited_for_only_when_asked(tmp_path):
   fake = FakeClock()
   lines = []
-  with io.DirectoryLock(str(tmp_path)):
-    with pytest.raises(io.DirectoryBusy, match=f'in use by process {os.getpid()}'):
-      io.DirectoryLock(str(tmp_path), wait_s=None, clock=fake.clock()).__enter__()
+  with lease_lib.DirectoryLock(str(tmp_path)):
+    with pytest.raises(lease_lib.DirectoryBusy, match=f'in use by process {os.getpid()}'):
+      lease_lib.DirectoryLock(str(tmp_path), wait_s=None, clock=fake.clock()).__enter__()
     assert fake.slept == []
-    with pytest.raises(io.DirectoryBusy):
-      io.DirectoryLock(
+    with pytest.raises(lease_lib.DirectoryBusy):
+      lease_lib.DirectoryLock(
         str(tmp_path), wait_s=12, progress=lines.append, clock=fake.clock()
       ).__enter__()
     assert fake.slept == [5.0, 5.0, 2.0]
     assert lines[0].startswith(f'waiting at most 12 s: {tmp_path} is in use by process ')
-  with io.DirectoryLock(str(tmp_path), wait_s=12, clock=fake.clock()):
+  with lease_lib.DirectoryLock(str(tmp_path), wait_s=12, clock=fake.clock()):
     pass

@@ -178,7 +178,7 @@ POWER_MODULE = textwrap.dedent('''
         power_alibi,
         slopes=encodings.param(('heads',), nn.initializers.ones),
         options={'power': encodings.option(
-            0.5, 'the distance is raised to it', valid=encodings.define.number(0),
+            0.5, 'the distance is raised to it', valid=encodings.declare.number(0),
             must_be='a number > 0')})
 ''')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

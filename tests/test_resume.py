@@ -18,6 +18,7 @@ from experiments import sweep_tiny
 from posenc import analysis
 from posenc import checkpoint
 from posenc import io
+from posenc import lease
 from posenc import population as population_lib
 from posenc import sweep
 from posenc import train
@@ -94,39 +95,39 @@ def test_second_process_on_a_live_workdir_is_refused(tmp_path):
     first.send_signal(signal.SIGKILL)
     first.wait()
   # The killed holder left its lock file behind; it is taken over.
-  assert json.loads((workdir / io.LOCK_FILE).read_text())['pid'] == first.pid
-  with io.DirectoryLock(str(workdir)):
+  assert json.loads((workdir / lease.LOCK_FILE).read_text())['pid'] == first.pid
+  with lease.DirectoryLock(str(workdir)):
     pass
 
 
 def test_lock_of_a_dead_holder_is_taken_over(tmp_path):
   dead = subprocess.Popen([sys.executable, '-c', 'pass'])
   dead.wait()
-  (tmp_path / io.LOCK_FILE).write_text(
+  (tmp_path / lease.LOCK_FILE).write_text(
     json.dumps({'pid': dead.pid, 'host': socket.gethostname(), 'since': time.time()})
   )
-  with io.DirectoryLock(str(tmp_path)):
-    holder = json.loads((tmp_path / io.LOCK_FILE).read_text())
+  with lease.DirectoryLock(str(tmp_path)):
+    holder = json.loads((tmp_path / lease.LOCK_FILE).read_text())
     assert holder['pid'] == os.getpid()
-  assert not (tmp_path / io.LOCK_FILE).exists()
+  assert not (tmp_path / lease.LOCK_FILE).exists()
 
 
 def test_lock_of_another_host_is_kept_while_its_heartbeat_is_fresh(tmp_path):
-  lock = tmp_path / io.LOCK_FILE
+  lock = tmp_path / lease.LOCK_FILE
   lock.write_text(json.dumps({'pid': 1, 'host': 'elsewhere', 'since': time.time()}))
-  with pytest.raises(io.DirectoryBusy, match='in use by process 1 on host elsewhere'):
-    with io.DirectoryLock(str(tmp_path)):
+  with pytest.raises(lease.DirectoryBusy, match='in use by process 1 on host elsewhere'):
+    with lease.DirectoryLock(str(tmp_path)):
       pass
-  old = time.time() - io.STALE_AFTER_S - 1
+  old = time.time() - lease.STALE_AFTER_S - 1
   os.utime(lock, (old, old))
-  with io.DirectoryLock(str(tmp_path)):
+  with lease.DirectoryLock(str(tmp_path)):
     assert json.loads(lock.read_text())['host'] == socket.gethostname()
 
 
 def test_lock_held_in_this_process_refuses_a_second_holder(tmp_path):
-  with io.DirectoryLock(str(tmp_path)):
-    with pytest.raises(io.DirectoryBusy, match=f'process {os.getpid()}'):
-      with io.DirectoryLock(str(tmp_path)):
+  with lease.DirectoryLock(str(tmp_path)):
+    with pytest.raises(lease.DirectoryBusy, match=f'process {os.getpid()}'):
+      with lease.DirectoryLock(str(tmp_path)):
         pass
 
 
@@ -135,7 +136,7 @@ def test_sweep_skips_a_cell_another_process_holds(tmp_path):
   held = tmp_path / 'cells' / sweep.cell_name(cells[0])
   held.mkdir(parents=True)
   lines = []
-  with io.DirectoryLock(str(held)):
+  with lease.DirectoryLock(str(held)):
     rows = sweep.run_sweep(sweep_tiny.get_config(), cells, str(tmp_path), progress=lines.append)
   states = {r['cell']: r['state'] for r in rows}
   assert states == {
@@ -170,7 +171,7 @@ def test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_ru
   step = int(out.split('preempted at step ')[1].split()[0].rstrip(':'))
   assert 10 <= step < 80
   assert sorted(os.listdir(stopped / 'checkpoints')) == [str(step)]
-  assert not (stopped / 'results.json').exists() and not (stopped / io.LOCK_FILE).exists()
+  assert not (stopped / 'results.json').exists() and not (stopped / lease.LOCK_FILE).exists()
   rerun = subprocess.run(_train_cmd(stopped, *extra), cwd=ROOT, capture_output=True, text=True)
   assert rerun.returncode == 0, rerun.stderr
   assert f'resumed from the checkpoint at step {step}' in rerun.stdout

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from posenc import io
+from posenc import lease
 from posenc import store
 import processes
 import stores
@@ -90,24 +91,24 @@ def test_a_tiny_run_and_its_report_live_on_the_store(s3):
 
 def test_a_second_writer_is_refused_and_an_expired_lease_taken_over(s3):
   url = _url('s3', 'lease')
-  with io.Lease(url, lease_s=60):
-    with pytest.raises(io.DirectoryBusy, match=f'{url} is in use by process {os.getpid()}'):
-      io.Lease(url, lease_s=60).__enter__()
+  with lease.Lease(url, lease_s=60):
+    with pytest.raises(lease.DirectoryBusy, match=f'{url} is in use by process {os.getpid()}'):
+      lease.Lease(url, lease_s=60).__enter__()
   # Released: taken at once, as lease.1 (lease.0 deleted).
-  with io.Lease(url, lease_s=60):
+  with lease.Lease(url, lease_s=60):
     assert store.listdir(url) == ['lease.1']
   # A holder killed without releasing it: on this host its process is seen gone, and the
   # lease taken over at once (as the kernel drops a flock).
   assert _killed_holder(url, s3, 'import socket') == -signal.SIGKILL
-  with io.Lease(url, lease_s=60):
+  with lease.Lease(url, lease_s=60):
     assert store.listdir(url) == ['lease.3']
   # On another host (a preempted machine: its process cannot be looked up), refused until
   # the lease goes unrenewed for its holder's lease_s.
   assert _killed_holder(url, s3, 'import socket; socket.gethostname = lambda: "gone"') == -9
-  with pytest.raises(io.DirectoryBusy, match='on host gone .* once it goes 2 s without renewal'):
-    io.Lease(url, lease_s=60).__enter__()
+  with pytest.raises(lease.DirectoryBusy, match='on host gone .* once it goes 2 s without renewal'):
+    lease.Lease(url, lease_s=60).__enter__()
   time.sleep(2.5)
-  with io.Lease(url, lease_s=60):
+  with lease.Lease(url, lease_s=60):
     assert store.listdir(url) == ['lease.5']
 
 
@@ -115,7 +116,7 @@ def _killed_holder(url, env, prelude):
   """Runs a process that takes the lease of `url` (for 2 s) and is killed holding it."""
   code = (
     f'{prelude}; import os, sys; from posenc import io; '
-    'io.Lease(sys.argv[1], lease_s=2).__enter__(); os.kill(os.getpid(), 9)'
+    'lease.Lease(sys.argv[1], lease_s=2).__enter__(); os.kill(os.getpid(), 9)'
   )
   return subprocess.run(
     [sys.executable, '-c', code, url], cwd=ROOT, env={**os.environ, **env}
@@ -124,10 +125,10 @@ def _killed_holder(url, env, prelude):
 
 def test_a_lease_is_renewed_while_its_holder_lives(s3):
   url = _url('s3', 'renewed')
-  with io.Lease(url, lease_s=1.2):
+  with lease.Lease(url, lease_s=1.2):
     time.sleep(2.0)  # Longer than the lease: only renewals keep it.
-    with pytest.raises(io.DirectoryBusy):
-      io.Lease(url, lease_s=1.2).__enter__()
+    with pytest.raises(lease.DirectoryBusy):
+      lease.Lease(url, lease_s=1.2).__enter__()
 
 
 def test_whole_object_writes_logs_and_a_lease_on_the_gcs_emulator(gcs):
@@ -139,7 +140,7 @@ def test_whole_object_writes_logs_and_a_lease_on_the_gcs_emulator(gcs):
   kept = io.read_jsonl(f'{url}/metrics.jsonl', keep=lambda r: r['step'] <= 10, rewrite=True)
   assert kept == io.read_jsonl(f'{url}/metrics.jsonl') == [{'step': 5}, {'step': 10}]
   assert io.read_json(f'{url}/results.json') == {'score': 0.5}
-  with io.lock(url):
+  with lease.lock(url):
     assert json.loads(store.read_bytes(f'{url}/lease.0'))['pid'] == os.getpid()
   assert json.loads(store.read_bytes(f'{url}/lease.0'))['released']
   assert store.listdir(url) == ['lease.0', 'metrics.jsonl', 'results.json']

@@ -14,6 +14,7 @@ from experiments import rpe_table1
 from experiments import sweep_tiny
 from posenc import config as config_lib
 from posenc import io
+from posenc import lease
 from posenc import report
 from posenc import sweep
 
@@ -180,11 +181,11 @@ def test_closing_summary_counts_run_done_held_and_failed(tmp_path):
   os.unlink(held / 'results.json')
 
   def run(config, workdir):
-    with io.DirectoryLock(workdir):  # As training does.
+    with lease.DirectoryLock(workdir):  # As training does.
       _fake_results(config, workdir)
 
   lines = []
-  with io.DirectoryLock(str(held)):
+  with lease.DirectoryLock(str(held)):
     rows = sweep.run_sweep(
       sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run, progress=lines.append
     )
@@ -284,7 +285,7 @@ def test_a_held_cell_leaves_the_sweep_unfinished_and_a_report_only_partial(
   shutil.copytree(one_cell_sweep, workdir)
   held = workdir / 'cells' / 'parity_check__randomized_relative'
   held.mkdir()
-  with io.DirectoryLock(str(held)):
+  with lease.DirectoryLock(str(held)):
     procs = [
       subprocess.run(
         _sweep_cmd(workdir, '--tasks=parity_check', *extra),

@@ -40,6 +40,7 @@ from posenc.encodings import biases
 from posenc.encodings import contextual
 from posenc.encodings import core
 from posenc.encodings import dape
+from posenc.encodings import declare
 from posenc.encodings import define
 from posenc.encodings import embeddings
 from posenc.encodings import families
@@ -53,15 +54,8 @@ from posenc.encodings import rotary
 from posenc.encodings import stick_breaking
 from posenc.encodings.biases import alibi_bias, alibi_slopes, relative_bias
 from posenc.encodings.core import AttentionEncoding, Encoding, HAIKU_LINEAR_INIT, Option, Paper
-from posenc.encodings.define import (
-  bias,
-  embedding,
-  option,
-  param,
-  randomized_twin,
-  rotation,
-  weights,
-)
+from posenc.encodings.declare import option, param
+from posenc.encodings.define import bias, embedding, randomized_twin, rotation, weights
 from posenc.encodings.embeddings import learned, sinusoid
 from posenc.encodings.geometric import geometric_scores, geometric_weights
 from posenc.encodings.randomized import (

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc.encodings import core
+from posenc.encodings import declare
 from posenc.encodings import define
 from posenc.encodings import embeddings
 from posenc.encodings import papers
@@ -168,10 +169,10 @@ def alibi_inputs(
 
 
 # A test-time scaling of a distance bias (1: as trained; `posenc.interventions`).
-SLOPE_SCALE = define.option(
+SLOPE_SCALE = declare.option(
   1.0,
   'a test-time scaling of the bias (1: as trained)',
-  valid=define.number(),
+  valid=declare.number(),
   must_be='a number',
   test=True,
 )
@@ -182,11 +183,11 @@ ALIBI = define.bias(
   inputs=alibi_inputs,
   name='alibi',
   options={
-    'randomize_both_sides': define.BOTH_SIDES,
-    'alibi_reference_form': define.option(
+    'randomize_both_sides': declare.BOTH_SIDES,
+    'alibi_reference_form': declare.option(
       False,
       "ALiBi under a causal mask: the reference encoder's bidirectional form, not Press et al.'s",
-      valid=define.boolean,
+      valid=declare.boolean,
       must_be='True or False',
     ),
     'slope_scale': SLOPE_SCALE,
@@ -226,18 +227,18 @@ RELATIVE = define.bias(
   draws=define.DISTANCES,
   inputs=relative_offsets,
   name='relative',
-  u=define.param(('heads', 'head_dim'), nn.initializers.normal(0.02)),
-  v=define.param(('heads', 'head_dim'), nn.initializers.normal(0.02)),
-  w_r=define.param(('width', 'width'), core.HAIKU_LINEAR_INIT, stored_as='w_r/kernel'),
+  u=declare.param(('heads', 'head_dim'), nn.initializers.normal(0.02)),
+  v=declare.param(('heads', 'head_dim'), nn.initializers.normal(0.02)),
+  w_r=declare.param(('width', 'width'), core.HAIKU_LINEAR_INIT, stored_as='w_r/kernel'),
   options={
-    'max_time': define.MAX_TIME,
-    'relative_mode': define.option(
+    'max_time': declare.MAX_TIME,
+    'relative_mode': declare.option(
       'symmetric',
       "randomized distances: the method as published, or the released code's clamped table",
       valid=randomized_lib.RELATIVE_MODES,
       twin=True,
     ),
-    'randomize_both_sides': define.BOTH_SIDES,
+    'randomize_both_sides': declare.BOTH_SIDES,
   },
   about="Transformer-XL's relative encoding: sinusoids of the query-key distance, projected "
   'per layer, and two learned biases, added to the attention logits.',
@@ -292,12 +293,12 @@ def fire_mlp(x: Array, weights: tuple[Array, ...], biases: tuple[Array, ...]) ->
   return x
 
 
-def fire_parameters(fire_variant: str) -> dict[str, define.Param]:
+def fire_parameters(fire_variant: str) -> dict[str, declare.Param]:
   """FIRE's parameters. f_θ: 'aba' Linear(1, 32) + bias, ReLU, Linear(32, H) + bias (the
   Abacus paper's code, Flax's default initializers), c init 0.1, L = |λ·512| with λ (`scale`)
   init 1; 'pc' 1 -> 32 -> ReLU -> 32 -> ReLU -> H without biases, N(0, 1) then N(0, 1/32),
   c init 0.1, L = L_sqrt² with L_sqrt (`threshold_sqrt`) init 16."""
-  hidden, p = 32, define.param
+  hidden, p = 32, declare.param
   if fire_variant == 'aba':
     init = nn.initializers.lecun_normal()
     return {
@@ -354,7 +355,7 @@ FIRE = define.bias(
   draw_in_evaluation=False,
   name='fire',
   options={
-    'fire_variant': define.option(
+    'fire_variant': declare.option(
       'aba',
       "FIRE's variant: the Abacus paper's code ('aba') or the paper's ('pc')",
       valid=FIRE_VARIANTS,

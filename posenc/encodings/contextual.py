@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
-from posenc.encodings import define
+from posenc.encodings import declare
 from posenc.encodings import papers
 
 Array = jax.Array
@@ -111,10 +111,10 @@ COPE = core.Encoding(
   core.BIAS,
   attention=ContextualEncoding,
   options={
-    'cope_positions': define.option(
+    'cope_positions': declare.option(
       64,
       "CoPE's table rows (npos_max): contextual positions past the last read it",
-      valid=define.integer(1),
+      valid=declare.integer(1),
       must_be='an integer >= 1',
     )
   },

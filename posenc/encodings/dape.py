@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from posenc.encodings import biases
 from posenc.encodings import core
-from posenc.encodings import define
+from posenc.encodings import declare
 from posenc.encodings import families
 from posenc.encodings import papers
 
@@ -196,11 +196,11 @@ class DapeEncoding(core.EncodingModule):
 
 # Linen modules, not the helpers': the network reads the scores and the base bias.
 _OPTIONS = {
-  'dape_base': define.option(
+  'dape_base': declare.option(
     'alibi', "DAPE's base bias (its registry encoding at its defaults)", valid=tuple(DAPE_BASES)
   ),
-  'dape_hidden': define.option(
-    32, "the width F of DAPE's network", valid=define.integer(1), must_be='an integer >= 1'
+  'dape_hidden': declare.option(
+    32, "the width F of DAPE's network", valid=declare.integer(1), must_be='an integer >= 1'
   ),
 }
 DAPE = core.Encoding(

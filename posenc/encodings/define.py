@@ -58,7 +58,6 @@ import dataclasses
 import functools
 import inspect
 import math
-import numbers
 from typing import Any, Callable, Mapping, Sequence
 
 import flax.linen as nn
@@ -66,11 +65,12 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
+from posenc.encodings import declare
 from posenc.encodings import papers as papers_lib
 from posenc.encodings import randomized as randomized_lib
 
 Array = jax.Array
-SIZES = ('heads', 'head_dim', 'width', 'max_position')
+SIZES = declare.SIZES
 POSITIONS, DISTANCES = 'positions', 'distances'
 # What a function may name besides its options and parameters; no option takes these names.
 CONTEXT = (*SIZES, 'num_positions', 'causal', 'distances', 'left_distances')
@@ -79,102 +79,6 @@ TWIN_ABOUT = (
   'Its randomized twin (Ruoss et al. 2023) takes its positions, or its distances, from a '
   'sorted random draw of a range longer than any test sequence, so that a longer sequence '
   'meets only positions seen in training.'
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class Param:
-  """A parameter of an encoding function: its shape (ints, or the sizes of `SIZES`), its
-  initializer (a `jax.nn.initializers` function) and where it is stored, if not under its
-  keyword ('w_r/kernel': as a Dense layer named w_r stores its kernel)."""
-
-  shape: tuple[int | str, ...]
-  init: Callable[..., Array] = nn.initializers.zeros
-  stored_as: str | None = None
-
-  def concrete(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
-    missing = [s for s in self.shape if isinstance(s, str) and s not in sizes]
-    if missing:
-      raise ValueError(f'parameter shape {self.shape!r}: this kind of encoding has no {missing[0]}')
-    return tuple(sizes[s] if isinstance(s, str) else int(s) for s in self.shape)
-
-
-def param(
-  shape: tuple[int | str, ...] | int | str,
-  init: Callable[..., Array] = nn.initializers.zeros,
-  *,
-  stored_as: str | None = None,
-) -> Param:
-  """A parameter declaration. Example: param(('heads',), nn.initializers.ones)."""
-  shape = shape if isinstance(shape, tuple) else (shape,)
-  bad = [
-    s
-    for s in shape
-    if not (isinstance(s, str) and s in SIZES)
-    and not (isinstance(s, int) and not isinstance(s, bool) and s >= 1)
-  ]
-  if bad:
-    raise ValueError(
-      f'parameter shape {shape!r}: {bad[0]!r} is not a positive int or one of {", ".join(SIZES)}'
-    )
-  if not callable(init):
-    raise ValueError(f'parameter init {init!r} is not an initializer (key, shape, dtype) -> array')
-  if stored_as is not None and not 1 <= len(stored_as.split('/')) <= 2:
-    raise ValueError(f'parameter stored_as={stored_as!r} is not NAME or MODULE/NAME')
-  return Param(shape, init, stored_as)
-
-
-def option(
-  default: Any,
-  doc: str,
-  *,
-  valid: tuple[Any, ...] | Callable[[Any, Mapping[str, Any]], bool] | None = None,
-  must_be: str | Callable[[Mapping[str, Any]], str] = '',
-  test: bool = False,
-  twin: bool = False,
-) -> core.Option:
-  """An option declaration (`core.Option`): its default, what it means and its valid values
-  (choices, or a test of the value and the other options with `must_be` in words).
-
-  Example: option(128, "sliding_window's w", valid=integer(1), must_be='an integer >= 1').
-  """
-  if not isinstance(doc, str) or not doc:
-    raise ValueError(f'option with default {default!r}: say what it means in `doc`')
-  if callable(valid) and not must_be:
-    raise ValueError(f'option {doc!r}: say which values are valid in `must_be`')
-  return core.Option(default, doc, valid, must_be, test, twin)
-
-
-def integer(low: int) -> Callable[[Any, Any], bool]:
-  """A valid-values test: an int >= low (not a bool)."""
-  return lambda x, _: isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= low
-
-
-def number(above: float | None = None) -> Callable[[Any, Any], bool]:
-  """A valid-values test: a real number (not a bool), > above if given."""
-  return lambda x, _: (
-    isinstance(x, numbers.Real) and not isinstance(x, bool) and (above is None or x > above)
-  )
-
-
-def boolean(value: Any, options: Any) -> bool:
-  """A valid-values test: True or False."""
-  del options
-  return isinstance(value, bool)
-
-
-MAX_TIME = option(
-  10_000.0,
-  "the base of the sinusoids' geometric frequency progression",
-  valid=number(0),
-  must_be='a number > 0',
-)
-BOTH_SIDES = option(
-  False,
-  'randomized distances: keys left of the query get a draw of their own',
-  valid=boolean,
-  must_be='True or False',
-  twin=True,
 )
 
 
@@ -210,7 +114,7 @@ def _bind(
   """The keywords of each function of `fns` ((fn, positional arguments)): the parameters
   (created here), the values of `inputs` and the names of `context` it takes."""
 
-  def create(name: str, p: Param) -> Array:
+  def create(name: str, p: declare.Param) -> Array:
     module_name, _, leaf = (p.stored_as or name).rpartition('/')
     shape = p.concrete(sizes)
     if module_name:
@@ -221,7 +125,7 @@ def _bind(
   if module.inputs is not None:
     given = {n: context[n] for n in _names(module.inputs, 0) if n in context}
     for name, value in module.inputs(**given).items():
-      made[name] = create(name, value) if isinstance(value, Param) else value
+      made[name] = create(name, value) if isinstance(value, declare.Param) else value
   return tuple(
     {**{n: context[n] for n in _names(fn, skip) if n in context and n not in made}, **made}
     for fn, skip in fns
@@ -284,7 +188,7 @@ class FunctionEncoding(core.EncodingModule):
   kind: str = core.BIAS
   fn: Callable[..., Any] | None = None
   keys_fn: Callable[..., Any] | None = None
-  spec: tuple[tuple[str, Param], ...] = ()
+  spec: tuple[tuple[str, declare.Param], ...] = ()
   inputs: Callable[..., dict[str, Any]] | None = None
   options: tuple[tuple[str, Any], ...] = ()
   draws: str = POSITIONS
@@ -361,7 +265,7 @@ class FunctionEmbedding(nn.Module):
   width: int
   max_position: int = 2048
   fn: Callable[..., Any] | None = None
-  spec: tuple[tuple[str, Param], ...] = ()
+  spec: tuple[tuple[str, declare.Param], ...] = ()
   inputs: Callable[..., dict[str, Any]] | None = None
   options: tuple[tuple[str, Any], ...] = ()
   draw_in_evaluation: bool = True
@@ -406,16 +310,16 @@ class Maker:
     return dataclasses.replace(self, fields=tuple({**dict(self.fields), **fields}.items()))
 
 
-def _spec(params: dict[str, Param]) -> tuple[tuple[str, Param], ...]:
+def _spec(params: dict[str, declare.Param]) -> tuple[tuple[str, declare.Param], ...]:
   for name, p in params.items():
-    if not isinstance(p, Param):
+    if not isinstance(p, declare.Param):
       raise ValueError(
         f'parameter {name!r} is {p!r}; declare it with posenc.encodings.param(shape, init)'
       )
   return tuple(sorted(params.items()))
 
 
-def _options(options: Mapping[str, core.Option] | None, params: dict[str, Param]) -> tuple:
+def _options(options: Mapping[str, core.Option] | None, params: dict[str, declare.Param]) -> tuple:
   options = dict(options or {})
   for name, declared in options.items():
     if not isinstance(declared, core.Option):
@@ -444,7 +348,7 @@ def _record(
   module: type[nn.Module],
   fields: dict[str, Any],
   options: Mapping[str, core.Option] | None,
-  params: dict[str, Param],
+  params: dict[str, declare.Param],
   **facts: Any,
 ) -> core.Encoding:
   declared = _options(options, params)
@@ -469,7 +373,7 @@ def bias(
   name: str | None = None,
   about: str = '',
   papers: Sequence[core.Paper] = (),
-  **params: Param,
+  **params: declare.Param,
 ) -> core.Encoding:
   """An additive logits bias: fn(q_pos [Q], k_pos [S], ...) -> [H, Q, S] (or [Q, S]
   shared by the heads, or [B, H, Q, S]); with `content`, fn(q, k, q_pos, k_pos, ...) reads
@@ -510,7 +414,7 @@ def rotation(
   name: str | None = None,
   about: str = '',
   papers: Sequence[core.Paper] = (),
-  **params: Param,
+  **params: declare.Param,
 ) -> core.Encoding:
   """A rotation of q and k: fn(x [B, T, H, K], positions [T], ...) -> [B, T, H, K']
   (K' >= K; the keys through `keys` when they differ, e.g. xPos's inverse scale)."""
@@ -539,7 +443,7 @@ def weights(
   name: str | None = None,
   about: str = '',
   papers: Sequence[core.Paper] = (),
-  **params: Param,
+  **params: declare.Param,
 ) -> core.Encoding:
   """A replacement of the softmax: fn(scores [B, H, Q, S], q_pos, k_pos, visible, ...)
   -> weights [B, H, Q, S] (0 where not visible); `normalize` divides them by their row sums."""
@@ -568,7 +472,7 @@ def embedding(
   options: Mapping[str, core.Option] | None = None,
   about: str = '',
   papers: Sequence[core.Paper] = (),
-  **params: Param,
+  **params: declare.Param,
 ) -> core.Encoding:
   """An input encoding: fn(positions [T], width, ...) -> [T, width]; `learned_table` when
   its positions index a table of max_position rows."""

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc.encodings import core
+from posenc.encodings import declare
 from posenc.encodings import define
 from posenc.encodings import papers
 
@@ -96,7 +97,7 @@ def learned_embedding(positions: Array, width: int, embedding: Array) -> Array:
 # draws per sequence).
 SIN_COS = define.embedding(
   sinusoid,
-  options={'max_time': define.MAX_TIME},
+  options={'max_time': declare.MAX_TIME},
   about='Fixed sinusoids of the absolute position at geometrically spaced frequencies, added '
   'to the token embeddings.',
   papers=(papers.VASWANI2017,),
@@ -106,7 +107,7 @@ SIN_COS = define.embedding(
 LEARNED = define.embedding(
   learned_embedding,
   learned_table=True,
-  embedding=define.param(('max_position', 'width'), nn.initializers.truncated_normal(1.0)),
+  embedding=declare.param(('max_position', 'width'), nn.initializers.truncated_normal(1.0)),
   about='A learned vector per absolute position, added to the token embeddings; the rows past '
   'the longest training length are never trained.',
   papers=(papers.GEHRING2017,),
@@ -120,7 +121,7 @@ def _token_ids(value: object, options: object) -> bool:
   )
 
 
-DIGIT_IDS = define.option(
+DIGIT_IDS = declare.option(
   tuple(range(10)),
   'the token ids that are digits (set from the task)',
   valid=_token_ids,
@@ -290,10 +291,10 @@ ABACUS = core.Encoding(
   core.EMBEDDING,
   AbacusEmbedding,
   options={
-    'abacus_offset': define.option(
+    'abacus_offset': declare.option(
       99,
       'K: in training every digit index is shifted by one k ~ U{0..K} per batch',
-      valid=define.integer(0),
+      valid=declare.integer(0),
       must_be='an integer >= 0',
     ),
     'digit_ids': DIGIT_IDS,
@@ -309,16 +310,16 @@ POSITION_COUPLING = core.Encoding(
   CouplingEmbedding,
   options={
     'digit_ids': DIGIT_IDS,
-    'coupling_max_position': define.option(
+    'coupling_max_position': declare.option(
       0,
       "P, the largest id in training (the authors' max_pos); 0: the table's last row",
-      valid=define.integer(0),
+      valid=declare.integer(0),
       must_be='an integer >= 0 (and below model.max_position)',
     ),
-    'coupling_padded_answer': define.option(
+    'coupling_padded_answer': declare.option(
       False,
       "draw the offsets as for the authors' answer, zero-padded to the longest operand + 1",
-      valid=define.boolean,
+      valid=declare.boolean,
       must_be='True or False',
     ),
   },

@@ -44,6 +44,7 @@ import numpy as np
 from posenc import encoding_names
 from posenc.encodings import biases
 from posenc.encodings import core
+from posenc.encodings import declare
 from posenc.encodings import define
 from posenc.encodings import papers
 
@@ -166,49 +167,49 @@ SHARED = ('type1', 'type2', 'inverse_n', 'inverse_n_log_n', 'sliding_window')
 
 
 def _positive_or_none(value: Any, options: Any) -> bool:
-  return value is None or define.number(0)(value, options)
+  return value is None or declare.number(0)(value, options)
 
 
 def _t5_distance(value: Any, options: Any) -> bool:
-  return define.integer(0)(value, options) and value > options['t5_buckets'] // 2
+  return declare.integer(0)(value, options) and value > options['t5_buckets'] // 2
 
 
 # Every family takes every option (one config serves a grid of them), in this order.
 OPTIONS: dict[str, core.Option] = {
-  'bias_two_sided': define.option(
+  'bias_two_sided': declare.option(
     False,
     'bidirectional models: parameters of their own for keys left and right of the query',
-    valid=define.boolean,
+    valid=declare.boolean,
     must_be='True or False',
   ),
-  'bias_r': define.option(
+  'bias_r': declare.option(
     None, 'a fixed KERPLE r (None: learned per head)', valid=_positive_or_none, must_be='> 0'
   ),
-  'bias_k': define.option(
+  'bias_k': declare.option(
     None, 'a fixed KERPLE k (None: learned per head)', valid=_positive_or_none, must_be='> 0'
   ),
-  'kerple_r_min': define.option(
+  'kerple_r_min': declare.option(
     KERPLE_MIN,
     "kerple_log's r is kept above it (e.g. 1.01 for a convergent series)",
-    valid=define.number(),
+    valid=declare.number(),
     must_be='a number',
   ),
-  'bias_window': define.option(
+  'bias_window': declare.option(
     128,
     "sliding_window's w: the keys on either side a query sees",
-    valid=define.integer(1),
+    valid=declare.integer(1),
     must_be='an integer >= 1',
   ),
-  'sandwich_dim': define.option(
-    0, "Sandwich's d' (0: the head width)", valid=define.integer(0), must_be='an integer >= 0'
+  'sandwich_dim': declare.option(
+    0, "Sandwich's d' (0: the head width)", valid=declare.integer(0), must_be='an integer >= 0'
   ),
-  'max_time': define.option(
-    10_000.0, "Sandwich's base ρ", valid=define.number(0), must_be='a number > 0'
+  'max_time': declare.option(
+    10_000.0, "Sandwich's base ρ", valid=declare.number(0), must_be='a number > 0'
   ),
-  't5_buckets': define.option(
-    32, "T5's buckets", valid=define.integer(4), must_be='an integer >= 4'
+  't5_buckets': declare.option(
+    32, "T5's buckets", valid=declare.integer(4), must_be='an integer >= 4'
   ),
-  't5_max_distance': define.option(
+  't5_max_distance': declare.option(
     128,
     "T5's distance of the last bucket",
     valid=_t5_distance,
@@ -217,7 +218,7 @@ OPTIONS: dict[str, core.Option] = {
   'slope_scale': biases.SLOPE_SCALE,
 }
 # The power kernel is conditionally positive definite for 0 < r <= 2 only.
-POWER_R = define.option(
+POWER_R = declare.option(
   None,
   'a fixed KERPLE r (None: learned per head)',
   valid=lambda r, o: r is None or (_positive_or_none(r, o) and r <= 2),
@@ -240,22 +241,22 @@ def family_parameters(
   bias_r: float | None,
   bias_k: float | None,
   t5_buckets: int,
-) -> dict[str, define.Param]:
+) -> dict[str, declare.Param]:
   """The parameters of `family`: T5's table [buckets, H]; KERPLE's r and k per head (log:
   r ~ U(0, 2), k ~ U(0, 1); power: k ~ U(0, 1), r ~ U(0, 2)) unless fixed by an option, one
   set per side (`_left`, `_right`) with `bias_two_sided` in a bidirectional model."""
   if family == 't5':
     init = nn.initializers.variance_scaling(1.0, 'fan_avg', 'uniform')
-    return {'t5_table': define.param((t5_buckets, 'heads'), init)}
+    return {'t5_table': declare.param((t5_buckets, 'heads'), init)}
   if family not in LEARNED:
     return {}
   sides = ('_left', '_right') if bias_two_sided and not causal else ('',)
   out = {}
   for side in sides:
     if bias_r is None:
-      out['r' + side] = define.param(('heads',), nn.initializers.uniform(2.0))
+      out['r' + side] = declare.param(('heads',), nn.initializers.uniform(2.0))
     if bias_k is None:
-      out['k' + side] = define.param(('heads',), nn.initializers.uniform(1.0))
+      out['k' + side] = declare.param(('heads',), nn.initializers.uniform(1.0))
   return out
 
 

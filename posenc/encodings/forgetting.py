@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
-from posenc.encodings import define
+from posenc.encodings import declare
 from posenc.encodings import papers
 
 Array = jax.Array
@@ -98,10 +98,10 @@ FORGETTING = core.Encoding(
   core.BIAS,
   attention=ForgettingEncoding,
   options={
-    'forget_bias_init': define.option(
+    'forget_bias_init': declare.option(
       0.0,
       "the forget gate's bias at initialization (0: f = 1/2 before training)",
-      valid=define.number(),
+      valid=declare.number(),
       must_be='a number',
     )
   },

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
-from posenc.encodings import define
+from posenc.encodings import declare
 from posenc.encodings import papers
 
 Array = jax.Array
@@ -131,10 +131,10 @@ class GeometricEncoding(core.EncodingModule):
 # A Linen module, not the helpers': its scores are its own and the directional variant
 # reads the layer input.
 _NORMALIZE = {
-  'geometric_normalize': define.option(
+  'geometric_normalize': declare.option(
     False,
     'divide the weights by their row sums (rows sum to at most 1 otherwise)',
-    valid=define.boolean,
+    valid=declare.boolean,
     must_be='True or False',
   )
 }

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from posenc.encodings import declare
 from posenc.encodings import define
 from posenc.encodings import papers
 
@@ -82,8 +83,8 @@ POPE = define.rotation(
   keys=pope_keys,
   even_head_dim=False,
   name='pope',
-  phase_shift=define.param(('heads', 'head_dim'), nn.initializers.zeros),
-  options={'max_time': define.MAX_TIME},
+  phase_shift=declare.param(('heads', 'head_dim'), nn.initializers.zeros),
+  options={'max_time': declare.MAX_TIME},
   about='PoPE: content sets the magnitudes of the query and key features and position alone '
   'their phases, so that "what" and "where" do not mix as in RoPE.',
   papers=(papers.GOPALAKRISHNAN2025,),

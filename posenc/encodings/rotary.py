@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc import suggest
+from posenc.encodings import declare
 from posenc.encodings import define
 from posenc.encodings import papers
 
@@ -199,21 +200,21 @@ ROTARY = define.rotation(
   rope,
   name='rotary',
   options={
-    'max_time': define.MAX_TIME,
-    'rope_scaling': define.option(
+    'max_time': declare.MAX_TIME,
+    'rope_scaling': declare.option(
       'none', 'a test-time scaling of RoPE for longer sequences', valid=ROPE_SCALINGS, test=True
     ),
-    'rope_factor': define.option(
+    'rope_factor': declare.option(
       1.0,
       "the scaling's factor s",
-      valid=define.number(0),
+      valid=declare.number(0),
       must_be='a number > 0',
       test=True,
     ),
-    'rope_original_length': define.option(
+    'rope_original_length': declare.option(
       0,
       "YaRN's original (training) length L; 0 only with another scaling",
-      valid=define.integer(0),
+      valid=declare.integer(0),
       must_be='an integer >= 0',
       test=True,
     ),

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from posenc.encodings import core
-from posenc.encodings import define
+from posenc.encodings import declare
 from posenc.encodings import papers
 
 Array = jax.Array
@@ -118,13 +118,13 @@ STICK_BREAKING = core.Encoding(
   core.GEOMETRIC,
   attention=StickBreakingEncoding,
   options={
-    'stick_attend_self': define.option(
+    'stick_attend_self': declare.option(
       False,
       'the query may attend to itself (its stick is broken first)',
-      valid=define.boolean,
+      valid=declare.boolean,
       must_be='True or False',
     ),
-    'stick_remainder': define.option(
+    'stick_remainder': declare.option(
       'self',
       "where a row's remainder goes: the query's own value or nowhere",
       valid=STICK_REMAINDERS,

@@ -24,6 +24,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
 
 from posenc import checkpoint  # noqa: E402
 from posenc import io  # noqa: E402
+from posenc import lease as lease_lib  # noqa: E402
 from posenc import store  # noqa: E402
 import stores  # noqa: E402
 
@@ -229,7 +230,7 @@ def lease_requests(env, name, lease_s, renewals=8):
   for f, call in original.items():
     setattr(store, f, lambda *a, _f=f, _c=call, **k: (counted.append(_f), _c(*a, **k))[1])
   try:
-    with io.Lease(url, lease_s=3600) as lease:
+    with lease_lib.Lease(url, lease_s=3600) as lease:
       counted.clear()
       times = []
       for _ in range(renewals):
@@ -256,18 +257,18 @@ def lease_requests(env, name, lease_s, renewals=8):
     'renewal_ms_median': round(1000 * sorted(times)[len(times) // 2], 1),
     'renewal_ms_max': round(1000 * max(times), 1),
     'waiter_requests_per_poll': 2,
-    'poll_s': io.POLL_S,
+    'poll_s': lease_lib.POLL_S,
     'table': rows,
   }
 
 
 def main():
   parser = argparse.ArgumentParser()
-  parser.add_argument('--lease', type=float, default=io.LEASE_S)
+  parser.add_argument('--lease', type=float, default=lease_lib.LEASE_S)
   parser.add_argument('--out', default='preemption.json')
   parser.add_argument('--only', default='requests,restart,sweep,fencing')
   args = parser.parse_args()
-  env = {} if args.lease == io.LEASE_S else {'POSENC_LEASE_S': str(args.lease)}
+  env = {} if args.lease == lease_lib.LEASE_S else {'POSENC_LEASE_S': str(args.lease)}
   out = {'lease_s': args.lease, 'load_before': os.getloadavg()}
   tag = f'{os.getpid()}-{time.monotonic_ns()}'
   with stores.s3_server_checking_keys() as server:

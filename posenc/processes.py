@@ -1,0 +1,123 @@
+"""Who this process is (`process_identity`: host, PID, start time, boot id), whether the
+process a record names is gone (`holder_gone`: a PID free, or reused since), and the local
+staging directories of what goes to a store, named after their process so that a later
+process removes those a kill left behind (`staging_directory`).
+
+Example:
+  >>> me = process_identity()
+  >>> holder_gone(me)
+  False
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from typing import Any
+
+
+def _proc(path: str) -> str | None:
+  try:
+    with open(path) as f:
+      return f.read()
+  except OSError:
+    return None
+
+
+def _start_ticks(pid: int) -> int | None:
+  """The start time of process `pid` in clock ticks since boot (/proc/PID/stat, field 22);
+  None if there is no such process (or no /proc)."""
+  text = _proc(f'/proc/{pid}/stat')
+  if text is None:
+    return None
+  try:
+    return int(text[text.rindex(')') + 2 :].split()[19])
+  except (ValueError, IndexError):
+    return None
+
+
+def process_identity() -> dict[str, Any]:
+  """Who this process is, as a lock records it: host name, PID, its start time (epoch
+  seconds, and in clock ticks since boot) and the kernel's boot id. A PID names one process
+  only together with its start time: a restarted container often gets the PID (1) and the
+  host name of its predecessor, never its start time.
+
+  Example: {'host': 'vm', 'pid': 4242, 'started': 1764311000.2, 'start_ticks': 18211,
+  'boot_id': '8aef5d62-...'} (start_ticks, boot_id and started are None without /proc).
+  """
+  pid = os.getpid()
+  ticks = _start_ticks(pid)
+  boot = _proc('/proc/sys/kernel/random/boot_id')
+  started = None
+  btime = [line for line in (_proc('/proc/stat') or '').splitlines() if line.startswith('btime ')]
+  if ticks is not None and btime:
+    started = int(btime[0].split()[1]) + ticks / os.sysconf('SC_CLK_TCK')
+  return {
+    'host': socket.gethostname(),
+    'pid': pid,
+    'started': started,
+    'start_ticks': ticks,
+    'boot_id': boot.strip() if boot else None,
+  }
+
+
+def process_gone(pid: int, start_ticks: int | None) -> bool:
+  """True if no process of this host runs as `pid` started at `start_ticks` (None: any
+  start): the PID is free, or reused by a process started at another time."""
+  ticks = _start_ticks(pid)
+  if ticks is not None:
+    return start_ticks is not None and ticks != start_ticks
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return True
+  except OSError:
+    return False  # It runs, as another user.
+  return False
+
+
+def holder_gone(holder: dict[str, Any]) -> bool:
+  """True if `holder` (a lock's record) names a process of this host and boot that no longer
+  runs: its PID is free, or now names a process started at another time (a PID reused, as by
+  a restarted container). A holder of another host, or of this host name under another boot
+  id (a reboot, or another machine of that name: the two are not told apart), is not judged.
+
+  Example: {'host': socket.gethostname(), 'pid': 1, 'start_ticks': 5, 'boot_id': ...} of a
+  container restarted since -> True (its PID 1 started later).
+  """
+  me = process_identity()
+  if holder.get('host') != me['host'] or not isinstance(holder.get('pid'), int):
+    return False
+  if holder.get('boot_id') and me['boot_id'] and holder['boot_id'] != me['boot_id']:
+    return False
+  return process_gone(holder['pid'], holder.get('start_ticks'))
+
+
+STAGING_PREFIX = 'posenc-'
+
+
+def staging_directory(kind: str, root: str | None = None) -> str:
+  """A new local directory for files on their way to a store (`kind`: 'checkpoints',
+  'tensorboard'), in `root` (default: the system's temporary directory), named after this
+  process (PID and start time) so that the next call on this machine, in any process,
+  removes one whose process is gone (a kill leaves its staging directory behind).
+
+  Example: staging_directory('checkpoints') ->
+    '/tmp/posenc-checkpoints-4242.18211-k2j3h4' (removed by its owner's close)
+  """
+  root = root or tempfile.gettempdir()
+  prefix = f'{STAGING_PREFIX}{kind}-'
+  for name in os.listdir(root):
+    if not name.startswith(prefix):
+      continue
+    owner = name[len(prefix) :].split('-', 1)[0].split('.')
+    try:
+      pid, ticks = int(owner[0]), int(owner[1]) if len(owner) > 1 else None
+    except ValueError:
+      continue  # Not a name this function gives.
+    if process_gone(pid, ticks):
+      shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+  me = process_identity()
+  return tempfile.mkdtemp(prefix=f'{prefix}{me["pid"]}.{me["start_ticks"] or 0}-', dir=root)
