@@ -1,6 +1,5 @@
 """The speed tools (`launch.speed`, `posenc.speed`): bad input is one `error:` line, exit
-status 2, nothing written; the floors and the profile's attribution; the former command
-names point to the new ones."""
+status 2, nothing written; the floors and the profile's attribution."""
 
 import json
 import os
