@@ -405,14 +405,15 @@ class _ShardRun:
       self.index_path, {'shard': list(self.shard), 'updated': time.time(), 'cells': self.rows()}
     )
 
-  def attempt(self, overrides, config) -> None:
-    """Runs one cell, recording its failure or that it is held."""
+  def attempt(self, overrides, cell) -> None:
+    """Runs one cell (`cell`, as `run_cell` takes it), recording its failure or that it
+    is held."""
     from posenc import checkpoint  # Deferred, as run_sweep's.
 
     name = cell_name(overrides)
     workdir = os.path.join(self.sweep_dir, 'cells', name)
     try:
-      self.run_cell(config, workdir)
+      self.run_cell(cell, workdir)
     except checkpoint.Preempted:
       self.write_index()
       raise
@@ -440,7 +441,7 @@ class _ShardRun:
   def retry_held(self, todo) -> None:
     """Tries each cell of `todo` held when tried once more (its lock now waits), unless its
     holder completed it meanwhile."""
-    for overrides, config in todo:
+    for overrides, cell in todo:
       name = cell_name(overrides)
       if name not in self.held:
         continue
@@ -448,7 +449,7 @@ class _ShardRun:
         self.held.pop(name)  # Its holder completed it meanwhile.
         continue
       self.progress(f'cell {name}: held by {self.held[name]} when tried; trying it again')
-      self.attempt(overrides, config)
+      self.attempt(overrides, cell)
       if name in self.held and cell_state(os.path.join(self.sweep_dir, 'cells', name)) == COMPLETE:
         self.held.pop(name)  # Its holder completed it while this process waited.
     self.write_index()
