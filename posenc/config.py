@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import ml_collections
 
+from posenc import scales
 from posenc import suggest
 
 
@@ -213,25 +214,9 @@ def _model_config() -> ml_collections.ConfigDict:
 
 
 def shrink_to_tiny(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """The `tiny` mode: the same code path, small enough to run in seconds on a CPU."""
-  c.seeds = [0, 1]
-  c.learning_rates = [1e-3]
-  c.checkpoint_every = 10
-  c.train.steps = 20
-  c.train.batch_size = 8
-  c.train.max_length = 8
-  c.train.log_every = 5
-  c.train.bucket_size = 4
-  c.eval.max_length = 12
-  c.eval.examples_per_length = 16
-  c.eval.batch_size = 8
-  c.eval.bucket_size = 6
-  c.model.num_layers = 2
-  c.model.d_model = 16
-  c.model.num_heads = 2
-  c.model.ffn_size = 32
-  c.model.max_position = 64
-  return c
+  """The `tiny` mode: the same code path, small enough to run in seconds on a CPU
+  (`scales.SCALES['tiny']`)."""
+  return scales.scale(c, 'tiny')
 
 
 def parse_arg(
