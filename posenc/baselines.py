@@ -3,6 +3,7 @@ interval, success and longest length, ranked, and which pairs the suite separate
 (from `card.baseline_scores`).
 
 Example:
+  >>> from experiments import benchmarks
   >>> suite = benchmarks.get('cpu-v2')
   >>> print(baselines_table(suite, benchmark.read_baselines(suite)))   # doctest: +SKIP
   # Baselines of suite cpu-v2 (version 2)
