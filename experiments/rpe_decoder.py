@@ -18,9 +18,9 @@ positional encoding, RoPE and randomized RoPE; docs/decoder.md has the measured 
 `tiny` (seconds; what the tests run).
 """
 
-from experiments import quickstart
 from experiments import rpe_table1
 from posenc import config as config_lib
+from posenc import scales
 
 CPU_TASKS = ('even_pairs', 'reverse_string')
 CPU_ENCODINGS = ('none', 'rotary', 'randomized_rotary')
@@ -44,7 +44,7 @@ def get_config(arg=None):
   )
   config.model.family = 'decoder'
   if parsed.cpu:
-    quickstart.cpu_scale(config)
+    scales.scale(config, 'cpu')
   if parsed.tiny:
     config_lib.shrink_to_tiny(config)
   return config

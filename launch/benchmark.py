@@ -402,23 +402,42 @@ def main(argv):
       f'unexpected arguments {argv[1:]}; give flags only (card directories only with --leaderboard)'
     )
   if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value or _SELECTION.value:
-    try:
-      suite = benchmarks.get(_SUITE.value)
-      baselines = {} if _COVERAGE.value else benchmark.read_baselines(suite)
-    except ValueError as e:  # BenchmarkError
-      common.fail(e)
-    if _COVERAGE.value:
-      return _coverage(suite)
-    if not baselines:
-      common.fail(f'suite {suite.name} stores no baselines')
-    if _SEPARATED.value:
-      return _separated(suite, baselines)
-    if _SELECTION.value:
-      return _selection(suite, baselines)
-    path = os.path.join(suite.directory, 'baselines.md')
-    io.write_text_atomic(path, baselines_lib.baselines_table(suite, baselines, _ALPHA.value))
-    print(f'wrote {path} from the {len(baselines)} stored baselines of {suite.name}')
-    return
+    return _suite_tables()
+  suite, name, configs, expected, baselines = _candidate()
+  if _COST.value:
+    return _cost(suite, configs, baselines)
+  directory = _WORKDIR.value
+  sets = _frozen_sets(directory, suite, name, configs, expected)
+  if _CHECKSUMS.value:
+    return _write_checksums(suite, directory, sets)
+  _run_card(directory, suite, name, configs, sets, baselines)
+
+
+def _suite_tables() -> None:
+  """--coverage, --separated, --selection and --write_baselines_md: tables of the suite's
+  stored baselines, nothing trained."""
+  try:
+    suite = benchmarks.get(_SUITE.value)
+    baselines = {} if _COVERAGE.value else benchmark.read_baselines(suite)
+  except ValueError as e:  # BenchmarkError
+    common.fail(e)
+  if _COVERAGE.value:
+    return _coverage(suite)
+  if not baselines:
+    common.fail(f'suite {suite.name} stores no baselines')
+  if _SEPARATED.value:
+    return _separated(suite, baselines)
+  if _SELECTION.value:
+    return _selection(suite, baselines)
+  path = os.path.join(suite.directory, 'baselines.md')
+  io.write_text_atomic(path, baselines_lib.baselines_table(suite, baselines, _ALPHA.value))
+  print(f'wrote {path} from the {len(baselines)} stored baselines of {suite.name}')
+
+
+def _candidate():
+  """(suite, encoding name, {task: config}, the frozen sets' checksums, the stored
+  baselines) of --encoding on --suite, every config built once (one line, exit 2, on bad
+  input); the checksums and baselines are None and {} under --write_checksums."""
   if not _ENCODING.value:
     common.fail(
       '--encoding is required, e.g. --encoding=alibi or --encoding=my_pkg.my_module:MY_ENCODING'
@@ -446,10 +465,13 @@ def main(argv):
       card_lib.check_alpha(suite, baselines, name, members, _ALPHA.value)
   except (ValueError, config_lib.ConfigError) as e:  # BenchmarkError, an encoding's error
     common.fail(e)
-  if _COST.value:
-    _cost(suite, configs, baselines)
-    return
-  directory = _WORKDIR.value
+  return suite, name, configs, expected, baselines
+
+
+def _frozen_sets(directory, suite, name, configs, expected) -> dict:
+  """{task: (its frozen set's directory, manifest)} in DIR/eval_sets, DIR made and claimed
+  for this suite and encoding. A set that is not the suite's stops the run before anything
+  trains, and a DIR this call made is removed again."""
   common.check_store(directory, '--workdir')
   if not store.is_url(directory) and os.path.exists(directory) and not os.path.isdir(directory):
     common.fail(f'--workdir={directory} is a file, not a directory')
@@ -461,9 +483,7 @@ def main(argv):
     {'suite': suite.name, 'version': suite.version, 'encoding': name},
   )
   try:
-    # Every task's frozen set first: a set that is not the suite's stops the run before
-    # anything trains.
-    sets = {
+    return {
       task: benchmark.prepare_eval_set(suite, task, config, expected, directory)
       for task, config in configs.items()
     }
@@ -473,23 +493,21 @@ def main(argv):
     elif created:
       shutil.rmtree(directory, ignore_errors=True)
     common.fail(e)
-  if _CHECKSUMS.value:
-    path = os.path.join(suite.directory, benchmark.CHECKSUMS)
-    os.makedirs(suite.directory, exist_ok=True)
-    io.write_text_atomic(
-      path,
-      json.dumps(
-        {
-          'suite': suite.name,
-          'version': suite.version,
-          'tasks': {task: benchmark.manifest_checksums(m) for task, (_, m) in sets.items()},
-        },
-        indent=1,
-      )
-      + '\n',
-    )
-    print(f'wrote {path} from the frozen sets in {os.path.join(directory, "eval_sets")}')
-    return
+
+
+def _write_checksums(suite, directory, sets) -> None:
+  """--write_checksums: the suite's checksums.json from the frozen sets just written."""
+  path = os.path.join(suite.directory, benchmark.CHECKSUMS)
+  os.makedirs(suite.directory, exist_ok=True)
+  tasks = {task: benchmark.manifest_checksums(m) for task, (_, m) in sets.items()}
+  checksums = {'suite': suite.name, 'version': suite.version, 'tasks': tasks}
+  io.write_text_atomic(path, json.dumps(checksums, indent=1) + '\n')
+  print(f'wrote {path} from the frozen sets in {os.path.join(directory, "eval_sets")}')
+
+
+def _run_card(directory, suite, name, configs, sets, baselines) -> None:
+  """Trains every task not yet trained (resumed), then writes and prints the card (and
+  stores the baseline under --save_baseline)."""
   lock = common.workdir_lock(_LEASE_WAIT.value)
   preemption = common.Preemption()
   preemption.install()
@@ -498,46 +516,15 @@ def main(argv):
   before = io.read_json(seconds_path)['seconds'] if io.exists(seconds_path) else 0.0
   plan = benchmark.expected(suite, baselines)
   _announce(suite, name, configs, baselines, plan, before)
-  results = {}
-  ran, spent = [], 0.0  # the tasks trained by this invocation, and the time they took
+
+  def elapsed() -> float:  # Across resumed invocations.
+    return before + time.time() - start
+
   try:
     with full_disk.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
-      for task, config in configs.items():
-        cell = os.path.join(
-          directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
-        )
-        finished = io.exists(os.path.join(cell, 'results.json'))
-        started = time.time()
-        config.eval.from_files = sets[task][0]
-        rows = sweep_lib.run_sweep(
-          config,
-          [{'task': task, 'encoding': name}],
-          os.path.join(directory, 'runs'),
-          progress=lambda line: print(line, flush=True),
-          should_stop=preemption,
-          lock=lock,
-          wait_s=_LEASE_WAIT.value,
-        )
-        if 'held' in rows[0]:
-          common.busy(
-            f'the run of {task} is held by {rows[0]["held"]}',
-            '; rerun once it has ended (or with a longer --lease_wait)',
-          )
-        io.write_json_atomic(seconds_path, {'seconds': before + time.time() - start})
-        if not io.exists(os.path.join(cell, 'results.json')):
-          common.fail(f'the run of {task} failed: {cell}/error.json says why')
-        results[task] = io.read_json(os.path.join(cell, 'results.json'))
-        if not finished:
-          ran.append(task)
-          spent += time.time() - started
-        left = [t for t in configs if t not in results]
-        _progress(plan, list(results), len(configs), before + time.time() - start, ran, spent, left)
+      results = _train(directory, name, configs, sets, plan, elapsed, lock, preemption)
       entry = benchmark.make_entry(
-        suite,
-        name,
-        results,
-        ['python', '-m', 'launch.benchmark'] + sys.argv[1:],
-        before + time.time() - start,
+        suite, name, results, ['python', '-m', 'launch.benchmark'] + sys.argv[1:], elapsed()
       )
       card = card_lib.make_card(suite, entry, baselines, alpha=_ALPHA.value)
       for file, data in card_lib.card_files(card).items():
@@ -562,6 +549,44 @@ def main(argv):
     'card.png)'
     + (f'; baseline stored in {benchmark.baseline_path(suite, name)}' if _SAVE.value else '')
   )
+
+
+def _train(directory, name, configs, sets, plan, elapsed, lock, preemption) -> dict:
+  """{task: its results.json}: each task's cell trained and evaluated on its frozen set (a
+  finished cell is read back), the time and the card's ETA printed after each."""
+  results = {}
+  ran, spent = [], 0.0  # the tasks trained by this invocation, and the time they took
+  for task, config in configs.items():
+    cell = os.path.join(
+      directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
+    )
+    finished = io.exists(os.path.join(cell, 'results.json'))
+    started = time.time()
+    config.eval.from_files = sets[task][0]
+    rows = sweep_lib.run_sweep(
+      config,
+      [{'task': task, 'encoding': name}],
+      os.path.join(directory, 'runs'),
+      progress=lambda line: print(line, flush=True),
+      should_stop=preemption,
+      lock=lock,
+      wait_s=_LEASE_WAIT.value,
+    )
+    if 'held' in rows[0]:
+      common.busy(
+        f'the run of {task} is held by {rows[0]["held"]}',
+        '; rerun once it has ended (or with a longer --lease_wait)',
+      )
+    io.write_json_atomic(os.path.join(directory, SECONDS), {'seconds': elapsed()})
+    if not io.exists(os.path.join(cell, 'results.json')):
+      common.fail(f'the run of {task} failed: {cell}/error.json says why')
+    results[task] = io.read_json(os.path.join(cell, 'results.json'))
+    if not finished:
+      ran.append(task)
+      spent += time.time() - started
+    left = [t for t in configs if t not in results]
+    _progress(plan, list(results), len(configs), elapsed(), ran, spent, left)
+  return results
 
 
 if __name__ == '__main__':

@@ -48,6 +48,7 @@ rerun resumes it).
 import os
 import sys
 import time
+from typing import NoReturn
 
 from absl import flags
 import jax
@@ -159,14 +160,7 @@ def main(argv):
     if _DISTRIBUTED.value:
       shard = _distributed()
     if _STATUS.value:
-      if os.path.exists(_WORKDIR.value) and not os.path.isdir(_WORKDIR.value):
-        common.fail(f'--workdir={_WORKDIR.value} is a file, not a sweep directory')
-      rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
-      for row in rows:
-        detail = row.get('error') or row.get('changes')
-        print(f'{row["cell"]:50s} {row["state"]}' + (f'  {detail}' if detail else ''))
-      print(' | '.join(f'{s}: {sum(r["state"] == s for r in rows)}' for s in sweep_lib.STATES))
-      return
+      return _print_status(cells)
     if _COST.value:
       if _COST_STEPS.value < 1:
         common.fail(f'--cost_steps={_COST_STEPS.value} must be a positive integer')
@@ -213,19 +207,36 @@ def main(argv):
     print(f'{e}; rerun the same command to resume the sweep', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   if unfinished:
-    names = ', '.join(line.split(':', 1)[0] for line in unfinished)
-    failed = any(r['state'] == sweep_lib.FAILED and r['cell'] not in held for r in rows)
-    message = (
-      f'{len(unfinished)} of {len(rows)} cells of shard {shard[0]}/{shard[1]} are not complete: '
-      f'{names}'
-    )
-    if failed:
-      print(f'error: {message}', file=sys.stderr)
-      raise SystemExit(1)
-    common.busy(
-      message,
-      '; rerun the same command once their holders have ended (or with a longer --lease_wait)',
-    )
+    _stop_unfinished(unfinished, rows, held, shard)
+
+
+def _print_status(cells) -> None:
+  """--status: each cell's state (and error or config changes), then the count per state."""
+  if os.path.exists(_WORKDIR.value) and not os.path.isdir(_WORKDIR.value):
+    common.fail(f'--workdir={_WORKDIR.value} is a file, not a sweep directory')
+  rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
+  for row in rows:
+    detail = row.get('error') or row.get('changes')
+    print(f'{row["cell"]:50s} {row["state"]}' + (f'  {detail}' if detail else ''))
+  print(' | '.join(f'{s}: {sum(r["state"] == s for r in rows)}' for s in sweep_lib.STATES))
+
+
+def _stop_unfinished(unfinished: list[str], rows, held: dict[str, str], shard) -> NoReturn:
+  """Exits on cells left unfinished: status 1 if one failed, else the busy status (their
+  holders still run them)."""
+  names = ', '.join(line.split(':', 1)[0] for line in unfinished)
+  failed = any(r['state'] == sweep_lib.FAILED and r['cell'] not in held for r in rows)
+  message = (
+    f'{len(unfinished)} of {len(rows)} cells of shard {shard[0]}/{shard[1]} are not complete: '
+    f'{names}'
+  )
+  if failed:
+    print(f'error: {message}', file=sys.stderr)
+    raise SystemExit(1)
+  common.busy(
+    message,
+    '; rerun the same command once their holders have ended (or with a longer --lease_wait)',
+  )
 
 
 def _kept() -> str:

@@ -3,6 +3,7 @@ interval, success and longest length, ranked, and which pairs the suite separate
 (from `card.baseline_scores`).
 
 Example:
+  >>> from experiments import benchmarks
   >>> suite = benchmarks.get('cpu-v2')
   >>> print(baselines_table(suite, benchmark.read_baselines(suite)))   # doctest: +SKIP
   # Baselines of suite cpu-v2 (version 2)
@@ -51,48 +52,7 @@ def baselines_table(
     '',
   ]
   for task, reason in suite.tasks.items():
-    records = [
-      (name, card_lib.record_of(e['tasks'][task], f'{name} {task}'))
-      for name, e in sorted(baselines.items())
-      if task in e['tasks']
-    ]
-    if not records:
-      continue
-    card = scorecard_lib.scorecard(records, prior=prior, comparisons=False)
-    rows = sorted(card['rows'], key=card_lib.sort_key)
-    groups = [card_lib.member_scores(r) for r in rows]
-    n = int(np.median([len(g) for g in groups])) if groups else 0
-    sd = verdicts.pooled_sd(groups)
-    level = separated['first_level']
-    detectable = {
-      'difference': None
-      if sd is None or level is None or n < 1
-      else verdicts.minimum_detectable_difference(sd, n, n, level),
-      'pooled_sd': sd,
-      'baselines': len(rows),
-      'n_candidate': n,
-      'n_baseline': n,
-      'level': level,
-      'power': verdicts.POWER,
-      'smallest_p': 2 / verdicts.splits_count(n, n) if n else None,
-    }
-    lines += [
-      f'## {task}',
-      '',
-      f'Why it is in: {reason}',
-      '',
-      card_lib.detectable_text(detectable).replace('against', 'against another\'s', 1),
-      '',
-      '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized |',
-      '|---|---|---|---|---|',
-    ]
-    rank_of = card_lib.ranks(rows)
-    for row in rows:
-      lines.append(
-        f'| {rank_of[row["column"]]} | {row["column"]} | {card_lib.mean_text(row["score"])} | '
-        f'{card_lib.success_text(row)} | {card_lib.longest_text(row["longest_generalized"])} |'
-      )
-    lines.append('')
+    lines += _task_section(baselines, task, reason, prior, separated['first_level'])
   found = separated['separated']
   lines += [
     '## Pairs separated',
@@ -112,6 +72,61 @@ def baselines_table(
     ],
     *([''] if found else []),
   ]
+  lines += _made_lines(suite, baselines)
+  return '\n'.join(lines) + '\n'
+
+
+def _task_section(baselines, task: str, reason: str, prior, level) -> list[str]:
+  """baselines.md's section of `task`: why it is in, the minimum detectable difference
+  between two stored baselines at Holm's first `level`, and their ranked table ([] if no
+  baseline holds the task)."""
+  records = [
+    (name, card_lib.record_of(e['tasks'][task], f'{name} {task}'))
+    for name, e in sorted(baselines.items())
+    if task in e['tasks']
+  ]
+  if not records:
+    return []
+  card = scorecard_lib.scorecard(records, prior=prior, comparisons=False)
+  rows = sorted(card['rows'], key=card_lib.sort_key)
+  groups = [card_lib.member_scores(r) for r in rows]
+  n = int(np.median([len(g) for g in groups])) if groups else 0
+  sd = verdicts.pooled_sd(groups)
+  detectable = {
+    'difference': None
+    if sd is None or level is None or n < 1
+    else verdicts.minimum_detectable_difference(sd, n, n, level),
+    'pooled_sd': sd,
+    'baselines': len(rows),
+    'n_candidate': n,
+    'n_baseline': n,
+    'level': level,
+    'power': verdicts.POWER,
+    'smallest_p': 2 / verdicts.splits_count(n, n) if n else None,
+  }
+  lines = [
+    f'## {task}',
+    '',
+    f'Why it is in: {reason}',
+    '',
+    card_lib.detectable_text(detectable).replace('against', 'against another\'s', 1),
+    '',
+    '| rank | encoding | mean ± sd [95% CI] | success [95% CI] | longest generalized |',
+    '|---|---|---|---|---|',
+  ]
+  rank_of = card_lib.ranks(rows)
+  for row in rows:
+    lines.append(
+      f'| {rank_of[row["column"]]} | {row["column"]} | {card_lib.mean_text(row["score"])} | '
+      f'{card_lib.success_text(row)} | {card_lib.longest_text(row["longest_generalized"])} |'
+    )
+  lines.append('')
+  return lines
+
+
+def _made_lines(suite, baselines) -> list[str]:
+  """The baselines the suite names but does not store, and the commands that made those it
+  stores, with their versions, machines and times."""
   made = sorted(
     {
       (
@@ -127,11 +142,10 @@ def baselines_table(
     key=lambda m: m[0],
   )
   missing = [name for name in suite.baselines if name not in baselines]
-  if missing:
-    lines += [f'Not stored yet: {", ".join(missing)}.', '']
+  lines = [f'Not stored yet: {", ".join(missing)}.', ''] if missing else []
   lines += ['## How they were made', '']
   lines += [
     f'- `{cmd}`: posenc {v}, jax {jax}, {machine} ({cpus} CPUs), {secs / 60:.1f} min'
     for cmd, v, jax, machine, cpus, secs in made
   ]
-  return '\n'.join(lines) + '\n'
+  return lines

@@ -196,30 +196,36 @@ def make_card(
     'missing_baselines': [n for n in suite.baselines if n not in baselines and n != candidate],
     'mean_rank': float(np.mean(task_ranks)) if task_ranks else None,
     'thresholds': dataclasses.asdict(thresholds),
-    'statistics': {
-      'interval': intervals.MEAN_METHOD,
-      'success_interval': intervals.SUCCESS_METHOD,
-      'level': intervals.LEVEL,
-      'pool': None if prior is None else prior.to_json(),
-      'test': verdicts.TEST_NAME,
-      'correction': 'Holm',
-      'alpha': alpha,
-      'comparisons': len(tests),
-      'first_level': first_level,
-      'smallest_p': min((t.smallest_p() for t in tests), default=None),
-      # Whether any comparison can be separated at all: its smallest p within Holm's first
-      # step.
-      'decidable': any(t.smallest_p() <= first_level for t in tests),
-      # Every comparison over every split; else the Monte-Carlo ones within this many
-      # standard errors of deciding otherwise are undecided.
-      'exact': all(t.exact for t in tests),
-      'undecided_margin': verdicts.SE_MARGIN,
-      'undecided': sum(d['undecided'] for d in decided),
-    },
+    'statistics': _statistics(prior, alpha, tests, decided, first_level),
     'run': {
       k: entry.get(k) for k in ('command', 'seconds', 'posenc_version', 'packages', 'machine')
     },
     'tasks': tasks,
+  }
+
+
+def _statistics(prior, alpha: float, tests, decided, first_level: float | None) -> dict[str, Any]:
+  """The card's statistics: the intervals, the pool, the tests and Holm's correction over
+  the candidate's comparisons (`tests`, `decided`)."""
+  return {
+    'interval': intervals.MEAN_METHOD,
+    'success_interval': intervals.SUCCESS_METHOD,
+    'level': intervals.LEVEL,
+    'pool': None if prior is None else prior.to_json(),
+    'test': verdicts.TEST_NAME,
+    'correction': 'Holm',
+    'alpha': alpha,
+    'comparisons': len(tests),
+    'first_level': first_level,
+    'smallest_p': min((t.smallest_p() for t in tests), default=None),
+    # Whether any comparison can be separated at all: its smallest p within Holm's first
+    # step.
+    'decidable': any(t.smallest_p() <= first_level for t in tests),
+    # Every comparison over every split; else the Monte-Carlo ones within this many
+    # standard errors of deciding otherwise are undecided.
+    'exact': all(t.exact for t in tests),
+    'undecided_margin': verdicts.SE_MARGIN,
+    'undecided': sum(d['undecided'] for d in decided),
   }
 
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import ml_collections
 
+from posenc import scales
 from posenc import suggest
 
 
@@ -74,148 +75,148 @@ def base_config() -> ml_collections.ConfigDict:
   # for bit (docs/speed.md). Accelerators ignore it.
   c.cpu_devices = 0
 
-  c.train = ml_collections.ConfigDict()
-  c.train.steps = 2_000_000
-  c.train.batch_size = 128
-  c.train.max_length = 40  # N: lengths ~ U{1..N}.
-  c.train.log_every = 100
+  c.train = _train_config()
+  c.eval = _eval_config()
+  c.model = _model_config()
+  return c
+
+
+def _train_config() -> ml_collections.ConfigDict:
+  """`base_config().train`: the study's training."""
+  c = ml_collections.ConfigDict()
+  c.steps = 2_000_000
+  c.batch_size = 128
+  c.max_length = 40  # N: lengths ~ U{1..N}.
+  c.log_every = 100
   # Lengths are padded up to a multiple of bucket_size: at most ceil(N / bucket_size)
   # compiled training programs, with less padding waste than one N-sized program.
-  c.train.bucket_size = 5
-  c.train.masked_loss = False  # The reference trains on the zeros after the terminator.
-  c.train.max_grad_norm = 1.0
+  c.bucket_size = 5
+  c.masked_loss = False  # The reference trains on the zeros after the terminator.
+  c.max_grad_norm = 1.0
   # 'adam' (the study's) or 'adamw' with decoupled weight decay; the learning rate follows
   # a 'constant' or a 'trapezoid' schedule (linear warm-up and cool-down fractions), or
   # 'cosine' (one cycle: linear warm-up from 0, then cosine decay to 0).
-  c.train.optimizer = 'adam'
-  c.train.weight_decay = 0.0
-  c.train.schedule = 'constant'
-  c.train.warmup = 0.0
-  c.train.cooldown = 0.0
+  c.optimizer = 'adam'
+  c.weight_decay = 0.0
+  c.schedule = 'constant'
+  c.warmup = 0.0
+  c.cooldown = 0.0
   # How a device runs its members: 'map' one after another (faster than 'vmap' on CPU, with
   # one member's activations in cache at a time), 'vmap' batched (fills an accelerator),
   # or 'auto': map on CPU, vmap on GPU and TPU.
-  c.train.population_loop = 'auto'
+  c.population_loop = 'auto'
   # Where the optimizer steps run: 'member' in the population loop, each after its member's
   # gradients, or 'batched': after the loop, batched over the members, so its few hundred
   # small elementwise operations are dispatched once per step rather than once per member
   # (faster on CPU, docs/speed.md). Agrees with 'member' to float rounding, not bit for bit;
   # under 'vmap' the optimizer is batched either way.
-  c.train.optimizer_loop = 'member'
+  c.optimizer_loop = 'member'
   # Training steps per compiled call: K > 1 runs K steps in one program on the device (a
   # scan over steps with a switch over the program widths), so an accelerator is not held
   # back by one Python dispatch per step; equal to K = 1 bit for bit. 0: by platform (1 on
   # CPU, 8 on GPU and TPU: posenc.programs.PLATFORMS).
-  c.train.steps_per_dispatch = 0
+  c.steps_per_dispatch = 0
   # The training programs (posenc/programs.py): 'auto' (the widths with the least estimated
   # compile and run time), 'buckets' (one per length bucket), 'one' (one at N), or program
   # widths such as '20,40'. Batches are drawn at their bucket's width whatever the plan, so
   # the data are the same; a plan changes the programs, and with them the float rounding.
   # A run keeps the plan it started with (plan.json in its work directory).
-  c.train.programs = 'auto'
+  c.programs = 'auto'
   # Looped models: the progressive loss (1 - α) loss(R) + α loss(n + k) (Bansal et al.
   # 2022): n ~ U{0..R-1} recurrences without gradient, then k ~ U{1..max(1, min(R - n,
   # R // 2))} with gradient. 0 trains on loss(R) only.
-  c.train.progressive_alpha = 0.0
-  c.train.scale_block_gradients = False  # divide the looped block's gradients by R
-  c.train.loss_on = 'answer'  # decoder: 'answer' (and its EOS) or 'all' tokens
+  c.progressive_alpha = 0.0
+  c.scale_block_gradients = False  # divide the looped block's gradients by R
+  c.loss_on = 'answer'  # decoder: 'answer' (and its EOS) or 'all' tokens
   # With hints: 'alternate' steps between the tasks, or 'mixed' batches of every task.
-  c.train.hint_schedule = 'alternate'
+  c.hint_schedule = 'alternate'
   # Hinting tasks: 0 draws a fresh example every time; D > 0 a fixed training set of D
   # examples, split equally between the tasks, drawn with replacement.
-  c.train.dataset_size = 0
+  c.dataset_size = 0
+  return c
 
-  c.eval = ml_collections.ConfigDict()
-  c.eval.max_length = 500  # M.
-  c.eval.examples_per_length = 512
-  c.eval.batch_size = 64  # Sub-batch: positions are redrawn per sub-batch.
-  c.eval.lengths = []  # Empty: every length 1..M.
-  c.eval.stride = 1  # >1 evaluates a budget subset; see `eval_lengths`.
+
+def _eval_config() -> ml_collections.ConfigDict:
+  """`base_config().eval`: the study's evaluation, and every kind's settings."""
+  c = ml_collections.ConfigDict()
+  c.max_length = 500  # M.
+  c.examples_per_length = 512
+  c.batch_size = 64  # Sub-batch: positions are redrawn per sub-batch.
+  c.lengths = []  # Empty: every length 1..M.
+  c.stride = 1  # >1 evaluates a budget subset; see `eval_lengths`.
   # Examples of a length are drawn padded to its bucket of bucket_size (the frozen sets'
   # widths); the evaluation's programs are eval.programs' (as train.programs).
-  c.eval.bucket_size = 32
-  c.eval.programs = 'auto'
+  c.bucket_size = 32
+  c.programs = 'auto'
   # The reference keeps dropout active at evaluation; posenc evaluates deterministically
   # unless this is set.
-  c.eval.eval_dropout = False
-  c.eval.seed = 1  # Evaluation data: identical for every model and every run.
+  c.eval_dropout = False
+  c.seed = 1  # Evaluation data: identical for every model and every run.
   # A frozen evaluation set (launch.export_eval_set): read the examples from this
   # directory instead of sampling them ('': sample).
-  c.eval.from_files = ''
+  c.from_files = ''
   # Sequence tasks (arithmetic): exact match per cell (a, b) of [1..grid_max]^2 (every
   # grid_stride-th value and grid_max), samples_per_cell examples each, plus the equal
   # lengths of `beyond` past grid_max; cells padded to multiples of eval.bucket_size.
-  c.eval.grid_max = 100
-  c.eval.grid_stride = 1
-  c.eval.samples_per_cell = 100
-  c.eval.beyond = []
+  c.grid_max = 100
+  c.grid_stride = 1
+  c.samples_per_cell = 100
+  c.beyond = []
   # Language modelling (a text corpus): perplexity at eval.lengths of the first lm_tokens
   # validation bytes, in non-overlapping windows and in windows sliding by sliding_stride.
-  c.eval.lm_tokens = 16_384
-  c.eval.sliding_stride = 64
+  c.lm_tokens = 16_384
+  c.sliding_stride = 64
   # Hinting tasks: full-sequence accuracy and edit distance at each of eval.lengths (every
   # example exactly that long) under each test distribution of the main task.
-  c.eval.distributions = ['uniform']
+  c.distributions = ['uniform']
+  return c
 
-  c.model = ml_collections.ConfigDict()
+
+def _model_config() -> ml_collections.ConfigDict:
+  """`base_config().model`: the study's encoder."""
+  c = ml_collections.ConfigDict()
   # 'encoder' (the study's: outputs read off empty query tokens in one pass) or 'decoder'
   # (causal: prompt ⊕ separator ⊕ answer ⊕ EOS, judged by greedy generation).
-  c.model.family = 'encoder'
-  c.model.num_layers = 5  # L (the looped block's layers when recurrences > 1)
-  c.model.d_model = 64
-  c.model.num_heads = 8
-  c.model.ffn_size = 256
-  c.model.dropout = 0.1
-  c.model.max_position = 2048  # L_max: range of randomized positions, learned table rows.
+  c.family = 'encoder'
+  c.num_layers = 5  # L (the looped block's layers when recurrences > 1)
+  c.d_model = 64
+  c.num_heads = 8
+  c.ffn_size = 256
+  c.dropout = 0.1
+  c.max_position = 2048  # L_max: range of randomized positions, learned table rows.
   # The attention backend (posenc.attention): 'auto' (cpu_blocked on CPU, xla_fused on GPU
   # and TPU), 'reference', 'xla_fused' or 'cpu_blocked'. Speed only: every backend computes
   # the same function.
-  c.model.attention_impl = 'auto'
+  c.attention_impl = 'auto'
   # cpu_blocked runs sequences longer than this per head in query blocks of at most this
   # many rows (0 never splits).
-  c.model.attention_block = 256
+  c.attention_block = 256
   # xla_fused's jax.nn.dot_product_attention: 'xla', or 'cudnn' (flash attention on NVIDIA
   # GPUs, bfloat16 only).
-  c.model.fused_implementation = 'xla'
+  c.fused_implementation = 'xla'
   # Computation and parameter dtypes: float32 or bfloat16.
-  c.model.dtype = 'float32'
-  c.model.param_dtype = 'float32'
-  c.model.norm = 'post'  # 'post' (the study's) or 'pre' LayerNorm
-  c.model.ffn = 'relu'  # 'relu' or 'gelu_glu'
+  c.dtype = 'float32'
+  c.param_dtype = 'float32'
+  c.norm = 'post'  # 'post' (the study's) or 'pre' LayerNorm
+  c.ffn = 'relu'  # 'relu' or 'gelu_glu'
   # A looped block (McLeish et al. 2024): the L layers applied R times with shared weights,
   # the embedded input injected before every 'layer' or every application of the 'block'.
-  c.model.recurrences = 1
-  c.model.injection = 'none'
-  c.model.loop = False  # the looped structure even at R = 1 without injection
-  c.model.eval_recurrences = 0  # R at evaluation; 0: the training R
-  c.model.tie_embeddings = False  # decoder: output projection = token embedding^T
+  c.recurrences = 1
+  c.injection = 'none'
+  c.loop = False  # the looped structure even at R = 1 without injection
+  c.eval_recurrences = 0  # R at evaluation; 0: the training R
+  c.tie_embeddings = False  # decoder: output projection = token embedding^T
   # Attention temperature β ln(n) per layer (Awasthi & Gupta 2023): 'none', 'fixed' or
   # 'learned' (from temperature_beta).
-  c.model.temperature = 'none'
-  c.model.temperature_beta = 1.0
+  c.temperature = 'none'
+  c.temperature_beta = 1.0
   return c
 
 
 def shrink_to_tiny(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """The `tiny` mode: the same code path, small enough to run in seconds on a CPU."""
-  c.seeds = [0, 1]
-  c.learning_rates = [1e-3]
-  c.checkpoint_every = 10
-  c.train.steps = 20
-  c.train.batch_size = 8
-  c.train.max_length = 8
-  c.train.log_every = 5
-  c.train.bucket_size = 4
-  c.eval.max_length = 12
-  c.eval.examples_per_length = 16
-  c.eval.batch_size = 8
-  c.eval.bucket_size = 6
-  c.model.num_layers = 2
-  c.model.d_model = 16
-  c.model.num_heads = 2
-  c.model.ffn_size = 32
-  c.model.max_position = 64
-  return c
+  """The `tiny` mode: the same code path, small enough to run in seconds on a CPU
+  (`scales.SCALES['tiny']`)."""
+  return scales.scale(c, 'tiny')
 
 
 def parse_arg(

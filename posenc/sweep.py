@@ -327,7 +327,6 @@ def run_sweep(
   """
   from posenc import setup  # Deferred: status and cell selection need no JAX.
   from posenc import train  # Deferred, as setup.
-  from posenc import checkpoint  # Deferred, as train.
 
   wait_now = [0.0]  # the wait of the current pass: none first, then wait_s
   if run_cell is None:
@@ -343,23 +342,8 @@ def run_sweep(
   for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
     setup.build(config)
   check_configs(base, mine, sweep_dir)
-  index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
-  io.makedirs(os.path.dirname(index_path))
-  held: dict[str, str] = {}
-
-  def rows():
-    out = status(sweep_dir, mine, base)
-    for row in out:
-      if row['cell'] in held and row['state'] != COMPLETE:
-        row['held'] = held[row['cell']]
-    return out
-
-  def write_index():
-    io.write_json_atomic(
-      index_path, {'shard': list(shard), 'updated': time.time(), 'cells': rows()}
-    )
-
-  write_index()
+  shard_run = _ShardRun(sweep_dir, base, mine, shard, run_cell, progress)
+  shard_run.write_index()
   before = {cell_name(o): cell_state(os.path.join(sweep_dir, 'cells', cell_name(o))) for o in mine}
   todo = [
     (o, c)
@@ -373,68 +357,99 @@ def run_sweep(
     + (f', {not_retried} failed before (not retried)' if not_retried else '')
     + f', {len(todo)} to run'
   )
-  ran = failed = 0
   t0 = time.time()
-
-  def attempt(overrides, config) -> None:
-    """Runs one cell, recording its failure or that it is held."""
-    nonlocal ran, failed
-    name = cell_name(overrides)
-    workdir = os.path.join(sweep_dir, 'cells', name)
-    try:
-      run_cell(config, workdir)
-    except checkpoint.Preempted:
-      write_index()
-      raise
-    except lease.DirectoryBusy as e:
-      held[name] = e.holder or 'another process'
-      progress(f'cell {name} is held: {e}')
-    except Exception as e:  # pylint: disable=broad-except
-      if io.no_space(e) is not None or isinstance(e, store.StoreError):
-        raise  # Every cell would fail: the sweep stops, and this cell resumes on the rerun.
-      # A failing cell must not stop the sweep: record it and go on.
-      failed += 1
-      io.makedirs(workdir)
-      io.write_json_atomic(
-        os.path.join(workdir, 'error.json'),
-        {'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()},
-      )
-      progress(f'cell {name} failed: {type(e).__name__}: {e}')
-    else:
-      ran += 1
-      held.pop(name, None)
-      if io.exists(os.path.join(workdir, 'error.json')):
-        io.remove(os.path.join(workdir, 'error.json'))
-    write_index()
-
   for k, (overrides, config) in enumerate(todo):
     progress(f'cell {cell_name(overrides)} ({k + 1}/{len(todo)})')
-    attempt(overrides, config)
+    shard_run.attempt(overrides, config)
     elapsed = time.time() - t0
     progress(
       f'sweep: {k + 1}/{len(todo)} cells tried | elapsed {_duration(elapsed)} | '
       f'ETA {_duration(elapsed / (k + 1) * (len(todo) - k - 1))}'
     )
-  if wait_for_held and held:
+  if wait_for_held and shard_run.held:
     wait_now[0] = wait_s
-    for overrides, config in todo:
-      name = cell_name(overrides)
-      if name not in held:
-        continue
-      if cell_state(os.path.join(sweep_dir, 'cells', name)) == COMPLETE:
-        held.pop(name)  # Its holder completed it meanwhile.
-        continue
-      progress(f'cell {name}: held by {held[name]} when tried; trying it again')
-      attempt(overrides, config)
-      if name in held and cell_state(os.path.join(sweep_dir, 'cells', name)) == COMPLETE:
-        held.pop(name)  # Its holder completed it while this process waited.
-    write_index()
+    shard_run.retry_held(todo)
+  held = shard_run.held
   holders = ', '.join(dict.fromkeys(held.values()))
   progress(
-    f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {ran} run, {done} already '
+    f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {shard_run.ran} run, {done} already '
     f'done, {len(held)} held'
     + (f' (by {holders})' if held else '')
-    + f', {failed + not_retried} failed'
+    + f', {shard_run.failed + not_retried} failed'
     + (f' ({not_retried} before, not retried)' if not_retried else '')
   )
-  return rows()
+  return shard_run.rows()
+
+
+class _ShardRun:
+  """One shard's pass over its cells: runs a cell (`attempt`), recording its failure or
+  that another process holds it, and rewrites the shard's index file after each."""
+
+  def __init__(self, sweep_dir, base, mine, shard, run_cell, progress):
+    self.sweep_dir, self.base, self.mine, self.shard = sweep_dir, base, mine, shard
+    self.run_cell, self.progress = run_cell, progress
+    self.index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
+    io.makedirs(os.path.dirname(self.index_path))
+    self.held: dict[str, str] = {}  # cell name -> its holder, for the cells held when tried
+    self.ran = self.failed = 0
+
+  def rows(self) -> list[dict[str, Any]]:
+    out = status(self.sweep_dir, self.mine, self.base)
+    for row in out:
+      if row['cell'] in self.held and row['state'] != COMPLETE:
+        row['held'] = self.held[row['cell']]
+    return out
+
+  def write_index(self) -> None:
+    io.write_json_atomic(
+      self.index_path, {'shard': list(self.shard), 'updated': time.time(), 'cells': self.rows()}
+    )
+
+  def attempt(self, overrides, cell) -> None:
+    """Runs one cell (`cell`, as `run_cell` takes it), recording its failure or that it
+    is held."""
+    from posenc import checkpoint  # Deferred, as run_sweep's.
+
+    name = cell_name(overrides)
+    workdir = os.path.join(self.sweep_dir, 'cells', name)
+    try:
+      self.run_cell(cell, workdir)
+    except checkpoint.Preempted:
+      self.write_index()
+      raise
+    except lease.DirectoryBusy as e:
+      self.held[name] = e.holder or 'another process'
+      self.progress(f'cell {name} is held: {e}')
+    except Exception as e:  # pylint: disable=broad-except
+      if io.no_space(e) is not None or isinstance(e, store.StoreError):
+        raise  # Every cell would fail: the sweep stops, and this cell resumes on the rerun.
+      # A failing cell must not stop the sweep: record it and go on.
+      self.failed += 1
+      io.makedirs(workdir)
+      io.write_json_atomic(
+        os.path.join(workdir, 'error.json'),
+        {'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()},
+      )
+      self.progress(f'cell {name} failed: {type(e).__name__}: {e}')
+    else:
+      self.ran += 1
+      self.held.pop(name, None)
+      if io.exists(os.path.join(workdir, 'error.json')):
+        io.remove(os.path.join(workdir, 'error.json'))
+    self.write_index()
+
+  def retry_held(self, todo) -> None:
+    """Tries each cell of `todo` held when tried once more (its lock now waits), unless its
+    holder completed it meanwhile."""
+    for overrides, cell in todo:
+      name = cell_name(overrides)
+      if name not in self.held:
+        continue
+      if cell_state(os.path.join(self.sweep_dir, 'cells', name)) == COMPLETE:
+        self.held.pop(name)  # Its holder completed it meanwhile.
+        continue
+      self.progress(f'cell {name}: held by {self.held[name]} when tried; trying it again')
+      self.attempt(overrides, cell)
+      if name in self.held and cell_state(os.path.join(self.sweep_dir, 'cells', name)) == COMPLETE:
+        self.held.pop(name)  # Its holder completed it while this process waited.
+    self.write_index()

@@ -1,6 +1,5 @@
 """The speed tools (`launch.speed`, `posenc.speed`): bad input is one `error:` line, exit
-status 2, nothing written; the floors and the profile's attribution; the former command
-names point to the new ones."""
+status 2, nothing written; the floors and the profile's attribution."""
 
 import json
 import os
@@ -55,40 +54,6 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, ne
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('error: ') and needle in lines[0], lines
   assert not out.exists()
-
-
-@pytest.mark.parametrize(
-  'argv, line',
-  [
-    (['launch.bench'], 'launch.bench is now launch.speed: python -m launch.speed'),
-    (
-      ['launch.bench', 'train', '--steps=5', '--out=a b.json'],
-      "launch.bench is now launch.speed: python -m launch.speed train --steps=5 '--out=a b.json'",
-    ),
-    (
-      ['launch.bench_samplers', '--tasks=parity_check'],
-      'launch.bench_samplers is now launch.speed: python -m launch.speed samplers '
-      '--tasks=parity_check',
-    ),
-    (
-      ['launch.bench_eval', '--help'],
-      'launch.bench_eval is now launch.speed: python -m launch.speed eval --help',
-    ),
-  ],
-)
-def test_the_former_names_print_the_new_command_and_run_nothing(cli, tmp_path, argv, line):
-  proc = cli.run(argv, cwd=tmp_path)
-  assert proc.returncode == 2 and not proc.stdout
-  assert proc.stderr == f'error: {line}\n'
-  assert not list(tmp_path.iterdir())
-
-
-def test_every_former_module_points_to_its_measurement():
-  from launch import speed
-
-  for name in speed.FORMER_NAMES:
-    with open(os.path.join(ROOT, 'launch', f'bench_{name}.py')) as f:
-      assert f"bench.point('{name}')" in f.read(), name
 
 
 @pytest.mark.parametrize('arg', ['--help', 'nope'])

@@ -16,9 +16,6 @@ Each prints measured figures and writes them as JSON (`--out`, default speed_NAM
 a file). NAME is the module launch/speed/NAME.py, imported only when chosen; what it measures
 is in `posenc.speed`. Bad input is one line `error: ...`, exit status 2, nothing written.
 `POSENC_KEEP_FREED_MEMORY=1` makes glibc keep freed memory mapped (docs/speed.md).
-
-The former names, `python -m launch.bench NAME` and `python -m launch.bench_NAME`, print the
-command's new name in one line and exit with status 2, running nothing.
 """
 
 NAMES = (
@@ -33,5 +30,3 @@ NAMES = (
   'scale',
   'train',
 )
-# The measurements of the former `launch.bench_NAME` modules (launch/bench.py).
-FORMER_NAMES = ('eval', 'forward', 'generate', 'profile', 'samplers', 'scale', 'train')

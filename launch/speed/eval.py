@@ -9,20 +9,16 @@ achieved model FLOP/s.
 
 from absl import flags
 
-from launch import cli
 from launch import common
-from posenc import io
+from launch.speed import opening
 from posenc import population as population_lib
 from posenc import setup
 from posenc.speed import floor as floor_lib
 from posenc.speed import timing
 
 _LENGTHS = flags.DEFINE_list('lengths', ['41', '100', '250', '500'], 'Lengths to evaluate.')
-_CELL = flags.DEFINE_string(
-  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
-)
 _FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of each length.')
-_OUT = flags.DEFINE_string('out', 'speed_eval.json', 'Where to write the figures.')
+_OPENING = opening.Opening('eval', cell='rpe_table1 arg of the cell to time.')
 
 
 def main(argv):
@@ -30,9 +26,7 @@ def main(argv):
 
 
 def _main(argv):
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
-  config = common.cell_config(_CELL.value)
+  config = _OPENING.start(argv)
   lengths = common.positive_ints(_LENGTHS.value, '--lengths')
   bad = [l for l in lengths if l > config.eval.max_length]
   if bad:
@@ -63,5 +57,4 @@ def _main(argv):
     print(line, flush=True)
   total = sum(r['compile_s'] + r['run_s'] for r in rows)
   print(f'total (compile + run) for lengths {_LENGTHS.value}: {total:.1f} s')
-  io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'rows': rows, 'total_s': total})
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish({'cell': _OPENING.cell, 'rows': rows, 'total_s': total})

@@ -22,11 +22,10 @@ from __future__ import annotations
 from absl import flags
 import jax
 
-from launch import cli
 from launch import common
+from launch.speed import opening
 from posenc import encodings
 from posenc import evaluate
-from posenc import io
 from posenc import models as model_lib
 from posenc import suggest
 from posenc.speed import floor as floor_lib
@@ -44,7 +43,7 @@ _CHUNK = flags.DEFINE_integer(
   'micro-batch at this length).',
 )
 _LENGTH = flags.DEFINE_integer('length', 500, 'Input length; T = 2·length.')
-_OUT = flags.DEFINE_string('out', 'speed_forward.json', 'Where to write the figures.')
+_OPENING = opening.Opening('forward')
 
 
 def main(argv: list[str]) -> None:
@@ -52,8 +51,7 @@ def main(argv: list[str]) -> None:
 
 
 def _main(argv: list[str]) -> None:
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  _OPENING.start(argv)
   for flag, value in (('--batch', _BATCH.value), ('--sub_batch', _SUB_BATCH.value)):
     common.at_least(value, flag)
   common.at_least(_LENGTH.value, '--length')
@@ -105,5 +103,4 @@ def _main(argv: list[str]) -> None:
       'other layers',
       flush=True,
     )
-  io.write_json_atomic(_OUT.value, result)
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish(result)

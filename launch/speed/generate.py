@@ -16,14 +16,11 @@ import jax
 import jax.numpy as jnp
 
 from experiments import rpe_decoder
-from launch import cli
 from launch import common
-from posenc import config as config_lib
+from launch.speed import opening
 from posenc import generate
-from posenc import io
 from posenc import models
 from posenc import objectives
-from posenc import setup
 from posenc.speed import timing
 
 _ANSWER_LENGTHS = flags.DEFINE_string('answer_lengths', '100,500', 'Comma-separated.')
@@ -32,7 +29,7 @@ _ENCODING = flags.DEFINE_string('encoding', 'randomized_rotary', 'The encoding.'
 _TRAIN_STEPS = flags.DEFINE_integer(
   'train_steps', 50, 'Timed training steps (0: no training figure).'
 )
-_OUT = flags.DEFINE_string('out', 'speed_generate.json', 'Where to write the figures.')
+_OPENING = opening.Opening('generate')
 
 
 def main(argv: list[str]) -> None:
@@ -40,8 +37,7 @@ def main(argv: list[str]) -> None:
 
 
 def _main(argv: list[str]) -> None:
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  _OPENING.start(argv)
   lengths = common.positive_ints(_ANSWER_LENGTHS.value.split(','), '--answer_lengths')
   batch = _BATCH.value
   if batch < 1:
@@ -50,10 +46,7 @@ def _main(argv: list[str]) -> None:
   config = rpe_decoder.get_config(f'task=reverse_string,encoding={_ENCODING.value}')
   config.seeds, config.learning_rates = [0], [1e-4]
   config.model.max_position = max(config.model.max_position, 2 * max(lengths) + 2)
-  try:
-    run = setup.build(config)
-  except config_lib.ConfigError as e:
-    common.fail(e)
+  run = opening.build(config)
   task, model = run.task, run.model
   vocab = objectives.decoder_vocab(task)
   variables = jax.jit(
@@ -94,5 +87,4 @@ def _main(argv: list[str]) -> None:
       f'{figures["warmup_compile_s"]:.1f} s)',
       flush=True,
     )
-  io.write_json_atomic(_OUT.value, result)
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish(result)

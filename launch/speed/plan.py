@@ -18,24 +18,20 @@ members unless --populations is given).
 from absl import flags
 
 from experiments import rpe_table1
-from launch import cli
 from launch import common
+from launch.speed import opening
 from posenc import config as config_lib
-from posenc import io
 from posenc import programs
 from posenc import setup
 from posenc import train
 
-_CELL = flags.DEFINE_string(
-  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell.'
-)
+_OPENING = opening.Opening('plan', cell='rpe_table1 arg of the cell.')
 _PLATFORMS = flags.DEFINE_list('platforms', ['cpu', 'gpu', 'tpu'], 'Platforms to plan for.')
 _POPULATIONS = flags.DEFINE_list('populations', None, 'Population sizes (default 1,30).')
 _CONFIG = flags.DEFINE_string(
   'config', None, 'An experiment file (PATH[:ARG]) whose cell to plan instead of --cell.'
 )
 _STEPS = flags.DEFINE_integer('steps', 0, 'Training steps (0: the cell\'s, 2M for the study).')
-_OUT = flags.DEFINE_string('out', 'speed_plan.json', 'Where to write the plans.')
 
 
 def cell_config(size: int | None):
@@ -44,16 +40,10 @@ def cell_config(size: int | None):
   if _CONFIG.value:
     config = common.check_experiment(_CONFIG.value)
   else:
-    config = rpe_table1.get_config(_CELL.value)
+    config = rpe_table1.get_config(_OPENING.cell)
   if _STEPS.value:
     config.train.steps = _STEPS.value
-  if size is None:
-    return config
-  rates = len(config.learning_rates)
-  seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
-  config.seeds = list(range(seeds))
-  config.learning_rates = list(config.learning_rates)[: size // seeds]
-  return config
+  return config if size is None else opening.with_members(config, size)
 
 
 def plan_of(config, platform: str) -> dict:
@@ -79,9 +69,7 @@ def main(argv):
 
 
 def _main(argv):
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
-  common.cell_config(_CELL.value)
+  _OPENING.start(argv)
   unknown = [p for p in _PLATFORMS.value if p not in programs.PLATFORMS]
   if unknown:
     common.fail(f'unknown --platforms {unknown}; valid: {", ".join(programs.PLATFORMS)}')
@@ -105,5 +93,4 @@ def _main(argv):
           print(f'{platform} P={size}: {plans[name]["line"]}{dispatch}', flush=True)
     except config_lib.ConfigError as e:
       common.fail(e)
-  io.write_json_atomic(_OUT.value, {'cell': _CONFIG.value or _CELL.value, 'plans': rows})
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish({'cell': _CONFIG.value or _OPENING.cell, 'plans': rows})

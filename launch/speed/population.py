@@ -26,10 +26,9 @@ import jax
 import numpy as np
 
 from experiments import benchmarks
-from launch import cli
 from launch import common
+from launch.speed import opening
 from posenc import config as config_lib
-from posenc import io
 from posenc import setup
 from posenc.speed import floor as floor_lib
 from posenc.speed import population as population_lib
@@ -48,7 +47,7 @@ _STEPS = flags.DEFINE_integer('steps', 100, 'Timed training steps per setting an
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Rounds over the settings (alternating).')
 _FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
 _EVAL = flags.DEFINE_bool('eval', False, "Also time the cell's range evaluation.")
-_OUT = flags.DEFINE_string('out', 'speed_population.json', 'Where to write the figures.')
+_OPENING = opening.Opening('population')
 
 
 def main(argv):
@@ -56,8 +55,7 @@ def main(argv):
 
 
 def _main(argv):
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  _OPENING.start(argv)
   common.at_least(_STEPS.value, '--steps')
   common.at_least(_ROUNDS.value, '--rounds')
   sizes = common.positive_ints(_POPULATIONS.value, '--populations')
@@ -104,8 +102,7 @@ def _main(argv):
   for size in sizes:
     _time_size(cell, size, floor, out)
   _summary(out, sizes)
-  io.write_json_atomic(_OUT.value, out)
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish(out)
 
 
 def _time_size(cell, size, floor, out):

@@ -26,21 +26,15 @@ import os
 
 from absl import flags
 
-from launch import cli
 from launch import common
-from posenc import config as config_lib
-from posenc import io
+from launch.speed import opening
 from posenc import population as population_lib
-from posenc import setup
 from posenc.speed import profile as profile_lib
 
-_CELL = flags.DEFINE_string(
-  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
-)
+_OPENING = opening.Opening('profile', cell='rpe_table1 arg of the cell to time.')
 _BUCKETS = flags.DEFINE_list('buckets', ['40'], 'Training length buckets to profile.')
 _STEPS = flags.DEFINE_integer('steps', 3, 'Traced steps per bucket.')
 _TRACE_DIR = flags.DEFINE_string('trace_dir', None, 'Keep the traces here (default: discard).')
-_OUT = flags.DEFINE_string('out', 'speed_profile.json', 'Where to write the figures.')
 
 
 def main(argv):
@@ -48,15 +42,10 @@ def main(argv):
 
 
 def _main(argv):
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  config = _OPENING.start(argv)
   common.at_least(_STEPS.value, '--steps')
-  config = common.cell_config(_CELL.value)
   config.seeds, config.learning_rates = [0], list(config.learning_rates)[:1]
-  try:
-    run = setup.build(config)
-  except config_lib.ConfigError as e:
-    common.fail(e)
+  run = opening.build(config)
   valid = run.training.buckets(run)
   buckets = common.positive_ints(_BUCKETS.value, '--buckets')
   bad = [b for b in buckets if b not in valid]
@@ -81,5 +70,4 @@ def _main(argv):
     print('  costliest operations:')
     for op, ms in row['ops']:
       print(f'  {ms:7.1f} ms  {op[-110:]}')
-  io.write_json_atomic(_OUT.value, {'cell': _CELL.value, 'rows': rows})
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish({'cell': _OPENING.cell, 'rows': rows})

@@ -25,9 +25,8 @@ from __future__ import annotations
 from absl import flags
 import jax
 
-from launch import cli
 from launch import common
-from posenc import io
+from launch.speed import opening
 from posenc import suggest
 from posenc.speed import samplers
 import tasks
@@ -44,7 +43,7 @@ _DIGITS = flags.DEFINE_string(
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 512, 'Examples per call.')
 _REPEATS = flags.DEFINE_integer('repeats', 7, 'Timed repetitions (median).')
 _CALLS = flags.DEFINE_integer('calls', 4, 'Calls per repetition.')
-_OUT = flags.DEFINE_string('out', 'speed_samplers.json', 'Where to write the figures.')
+_OPENING = opening.Opening('samplers')
 
 
 def _positive_ints(text: str, flag: str) -> list[int]:
@@ -62,8 +61,7 @@ def main(argv: list[str]) -> None:
 
 
 def _main(argv: list[str]) -> None:
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  _OPENING.start(argv)
   for flag in (_BATCH_SIZE, _REPEATS, _CALLS):
     common.at_least(flag.value, f'--{flag.name}')
   names = _TASKS.value.split(',')
@@ -123,5 +121,4 @@ def _main(argv: list[str]) -> None:
     'results': rows,
     'arithmetic_results': arithmetic_rows,
   }
-  io.write_json_atomic(_OUT.value, result)
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish(result)

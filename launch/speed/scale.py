@@ -17,14 +17,13 @@ import tempfile
 from absl import flags
 
 from experiments import rpe_table1
-from launch import cli
 from launch import common
+from launch.speed import opening
 from posenc import cost
-from posenc import io
 
 _STEPS = flags.DEFINE_integer('steps', 5, 'Timed steps per device setting.')
 _COST_STEPS = flags.DEFINE_integer('cost_steps', 5, 'Steps the cost model times.')
-_OUT = flags.DEFINE_string('out', 'speed_scale.json', 'Where to write the figures.')
+_OPENING = opening.Opening('scale')
 
 
 def _train_figures(devices: int) -> dict:
@@ -56,8 +55,7 @@ def main(argv):
 
 
 def _main(argv):
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  _OPENING.start(argv)
   common.at_least(_STEPS.value, '--steps')
   common.at_least(_COST_STEPS.value, '--cost_steps')
   rows = {}
@@ -71,5 +69,4 @@ def _main(argv):
     )
   est = cost.estimate(rpe_table1.get_config(), rpe_table1.grid(), _COST_STEPS.value)
   print(cost.format_estimate(est))
-  io.write_json_atomic(_OUT.value, {'train': {str(k): v for k, v in rows.items()}, 'cost': est})
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish({'train': {str(k): v for k, v in rows.items()}, 'cost': est})

@@ -15,20 +15,15 @@ from absl import flags
 import jax
 
 from experiments import rpe_table1
-from launch import cli
 from launch import common
-from posenc import config as config_lib
-from posenc import io
+from launch.speed import opening
 from posenc import setup
 from posenc.speed import floor as floor_lib
 from posenc.speed import timing
 
 _STEPS = flags.DEFINE_integer('steps', 100, 'Timed steps per population size.')
 _POPULATIONS = flags.DEFINE_list('populations', ['1', '30'], 'Population sizes to time.')
-_CELL = flags.DEFINE_string(
-  'cell', 'task=reverse_string,encoding=randomized_relative', 'rpe_table1 arg of the cell to time.'
-)
-_OUT = flags.DEFINE_string('out', 'speed_train.json', 'Where to write the figures.')
+_OPENING = opening.Opening('train', cell='rpe_table1 arg of the cell to time.')
 _SKIP_FIRST = flags.DEFINE_bool('skip_first_update', False, 'Do not time a fresh run.')
 _FLOOR = flags.DEFINE_bool('floor', True, 'Measure the dense-product floor of a step.')
 _DISPATCH = flags.DEFINE_integer(
@@ -42,17 +37,12 @@ _FUSED = flags.DEFINE_string(
 
 
 def population_config(size: int):
-  config = rpe_table1.get_config(_CELL.value)
+  config = rpe_table1.get_config(_OPENING.cell)
   config.train.steps_per_dispatch = _DISPATCH.value
   config.model.attention_impl = _IMPL.value
   config.model.dtype = _DTYPE.value
   config.model.fused_implementation = _FUSED.value
-  # size = seeds x rates with the fewest seeds: 8 of 6 rates is 2 seeds x 4 rates.
-  rates = len(config.learning_rates)
-  seeds = next(s for s in range(1, size + 1) if size % s == 0 and size // s <= rates)
-  config.seeds = list(range(seeds))
-  config.learning_rates = list(config.learning_rates)[: size // seeds]
-  return config
+  return opening.with_members(config, size)
 
 
 def main(argv):
@@ -60,19 +50,14 @@ def main(argv):
 
 
 def _main(argv):
-  cli.flags_only(argv)
-  common.check_output_file(_OUT.value, '--out')
+  _OPENING.start(argv)
   common.at_least(_STEPS.value, '--steps')
   common.at_least(_DISPATCH.value, '--steps_per_dispatch', 0)
-  common.cell_config(_CELL.value)
-  try:
-    one = setup.build(population_config(1))
-  except config_lib.ConfigError as e:
-    common.fail(e)
+  one = opening.build(population_config(1))
   populations = common.positive_ints(_POPULATIONS.value, '--populations')
   out = {
     'devices': [str(d) for d in jax.local_devices()],
-    'cell': _CELL.value,
+    'cell': _OPENING.cell,
     'dtype': _DTYPE.value,
     'fused_implementation': _FUSED.value,
   }
@@ -108,5 +93,4 @@ def _main(argv):
       print(
         f'P={r["population"]:3d}: {100 * r["fraction_of_floor"]:.0f}% of the dense-product floor'
       )
-  io.write_json_atomic(_OUT.value, out)
-  print(f'wrote {_OUT.value}')
+  _OPENING.finish(out)

@@ -14,7 +14,7 @@ import dataclasses
 import html
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -233,34 +233,9 @@ def board_html(
   """The board: title, stamp, "how to read this", the view and reference pickers, the
   table, the legend, the downloads and a figure per task. Every path is written from a page
   `root` away from the leaderboard's root ('' standalone; 'leaderboard/' in the docs)."""
-  s, st = board['suite'], board['statistics']
+  s = board['suite']
   tasks = list(s['tasks'])
-  rows = data.table(board, reference)
-  pages = data.entry_pages(board)
-  head = _sortable('Entry', 'text', 'ascending', 'entry') + _sortable(
-    'Mean rank', 'number', 'ascending', 'meanrank', sort='ascending'
-  )
-  for task in tasks:
-    t = _e(task)
-    head += (
-      _sortable(f'{t} score [95% CI]', 'number', 'descending', 'score', task)
-      + _sortable(f'{t} rank', 'number', 'ascending', 'rank', task)
-      + _sortable(f'{t} mean ± sd [95% CI]', 'number', 'descending', 'mean', task)
-      + _sortable(f'{t} success [95% CI]', 'number', 'descending', 'success', task)
-      + _sortable(f'{t} longest generalized', 'number', 'descending', 'longest', task)
-      + _sortable(f'{t} verdict vs reference', 'number', 'ascending', 'verdict', task)
-    )
-  body = []
-  for r in rows:
-    kind = ' <span class="kind">candidate</span>' if r['kind'] == 'candidate' else ''
-    cells = ''.join(_cells(t, r['tasks'][t]) for t in tasks)
-    body.append(
-      f'<tr data-entry="{_e(r["entry"])}"><th scope="row" data-col="entry" '
-      f'data-sort="{_e(r["entry"])}"><a href="{_e(root + pages[r["entry"]])}">'
-      f'{_e(r["entry"])}</a>{kind}</th>'
-      f'<td data-col="meanrank" data-sort="{_number(r["mean_rank"])}">'
-      f'{_rank_text(r["mean_rank"])}</td>{cells}</tr>'
-    )
+  head, body = _table(board, reference, tasks, root)
   options = ''.join(
     f'<option value="{_e(e["name"])}"{" selected" if e["name"] == reference else ""}>'
     f'{_e(e["name"])}</option>'
@@ -279,14 +254,6 @@ def board_html(
     f'superseded by {_e(s["superseded_by"])}.</p>'
     if s.get('superseded_by')
     else ''
-  )
-  reasons = ''.join(f'<li><strong>{_e(t)}</strong>: {_e(r)}</li>' for t, r in s['tasks'].items())
-  figures = ''.join(
-    f'<figure><a href="{root}figures/task_{data.slug(t)}.svg"><img src="{root}figures/task_{data.slug(t)}.svg" '
-    f'alt="Every entry\'s member scores on {_e(t)}, with means and 95% intervals"></a>'
-    f'<figcaption>{_e(t)}: every member of every entry (points), the mean (|) and its 95% '
-    'interval (line); the dotted line is the success threshold.</figcaption></figure>'
-    for t in tasks
   )
   undecidable = (
     ''
@@ -326,7 +293,57 @@ def board_html(
 </div></div>
 {_legend(board)}
 <script type="application/json" id="verdicts">{verdicts}</script>
-<h2 id="downloads">Data and citation</h2>
+{_downloads_and_tasks(board, site_stamp, root, bench)}</div>"""
+
+
+def _table(
+  board: Mapping[str, Any], reference: str, tasks: Sequence[str], root: str
+) -> tuple[str, list[str]]:
+  """The board table's header cells and its rows, a row per entry (its page `root` away)."""
+  rows = data.table(board, reference)
+  pages = data.entry_pages(board)
+  head = _sortable('Entry', 'text', 'ascending', 'entry') + _sortable(
+    'Mean rank', 'number', 'ascending', 'meanrank', sort='ascending'
+  )
+  for task in tasks:
+    t = _e(task)
+    head += (
+      _sortable(f'{t} score [95% CI]', 'number', 'descending', 'score', task)
+      + _sortable(f'{t} rank', 'number', 'ascending', 'rank', task)
+      + _sortable(f'{t} mean ± sd [95% CI]', 'number', 'descending', 'mean', task)
+      + _sortable(f'{t} success [95% CI]', 'number', 'descending', 'success', task)
+      + _sortable(f'{t} longest generalized', 'number', 'descending', 'longest', task)
+      + _sortable(f'{t} verdict vs reference', 'number', 'ascending', 'verdict', task)
+    )
+  body = []
+  for r in rows:
+    kind = ' <span class="kind">candidate</span>' if r['kind'] == 'candidate' else ''
+    cells = ''.join(_cells(t, r['tasks'][t]) for t in tasks)
+    body.append(
+      f'<tr data-entry="{_e(r["entry"])}"><th scope="row" data-col="entry" '
+      f'data-sort="{_e(r["entry"])}"><a href="{_e(root + pages[r["entry"]])}">'
+      f'{_e(r["entry"])}</a>{kind}</th>'
+      f'<td data-col="meanrank" data-sort="{_number(r["mean_rank"])}">'
+      f'{_rank_text(r["mean_rank"])}</td>{cells}</tr>'
+    )
+  return head, body
+
+
+def _downloads_and_tasks(
+  board: Mapping[str, Any], site_stamp: Mapping[str, Any], root: str, bench: str
+) -> str:
+  """The board's end: its data files and citation, the tasks and why, a figure per task."""
+  s, st = board['suite'], board['statistics']
+  tasks = list(s['tasks'])
+  reasons = ''.join(f'<li><strong>{_e(t)}</strong>: {_e(r)}</li>' for t, r in s['tasks'].items())
+  figures = ''.join(
+    f'<figure><a href="{root}figures/task_{data.slug(t)}.svg"><img src="{root}figures/task_{data.slug(t)}.svg" '
+    f'alt="Every entry\'s member scores on {_e(t)}, with means and 95% intervals"></a>'
+    f'<figcaption>{_e(t)}: every member of every entry (points), the mean (|) and its 95% '
+    'interval (line); the dotted line is the success threshold.</figcaption></figure>'
+    for t in tasks
+  )
+  return f"""<h2 id="downloads">Data and citation</h2>
 <ul class="lb-downloads">
 <li>The table: <a href="{root}data/leaderboard.csv" download>leaderboard.csv</a>, <a href="{root}data/leaderboard.json" download>leaderboard.json</a> (every reference's verdicts)</li>
 <li>Every member's score: <a href="{root}data/members.csv" download>members.csv</a>, <a href="{root}data/members.json" download>members.json</a></li>
@@ -340,7 +357,7 @@ def board_html(
 <p>Intervals: {_e(st['interval'])}; success: {_e(st['success_interval'])}{bench}.</p>
 <h2 id="figures">Per task</h2>
 {figures}
-</div>"""
+"""
 
 
 def index_html(
@@ -383,7 +400,7 @@ def entry_html(
   """An entry's page (in entries/): what the encoding is, its papers and options, its
   scores per task, its curves (`figure`), its card (`card`) and the environment of its run;
   paths relative to the page."""
-  s, run, name = board['suite'], entry['run'], entry['name']
+  s, name = board['suite'], entry['name']
   record = data.record_of(name)
   rows = ''.join(
     f'<tr><th scope="row">{_e(task)}</th><td>{r["rank"]} of {len(board["entries"])}</td>'
@@ -395,33 +412,11 @@ def entry_html(
       for t in entry['tasks']
     )
   )
-  options = data.options_rows(name, entry.get('options') or {})
-  # A list, not a table: an option's meaning reads whole at any width.
-  option_items = ''.join(
-    f'<div><dt><code>{_e(o["name"])}</code> = <code>{_e(o["value"])}</code> in this run</dt>'
-    + (f'<dd>{_e(o["doc"])}.</dd>' if o['doc'] else '')
-    + (
-      f'<dd>Default <code>{_e(o["default"])}</code>; valid: {_e(o["valid"])}.</dd>'
-      if o['default']
-      else ''
-    )
-    + '</div>'
-    for o in options
-  )
-  options_html = (
-    f'<dl class="lb-options">{option_items}</dl>'
-    '<p>Set one with <code>--config.encoding_options.NAME=VALUE</code>.</p>'
-    if options
-    else '<p>It takes no options.</p>'
-  )
   about = (
     _e(record.about)
     if record is not None
     else f'An encoding from outside posenc\'s registry, named <code>{_e(name)}</code> by its card.'
   )
-  packages = ', '.join(f'{_e(k)} {_e(v)}' for k, v in (run.get('packages') or {}).items())
-  machine = run.get('machine') or {}
-  seconds = run.get('seconds')
   kind = 'a stored baseline' if entry['kind'] == leaderboard_lib.BASELINE else 'a candidate'
   back = _href('../', links.board)
   body = f"""<p><a href="{_e(back)}">← The leaderboard of {_e(s['name'])}</a></p>
@@ -432,7 +427,7 @@ def entry_html(
 <h2 id="papers">Paper</h2>
 {_papers_html(record, bib) if bib else _papers_html(None, '')}
 <h2 id="options">Options</h2>
-{options_html}
+{_options_html(name, entry.get('options') or {})}
 <h2 id="scores">Scores</h2>
 <div class="table-wrap" tabindex="0" role="region" aria-label="Scores per task">
 <table class="lb-scores">
@@ -448,13 +443,45 @@ reference, its p-values, intervals and statistics); every member's score:
 length on each task, over every other entry's in grey"></a><figcaption>Mean over the members
 by test length; the dotted line is the longest training length.</figcaption></figure>
 <h2 id="environment">Environment of its run</h2>
-<dl>
+{_environment_html(entry['run'])}<p class="lb-stamp">Page {_stamp_text(site_stamp)}.</p>
+"""
+  return _page(f'{name} on {s["name"]}', body, links, root='../')
+
+
+def _options_html(name: str, given: Mapping[str, Any]) -> str:
+  """An entry's encoding options: each with its value in the run, meaning, default and
+  valid values."""
+  options = data.options_rows(name, given)
+  # A list, not a table: an option's meaning reads whole at any width.
+  option_items = ''.join(
+    f'<div><dt><code>{_e(o["name"])}</code> = <code>{_e(o["value"])}</code> in this run</dt>'
+    + (f'<dd>{_e(o["doc"])}.</dd>' if o['doc'] else '')
+    + (
+      f'<dd>Default <code>{_e(o["default"])}</code>; valid: {_e(o["valid"])}.</dd>'
+      if o['default']
+      else ''
+    )
+    + '</div>'
+    for o in options
+  )
+  return (
+    f'<dl class="lb-options">{option_items}</dl>'
+    '<p>Set one with <code>--config.encoding_options.NAME=VALUE</code>.</p>'
+    if options
+    else '<p>It takes no options.</p>'
+  )
+
+
+def _environment_html(run: Mapping[str, Any]) -> str:
+  """The command, versions, machine and time of an entry's run."""
+  packages = ', '.join(f'{_e(k)} {_e(v)}' for k, v in (run.get('packages') or {}).items())
+  machine = run.get('machine') or {}
+  seconds = run.get('seconds')
+  return f"""<dl>
 <dt>Command</dt><dd><code>{_e(' '.join(run.get('command') or []))}</code></dd>
 <dt>posenc</dt><dd>{_e(run.get('posenc_version'))}</dd>
 <dt>Packages</dt><dd>{packages}</dd>
 <dt>Machine</dt><dd>{_e(machine.get('system'))} {_e(machine.get('machine'))}, {_e(machine.get('cpus'))} CPUs, Python {_e(machine.get('python'))}</dd>
 <dt>Time</dt><dd>{'–' if seconds is None else f'{seconds / 60:.1f} min'}</dd>
 </dl>
-<p class="lb-stamp">Page {_stamp_text(site_stamp)}.</p>
 """
-  return _page(f'{name} on {s["name"]}', body, links, root='../')

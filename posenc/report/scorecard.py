@@ -386,9 +386,24 @@ def _longest_text(lg: Mapping[str, Any] | None) -> str:
 def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
   """The scorecard as markdown: per task, a row per column (and family, learning rate), its
   pairwise comparisons, and the share of members passing by length."""
+  lines = _preamble(card)
+  for task in sorted({r['task'] for r in card['rows']}):
+    rows = [r for r in card['rows'] if r['task'] == task]
+    lower = not rows[0]['higher_is_better']
+    scale, digits = (1, 3) if lower else (100, 1)
+    lines += _score_table(task, rows, lower, scale, digits)
+    lines += _row_notes(task, rows, lower, scale)
+    pairs = [c for c in card['comparisons'] if c['task'] == task]
+    lines += _comparison_table(pairs, scale, digits)
+    lines += _length_table(rows, max_lengths)
+  return '\n'.join(lines)
+
+
+def _preamble(card: Mapping[str, Any]) -> list[str]:
+  """What every table of the scorecard shows: statistics, intervals, thresholds, tests."""
   t = card['thresholds']
   pool = card['intervals']['pool']
-  lines = [
+  return [
     '# Robustness scorecard',
     '',
     f'Per row, over its members (seeds and data orders): scores in % (perplexity as '
@@ -414,126 +429,144 @@ def markdown(card: Mapping[str, Any], max_lengths: int = 12) -> str:
     'separated.',
     '',
   ]
-  for task in sorted({r['task'] for r in card['rows']}):
-    rows = [r for r in card['rows'] if r['task'] == task]
-    lower = not rows[0]['higher_is_better']
-    scale, digits = (1, 3) if lower else (100, 1)
-    lines += [
-      f'## {task} ({rows[0]["metric"]}, trained up to length '
-      f'{max(r["train_length"] for r in rows)})',
-      '',
-    ]
-    bases = {(r['score_basis']['what'], tuple(r['score_basis']['lengths'])) for r in rows}
-    for what, lengths in sorted(bases):
-      lines.append(
-        f'Score: {what}, lengths {_lengths_text(lengths)}.'
-        + (
-          ''
-          if len(bases) == 1
-          else ' Columns: '
-          + ', '.join(
-            r['column']
-            for r in rows
-            if (r['score_basis']['what'], tuple(r['score_basis']['lengths'])) == (what, lengths)
-          )
-          + '.'
+
+
+def _score_table(
+  task: str, rows: Sequence[Mapping[str, Any]], lower: bool, scale: float, digits: int
+) -> list[str]:
+  """A task's heading, what its scores average, and its table of rows' statistics."""
+  lines = [
+    f'## {task} ({rows[0]["metric"]}, trained up to length {max(r["train_length"] for r in rows)})',
+    '',
+  ]
+  bases = {(r['score_basis']['what'], tuple(r['score_basis']['lengths'])) for r in rows}
+  for what, lengths in sorted(bases):
+    lines.append(
+      f'Score: {what}, lengths {_lengths_text(lengths)}.'
+      + (
+        ''
+        if len(bases) == 1
+        else ' Columns: '
+        + ', '.join(
+          r['column']
+          for r in rows
+          if (r['score_basis']['what'], tuple(r['score_basis']['lengths'])) == (what, lengths)
         )
+        + '.'
       )
-    lines += [
-      '',
-      '| column | family | lr | members | mean ± sd [95% CI] | median [IQR] | '
-      f'{"min" if lower else "max"} (published) | {"max" if lower else "min"} | '
-      'success [95% CI] | longest generalized: median [IQR] (× train) |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-    ]
-    for r in rows:
-      s = r['score']
-      if s is None:
-        stats_cells = ['all diverged'] + ['–'] * 3
-      else:
-        sd = '' if s['sd'] is None else f' ± {_num(s["sd"], scale, digits)}'
-        mean_ci = _interval(s['mean_ci'], scale, digits)
-        stats_cells = [
-          f'{_num(s["mean"], scale, digits)}{sd}{mean_ci}',
-          f'{_num(s["median"], scale, digits)} [{_num(s["q25"], scale, digits)}, '
-          f'{_num(s["q75"], scale, digits)}]',
-          _num(s['published'], scale, digits),
-          _num(s['max'] if lower else s['min'], scale, digits),
-        ]
-      success = r['success']
-      lines.append(
-        f'| {r["column"]} | {r["family"]} | {r["learning_rate"]:g} | '
-        f'{r["members"] - r["diverged"]}/{r["members"]} | '
-        + ' | '.join(stats_cells)
-        + f' | {_num(success["rate"], 100)}% ({success["successes"]}/{r["members"]})'
-        f'{_interval(success["ci"], 100)} | {_longest_text(r["longest_generalized"])} |'
-      )
-    lines.append('')
-    for r in rows:
-      v = r['variance']
-      if v:
-        lines.append(
-          f'- {r["column"]} ({r["family"]}, lr {r["learning_rate"]:g}): variance '
-          f'of the seed means {v["seed_variance"] * scale**2:.2f}, of the '
-          f'data-order means {v["data_order_variance"] * scale**2:.2f}, residual '
-          f'{v["residual_variance"] * scale**2:.2f} ({v["seeds"]} seeds × '
-          f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).'
-        )
-    failing = []
-    for r in rows:
-      names = [m['training_curve']['series'] for m in r['member_scores'] if not m['success']]
-      if names:
-        every = len(names) == len(r['member_scores']) and len(names) > 1
-        failing.append(
-          f'{r["column"]}: '
-          + (f'all {len(names)}' if every else ', '.join(f'({n})' for n in names))
-        )
-    if failing:
-      lines.append(
-        f'- Members that did not succeed: {"; ".join(failing)}; their training curves are in '
-        f'{training.file_name(task)} (with the report\'s figures).'
-      )
-    pairs = [c for c in card['comparisons'] if c['task'] == task]
-    if pairs:
-      lines += [
-        '',
-        '| A | B | family | lr | mean A − B [interval at its Holm level] | verdict | p | '
-        'Holm-adjusted p | test |',
-        '|---|---|---|---|---|---|---|---|---|',
+    )
+  lines += [
+    '',
+    '| column | family | lr | members | mean ± sd [95% CI] | median [IQR] | '
+    f'{"min" if lower else "max"} (published) | {"max" if lower else "min"} | '
+    'success [95% CI] | longest generalized: median [IQR] (× train) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ]
+  for r in rows:
+    s = r['score']
+    if s is None:
+      stats_cells = ['all diverged'] + ['–'] * 3
+    else:
+      sd = '' if s['sd'] is None else f' ± {_num(s["sd"], scale, digits)}'
+      mean_ci = _interval(s['mean_ci'], scale, digits)
+      stats_cells = [
+        f'{_num(s["mean"], scale, digits)}{sd}{mean_ci}',
+        f'{_num(s["median"], scale, digits)} [{_num(s["q25"], scale, digits)}, '
+        f'{_num(s["q75"], scale, digits)}]',
+        _num(s['published'], scale, digits),
+        _num(s['max'] if lower else s['min'], scale, digits),
       ]
-      for c in pairs:
-        if c['verdict'] is None:
-          lines.append(
-            f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | – |' + ' – |' * 4
-          )
-          continue
-        lines.append(
-          f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
-          f'{_num(c["mean_difference"], scale, digits)}{_difference(c["ci"], scale, digits)} | '
-          f'{c["verdict"]} | {c["p_value"]:.3g}'
-          + (f' ± {c["p_se"]:.1g}' if c.get('p_se') else '')
-          + f' | {c["adjusted_p"]:.3g} | {c["test"]} |'
-        )
-    lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
-    if len(lengths) > max_lengths:
-      picks = np.linspace(0, len(lengths) - 1, max_lengths).round().astype(int)
-      lengths = sorted({lengths[i] for i in picks})
-    lines += [
-      '',
-      f'Share of members passing, by length ({len(lengths)} of the lengths):',
-      '',
-      '| length | ' + ' | '.join(r['column'] for r in rows) + ' |',
-      '|---|' + '---|' * len(rows),
-    ]
-    for n in lengths:
-      mark = '*' if n > max(r['train_length'] for r in rows) else ''
+    success = r['success']
+    lines.append(
+      f'| {r["column"]} | {r["family"]} | {r["learning_rate"]:g} | '
+      f'{r["members"] - r["diverged"]}/{r["members"]} | '
+      + ' | '.join(stats_cells)
+      + f' | {_num(success["rate"], 100)}% ({success["successes"]}/{r["members"]})'
+      f'{_interval(success["ci"], 100)} | {_longest_text(r["longest_generalized"])} |'
+    )
+  lines.append('')
+  return lines
+
+
+def _row_notes(
+  task: str, rows: Sequence[Mapping[str, Any]], lower: bool, scale: float
+) -> list[str]:
+  """Under a task's table: each row's variance components, and the members that failed."""
+  lines = []
+  for r in rows:
+    v = r['variance']
+    if v:
       lines.append(
-        f'| {n}{mark} | '
-        + ' | '.join(_num(r['success_by_length'].get(str(n)), 100) for r in rows)
-        + ' |'
+        f'- {r["column"]} ({r["family"]}, lr {r["learning_rate"]:g}): variance '
+        f'of the seed means {v["seed_variance"] * scale**2:.2f}, of the '
+        f'data-order means {v["data_order_variance"] * scale**2:.2f}, residual '
+        f'{v["residual_variance"] * scale**2:.2f} ({v["seeds"]} seeds × '
+        f'{v["data_seeds"]} data orders{", in %²" if not lower else ""}).'
       )
-    lines += ['', '* past the training length.', '']
-  return '\n'.join(lines)
+  failing = []
+  for r in rows:
+    names = [m['training_curve']['series'] for m in r['member_scores'] if not m['success']]
+    if names:
+      every = len(names) == len(r['member_scores']) and len(names) > 1
+      failing.append(
+        f'{r["column"]}: ' + (f'all {len(names)}' if every else ', '.join(f'({n})' for n in names))
+      )
+  if failing:
+    lines.append(
+      f'- Members that did not succeed: {"; ".join(failing)}; their training curves are in '
+      f'{training.file_name(task)} (with the report\'s figures).'
+    )
+  return lines
+
+
+def _comparison_table(pairs: Sequence[Mapping[str, Any]], scale: float, digits: int) -> list[str]:
+  """A task's pairwise comparisons (none: no table)."""
+  if not pairs:
+    return []
+  lines = [
+    '',
+    '| A | B | family | lr | mean A − B [interval at its Holm level] | verdict | p | '
+    'Holm-adjusted p | test |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ]
+  for c in pairs:
+    if c['verdict'] is None:
+      lines.append(
+        f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | – |' + ' – |' * 4
+      )
+      continue
+    lines.append(
+      f'| {c["a"]} | {c["b"]} | {c["family"]} | {c["learning_rate"]:g} | '
+      f'{_num(c["mean_difference"], scale, digits)}{_difference(c["ci"], scale, digits)} | '
+      f'{c["verdict"]} | {c["p_value"]:.3g}'
+      + (f' ± {c["p_se"]:.1g}' if c.get('p_se') else '')
+      + f' | {c["adjusted_p"]:.3g} | {c["test"]} |'
+    )
+  return lines
+
+
+def _length_table(rows: Sequence[Mapping[str, Any]], max_lengths: int) -> list[str]:
+  """The share of each row's members passing at (at most `max_lengths` of) the lengths."""
+  lengths = sorted({int(n) for r in rows for n in r['success_by_length']})
+  if len(lengths) > max_lengths:
+    picks = np.linspace(0, len(lengths) - 1, max_lengths).round().astype(int)
+    lengths = sorted({lengths[i] for i in picks})
+  lines = [
+    '',
+    f'Share of members passing, by length ({len(lengths)} of the lengths):',
+    '',
+    '| length | ' + ' | '.join(r['column'] for r in rows) + ' |',
+    '|---|' + '---|' * len(rows),
+  ]
+  for n in lengths:
+    mark = '*' if n > max(r['train_length'] for r in rows) else ''
+    lines.append(
+      f'| {n}{mark} | '
+      + ' | '.join(_num(r['success_by_length'].get(str(n)), 100) for r in rows)
+      + ' |'
+    )
+  lines += ['', '* past the training length.', '']
+  return lines
 
 
 def files(card: Mapping[str, Any], figures: bool = True) -> dict[str, bytes]:

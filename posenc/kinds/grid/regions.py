@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from posenc import results as results_lib
 from posenc.sections import core
 from posenc.sections import load
+from posenc.sections import notes as notes_lib
 from posenc.sections import tables
 from posenc.kinds.grid import record as grid_record
 
@@ -258,14 +259,7 @@ def _entry_name(entry: GridEntry) -> str:
   return f'{entry.task}/{entry.architecture}/{entry.label}'
 
 
-def _which_entries(group: Sequence[GridEntry], total: int, limit: int = 8) -> str:
-  """'all N entries', or the entries' names, shortened past `limit`."""
-  if len(group) == total:
-    return f'all {total} entries'
-  names = [_entry_name(e) for e in group]
-  if len(names) > limit:
-    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
-  return ', '.join(names)
+_WORDS = notes_lib.Words(entry='entry', entries='entries', run='grid run', scores='entries')
 
 
 def _grid_protocol(record: results_lib.Results) -> str:
@@ -315,71 +309,10 @@ def _grid_notes(
   notes.append(
     'Regions of the cells (a, b): ID, both axes ≤ n (the training size); OOD, some axis > n '
     'and both ≤ M; beyond, equal lengths a = b past M. Cells measured: '
-    + '; '.join(f'{text} in {_which_entries(group, total)}' for text, group in by_protocol.items())
+    + '; '.join(
+      f'{text} in {notes_lib.which(group, total, _entry_name, _WORDS.entries)}'
+      for text, group in by_protocol.items()
+    )
     + '.'
   )
-
-  by_count: dict[str, list[GridEntry]] = collections.defaultdict(list)
-  for entry in ordered:
-    by_count[tables.members_text(entry.members)].append(entry)
-  notes.append(
-    'Members per entry: '
-    + '; '.join(f'{text} in {_which_entries(group, total)}' for text, group in by_count.items())
-    + '.'
-  )
-
-  diverged = [(e, sum(m.diverged for m in e.members)) for e in ordered]
-  listed = ', '.join(f'{_entry_name(e)} ({k} of {len(e.members)})' for e, k in diverged if k)
-  if listed:
-    notes.append(f'Diverged members, left out of the entries: {listed}.')
-
-  by_steps: dict[tuple[int, int], list[GridEntry]] = collections.defaultdict(list)
-  for entry in ordered:
-    for key in sorted({(r.train_steps, load.planned_steps(r)) for _, r in entry.runs}):
-      by_steps[key].append(entry)
-  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
-    state = (
-      f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
-      if steps < planned
-      else f'Trained {steps:,} steps'
-    )
-    notes.append(f'{state}: {_which_entries(group, total)}.')
-
-  families = sorted({r.family for e in ordered for _, r in e.runs})
-  if len(families) > 1:
-    notes.append(
-      f'Runs of {len(families)} model families ({", ".join(families)}): each column '
-      'names its family; runs of different families are never merged.'
-    )
-  split: dict[str, set[str]] = collections.defaultdict(set)
-  for entry in ordered:
-    split[entry.encoding].add(entry.label)
-  for encoding, labels in split.items():
-    if len(labels) > len({r.family for e in ordered if e.encoding == encoding for _, r in e.runs}):
-      notes.append(
-        f'{encoding} is split by encoding options into {len(labels)} columns '
-        f'({"; ".join(sorted(labels))}); their runs are never merged.'
-      )
-
-  for entry in ordered:
-    if len(entry.runs) > 1:
-      notes.append(
-        f'{_entry_name(entry)} merges the members of {len(entry.runs)} runs '
-        f'({", ".join(str(r.path.parent) for r in entry.runs)}); identical '
-        'members count '
-        'once.'
-      )
-
-  devices = sorted({str(r.versions.get('device_kind', '?')) for e in ordered for _, r in e.runs})
-  runs = sum(len(e.runs) for e in ordered)
-  notes.append(
-    f'Built from {runs} grid run{"s" * (runs != 1)} in {total} '
-    f'entr{"ies" if total != 1 else "y"} (devices: {", ".join(devices)}).'
-  )
-  if skipped:
-    notes.append(
-      f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
-      + '; '.join(skipped)
-      + '.'
-    )
-  return notes
+  return notes + notes_lib.merged_run_notes(ordered, skipped, _entry_name, _WORDS)

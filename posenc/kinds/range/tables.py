@@ -15,12 +15,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from posenc import results as results_lib
 from posenc.kinds.range import record as range_record
 from posenc.sections import core
 from posenc.sections import load
+from posenc.sections import notes as notes_lib
 from posenc.sections import tables
 
 
@@ -304,28 +305,29 @@ def _name(cell: Cell) -> str:
   return f'{cell.task}/{cell.label}'
 
 
-def _names(cells: Sequence[Cell], limit: int = 8) -> str:
-  """'a/b, c/d' or 'all N cells', shortened past `limit`."""
-  names = [_name(c) for c in cells]
-  if len(names) > limit:
-    return ', '.join(names[:limit]) + f' and {len(names) - limit} more'
-  return ', '.join(names)
-
-
-def _which(group: Sequence[Cell], total: int) -> str:
-  return f'all {total} cells' if len(group) == total else _names(group)
+_WORDS = notes_lib.Words(entry='cell', entries='cells', run='run', scores='scores')
 
 
 def _common_notes(
   cells: Mapping[tuple[str, str], Cell], skipped: Sequence[str], metric: str = 'accuracy'
 ) -> list[str]:
-  """Notes shared by both tables: lengths, members, training, columns, merges, skipped runs."""
+  """Notes shared by both tables: the lengths the scores average over, then those of every
+  table of merged runs (`notes.merged_run_notes`)."""
   tasks, encodings = grid_axes(cells)
   ordered = [cells[t, e] for t in tasks for e in encodings if (t, e) in cells]
-  total = len(ordered)
-  notes = []
+  return [_lengths_note(ordered, metric)] + notes_lib.merged_run_notes(
+    ordered,
+    skipped,
+    _name,
+    _WORDS,
+    study_steps=core.STUDY_TRAIN_STEPS,
+    split_detail=_shared_options,
+    merge_detail=_repeated_members,
+  )
 
-  # Which lengths the scores average over: the evaluated lengths above N, per run.
+
+def _lengths_note(ordered: Sequence[Cell], metric: str) -> str:
+  """Which lengths the scores average over: the evaluated lengths above N, per run."""
   by_lengths: dict[tuple[int, tuple[int, ...], int], list[Cell]] = collections.defaultdict(list)
   for cell in ordered:
     for key in sorted(
@@ -343,10 +345,11 @@ def _common_notes(
   for (train_length, unseen, max_length), group in by_lengths.items():
     full = tuple(range(train_length + 1, max_length + 1))
     subset = '' if unseen == full else f', a subset of {train_length + 1}..{max_length}'
+    among = notes_lib.which(group, len(ordered), _name, _WORDS.entries)
     parts.append(
-      f'N = {train_length}, lengths {tables.describe_lengths(unseen)}{subset} in {_which(group, total)}'
+      f'N = {train_length}, lengths {tables.describe_lengths(unseen)}{subset} in {among}'
     )
-  notes.append(
+  return (
     f'Scores average the {core.metric_label(metric)} over the evaluated lengths '
     'above the '
     f'training length N: {"; ".join(parts)}. The study uses '
@@ -354,102 +357,35 @@ def _common_notes(
     f'{core.STUDY_TRAIN_LENGTH + 1}..{core.STUDY_MAX_LENGTH}.'
   )
 
-  # Members per cell, as seeds × learning rates where the cell is a full product.
-  by_count: dict[str, list[Cell]] = collections.defaultdict(list)
-  for cell in ordered:
-    by_count[tables.members_text(cell.members)].append(cell)
-  notes.append(
-    'Members per cell: '
-    + '; '.join(f'{text} in {_which(group, total)}' for text, group in by_count.items())
-    + '.'
-  )
 
-  diverged = [(c, sum(m.diverged for m in c.members)) for c in ordered]
-  diverged = [(c, k) for c, k in diverged if k]
-  if diverged:
-    listed = ', '.join(f'{_name(c)} ({k} of {len(c.members)})' for c, k in diverged)
-    notes.append(f'Diverged members, left out of the scores: {listed}.')
-
-  # Training budget: short of the study's steps, or stopped before the configured steps.
-  by_steps: dict[tuple[int, int], list[Cell]] = collections.defaultdict(list)
-  for cell in ordered:
-    for key in sorted({(r.train_steps, load.planned_steps(r)) for _, r in cell.runs}):
-      by_steps[key].append(cell)
-  for (steps, planned), group in sorted(by_steps.items(), reverse=True):
-    if steps < planned:
-      state = f'Not fully trained: stopped at {steps:,} of {planned:,} configured steps'
-    elif steps < core.STUDY_TRAIN_STEPS:
-      state = f'Not fully trained: {steps:,} steps, of the study\'s {core.STUDY_TRAIN_STEPS:,}'
-    else:
-      state = f'Trained {steps:,} steps'
-    notes.append(f'{state}: {_which(group, total)}.')
-
-  families = sorted({c.family for c in ordered})
-  if len(families) > 1:
-    notes.append(
-      f'Runs of {len(families)} model families ({", ".join(families)}): each column '
-      'names its family; runs of different families are never merged.'
-    )
-
-  # Encodings split into columns by their options, and the options their columns share. An
-  # encoding's columns beyond one per family are those of its options.
-  split: dict[str, list[Cell]] = collections.defaultdict(list)
-  for cell in ordered:
-    split[cell.encoding].append(cell)
-  split = {
-    e: group
-    for e, group in split.items()
-    if len({c.label for c in group}) > len({c.family for c in group})
+def _shared_options(group: Sequence[Cell]) -> str:
+  """The options every run of an encoding split into columns records alike ('' if none)."""
+  recorded = [o for c in group for _, r in c.runs if (o := load.encoding_options(r)) is not None]
+  shared = {
+    k: v
+    for k, v in (recorded[0] if recorded else {}).items()
+    if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)
   }
-  for encoding, group in split.items():
-    labels = sorted({c.label for c in group})
-    text = (
-      f'{encoding} is split by encoding options into {len(labels)} columns '
-      f'({"; ".join(labels)}); their runs are never merged'
-    )
-    recorded = [o for c in group for _, r in c.runs if (o := load.encoding_options(r)) is not None]
-    shared = {
-      k: v
-      for k, v in (recorded[0] if recorded else {}).items()
-      if all(k in o and load.json_text(o[k]) == load.json_text(v) for o in recorded)
-    }
-    if shared:
-      text += '; options shared by every run that records them: ' + ', '.join(
-        f'{k}={load.option_text(v)}' for k, v in shared.items()
-      )
-    notes.append(text + '.')
-
-  merged = [c for c in ordered if len(c.runs) > 1]
-  for cell in merged:
-    pairs = collections.Counter((m.seed, m.data_seed, m.learning_rate) for m in cell.members)
-    repeated = sorted((p for p, k in pairs.items() if k > 1), key=repr)
-    text = (
-      f'{_name(cell)} merges the members of {len(cell.runs)} runs '
-      f'({", ".join(str(r.path.parent) for r in cell.runs)}); identical members count '
-      'once'
-    )
-    if repeated:
-      with_data = any(d is not None for _, d, _ in repeated)
-      text += (
-        f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
-        'rate) all count: '
-        + ', '.join(f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated)
-      )
-    notes.append(text + '.')
-
-  devices = sorted({str(r.versions.get('device_kind', '?')) for c in ordered for _, r in c.runs})
-  runs = sum(len(c.runs) for c in ordered)
-  notes.append(
-    f'Built from {runs} run{"s" * (runs != 1)} in {total} cell{"s" * (total != 1)}'
-    f' (devices: {", ".join(devices)}).'
+  if not shared:
+    return ''
+  return '; options shared by every run that records them: ' + ', '.join(
+    f'{k}={load.option_text(v)}' for k, v in shared.items()
   )
-  if skipped:
-    notes.append(
-      f'Skipped {len(skipped)} malformed run{"s" * (len(skipped) != 1)}: '
-      + '; '.join(skipped)
-      + '.'
-    )
-  return notes
+
+
+def _repeated_members(cell: Cell) -> str:
+  """The distinct members of a merged cell that share their seeds and learning rate ('' if
+  none): each counts."""
+  pairs = collections.Counter((m.seed, m.data_seed, m.learning_rate) for m in cell.members)
+  repeated = sorted((p for p, k in pairs.items() if k > 1), key=repr)
+  if not repeated:
+    return ''
+  with_data = any(d is not None for _, d, _ in repeated)
+  return (
+    f'; distinct members with the same (seed, {"data seed, " * with_data}learning '
+    'rate) all count: '
+    + ', '.join(f'({s}, {f"{d}, " if with_data else ""}{r:g})' for s, d, r in repeated)
+  )
 
 
 def _lengths(record: results_lib.Results) -> list[int]:
