@@ -38,6 +38,7 @@ draw from {1..max_position-1} (and a second for keys left of the query with the 
 `randomize_both_sides`); `draw_in_evaluation=False` draws in training only.
 
 Example (a square-root ALiBi, a learned slope per head, and an option):
+  >>> from posenc.encodings.declare import option, param
   >>> def sqrt_alibi(q_pos, k_pos, slopes, *, power):
   ...   dist = jnp.abs(k_pos[..., None, :] - q_pos[..., :, None]).astype(float) ** power
   ...   return -jax.nn.softplus(slopes)[:, None, None] * dist[..., None, :, :]
