@@ -31,9 +31,9 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import population as population_lib
 from posenc import programs
 from posenc import run as run_lib
+from posenc import state as state_lib
 from posenc import train
 from posenc import update
 
@@ -95,7 +95,7 @@ def measure_training(
   and the timed `lengths`.
   """
   config, population, curriculum = run.config, run.population, run.curriculum_key
-  state = population_lib.init_state(config, run.model, population)
+  state = state_lib.init_state(config, run.model, population)
   n = config.train.max_length
   traces: collections.Counter = collections.Counter()
   members = (population.learning_rates, population.train_keys)
@@ -191,7 +191,7 @@ def measure_sequence(
   )
   figures = measure_training(small, steps)
   evaluate, args, shape = probe(small)
-  example_s = time_once(evaluate, figures['state']['params'], *args) / samples
+  example_s = time_once(evaluate, figures['state'].params, *args) / samples
   return {
     'batch': small.config.train.batch_size,
     'samples': samples,

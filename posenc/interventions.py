@@ -252,7 +252,7 @@ def evaluate_with(
 ) -> Any:
   """The protocol's evaluation record of the population `state` under `run` (in a scratch
   directory: nothing of the saved run is touched)."""
-  state = {**state, 'params': jax.device_put(state['params'], run.population.sharded)}
+  state = state.replace(params=jax.device_put(state.params, run.population.sharded))
   with tempfile.TemporaryDirectory() as scratch:
     return run.protocol.evaluate(run, state, evaluate.EvalContext(scratch, progress))
 

@@ -61,6 +61,7 @@ from posenc import population as population_lib
 from posenc import programs
 from posenc import results as results_lib
 from posenc import run as run_lib
+from posenc import state as state_lib
 from posenc import tensorboard
 from posenc import train_log
 from posenc import update
@@ -193,7 +194,7 @@ PLAN_FILE = 'plan.json'
 def _update_args(run: run_lib.Run) -> tuple[Any, ...]:
   """The arguments an update is lowered for: (state, length, learning rates, keys)."""
   population = run.population
-  state = population_lib.init_state(run.config, run.model, population, abstract=True)
+  state = state_lib.init_state(run.config, run.model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   return state, length, population.learning_rates, population.train_keys
 
@@ -362,7 +363,7 @@ def restore(
   here = {'devices': population.num_devices, 'platform': population.platform}
   latest, state, history, damaged = checkpoint.restore_newest(
     manager,
-    population_lib.init_state(run.config, run.model, population, abstract=True),
+    state_lib.init_state(run.config, run.model, population, abstract=True),
     population,
     functools.partial(checkpoint.set_aside_damaged, workdir),
   )
@@ -372,7 +373,7 @@ def restore(
   if latest is None:
     if damaged:
       progress(damaged + 'no other checkpoint: started from scratch')
-    state = population_lib.init_state(run.config, run.model, population)
+    state = state_lib.init_state(run.config, run.model, population)
     return Restored(state, 0, [{'from_step': 0, **here}])
   moved = {k: history[-1][k] for k in here} != here
   if moved:
@@ -388,7 +389,7 @@ def restore(
       else ''
     )
   )
-  return Restored(state, int(state['step']), history)
+  return Restored(state, int(state.step), history)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -460,7 +461,7 @@ def train(
         state, jnp.int32(done - step), population.learning_rates, population.train_keys
       )
     if first_update_s is None:
-      jax.block_until_ready(state['step'])
+      jax.block_until_ready(state.step)
       first_update_s = time.time() - compiled.t_start
       log.steady_from(done)  # the ETA counts steady-state steps only
     if done % config.train.log_every == 0 or done == steps:
@@ -489,7 +490,7 @@ def record(
   config, history = run.config, restored.history
   state = trained.state
   # Per member: the leading axis of every leaf is the population.
-  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
+  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state.params)))
   compiled = {
     'train': trained.traces['train'],
     'train_buckets': trained.buckets,

@@ -26,6 +26,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import programs
 from posenc import run as run_lib
+from posenc import state as state_lib
 
 P = population_lib.P
 POP = population_lib.POP
@@ -95,11 +96,11 @@ def _member_apply(run: run_lib.Run) -> Callable[..., Any]:
   loss is not finite is frozen and marked.
   """
   config = run.config
-  tx = population_lib.optimizer(config)
+  tx = state_lib.optimizer(config)
 
   def member_apply(params, opt, diverged, learning_rate, grads, loss, step):
     updates, new_opt = tx.update(grads, opt, params)
-    rate = learning_rate * population_lib.learning_rate_scale(config, step)
+    rate = learning_rate * state_lib.learning_rate_scale(config, step)
     new_params = jax.tree.map(lambda p, u: (p - rate * u).astype(p.dtype), params, updates)
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
@@ -153,8 +154,8 @@ def _local_update(
     )
 
   def local_update(state, length, learning_rates, keys):
-    step = state['step']
-    members = (state['params'], keys)
+    step = state.step
+    members = (state.params, keys)
     if len(keys_per_seed) == 1:
       batch = draw(keys_per_seed[0], step, length)
       gradients = lambda m: member_gradients(*m, batch, step)
@@ -167,13 +168,13 @@ def _local_update(
       gradients = lambda m: member_gradients(
         *m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step
       )
-    optimizer = (state['opt'], state['diverged'], learning_rates)
+    optimizer = (state.opt, state.diverged, learning_rates)
     if batched_optimizer:
       grads, loss, accuracy = (
         jax.lax.map(gradients, members) if loop == 'map' else jax.vmap(gradients)(members)
       )
       params, opt, diverged = jax.vmap(member_apply, in_axes=(0, 0, 0, 0, 0, 0, None))(
-        state['params'], *optimizer, grads, loss, step
+        state.params, *optimizer, grads, loss, step
       )
     else:
 
@@ -188,15 +189,15 @@ def _local_update(
         )
 
       params, opt, diverged, loss, accuracy = jax.lax.map(member_step, (members, optimizer))
-    sums = {'loss': state['sums']['loss'] + loss, 'accuracy': state['sums']['accuracy'] + accuracy}
-    new_state = {
-      'params': params,
-      'opt': opt,
-      'diverged': diverged,
-      'sums': sums,
-      'count': state['count'] + 1,
-      'step': state['step'] + 1,
-    }
+    sums = state_lib.Sums(loss=state.sums.loss + loss, accuracy=state.sums.accuracy + accuracy)
+    new_state = state_lib.TrainState(
+      count=state.count + 1,
+      diverged=diverged,
+      opt=opt,
+      params=params,
+      step=state.step + 1,
+      sums=sums,
+    )
     return new_state, {'loss': loss, 'accuracy': accuracy}
 
   return local_update
@@ -214,7 +215,7 @@ def _state_specs(run: run_lib.Run, state: Any = None) -> Any:
   """The partition of the population state (`state`, abstract, or made here): each
   member's leaves split over the devices, the scalars replicated."""
   if state is None:
-    state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
+    state = state_lib.init_state(run.config, run.model, run.population, abstract=True)
   return jax.tree.map(lambda s: P(POP) if s.ndim else P(), state)
 
 
@@ -278,7 +279,7 @@ def make_multi_step_fn(
       traces['train'] += 1
 
     def one_step(state, i):
-      length = jax.random.randint(jax.random.fold_in(curriculum_key, state['step']), (), 1, n + 1)
+      length = jax.random.randint(jax.random.fold_in(curriculum_key, state.step), (), 1, n + 1)
       index = branch_of[jnp.minimum((length + size - 1) // size, len(plan.data)) - 1]
       step = lambda s: jax.lax.switch(
         index, [lambda s, b=b: b(s, length, learning_rates, keys)[0] for b in branches], s

@@ -65,7 +65,7 @@ class EvalContext:
 
 def diverged(run: Run, state: Any) -> np.ndarray:
   """The real members' divergence flags, bool [P], of a population `state`."""
-  return np.asarray(jax.device_get(state['diverged']))[: run.population.size]
+  return np.asarray(jax.device_get(state.diverged))[: run.population.size]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,6 +36,7 @@ from posenc import multitask
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
+from posenc import state as state_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.lengths import record as lengths_record
@@ -257,7 +258,7 @@ def make_length_fn(
   P = jax.sharding.PartitionSpec
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(config, model, population, abstract=True)['params'],
+    state_lib.init_state(config, model, population, abstract=True).params,
   )
   in_specs = (specs, P(), P(population_lib.POP)) + ((P(),) if from_data else ())
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
@@ -298,7 +299,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> lengths_record.Leng
   token accuracy per test distribution and length, per member; the score is the exact match
   over the first distribution's lengths past training."""
   config, population, diverged = run.config, run.population, core.diverged(run, state)
-  by_cell = evaluate_cells(run, state['params'], ctx)
+  by_cell = evaluate_cells(run, state.params, ctx)
   lengths = [int(n) for n in config.eval.lengths]
   unseen = [n for n in lengths if n > config.train.max_length]
   first = config.eval.distributions[0]

@@ -29,6 +29,7 @@ from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
+from posenc import state as state_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.perplexity import record as perplexity_record
@@ -121,7 +122,7 @@ def _population_scorer(run: Run, group: Callable[..., tuple[Any, Any]]) -> Calla
   population = run.population
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(run.config, run.model, population, abstract=True)['params'],
+    state_lib.init_state(run.config, run.model, population, abstract=True).params,
   )
   return jax.jit(
     population.shard_map(
@@ -256,7 +257,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> perplexity_record.P
   its first mode's perplexity at the longest length."""
   config, task, population = run.config, run.task, run.population
   diverged = core.diverged(run, state)
-  by = evaluate_lengths(run, state['params'], ctx)
+  by = evaluate_lengths(run, state.params, ctx)
   lengths = list(config.eval.lengths)
   n = config.train.max_length
   members = []

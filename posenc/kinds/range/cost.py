@@ -24,8 +24,8 @@ import numpy as np
 
 from posenc import config as config_lib
 from posenc import cost_model
-from posenc import population as population_lib
 from posenc import run as run_lib
+from posenc import state as state_lib
 from posenc import update
 from posenc.kinds.range import protocol
 import tasks
@@ -79,7 +79,7 @@ def measure(run: run_lib.Run, steps: int) -> dict[str, float]:
   bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
   evaluate = protocol.make_eval_fn(run, bucket)
   eval_s = cost_model.time_once(
-    evaluate, figures['state']['params'], jnp.int32(length), population.eval_keys
+    evaluate, figures['state'].params, jnp.int32(length), population.eval_keys
   )
   eval_work = (
     cost_model.forward_flops(
@@ -141,7 +141,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     platform='gpu',
   )
   config, task, population, model = run.config, run.task, run.population, run.model
-  state = population_lib.init_state(config, model, population, abstract=True)
+  state = state_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   # The evaluation's programs at one sub-batch per length.
   one_batch = run_lib.build(
@@ -165,7 +165,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     points['eval'].append(
       (
         cost_model.tokens(task, bucket, bucket, 1),
-        *cost_model.compiled_cost(fn, state['params'], length, population.eval_keys),
+        *cost_model.compiled_cost(fn, state.params, length, population.eval_keys),
       )
     )
   fits = {}

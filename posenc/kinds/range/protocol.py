@@ -30,6 +30,7 @@ from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.range import record as range_record
 from posenc import programs as programs_lib
+from posenc import state as state_lib
 from tasks import base as task_base
 
 P = jax.sharding.PartitionSpec
@@ -247,7 +248,7 @@ def make_eval_fn(
 
   param_specs = jax.tree.map(
     lambda _: P(POP),
-    population_lib.init_state(config, run.model, population, abstract=True)['params'],
+    state_lib.init_state(config, run.model, population, abstract=True).params,
   )
   in_specs = (param_specs, P(), P(POP)) + ((P(),) if from_data else ())
   evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
@@ -315,7 +316,7 @@ def programs(
 
   def make(width: int, served: tuple[int, ...], count: bool = True) -> programs_lib.Program:
     fn = make_eval_fn(run, width, traces if count else None, from_data=frozen, data=served)
-    params = population_lib.init_state(config, run.model, population, abstract=True)['params']
+    params = state_lib.init_state(config, run.model, population, abstract=True).params
     args = (params, jax.ShapeDtypeStruct((), jnp.int32), population.eval_keys)
     if frozen:
       draw = lambda j: widen(run, sample_sub_batch(run, run.eval_key, 1, j, served[0]), width)
@@ -346,7 +347,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> range_record.RangeR
   """The study's evaluation: per-length metrics per member; a member's scores are their means
   over the lengths past training."""
   config, diverged = run.config, core.diverged(run, state)
-  by = evaluate_lengths(run, state['params'], ctx)
+  by = evaluate_lengths(run, state.params, ctx)
   eval_list = config_lib.eval_lengths(config)
   unseen = [l for l in eval_list if l > config.train.max_length]
   members = []
