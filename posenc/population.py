@@ -36,7 +36,6 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import encodings
 from posenc import state as state_lib
 from posenc import suggest
 
@@ -111,18 +110,6 @@ def check(config: ml_collections.ConfigDict) -> None:
       f'train.max_grad_norm={t.max_grad_norm!r} must be a positive '
       'finite number (the global norm gradients are clipped to)'
     )
-
-
-def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
-  """The options `config.encoding` takes, with their values (defaults filled in).
-
-  Example: randomized_relative -> {'max_time': 10000.0, 'relative_mode': 'reference',
-    'randomize_both_sides': False}; none -> {}.
-  """
-  attention, embedding = encodings.resolve_options(
-    config.encoding, config.encoding_options.to_dict()
-  )
-  return {**attention, **embedding}
 
 
 def platform_of(devices: list[Any] | None = None) -> str:

@@ -499,9 +499,9 @@ def record(
   }
   return results_lib.Results(
     task=config.task,
-    encoding=config.encoding,
+    encoding=run.parsed.name,
     family=run.family.name,
-    encoding_options=population_lib.encoding_options(config),
+    encoding_options=run.parsed.options,
     num_params=num_params,
     architecture=architecture(config),
     train_steps=config.train.steps,
