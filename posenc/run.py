@@ -41,6 +41,7 @@ from posenc import multitask
 from posenc import objectives
 from posenc import population as population_lib
 from posenc import programs
+from posenc import settings
 from posenc import tensorboard
 from posenc.evaluate import frozen
 from posenc.models import checks as model_checks
@@ -68,6 +69,8 @@ class Run:
     population: the members, their keys and the mesh over the devices.
     curriculum_key, batch_key, eval_key: the data keys (`population.data_keys`).
     platform: the platform the programs are built for ('cpu', 'gpu', 'tpu').
+    train_settings, eval_settings: how it trains and is evaluated (`posenc.settings`): what
+      the modules below the run read instead of the config's `train` and `eval`.
   """
 
   config: ml_collections.ConfigDict
@@ -82,6 +85,8 @@ class Run:
   batch_key: jax.Array
   eval_key: jax.Array
   platform: str
+  train_settings: settings.TrainSettings
+  eval_settings: settings.EvalSettings
 
   @property
   def encoding(self) -> encodings.Encoding:
@@ -171,6 +176,8 @@ def build(
     batch_key,
     eval_key,
     platform or population.platform,
+    settings.TrainSettings.of(config),
+    settings.EvalSettings.of(config),
   )
   run = dataclasses.replace(run, model=make_model(run))
   _check_run(run)

@@ -30,6 +30,7 @@ import ml_collections
 import optax
 
 from posenc import config as config_lib
+from posenc import settings
 
 # The checkpoint layout of the state (`saved`): written next to each checkpoint, and the
 # only one `from_saved` reads. A checkpoint that names none is of layout 1.
@@ -122,16 +123,16 @@ def check_layout(layout: Any, where: str = 'checkpoint') -> None:
     )
 
 
-def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
+def optimizer(train: settings.TrainSettings) -> optax.GradientTransformation:
   """Adam (the study's) or AdamW (decoupled weight decay) after global-norm clipping, without
   the learning rate (applied per member, times `learning_rate_scale`)."""
-  parts = [optax.clip_by_global_norm(config.train.max_grad_norm), optax.scale_by_adam()]
-  if config.train.optimizer == 'adamw':
-    parts.append(optax.add_decayed_weights(config.train.weight_decay))
+  parts = [optax.clip_by_global_norm(train.max_grad_norm), optax.scale_by_adam()]
+  if train.optimizer == 'adamw':
+    parts.append(optax.add_decayed_weights(train.weight_decay))
   return optax.chain(*parts)
 
 
-def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> jax.Array:
+def learning_rate_scale(train: settings.TrainSettings, step: jax.Array) -> jax.Array:
   """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), a
   trapezoid (Zhai et al. 2022): linear warm-up over `warmup` of the steps, constant, linear
   cool-down to 0 over the last `cooldown`; or 'cosine' (Awasthi & Gupta's one-cycle cosine):
@@ -139,15 +140,15 @@ def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> j
 
   Example: 100 steps, warmup 0.1, cooldown 0.2: step 0 -> 0.1, 5 -> 0.6, 50 -> 1, 90 -> 0.5.
   """
-  if config.train.schedule == 'constant':
+  if train.schedule == 'constant':
     return jnp.float32(1.0)
-  total = config.train.steps
-  if config.train.schedule == 'cosine':
-    return optax.warmup_cosine_decay_schedule(0.0, 1.0, round(config.train.warmup * total), total)(
+  total = train.steps
+  if train.schedule == 'cosine':
+    return optax.warmup_cosine_decay_schedule(0.0, 1.0, round(train.warmup * total), total)(
       step
     ).astype(jnp.float32)
-  warmup = max(1, round(config.train.warmup * total))
-  cooldown = max(1, round(config.train.cooldown * total))
+  warmup = max(1, round(train.warmup * total))
+  cooldown = max(1, round(train.cooldown * total))
   t = step.astype(jnp.float32)
   up = (t + 1) / warmup
   down = (total - t) / cooldown
@@ -162,7 +163,7 @@ def init_state(
   sums and counters at 0; placed on the population's mesh (members sharded, scalars
   replicated), or with `abstract` its `jax.ShapeDtypeStruct`s so placed.
   """
-  tx = optimizer(config)
+  tx = optimizer(settings.TrainSettings.of(config))
 
   def init_one(key):
     tokens = jnp.zeros((1, 4), jnp.int32)

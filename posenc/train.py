@@ -203,7 +203,7 @@ def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> prog
   """Training's programs by width, for the plan (`train.programs`): the curriculum draws
   lengths U{1..N}, so a data width gets the share of the steps whose length falls in it."""
   config, population = run.config, run.population
-  training, n = run.training, config.train.max_length
+  training, n = run.training, run.train_settings.max_length
   data = tuple(training.buckets(run))
   at = [update.bucket_of(run, length) for length in range(1, n + 1)]
   args = _update_args(run)
@@ -220,7 +220,7 @@ def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> prog
     name='train',
     choice=choice if training.widen is not None else 'buckets',
     data=data,
-    calls=tuple(config.train.steps * at.count(d) / n for d in data),
+    calls=tuple(run.train_settings.steps * at.count(d) / n for d in data),
     tokens=lambda width: training.tokens(run, training.shape(run, width)),
     make=make,
     repeats=population.padded_size // population.num_devices if loop == 'map' else 1,
@@ -325,7 +325,7 @@ def compile_programs(
   for plan in chosen.values():
     progress(plan.describe())
   todo: list[programs.Program] = []
-  if restored.step < config.train.steps:
+  if restored.step < run.train_settings.steps:
     todo += training_programs(run, stages['train'], chosen['train'], traces)
   eval_plan = chosen.get('eval')
   if eval_plan is not None:
@@ -422,10 +422,10 @@ def train(
   config, population = run.config, run.population
   state, start = restored.state, restored.step
   log = train_log.TrainLog(run, workdir, restored, board, progress)
-  steps, n = config.train.steps, config.train.max_length
+  steps, n = run.train_settings.steps, run.train_settings.max_length
   plan, fns = compiled.train_plan, compiled.train
   k = programs.steps_per_dispatch(config, run.platform)
-  chunk = max(config.train.log_every, 1)
+  chunk = max(run.train_settings.log_every, 1)
   lengths = np.zeros(0, np.int32)
   first_update_s = None
   used: set[int] = set()
@@ -452,8 +452,8 @@ def train(
     else:
       # Up to K steps in one call, ending at the next log or checkpoint boundary.
       boundary = min(
-        _next_multiple(step, config.train.log_every),
-        _next_multiple(step, config.checkpoint_every),
+        _next_multiple(step, run.train_settings.log_every),
+        _next_multiple(step, run.train_settings.checkpoint_every),
         steps,
       )
       done = min(step + k, boundary)
@@ -464,9 +464,9 @@ def train(
       jax.block_until_ready(state.step)
       first_update_s = time.time() - compiled.t_start
       log.steady_from(done)  # the ETA counts steady-state steps only
-    if done % config.train.log_every == 0 or done == steps:
+    if done % run.train_settings.log_every == 0 or done == steps:
       state = log(state, done)
-    if done % config.checkpoint_every == 0 or done == steps:
+    if done % run.train_settings.checkpoint_every == 0 or done == steps:
       if board:  # Its curves up to the checkpoint survive a crash after it.
         board.flush()
       checkpoint.save_state(manager, done, state, population, restored.history)
@@ -504,8 +504,8 @@ def record(
     encoding_options=run.parsed.options,
     num_params=num_params,
     architecture=architecture(config),
-    train_steps=config.train.steps,
-    train_length=config.train.max_length,
+    train_steps=run.train_settings.steps,
+    train_length=run.train_settings.max_length,
     evaluation=evaluation,
     versions=versions(),
     compiled_programs=compiled,

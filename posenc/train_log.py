@@ -69,14 +69,16 @@ class TrainLog:
     )
     state = self.reset(state)
     if self.board:
-      scale = float(state_lib.learning_rate_scale(config, jnp.int32(done)))
+      scale = float(state_lib.learning_rate_scale(self.run.train_settings, jnp.int32(done)))
       rates = np.asarray(population.learning_rates)[: population.size] * scale
       self.board.train(done, finite(loss), finite(accuracy), list(rates), rate)
     elapsed, duration = now - self.t_start, evaluate.core.duration
     if done > self.step_steady:
-      eta = (config.train.steps - done) * (now - self.t_steady) / (done - self.step_steady)
+      eta = (
+        (self.run.train_settings.steps - done) * (now - self.t_steady) / (done - self.step_steady)
+      )
     else:
-      eta = (config.train.steps - done) / max(rate, 1e-9)
+      eta = (self.run.train_settings.steps - done) / max(rate, 1e-9)
     self.progress(
       f'step {done}/{config.train.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
       f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '

@@ -17,6 +17,7 @@ from posenc.kinds.lengths import protocol as length_eval
 from posenc import multitask
 from posenc import population as population_lib
 from posenc import results
+from posenc import settings
 from posenc import state as state_lib
 from posenc import sweep as sweep_lib
 from posenc import train
@@ -135,7 +136,10 @@ def test_an_alternate_step_updates_only_its_tasks_head():
 def test_the_cosine_schedule_warms_up_then_decays_to_zero():
   config = config_lib.base_config()
   config.train.schedule, config.train.steps, config.train.warmup = 'cosine', 100, 0.1
-  scale = [float(state_lib.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)]
+  scale = [
+    float(state_lib.learning_rate_scale(settings.TrainSettings.of(config), jnp.int32(s)))
+    for s in (0, 5, 10, 55, 100)
+  ]
   np.testing.assert_allclose(scale, [0.0, 0.5, 1.0, 0.5, 0.0], atol=1e-6)
 
 

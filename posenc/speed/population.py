@@ -147,7 +147,7 @@ class Trainer:
     else:
       lengths = np.asarray(
         update.curriculum_lengths(
-          self.run.curriculum_key, jnp.int32(self._step), steps, config.train.max_length
+          self.run.curriculum_key, jnp.int32(self._step), steps, self.run.train_settings.max_length
         )
       )
       for length in lengths:
@@ -178,7 +178,9 @@ class Evaluator:
     self.run = run
     self._traces: collections.Counter = collections.Counter()
     self._lengths = config_lib.eval_lengths(config)
-    bucket = lambda n: config_lib.bucket_of(n, config.eval.max_length, config.eval.bucket_size)
+    bucket = lambda n: config_lib.bucket_of(
+      n, run.eval_settings.max_length, run.eval_settings.bucket_size
+    )
     keys = run.population.eval_keys
     start = time.perf_counter()
     self._fns = {}
