@@ -55,7 +55,7 @@ class TrainLog:
 
   def __call__(self, state: Any, done: int) -> Any:
     """Logs the interval ending at step `done`; returns the state with its sums reset."""
-    config, population = self.run.config, self.run.population
+    population = self.run.population
     sums, count = jax.device_get(state.sums), int(state.count)
     now = time.time()
     rate = (done - self.step_log) / max(now - self.t_log, 1e-9)
@@ -80,7 +80,7 @@ class TrainLog:
     else:
       eta = (self.run.train_settings.steps - done) / max(rate, 1e-9)
     self.progress(
-      f'step {done}/{config.train.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
+      f'step {done}/{self.run.train_settings.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
       f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
       f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}'
     )

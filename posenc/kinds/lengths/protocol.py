@@ -386,7 +386,7 @@ def validate(run: Run) -> None:
     )
   if run.train_settings.hint_schedule == 'mixed' and run.train_settings.batch_size < len(task_list):
     raise ConfigError(
-      f'train.batch_size={config.train.batch_size} cannot be split between '
+      f'train.batch_size={run.train_settings.batch_size} cannot be split between '
       f'{len(task_list)} tasks (train.hint_schedule=mixed)'
     )
   n = run.train_settings.max_length

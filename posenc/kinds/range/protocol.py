@@ -413,9 +413,9 @@ def validate(run: Run) -> None:
   n = run.train_settings.max_length
   if not any(l > n for l in config_lib.eval_lengths(config)):
     lengths = (
-      f'eval.lengths {sorted(config.eval.lengths)}'
+      f'eval.lengths {sorted(run.eval_settings.lengths)}'
       if run.eval_settings.lengths
-      else f'1..eval.max_length={config.eval.max_length}'
+      else f'1..eval.max_length={run.eval_settings.max_length}'
     )
     raise ConfigError(
       f'the evaluation lengths ({lengths}) are all within train.max_length={n}:'
