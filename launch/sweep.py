@@ -61,7 +61,6 @@ from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import cost
 from posenc import lease
-from posenc import setup
 from posenc import sweep as sweep_lib
 
 # New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
@@ -176,8 +175,7 @@ def main(argv):
       return
     if _DEVICE.value:
       common.fail('--device needs --cost (it estimates what a grid costs on that device)')
-    for cell in sweep_lib.shard_cells(cells, *shard):  # Fail before writing anything.
-      setup.build(config_lib.cell_config(_CONFIG.value, cell))
+    runs = sweep_lib.build_cells(_CONFIG.value, cells, shard)  # Fail before writing anything.
     lock = common.workdir_lock(_LEASE_WAIT.value)
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
@@ -194,6 +192,7 @@ def main(argv):
         lock=lock,
         wait_s=_LEASE_WAIT.value,
         wait_for_held=shard[1] == 1,
+        runs=runs,
       )
       held = {r['cell']: r['held'] for r in rows if 'held' in r}
       unfinished = sweep_lib.missing_from_report(rows, held)

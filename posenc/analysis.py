@@ -73,7 +73,7 @@ def load_run(
     built, state, step = setup.restore(workdir, progress=progress)
   except setup.RunError as e:
     raise AnalysisError(str(e)) from None
-  params = jax.tree.map(lambda x: np.asarray(x)[member], jax.device_get(state['params']))
+  params = jax.tree.map(lambda x: np.asarray(x)[member], jax.device_get(state.params))
   return Run(built.with_model(attention_impl='reference'), params, members[member], step)
 
 

@@ -42,6 +42,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from posenc import processes
+from posenc import state as state_lib
 from posenc import store
 from posenc.population import Population
 
@@ -212,29 +213,41 @@ def _uploaded_steps(url: str) -> list[int]:
 def save_state(
   manager: ocp.CheckpointManager,
   step: int,
-  state: Any,
+  state: state_lib.TrainState,
   population: Population,
   history: list[dict[str, Any]],
 ) -> None:
+  """Writes the real members of `state` at `step` in the layout `state.LAYOUT` (a plain
+  dict, `state.saved`), and beside it the device history and the layout's number."""
   manager.save(
     step,
     args=ocp.args.Composite(
-      state=ocp.args.StandardSave(population.unpad(state)),
-      run=ocp.args.JsonSave({'device_history': history}),
+      state=ocp.args.StandardSave(population.unpad(state_lib.saved(state))),
+      run=ocp.args.JsonSave({'device_history': history, 'state_layout': state_lib.LAYOUT}),
     ),
   )
 
 
 def restore_state(
-  manager: ocp.CheckpointManager, step: int, abstract: Any, population: Population
-) -> tuple[Any, list[dict[str, Any]]]:
-  """(the checkpointed state at `step` padded and placed like `abstract`, device history)."""
-  target = population.unpad(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract))
-  restored = manager.restore(
-    step,
-    args=ocp.args.Composite(state=ocp.args.StandardRestore(target), run=ocp.args.JsonRestore()),
-  )
-  return population.pad(restored['state'], abstract), restored['run']['device_history']
+  manager: ocp.CheckpointManager,
+  step: int,
+  abstract: state_lib.TrainState,
+  population: Population,
+) -> tuple[state_lib.TrainState, list[dict[str, Any]]]:
+  """(the checkpointed state at `step` padded and placed like `abstract`, device history).
+
+  A checkpoint that names no layout is of layout 1 (the plain dict `state.saved` writes).
+
+  Raises:
+    state.LayoutError: the checkpoint is of another layout (one line naming it).
+  """
+  run = manager.restore(step, args=ocp.args.Composite(run=ocp.args.JsonRestore()))['run']
+  state_lib.check_layout(run.get('state_layout', 1), f'checkpoint {step}')
+  layout = state_lib.saved(abstract)
+  target = population.unpad(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), layout))
+  restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target)))
+  state = state_lib.from_saved(population.pad(restored['state'], layout))
+  return state, run['device_history']
 
 
 # What a damaged checkpoint raises on restore: tensorstore's read errors (a data file
@@ -262,6 +275,8 @@ def restore_newest(
     try:
       state, history = restore_state(manager, step, abstract, population)
       return step, state, history, notes
+    except state_lib.LayoutError:
+      raise  # not damaged: written by another version, and left as it is
     except DAMAGED as e:
       _drop_closed_loop_callbacks()
       reason = ' '.join(str(e).split())

@@ -31,9 +31,9 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import population as population_lib
 from posenc import programs
 from posenc import run as run_lib
+from posenc import state as state_lib
 from posenc import train
 from posenc import update
 
@@ -95,8 +95,8 @@ def measure_training(
   and the timed `lengths`.
   """
   config, population, curriculum = run.config, run.population, run.curriculum_key
-  state = population_lib.init_state(config, run.model, population)
-  n = config.train.max_length
+  state = state_lib.init_state(config, run.model, population)
+  n = run.train_settings.max_length
   traces: collections.Counter = collections.Counter()
   members = (population.learning_rates, population.train_keys)
   k = programs.steps_per_dispatch(config, run.platform)
@@ -174,14 +174,14 @@ def measure_sequence(
   batches are padded to the widths at n), and seconds per generated example at n (the
   kind's `probe`)."""
   config = run.config
-  samples = min(samples, config.eval.samples_per_cell, config.eval.batch_size)
+  samples = min(samples, run.eval_settings.samples_per_cell, run.eval_settings.batch_size)
   small = run_lib.build(
     config_lib.cell_config(
       config,
       {
         'seeds': config.seeds[:1],
         'learning_rates': config.learning_rates[:1],
-        'train.batch_size': min(batch, config.train.batch_size),
+        'train.batch_size': min(batch, run.train_settings.batch_size),
         'eval.samples_per_cell': samples,
         'eval.batch_size': samples,
         'eval.examples_per_length': samples,
@@ -191,9 +191,9 @@ def measure_sequence(
   )
   figures = measure_training(small, steps)
   evaluate, args, shape = probe(small)
-  example_s = time_once(evaluate, figures['state']['params'], *args) / samples
+  example_s = time_once(evaluate, figures['state'].params, *args) / samples
   return {
-    'batch': small.config.train.batch_size,
+    'batch': small.train_settings.batch_size,
     'samples': samples,
     'step_s': figures['seconds'] / steps,
     'warmup_compile_s': figures['warmup_compile_s'],
@@ -205,7 +205,7 @@ def measure_sequence(
 
 def _train_shape(run: run_lib.Run) -> tuple[int, int]:
   """(prompt width, answer width) of a sequence run's training batches."""
-  return run.training.shape(run, run.config.train.max_length)
+  return run.training.shape(run, run.train_settings.max_length)
 
 
 def sequence_work(run: run_lib.Run, groups: Groups) -> tuple[float, float, float]:
@@ -213,7 +213,9 @@ def sequence_work(run: run_lib.Run, groups: Groups) -> tuple[float, float, float
   training sequences padded to the widths at n; every evaluated group of sequences at its
   padded widths (the kind's `groups`: a grid's cells, the hinting study's test lengths)."""
   config, vocab = run.config, run.task.vocab_size
-  per_step = 3 * decoder_flops(sum(_train_shape(run)), config, vocab) * config.train.batch_size
+  per_step = (
+    3 * decoder_flops(sum(_train_shape(run)), config, vocab) * run.train_settings.batch_size
+  )
   evaluated, at_n = groups(run)
   per_eval = sum(decoder_flops(tokens, config, vocab) * count for tokens, count in evaluated)
   return per_step, per_eval, decoder_flops(at_n, config, vocab)
@@ -226,7 +228,7 @@ def _sequence_estimate(runs, names, steps, probe: Probe, groups: Groups):
   measured = measure_sequence(runs[0], probe, steps)
   base_step, _, base_example = sequence_work(runs[0], groups)
   step_s_per_flop = measured['step_s'] / (
-    base_step / runs[0].config.train.batch_size * measured['batch']
+    base_step / runs[0].train_settings.batch_size * measured['batch']
   )
   example_s_per_flop = measured['example_s'] / base_example
   rows = []
@@ -236,7 +238,7 @@ def _sequence_estimate(runs, names, steps, probe: Probe, groups: Groups):
     rows.append(
       {
         'cell': name,
-        'train_s': members * run.config.train.steps * per_step * step_s_per_flop,
+        'train_s': members * run.train_settings.steps * per_step * step_s_per_flop,
         'eval_s': members * per_eval * example_s_per_flop,
       }
     )

@@ -70,7 +70,7 @@ class Intervention:
 
 def _ratio(run: run_lib.Run) -> float:
   """M / N: the longest evaluated length (the protocol's) over the training length."""
-  n = run.config.train.max_length
+  n = run.train_settings.max_length
   return max(run.protocol.longest_length(run), n) / n
 
 
@@ -128,7 +128,7 @@ def _no_temperature(run: run_lib.Run) -> str | None:
 
 
 def _lengths(run: run_lib.Run) -> dict[str, float]:
-  return {'scale': _ratio(run), 'original_length': float(run.config.train.max_length)}
+  return {'scale': _ratio(run), 'original_length': float(run.train_settings.max_length)}
 
 
 INTERVENTIONS: dict[str, Intervention] = {
@@ -159,7 +159,7 @@ INTERVENTIONS: dict[str, Intervention] = {
   ),
   'scalable_softmax': Intervention(
     'logits x s ln n (n the keys a query attends)',
-    lambda r: {'s': 1 / math.log(max(r.config.train.max_length, 2))},
+    lambda r: {'s': 1 / math.log(max(r.train_settings.max_length, 2))},
     _no_temperature,
     lambda c, p: {'model.temperature': 'fixed', 'model.temperature_beta': p['s']},
   ),
@@ -252,7 +252,7 @@ def evaluate_with(
 ) -> Any:
   """The protocol's evaluation record of the population `state` under `run` (in a scratch
   directory: nothing of the saved run is touched)."""
-  state = {**state, 'params': jax.device_put(state['params'], run.population.sharded)}
+  state = state.replace(params=jax.device_put(state.params, run.population.sharded))
   with tempfile.TemporaryDirectory() as scratch:
     return run.protocol.evaluate(run, state, evaluate.EvalContext(scratch, progress))
 
@@ -292,7 +292,7 @@ def intervene(
     'task': config.task,
     'encoding': config.encoding,
     'metric': before.metric_of(family),
-    'train_length': config.train.max_length,
+    'train_length': run.train_settings.max_length,
     'members': [
       {k: getattr(m, k) for k in ('seed', 'data_seed', 'learning_rate', 'diverged')}
       for m in before.members

@@ -146,7 +146,7 @@ def sequence(run: Run, shape: tuple[int, int]) -> Objective:
     j = jnp.arange(labels.shape[1])[None, :]
     real = j < lengths[:, None]
     answer = real & (j >= batch['prompt_length'][:, None] - 1)
-    weights = (real if config.train.loss_on == 'all' else answer).astype(jnp.float32)
+    weights = (real if run.train_settings.loss_on == 'all' else answer).astype(jnp.float32)
     ce = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
     correct = (jnp.argmax(logits, -1) == labels) & answer
     return jnp.sum(ce * weights) / jnp.sum(weights), jnp.sum(correct) / jnp.sum(answer)
@@ -256,11 +256,11 @@ def _encoder(run: Run, max_output: int) -> Objective:
 
   def loss(params, batch, rngs, window=None):
     logits = logits_of(params, batch, rngs, False, window=window)
-    return loss_and_accuracy(logits, batch, config.train.masked_loss)
+    return loss_and_accuracy(logits, batch, run.train_settings.masked_loss)
 
   def counts(params, batch, rngs):
     logits = logits_of(
-      params, batch, rngs, not config.eval.eval_dropout, recurrences=_eval_recurrences(config)
+      params, batch, rngs, not run.eval_settings.eval_dropout, recurrences=_eval_recurrences(config)
     )
     correct = (jnp.argmax(logits, -1) == batch['targets']) * batch['mask']
     every = jnp.all((correct > 0) | (batch['mask'] == 0), axis=-1)
@@ -290,11 +290,11 @@ def _decoder(run: Run, max_output: int) -> Objective:
     j = jnp.arange(labels.shape[1])[None, :]
     start = batch['length']  # the label of position L (SEP) is the first answer token
     answer = (j >= start) & (j < start + batch['output_length'])
-    if config.train.loss_on == 'all':
+    if run.train_settings.loss_on == 'all':
       weights = (j < length - 1).astype(jnp.float32)
     else:  # the answer and its EOS
       weights = (answer | (j == start + batch['output_length'])).astype(jnp.float32)
-      if config.train.masked_loss:
+      if run.train_settings.masked_loss:
         mask = _answer_values(batch['mask'], start, labels.shape[1])
         weights = jnp.where(answer, mask, weights)
     weights = jnp.broadcast_to(weights, labels.shape)

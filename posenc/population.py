@@ -20,8 +20,8 @@ Example (the study's cell: 30 members; `abstract` gives the shapes without compu
   >>> population.size
   30
   >>> model = setup.build(config).model
-  >>> state = init_state(config, model, population, abstract=True)
-  >>> jax.tree.leaves(state['params'])[0].shape[0] == population.padded_size
+  >>> state = state_lib.init_state(config, model, population, abstract=True)
+  >>> jax.tree.leaves(state.params)[0].shape[0] == population.padded_size
   True
 """
 
@@ -34,10 +34,9 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-import optax
 
 from posenc import config as config_lib
-from posenc import encodings
+from posenc import state as state_lib
 from posenc import suggest
 
 P = jax.sharding.PartitionSpec
@@ -113,18 +112,6 @@ def check(config: ml_collections.ConfigDict) -> None:
     )
 
 
-def encoding_options(config: ml_collections.ConfigDict) -> dict[str, Any]:
-  """The options `config.encoding` takes, with their values (defaults filled in).
-
-  Example: randomized_relative -> {'max_time': 10000.0, 'relative_mode': 'reference',
-    'randomize_both_sides': False}; none -> {}.
-  """
-  attention, embedding = encodings.resolve_options(
-    config.encoding, config.encoding_options.to_dict()
-  )
-  return {**attention, **embedding}
-
-
 def platform_of(devices: list[Any] | None = None) -> str:
   """The platform ('cpu', 'gpu', 'tpu') the programs are built for: that of `devices`, by
   default JAX's default backend."""
@@ -158,38 +145,6 @@ def local_devices(config: ml_collections.ConfigDict) -> list[Any]:
   if wanted and devices[0].platform == 'cpu':
     return devices[:wanted]
   return devices
-
-
-def optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
-  """Adam (the study's) or AdamW (decoupled weight decay) after global-norm clipping, without
-  the learning rate (applied per member, times `learning_rate_scale`)."""
-  parts = [optax.clip_by_global_norm(config.train.max_grad_norm), optax.scale_by_adam()]
-  if config.train.optimizer == 'adamw':
-    parts.append(optax.add_decayed_weights(config.train.weight_decay))
-  return optax.chain(*parts)
-
-
-def learning_rate_scale(config: ml_collections.ConfigDict, step: jax.Array) -> jax.Array:
-  """The schedule's factor on each member's learning rate at `step`: 1 ('constant'), a
-  trapezoid (Zhai et al. 2022): linear warm-up over `warmup` of the steps, constant, linear
-  cool-down to 0 over the last `cooldown`; or 'cosine' (Awasthi & Gupta's one-cycle cosine):
-  linear warm-up from 0 over `warmup` of the steps, then cosine decay to 0 at the last step.
-
-  Example: 100 steps, warmup 0.1, cooldown 0.2: step 0 -> 0.1, 5 -> 0.6, 50 -> 1, 90 -> 0.5.
-  """
-  if config.train.schedule == 'constant':
-    return jnp.float32(1.0)
-  total = config.train.steps
-  if config.train.schedule == 'cosine':
-    return optax.warmup_cosine_decay_schedule(0.0, 1.0, round(config.train.warmup * total), total)(
-      step
-    ).astype(jnp.float32)
-  warmup = max(1, round(config.train.warmup * total))
-  cooldown = max(1, round(config.train.cooldown * total))
-  t = step.astype(jnp.float32)
-  up = (t + 1) / warmup
-  down = (total - t) / cooldown
-  return jnp.clip(jnp.minimum(up, down), 0.0, 1.0)
 
 
 class Population:
@@ -278,39 +233,6 @@ def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, 
   return curriculum, batches, evaluation
 
 
-def init_state(
-  config: ml_collections.ConfigDict, model: Any, population: Population, abstract: bool = False
-) -> dict[str, Any]:
-  """The population's training state: a plain dict of arrays with a leading member axis.
-
-  {'params', 'opt', 'diverged' [P], 'sums': {'loss', 'accuracy'} [P], 'count', 'step'}
-  `sums` / `count` accumulate the metrics of the current log interval.
-  """
-  tx = optimizer(config)
-
-  def init_one(key):
-    tokens = jnp.zeros((1, 4), jnp.int32)
-    params = model.init(
-      {'params': key, 'noise': key, 'dropout': key}, tokens, jnp.int32(4), deterministic=True
-    )['params']
-    return params, tx.init(params)
-
-  def init(keys):
-    params, opt = jax.vmap(init_one)(keys)
-    zeros = jnp.zeros(keys.shape, jnp.float32)
-    return {
-      'params': params,
-      'opt': opt,
-      'diverged': jnp.zeros(keys.shape, bool),
-      'sums': {'loss': zeros, 'accuracy': zeros},
-      'count': jnp.int32(0),
-      'step': jnp.int32(0),
-    }
-
-  shapes = jax.eval_shape(init, population.init_keys)
-  sharding = population.state_sharding(shapes)
-  if abstract:
-    return jax.tree.map(
-      lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes, sharding
-    )
-  return jax.jit(init, out_shardings=sharding)(population.init_keys)
+# The training state is `posenc.state`'s; made here too for the readers that take it from the
+# population.
+init_state = state_lib.init_state

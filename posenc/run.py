@@ -41,6 +41,7 @@ from posenc import multitask
 from posenc import objectives
 from posenc import population as population_lib
 from posenc import programs
+from posenc import settings
 from posenc import tensorboard
 from posenc.evaluate import frozen
 from posenc.models import checks as model_checks
@@ -60,19 +61,23 @@ class Run:
       with its own head), else ().
     protocol: the protocol of the task's kind of evaluation (`posenc.kinds`);
       `protocol.training` how it trains.
-    encoding: the encoding's registry entry.
+    parsed: the encoding parsed (`encodings.Parsed`): its name, its record and its options
+      resolved, as results.json records them; the model's adds the task's digits to an
+      encoding that reads them (`make_model`).
     family: the model family's record (`posenc.families`).
     model: the model, its attention backend resolved for `platform`.
     population: the members, their keys and the mesh over the devices.
     curriculum_key, batch_key, eval_key: the data keys (`population.data_keys`).
     platform: the platform the programs are built for ('cpu', 'gpu', 'tpu').
+    train_settings, eval_settings: how it trains and is evaluated (`posenc.settings`): what
+      the modules below the run read instead of the config's `train` and `eval`.
   """
 
   config: ml_collections.ConfigDict
   task: Any
   hint_tasks: tuple[Any, ...]
   protocol: evaluate.Protocol
-  encoding: encodings.Encoding
+  parsed: encodings.Parsed
   family: families.Family
   model: Any
   population: population_lib.Population
@@ -80,6 +85,13 @@ class Run:
   batch_key: jax.Array
   eval_key: jax.Array
   platform: str
+  train_settings: settings.TrainSettings
+  eval_settings: settings.EvalSettings
+
+  @property
+  def encoding(self) -> encodings.Encoding:
+    """The encoding's record (`parsed.spec`)."""
+    return self.parsed.spec
 
   @property
   def training(self) -> evaluate.core.Training:
@@ -105,19 +117,18 @@ class Run:
 def make_model(run: Run) -> Any:
   """The model of the run's family for its task, its attention backend resolved for the
   run's platform; its output sizes are the training's (`Training.model_sizes`)."""
-  config, c = run.config, run.config.model
-  options = config.encoding_options.to_dict()
-  if hasattr(run.task, 'digit_ids'):  # Abacus reads which tokens are digits from the task
-    options['digit_ids'] = tuple(run.task.digit_ids)
+  c = run.config.model
+  encoding = run.parsed
+  if encoding.spec.reads_digits:  # which tokens are digits is the task's (checked in _parse)
+    encoding = encoding.with_options(digit_ids=tuple(run.task.digit_ids))
   common = dict(
-    encoding=config.encoding,
+    encoding=encoding,
     num_layers=c.num_layers,
     d_model=c.d_model,
     num_heads=c.num_heads,
     ffn_size=c.ffn_size,
     dropout=c.dropout,
     max_position=c.max_position,
-    encoding_options=tuple(sorted(options.items())),
     norm=c.norm,
     ffn=c.ffn,
     recurrences=c.recurrences,
@@ -149,7 +160,7 @@ def build(
   Raises:
     ConfigError: the config cannot run (one line naming the bad value).
   """
-  task, hint_tasks, encoding, family = _parse(config, protocol)
+  task, hint_tasks, parsed, family = _parse(config, protocol)
   population = population_lib.Population(config, devices)
   curriculum_key, batch_key, eval_key = population_lib.data_keys(config)
   run = Run(
@@ -157,7 +168,7 @@ def build(
     task,
     hint_tasks,
     protocol,
-    encoding,
+    parsed,
     family,
     None,  # made below: the model's output sizes are the training's, which reads the run
     population,
@@ -165,6 +176,8 @@ def build(
     batch_key,
     eval_key,
     platform or population.platform,
+    settings.TrainSettings.of(config),
+    settings.EvalSettings.of(config),
   )
   run = dataclasses.replace(run, model=make_model(run))
   _check_run(run)
@@ -173,8 +186,8 @@ def build(
 
 def _parse(
   config: ml_collections.ConfigDict, protocol: evaluate.Protocol
-) -> tuple[Any, tuple[Any, ...], Any, Any]:
-  """(task, hint tasks, encoding entry, family record) of `config`, after every general check
+) -> tuple[Any, tuple[Any, ...], encodings.Parsed, families.Family]:
+  """(task, hint tasks, the encoding parsed, family record) of `config`, after every general check
   (`config.validate` and the checks of the fields each module owns), or ConfigError."""
   if config.task in tasks.REGISTRY and config.model.family in families.NAMES:
     allowed = protocol.families
@@ -188,10 +201,10 @@ def _parse(
   if config.task not in tasks.REGISTRY:
     raise config_lib.choices(config.task, 'task', list(tasks.REGISTRY))
   try:
-    spec = encodings.get(config.encoding)
-    encodings.resolve_options(config.encoding, config.encoding_options.to_dict())
+    parsed = encodings.parse(config.encoding, config.encoding_options.to_dict())
   except ValueError as e:
     raise ConfigError(str(e)) from None
+  spec = parsed.spec
   config_lib.validate(config)
   programs.check(config)
   population_lib.check(config)
@@ -219,7 +232,7 @@ def _parse(
       f'encoding {config.encoding!r} reads digit tokens and task {config.task!r} has none; '
       f'tasks with digits: {", ".join(with_digits)}'
     )
-  return task, tuple(hint_tasks), spec, family
+  return task, tuple(hint_tasks), parsed, family
 
 
 def _check_run(run: Run) -> None:

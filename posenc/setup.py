@@ -29,8 +29,8 @@ from posenc import config as config_lib
 from posenc import evaluate
 from posenc import io
 from posenc import kinds
-from posenc import population as population_lib
 from posenc import run as run_lib
+from posenc import state as state_lib
 import tasks
 
 ConfigError = config_lib.ConfigError
@@ -116,7 +116,7 @@ def restore(
   with contextlib.closing(checkpoint.checkpoint_manager(workdir)) as manager:
     step, state, _, damaged = checkpoint.restore_newest(
       manager,
-      population_lib.init_state(run.config, run.model, run.population, abstract=True),
+      state_lib.init_state(run.config, run.model, run.population, abstract=True),
       run.population,
       lambda step: os.path.join(workdir, 'checkpoints', str(step)),
     )

@@ -274,12 +274,26 @@ def _duration(seconds: float) -> str:
   return f'{h}h{rem // 60:02d}m' if h else f'{rem // 60}m{rem % 60:02d}s'
 
 
+def build_cells(
+  base: ml_collections.ConfigDict, cells: Sequence[dict[str, Any]], shard: tuple[int, int] = (0, 1)
+) -> list[Any]:
+  """The runs of this shard's cells (`posenc.run.Run`), each built once (`setup.build`)
+  from `base` with the cell's overrides.
+
+  Raises:
+    ConfigError: a cell's config is impossible (one line); nothing has run or been written.
+  """
+  from posenc import setup  # Deferred: status and cell selection need no JAX.
+
+  return [setup.build(config_lib.cell_config(base, o)) for o in shard_cells(cells, *shard)]
+
+
 def run_sweep(
   base: ml_collections.ConfigDict,
   cells: Sequence[dict[str, Any]],
   sweep_dir: str,
   shard: tuple[int, int] = (0, 1),
-  run_cell: Callable[[ml_collections.ConfigDict, str], Any] | None = None,
+  run_cell: Callable[[Any, str], Any] | None = None,
   retry_failed: bool = True,
   progress: Callable[[str], None] = print,
   should_stop: Callable[[], bool] = lambda: False,
@@ -288,6 +302,7 @@ def run_sweep(
   ),
   wait_s: float | None = None,
   wait_for_held: bool = True,
+  runs: Sequence[Any] | None = None,
 ) -> list[dict[str, Any]]:
   """Runs this shard's cells: skips complete ones, resumes partial ones, records failures.
 
@@ -308,7 +323,7 @@ def run_sweep(
     cells: the (filtered) grid, the same list in every shard.
     sweep_dir: the sweep directory.
     shard: (index, count): this process runs `shard_cells(cells, index, count)`.
-    run_cell: (config, workdir) -> anything; default `posenc.train.train_and_evaluate`
+    run_cell: (run, workdir) -> anything; default `posenc.train.train_and_evaluate`
       under `lock`. One of its own raises lease.DirectoryBusy for a held cell.
     retry_failed: run cells that failed before again (their error stays recorded until
       they complete).
@@ -317,6 +332,8 @@ def run_sweep(
     lock: (directory, wait_s) -> the lock of a cell (`lease.lock`, with the lease's length).
     wait_s: how long the second try of a held cell waits for it (None: one expiry).
     wait_for_held: try held cells again at the end (False: leave them to their holders).
+    runs: this shard's runs, when the caller has built them (`build_cells`); else built
+      here, before any cell runs.
 
   Returns:
     This shard's index rows (`status`) after the sweep, with `held` on the held cells.
@@ -325,29 +342,27 @@ def run_sweep(
     ConfigError: a cell's config is impossible, or a cell holds a run of another config
       (`check_configs`); nothing has run or been written then.
   """
-  from posenc import setup  # Deferred: status and cell selection need no JAX.
-  from posenc import train  # Deferred, as setup.
+  from posenc import train  # Deferred: status and cell selection need no JAX.
 
   wait_now = [0.0]  # the wait of the current pass: none first, then wait_s
   if run_cell is None:
-    run_cell = lambda config, workdir: train.train_and_evaluate(
-      setup.build(config),
+    run_cell = lambda run, workdir: train.train_and_evaluate(
+      run,
       workdir,
       progress=progress,
       should_stop=should_stop,
       lock=lambda directory: lock(directory, wait_now[0]),
     )
   mine = shard_cells(cells, *shard)
-  configs = [config_lib.cell_config(base, overrides) for overrides in mine]
-  for config in configs:  # Fail fast, before any cell runs, on an impossible cell.
-    setup.build(config)
+  if runs is None:  # Fail fast, before any cell runs, on an impossible cell.
+    runs = build_cells(base, cells, shard)
   check_configs(base, mine, sweep_dir)
   shard_run = _ShardRun(sweep_dir, base, mine, shard, run_cell, progress)
   shard_run.write_index()
   before = {cell_name(o): cell_state(os.path.join(sweep_dir, 'cells', cell_name(o))) for o in mine}
   todo = [
-    (o, c)
-    for o, c in zip(mine, configs)
+    (o, r)
+    for o, r in zip(mine, runs)
     if before[cell_name(o)] != COMPLETE and (retry_failed or before[cell_name(o)] != FAILED)
   ]
   done = sum(state == COMPLETE for state in before.values())
@@ -358,9 +373,9 @@ def run_sweep(
     + f', {len(todo)} to run'
   )
   t0 = time.time()
-  for k, (overrides, config) in enumerate(todo):
+  for k, (overrides, run) in enumerate(todo):
     progress(f'cell {cell_name(overrides)} ({k + 1}/{len(todo)})')
-    shard_run.attempt(overrides, config)
+    shard_run.attempt(overrides, run)
     elapsed = time.time() - t0
     progress(
       f'sweep: {k + 1}/{len(todo)} cells tried | elapsed {_duration(elapsed)} | '

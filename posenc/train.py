@@ -61,6 +61,7 @@ from posenc import population as population_lib
 from posenc import programs
 from posenc import results as results_lib
 from posenc import run as run_lib
+from posenc import state as state_lib
 from posenc import tensorboard
 from posenc import train_log
 from posenc import update
@@ -193,7 +194,7 @@ PLAN_FILE = 'plan.json'
 def _update_args(run: run_lib.Run) -> tuple[Any, ...]:
   """The arguments an update is lowered for: (state, length, learning rates, keys)."""
   population = run.population
-  state = population_lib.init_state(run.config, run.model, population, abstract=True)
+  state = state_lib.init_state(run.config, run.model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   return state, length, population.learning_rates, population.train_keys
 
@@ -202,7 +203,7 @@ def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> prog
   """Training's programs by width, for the plan (`train.programs`): the curriculum draws
   lengths U{1..N}, so a data width gets the share of the steps whose length falls in it."""
   config, population = run.config, run.population
-  training, n = run.training, config.train.max_length
+  training, n = run.training, run.train_settings.max_length
   data = tuple(training.buckets(run))
   at = [update.bucket_of(run, length) for length in range(1, n + 1)]
   args = _update_args(run)
@@ -219,7 +220,7 @@ def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> prog
     name='train',
     choice=choice if training.widen is not None else 'buckets',
     data=data,
-    calls=tuple(config.train.steps * at.count(d) / n for d in data),
+    calls=tuple(run.train_settings.steps * at.count(d) / n for d in data),
     tokens=lambda width: training.tokens(run, training.shape(run, width)),
     make=make,
     repeats=population.padded_size // population.num_devices if loop == 'map' else 1,
@@ -324,7 +325,7 @@ def compile_programs(
   for plan in chosen.values():
     progress(plan.describe())
   todo: list[programs.Program] = []
-  if restored.step < config.train.steps:
+  if restored.step < run.train_settings.steps:
     todo += training_programs(run, stages['train'], chosen['train'], traces)
   eval_plan = chosen.get('eval')
   if eval_plan is not None:
@@ -362,7 +363,7 @@ def restore(
   here = {'devices': population.num_devices, 'platform': population.platform}
   latest, state, history, damaged = checkpoint.restore_newest(
     manager,
-    population_lib.init_state(run.config, run.model, population, abstract=True),
+    state_lib.init_state(run.config, run.model, population, abstract=True),
     population,
     functools.partial(checkpoint.set_aside_damaged, workdir),
   )
@@ -372,7 +373,7 @@ def restore(
   if latest is None:
     if damaged:
       progress(damaged + 'no other checkpoint: started from scratch')
-    state = population_lib.init_state(run.config, run.model, population)
+    state = state_lib.init_state(run.config, run.model, population)
     return Restored(state, 0, [{'from_step': 0, **here}])
   moved = {k: history[-1][k] for k in here} != here
   if moved:
@@ -388,7 +389,7 @@ def restore(
       else ''
     )
   )
-  return Restored(state, int(state['step']), history)
+  return Restored(state, int(state.step), history)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -421,10 +422,10 @@ def train(
   config, population = run.config, run.population
   state, start = restored.state, restored.step
   log = train_log.TrainLog(run, workdir, restored, board, progress)
-  steps, n = config.train.steps, config.train.max_length
+  steps, n = run.train_settings.steps, run.train_settings.max_length
   plan, fns = compiled.train_plan, compiled.train
   k = programs.steps_per_dispatch(config, run.platform)
-  chunk = max(config.train.log_every, 1)
+  chunk = max(run.train_settings.log_every, 1)
   lengths = np.zeros(0, np.int32)
   first_update_s = None
   used: set[int] = set()
@@ -451,8 +452,8 @@ def train(
     else:
       # Up to K steps in one call, ending at the next log or checkpoint boundary.
       boundary = min(
-        _next_multiple(step, config.train.log_every),
-        _next_multiple(step, config.checkpoint_every),
+        _next_multiple(step, run.train_settings.log_every),
+        _next_multiple(step, run.train_settings.checkpoint_every),
         steps,
       )
       done = min(step + k, boundary)
@@ -460,12 +461,12 @@ def train(
         state, jnp.int32(done - step), population.learning_rates, population.train_keys
       )
     if first_update_s is None:
-      jax.block_until_ready(state['step'])
+      jax.block_until_ready(state.step)
       first_update_s = time.time() - compiled.t_start
       log.steady_from(done)  # the ETA counts steady-state steps only
-    if done % config.train.log_every == 0 or done == steps:
+    if done % run.train_settings.log_every == 0 or done == steps:
       state = log(state, done)
-    if done % config.checkpoint_every == 0 or done == steps:
+    if done % run.train_settings.checkpoint_every == 0 or done == steps:
       if board:  # Its curves up to the checkpoint survive a crash after it.
         board.flush()
       checkpoint.save_state(manager, done, state, population, restored.history)
@@ -489,7 +490,7 @@ def record(
   config, history = run.config, restored.history
   state = trained.state
   # Per member: the leading axis of every leaf is the population.
-  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state['params'])))
+  num_params = int(sum(np.prod(x.shape[1:]) for x in jax.tree.leaves(state.params)))
   compiled = {
     'train': trained.traces['train'],
     'train_buckets': trained.buckets,
@@ -498,13 +499,13 @@ def record(
   }
   return results_lib.Results(
     task=config.task,
-    encoding=config.encoding,
+    encoding=run.parsed.name,
     family=run.family.name,
-    encoding_options=population_lib.encoding_options(config),
+    encoding_options=run.parsed.options,
     num_params=num_params,
     architecture=architecture(config),
-    train_steps=config.train.steps,
-    train_length=config.train.max_length,
+    train_steps=run.train_settings.steps,
+    train_length=run.train_settings.max_length,
     evaluation=evaluation,
     versions=versions(),
     compiled_programs=compiled,

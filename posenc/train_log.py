@@ -20,7 +20,7 @@ import numpy as np
 
 from posenc import evaluate
 from posenc import io
-from posenc import population as population_lib
+from posenc import state as state_lib
 
 
 def finite_or_none(x: float) -> float | None:
@@ -44,11 +44,7 @@ class TrainLog:
     # The metric sums restart each log interval; jitted so the state keeps its shardings
     # (a host-made zero would change the update's input types and retrace it).
     self.reset = jax.jit(
-      lambda s: {
-        **s,
-        'sums': jax.tree.map(jnp.zeros_like, s['sums']),
-        'count': jnp.zeros_like(s['count']),
-      },
+      lambda s: s.replace(sums=jax.tree.map(jnp.zeros_like, s.sums), count=jnp.zeros_like(s.count)),
       donate_argnums=0,
       out_shardings=run.population.state_sharding(restored.state),
     )
@@ -59,12 +55,12 @@ class TrainLog:
 
   def __call__(self, state: Any, done: int) -> Any:
     """Logs the interval ending at step `done`; returns the state with its sums reset."""
-    config, population = self.run.config, self.run.population
-    sums, count = jax.device_get(state['sums']), int(state['count'])
+    population = self.run.population
+    sums, count = jax.device_get(state.sums), int(state.count)
     now = time.time()
     rate = (done - self.step_log) / max(now - self.t_log, 1e-9)
-    loss = sums['loss'][: population.size] / count
-    accuracy = sums['accuracy'][: population.size] / count
+    loss = sums.loss[: population.size] / count
+    accuracy = sums.accuracy[: population.size] / count
     finite = lambda values: [finite_or_none(x) for x in values]
     io.append_jsonl(
       self.path,
@@ -73,16 +69,18 @@ class TrainLog:
     )
     state = self.reset(state)
     if self.board:
-      scale = float(population_lib.learning_rate_scale(config, jnp.int32(done)))
+      scale = float(state_lib.learning_rate_scale(self.run.train_settings, jnp.int32(done)))
       rates = np.asarray(population.learning_rates)[: population.size] * scale
       self.board.train(done, finite(loss), finite(accuracy), list(rates), rate)
     elapsed, duration = now - self.t_start, evaluate.core.duration
     if done > self.step_steady:
-      eta = (config.train.steps - done) * (now - self.t_steady) / (done - self.step_steady)
+      eta = (
+        (self.run.train_settings.steps - done) * (now - self.t_steady) / (done - self.step_steady)
+      )
     else:
-      eta = (config.train.steps - done) / max(rate, 1e-9)
+      eta = (self.run.train_settings.steps - done) / max(rate, 1e-9)
     self.progress(
-      f'step {done}/{config.train.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
+      f'step {done}/{self.run.train_settings.steps} | {rate:.1f} steps/s ({rate * population.size:.1f} '
       f'model-updates/s) | elapsed {duration(elapsed)} | ETA {duration(eta)} | '
       f'loss {np.nanmean(loss):.4f} | acc {np.nanmean(accuracy):.4f}'
     )

@@ -26,6 +26,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import programs
 from posenc import run as run_lib
+from posenc import state as state_lib
 
 P = population_lib.P
 POP = population_lib.POP
@@ -59,7 +60,7 @@ def _member_gradients(run: run_lib.Run, objective: Any) -> Callable[..., Any]:
   loss of a looped model is (partly) the progressive loss of McLeish et al.
   """
   config = run.config
-  r, alpha = config.model.recurrences, config.train.progressive_alpha
+  r, alpha = config.model.recurrences, run.train_settings.progressive_alpha
 
   def member_gradients(params, key, batch, step):
     member_step = jax.random.fold_in(key, step)
@@ -80,7 +81,7 @@ def _member_gradients(run: run_lib.Run, objective: Any) -> Callable[..., Any]:
       return loss, accuracy
 
     (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-    if config.train.scale_block_gradients and 'block' in grads:
+    if run.train_settings.scale_block_gradients and 'block' in grads:
       grads = {**grads, 'block': jax.tree.map(lambda g: g / r, grads['block'])}
     return grads, loss, accuracy
 
@@ -94,12 +95,11 @@ def _member_apply(run: run_lib.Run) -> Callable[..., Any]:
   diverged): clipping, Adam(W) and the member's scheduled learning rate; a member whose
   loss is not finite is frozen and marked.
   """
-  config = run.config
-  tx = population_lib.optimizer(config)
+  tx = state_lib.optimizer(run.train_settings)
 
   def member_apply(params, opt, diverged, learning_rate, grads, loss, step):
     updates, new_opt = tx.update(grads, opt, params)
-    rate = learning_rate * population_lib.learning_rate_scale(config, step)
+    rate = learning_rate * state_lib.learning_rate_scale(run.train_settings, step)
     new_params = jax.tree.map(lambda p, u: (p - rate * u).astype(p.dtype), params, updates)
     # A member whose loss is not finite is frozen and marked; the others go on.
     diverged = diverged | ~jnp.isfinite(loss)
@@ -134,13 +134,35 @@ def _local_update(
   float rounding, not bit for bit: XLA rewrites the division by Adam's bias corrections (a
   scalar per member, a [p] vector batched) differently.
   """
-  training, data_index, config = run.training, run.population.data_index, run.config
   data = (bucket,) if data is None else tuple(data)
-  shape = training.shape(run, bucket)
-  member_gradients = _member_gradients(run, training.objective(run, shape))
-  member_apply = _member_apply(run)
-  batched_optimizer = loop == 'vmap' or config.train.get('optimizer_loop') == 'batched'
-  keys_per_seed = run.batch_key.reshape(-1)
+  member_gradients = _member_gradients(
+    run, run.training.objective(run, run.training.shape(run, bucket))
+  )
+  gradients_of = _gradients_of(run, _draw(run, bucket, data), member_gradients)
+  batched = loop == 'vmap' or run.train_settings.optimizer_loop == 'batched'
+  step_members = _step_members(loop, batched, _member_apply(run))
+
+  def local_update(state, length, learning_rates, keys):
+    members, gradients = gradients_of(state, length, learning_rates, keys)
+    params, opt, diverged, loss, accuracy = step_members(state, members, gradients, learning_rates)
+    sums = state_lib.Sums(loss=state.sums.loss + loss, accuracy=state.sums.accuracy + accuracy)
+    new_state = state_lib.TrainState(
+      count=state.count + 1,
+      diverged=diverged,
+      opt=opt,
+      params=params,
+      step=state.step + 1,
+      sums=sums,
+    )
+    return new_state, {'loss': loss, 'accuracy': accuracy}
+
+  return local_update
+
+
+def _draw(run: run_lib.Run, bucket: int, data: tuple[int, ...]) -> Callable[..., Any]:
+  """draw(key, step, length) -> the batch of a step of real length `length`: drawn at its
+  data width (one of `data`) from the key folded with the step, padded to `bucket`."""
+  training = run.training
 
   def draw(key, step, length):
     key = jax.random.fold_in(key, step)
@@ -149,57 +171,68 @@ def _local_update(
       data,
       lambda d: training.batch(run, key, step, length, training.shape(run, d)),
       lambda batch, width: training.widen(run, batch, training.shape(run, width)),
-      programs.data_width(length, config.train.max_length, config.train.bucket_size),
+      programs.data_width(length, run.train_settings.max_length, run.train_settings.bucket_size),
     )
 
-  def local_update(state, length, learning_rates, keys):
-    step = state['step']
-    members = (state['params'], keys)
+  return draw
+
+
+def _gradients_of(
+  run: run_lib.Run, draw: Callable[..., Any], member_gradients: Callable[..., Any]
+) -> Callable[..., Any]:
+  """gradients_of(state, length, learning_rates [p], keys [p]) -> (members, gradients): the
+  step's batch (one, or one per data seed), the members of this device (params, key[, data
+  seed index]) and gradients(member) -> (grads, loss, accuracy) on its data seed's batch."""
+  data_index = run.population.data_index
+  keys_per_seed = run.batch_key.reshape(-1)
+
+  def gradients_of(state, length, learning_rates, keys):
+    step = state.step
+    members = (state.params, keys)
     if len(keys_per_seed) == 1:
       batch = draw(keys_per_seed[0], step, length)
-      gradients = lambda m: member_gradients(*m, batch, step)
-    else:
-      batches = jax.vmap(draw, in_axes=(0, None, None))(keys_per_seed, step, length)
-      # This device's members are rows axis_index * p ... of the population.
-      p = learning_rates.shape[0]
-      rows = jax.lax.axis_index(POP) * p + jnp.arange(p)
-      members += (jnp.asarray(data_index)[rows],)
-      gradients = lambda m: member_gradients(
-        *m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step
-      )
-    optimizer = (state['opt'], state['diverged'], learning_rates)
-    if batched_optimizer:
+      return members, lambda m: member_gradients(*m, batch, step)
+    batches = jax.vmap(draw, in_axes=(0, None, None))(keys_per_seed, step, length)
+    # This device's members are rows axis_index * p ... of the population.
+    p = learning_rates.shape[0]
+    rows = jax.lax.axis_index(POP) * p + jnp.arange(p)
+    members += (jnp.asarray(data_index)[rows],)
+    gradients = lambda m: member_gradients(*m[:-1], jax.tree.map(lambda x: x[m[-1]], batches), step)
+    return members, gradients
+
+  return gradients_of
+
+
+def _step_members(loop: str, batched: bool, member_apply: Callable[..., Any]) -> Callable[..., Any]:
+  """step_members(state, members, gradients, learning_rates) -> (params, opt, diverged, loss,
+  accuracy) of this device's members: their gradients in the population loop (`loop`), their
+  optimizer steps in it or, `batched`, batched over the members after it."""
+
+  def step_members(state, members, gradients, learning_rates):
+    step = state.step
+    optimizer = (state.opt, state.diverged, learning_rates)
+    if batched:
       grads, loss, accuracy = (
         jax.lax.map(gradients, members) if loop == 'map' else jax.vmap(gradients)(members)
       )
       params, opt, diverged = jax.vmap(member_apply, in_axes=(0, 0, 0, 0, 0, 0, None))(
-        state['params'], *optimizer, grads, loss, step
+        state.params, *optimizer, grads, loss, step
       )
-    else:
+      return params, opt, diverged, loss, accuracy
 
-      def member_step(m):
-        member, (opt, diverged, learning_rate) = m
-        grads, loss, accuracy = gradients(member)
-        params = member[0]
-        return (
-          *member_apply(params, opt, diverged, learning_rate, grads, loss, step),
-          loss,
-          accuracy,
-        )
+    def member_step(m):
+      member, (opt, diverged, learning_rate) = m
+      grads, loss, accuracy = gradients(member)
+      params = member[0]
+      return (
+        *member_apply(params, opt, diverged, learning_rate, grads, loss, step),
+        loss,
+        accuracy,
+      )
 
-      params, opt, diverged, loss, accuracy = jax.lax.map(member_step, (members, optimizer))
-    sums = {'loss': state['sums']['loss'] + loss, 'accuracy': state['sums']['accuracy'] + accuracy}
-    new_state = {
-      'params': params,
-      'opt': opt,
-      'diverged': diverged,
-      'sums': sums,
-      'count': state['count'] + 1,
-      'step': state['step'] + 1,
-    }
-    return new_state, {'loss': loss, 'accuracy': accuracy}
+    return jax.lax.map(member_step, (members, optimizer))
 
-  return local_update
+  return step_members
 
 
 def bucket_of(run: run_lib.Run, length: int) -> int:
@@ -207,14 +240,14 @@ def bucket_of(run: run_lib.Run, length: int) -> int:
   buckets = run.training.buckets(run)
   if len(buckets) == 1:
     return buckets[0]
-  return config_lib.bucket_of(length, run.config.train.max_length, run.config.train.bucket_size)
+  return config_lib.bucket_of(length, run.train_settings.max_length, run.train_settings.bucket_size)
 
 
 def _state_specs(run: run_lib.Run, state: Any = None) -> Any:
   """The partition of the population state (`state`, abstract, or made here): each
   member's leaves split over the devices, the scalars replicated."""
   if state is None:
-    state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
+    state = state_lib.init_state(run.config, run.model, run.population, abstract=True)
   return jax.tree.map(lambda s: P(POP) if s.ndim else P(), state)
 
 
@@ -263,7 +296,7 @@ def make_multi_step_fn(
   """
   config, curriculum_key = run.config, run.curriculum_key
   k = programs.steps_per_dispatch(config, run.platform)
-  n, size = config.train.max_length, config.train.bucket_size
+  n, size = run.train_settings.max_length, run.train_settings.bucket_size
   loop = population_lib.population_loop(config, run.platform)
   if plan is None:
     data = tuple(run.training.buckets(run))
@@ -278,7 +311,7 @@ def make_multi_step_fn(
       traces['train'] += 1
 
     def one_step(state, i):
-      length = jax.random.randint(jax.random.fold_in(curriculum_key, state['step']), (), 1, n + 1)
+      length = jax.random.randint(jax.random.fold_in(curriculum_key, state.step), (), 1, n + 1)
       index = branch_of[jnp.minimum((length + size - 1) // size, len(plan.data)) - 1]
       step = lambda s: jax.lax.switch(
         index, [lambda s, b=b: b(s, length, learning_rates, keys)[0] for b in branches], s

@@ -16,8 +16,8 @@ import pytest
 
 from experiments import rpe_table1
 from posenc import encodings
-from posenc import population as population_lib
 from posenc import evaluate
+from posenc import state as state_lib
 from posenc import update
 from posenc import setup
 from posenc.kinds.range import protocol as range_protocol
@@ -34,7 +34,7 @@ def exported(name, family='encoder'):
   config.model.family = family
   run = setup.build(config, platform='gpu')
   model, population = run.model, run.population
-  state = population_lib.init_state(config, model, population, abstract=True)
+  state = state_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   update_fn = update.make_update_fn(run, 40)
   evaluate = range_protocol.make_eval_fn(run, EVAL_BUCKET)
@@ -43,7 +43,7 @@ def exported(name, family='encoder'):
     state, length, population.learning_rates, population.train_keys
   )
   evaluation = export.export(evaluate, platforms=platforms)(
-    state['params'], length, population.eval_keys
+    state.params, length, population.eval_keys
   )
   return step.mlir_module(), evaluation.mlir_module()
 
@@ -131,7 +131,7 @@ def test_digit_readers_export_their_addition_training_step(name):
 
   config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
   run = setup.build(config, platform='gpu')
-  state = population_lib.init_state(config, run.model, run.population, abstract=True)
+  state = state_lib.init_state(config, run.model, run.population, abstract=True)
   update_fn = update.make_update_fn(run, config.train.max_length)
   text = export.export(update_fn, platforms=['cuda', 'tpu'])(
     state,

@@ -14,7 +14,7 @@ from experiments import rpe_table1
 from experiments import sorting_hints
 from posenc import config as config_lib
 from posenc import evaluate
-from posenc import population as population_lib
+from posenc import state as state_lib
 from posenc import train
 from posenc import setup
 from posenc.evaluate import frozen
@@ -40,7 +40,7 @@ def export(config, out):
 def evaluation(config):
   """The protocol's evaluation record of the population at initialisation."""
   run = setup.build(config)
-  state = population_lib.init_state(config, run.model, run.population)
+  state = state_lib.init_state(config, run.model, run.population)
   with tempfile.TemporaryDirectory() as scratch:
     return run.protocol.evaluate(run, state, evaluate.EvalContext(scratch, lambda line: None))
 

@@ -17,6 +17,8 @@ from posenc.kinds.lengths import protocol as length_eval
 from posenc import multitask
 from posenc import population as population_lib
 from posenc import results
+from posenc import settings
+from posenc import state as state_lib
 from posenc import sweep as sweep_lib
 from posenc import train
 from posenc import update
@@ -109,7 +111,7 @@ def test_a_fixed_training_set_repeats_its_examples():
 
 
 def _head_kernel(state):
-  return np.asarray(state['params']['heads']['kernel'])  # [P, D, heads, V]
+  return np.asarray(state.params['heads']['kernel'])  # [P, D, heads, V]
 
 
 def test_an_alternate_step_updates_only_its_tasks_head():
@@ -119,7 +121,7 @@ def test_an_alternate_step_updates_only_its_tasks_head():
   population, model = run.population, run.model
   assert model.num_outputs == 2
   update_fn = update.make_update_fn(run, config.train.max_length)
-  state = population_lib.init_state(config, model, population)
+  state = state_lib.init_state(config, model, population)
   before = _head_kernel(state)
   for step in range(2):
     state, _ = update_fn(state, jnp.int32(0), population.learning_rates, population.train_keys)
@@ -135,7 +137,8 @@ def test_the_cosine_schedule_warms_up_then_decays_to_zero():
   config = config_lib.base_config()
   config.train.schedule, config.train.steps, config.train.warmup = 'cosine', 100, 0.1
   scale = [
-    float(population_lib.learning_rate_scale(config, jnp.int32(s))) for s in (0, 5, 10, 55, 100)
+    float(state_lib.learning_rate_scale(settings.TrainSettings.of(config), jnp.int32(s)))
+    for s in (0, 5, 10, 55, 100)
   ]
   np.testing.assert_allclose(scale, [0.0, 0.5, 1.0, 0.5, 0.0], atol=1e-6)
 

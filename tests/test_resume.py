@@ -19,10 +19,11 @@ from posenc import analysis
 from posenc import checkpoint
 from posenc import io
 from posenc import lease
-from posenc import population as population_lib
+from posenc import state as state_lib
 from posenc import sweep
 from posenc import train
 from posenc import setup
+from posenc import state as state_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny'
@@ -56,10 +57,10 @@ def _final_params(workdir, config):
   state, _ = checkpoint.restore_state(
     manager,
     manager.latest_step(),
-    population_lib.init_state(config, model, population, abstract=True),
+    state_lib.init_state(config, model, population, abstract=True),
     population,
   )
-  return jax.device_get(state['params'])
+  return jax.device_get(state.params)
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,4 +316,45 @@ def test_analysis_reads_the_newest_checkpoint_that_restores_and_moves_nothing(
   lines = []
   run = analysis.load_run(workdir, progress=lines.append)
   assert run.step == 20 and len(lines) == 1 and 'reading the checkpoint at step 20' in lines[0]
+  assert os.path.isdir(os.path.join(workdir, 'checkpoints', '30'))
+
+
+# ---------------------------------------------------------------------------------------
+# The checkpoint's layout of the state.
+
+
+def _set_layout(step_dir, layout):
+  """Rewrites the layout a checkpoint names: None drops it (as checkpoints of the plain
+  dict state were written: the same arrays under the same keys, and no layout named)."""
+  path = os.path.join(step_dir, 'run', 'metadata')
+  run = json.loads(open(path).read())
+  run.pop('state_layout', None)
+  if layout is not None:
+    run['state_layout'] = layout
+  with open(path, 'w') as f:
+    f.write(json.dumps(run))
+
+
+def test_checkpoint_that_names_no_layout_restores_as_the_plain_dict(tmp_path, straight_run):
+  workdir = str(tmp_path / 'run')
+  shutil.copytree(straight_run, workdir)
+  _set_layout(os.path.join(workdir, 'checkpoints', '30'), None)
+  config = _damage_config()
+  for x, y in zip(
+    jax.tree.leaves(_final_params(straight_run, config)),
+    jax.tree.leaves(_final_params(workdir, config)),
+  ):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_checkpoint_of_another_layout_is_refused_in_one_line_and_kept(tmp_path, straight_run):
+  workdir = str(tmp_path / 'run')
+  shutil.copytree(straight_run, workdir)
+  os.remove(os.path.join(workdir, 'results.json'))
+  _set_layout(os.path.join(workdir, 'checkpoints', '30'), 2)
+  with pytest.raises(state_lib.LayoutError) as e:
+    train.train_and_evaluate(setup.build(_damage_config()), workdir)
+  assert str(e.value).startswith('checkpoint 30 holds training state layout 2; ')
+  assert '\n' not in str(e.value)
+  assert not os.path.exists(os.path.join(workdir, 'checkpoints_damaged'))
   assert os.path.isdir(os.path.join(workdir, 'checkpoints', '30'))

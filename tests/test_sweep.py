@@ -44,7 +44,8 @@ def test_filters_and_bad_filters():
     sweep.parse_shard('2/2')
 
 
-def _fake_results(config, workdir):
+def _fake_results(run, workdir):
+  config = run.config
   os.makedirs(workdir, exist_ok=True)
   io.write_json_atomic(os.path.join(workdir, 'config.json'), config_lib.as_json(config))
   if config.encoding == 'none' and config.task == 'reverse_string':
@@ -55,7 +56,7 @@ def _fake_results(config, workdir):
 def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
   cells = sweep_tiny.grid()
   calls = []
-  run = lambda config, workdir: (calls.append(config.encoding), _fake_results(config, workdir))
+  run = lambda cell, workdir: (calls.append(cell.config.encoding), _fake_results(cell, workdir))
   rows = sweep.run_sweep(
     sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run, progress=lambda _: None
   )
@@ -132,7 +133,7 @@ def test_a_changed_override_is_refused_before_anything_runs(tmp_path):
       changed,
       sweep_tiny.grid(),
       str(tmp_path),
-      run_cell=lambda config, workdir: calls.append(workdir),
+      run_cell=lambda run, workdir: calls.append(workdir),
       progress=lambda _: None,
     )
   message = str(e.value)
@@ -163,7 +164,7 @@ def test_resumable_fields_may_change_and_the_cells_stay_done(tmp_path):
     sweep_tiny.grid(),
     str(tmp_path),
     retry_failed=False,
-    run_cell=lambda config, workdir: calls.append(workdir),
+    run_cell=lambda run, workdir: calls.append(workdir),
     progress=lines.append,
   )
   assert calls == []
@@ -180,9 +181,9 @@ def test_closing_summary_counts_run_done_held_and_failed(tmp_path):
   held = tmp_path / 'cells' / 'parity_check__randomized_relative'
   os.unlink(held / 'results.json')
 
-  def run(config, workdir):
+  def run(cell, workdir):
     with lease.DirectoryLock(workdir):  # As training does.
-      _fake_results(config, workdir)
+      _fake_results(cell, workdir)
 
   lines = []
   with lease.DirectoryLock(str(held)):

@@ -14,7 +14,7 @@ from posenc import attention
 from posenc import encodings
 from posenc import generate as generate_lib
 from posenc import models
-from posenc import population as population_lib
+from posenc import state as state_lib
 from posenc import train
 from posenc import update
 from posenc import config as config_lib
@@ -110,7 +110,7 @@ def test_toy_encoding_exports_for_gpu_and_tpu(toy):
   config = rpe_table1.get_config(f'task=reverse_string,encoding={toy},tiny')
   run = setup.build(config, platform='gpu')
   population = run.population
-  state = population_lib.init_state(config, run.model, population, abstract=True)
+  state = state_lib.init_state(config, run.model, population, abstract=True)
   update_fn = update.make_update_fn(run, 8)
   step = export.export(update_fn, platforms=['cuda', 'tpu'])(
     state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates, population.train_keys

@@ -13,7 +13,7 @@ from experiments import rpe_table1
 from posenc import checkpoint
 from posenc import config as config_lib
 from posenc import io
-from posenc import population as population_lib
+from posenc import state as state_lib
 from posenc import sweep
 from posenc import train
 from posenc import update
@@ -34,7 +34,7 @@ def final_params(workdir, config):
   state, _ = checkpoint.restore_state(
     manager,
     manager.latest_step(),
-    (population_lib.init_state(config, model, population, abstract=True)),
+    (state_lib.init_state(config, model, population, abstract=True)),
     population,
   )
   return jax.device_get(state)
@@ -101,7 +101,7 @@ def test_population_members_differ_and_share_nothing_but_data(tmp_path, loop):
     (1, 1e-3),
     (1, 3e-3),
   ]
-  params = final_params(str(tmp_path), config)['params']
+  params = final_params(str(tmp_path), config).params
   leaf = np.asarray(jax.tree.leaves(params)[0])
   assert len({leaf[i].tobytes() for i in range(4)}) == 4
 
@@ -115,7 +115,7 @@ def test_vmap_and_map_agree_to_float_rounding(tmp_path):
     config = tiny(**{'train.population_loop': loop, 'learning_rates': [1e-3, 3e-3]})
     workdir = str(tmp_path / loop)
     results = train.train_and_evaluate(setup.build(config), workdir)
-    params.append(final_params(workdir, config)['params'])
+    params.append(final_params(workdir, config).params)
     scores.append([m['score'] for m in results['members']])
   for a, b in zip(jax.tree.leaves(params[0]), jax.tree.leaves(params[1])):
     np.testing.assert_allclose(a, b, atol=1e-2)
@@ -125,7 +125,7 @@ def test_vmap_and_map_agree_to_float_rounding(tmp_path):
 def _steps_of(config, steps=6):
   """The population's state after `steps` calls of the update of its largest bucket."""
   run = setup.build(config)
-  state = population_lib.init_state(config, run.model, run.population)
+  state = state_lib.init_state(config, run.model, run.population)
   bucket = run.training.buckets(run)[-1]
   update_fn = update.make_update_fn(run, bucket)
   members = (run.population.learning_rates, run.population.train_keys)
@@ -143,11 +143,11 @@ def test_batched_optimizer_agrees_with_the_members_optimizer_to_float_rounding()
   base = {'learning_rates': [1e-3, 3e-3], 'train.population_loop': 'map'}
   member, member_metrics = _steps_of(tiny(**base))
   batched, batched_metrics = _steps_of(tiny(**base, **{'train.optimizer_loop': 'batched'}))
-  assert member['step'] == batched['step'] == 6
-  for a, b in zip(jax.tree.leaves(member['params']), jax.tree.leaves(batched['params'])):
+  assert member.step == batched.step == 6
+  for a, b in zip(jax.tree.leaves(member.params), jax.tree.leaves(batched.params)):
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(member_metrics['loss'], batched_metrics['loss'], rtol=1e-4)
-  assert (member['diverged'] == batched['diverged']).all()
+  assert (member.diverged == batched.diverged).all()
 
 
 def test_divergent_member_is_marked_and_others_go_on(tmp_path):
@@ -157,7 +157,7 @@ def test_divergent_member_is_marked_and_others_go_on(tmp_path):
   assert bad['diverged'] and bad['score'] is None
   assert not ok['diverged'] and ok['score'] is not None
   state = final_params(str(tmp_path), config)
-  assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(state['params']))
+  assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(state.params))
 
 
 def _launch_cmd(workdir, *extra):
@@ -347,7 +347,7 @@ def test_looped_decoder_with_progressive_loss_trains(tmp_path):
   )
   results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   assert results['members'][0]['score'] is not None
-  params = final_params(str(tmp_path), config)['params']
+  params = final_params(str(tmp_path), config).params
   assert 'block' in params and 'layer_0' in params['block'] and 'head' not in params
 
 

@@ -32,6 +32,7 @@ Adding an encoding = one pure function, one helper call, one `ENCODINGS` entry (
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from posenc import encoding_names
@@ -201,8 +202,11 @@ def resolve_options(
     >>> resolve_options('randomized_relative', (('relative_mode', 'reference'),))
     ({'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}, {})
   """
-  given = dict(options)
-  spec = get(name)
+  return _resolve(get(name), dict(options))
+
+
+def _resolve(spec: Encoding, given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+  """`resolve_options` for the record `spec`."""
   known = OPTIONS | {n for n, _ in spec.options}
   unknown = sorted(set(given) - known)
   if unknown:
@@ -221,3 +225,53 @@ def resolve_options(
   }
   test = {n: given[n] for n in spec.test_options if n in given}
   return {**pick('attention'), **test}, pick(core.EMBEDDING)
+
+
+@dataclasses.dataclass(frozen=True)
+class Parsed:
+  """An encoding as a run uses it: its name, its record and its options resolved
+  (`resolve_options`), what the model is built from and results.json records.
+
+  Attributes:
+    name: the encoding's name (a registry name, `input+attention` or an outside one).
+    spec: its record (`get(name)`).
+    given: the options it was parsed from, as (key, value) pairs.
+    attention: its attention part's options, (key, value) pairs in the record's order.
+    embedding: its input part's options, likewise.
+
+  Example:
+    >>> parse('randomized_relative', {'relative_mode': 'reference'}).options
+    {'max_time': 10000.0, 'relative_mode': 'reference', 'randomize_both_sides': False}
+  """
+
+  name: str
+  spec: Encoding
+  given: tuple[tuple[str, Any], ...]
+  attention: tuple[tuple[str, Any], ...]
+  embedding: tuple[tuple[str, Any], ...]
+
+  @property
+  def options(self) -> dict[str, Any]:
+    """Every option it takes with its value: the attention part's, then the input part's."""
+    return {**dict(self.attention), **dict(self.embedding)}
+
+  def with_options(self, **given: Any) -> Parsed:
+    """The same encoding with `given` options set over those it was parsed from, resolved
+    again (ValueError, one line, for a bad one)."""
+    return _parsed(self.name, self.spec, {**dict(self.given), **given})
+
+
+def parse(name: str, options: tuple[tuple[str, Any], ...] | dict = ()) -> Parsed:
+  """`name`'s record and `options` resolved: ValueError (one line) for an unknown name, an
+  unknown option or a value outside an option's valid ones.
+
+  Example: parse('rotary').spec is ENCODINGS['rotary'].
+  """
+  return _parsed(name, get(name), dict(options))
+
+
+def _parsed(name: str, spec: Encoding, given: dict[str, Any]) -> Parsed:
+  attention, embedding = _resolve(spec, given)
+  return Parsed(
+    name, spec, tuple(given.items()), tuple(attention.items()), tuple(embedding.items())
+  )

@@ -65,7 +65,7 @@ class EvalContext:
 
 def diverged(run: Run, state: Any) -> np.ndarray:
   """The real members' divergence flags, bool [P], of a population `state`."""
-  return np.asarray(jax.device_get(state['diverged']))[: run.population.size]
+  return np.asarray(jax.device_get(state.diverged))[: run.population.size]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,7 +255,7 @@ def run_cells(
   for k, cell in enumerate(todo):
     if ctx.should_stop():
       raise checkpoint.Preempted(
-        run.config.train.steps,
+        run.train_settings.steps,
         f'preempted during evaluation, before {label(cell)}: the cells measured so far are kept',
       )
     metrics = measure(cell)
@@ -318,13 +318,13 @@ def eval_micro_batch(
 
 def sequence_buckets(run: Run) -> list[int]:
   """One bucket, N: a sequence task's batches mix every length up to N."""
-  return [run.config.train.max_length]
+  return [run.train_settings.max_length]
 
 
 def sequence_shape(run: Run, bucket: int) -> tuple[int, int]:
   """(prompt width, answer width) of a sequence task's training batches: its bounds at N."""
   del bucket  # one bucket, N
-  n = run.config.train.max_length
+  n = run.train_settings.max_length
   return run.task.max_prompt(n, n), run.task.max_answer(n, n)
 
 
@@ -347,8 +347,9 @@ def sequence_batch(
 ) -> dict[str, jax.Array]:
   """Every example its own lengths, drawn stratified over [1..N]²."""
   del step, length  # every step draws every length
-  config = run.config
-  return run.task.sample_train(key, config.train.batch_size, config.train.max_length, *shape)
+  return run.task.sample_train(
+    key, run.train_settings.batch_size, run.train_settings.max_length, *shape
+  )
 
 
 def sequence_sizes(run: Run) -> dict[str, int]:

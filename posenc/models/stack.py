@@ -72,11 +72,14 @@ class Architecture(nn.Module):
   """The fields every model family shares, and what they resolve to.
 
   Attributes:
-    encoding: a name of `posenc.encodings` (or `input+attention`).
+    encoding: the encoding as the run parsed it (`posenc.encodings.Parsed`: its record and
+      resolved options); or, for a model built outside a run, a name of `posenc.encodings`
+      (or `input+attention`) parsed with `encoding_options`.
     num_layers: L, the distinct layers (of the looped block if recurrences > 1).
     d_model, num_heads, ffn_size, dropout: the sizes.
     max_position: L_max: size of the learned table and range of randomized positions.
-    encoding_options: hashable (key, value) pairs, e.g. (('relative_mode', 'reference'),).
+    encoding_options: with an encoding by name, its options: hashable (key, value) pairs,
+      e.g. (('relative_mode', 'reference'),).
     norm: 'post' (the study's) or 'pre' (with a final LayerNorm).
     ffn: 'relu' or 'gelu_glu'.
     recurrences: R, applications of the block of L layers (1: a plain stack).
@@ -92,7 +95,7 @@ class Architecture(nn.Module):
     dtype, param_dtype: computation and parameter dtypes.
   """
 
-  encoding: str = 'none'
+  encoding: encodings.Parsed | str = 'none'
   num_layers: int = 5
   d_model: int = 64
   num_heads: int = 8
@@ -120,15 +123,18 @@ class Architecture(nn.Module):
     return self.loop or self.recurrences > 1 or self.injection != 'none'
 
   @property
-  def encoding_spec(self) -> encodings.Encoding:
-    return encodings.get(self.encoding)
+  def parsed(self) -> encodings.Parsed:
+    """The encoding and its resolved options: the run's, or parsed from a name."""
+    if isinstance(self.encoding, encodings.Parsed):
+      return self.encoding
+    return encodings.parse(self.encoding, self.encoding_options)
 
   @property
   def attention_args(self) -> layers.AttentionArgs:
-    attention_options, _ = encodings.resolve_options(self.encoding, self.encoding_options)
+    parsed = self.parsed
     return layers.AttentionArgs(
-      self.encoding_spec,
-      tuple(sorted(attention_options.items())),
+      parsed.spec,
+      tuple(sorted(parsed.attention)),
       self.max_position,
       attention.resolve(self.attention_impl),
       self.attention_block,
@@ -138,10 +144,11 @@ class Architecture(nn.Module):
     )
 
   def check_length(self, num_positions: int) -> None:
-    if self.encoding_spec.randomized and num_positions > self.max_position:
+    parsed = self.parsed
+    if parsed.spec.randomized and num_positions > self.max_position:
       raise ValueError(
         f'sequence length {num_positions} exceeds max_position='
-        f'{self.max_position} of the randomized encoding {self.encoding!r}'
+        f'{self.max_position} of the randomized encoding {parsed.name!r}'
       )
 
 
@@ -176,15 +183,15 @@ def body(
   Returns:
     The hidden states and the keys and values of every layer application (the new cache).
   """
-  spec = model.encoding_spec
+  parsed = model.parsed
+  spec = parsed.spec
   types = {'dtype': model.dtype, 'param_dtype': model.param_dtype}
   x = embed(tokens) * math.sqrt(model.d_model)
   if spec.embedding is not None:
-    _, embedding_options = encodings.resolve_options(model.encoding, model.encoding_options)
     table = spec.embedding(
       width=model.d_model,
       max_position=model.max_position,
-      **embedding_options,
+      **dict(parsed.embedding),
       name='position_embed',
     )(
       where.draw_positions, where.draw_length, tokens if context is None else context, deterministic

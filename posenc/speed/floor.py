@@ -94,11 +94,11 @@ def training_floor(run: run_lib.Run, repeats: int = 20) -> dict[str, Any]:
      'gflops_per_s' (the products' achieved rate over the curriculum)}.
   """
   config, task = run.config, run.task
-  n, size = config.train.max_length, config.train.bucket_size
+  n, size = run.train_settings.max_length, run.train_settings.bucket_size
   timer = ProductTimer(repeats)
   per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
   for length in range(1, n + 1):
-    rows = config.train.batch_size * cost_model.tokens(task, length, n, size)
+    rows = run.train_settings.batch_size * cost_model.tokens(task, length, n, size)
     seconds, flops = products_cost(dense_products(rows, config), timer)
     per_length.append((config.model.num_layers * seconds, config.model.num_layers * flops))
     bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
@@ -128,12 +128,12 @@ def evaluation_floor(
     'flops': 1.07e11}.
   """
   config, task = run.config, run.task
-  m, size = config.eval.max_length, config.eval.bucket_size
+  m, size = run.eval_settings.max_length, run.eval_settings.bucket_size
   tokens = cost_model.tokens(task, length, m, size)
   micro = core.eval_micro_batch(
-    config.eval.batch_size, config.model.num_heads, tokens, run.platform
+    run.eval_settings.batch_size, config.model.num_heads, tokens, run.platform
   )
-  calls = config.eval.examples_per_length // micro * config.model.num_layers
+  calls = run.eval_settings.examples_per_length // micro * config.model.num_layers
   seconds, flops = products_cost(
     dense_products(micro * tokens, config, backward=False), timer or ProductTimer()
   )
@@ -142,7 +142,7 @@ def evaluation_floor(
     'micro_batch': micro,
     'floor_s': calls * seconds,
     'dense_gflops_per_s': float(flops / seconds / 1e9),
-    'flops': config.eval.examples_per_length * cost_model.forward_flops(tokens, config),
+    'flops': run.eval_settings.examples_per_length * cost_model.forward_flops(tokens, config),
   }
 
 

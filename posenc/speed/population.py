@@ -34,6 +34,7 @@ from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import run as run_lib
 from posenc import programs
+from posenc import state as state_lib
 from posenc import update
 from posenc.kinds.range import protocol as range_protocol
 
@@ -111,7 +112,7 @@ class Trainer:
     population = run.population
     self._members = (population.learning_rates, population.train_keys)
     self._traces: collections.Counter = collections.Counter()
-    self._state = population_lib.init_state(run.config, run.model, population)
+    self._state = state_lib.init_state(run.config, run.model, population)
     self._step = 0
     k = programs.steps_per_dispatch(run.config, run.platform)
     start = time.perf_counter()
@@ -133,7 +134,7 @@ class Trainer:
   @property
   def params(self) -> Any:
     """The members' parameters [P, ...] as trained so far."""
-    return self._state['params']
+    return self._state.params
 
   def model_updates_per_s(self, steps: int) -> float:
     """Trains the next `steps` steps of the curriculum; the population's model-updates/s."""
@@ -146,7 +147,7 @@ class Trainer:
     else:
       lengths = np.asarray(
         update.curriculum_lengths(
-          self.run.curriculum_key, jnp.int32(self._step), steps, config.train.max_length
+          self.run.curriculum_key, jnp.int32(self._step), steps, self.run.train_settings.max_length
         )
       )
       for length in lengths:
@@ -177,7 +178,9 @@ class Evaluator:
     self.run = run
     self._traces: collections.Counter = collections.Counter()
     self._lengths = config_lib.eval_lengths(config)
-    bucket = lambda n: config_lib.bucket_of(n, config.eval.max_length, config.eval.bucket_size)
+    bucket = lambda n: config_lib.bucket_of(
+      n, run.eval_settings.max_length, run.eval_settings.bucket_size
+    )
     keys = run.population.eval_keys
     start = time.perf_counter()
     self._fns = {}

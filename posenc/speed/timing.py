@@ -6,7 +6,7 @@ ones with their commands).
 
 Example (`launch.speed eval --lengths=100`):
   >>> run = setup.build(config)                 # one member of the study's model  # doctest: +SKIP
-  >>> params = population.init_state(config, run.model, run.population)['params']  # doctest: +SKIP
+  >>> params = state.init_state(config, run.model, run.population).params  # doctest: +SKIP
   >>> eval_length(run, params, 100)  # doctest: +SKIP
   {'length': 100, 'bucket': 128, 'examples': 512, 'compile_s': ..., 'run_s': ...,
    'accuracy': ...}

@@ -30,8 +30,8 @@ from posenc import config as config_lib
 from posenc import encodings
 from posenc import generate as generate_lib
 from posenc import models
-from posenc import population as population_lib
 from posenc import setup
+from posenc import state as state_lib
 from posenc import train
 from posenc import update
 from posenc.testing import compare
@@ -387,7 +387,7 @@ def check_export(name: str) -> Check:
   """The training step of a tiny decoder run lowers for CUDA and TPU (a program, no values
   to check)."""
   run = setup.build(_tiny_config(name), platform='gpu')
-  state = population_lib.init_state(run.config, run.model, run.population, abstract=True)
+  state = state_lib.init_state(run.config, run.model, run.population, abstract=True)
   update_fn = update.make_update_fn(run, run.training.buckets(run)[-1])
   exported = jax_export.export(update_fn, platforms=['cuda', 'tpu'])(
     state,

@@ -17,6 +17,7 @@ from experiments import sorting_hints
 from posenc import checkpoint
 from posenc import population as population_lib
 from posenc import setup
+from posenc import state as state_lib
 from posenc import train
 
 
@@ -45,13 +46,13 @@ def main():
       state, _ = checkpoint.restore_state(
         manager,
         manager.latest_step(),
-        (population_lib.init_state(config, model, population, abstract=True)),
+        (state_lib.init_state(config, model, population, abstract=True)),
         population,
       )
       states.append(
         jax.tree.map(
           lambda x: np.asarray(x)[: population.size] if np.ndim(x) else np.asarray(x),
-          state['params'],
+          state.params,
         )
       )
     diffs = [

@@ -18,7 +18,7 @@ def evaluate(run, state, ctx: core.EvalContext) -> record.ToyResults:
   population, diverged = run.population, core.diverged(run, state)
 
   def measure(length):
-    metrics = fn(state['params'], jnp.int32(length), population.eval_keys)
+    metrics = fn(state.params, jnp.int32(length), population.eval_keys)
     return {'accuracy': core.member_values(metrics['accuracy'], population.size)}
 
   by = core.run_cells(

@@ -21,17 +21,20 @@ from posenc.kinds.lengths import protocol
 def probe(run: run_lib.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of test length n (the training size), first distribution, for the cost
   model: it, its arguments after the parameters, and its widths."""
-  n, task = run.config.train.max_length, run.task
+  n, task = run.train_settings.max_length, run.task
   fn = protocol.make_length_fn(run, n)
   return fn, (jnp.int32(0), run.population.eval_keys), (task.max_prompt(n), task.max_answer(n))
 
 
 def groups(run: run_lib.Run) -> tuple[list[tuple[int, int]], int]:
   """Every test length's examples under every distribution, and the tokens at n."""
-  config, task = run.config, run.task
+  task = run.task
   tokens = lambda n: task.max_prompt(n) + task.max_answer(n)
-  count = config.eval.examples_per_length * len(config.eval.distributions)
-  return ([(tokens(n), count) for n in config.eval.lengths], tokens(config.train.max_length))
+  count = run.eval_settings.examples_per_length * len(run.eval_settings.distributions)
+  return (
+    [(tokens(n), count) for n in run.eval_settings.lengths],
+    tokens(run.train_settings.max_length),
+  )
 
 
 COST = cost_model.sequence(probe, groups)

@@ -36,6 +36,7 @@ from posenc import multitask
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
+from posenc import state as state_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.lengths import record as lengths_record
@@ -147,11 +148,11 @@ def sample_key(data_key: Array, d: Array, length: int, j: Array) -> Array:
 def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every (distribution, length)'s examples as the evaluation draws them:
   ('DIST_length_N', arrays [sub-batch, example, ...])."""
-  config, task, data_key = run.config, run.task, run.eval_key
-  size = config.eval.batch_size
-  num_sub = config.eval.examples_per_length // size
-  for d, dist in enumerate(config.eval.distributions):
-    for n in config.eval.lengths:
+  task, data_key = run.task, run.eval_key
+  size = run.eval_settings.batch_size
+  num_sub = run.eval_settings.examples_per_length // size
+  for d, dist in enumerate(run.eval_settings.distributions):
+    for n in run.eval_settings.lengths:
       n = int(n)
       draw = jax.jit(
         jax.vmap(
@@ -171,8 +172,8 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
 def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'DIST_length_N': {array: (shape, dtype)}} of `examples`, without drawing them."""
   config, task = run.config, run.task
-  size = config.eval.batch_size
-  num_sub = config.eval.examples_per_length // size
+  size = run.eval_settings.batch_size
+  num_sub = run.eval_settings.examples_per_length // size
   return {
     f'{dist}_length_{n}': core.shape_spec(
       jax.eval_shape(
@@ -198,9 +199,9 @@ def make_length_fn(
   """
   config, task, model, population = run.config, run.task, run.model, run.population
   data_key = run.eval_key
-  distributions = list(config.eval.distributions)
-  size = config.eval.batch_size
-  num_sub = config.eval.examples_per_length // size
+  distributions = list(run.eval_settings.distributions)
+  size = run.eval_settings.batch_size
+  num_sub = run.eval_settings.examples_per_length // size
   width_p, width_a = task.max_prompt(length), task.max_answer(length)
 
   def local(params, d, keys, data=None):
@@ -257,7 +258,7 @@ def make_length_fn(
   P = jax.sharding.PartitionSpec
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(config, model, population, abstract=True)['params'],
+    state_lib.init_state(config, model, population, abstract=True).params,
   )
   in_specs = (specs, P(), P(population_lib.POP)) + ((P(),) if from_data else ())
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
@@ -269,9 +270,9 @@ def evaluate_cells(
   """Every cell's metrics per member (`params` [P, ...]): {(distribution, n): {metric:
   [member i]}}."""
   config, population = run.config, run.population
-  index = {d: i for i, d in enumerate(config.eval.distributions)}
+  index = {d: i for i, d in enumerate(run.eval_settings.distributions)}
   fns: dict[int, Callable[..., dict]] = {}
-  frozen = bool(config.eval.get('from_files'))
+  frozen = bool(run.eval_settings.from_files)
 
   def measure(cell):
     dist, n = cell
@@ -298,15 +299,15 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> lengths_record.Leng
   token accuracy per test distribution and length, per member; the score is the exact match
   over the first distribution's lengths past training."""
   config, population, diverged = run.config, run.population, core.diverged(run, state)
-  by_cell = evaluate_cells(run, state['params'], ctx)
-  lengths = [int(n) for n in config.eval.lengths]
-  unseen = [n for n in lengths if n > config.train.max_length]
-  first = config.eval.distributions[0]
+  by_cell = evaluate_cells(run, state.params, ctx)
+  lengths = [int(n) for n in run.eval_settings.lengths]
+  unseen = [n for n in lengths if n > run.train_settings.max_length]
+  first = run.eval_settings.distributions[0]
   members = []
   for i, member in enumerate(population.members):
     table = {
       metric: {
-        d: {n: by_cell[(d, n)][metric][i] for n in lengths} for d in config.eval.distributions
+        d: {n: by_cell[(d, n)][metric][i] for n in lengths} for d in run.eval_settings.distributions
       }
       for metric in METRICS
     }
@@ -322,9 +323,9 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> lengths_record.Leng
     )
   return lengths_record.LengthsResults(
     tuple(config.hints),
-    config.train.hint_schedule,
+    run.train_settings.hint_schedule,
     tuple(lengths),
-    tuple(config.eval.distributions),
+    tuple(run.eval_settings.distributions),
     first,
     tuple(unseen),
     tuple(members),
@@ -345,7 +346,7 @@ def train_batch(
 def train_shape(run: Run, bucket: int) -> tuple[int, int]:
   """The widest (prompt, answer) of the main task and its hints at N."""
   del bucket  # one bucket, N
-  return multitask.train_shape(run.tasks, run.config.train.max_length)
+  return multitask.train_shape(run.tasks, run.train_settings.max_length)
 
 
 def model_sizes(run: Run) -> dict[str, int]:
@@ -373,29 +374,29 @@ def validate(run: Run) -> None:
   """The task-hinting study: a decoder, a known schedule, test lengths and distributions the
   main task can sample, tables that cover the longest sequence."""
   config, task_list, main = run.config, run.tasks, run.task
-  if config.train.hint_schedule not in multitask.SCHEDULES:
+  if run.train_settings.hint_schedule not in multitask.SCHEDULES:
     raise config_lib.choices(
-      config.train.hint_schedule, 'train.hint_schedule', list(multitask.SCHEDULES)
+      run.train_settings.hint_schedule, 'train.hint_schedule', list(multitask.SCHEDULES)
     )
-  size = config.train.dataset_size
+  size = run.train_settings.dataset_size
   if not config_lib.is_int(size) or size < 0 or 0 < size < len(task_list):
     raise ConfigError(
       f'train.dataset_size={size!r} must be 0 (fresh examples) or an integer '
       f'>= the {len(task_list)} tasks it is split between'
     )
-  if config.train.hint_schedule == 'mixed' and config.train.batch_size < len(task_list):
+  if run.train_settings.hint_schedule == 'mixed' and run.train_settings.batch_size < len(task_list):
     raise ConfigError(
-      f'train.batch_size={config.train.batch_size} cannot be split between '
+      f'train.batch_size={run.train_settings.batch_size} cannot be split between '
       f'{len(task_list)} tasks (train.hint_schedule=mixed)'
     )
-  n = config.train.max_length
+  n = run.train_settings.max_length
   for task in task_list:
     if n < task.min_length:
       raise ConfigError(
         f'train.max_length={n} is below task {task.name!r}\'s shortest '
         f'training length {task.min_length}'
       )
-  distributions, lengths = list(config.eval.distributions), list(config.eval.lengths)
+  distributions, lengths = list(run.eval_settings.distributions), list(run.eval_settings.lengths)
   if not distributions:
     raise ConfigError(f'eval.distributions is empty; valid: {", ".join(main.DISTRIBUTIONS)}')
   for d in distributions:
@@ -427,10 +428,12 @@ def validate(run: Run) -> None:
 def longest_tokens(run: Run) -> tuple[int, str]:
   """The longest prompt and answer of every task at the training length and of the main task
   at the test lengths, fed all but the last token."""
-  config, task_list, n = run.config, run.tasks, run.config.train.max_length
+  config, task_list, n = run.config, run.tasks, run.train_settings.max_length
   longest = max(
     [t.max_prompt(n) + t.max_answer(n) - 1 for t in task_list]
-    + [task_list[0].max_prompt(l) + task_list[0].max_answer(l) - 1 for l in config.eval.lengths]
+    + [
+      task_list[0].max_prompt(l) + task_list[0].max_answer(l) - 1 for l in run.eval_settings.lengths
+    ]
   )
   return longest, f'of {config.task} and its hints'
 
@@ -446,7 +449,7 @@ PROTOCOL = core.Protocol(
     core.SEQUENCE, shape=train_shape, batch=train_batch, model_sizes=model_sizes, inputs=inputs
   ),
   longest_tokens=longest_tokens,
-  longest_length=lambda run: max(int(n) for n in run.config.eval.lengths),
+  longest_length=lambda run: max(int(n) for n in run.eval_settings.lengths),
   task_type=LengthsTask,
   families=('decoder',),
   examples=examples,

@@ -29,6 +29,7 @@ from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
+from posenc import state as state_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.perplexity import record as perplexity_record
@@ -121,7 +122,7 @@ def _population_scorer(run: Run, group: Callable[..., tuple[Any, Any]]) -> Calla
   population = run.population
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(run.config, run.model, population, abstract=True)['params'],
+    state_lib.init_state(run.config, run.model, population, abstract=True).params,
   )
   return jax.jit(
     population.shard_map(
@@ -153,7 +154,7 @@ def make_masked_score_fn(run: Run) -> Callable[..., Any]:
   """A masked language model's scorer (`_population_scorer`; `scored` unused): the masks
   are drawn from eval.seed, the same for every member, and the masked bytes are scored."""
   model = run.model
-  mask_key = jax.random.key(run.config.eval.seed)
+  mask_key = jax.random.key(run.eval_settings.seed)
 
   def group(p, w, s, key, g):
     del s
@@ -184,8 +185,8 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   eval.seed in the evaluation, not stored."""
   config = run.config
   _, valid = run.task.texts()
-  text = valid[: config.eval.lm_tokens + 1]
-  for length in config.eval.lengths:
+  text = valid[: run.eval_settings.lm_tokens + 1]
+  for length in run.eval_settings.lengths:
     out = {}
     for mode in modes(run):
       out[f'{mode}_windows'], out[f'{mode}_scored'] = mode_windows(config, text, length, mode)
@@ -203,11 +204,11 @@ def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, 
   `workdir/perplexity.jsonl`."""
   config, population = run.config, run.population
   _, valid = run.task.texts()
-  text = valid[: config.eval.lm_tokens + 1]
-  b = config.eval.batch_size
+  text = valid[: run.eval_settings.lm_tokens + 1]
+  b = run.eval_settings.batch_size
   fn = (make_score_fn if run.family.causal else make_masked_score_fn)(run)
 
-  frozen = bool(config.eval.get('from_files'))
+  frozen = bool(run.eval_settings.from_files)
 
   def measure(length):
     row = {'seconds': {}}
@@ -243,7 +244,7 @@ def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, 
     run,
     ctx,
     'perplexity.jsonl',
-    list(config.eval.lengths),
+    list(run.eval_settings.lengths),
     lambda n: {'length': n},
     measure,
     lambda n: f'perplexity at length {n}',
@@ -254,11 +255,11 @@ def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, 
 def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> perplexity_record.PerplexityResults:
   """A text corpus's evaluation: perplexity per length and window mode; a member's score is
   its first mode's perplexity at the longest length."""
-  config, task, population = run.config, run.task, run.population
+  task, population = run.task, run.population
   diverged = core.diverged(run, state)
-  by = evaluate_lengths(run, state['params'], ctx)
-  lengths = list(config.eval.lengths)
-  n = config.train.max_length
+  by = evaluate_lengths(run, state.params, ctx)
+  lengths = list(run.eval_settings.lengths)
+  n = run.train_settings.max_length
   members = []
   for i, member in enumerate(population.members):
     ppl = {mode: {l: by[l][mode][i] for l in lengths} for mode in modes(run)}
@@ -307,9 +308,9 @@ def validate(run: Run) -> None:
   """A text corpus: a decoder trained on every token (or an encoder as a masked language
   model), lengths that fit the text and tables."""
   config, task = run.config, run.task
-  if run.family.causal and config.train.loss_on != 'all':
+  if run.family.causal and run.train_settings.loss_on != 'all':
     raise ConfigError(f'task {config.task!r} trains on every token: set train.loss_on=all')
-  lengths = list(config.eval.lengths)
+  lengths = list(run.eval_settings.lengths)
   if not lengths or any(not config_lib.is_int(l) or l < 2 for l in lengths):
     raise ConfigError(
       f'eval.lengths={lengths} must be a non-empty list of integers >= 2 (the perplexity lengths)'
@@ -318,13 +319,13 @@ def validate(run: Run) -> None:
     value = config.eval[key.split('.')[1]]
     if not config_lib.is_int(value) or value < 1:
       raise ConfigError(f'{key}={value!r} must be a positive integer')
-  longest = max(lengths + [config.train.max_length])
+  longest = max(lengths + [run.train_settings.max_length])
   try:
     task.check_cell(longest, longest)
     _, valid = task.texts()
   except ValueError as e:
     raise ConfigError(str(e)) from None
-  scored = min(config.eval.lm_tokens + 1, valid.size)
+  scored = min(run.eval_settings.lm_tokens + 1, valid.size)
   if scored < longest + 1:
     raise ConfigError(
       f'the validation text scored ({scored} bytes: eval.lm_tokens and the '
@@ -337,7 +338,7 @@ def longest_tokens(run: Run) -> tuple[int, str]:
   """The longest window, trained or evaluated."""
   config = run.config
   return (
-    max(list(config.eval.lengths) + [config.train.max_length]),
+    max(list(run.eval_settings.lengths) + [run.train_settings.max_length]),
     f'the longest window of {config.task}',
   )
 
@@ -351,10 +352,10 @@ PROTOCOL = core.Protocol(
   # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
   training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
   longest_tokens=longest_tokens,
-  longest_length=lambda run: max(run.config.eval.lengths),
+  longest_length=lambda run: max(run.eval_settings.lengths),
   task_type=CorpusTask,
   examples=examples,
   example_fields=('eval.lengths', 'eval.lm_tokens', 'eval.sliding_stride', 'model.family'),
-  example_cells=lambda run: [f'length_{n}' for n in run.config.eval.lengths],
+  example_cells=lambda run: [f'length_{n}' for n in run.eval_settings.lengths],
   example_specs=example_specs,
 )

@@ -24,8 +24,8 @@ import numpy as np
 
 from posenc import config as config_lib
 from posenc import cost_model
-from posenc import population as population_lib
 from posenc import run as run_lib
+from posenc import state as state_lib
 from posenc import update
 from posenc.kinds.range import protocol
 import tasks
@@ -40,22 +40,24 @@ _FIT_EVAL_BUCKETS = (64, 256, 512)
 def cell_work(run: run_lib.Run) -> tuple[float, float]:
   """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
   config, task = run.config, run.task
-  n, m = config.train.max_length, config.eval.max_length
+  n, m = run.train_settings.max_length, run.eval_settings.max_length
   per_step = (
     np.mean(
       [
-        cost_model.forward_flops(cost_model.tokens(task, l, n, config.train.bucket_size), config)
+        cost_model.forward_flops(
+          cost_model.tokens(task, l, n, run.train_settings.bucket_size), config
+        )
         for l in range(1, n + 1)
       ]
     )
-    * config.train.batch_size
+    * run.train_settings.batch_size
   )
   per_eval = (
     sum(
-      cost_model.forward_flops(cost_model.tokens(task, l, m, config.eval.bucket_size), config)
+      cost_model.forward_flops(cost_model.tokens(task, l, m, run.eval_settings.bucket_size), config)
       for l in config_lib.eval_lengths(config)
     )
-    * config.eval.examples_per_length
+    * run.eval_settings.examples_per_length
   )
   return float(per_step), float(per_eval)
 
@@ -65,7 +67,7 @@ def measure(run: run_lib.Run, steps: int) -> dict[str, float]:
   config, task, population = run.config, run.task, run.population
   figures = cost_model.measure_training(run, steps)
   step_s = figures['seconds'] / steps
-  n, size = config.train.max_length, config.train.bucket_size
+  n, size = run.train_settings.max_length, run.train_settings.bucket_size
   measured_work = (
     np.mean(
       [
@@ -73,19 +75,20 @@ def measure(run: run_lib.Run, steps: int) -> dict[str, float]:
         for l in figures['lengths']
       ]
     )
-    * config.train.batch_size
+    * run.train_settings.batch_size
   )
-  length = min(config.eval.max_length, max(1, n + 1))
-  bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+  length = min(run.eval_settings.max_length, max(1, n + 1))
+  bucket = config_lib.bucket_of(length, run.eval_settings.max_length, run.eval_settings.bucket_size)
   evaluate = protocol.make_eval_fn(run, bucket)
   eval_s = cost_model.time_once(
-    evaluate, figures['state']['params'], jnp.int32(length), population.eval_keys
+    evaluate, figures['state'].params, jnp.int32(length), population.eval_keys
   )
   eval_work = (
     cost_model.forward_flops(
-      cost_model.tokens(task, length, config.eval.max_length, config.eval.bucket_size), config
+      cost_model.tokens(task, length, run.eval_settings.max_length, run.eval_settings.bucket_size),
+      config,
     )
-    * config.eval.examples_per_length
+    * run.eval_settings.examples_per_length
   )
   return {
     'step_s': step_s,
@@ -107,7 +110,7 @@ def estimate(
     rows.append(
       {
         'cell': name,
-        'train_s': run.config.train.steps * per_step * measured['train_s_per_unit'],
+        'train_s': run.train_settings.steps * per_step * measured['train_s_per_unit'],
         'eval_s': per_eval * measured['eval_s_per_unit'],
       }
     )
@@ -141,7 +144,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     platform='gpu',
   )
   config, task, population, model = run.config, run.task, run.population, run.model
-  state = population_lib.init_state(config, model, population, abstract=True)
+  state = state_lib.init_state(config, model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
   # The evaluation's programs at one sub-batch per length.
   one_batch = run_lib.build(
@@ -165,7 +168,7 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     points['eval'].append(
       (
         cost_model.tokens(task, bucket, bucket, 1),
-        *cost_model.compiled_cost(fn, state['params'], length, population.eval_keys),
+        *cost_model.compiled_cost(fn, state.params, length, population.eval_keys),
       )
     )
   fits = {}
@@ -224,23 +227,23 @@ def roofline(
       flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
       return max(flops / peak, nbytes / spec['bandwidth'])
 
-    n, m = config.train.max_length, config.eval.max_length
+    n, m = run.train_settings.max_length, run.eval_settings.max_length
     step = np.mean(
       [
-        seconds('train', cost_model.tokens(task, l, n, config.train.bucket_size))
+        seconds('train', cost_model.tokens(task, l, n, run.train_settings.bucket_size))
         for l in range(1, n + 1)
       ]
     )
-    sub_batches = config.eval.examples_per_length // config.eval.batch_size
+    sub_batches = run.eval_settings.examples_per_length // run.eval_settings.batch_size
     evaluation = sum(
-      sub_batches * seconds('eval', cost_model.tokens(task, l, m, config.eval.bucket_size))
+      sub_batches * seconds('eval', cost_model.tokens(task, l, m, run.eval_settings.bucket_size))
       for l in config_lib.eval_lengths(config)
     )
     members = run.population.size
     rows.append(
       {
         'cell': name,
-        'train_s': members * config.train.steps * step,
+        'train_s': members * run.train_settings.steps * step,
         'eval_s': members * evaluation,
       }
     )

@@ -30,6 +30,7 @@ from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.range import record as range_record
 from posenc import programs as programs_lib
+from posenc import state as state_lib
 from tasks import base as task_base
 
 P = jax.sharding.PartitionSpec
@@ -73,7 +74,7 @@ def train_buckets(run: Run) -> list[int]:
 
   Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
   """
-  n, size = run.config.train.max_length, run.config.train.bucket_size
+  n, size = run.train_settings.max_length, run.train_settings.bucket_size
   return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
 
 
@@ -82,7 +83,7 @@ def train_batch(
 ) -> dict[str, jax.Array]:
   """`train.batch_size` examples of the step's (traced) length, padded to `bucket`."""
   del step  # the step's length is drawn from it by the curriculum
-  return run.task.sample_padded(key, run.config.train.batch_size, length, bucket)
+  return run.task.sample_padded(key, run.train_settings.batch_size, length, bucket)
 
 
 def model_sizes(run: Run) -> dict[str, int]:
@@ -98,7 +99,7 @@ def sample_sub_batch(
   """The examples of (length, sub-batch j): the same for every model and run."""
   return run.task.sample_padded(
     jax.random.fold_in(jax.random.fold_in(data_key, length), j),
-    run.config.eval.batch_size,
+    run.eval_settings.batch_size,
     length,
     bucket,
   )
@@ -107,8 +108,9 @@ def sample_sub_batch(
 def eval_bucket(run: Run, length: Any) -> Any:
   """The data width of an evaluated length (int, or traced): its `eval.bucket_size`
   bucket, which decides the examples drawn (the program serving it may be wider)."""
-  config = run.config
-  return programs_lib.data_width(length, config.eval.max_length, config.eval.bucket_size)
+  return programs_lib.data_width(
+    length, run.eval_settings.max_length, run.eval_settings.bucket_size
+  )
 
 
 def widen(run: Run, batch: dict[str, jax.Array], width: int) -> dict[str, jax.Array]:
@@ -126,7 +128,7 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every evaluated length's examples, as the evaluation draws them: ('length_N', arrays
   [sub-batch, example, ...] padded to the length's bucket, `length` [sub-batch])."""
   config = run.config
-  num_sub = config.eval.examples_per_length // config.eval.batch_size
+  num_sub = run.eval_settings.examples_per_length // run.eval_settings.batch_size
   draw = jax.jit(
     lambda length, bucket: jax.vmap(
       lambda j: sample_sub_batch(run, run.eval_key, length, j, bucket)
@@ -134,7 +136,9 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     static_argnums=1,
   )
   for length in config_lib.eval_lengths(config):
-    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+    bucket = config_lib.bucket_of(
+      length, run.eval_settings.max_length, run.eval_settings.bucket_size
+    )
     yield f'length_{length}', jax.tree.map(np.asarray, draw(jnp.int32(length), bucket))
 
 
@@ -145,10 +149,12 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
     {'length_1': {'inputs': ((2, 8, 6), 'int32'), 'length': ((2,), 'int32'), ...}, ...}
   """
   config = run.config
-  num_sub = config.eval.examples_per_length // config.eval.batch_size
+  num_sub = run.eval_settings.examples_per_length // run.eval_settings.batch_size
   by_bucket = {}
   for length in config_lib.eval_lengths(config):
-    bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+    bucket = config_lib.bucket_of(
+      length, run.eval_settings.max_length, run.eval_settings.bucket_size
+    )
     if bucket not in by_bucket:
       by_bucket[bucket] = core.shape_spec(
         jax.eval_shape(
@@ -160,7 +166,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
       )
   return {
     f'length_{n}': by_bucket[
-      config_lib.bucket_of(n, config.eval.max_length, config.eval.bucket_size)
+      config_lib.bucket_of(n, run.eval_settings.max_length, run.eval_settings.bucket_size)
     ]
     for n in config_lib.eval_lengths(config)
   }
@@ -195,8 +201,8 @@ def make_eval_fn(
   """
   config, population = run.config, run.population
   data = (bucket,) if data is None else tuple(data)
-  batch_size = config.eval.batch_size
-  num_sub = config.eval.examples_per_length // batch_size
+  batch_size = run.eval_settings.batch_size
+  num_sub = run.eval_settings.examples_per_length // batch_size
   max_output = int(run.task.output_length(bucket))
   tokens = bucket + max_output
   micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens, run.platform)
@@ -247,7 +253,7 @@ def make_eval_fn(
 
   param_specs = jax.tree.map(
     lambda _: P(POP),
-    population_lib.init_state(config, run.model, population, abstract=True)['params'],
+    state_lib.init_state(config, run.model, population, abstract=True).params,
   )
   in_specs = (param_specs, P(), P(POP)) + ((P(),) if from_data else ())
   evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
@@ -261,7 +267,7 @@ def evaluate_lengths(
   i], 'exact_match': [member i]}}, resuming from `workdir/eval.jsonl`."""
   config, population = run.config, run.population
   fns: dict[int, Callable[..., Any]] = {}
-  frozen = bool(config.eval.get('from_files'))
+  frozen = bool(run.eval_settings.from_files)
 
   def program(data_width):
     """(width, program) of a data width: compiled before training, else made here (of the
@@ -303,8 +309,8 @@ def programs(
   widths of the lengths `workdir/eval.jsonl` does not hold yet); a program's loops run each
   member's micro-batches of each sub-batch."""
   config, population = run.config, run.population
-  frozen = bool(config.eval.get('from_files'))
-  num_sub = config.eval.examples_per_length // config.eval.batch_size
+  frozen = bool(run.eval_settings.from_files)
+  num_sub = run.eval_settings.examples_per_length // run.eval_settings.batch_size
   lengths = config_lib.eval_lengths(config)
   at = [eval_bucket(run, length) for length in lengths]
   data = tuple(sorted(set(at)))
@@ -315,7 +321,7 @@ def programs(
 
   def make(width: int, served: tuple[int, ...], count: bool = True) -> programs_lib.Program:
     fn = make_eval_fn(run, width, traces if count else None, from_data=frozen, data=served)
-    params = population_lib.init_state(config, run.model, population, abstract=True)['params']
+    params = state_lib.init_state(config, run.model, population, abstract=True).params
     args = (params, jax.ShapeDtypeStruct((), jnp.int32), population.eval_keys)
     if frozen:
       draw = lambda j: widen(run, sample_sub_batch(run, run.eval_key, 1, j, served[0]), width)
@@ -324,7 +330,7 @@ def programs(
 
   top = data[-1]
   micro = core.eval_micro_batch(
-    config.eval.batch_size, config.model.num_heads, tokens(run, top), run.platform
+    run.eval_settings.batch_size, config.model.num_heads, tokens(run, top), run.platform
   )
   members = population.padded_size // population.num_devices
   return programs_lib.Stage(
@@ -334,7 +340,7 @@ def programs(
     calls=tuple(float(at.count(d)) for d in data),
     tokens=lambda width: tokens(run, width),
     make=make,
-    repeats=num_sub * members * (config.eval.batch_size // micro),
+    repeats=num_sub * members * (run.eval_settings.batch_size // micro),
     d_model=config.model.d_model,
     ffn_size=config.model.ffn_size,
     threads=programs_lib.threads(config),
@@ -346,9 +352,9 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> range_record.RangeR
   """The study's evaluation: per-length metrics per member; a member's scores are their means
   over the lengths past training."""
   config, diverged = run.config, core.diverged(run, state)
-  by = evaluate_lengths(run, state['params'], ctx)
+  by = evaluate_lengths(run, state.params, ctx)
   eval_list = config_lib.eval_lengths(config)
-  unseen = [l for l in eval_list if l > config.train.max_length]
+  unseen = [l for l in eval_list if l > run.train_settings.max_length]
   members = []
   for i, member in enumerate(run.population.members):
     by_length = {l: by[l]['accuracy'][i] for l in eval_list}
@@ -404,12 +410,12 @@ def validate(run: Run) -> None:
   score, the mean over the lengths past training, is undefined).
   """
   config = run.config
-  n = config.train.max_length
+  n = run.train_settings.max_length
   if not any(l > n for l in config_lib.eval_lengths(config)):
     lengths = (
-      f'eval.lengths {sorted(config.eval.lengths)}'
-      if config.eval.lengths
-      else f'1..eval.max_length={config.eval.max_length}'
+      f'eval.lengths {sorted(run.eval_settings.lengths)}'
+      if run.eval_settings.lengths
+      else f'1..eval.max_length={run.eval_settings.max_length}'
     )
     raise ConfigError(
       f'the evaluation lengths ({lengths}) are all within train.max_length={n}:'
@@ -422,7 +428,7 @@ def longest_tokens(run: Run) -> tuple[int, str]:
   """Inputs and outputs at the longest length, trained or evaluated; the decoder's
   sequences add a separator and EOS, and it is fed all but the last token."""
   config = run.config
-  longest = max(config.eval.max_length, config.train.max_length)
+  longest = max(run.eval_settings.max_length, run.train_settings.max_length)
   extra = 1 if run.family.generates else 0
   return (
     longest + int(run.task.output_length(longest)) + extra,
