@@ -14,7 +14,7 @@ RNG, one story: every draw comes from `jax.random.key`s derived here, split per 
   eval.seed  -> evaluation data key (length, j -> batch), the same for every run.
 
 Example (the study's cell: 30 members; `abstract` gives the shapes without computing):
-  >>> from posenc import config as config_lib, setup
+  >>> from posenc import config as config_lib, setup, state as state_lib
   >>> config = config_lib.base_config()
   >>> population = Population(config)          # members, keys, mesh
   >>> population.size
@@ -36,7 +36,6 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import state as state_lib
 from posenc import suggest
 
 P = jax.sharding.PartitionSpec
@@ -231,8 +230,3 @@ def data_keys(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, 
   )
   evaluation = jax.random.fold_in(jax.random.key(config.eval.seed), EVAL_DATA)
   return curriculum, batches, evaluation
-
-
-# The training state is `posenc.state`'s; made here too for the readers that take it from the
-# population.
-init_state = state_lib.init_state

@@ -67,11 +67,6 @@ class TrainState:
   step: jax.Array
   sums: Sums
 
-  def __getitem__(self, name: str) -> Any:
-    """A field by its name in the checkpoint layout (`state['params']`), for the readers
-    written against the plain dict."""
-    return getattr(self, name)
-
 
 class LayoutError(config_lib.ConfigError):
   """A checkpoint of a state layout this version cannot read; the message is one line."""

@@ -11,8 +11,8 @@ from absl import flags
 
 from launch import common
 from launch.speed import opening
-from posenc import population as population_lib
 from posenc import setup
+from posenc import state as state_lib
 from posenc.speed import floor as floor_lib
 from posenc.speed import timing
 
@@ -33,7 +33,7 @@ def _main(argv):
     common.fail(f'--lengths {bad} exceed eval.max_length={config.eval.max_length}')
   config.seeds, config.learning_rates = [0], [1e-4]
   run = setup.build(config)
-  params = population_lib.init_state(config, run.model, run.population)['params']
+  params = state_lib.init_state(config, run.model, run.population).params
   rows = []
   for length in lengths:
     row = timing.eval_length(run, params, length)

@@ -28,7 +28,7 @@ from absl import flags
 
 from launch import common
 from launch.speed import opening
-from posenc import population as population_lib
+from posenc import state as state_lib
 from posenc.speed import profile as profile_lib
 
 _OPENING = opening.Opening('profile', cell='rpe_table1 arg of the cell to time.')
@@ -53,7 +53,7 @@ def _main(argv):
     common.fail(f'--buckets {bad} are not training buckets; valid: {",".join(map(str, valid))}')
   if _TRACE_DIR.value:
     common.make_dir(_TRACE_DIR.value, '--trace_dir')
-  state = population_lib.init_state(config, run.model, run.population)
+  state = state_lib.init_state(config, run.model, run.population)
   rows = []
   for bucket in buckets:
     trace_dir = os.path.join(_TRACE_DIR.value, f'bucket_{bucket}') if _TRACE_DIR.value else None

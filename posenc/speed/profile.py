@@ -127,7 +127,7 @@ def profile_bucket(
 
   Args:
     run: the run (one member is what the figures describe).
-    state: its training state (`population.init_state`); the steps update it.
+    state: its training state (`state.init_state`); the steps update it.
     bucket: a training length bucket of the run (`run.training.buckets(run)`).
     steps: traced steps.
     trace_dir: keep the trace there (for TensorBoard's profiler or Perfetto); default: a

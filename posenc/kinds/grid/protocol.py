@@ -29,6 +29,7 @@ from posenc import objectives
 from posenc import config as config_lib
 from posenc import population as population_lib
 from posenc import results as results_lib
+from posenc import state as state_lib
 from posenc.evaluate import core
 from posenc.evaluate import frozen as frozen_lib
 from posenc.kinds.grid import record as grid_record
@@ -190,7 +191,7 @@ def make_cell_fn(
   P = jax.sharding.PartitionSpec
   specs = jax.tree.map(
     lambda _: P(population_lib.POP),
-    population_lib.init_state(config, run.model, population, abstract=True)['params'],
+    state_lib.init_state(config, run.model, population, abstract=True).params,
   )
   in_specs = (specs, P(), P(), P(population_lib.POP)) + ((P(),) if from_data else ())
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
@@ -252,7 +253,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> grid_record.GridRes
   member's score is its OOD region's."""
   config, task, population = run.config, run.task, run.population
   diverged = core.diverged(run, state)
-  by_cell = evaluate_cells(run, state['params'], ctx)
+  by_cell = evaluate_cells(run, state.params, ctx)
   regions = region_means(by_cell, config)
   token_regions = region_means(by_cell, config, 'accuracy')
   members = []
