@@ -150,40 +150,13 @@ class MultiHeadAttention(nn.Module):
     b, t, d = x.shape
     head_dim = d // self.num_heads
     args = self.args
-
-    def project(name):  # -> [B, Q, H, K]
-      y = nn.Dense(
-        d,
-        use_bias=False,
-        kernel_init=core.HAIKU_LINEAR_INIT,
-        dtype=self.dtype,
-        param_dtype=self.param_dtype,
-        name=name,
-      )(x)
-      return y.reshape(b, t, self.num_heads, head_dim)
-
-    q, k, v = project('query'), project('key'), project('value')
-    if args.encoding.attention is None:
-      enc = core.AttentionEncoding('content', core.CONTENT)
-    else:
-      enc = args.encoding.attention(
-        max_position=args.max_position,
-        num_heads=self.num_heads,
-        head_dim=head_dim,
-        param_dtype=self.param_dtype,
-        causal=causal,
-        **dict(args.encoding_kwargs),
-        name='encoding',
-      )(where.draw_positions, where.draw_length, x, deterministic)
+    q, k, v = [
+      self._dense(name, x).reshape(b, t, self.num_heads, head_dim)
+      for name in ('query', 'key', 'value')
+    ]  # each [B, Q, H, K]
+    enc = self._encoding(where, x, causal, head_dim, deterministic)
     q_idx = jnp.arange(t) if where.q_idx is None else where.q_idx
-    tau = None
-    if args.temperature != 'none':
-      beta = jnp.asarray(args.temperature_beta, jnp.float32)
-      if args.temperature == 'learned':
-        beta = self.param(
-          'temperature_beta', nn.initializers.constant(args.temperature_beta), (), self.param_dtype
-        )
-      tau = attention.temperature(beta, q_idx, jnp.sum(where.key_valid, -1), causal)
+    tau = self._temperature(where, q_idx, causal)
     # Encodings that need a feature of every key (`key_state`) cache it with k and v.
     kv = {'k': k, 'v': v, **enc.key_state}
     if cache is not None:
@@ -206,45 +179,67 @@ class MultiHeadAttention(nn.Module):
           temperature=tau,
         ),
       )
+    # Over a whole sequence the keys are the queries' tokens (indices given only when the
+    # positions are); decoding, the cache's every slot.
     if cache is None:
-      out = attention.attend(
-        q,
-        k,
-        v,
-        enc,
-        key_valid=where.key_valid,
-        causal=causal,
-        impl=args.impl,
-        q_idx=where.q_idx,
-        k_idx=None if where.q_idx is None else jnp.arange(t),
-        temperature=tau,
-        block=args.block,
-        fused_implementation=args.fused_implementation,
-      )
+      q_at, k_at = where.q_idx, None if where.q_idx is None else jnp.arange(t)
     else:
-      out = attention.attend(
-        q,
-        kv['k'],
-        kv['v'],
-        enc,
-        key_valid=where.key_valid,
-        causal=causal,
-        impl=args.impl,
-        q_idx=q_idx,
-        k_idx=jnp.arange(kv['k'].shape[1]),
-        temperature=tau,
-        block=args.block,
-        fused_implementation=args.fused_implementation,
-      )
-    out = nn.Dense(
-      d,
+      q_at, k_at = q_idx, jnp.arange(kv['k'].shape[1])
+    out = attention.attend(
+      q,
+      kv['k'],
+      kv['v'],
+      enc,
+      key_valid=where.key_valid,
+      causal=causal,
+      impl=args.impl,
+      q_idx=q_at,
+      k_idx=k_at,
+      temperature=tau,
+      block=args.block,
+      fused_implementation=args.fused_implementation,
+    )
+    return self._dense('out', out.reshape(b, t, d)), kv
+
+  def _dense(self, name: str, x: Array) -> Array:
+    """A projection without bias, Haiku's initializer, named `name` in the parameters."""
+    return nn.Dense(
+      x.shape[-1],
       use_bias=False,
       kernel_init=core.HAIKU_LINEAR_INIT,
       dtype=self.dtype,
       param_dtype=self.param_dtype,
-      name='out',
-    )(out.reshape(b, t, d))
-    return out, kv
+      name=name,
+    )(x)
+
+  def _encoding(
+    self, where: Positions, x: Array, causal: bool, head_dim: int, deterministic: bool
+  ) -> core.AttentionEncoding:
+    """The layer's encoding (its module named 'encoding'), or content alone without one."""
+    args = self.args
+    if args.encoding.attention is None:
+      return core.AttentionEncoding('content', core.CONTENT)
+    return args.encoding.attention(
+      max_position=args.max_position,
+      num_heads=self.num_heads,
+      head_dim=head_dim,
+      param_dtype=self.param_dtype,
+      causal=causal,
+      **dict(args.encoding_kwargs),
+      name='encoding',
+    )(where.draw_positions, where.draw_length, x, deterministic)
+
+  def _temperature(self, where: Positions, q_idx: Array, causal: bool) -> Array | None:
+    """The attention's temperature per query (None: none), its beta learned or fixed."""
+    args = self.args
+    if args.temperature == 'none':
+      return None
+    beta = jnp.asarray(args.temperature_beta, jnp.float32)
+    if args.temperature == 'learned':
+      beta = self.param(
+        'temperature_beta', nn.initializers.constant(args.temperature_beta), (), self.param_dtype
+      )
+    return attention.temperature(beta, q_idx, jnp.sum(where.key_valid, -1), causal)
 
 
 class Block(nn.Module):

@@ -183,32 +183,20 @@ def body(
   Returns:
     The hidden states and the keys and values of every layer application (the new cache).
   """
-  parsed = model.parsed
-  spec = parsed.spec
-  types = {'dtype': model.dtype, 'param_dtype': model.param_dtype}
   x = embed(tokens) * math.sqrt(model.d_model)
-  if spec.embedding is not None:
-    table = spec.embedding(
-      width=model.d_model,
-      max_position=model.max_position,
-      **dict(parsed.embedding),
-      name='position_embed',
-    )(
-      where.draw_positions, where.draw_length, tokens if context is None else context, deterministic
+  if model.parsed.spec.embedding is not None:
+    x = _add_positions(model, x, tokens, where, deterministic, context)
+  if model.looped:
+    x, new_cache = _looped_layers(
+      model, x, where, causal, deterministic, cache, window, recurrences
     )
-    q_idx = jnp.arange(tokens.shape[1]) if where.q_idx is None else where.q_idx
-    pos = randomized.lookup(table, q_idx, 1) if table.ndim == 3 else table[q_idx]
-    pos = pos if pos.ndim == 3 else pos[None]
-    # Dropout on the embeddings only for absolute encodings, as the reference.
-    x = layers.Dropout(model.dropout)(x + pos.astype(x.dtype), deterministic=deterministic)
-  args = model.attention_args
-  new_cache = {}
-  if not model.looped:
+  else:
     if recurrences not in (None, 1):
       raise ValueError(
         f'recurrences={recurrences} needs a looped model (loop=True, '
         'recurrences > 1 or input injection)'
       )
+    args, new_cache = model.attention_args, {}
     for i in range(model.num_layers):
       x, new_cache[f'layer_{i}'] = layers.Block(
         model.num_heads,
@@ -217,37 +205,79 @@ def body(
         args,
         model.norm,
         model.ffn,
-        **types,
+        dtype=model.dtype,
+        param_dtype=model.param_dtype,
         name=f'layer_{i}',
       )(x, where, causal, deterministic, None if cache is None else cache[f'layer_{i}'])
-  else:
-    r_total = recurrences or model.recurrences
-    start, stop = (0, r_total) if window is None else window
-    start, stop = jnp.asarray(start, jnp.int32), jnp.asarray(stop, jnp.int32)
-    scan = nn.scan(
-      Recurrence,
-      variable_broadcast='params',
-      split_rngs={'params': False, 'dropout': True, 'noise': True},
-      in_axes=(0, 0, nn.broadcast),
-      length=r_total,
-    )
-    e = x
-    x0 = jnp.zeros_like(x) if model.injection != 'none' else x
-    x, new_cache['block'] = scan(
-      model.num_layers,
-      model.num_heads,
-      model.ffn_size,
-      model.dropout,
-      args,
-      model.norm,
-      model.ffn,
-      model.injection,
-      causal,
-      deterministic,
-      model.dtype,
-      model.param_dtype,
-      name='block',
-    )(x0, jnp.arange(r_total), {} if cache is None else cache['block'], (e, where, start, stop))
   if model.norm == 'pre':
-    x = nn.LayerNorm(epsilon=layers.LAYER_NORM_EPS, **types, name='final_norm')(x)
+    x = nn.LayerNorm(
+      epsilon=layers.LAYER_NORM_EPS,
+      dtype=model.dtype,
+      param_dtype=model.param_dtype,
+      name='final_norm',
+    )(x)
   return x, new_cache
+
+
+def _add_positions(
+  model: Architecture,
+  x: Array,
+  tokens: Array,
+  where: layers.Positions,
+  deterministic: bool,
+  context: Array | None,
+) -> Array:
+  """x [B, Q, D] plus the input encoding's vectors of the queries' positions (then dropout,
+  for absolute encodings only, as the reference); created in `model`'s scope."""
+  parsed = model.parsed
+  table = parsed.spec.embedding(
+    width=model.d_model,
+    max_position=model.max_position,
+    **dict(parsed.embedding),
+    name='position_embed',
+  )(where.draw_positions, where.draw_length, tokens if context is None else context, deterministic)
+  q_idx = jnp.arange(tokens.shape[1]) if where.q_idx is None else where.q_idx
+  pos = randomized.lookup(table, q_idx, 1) if table.ndim == 3 else table[q_idx]
+  pos = pos if pos.ndim == 3 else pos[None]
+  return layers.Dropout(model.dropout)(x + pos.astype(x.dtype), deterministic=deterministic)
+
+
+def _looped_layers(
+  model: Architecture,
+  x: Array,
+  where: layers.Positions,
+  causal: bool,
+  deterministic: bool,
+  cache: dict[str, Any] | None,
+  window: tuple[Array, Array] | None,
+  recurrences: int | None,
+) -> tuple[Array, dict[str, Any]]:
+  """The looped stack: one block of layers scanned over the recurrences of `window` (its
+  parameters shared), with input injection; created in `model`'s scope."""
+  r_total = recurrences or model.recurrences
+  start, stop = (0, r_total) if window is None else window
+  start, stop = jnp.asarray(start, jnp.int32), jnp.asarray(stop, jnp.int32)
+  scan = nn.scan(
+    Recurrence,
+    variable_broadcast='params',
+    split_rngs={'params': False, 'dropout': True, 'noise': True},
+    in_axes=(0, 0, nn.broadcast),
+    length=r_total,
+  )
+  x0 = jnp.zeros_like(x) if model.injection != 'none' else x
+  out, block_cache = scan(
+    model.num_layers,
+    model.num_heads,
+    model.ffn_size,
+    model.dropout,
+    model.attention_args,
+    model.norm,
+    model.ffn,
+    model.injection,
+    causal,
+    deterministic,
+    model.dtype,
+    model.param_dtype,
+    name='block',
+  )(x0, jnp.arange(r_total), {} if cache is None else cache['block'], (x, where, start, stop))
+  return out, {'block': block_cache}
