@@ -1,4 +1,4 @@
-"""The one-writer lease of a directory on a store (posenc/io.py `Lease`) with a fake clock,
+"""The one-writer lease of a directory on a store (posenc/lease.py `Lease`) with a fake clock,
 against moto's S3 server (tests/stores.py): waiting for a holder and taking it over at
 expiry, fencing (the local deadline, the token compared at renewal), the holder's identity,
 and the wait of a flock (`DirectoryLock`).

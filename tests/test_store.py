@@ -1,4 +1,4 @@
-"""Work directories on object stores (posenc/store.py, the lease in posenc/io.py), against
+"""Work directories on object stores (posenc/store.py, the lease in posenc/lease.py), against
 real servers on 127.0.0.1 (tests/stores.py): moto's S3 server and gcp-storage-emulator.
 
 The lease's refusal of a second writer is tested on S3 only: moto refuses a second
@@ -115,7 +115,7 @@ def test_a_second_writer_is_refused_and_an_expired_lease_taken_over(s3):
 def _killed_holder(url, env, prelude):
   """Runs a process that takes the lease of `url` (for 2 s) and is killed holding it."""
   code = (
-    f'{prelude}; import os, sys; from posenc import io; '
+    f'{prelude}; import os, sys; from posenc import lease; '
     'lease.Lease(sys.argv[1], lease_s=2).__enter__(); os.kill(os.getpid(), 9)'
   )
   return subprocess.run(
