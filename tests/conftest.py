@@ -96,20 +96,15 @@ def cli():
 # encoding of each kind (and every method with code of its own), `-m slow` on all of them.
 REPRESENTATIVES = {
   'none',
-  'sin_cos',
   'relative',
   'rotary',
-  'randomized_rotary',
   'alibi',
-  'kerple_log',
   'fire',
   'geometric_directional',
   'dape',
   'cope',
   'forgetting',
   'stick_breaking',
-  'pope',
-  'sin_cos+alibi',
   'abacus+fire',
 }
 # One encoding of each kind of model input: content only, an embedding drawn per sequence, a
@@ -124,11 +119,17 @@ ONE_PER_KIND = {
   'forgetting',
   'abacus+fire',
 }
+# The model invariants' default sample: content only and a randomized input encoding (the
+# backends' test above covers every attention kind; `-m slow` runs ONE_PER_KIND and more).
+MODEL_INVARIANTS = {'none', 'randomized_sin_cos'}
+# Padding's invariance over the study's 13: one of each way positions enter.
+PADDED = {'none', 'relative', 'rotary', 'geometric'}
 # Lowering for CUDA and TPU differs by the attention's kind, not by the encoding within it.
 EXPORTED = {'none', 'rotary', 'alibi', 'geometric_directional', 'dape', 'cope', 'stick_breaking'}
 EVERY_ENCODING = {
   'test_conformance.py::test_a_builtin_s_backends_equal_the_reference': REPRESENTATIVES,
-  'test_conformance.py::test_a_builtin_keeps_the_model_invariants': ONE_PER_KIND,
+  'test_conformance.py::test_a_builtin_keeps_the_model_invariants': MODEL_INVARIANTS,
+  'test_model.py::test_padded_equals_exact': PADDED,
   'test_attention.py::test_one_decoding_step_equals_the_whole_sequence': REPRESENTATIVES,
   'test_model.py::test_blocked_attention_equals_whole': REPRESENTATIVES,
   'test_export.py::test_accelerator_programs_take_the_fused_path': EXPORTED,
@@ -136,10 +137,65 @@ EVERY_ENCODING = {
 }
 
 
+# Long end-to-end checks whose parts cheaper default tests check one by one: the default
+# suite stays near ten minutes on 2 cores; `-m slow` runs these with the other slow ones.
+SLOW = {
+  # Whole runs reproduced bit for bit (the stored tiny suite; data seeds; a saved run).
+  'test_benchmark.py::test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit',
+  'test_data_seeds.py::test_data_seed_members_are_the_runs_of_that_data_order',
+  'test_data_seeds.py::test_a_data_seed_population_resumes_bit_for_bit',
+  'test_interventions.py::test_before_and_after_on_a_saved_run',
+  # Killed and resumed end to end (test_train's and test_resume's kills stay by default).
+  'test_kill_resume.py::test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume',
+  'test_sweep.py::test_killed_sweep_reruns_exactly_the_missing_cells',
+  'test_watch.py::test_a_resumed_run_continues_its_curves_without_a_step_twice',
+  # A second process refused on a live work dir (test_lease and test_store refuse a second
+  # writer by default) and a local cache reloaded (test_store's cache on a bucket stays).
+  'test_resume.py::test_second_process_on_a_live_workdir_is_refused',
+  'test_watch.py::test_a_rerun_loads_its_programs_from_the_cache_and_ends_equal',
+  # Studies' tiny modes end to end beyond one per family.
+  'test_lm.py::test_tiny_mode_end_to_end_with_a_resumed_evaluation_and_the_report',
+  'test_lm.py::test_masked_language_model_of_the_same_data',
+  'test_later_tasks.py::test_tiny_decoder_run[associative_recall]',
+  'test_later_tasks.py::test_tiny_decoder_run[copy]',
+  'test_hinting.py::test_other_variants_train_and_evaluate',
+  'test_decoder.py::test_generation_under_a_population_vmap_equals_each_member_alone',
+  'test_decoder.py::test_decoder_options_generate_consistently[options3]',
+  'test_decoder.py::test_decoder_options_generate_consistently[options4]',
+  'test_decoder.py::test_decoder_options_generate_consistently[options5]',
+  'test_decoder.py::test_decoder_options_generate_consistently[options6]',
+  # The documentation site's whole build (the leaderboard's pages stay by default).
+  'test_pages.py::test_the_documentation_site_builds_links_and_loads_whole_offline',
+  # Outside encodings through a package's entry point and the whole conformance check
+  # (their import paths, options and first pass stay by default).
+  'test_benchmark.py::test_the_example_package_is_found_by_its_entry_point',
+  'test_outside_encodings.py::test_the_conformance_helper_passes_outside_encodings',
+  'test_outside_encodings.py::test_an_outside_encoding_s_own_option_is_set_from_the_command_line',
+  # Devices and processes beyond the one sharded check and the one two-process sweep kept.
+  'test_scale.py::test_cpu_devices_shard_the_population_over_the_host',
+  # Measurements' own end-to-end runs and the cost model's measured member.
+  'test_speed.py::test_population_times_every_setting_and_compiles_one_program_per_bucket',
+  'test_cost.py::test_sequence_task_estimate_measures_one_member_and_scales_by_flops',
+  'test_receptive.py::test_training_a_bias_family_prints_the_diagnostic_first',
+}
+# What .ci/smoke runs on the newest JAX (Python 3.12) beside the default suite, so not twice
+# (the quickstart's tiny mode there as its command line).
+SMOKE = {
+  'test_export.py',
+  'test_resume.py::test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_run',
+  'test_experiments.py::test_quickstart_tiny_runs_end_to_end',
+}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
   del config
   for item in items:
+    test = f'{item.path.name}::{item.originalname}'
+    if test in SLOW or f'{item.path.name}::{item.name}' in SLOW:
+      item.add_marker(pytest.mark.slow)
+    if test in SMOKE or item.path.name in SMOKE:
+      item.add_marker(pytest.mark.smoke)
     sample = EVERY_ENCODING.get(f'{item.path.name}::{item.originalname}')
     params = getattr(item, 'callspec', None)
     if sample is not None and params is not None and params.params.get('name') not in sample:
