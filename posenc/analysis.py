@@ -26,6 +26,7 @@ from posenc import config as config_lib
 from posenc import receptive
 from posenc import run as run_lib
 from posenc import setup
+from tasks import base as task_base
 
 
 class AnalysisError(ValueError):
@@ -247,7 +248,7 @@ def prefix_shuffle(run: Run, length: int, examples: int = 256, seed: int = 0) ->
   if not run.built.family.causal:
     raise AnalysisError('prefix_shuffle needs a causal decoder (model.family=decoder)')
   data_key, perm_key, noise = jax.random.split(jax.random.key(seed), 3)
-  if not hasattr(run.task, 'texts'):
+  if not isinstance(run.task, task_base.TextTask):
     raise AnalysisError(f'prefix_shuffle needs a text corpus, not task {run.config.task!r}')
   tokens = run.task.sample(data_key, examples, length, length, 1, length)['tokens']
   if run.built.encoding.bounded and length > run.model.max_position:

@@ -46,6 +46,7 @@ from posenc import tensorboard
 from posenc.evaluate import frozen
 from posenc.models import checks as model_checks
 import tasks
+from tasks import base as task_base
 
 ConfigError = config_lib.ConfigError
 
@@ -226,8 +227,8 @@ def _parse(
       f'encoding {config.encoding!r} is causal by definition and '
       f'needs model.family=decoder, got {config.model.family!r}'
     )
-  if spec.reads_digits and getattr(task, 'digit_ids', None) is None:
-    with_digits = [name for name, t in tasks.REGISTRY.items() if hasattr(t, 'digit_ids')]
+  if spec.reads_digits and not isinstance(task, task_base.DigitTask):
+    with_digits = [name for name, t in tasks.REGISTRY.items() if isinstance(t, task_base.DigitTask)]
     raise ConfigError(
       f'encoding {config.encoding!r} reads digit tokens and task {config.task!r} has none; '
       f'tasks with digits: {", ".join(with_digits)}'

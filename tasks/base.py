@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +39,26 @@ from jax import lax
 
 Array = jax.Array
 Batch = dict[str, Array]
+
+
+@runtime_checkable
+class DigitTask(Protocol):
+  """A task whose tokens include the digits 0..9 (arithmetic, the byte corpora): what an
+  encoding that reads digits (Abacus, position coupling) needs from it.
+
+  Example: isinstance(tasks.get('addition'), DigitTask) -> True (digit_ids: the ids of 0..9).
+  """
+
+  @property
+  def digit_ids(self) -> tuple[int, ...]: ...
+
+
+@runtime_checkable
+class TextTask(Protocol):
+  """A task made of natural text (a byte corpus): its (train, valid) texts as uint8 arrays,
+  for the analyses that read the text itself (a shuffled prefix)."""
+
+  def texts(self) -> Any: ...
 
 
 @dataclasses.dataclass(frozen=True)
