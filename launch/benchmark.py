@@ -59,6 +59,10 @@ a baseline file of another suite version, an --alpha outside (0, 1) or one the s
 members cannot reach, --draws outside [10, 100,000] or not an integer) is one line, exit
 status 2, nothing written.
 SIGTERM checkpoints the running cell and exits with status 143; rerunning resumes.
+
+The tasks train in worker processes at once with `--jobs=N`; `--jobs=0` (the default)
+chooses as `launch.sweep` does (launch/workers.py: on a CPU-only host, one per core when the
+tasks train 1,000 steps or more). The card does not depend on it.
 """
 
 import json
@@ -68,11 +72,13 @@ import sys
 import time
 
 from absl import flags
-import numpy as np
+import jax
 
 from experiments import benchmarks
 from launch import common
 from launch import full_disk
+from launch import suite_tables
+from launch import workers
 from posenc import baselines as baselines_lib
 from posenc import benchmark
 from posenc import card as card_lib
@@ -124,6 +130,12 @@ _LEADERBOARD = flags.DEFINE_bool(
 )
 _OUT = flags.DEFINE_string('out', None, 'The directory --leaderboard writes its site into.')
 _LEASE_WAIT = flags.DEFINE_float('lease_wait', None, common.LEASE_WAIT_HELP)
+_JOBS = flags.DEFINE_integer(
+  'jobs', 0, 'Worker processes training tasks at once on this host; 0: chosen (see --help).'
+)
+_TRAIN_ONLY = flags.DEFINE_list(
+  'train_only', [], "A worker's share of the tasks: train these, write no card, and exit."
+)
 _REFERENCE = flags.DEFINE_string(
   'reference',
   None,
@@ -132,8 +144,6 @@ _REFERENCE = flags.DEFINE_string(
 )
 SECONDS = 'seconds.json'  # DIR's wall time so far, across resumed invocations
 OWNER = 'suite.json'  # which suite, version and encoding DIR's run is of
-# The numbers of members per cell --separated sizes a new suite version at.
-SIZING = (8, 12, 16)
 # --draws: fewer says nothing; more holds [draws, 100] arrays of gigabytes for a table that
 # 4,000 already measures to within a point.
 MIN_DRAWS, MAX_DRAWS = 10, 100_000
@@ -229,138 +239,6 @@ def _check_numbers() -> None:
     common.fail(f'--draws={_DRAWS.value} must be an integer in [{MIN_DRAWS}, {MAX_DRAWS:,}]')
 
 
-def _coverage(suite: benchmark.Suite) -> None:
-  """The coverage table, simulated from `suite`'s stored cells."""
-  from posenc.report import coverage  # Deferred: only --coverage simulates.
-
-  out = _COVERAGE_JSON.value
-  if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-    common.fail(f'--coverage_json={out}: its directory does not exist')
-  baselines = benchmark.read_baselines(suite)
-  stored = card_lib.baseline_cells(suite, baselines)
-  if len(stored) < 3:
-    common.fail(f'suite {suite.name} stores {len(stored)} cells; the coverage table needs 3')
-  examples = sorted(e for _, _, e in stored)[len(stored) // 2]
-  chance = card_lib.task_chances(suite, baselines)
-  truths, prior = coverage.truths_of(stored, examples, _LEAVE_ONE_OUT.value, chance)
-  ns = sorted(set(range(2, 17)) | set(benchmarks.member_counts()))
-  result = coverage.simulate(truths, prior, ns, _DRAWS.value, examples)
-  result['suite'] = suite.name
-  result['leave_one_out'] = _LEAVE_ONE_OUT.value
-  if _COVERAGE_JSON.value:
-    io.write_text_atomic(_COVERAGE_JSON.value, json.dumps(result, indent=1) + '\n')
-  print(f'Coverage of the 95% intervals, truths from the stored baselines of {suite.name}:')
-  print()
-  print(coverage.markdown(result), end='')
-  failed = coverage.failures(result)
-  must = (
-    f'{100 * coverage.THRESHOLD:g}% on every truth but the stress ones at every n, and '
-    f'{100 * coverage.FAILURE_THRESHOLD:g}% on the failure families from n = '
-    f'{coverage.FAILURE_FROM}'
-  )
-  print(
-    f'\n{coverage.CHOSEN}: '
-    + (
-      f'{len(failed)} (truth, n) under what it must cover ({must}): {"; ".join(failed)}'
-      if failed
-      else f'covers at least {must}.'
-    )
-  )
-
-
-def _separated(suite: benchmark.Suite, baselines) -> None:
-  """Which pairs of stored baselines the suite separates, and what it can detect."""
-  from posenc.report import verdicts  # Deferred: only --separated tests.
-
-  scores = card_lib.baseline_scores(suite, baselines)
-  among = _AMONG.value or sorted(scores)
-  unknown = [name for name in among if name not in scores]
-  if unknown or len(among) < 2:
-    common.fail(
-      f'--among names {unknown} that suite {suite.name} does not store; stored: '
-      f'{", ".join(sorted(scores))}'
-      if unknown
-      else '--among needs two encodings or more'
-    )
-  result = verdicts.pairs_separated(scores, among, _ALPHA.value)
-  explicit = flags.FLAGS['alpha'].present
-  if explicit and result['comparisons'] and result['smallest_possible_p'] > result['first_level']:
-    n = min(len(s) for name in among for s in scores[name].values())
-    common.fail(
-      f'--alpha={_ALPHA.value:g} cannot be reached on suite {suite.name}: with {n} members '
-      f'against {n} no comparison reaches p <= {result["first_level"]:.2g} (Holm over '
-      f'{result["comparisons"]} comparisons); the smallest possible p is '
-      f'{result["smallest_possible_p"]:.2g}'
-    )
-  found = result['separated']
-  exactness = 'exact' if result['exact'] else 'Monte-Carlo where the members are too many'
-  print(
-    f'suite {suite.name}: {len(found)} of the {result["pairs"]} pairs of {len(among)} '
-    f'encodings separated on at least one task ({verdicts.TEST_NAME}, {exactness}; Holm over '
-    f'{result["comparisons"]} comparisons at family-wise {_ALPHA.value:g}: the first step '
-    f'needs p <= {result["first_level"]:.2g}; the smallest p is {result["smallest_p"]:.2g})'
-  )
-  for s in found:
-    print(
-      f'  {s["a"]} / {s["b"]}: '
-      + ', '.join(f'{t} ({h} higher)' for t, h in zip(s['tasks'], s['higher']))
-    )
-  if result['undecided']:
-    print(
-      f'undecided (a Monte-Carlo p-value within {verdicts.SE_MARGIN:g} standard errors of '
-      f'deciding otherwise): {len(result["undecided"])} pairs'
-    )
-    for s in result['undecided']:
-      print(f'  {s["a"]} / {s["b"]}: {", ".join(s["tasks"])}')
-  # A candidate's card compares it with every stored baseline on every task they hold,
-  # whichever --among names: a smaller family than every pair's.
-  card_family = sum(1 for name in scores for task in suite.tasks if scores[name].get(task))
-  levels = {
-    f"a candidate's card ({card_family} comparisons: {len(scores)} stored baselines on their "
-    'tasks)': _ALPHA.value / card_family,
-    f'these pairs ({result["comparisons"]})': result['first_level'],
-  }
-  print(
-    f'minimum detectable difference (points; {100 * verdicts.POWER:g}% power at Holm\'s '
-    'first level, normal scores with the pooled sd), by members per cell:'
-  )
-  for task in suite.tasks:
-    groups = [scores[name][task] for name in among if task in scores[name]]
-    sd = verdicts.pooled_sd(groups)
-    if sd is None:
-      continue
-    n = int(np.median([len(g) for g in groups]))
-    for what, level in levels.items():
-      mdd = {
-        k: verdicts.minimum_detectable_difference(sd, k, k, level) for k in sorted({n, *SIZING})
-      }
-      print(
-        f'  {task} (pooled sd {100 * sd:.1f}), {what}: '
-        + ', '.join(f'{k}: ' + ('none' if d is None else f'{100 * d:.1f}') for k, d in mdd.items())
-      )
-
-
-def _selection(suite: benchmark.Suite, baselines) -> None:
-  """Per task and longest test length: what the task alone separates (card.selection)."""
-  from posenc import selection  # Deferred: only --selection and --separated test.
-  from posenc.report import verdicts
-
-  unknown = [name for name in _AMONG.value or () if name not in baselines]
-  if unknown:
-    common.fail(
-      f'--among names {unknown} that suite {suite.name} does not store; stored: '
-      f'{", ".join(sorted(baselines))}'
-    )
-  rows = selection.selection(suite, baselines, _AMONG.value, _ALPHA.value)
-  print(
-    f'suite {suite.name}, {len(baselines)} stored baselines; a task alone: Holm over its pairs '
-    f'at family-wise {_ALPHA.value:g}; "all tasks": Holm over every pair and task; minimum '
-    f'detectable difference in points ({100 * verdicts.POWER:g}% power at Holm\'s first level '
-    'of the task alone, normal scores with the pooled sd)'
-  )
-  print(selection.selection_markdown(rows), end='')
-
-
 def _leaderboard(card_dirs: list[str]) -> None:
   """Writes the leaderboard site of the suite's stored baselines and the cards in `card_dirs`."""
   from posenc import leaderboard  # Deferred: only --leaderboard draws a site.
@@ -403,7 +281,12 @@ def main(argv):
     )
   if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value or _SELECTION.value:
     return _suite_tables()
+  if _JOBS.value < 0:
+    common.fail(f'--jobs={_JOBS.value} must be an integer >= 0 (0: chosen for this host)')
   suite, name, configs, expected, baselines = _candidate()
+  unknown = [t for t in _TRAIN_ONLY.value if t not in configs]
+  if unknown:
+    common.fail(f'--train_only={unknown[0]} is not a task of {suite.name}: {", ".join(configs)}')
   if _COST.value:
     return _cost(suite, configs, baselines)
   directory = _WORKDIR.value
@@ -422,13 +305,17 @@ def _suite_tables() -> None:
   except ValueError as e:  # BenchmarkError
     common.fail(e)
   if _COVERAGE.value:
-    return _coverage(suite)
+    return suite_tables.coverage_table(
+      suite, _DRAWS.value, _LEAVE_ONE_OUT.value, _COVERAGE_JSON.value
+    )
   if not baselines:
     common.fail(f'suite {suite.name} stores no baselines')
   if _SEPARATED.value:
-    return _separated(suite, baselines)
+    return suite_tables.separated(
+      suite, baselines, _AMONG.value, _ALPHA.value, flags.FLAGS['alpha'].present
+    )
   if _SELECTION.value:
-    return _selection(suite, baselines)
+    return suite_tables.selection_table(suite, baselines, _AMONG.value, _ALPHA.value)
   path = os.path.join(suite.directory, 'baselines.md')
   io.write_text_atomic(path, baselines_lib.baselines_table(suite, baselines, _ALPHA.value))
   print(f'wrote {path} from the {len(baselines)} stored baselines of {suite.name}')
@@ -520,9 +407,14 @@ def _run_card(directory, suite, name, configs, sets, baselines) -> None:
   def elapsed() -> float:  # Across resumed invocations.
     return before + time.time() - start
 
+  if _TRAIN_ONLY.value:  # a worker: its tasks, then the parent writes the card
+    configs = {t: c for t, c in configs.items() if t in _TRAIN_ONLY.value}
+  retry = bool(_TRAIN_ONLY.value) or not _run_workers(directory, name, configs, preemption)
   try:
     with full_disk.on_full_disk(lambda: 'the complete cells are kept; rerun to resume', directory):
-      results = _train(directory, name, configs, sets, plan, elapsed, lock, preemption)
+      results = _train(directory, name, configs, sets, plan, elapsed, lock, preemption, retry)
+      if _TRAIN_ONLY.value:
+        return
       entry = benchmark.make_entry(
         suite, name, results, ['python', '-m', 'launch.benchmark'] + sys.argv[1:], elapsed()
       )
@@ -551,15 +443,56 @@ def _run_card(directory, suite, name, configs, sets, baselines) -> None:
   )
 
 
-def _train(directory, name, configs, sets, plan, elapsed, lock, preemption) -> dict:
+def _run_workers(directory, name, configs, preemption) -> bool:
+  """The tasks not yet trained, in worker processes (--jobs; launch/workers.py), each
+  `--train_only` its share; False when one process is to train them. Exits 143 when SIGTERM
+  stopped the workers (the rerun resumes)."""
+  todo = [
+    t for t in configs if not io.exists(os.path.join(_cell(directory, t, name), 'results.json'))
+  ]
+  jobs = _JOBS.value or workers.auto_jobs(
+    jax.default_backend(),
+    cores=len(os.sched_getaffinity(0)),
+    steps=[configs[t].train.steps for t in todo],
+    cpu_devices=max(c.get('cpu_devices', 0) for c in configs.values()),
+    sharded=False,
+  )
+  shares = workers.split(todo, min(jobs, len(todo)))
+  if len(shares) < 2:
+    return False
+  print(
+    f'card: {len(todo)} tasks in {len(shares)} worker processes (--jobs); their lines are '
+    f'marked [k/{len(shares)}]',
+    flush=True,
+  )
+  codes = workers.run(
+    [
+      workers.command('launch.benchmark', sys.argv[1:], f'--train_only={",".join(s)}')
+      for s in shares
+    ],
+    out=lambda line: print(line, flush=True),
+    err=lambda line: print(line, file=sys.stderr, flush=True),
+  )
+  if preemption.requested or common.PREEMPTED_EXIT in codes:
+    print('the workers checkpointed their tasks; rerun the same command to resume', flush=True)
+    raise SystemExit(common.PREEMPTED_EXIT)
+  return True
+
+
+def _cell(directory, task, name) -> str:
+  return os.path.join(
+    directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
+  )
+
+
+def _train(directory, name, configs, sets, plan, elapsed, lock, preemption, retry) -> dict:
   """{task: its results.json}: each task's cell trained and evaluated on its frozen set (a
-  finished cell is read back), the time and the card's ETA printed after each."""
+  finished cell is read back; a failed one run again if `retry`: not after workers tried
+  it), the time and the card's ETA printed after each."""
   results = {}
   ran, spent = [], 0.0  # the tasks trained by this invocation, and the time they took
   for task, config in configs.items():
-    cell = os.path.join(
-      directory, 'runs', 'cells', sweep_lib.cell_name({'task': task, 'encoding': name})
-    )
+    cell = _cell(directory, task, name)
     finished = io.exists(os.path.join(cell, 'results.json'))
     started = time.time()
     config.eval.from_files = sets[task][0]
@@ -571,13 +504,15 @@ def _train(directory, name, configs, sets, plan, elapsed, lock, preemption) -> d
       should_stop=preemption,
       lock=lock,
       wait_s=_LEASE_WAIT.value,
+      retry_failed=retry,
     )
     if 'held' in rows[0]:
       common.busy(
         f'the run of {task} is held by {rows[0]["held"]}',
         '; rerun once it has ended (or with a longer --lease_wait)',
       )
-    io.write_json_atomic(os.path.join(directory, SECONDS), {'seconds': elapsed()})
+    if not _TRAIN_ONLY.value:  # the parent's time holds its workers'
+      io.write_json_atomic(os.path.join(directory, SECONDS), {'seconds': elapsed()})
     if not io.exists(os.path.join(cell, 'results.json')):
       common.fail(f'the run of {task} failed: {cell}/error.json says why')
     results[task] = io.read_json(os.path.join(cell, 'results.json'))

@@ -8,12 +8,19 @@ DIR/cells/<task>__<encoding>. Complete cells are skipped, partial ones resumed, 
 ones recorded (DIR/cells/<cell>/error.json) while the sweep goes on. `--config.KEY=VALUE`
 overrides apply to every cell.
 
+Worker processes on one host: `--jobs=N` runs the cells still to run in N processes at
+once (each the same command for its share of them, its lines marked [k/N]), then the
+report; `--jobs=0` (the default) chooses: several on a CPU-only host when at least two
+cells of 1,000 steps or more are to run (one per core, at most 8), else one (see
+launch/workers.py). The cells' results do not depend on it.
+
 Slicing across processes or hosts: `--shard=i/n` runs every n-th cell from i; with
 `--distributed`, `jax.distributed.initialize` is called (coordinator, process count and
 index from --coordinator_address/--num_processes/--process_id, or from the environment on
 TPU pods and SLURM) and the shard is this process's index of the process count. Each
 process writes only its own cells and DIR/index/shard-i-of-n.json.
 
+  --cells    only these cells (their directory names, e.g. even_pairs__rotary).
   --status   print every cell's state and exit.
   --cost     print what the selected grid would cost on this machine's devices, from
              measured throughput, and exit (see posenc.cost). With --device=H100|A100|v4|v5e
@@ -56,6 +63,7 @@ from ml_collections import config_flags
 
 from launch import common
 from launch import full_disk
+from launch import workers
 from launch import compile_cache
 from posenc import checkpoint
 from posenc import config as config_lib
@@ -71,7 +79,11 @@ _CONFIG = config_flags.DEFINE_config_file(
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Sweep directory (created or resumed).')
 _TASKS = flags.DEFINE_list('tasks', [], 'Only these tasks (default: all in the grid).')
 _ENCODINGS = flags.DEFINE_list('encodings', [], 'Only these encodings (default: all).')
+_CELLS = flags.DEFINE_list('cells', [], 'Only these cells, by directory name (default: all).')
 _SHARD = flags.DEFINE_string('shard', '0/1', 'i/n: run every n-th cell from i.')
+_JOBS = flags.DEFINE_integer(
+  'jobs', 0, 'Worker processes running cells at once on this host; 0: chosen (see --help).'
+)
 _DISTRIBUTED = flags.DEFINE_bool(
   'distributed', False, 'Call jax.distributed.initialize; shard = process i/n.'
 )
@@ -154,8 +166,9 @@ def main(argv):
   if not _WORKDIR.value and not _COST.value:  # --cost writes nothing.
     common.fail('--workdir is required, e.g. --workdir=sweeps/table1')
   try:
-    cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value)
+    cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value, _CELLS.value)
     shard = sweep_lib.parse_shard(_SHARD.value)
+    _check_jobs(shard)
     if _DISTRIBUTED.value:
       shard = _distributed()
     if _STATUS.value:
@@ -180,13 +193,17 @@ def main(argv):
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()
+    jobs = _jobs(cells, runs, shard)
+    if jobs > 1:
+      _run_workers(cells, jobs, preemption)
     with full_disk.on_full_disk(_kept, _WORKDIR.value):
       rows = sweep_lib.run_sweep(
         _CONFIG.value,
         cells,
         _WORKDIR.value,
         shard=shard,
-        retry_failed=_RETRY_FAILED.value,
+        # What the workers tried and failed is recorded; it is not run a second time here.
+        retry_failed=_RETRY_FAILED.value and jobs == 1,
         progress=lambda line: print(line, flush=True),
         should_stop=preemption,
         lock=lock,
@@ -207,6 +224,66 @@ def main(argv):
     raise SystemExit(common.PREEMPTED_EXIT) from None
   if unfinished:
     _stop_unfinished(unfinished, rows, held, shard)
+
+
+def _check_jobs(shard) -> None:
+  """One line, exit 2, for a --jobs that is not an integer >= 0, or workers asked of a shard
+  or a distributed sweep (whose processes already divide the cells)."""
+  if _JOBS.value < 0:
+    common.fail(f'--jobs={_JOBS.value} must be an integer >= 0 (0: chosen for this host)')
+  if _JOBS.value > 1 and (shard[1] > 1 or _DISTRIBUTED.value):
+    common.fail(
+      f'--jobs={_JOBS.value} runs worker processes on this host; a shard (--shard={_SHARD.value}) '
+      'or a distributed sweep already divides the cells between processes: give --jobs=1 or 0'
+    )
+
+
+def _to_run(cells) -> list[str]:
+  """The names of the selected cells that are not complete (nor failed, without
+  --retry_failed)."""
+  skip = {sweep_lib.COMPLETE} | (set() if _RETRY_FAILED.value else {sweep_lib.FAILED})
+  return [r['cell'] for r in sweep_lib.status(_WORKDIR.value, cells) if r['state'] not in skip]
+
+
+def _jobs(cells, runs, shard) -> int:
+  """The worker processes to run: --jobs, or for 0 `workers.auto_jobs` of this host."""
+  todo = set(_to_run(cells))
+  if _JOBS.value:
+    return min(_JOBS.value, max(len(todo), 1))
+  return workers.auto_jobs(
+    jax.default_backend(),
+    cores=len(os.sched_getaffinity(0)),
+    steps=[r.train_settings.steps for c, r in zip(cells, runs) if sweep_lib.cell_name(c) in todo],
+    cpu_devices=max([r.config.get('cpu_devices', 0) for r in runs], default=0),
+    sharded=shard[1] > 1 or _DISTRIBUTED.value,
+  )
+
+
+def _run_workers(cells, jobs: int, preemption) -> None:
+  """Runs the cells still to run in `jobs` worker processes (launch/workers.py); exits 143
+  when SIGTERM stopped them (each checkpointed its cell; the rerun resumes)."""
+  sweep_lib.check_configs(_CONFIG.value, cells, _WORKDIR.value)  # before any worker starts
+  shares = workers.split(_to_run(cells), jobs)
+  print(
+    f'sweep: {sum(map(len, shares))} cells in {len(shares)} worker processes (--jobs); '
+    f'their lines are marked [k/{len(shares)}]',
+    flush=True,
+  )
+  start = time.time()
+  codes = workers.run(
+    [
+      workers.command('launch.sweep', sys.argv[1:], f'--cells={",".join(share)}', '--noreport')
+      for share in shares
+    ],
+    out=lambda line: print(line, flush=True),
+    err=lambda line: print(line, file=sys.stderr, flush=True),
+  )
+  print(
+    f'sweep: the workers ended (exit {codes}) | elapsed {time.time() - start:.0f} s', flush=True
+  )
+  if preemption.requested or common.PREEMPTED_EXIT in codes:
+    print('the workers checkpointed their cells; rerun the same command to resume the sweep')
+    raise SystemExit(common.PREEMPTED_EXIT)
 
 
 def _print_status(cells) -> None:

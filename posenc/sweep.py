@@ -91,11 +91,13 @@ def select_cells(
   grid: Sequence[dict[str, Any]],
   tasks: Sequence[str] | None = None,
   encodings: Sequence[str] | None = None,
+  names: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-  """The cells of `grid` whose task and encoding pass the filters (None keeps all).
+  """The cells of `grid` whose task, encoding and name (`cell_name`) pass the filters
+  (None keeps all).
 
   Raises:
-    ConfigError: a filter names a task or encoding the grid does not have.
+    ConfigError: a filter names a task, encoding or cell the grid does not have.
   """
   for name, wanted in (('task', tasks), ('encoding', encodings)):
     known = list(dict.fromkeys(c[name] for c in grid))
@@ -104,10 +106,19 @@ def select_cells(
       raise config_lib.ConfigError(
         f'unknown {name} {bad[0]!r}{suggest.did_you_mean(bad[0], known)} in the sweep filter; valid {name}s: {", ".join(known)}'
       )
+  known = [cell_name(c) for c in grid]
+  bad = [n for n in names or () if n not in known]
+  if bad:
+    raise config_lib.ConfigError(
+      f'unknown cell {bad[0]!r}{suggest.did_you_mean(bad[0], known)} in the sweep filter; '
+      f'valid cells: {", ".join(known)}'
+    )
   return [
     c
     for c in grid
-    if (not tasks or c['task'] in tasks) and (not encodings or c['encoding'] in encodings)
+    if (not tasks or c['task'] in tasks)
+    and (not encodings or c['encoding'] in encodings)
+    and (not names or cell_name(c) in names)
   ]
 
 

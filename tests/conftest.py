@@ -145,6 +145,8 @@ SLOW = {
   'test_kill_resume.py::test_tiny_mode_end_to_end_killed_run_and_killed_evaluation_resume',
   'test_sweep.py::test_killed_sweep_reruns_exactly_the_missing_cells',
   'test_watch.py::test_a_resumed_run_continues_its_curves_without_a_step_twice',
+  'test_workers.py::test_sigterm_reaches_the_workers_and_the_rerun_resumes',
+  'test_workers.py::test_a_card_trained_by_two_workers_is_the_stored_one',
   # A second process refused on a live work dir (test_lease and test_store refuse a second
   # writer by default) and a local cache reloaded (test_store's cache on a bucket stays).
   'test_resume.py::test_second_process_on_a_live_workdir_is_refused',
