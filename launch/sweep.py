@@ -229,8 +229,7 @@ def main(argv):
 def _check_jobs(shard) -> None:
   """One line, exit 2, for a --jobs that is not an integer >= 0, or workers asked of a shard
   or a distributed sweep (whose processes already divide the cells)."""
-  if _JOBS.value < 0:
-    common.fail(f'--jobs={_JOBS.value} must be an integer >= 0 (0: chosen for this host)')
+  workers.check(_JOBS.value, jax.default_backend())
   if _JOBS.value > 1 and (shard[1] > 1 or _DISTRIBUTED.value):
     common.fail(
       f'--jobs={_JOBS.value} runs worker processes on this host; a shard (--shard={_SHARD.value}) '

@@ -33,6 +33,8 @@ import sys
 import threading
 from typing import Callable, Sequence
 
+from launch import cli
+
 MIN_STEPS = 1000
 MAX_AUTO = 8
 
@@ -54,6 +56,19 @@ def auto_jobs(
   if min(steps) < MIN_STEPS:
     return 1
   return max(1, min(len(steps), cores, MAX_AUTO))
+
+
+def check(jobs: int, platform: str) -> None:
+  """One line, exit 2, for a --jobs below 0, or workers asked of an accelerator: one process uses its devices
+  (the population is spread over them), and a second would find their memory taken."""
+  if jobs < 0:
+    cli.fail(f'--jobs={jobs} must be an integer >= 0 (0: chosen for this host)')
+  if jobs > 1 and platform != 'cpu':
+    cli.fail(
+      f'--jobs={jobs} runs worker processes on a CPU-only host; this one runs JAX on '
+      f'{platform}, whose devices one process uses (the population is spread over them): '
+      'give --jobs=1 or 0'
+    )
 
 
 def split(names: Sequence[str], jobs: int) -> list[list[str]]:
