@@ -282,7 +282,7 @@ def main(argv):
   if _COVERAGE.value or _SEPARATED.value or _BASELINES_MD.value or _SELECTION.value:
     return _suite_tables()
   suite, name, configs, expected, baselines = _candidate()
-  workers.check(_JOBS.value, jax.default_backend())  # after _candidate's cpu_devices
+  workers.check(_JOBS.value, jax.default_backend)  # after _candidate's cpu_devices
   unknown = [t for t in _TRAIN_ONLY.value if t not in configs]
   if unknown:
     common.fail(f'--train_only={unknown[0]} is not a task of {suite.name}: {", ".join(configs)}')

@@ -229,12 +229,12 @@ def main(argv):
 def _check_jobs(shard) -> None:
   """One line, exit 2, for a --jobs that is not an integer >= 0, or workers asked of a shard
   or a distributed sweep (whose processes already divide the cells)."""
-  workers.check(_JOBS.value, jax.default_backend())
   if _JOBS.value > 1 and (shard[1] > 1 or _DISTRIBUTED.value):
     common.fail(
       f'--jobs={_JOBS.value} runs worker processes on this host; a shard (--shard={_SHARD.value}) '
       'or a distributed sweep already divides the cells between processes: give --jobs=1 or 0'
     )
+  workers.check(_JOBS.value, jax.default_backend)  # not before a distributed job's start
 
 
 def _to_run(cells) -> list[str]:

@@ -58,15 +58,17 @@ def auto_jobs(
   return max(1, min(len(steps), cores, MAX_AUTO))
 
 
-def check(jobs: int, platform: str) -> None:
-  """One line, exit 2, for a --jobs below 0, or workers asked of an accelerator: one process uses its devices
-  (the population is spread over them), and a second would find their memory taken."""
+def check(jobs: int, platform: Callable[[], str]) -> None:
+  """One line, exit 2, for a --jobs below 0, or workers asked of an accelerator: one
+  process uses its devices (the population is spread over them), and a second would find
+  their memory taken. `platform` (JAX's default backend) is asked only for workers: it
+  starts JAX's backend, which a distributed job must not have started yet."""
   if jobs < 0:
     cli.fail(f'--jobs={jobs} must be an integer >= 0 (0: chosen for this host)')
-  if jobs > 1 and platform != 'cpu':
+  if jobs > 1 and platform() != 'cpu':
     cli.fail(
       f'--jobs={jobs} runs worker processes on a CPU-only host; this one runs JAX on '
-      f'{platform}, whose devices one process uses (the population is spread over them): '
+      f'{platform()}, whose devices one process uses (the population is spread over them): '
       'give --jobs=1 or 0'
     )
 

@@ -147,6 +147,7 @@ SLOW = {
   'test_watch.py::test_a_resumed_run_continues_its_curves_without_a_step_twice',
   'test_workers.py::test_sigterm_reaches_the_workers_and_the_rerun_resumes',
   'test_workers.py::test_a_card_trained_by_two_workers_is_the_stored_one',
+  # SMOKE_ONLY: run by the smoke on the newest JAX (.ci/smoke, after the suite in CI).
   # A second process refused on a live work dir (test_lease and test_store refuse a second
   # writer by default) and a local cache reloaded (test_store's cache on a bucket stays).
   'test_resume.py::test_second_process_on_a_live_workdir_is_refused',
@@ -186,9 +187,16 @@ SLOW = {
   'test_receptive.py::test_training_a_bias_family_prints_the_diagnostic_first',
 }
 # What .ci/smoke runs on the newest JAX (Python 3.12) with -m smoke (the quickstart's tiny
-# mode there as its command line).
+# mode there as its command line). The resume test and the quickstart's tiny mode run there
+# and with -m slow, not in the default suite: CI runs both.
 SMOKE = {
   'test_export.py',
+  'test_resume.py::test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_run',
+  'test_experiments.py::test_quickstart_tiny_runs_end_to_end',
+}
+# Of those, what the default suite leaves to the smoke (marked slow and smoke_only): test_train's
+# killed run resumes bit for bit by default, and test_experiments runs other tiny modes.
+SMOKE_ONLY = {
   'test_resume.py::test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_run',
   'test_experiments.py::test_quickstart_tiny_runs_end_to_end',
 }
@@ -203,6 +211,9 @@ def pytest_collection_modifyitems(config, items):
       item.add_marker(pytest.mark.slow)
     if test in SMOKE or item.path.name in SMOKE:
       item.add_marker(pytest.mark.smoke)
+    if test in SMOKE_ONLY:
+      item.add_marker(pytest.mark.slow)
+      item.add_marker(pytest.mark.smoke_only)
     sample = EVERY_ENCODING.get(f'{item.path.name}::{item.originalname}')
     params = getattr(item, 'callspec', None)
     if sample is not None and params is not None and params.params.get('name') not in sample:
