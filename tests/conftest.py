@@ -194,9 +194,12 @@ SMOKE = {
   'test_resume.py::test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_run',
   'test_experiments.py::test_quickstart_tiny_runs_end_to_end',
 }
-# Of those, what the default suite leaves to the smoke (marked slow and smoke_only): test_train's
-# killed run resumes bit for bit by default, and test_experiments runs other tiny modes.
+# Of those, what the default suite leaves to the smoke (marked slow and smoke_only): the
+# accelerator programs' exports, whose JAX that matters is the newest (the one a GPU or TPU
+# install brings); test_train's killed run resumes bit for bit by default, and
+# test_experiments runs other tiny modes.
 SMOKE_ONLY = {
+  'test_export.py',
   'test_resume.py::test_sigterm_checkpoints_where_it_stopped_and_the_rerun_equals_a_straight_run',
   'test_experiments.py::test_quickstart_tiny_runs_end_to_end',
 }
@@ -209,12 +212,14 @@ def pytest_collection_modifyitems(config, items):
     test = f'{item.path.name}::{item.originalname}'
     if test in SLOW or f'{item.path.name}::{item.name}' in SLOW:
       item.add_marker(pytest.mark.slow)
-    if test in SMOKE or item.path.name in SMOKE:
-      item.add_marker(pytest.mark.smoke)
-    if test in SMOKE_ONLY:
-      item.add_marker(pytest.mark.slow)
-      item.add_marker(pytest.mark.smoke_only)
     sample = EVERY_ENCODING.get(f'{item.path.name}::{item.originalname}')
     params = getattr(item, 'callspec', None)
     if sample is not None and params is not None and params.params.get('name') not in sample:
       item.add_marker(pytest.mark.slow)
+    if test in SMOKE or item.path.name in SMOKE:
+      item.add_marker(pytest.mark.smoke)
+    # What the smoke runs of the default suite's: out of the default suite, into the smoke's.
+    only = test in SMOKE_ONLY or item.path.name in SMOKE_ONLY
+    if only and item.get_closest_marker('slow') is None:
+      item.add_marker(pytest.mark.slow)
+      item.add_marker(pytest.mark.smoke_only)
