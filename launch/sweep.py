@@ -210,6 +210,7 @@ def main(argv):
         wait_s=_LEASE_WAIT.value,
         wait_for_held=shard[1] == 1,
         runs=runs,
+        checkpointed=common.checkpoint_hook(),
       )
       held = {r['cell']: r['held'] for r in rows if 'held' in r}
       unfinished = sweep_lib.missing_from_report(rows, held)

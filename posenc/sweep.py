@@ -314,6 +314,7 @@ def run_sweep(
   wait_s: float | None = None,
   wait_for_held: bool = True,
   runs: Sequence[Any] | None = None,
+  checkpointed: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
   """Runs this shard's cells: skips complete ones, resumes partial ones, records failures.
 
@@ -345,6 +346,7 @@ def run_sweep(
     wait_for_held: try held cells again at the end (False: leave them to their holders).
     runs: this shard's runs, when the caller has built them (`build_cells`); else built
       here, before any cell runs.
+    checkpointed: see `posenc.train.train_and_evaluate` (the default `run_cell`'s).
 
   Returns:
     This shard's index rows (`status`) after the sweep, with `held` on the held cells.
@@ -363,6 +365,7 @@ def run_sweep(
       progress=progress,
       should_stop=should_stop,
       lock=lambda directory: lock(directory, wait_now[0]),
+      checkpointed=checkpointed or (lambda step: None),
     )
   mine = shard_cells(cells, *shard)
   if runs is None:  # Fail fast, before any cell runs, on an impossible cell.

@@ -147,6 +147,7 @@ SLOW = {
   'test_watch.py::test_a_resumed_run_continues_its_curves_without_a_step_twice',
   'test_workers.py::test_sigterm_reaches_the_workers_and_the_rerun_resumes',
   'test_workers.py::test_a_card_trained_by_two_workers_is_the_stored_one',
+  'test_workers.py::test_cells_of_killed_workers_are_resumed_by_the_sweep',
   # SMOKE_ONLY: run by the smoke on the newest JAX (.ci/smoke, after the suite in CI).
   # A second process refused on a live work dir (test_lease and test_store refuse a second
   # writer by default) and a local cache reloaded (test_store's cache on a bucket stays).

@@ -154,3 +154,21 @@ def test_a_card_trained_by_two_workers_is_the_stored_one(tmp_path):
   )
   assert bad.returncode == 2 and '--train_only=nope is not a task of tiny' in bad.stderr
   assert not (tmp_path / 'x').exists()
+
+
+def test_cells_of_killed_workers_are_resumed_by_the_sweep(tmp_path):
+  # Each worker kills itself (SIGKILL) right after its checkpoint at step 100: the sweep then
+  # finds both cells partial and resumes them itself, and the report is written.
+  env = dict(os.environ, POSENC_KILL_AFTER_CHECKPOINT='100')
+  out = _sweep(
+    tmp_path,
+    '--jobs=2',
+    '--config.train.steps=200',
+    '--config.checkpoint_every=100',
+    env=env,
+  )
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert 'the workers ended (exit [-9, -9])' in out.stdout
+  assert out.stdout.count('resumed from the checkpoint at step 100') == 2
+  assert '2 cells: 2 run, 0 already done, 0 held, 0 failed' in out.stdout
+  assert (tmp_path / 'report' / 'table1.md').exists()
