@@ -46,8 +46,9 @@ def test_cells_are_dealt_in_turn():
   ]
 
 
-def _sweep(workdir, *extra, **kw):
-  cmd = [
+def _sweep_cmd(workdir, *extra):
+  """The tiny sweep's two parity_check cells (experiments/sweep_tiny.py)."""
+  return [
     sys.executable,
     '-m',
     'launch.sweep',
@@ -56,7 +57,10 @@ def _sweep(workdir, *extra, **kw):
     '--tasks=parity_check',
     *extra,
   ]
-  return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+def _sweep(workdir, *extra, **kw):
+  return subprocess.run(_sweep_cmd(workdir, *extra), cwd=ROOT, capture_output=True, text=True, **kw)
 
 
 def _members(workdir, cell):
@@ -99,18 +103,13 @@ def test_bad_jobs_and_cells_are_one_line(tmp_path, extra, message):
 
 def test_sigterm_reaches_the_workers_and_the_rerun_resumes(tmp_path):
   workdir = tmp_path / 'w'
-  cmd = [
-    sys.executable,
-    '-m',
-    'launch.sweep',
-    '--config=experiments/sweep_tiny.py',
-    f'--workdir={workdir}',
-    '--tasks=parity_check',
+  cmd = _sweep_cmd(
+    workdir,
     '--jobs=2',
     '--config.train.steps=1500',
     '--config.train.log_every=5',
     '--config.checkpoint_every=100000',
-  ]
+  )
   proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   metrics = [
     workdir / 'cells' / c / 'metrics.jsonl'
