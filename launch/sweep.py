@@ -193,9 +193,10 @@ def main(argv):
     common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
     preemption.install()
-    jobs = _jobs(cells, runs, shard)
+    todo = _to_run(cells)
+    jobs = _jobs(todo, cells, runs, shard)
     if jobs > 1:
-      _run_workers(cells, jobs, preemption)
+      _run_workers(cells, todo, jobs, preemption)
     with full_disk.on_full_disk(_kept, _WORKDIR.value):
       rows = sweep_lib.run_sweep(
         _CONFIG.value,
@@ -245,25 +246,26 @@ def _to_run(cells) -> list[str]:
   return [r['cell'] for r in sweep_lib.status(_WORKDIR.value, cells) if r['state'] not in skip]
 
 
-def _jobs(cells, runs, shard) -> int:
-  """The worker processes to run: --jobs, or for 0 `workers.auto_jobs` of this host."""
-  todo = set(_to_run(cells))
+def _jobs(todo: list[str], cells, runs, shard) -> int:
+  """The worker processes to run for the cells `todo` (names): --jobs, or for 0
+  `workers.auto_jobs` of this host. `runs` are this shard's cells' runs."""
   if _JOBS.value:
     return min(_JOBS.value, max(len(todo), 1))
+  mine = sweep_lib.shard_cells(cells, *shard)
   return workers.auto_jobs(
     jax.default_backend(),
     cores=len(os.sched_getaffinity(0)),
-    steps=[r.train_settings.steps for c, r in zip(cells, runs) if sweep_lib.cell_name(c) in todo],
+    steps=[r.train_settings.steps for c, r in zip(mine, runs) if sweep_lib.cell_name(c) in todo],
     cpu_devices=max([r.config.get('cpu_devices', 0) for r in runs], default=0),
     sharded=shard[1] > 1 or _DISTRIBUTED.value,
   )
 
 
-def _run_workers(cells, jobs: int, preemption) -> None:
-  """Runs the cells still to run in `jobs` worker processes (launch/workers.py); exits 143
-  when SIGTERM stopped them (each checkpointed its cell; the rerun resumes)."""
+def _run_workers(cells, todo: list[str], jobs: int, preemption) -> None:
+  """Runs the cells `todo` (names) in `jobs` worker processes (launch/workers.py); exits
+  143 when SIGTERM stopped them (each checkpointed its cell; the rerun resumes)."""
   sweep_lib.check_configs(_CONFIG.value, cells, _WORKDIR.value)  # before any worker starts
-  shares = workers.split(_to_run(cells), jobs)
+  shares = workers.split(todo, jobs)
   print(
     f'sweep: {sum(map(len, shares))} cells in {len(shares)} worker processes (--jobs); '
     f'their lines are marked [k/{len(shares)}]',
