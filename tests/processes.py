@@ -15,24 +15,32 @@ def free_port() -> int:
     return s.getsockname()[1]
 
 
+def tiny_sweep_cmd(workdir, *extra: str) -> list[str]:
+  """`python -m launch.sweep` of experiments/sweep_tiny.py into `workdir`, then `extra`."""
+  return [
+    sys.executable,
+    '-m',
+    'launch.sweep',
+    '--config=experiments/sweep_tiny.py',
+    f'--workdir={workdir}',
+    *extra,
+  ]
+
+
 def two_process_sweep(workdir: str, env: dict[str, str] | None = None) -> None:
   """`launch.sweep` of experiments/sweep_tiny.py's parity_check cells into `workdir` (a path
   or a URL) by processes 0 and 1 of a two-process job; asserts both exit 0."""
   port = free_port()
   procs = [
     subprocess.Popen(
-      [
-        sys.executable,
-        '-m',
-        'launch.sweep',
-        '--config=experiments/sweep_tiny.py',
-        f'--workdir={workdir}',
+      tiny_sweep_cmd(
+        workdir,
         '--tasks=parity_check',
         '--distributed',
         f'--coordinator_address=127.0.0.1:{port}',
         '--num_processes=2',
         f'--process_id={i}',
-      ],
+      ),
       cwd=ROOT,
       env={**os.environ, **(env or {})},
       stdout=subprocess.PIPE,

@@ -5,10 +5,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
+
+import processes
 
 from experiments import rpe_table1
 from experiments import sweep_tiny
@@ -76,15 +77,7 @@ def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
   assert calls == ['none']
 
 
-def _sweep_cmd(workdir, *extra):
-  return [
-    sys.executable,
-    '-m',
-    'launch.sweep',
-    '--config=experiments/sweep_tiny.py',
-    f'--workdir={workdir}',
-    *extra,
-  ]
+_sweep_cmd = processes.tiny_sweep_cmd
 
 
 def test_killed_sweep_reruns_exactly_the_missing_cells(tmp_path):

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import processes
+
 from launch import workers
 from posenc import io
 
@@ -47,16 +49,8 @@ def test_cells_are_dealt_in_turn():
 
 
 def _sweep_cmd(workdir, *extra):
-  """The tiny sweep's two parity_check cells (experiments/sweep_tiny.py)."""
-  return [
-    sys.executable,
-    '-m',
-    'launch.sweep',
-    '--config=experiments/sweep_tiny.py',
-    f'--workdir={workdir}',
-    '--tasks=parity_check',
-    *extra,
-  ]
+  """The tiny sweep's two parity_check cells."""
+  return processes.tiny_sweep_cmd(workdir, '--tasks=parity_check', *extra)
 
 
 def _sweep(workdir, *extra, **kw):
