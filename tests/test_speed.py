@@ -34,6 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
       "unknown encoding 'nope' (did you mean 'none'?); valid encodings: none",
     ),
     (['forward', '--batch=100'], '--batch=100 must be a multiple of --sub_batch=64'),
+    (['train', '--compile_threads=-1'], '--compile_threads=-1 must be an integer >= 0'),
     (['population', '--suite=nope'], "unknown suite 'nope'; valid suites: cpu-v2, cpu-v1, tiny"),
     (['population', '--task=reverse_string'], '--task=reverse_string is not a task of cpu-v1'),
     (['population', '--settings=loops=vmap'], "unknown key 'loops'; valid: default, or KEY"),
@@ -48,7 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, needle):
   out = tmp_path / 'out.json'
-  extra = [f'--out={out}'] if args[0] in ('samplers', 'forward', 'population') else []
+  extra = [f'--out={out}'] if args[0] in ('samplers', 'forward', 'population', 'train') else []
   proc = cli.run(['launch.speed', *args, *extra])
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()

@@ -7,8 +7,9 @@ compiled first, then `--steps` steps timed along the curriculum), the number of 
 training programs, and the dense-product floor of a step (`posenc.speed.floor`) with the
 share of it each population reaches (P members' floor is P times one member's).
 `--dtype=bfloat16` computes in bfloat16; with it, `--fused_implementation=cudnn` asks for
-cuDNN's flash attention (NVIDIA GPUs). `launch.speed profile` shows where the rest of the
-time goes.
+cuDNN's flash attention (NVIDIA GPUs); `--compile_threads=N` compiles the programs in N
+threads (0: one per CPU core, as a run does). `launch.speed profile` shows where the rest of
+the time goes.
 """
 
 from absl import flags
@@ -34,6 +35,9 @@ _DTYPE = flags.DEFINE_string('dtype', 'float32', 'model.dtype: float32 or bfloat
 _FUSED = flags.DEFINE_string(
   'fused_implementation', 'xla', "model.fused_implementation: xla, or cudnn (with bfloat16)."
 )
+_THREADS = flags.DEFINE_integer(
+  'compile_threads', 0, 'Threads compiling the programs at once (0: one per CPU core).'
+)
 
 
 def population_config(size: int):
@@ -42,6 +46,7 @@ def population_config(size: int):
   config.model.attention_impl = _IMPL.value
   config.model.dtype = _DTYPE.value
   config.model.fused_implementation = _FUSED.value
+  config.compile_threads = _THREADS.value
   return opening.with_members(config, size)
 
 
@@ -53,6 +58,7 @@ def _main(argv):
   _OPENING.start(argv)
   common.at_least(_STEPS.value, '--steps')
   common.at_least(_DISPATCH.value, '--steps_per_dispatch', 0)
+  common.at_least(_THREADS.value, '--compile_threads', 0)
   one = opening.build(population_config(1))
   populations = common.positive_ints(_POPULATIONS.value, '--populations')
   out = {
@@ -60,6 +66,7 @@ def _main(argv):
     'cell': _OPENING.cell,
     'dtype': _DTYPE.value,
     'fused_implementation': _FUSED.value,
+    'compile_threads': _THREADS.value,
   }
   if not _SKIP_FIRST.value:
     out['first_update_s'] = timing.first_update_seconds(population_config(1))
