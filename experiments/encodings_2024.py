@@ -24,7 +24,6 @@ abacus_arithmetic.py's for study=arithmetic).
 from experiments import abacus_arithmetic
 from experiments import rpe_decoder
 from posenc import config as config_lib
-from posenc import scales
 from posenc import suggest
 
 STUDIES = ('tasks', 'arithmetic')
@@ -64,7 +63,7 @@ def get_config(arg=None):
       )
     )
     if parsed.cpu:
-      scales.scale(config, 'cpu')
+      config_lib.scale(config, 'cpu')
       # 27 cells of 3 members each: a smaller model and budget keep a cell under a minute.
       config.seeds = [0, 1, 2]
       config.model.num_layers = 2

@@ -3,7 +3,7 @@
   python -m launch.sweep --config=experiments/quickstart.py --workdir=runs/quickstart
 
 Two cells of one task -- a standard positional encoding and its randomized version --
-trained on short sequences and tested on longer ones (`scales.SCALES['cpu']`: 3 layers,
+trained on short sequences and tested on longer ones (`config.SCALES['cpu']`: 3 layers,
 2,000 steps at batch 64 on lengths 1-16, tested up to 64; 2 seeds at learning rate 1e-3),
 then a per-length table, Table 1 and a Figure 4 plot in runs/quickstart/report/.
 
@@ -11,14 +11,13 @@ Args: task=NAME, standard=ENCODING, randomized=ENCODING, and the bare flag `tiny
 """
 
 from posenc import config as config_lib
-from posenc import scales
 
 
 def get_config(arg=None):
   arg = config_lib.parse_arg(
     arg, task='even_pairs', standard='rotary', randomized='randomized_rotary', tiny=False
   )
-  config = scales.scale(config_lib.base_config(), 'cpu')
+  config = config_lib.scale(config_lib.base_config(), 'cpu')
   config.task = arg.task
   config.encoding = arg.standard
   if arg.tiny:

@@ -19,7 +19,6 @@ steps).
 """
 
 from posenc import config as config_lib
-from posenc import scales
 
 _DEFAULTS = dict(
   tasks='even_pairs+reverse_string',
@@ -41,7 +40,7 @@ def get_config(arg=None):
   config.encoding = arg.standard
   seeds, data_seeds = 10, 10
   if arg.cpu or arg.tiny:
-    scales.scale(config, 'cpu')
+    config_lib.scale(config, 'cpu')
     # 16 members per cell: the steps, batch and evaluation shrink to keep a cell in minutes.
     config.train.steps = 2000
     config.train.batch_size = 32

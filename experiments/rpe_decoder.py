@@ -20,7 +20,6 @@ positional encoding, RoPE and randomized RoPE; docs/decoder.md has the measured 
 
 from experiments import rpe_table1
 from posenc import config as config_lib
-from posenc import scales
 
 CPU_TASKS = ('even_pairs', 'reverse_string')
 CPU_ENCODINGS = ('none', 'rotary', 'randomized_rotary')
@@ -44,7 +43,7 @@ def get_config(arg=None):
   )
   config.model.family = 'decoder'
   if parsed.cpu:
-    scales.scale(config, 'cpu')
+    config_lib.scale(config, 'cpu')
   if parsed.tiny:
     config_lib.shrink_to_tiny(config)
   return config

@@ -34,7 +34,7 @@ prefix_shuffle: a language model's loss at a token with the tokens before it in 
 and shuffled (Haviv et al. App. B), on held-out text: DIR/prefix_shuffle.json.
 intervene RUN --intervention=NAME[:k=v,...]: the run's metric by length (every member,
 its own evaluation protocol) before and after a test-time intervention on its saved
-weights (posenc/interventions.py: position_interpolation, ntk, yarn and yarn_paper [scale,
+weights (posenc/analysis/interventions.py: position_interpolation, ntk, yarn and yarn_paper [scale,
 original_length], scalable_softmax [s], ordered_positions, slope_scale [scale]):
 DIR/intervene_NAME.json and .md.
 
@@ -60,13 +60,13 @@ from launch import cli
 from launch import common
 from launch import full_disk
 from posenc import analysis
-from posenc import analysis_plots
-from posenc import checkpoint
-from posenc import interventions
-from posenc import io
-from posenc import plots
-from posenc import probe
-from posenc import receptive
+from posenc.analysis import figures as analysis_plots
+from posenc.training import checkpoint
+from posenc.analysis import interventions
+from posenc.storage import io
+from posenc.sections import plots
+from posenc.analysis import probe
+from posenc.analysis import receptive
 
 # The memory trf's weights may take (the default of --max_memory_gb of the others).
 MAX_BYTES = 8 * 2**30

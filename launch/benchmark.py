@@ -22,7 +22,7 @@ versions and the machine). docs/benchmark.md says how to read it. Rerunning the 
 a finished DIR trains nothing and writes the card again with this posenc's statistics.
 
   --cost            print what the run takes and exit (the stored baselines' measured times,
-                    and posenc.cost's estimate for this machine)
+                    and posenc.sweep.cost's estimate for this machine)
   --save_baseline   also store the run as the suite's baseline of this encoding (for the
                     suite's maintainers: experiments/benchmarks/<suite>/baselines/)
   --write_checksums write the suite's frozen sets into DIR/eval_sets and their checksums
@@ -30,7 +30,7 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
   --alpha=A         the family-wise error of the card's verdicts (default 0.05). Given
                     explicitly, a level no comparison can reach with the suite's members
                     (3 against 3: p >= 0.1) is refused; by default the card says so instead
-  --coverage        print the coverage table of the intervals (posenc.report.coverage),
+  --coverage        print the coverage table of the intervals (posenc.statistics.coverage),
                     simulated from the suite's stored baselines at every number of members
                     a suite or a scorecard study uses, and exit; --coverage_json=FILE also
                     writes it as JSON; --leave_one_out judges each stored cell by the pool
@@ -45,7 +45,7 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
   --write_baselines_md  rewrite the suite's baselines.md from its stored baselines (no
                     training), and exit
   --leaderboard     write the static site of the suite's stored baselines and the cards
-                    given (each a --workdir of this command) into --out=DIR (posenc.leaderboard:
+                    given (each a --workdir of this command) into --out=DIR (posenc.benchmark.leaderboard:
                     one sortable table seen whole or per task, a figure per task, a page per
                     entry, the table and every member's score as CSV and JSON, each entry's
                     card.json, references.bib; DIR is replaced whole, and only if it is new,
@@ -79,14 +79,14 @@ from launch import common
 from launch import full_disk
 from launch import suite_tables
 from launch import workers
-from posenc import baselines as baselines_lib
+from posenc.benchmark import baselines as baselines_lib
 from posenc import benchmark
-from posenc import card as card_lib
-from posenc import checkpoint
+from posenc.benchmark import card as card_lib
+from posenc.training import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import io
-from posenc import store
+from posenc.storage import io
+from posenc.storage import store
 from posenc import setup
 from posenc import sweep as sweep_lib
 
@@ -184,7 +184,7 @@ def _cost(suite, configs, baselines):
       f'{seconds[len(seconds) // 2] / 60:.1f}) on {made["machine"]["machine"]} with '
       f'{made["machine"]["cpus"]} CPUs, jax {made["packages"].get("jax")}'
     )
-  from posenc import cost  # Deferred: only --cost measures.
+  from posenc.sweep import cost  # Deferred: only --cost measures.
 
   total = 0.0
   for task, config in configs.items():
@@ -241,8 +241,8 @@ def _check_numbers() -> None:
 
 def _leaderboard(card_dirs: list[str]) -> None:
   """Writes the leaderboard site of the suite's stored baselines and the cards in `card_dirs`."""
-  from posenc import leaderboard  # Deferred: only --leaderboard draws a site.
-  from posenc.leaderboard import site
+  from posenc.benchmark import leaderboard  # Deferred: only --leaderboard draws a site.
+  from posenc.benchmark.leaderboard import site
 
   if not _OUT.value:
     common.fail('--leaderboard needs --out=DIR, the directory to write the site into')

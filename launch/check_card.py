@@ -6,7 +6,7 @@
   python -m launch.check_card cards/my_encoding --workdir=runs/check --tolerance=0.5
 
 CARD_DIR is a card directory as `launch.benchmark --workdir` leaves it (card.json and
-entry.json are read). One line per check (posenc.submission): suite (card and entry of the
+entry.json are read). One line per check (posenc.benchmark.submission): suite (card and entry of the
 suite and its version), config (every task's run is the suite's cell for its encoding),
 card (card.json's member scores are entry.json's), checksums (the frozen evaluation sets
 drawn here, in DIR/eval_sets, are the suite's; and those in CARD_DIR/eval_sets, if it
@@ -37,15 +37,15 @@ from absl import flags
 from experiments import benchmarks
 from launch import common
 from posenc import benchmark
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import io
-from posenc import leaderboard
+from posenc.storage import io
+from posenc.benchmark import leaderboard
 from posenc import setup
-from posenc import submission
+from posenc.benchmark import submission
 from posenc import suggest
-from posenc import train
+from posenc.training import train
 
 _WORKDIR = flags.DEFINE_string(
   'workdir', None, 'Directory of the check: the frozen sets and the rerun (created or resumed).'

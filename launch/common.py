@@ -42,9 +42,9 @@ import experiments
 from launch import cli
 from launch import compile_cache
 from posenc import config as config_lib
-from posenc import io
-from posenc import lease
-from posenc import store
+from posenc.storage import io
+from posenc.storage import lease
+from posenc.storage import store
 from posenc import suggest
 
 # 128 + SIGTERM, the status a shell reports for a process ended by SIGTERM: schedulers and
@@ -365,7 +365,7 @@ def check_output_file(path: str, flag: str) -> None:
 # Running an entry point.
 
 
-# How long a lease on a store lasts without renewal (`posenc.lease.Lease`, default lease.LEASE_S):
+# How long a lease on a store lasts without renewal (`posenc.storage.lease.Lease`, default lease.LEASE_S):
 # what a rerun on another host waits at most for a holder that died. Shortened by the tests
 # of a killed or stalled holder; a waiting process goes by the holder's own length.
 LEASE_S = 'POSENC_LEASE_S'

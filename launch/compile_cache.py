@@ -15,8 +15,8 @@ import jax
 
 from launch import cli
 from posenc import config as config_lib
-from posenc import io
-from posenc import store
+from posenc.storage import io
+from posenc.storage import store
 
 fail = cli.fail
 

@@ -9,7 +9,7 @@
 DIR gets one .npz per evaluated cell (a length, a grid cell, a distribution and length, a
 window length) with the exact examples the config's evaluation draws, and manifest.json
 (task, options, protocol, the config fields that decide the examples, and each file's
-sha256): see posenc/evaluate/frozen.py. `--config.eval.from_files=DIR` then evaluates on
+sha256): see posenc/training/frozen.py. `--config.eval.from_files=DIR` then evaluates on
 those files instead of sampling, with the same results; other frameworks can score the same
 examples. Any config field can be overridden with `--config.KEY=VALUE`. Bad input (a bad
 config, an --out that is a file or holds another set) is one line, exit status 2, and
@@ -25,10 +25,10 @@ from ml_collections import config_flags
 from launch import common
 from launch import full_disk
 from posenc import config as config_lib
-from posenc import io
+from posenc.storage import io
 from posenc import setup
-from posenc import store
-from posenc.evaluate import frozen
+from posenc.storage import store
+from posenc.training import frozen
 
 # New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
 # of other fields are checked by common.check_overrides.

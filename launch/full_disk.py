@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from launch import cli
-from posenc import io
+from posenc.storage import io
 
 fail = cli.fail
 
@@ -116,7 +116,7 @@ def on_full_disk(kept: Callable[[], str], where: str) -> Iterator[None]:
       uninstall()
       raise
     # Deferred: orbax; launch.report imports this module but not orbax.
-    from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+    from posenc.training import checkpoint  # pylint: disable=g-import-not-at-top
 
     checkpoint.remove_unfinished(where)
     # The silencing stays: orbax's and asyncio's threads may still report while exiting.
@@ -132,7 +132,7 @@ def kept_checkpoint(workdir: str) -> str:
   resumes (the evaluation resumes from the last length measured)."""
   # Deferred: orbax and Flax; launch.report imports this module but neither
   # (tests/test_results_schema.py).
-  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+  from posenc.training import checkpoint  # pylint: disable=g-import-not-at-top
 
   steps = checkpoint.saved_steps(workdir)
   if not steps:

@@ -41,7 +41,7 @@ from launch import cli
 from launch import common
 from launch import full_disk
 from posenc import report as report_lib
-from posenc import store
+from posenc.storage import store
 from posenc.report import scorecard as scorecard_lib
 
 _OUT = flags.DEFINE_string(

@@ -10,8 +10,8 @@ import numpy as np
 from experiments import benchmarks
 from launch import common
 from posenc import benchmark
-from posenc import card as card_lib
-from posenc import io
+from posenc.benchmark import card as card_lib
+from posenc.storage import io
 
 # The numbers of members per cell --separated sizes a new suite version at.
 SIZING = (8, 12, 16)
@@ -21,7 +21,7 @@ def coverage_table(
   suite: benchmark.Suite, draws: int, leave_one_out: bool, out: str | None
 ) -> None:
   """The coverage table, simulated from `suite`'s stored cells."""
-  from posenc.report import coverage  # Deferred: only --coverage simulates.
+  from posenc.statistics import coverage  # Deferred: only --coverage simulates.
 
   if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
     common.fail(f'--coverage_json={out}: its directory does not exist')
@@ -61,7 +61,7 @@ def separated(
   suite: benchmark.Suite, baselines, among: list[str], alpha: float, explicit: bool
 ) -> None:
   """Which pairs of stored baselines the suite separates, and what it can detect."""
-  from posenc.report import verdicts  # Deferred: only --separated tests.
+  from posenc.statistics import verdicts  # Deferred: only --separated tests.
 
   scores = card_lib.baseline_scores(suite, baselines)
   among = among or sorted(scores)
@@ -132,8 +132,8 @@ def separated(
 
 def selection_table(suite: benchmark.Suite, baselines, among: list[str], alpha: float) -> None:
   """Per task and longest test length: what the task alone separates (card.selection)."""
-  from posenc import selection  # Deferred: only --selection and --separated test.
-  from posenc.report import verdicts
+  from posenc.benchmark import selection  # Deferred: only --selection and --separated test.
+  from posenc.statistics import verdicts
 
   unknown = [name for name in among or () if name not in baselines]
   if unknown:

@@ -23,7 +23,7 @@ process writes only its own cells and DIR/index/shard-i-of-n.json.
   --cells    only these cells (their directory names, e.g. even_pairs__rotary).
   --status   print every cell's state and exit.
   --cost     print what the selected grid would cost on this machine's devices, from
-             measured throughput, and exit (see posenc.cost). With --device=H100|A100|v4|v5e
+             measured throughput, and exit (see posenc.sweep.cost). With --device=H100|A100|v4|v5e
              (and --chips=N), a roofline estimate for that accelerator instead, from XLA's
              cost analysis of the accelerator programs.
   --report   after the sweep, write DIR/report (Table 1, Table 4, Figure 4, per-length
@@ -65,10 +65,10 @@ from launch import common
 from launch import full_disk
 from launch import workers
 from launch import compile_cache
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
-from posenc import cost
-from posenc import lease
+from posenc.sweep import cost
+from posenc.storage import lease
 from posenc import sweep as sweep_lib
 
 # New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names

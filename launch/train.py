@@ -19,13 +19,13 @@ from ml_collections import config_flags
 from launch import common
 from launch import full_disk
 from launch import compile_cache
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
-from posenc import lease
-from posenc import receptive
+from posenc.storage import lease
+from posenc.analysis import receptive
 from posenc import results as results_lib
 from posenc import setup
-from posenc import train
+from posenc.training import train
 
 # New attributes: an encoding's own options (`--config.encoding_options.NAME`); the names
 # of other fields are checked by common.check_overrides.

@@ -1,7 +1,8 @@
 """Experiment configuration: the config surface, arg-string parsing and validation.
 
 Experiment files (`experiments/*.py`) build their `ml_collections.ConfigDict` from
-`base_config()` and parse their arg string with `parse_arg`. `validate` turns an
+`base_config()` (the study's protocol), shrink it to a scale (`SCALES`: 'cpu' runs in minutes
+on a CPU, 'tiny' in seconds; `scale`) and parse their arg string with `parse_arg`. `validate` turns an
 impossible config into a `ConfigError` whose one-line message names the bad value and
 the valid choices; the launchers print it and exit with status 2.
 
@@ -20,7 +21,6 @@ from typing import Any, Mapping
 
 import ml_collections
 
-from posenc import scales
 from posenc import suggest
 
 
@@ -45,7 +45,7 @@ def base_config() -> ml_collections.ConfigDict:
   c.encoding_options = ml_collections.ConfigDict({'relative_mode': 'symmetric'})
   # Options of the task (`tasks.get(name, options)`), e.g. pad_probability for arithmetic.
   c.task_options = ml_collections.ConfigDict()
-  # Task hinting (Awasthi & Gupta 2023; posenc/multitask.py): auxiliary tasks trained on the
+  # Task hinting (Awasthi & Gupta 2023; posenc/training/multitask.py): auxiliary tasks trained on the
   # same backbone, each with its own output head (head 0 is the main task's).
   c.hints = []
   # The population: every (seed, learning rate) pair is one member. A seed fixes the
@@ -114,9 +114,9 @@ def _train_config() -> ml_collections.ConfigDict:
   # Training steps per compiled call: K > 1 runs K steps in one program on the device (a
   # scan over steps with a switch over the program widths), so an accelerator is not held
   # back by one Python dispatch per step; equal to K = 1 bit for bit. 0: by platform (1 on
-  # CPU, 8 on GPU and TPU: posenc.programs.PLATFORMS).
+  # CPU, 8 on GPU and TPU: posenc.programs.devices.PLATFORMS).
   c.steps_per_dispatch = 0
-  # The training programs (posenc/programs.py): 'auto' (the widths with the least estimated
+  # The training programs (posenc/programs/__init__.py): 'auto' (the widths with the least estimated
   # compile and run time), 'buckets' (one per length bucket), 'one' (one at N), or program
   # widths such as '20,40'. Batches are drawn at their bucket's width whatever the plan, so
   # the data are the same; a plan changes the programs, and with them the float rounding.
@@ -213,10 +213,68 @@ def _model_config() -> ml_collections.ConfigDict:
   return c
 
 
+# ---------------------------------------------------------------------------------------
+# The scales: the study's protocol shrunk.
+
+# The study's protocol shrunk (`scale`), as dotted fields: 'cpu' runs in minutes on a CPU
+# (the quickstart's: 3 layers, 2,000 steps at batch 64 on lengths 1..16, tested up to 64
+# at every third length; 2 seeds at learning rate 1e-3); 'tiny' runs the same code path in
+# seconds (the tests').
+SCALES = {
+  'cpu': {
+    'seeds': [0, 1],
+    'learning_rates': [1e-3],
+    'checkpoint_every': 500,
+    'train.steps': 2000,
+    'train.batch_size': 64,
+    'train.max_length': 16,
+    'train.log_every': 100,
+    'train.bucket_size': 8,
+    'eval.max_length': 64,
+    'eval.examples_per_length': 128,
+    'eval.stride': 3,
+    'eval.bucket_size': 16,
+    'model.num_layers': 3,
+    'model.max_position': 256,
+  },
+  'tiny': {
+    'seeds': [0, 1],
+    'learning_rates': [1e-3],
+    'checkpoint_every': 10,
+    'train.steps': 20,
+    'train.batch_size': 8,
+    'train.max_length': 8,
+    'train.log_every': 5,
+    'train.bucket_size': 4,
+    'eval.max_length': 12,
+    'eval.examples_per_length': 16,
+    'eval.batch_size': 8,
+    'eval.bucket_size': 6,
+    'model.num_layers': 2,
+    'model.d_model': 16,
+    'model.num_heads': 2,
+    'model.ffn_size': 32,
+    'model.max_position': 64,
+  },
+}
+
+
+def scale(c: ml_collections.ConfigDict, name: str) -> ml_collections.ConfigDict:
+  """`c` with the fields of the scale `name` (`SCALES`), in place; returns `c`.
+
+  Example:
+    >>> c = scale(base_config(), 'cpu')
+    >>> c.train.steps, c.model.num_layers, c.model.d_model
+    (2000, 3, 64)
+  """
+  c.update_from_flattened_dict(copy.deepcopy(SCALES[name]))
+  return c
+
+
 def shrink_to_tiny(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """The `tiny` mode: the same code path, small enough to run in seconds on a CPU
-  (`scales.SCALES['tiny']`)."""
-  return scales.scale(c, 'tiny')
+  (`SCALES['tiny']`)."""
+  return scale(c, 'tiny')
 
 
 def parse_arg(

@@ -1,10 +1,10 @@
-"""A run of any kind of evaluation, from its config (`build(config) -> posenc.run.Run`) or
+"""A run of any kind of evaluation, from its config (`build(config) -> posenc.training.run.Run`) or
 from a saved work directory (`restore(workdir)`).
 
 The config's task names its kind (`task.protocol`); the kinds' registry (`posenc.kinds`)
 gives the kind's protocol, whose `task_type` says what the kind reads off a task (a
 `typing.Protocol` in the kind's protocol.py). A task that lacks part of it is refused here,
-in one line naming what it lacks, before anything is built; then `posenc.run.build` parses
+in one line naming what it lacks, before anything is built; then `posenc.training.run.build` parses
 the rest of the config and builds the run.
 
 Example:
@@ -24,13 +24,13 @@ from typing import Any, Callable
 
 import ml_collections
 
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
-from posenc import evaluate
-from posenc import io
+from posenc.training import protocol as protocol_lib
+from posenc.storage import io
 from posenc import kinds
-from posenc import run as run_lib
-from posenc import state as state_lib
+from posenc.training import run as run_lib
+from posenc.training import state as state_lib
 import tasks
 
 ConfigError = config_lib.ConfigError
@@ -56,7 +56,7 @@ def build(
   return run_lib.build(config, protocol, devices, platform)
 
 
-def protocol_of(task: Any) -> evaluate.Protocol:
+def protocol_of(task: Any) -> protocol_lib.Protocol:
   """The protocol of the kind of evaluation `task` names (`task.protocol`, 'range' by
   default: `posenc.kinds`), once the task is seen to have what the kind reads
   (`Protocol.task_type`).
@@ -77,7 +77,7 @@ def protocol_of(task: Any) -> evaluate.Protocol:
       f'task {name!r} names an unknown kind of evaluation {kind!r}; valid: {", ".join(kinds.KINDS)}'
     )
   protocol = kinds.protocol(kind)
-  needs = evaluate.core.members(protocol.task_type)
+  needs = protocol_lib.members(protocol.task_type)
   lacks = [member for member in needs if not hasattr(task, member)]
   if lacks:
     raise ConfigError(

@@ -10,7 +10,7 @@ version, file counts, bytes) for results.json. Each split is cut to its byte bud
 programs.
 
 Training batches are windows of n + 1 bytes at uniform random offsets of the training text,
-drawn on the device. As a sequence task (`posenc.objectives`), a window is a prompt of one
+drawn on the device. As a sequence task (`posenc.models.objectives`), a window is a prompt of one
 byte and an "answer" of n, trained on every token (`train.loss_on='all'`); evaluation is the
 perplexity of the validation text (`posenc.lm_eval`).
 

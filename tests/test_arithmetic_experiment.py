@@ -34,7 +34,7 @@ def test_grid_lists_the_papers_figures():
 @pytest.mark.slow
 def test_ablations_train_and_evaluate(tmp_path):
   # Random padding in the training data (Fig. 20) and the loss on every token (Fig. 16).
-  from posenc import train
+  from posenc.training import train
 
   config = config_lib.cell_config(
     abacus_arithmetic.get_config('tiny,architecture=standard'),

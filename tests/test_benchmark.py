@@ -1,4 +1,4 @@
-"""The versioned benchmark (posenc/benchmark.py, launch.benchmark, experiments/benchmarks):
+"""The versioned benchmark (posenc/benchmark/__init__.py, launch.benchmark, experiments/benchmarks):
 stored baselines cannot drift from their suite, the tiny suite reproduces its stored result
 bit for bit, the card ranks a candidate, the conformance command, the outside example
 package installed and benchmarked, and one line for every bad input."""
@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from experiments import benchmarks
-from posenc import baselines as baselines_lib
+from posenc.benchmark import baselines as baselines_lib
 from posenc import benchmark
-from posenc import card as card_lib
+from posenc.benchmark import card as card_lib
 from posenc import config as config_lib
-from posenc import leaderboard
+from posenc.benchmark import leaderboard
 from posenc import setup
-from posenc import submission
+from posenc.benchmark import submission
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / 'examples' / 'outside_encoding'
@@ -484,7 +484,7 @@ def test_cost_says_what_a_card_takes(cli):
 
 
 def test_the_selection_table_rescores_shorter_test_ranges_from_the_stored_curves():
-  from posenc import selection
+  from posenc.benchmark import selection
 
   assert selection._doublings(17, 128) == [32, 64, 128]
   assert selection._doublings(17, 64) == [32, 64]

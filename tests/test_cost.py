@@ -1,12 +1,12 @@
 """The cost model: measured on the first cell, scaled to the others by the FLOP model
-(`posenc.cost_model`), for a grid of any kind (`posenc.cost`)."""
+(`posenc.training.cost_model`), for a grid of any kind (`posenc.sweep.cost`)."""
 
 import numpy as np
 import pytest
 
 from experiments import sweep_tiny
-from posenc import cost
-from posenc import cost_model
+from posenc.sweep import cost
+from posenc.training import cost_model
 from posenc import config as config_lib
 from posenc import setup
 from posenc.kinds.grid import cost as grid_cost

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from experiments import rpe_table1
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
-from posenc import io
-from posenc import population as population_lib
+from posenc.storage import io
+from posenc.training import population as population_lib
 from posenc import setup
-from posenc import train
+from posenc.training import train
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / 'data' / 'golden_run.json'
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import generate as generate_lib
-from posenc import models
+from posenc.models import generate as generate_lib
+from posenc.models import decoder as decoder_lib
+from posenc.models import encoder as encoder_lib
 
 TINY = dict(num_layers=2, d_model=16, num_heads=2, ffn_size=32, max_position=64)
 VOCAB = 7
@@ -18,14 +19,14 @@ EOS = 6
 
 
 def decoder(name, **kw):
-  return models.Decoder(vocab_size=VOCAB, encoding=name, **{**TINY, **kw})
+  return decoder_lib.Decoder(vocab_size=VOCAB, encoding=name, **{**TINY, **kw})
 
 
 @functools.lru_cache(maxsize=None)
 def variables(name, **kw):
   model = decoder(name, **dict(kw))
   return model.init(
-    models.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 4), jnp.int32),
     jnp.array([4]),
     deterministic=True,
@@ -92,11 +93,11 @@ def test_per_sequence_draws():
 @pytest.mark.parametrize('name', ['relative', 'sin_cos', 'geometric_directional'])
 def test_looped_block_at_one_recurrence_without_injection_is_the_plain_model(name):
   # (Randomized encodings draw other, equally distributed positions inside the loop.)
-  plain = models.Encoder(vocab_size=3, num_classes=2, encoding=name, **TINY)
+  plain = encoder_lib.Encoder(vocab_size=3, num_classes=2, encoding=name, **TINY)
   looped = plain.clone(loop=True)
   tokens = jax.random.randint(jax.random.key(1), (2, 7), 0, 3)
   params = plain.init(
-    models.init_rngs(jax.random.key(0)), tokens, jnp.int32(7), deterministic=True
+    encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(7), deterministic=True
   )['params']
   flat = traverse_util.flatten_dict(params, sep='/')
   as_block = traverse_util.unflatten_dict(
@@ -109,7 +110,7 @@ def test_looped_block_at_one_recurrence_without_injection_is_the_plain_model(nam
 
 
 def _looped(**kw):
-  model = models.Encoder(
+  model = encoder_lib.Encoder(
     vocab_size=3,
     num_classes=2,
     encoding='none',
@@ -117,7 +118,7 @@ def _looped(**kw):
   )
   tokens = jax.random.randint(jax.random.key(1), (2, 5), 0, 3)
   params = model.init(
-    models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
+    encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
   )['params']
   return model, params, tokens
 
@@ -159,10 +160,10 @@ def test_more_recurrences_at_evaluation_than_in_training():
 
 
 def test_each_example_uses_the_head_of_its_task():
-  model = models.Encoder(vocab_size=3, num_classes=2, encoding='none', num_outputs=2, **TINY)
+  model = encoder_lib.Encoder(vocab_size=3, num_classes=2, encoding='none', num_outputs=2, **TINY)
   tokens = jax.random.randint(jax.random.key(1), (4, 5), 0, 3)
   params = model.init(
-    models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
+    encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
   )['params']
   task = jnp.array([0, 0, 1, 1])
 
@@ -195,7 +196,7 @@ def test_decoder_options_generate_consistently(options):
   # Every option keeps cached generation equal to re-decoding.
   model = decoder('rotary', **options)
   params = model.init(
-    models.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 4), jnp.int32),
     jnp.array([4]),
     deterministic=True,
@@ -229,7 +230,7 @@ def test_generation_under_a_population_vmap_equals_each_member_alone(name):
   keys = jax.random.split(jax.random.key(0), 2)
   members = jax.vmap(
     lambda k: model.init(
-      models.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
+      encoder_lib.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
     )
   )(keys)
   tokens, lengths = prompts()
@@ -244,12 +245,12 @@ def test_looped_program_size_does_not_grow_with_recurrences():
   # Recurrences run in a scan: the compiled program is the same size for any R.
   sizes = []
   for r in (2, 16):
-    model = models.Encoder(
+    model = encoder_lib.Encoder(
       vocab_size=3, num_classes=2, encoding='rotary', **{**TINY, 'num_layers': 1, 'recurrences': r}
     )
     tokens = jnp.zeros((1, 5), jnp.int32)
     params = model.init(
-      models.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
+      encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(5), deterministic=True
     )
     text = (
       jax.jit(lambda p: model.apply(p, tokens, jnp.int32(5), deterministic=True))

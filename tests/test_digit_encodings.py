@@ -13,7 +13,8 @@ import pytest
 
 import tasks
 from posenc import encodings
-from posenc import models
+from posenc.models import decoder as decoder_lib
+from posenc.models import encoder as encoder_lib
 from posenc.encodings import embeddings
 from tasks import arithmetic
 
@@ -60,7 +61,7 @@ def test_padding_never_changes_a_real_tokens_embedding(name, deterministic):
 
 @pytest.mark.parametrize('name', READS_DIGITS)
 def test_padding_never_reaches_a_real_token_in_a_causal_decoder(name):
-  model = models.Decoder(
+  model = decoder_lib.Decoder(
     vocab_size=arithmetic.NUM_BASE_TOKENS,
     encoding=name,
     num_layers=1,
@@ -72,7 +73,7 @@ def test_padding_never_reaches_a_real_token_in_a_causal_decoder(name):
     attention_impl='reference',
   )
   tokens, lengths = _batch(WIDTHS[0])
-  params = model.init(models.init_rngs(jax.random.key(0)), tokens, lengths, deterministic=True)
+  params = model.init(encoder_lib.init_rngs(jax.random.key(0)), tokens, lengths, deterministic=True)
   out = {}
   for width in WIDTHS:
     tokens, lengths = _batch(width)

@@ -388,9 +388,9 @@ def test_randomized_rotary_shares_positions_for_q_and_k():
 
 
 def test_layers_draw_independently():
-  from posenc import models as model_lib
+  from posenc.models import encoder as encoder_lib
 
-  m = model_lib.Encoder(
+  m = encoder_lib.Encoder(
     vocab_size=2,
     num_classes=2,
     encoding='randomized_alibi',
@@ -402,7 +402,7 @@ def test_layers_draw_independently():
   )
   tokens = jnp.zeros((1, 6), jnp.int32)
   variables = m.init(
-    model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(6), deterministic=True
+    encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(6), deterministic=True
   )
   _, state = m.apply(
     variables,

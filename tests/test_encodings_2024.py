@@ -12,7 +12,7 @@ import pytest
 from experiments import rpe_table1
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import models
+from posenc.models import encoder as encoder_lib
 from posenc import setup
 from posenc.encodings import biases
 from posenc.encodings import contextual
@@ -121,12 +121,12 @@ def test_causal_only_encodings_refuse_an_encoder_in_one_line(name):
   config.model.family = 'encoder'
   with pytest.raises(config_lib.ConfigError, match=f"encoding '{name}' is causal by definition"):
     setup.build(config)
-  model = models.Encoder(
+  model = encoder_lib.Encoder(
     vocab_size=2, num_classes=2, encoding=name, num_layers=1, d_model=8, num_heads=2, ffn_size=8
   )
   with pytest.raises(ValueError, match='needs a causal model'):
     model.init(
-      models.init_rngs(jax.random.key(0)), jnp.zeros((1, 3), jnp.int32), 3, deterministic=True
+      encoder_lib.init_rngs(jax.random.key(0)), jnp.zeros((1, 3), jnp.int32), 3, deterministic=True
     )
   config.model.family = 'decoder'
   config_lib.validate(config)
@@ -490,7 +490,7 @@ def test_the_comparison_s_cells_validate(arg):
 )
 def test_a_tiny_cell_of_each_study_trains_and_evaluates(tmp_path, arg, encoding):
   from experiments import encodings_2024
-  from posenc import train
+  from posenc.training import train
 
   config = encodings_2024.get_config(arg)
   config.encoding = encoding

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from posenc import setup
-from posenc import train
+from posenc.training import train
 from posenc import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,9 +16,9 @@ import pytest
 
 from experiments import rpe_table1
 from posenc import encodings
-from posenc import evaluate
-from posenc import state as state_lib
-from posenc import update
+from posenc.training import protocol as protocol_lib
+from posenc.training import state as state_lib
+from posenc.training import update
 from posenc import setup
 from posenc.kinds.range import protocol as range_protocol
 import tasks
@@ -103,10 +103,10 @@ def test_accelerator_programs_take_the_fused_path(name):
 
 
 def test_accelerator_micro_batch_comes_from_device_memory():
-  assert evaluate.eval_micro_batch(64, 8, 1024, 'cpu') == 1
-  assert evaluate.eval_micro_batch(64, 8, 1024, 'gpu', 16 * 2**30) == 64
-  assert evaluate.eval_micro_batch(64, 8, 1024, 'tpu', 2 * 2**30) == 8
-  assert evaluate.eval_micro_batch(64, 8, 1024, 'gpu', 80 * 2**30) == 64
+  assert protocol_lib.eval_micro_batch(64, 8, 1024, 'cpu') == 1
+  assert protocol_lib.eval_micro_batch(64, 8, 1024, 'gpu', 16 * 2**30) == 64
+  assert protocol_lib.eval_micro_batch(64, 8, 1024, 'tpu', 2 * 2**30) == 8
+  assert protocol_lib.eval_micro_batch(64, 8, 1024, 'gpu', 80 * 2**30) == 64
 
 
 @pytest.mark.parametrize('name', list(encodings.NAMES) + later(True))

@@ -1,4 +1,4 @@
-"""Frozen evaluation sets (posenc/evaluate/frozen.py, launch.export_eval_set): for one task
+"""Frozen evaluation sets (posenc/training/frozen.py, launch.export_eval_set): for one task
 of each protocol, evaluating from the exported files gives the in-process results; a
 changed file or another config is one line."""
 
@@ -13,11 +13,11 @@ from experiments import extrapolation_lm
 from experiments import rpe_table1
 from experiments import sorting_hints
 from posenc import config as config_lib
-from posenc import evaluate
-from posenc import state as state_lib
-from posenc import train
+from posenc.training import protocol as protocol_lib
+from posenc.training import state as state_lib
+from posenc.training import train
 from posenc import setup
-from posenc.evaluate import frozen
+from posenc.training import frozen
 
 CONFIGS = {
   'range': lambda: rpe_table1.get_config('task=reverse_string,tiny'),
@@ -42,7 +42,7 @@ def evaluation(config):
   run = setup.build(config)
   state = state_lib.init_state(config, run.model, run.population)
   with tempfile.TemporaryDirectory() as scratch:
-    return run.protocol.evaluate(run, state, evaluate.EvalContext(scratch, lambda line: None))
+    return run.protocol.evaluate(run, state, protocol_lib.EvalContext(scratch, lambda line: None))
 
 
 # The grid and lengths protocols read their files through the same code as range: slow.

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import models as model_lib
+from posenc.models import encoder as encoder_lib
 
 TINY = dict(num_layers=2, d_model=16, num_heads=4, ffn_size=32, max_position=64)
 
@@ -34,7 +34,7 @@ def test_logits_equal_the_verified_encoder(name, causal):
   # The reference ran ALiBi's bidirectional form under its causal mask too; posenc's causal
   # default is Press et al.'s, so the reference's form is asked for by its option.
   options = (('alibi_reference_form', True),) if causal else ()
-  model = model_lib.Encoder(
+  model = encoder_lib.Encoder(
     vocab_size=3, num_classes=4, encoding=name, causal=causal, encoding_options=options, **TINY
   )
   tokens = jnp.asarray(golden()['tokens'])
@@ -54,7 +54,7 @@ def test_logits_equal_the_verified_encoder(name, causal):
 def test_causal_encoder_alibi_defaults_to_press_et_al(name):
   """Without the option a causal encoder's ALiBi is Press et al.'s, so it leaves the
   reference's logits (whose diagonal keeps a relative penalty of s/2)."""
-  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=True, **TINY)
+  model = encoder_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=True, **TINY)
   tokens = jnp.asarray(golden()['tokens'])
   logits = model.apply(
     {'params': params_of(name)},

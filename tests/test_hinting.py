@@ -14,14 +14,14 @@ from posenc import config as config_lib
 from posenc.kinds.lengths import section as hint_report
 from posenc.sections import load as report_load
 from posenc.kinds.lengths import protocol as length_eval
-from posenc import multitask
-from posenc import population as population_lib
+from posenc.training import multitask
+from posenc.training import population as population_lib
 from posenc import results
-from posenc import settings
-from posenc import state as state_lib
+from posenc.training import settings
+from posenc.training import state as state_lib
 from posenc import sweep as sweep_lib
-from posenc import train
-from posenc import update
+from posenc.training import train
+from posenc.training import update
 from posenc import setup
 from posenc.kinds.lengths import record as lengths_record
 

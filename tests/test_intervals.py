@@ -1,5 +1,5 @@
-"""The intervals posenc prints (posenc/report/intervals.py) and their coverage, measured by
-simulation (posenc/report/coverage.py) at every number of members a suite or a scorecard
+"""The intervals posenc prints (posenc/statistics/intervals.py) and their coverage, measured by
+simulation (posenc/statistics/coverage.py) at every number of members a suite or a scorecard
 study compares: a few hundred draws here, the table's thousands in the slow test."""
 
 import math
@@ -10,9 +10,9 @@ from scipy import stats
 
 from experiments import benchmarks
 from posenc import benchmark
-from posenc import card as card_lib
-from posenc.report import coverage
-from posenc.report import intervals
+from posenc.benchmark import card as card_lib
+from posenc.statistics import coverage
+from posenc.statistics import intervals
 
 # Every n the suites and the scorecard studies use, and every n from 2 to 16 (a new suite's
 # members, whatever it picks, are among them).

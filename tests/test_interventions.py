@@ -1,4 +1,4 @@
-"""Test-time interventions (posenc/interventions.py): the identity at neutral settings,
+"""Test-time interventions (posenc/analysis/interventions.py): the identity at neutral settings,
 the closed forms of the RoPE scalings, one-line errors, and before / after on a saved run."""
 
 import json
@@ -12,9 +12,9 @@ import pytest
 from experiments import rpe_table1
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import interventions as iv
-from posenc import models
-from posenc import train
+from posenc.analysis import interventions as iv
+from posenc.models import encoder as encoder_lib
+from posenc.training import train
 from posenc import setup
 from posenc.encodings import rotary
 
@@ -40,7 +40,7 @@ def logits(config, params, length=N):
 def init(config):
   model = setup.build(config).model
   return model.init(
-    models.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 4), jnp.int32),
     jnp.int32(4),
     deterministic=True,

@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from posenc import io
-from posenc import lease
-from posenc import processes
+from posenc.storage import io
+from posenc.storage import lease
+from posenc.storage import processes
 from posenc import report
 
 

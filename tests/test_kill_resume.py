@@ -13,7 +13,7 @@ import pytest
 
 from experiments import abacus_arithmetic
 from experiments import sorting_hints
-from posenc import io
+from posenc.storage import io
 from posenc.kinds.grid import protocol as grid
 from posenc.kinds.lengths import protocol as lengths
 

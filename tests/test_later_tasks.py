@@ -19,7 +19,7 @@ from experiments import rpe_decoder
 from posenc import config as config_lib
 from posenc import report
 from posenc import setup
-from posenc import train
+from posenc.training import train
 import tasks
 
 P_MIN = 1e-4

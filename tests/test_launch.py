@@ -129,7 +129,7 @@ def fixtures(tmp_path_factory):
   import numpy as np
   from experiments import rpe_table1
   from posenc import setup
-  from posenc.evaluate import frozen
+  from posenc.training import frozen
   from posenc.kinds.range import protocol as range_protocol
 
   root = tmp_path_factory.mktemp('fixtures')

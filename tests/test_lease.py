@@ -1,4 +1,4 @@
-"""The one-writer lease of a directory on a store (posenc/lease.py `Lease`) with a fake clock,
+"""The one-writer lease of a directory on a store (posenc/storage/lease.py `Lease`) with a fake clock,
 against moto's S3 server (tests/stores.py): waiting for a holder and taking it over at
 expiry, fencing (the local deadline, the token compared at renewal), the holder's identity,
 and the wait of a flock (`DirectoryLock`).
@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from posenc import io
-from posenc import lease as lease_lib
-from posenc import processes
-from posenc import store
+from posenc.storage import io
+from posenc.storage import lease as lease_lib
+from posenc.storage import processes
+from posenc.storage import store
 import stores
 
 

@@ -10,7 +10,7 @@ import zlib
 import jax
 import numpy as np
 
-from posenc import io
+from posenc.storage import io
 from posenc import config as config_lib
 from posenc import setup
 from posenc.kinds.perplexity import protocol as lm_eval
@@ -148,7 +148,7 @@ def test_masked_language_model_of_the_same_data(tmp_path):
 
 
 def test_masks_cover_the_rate_and_at_least_one_position():
-  from posenc import objectives
+  from posenc.models import objectives
 
   mask = np.asarray(objectives.mask_positions(jax.random.key(0), (64, 200)))
   assert mask.any(axis=1).all()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import models as model_lib
+from posenc.models import encoder as encoder_lib
 from posenc.models import layers
 
 TINY = dict(num_layers=2, d_model=16, num_heads=4, ffn_size=32, max_position=64)
@@ -33,14 +33,14 @@ PARAMS_V2_C2 = {
 
 @pytest.mark.parametrize('name', encodings.NAMES)
 def test_parameter_count(name):
-  model = model_lib.Encoder(vocab_size=2, num_classes=2, encoding=name)
-  assert model_lib.num_params(model) == PARAMS_V2_C2[name]
+  model = encoder_lib.Encoder(vocab_size=2, num_classes=2, encoding=name)
+  assert encoder_lib.num_params(model) == PARAMS_V2_C2[name]
 
 
 def test_parameter_count_other_vocab():
   # The reference's sizes: modular_arithmetic_brackets (V=11, C=5).
   counts = [
-    model_lib.num_params(model_lib.Encoder(vocab_size=11, num_classes=5, encoding=name))
+    encoder_lib.num_params(encoder_lib.Encoder(vocab_size=11, num_classes=5, encoding=name))
     for name in ('none', 'relative', 'learned')
   ]
   assert counts == [249_733, 270_853, 380_805]
@@ -48,10 +48,10 @@ def test_parameter_count_other_vocab():
 
 @functools.lru_cache(maxsize=None)
 def _tiny(name, causal=False):
-  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
+  model = encoder_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
   tokens = jnp.zeros((1, 4), jnp.int32)
   variables = model.init(
-    model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(4), deterministic=True
+    encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(4), deterministic=True
   )
   return model, variables
 
@@ -136,16 +136,16 @@ def test_dropout_only_when_not_deterministic():
 
 
 def test_randomized_sequence_too_long_raises():
-  model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding='randomized_alibi', **TINY)
+  model = encoder_lib.Encoder(vocab_size=3, num_classes=4, encoding='randomized_alibi', **TINY)
   tokens = jnp.zeros((1, 65), jnp.int32)
   with pytest.raises(ValueError, match='max_position'):
-    model.init(model_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(65), deterministic=True)
+    model.init(encoder_lib.init_rngs(jax.random.key(0)), tokens, jnp.int32(65), deterministic=True)
 
 
 def test_initialisation_matches_haiku():
-  model = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='learned')
+  model = encoder_lib.Encoder(vocab_size=2, num_classes=2, encoding='learned')
   params = model.init(
-    model_lib.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 4), jnp.int32),
     jnp.int32(4),
     deterministic=True,
@@ -162,12 +162,12 @@ def test_initialisation_matches_haiku():
 
 def test_empty_output_layout_and_read_outputs():
   inputs = jnp.array([[1, 0, 1, 0]])
-  tokens, seq_length = model_lib.empty_output_layout(inputs, jnp.int32(3), jnp.int32(2), 4, 2)
+  tokens, seq_length = encoder_lib.empty_output_layout(inputs, jnp.int32(3), jnp.int32(2), 4, 2)
   np.testing.assert_array_equal(tokens, [[1, 0, 1, 2, 2, 0, 0, 0]])
   assert int(seq_length) == 5
   logits = jnp.arange(8, dtype=jnp.float32).reshape(1, 8, 1)
   np.testing.assert_array_equal(
-    model_lib.read_outputs(logits, jnp.int32(3), 4)[0, :, 0], [3, 4, 5, 6]
+    encoder_lib.read_outputs(logits, jnp.int32(3), 4)[0, :, 0], [3, 4, 5, 6]
   )
 
 

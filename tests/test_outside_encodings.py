@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import models
+from posenc.models import decoder as decoder_lib
+from posenc.models import encoder as encoder_lib
 from posenc import testing
 from posenc.encodings import core
 from posenc.encodings import outside
@@ -80,11 +81,11 @@ def test_an_import_path_is_an_encoding_of_each_kind(outside_module, attribute, k
   name = f'{outside_module}:{attribute}'
   spec = encodings.get(name)
   assert isinstance(spec, encodings.Encoding) and spec.kind == kind
-  model = models.Decoder(
+  model = decoder_lib.Decoder(
     vocab_size=7, encoding=name, num_layers=1, d_model=16, num_heads=2, ffn_size=32, max_position=64
   )
   variables = model.init(
-    models.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 4), jnp.int32),
     jnp.array([4]),
     deterministic=True,
@@ -105,7 +106,7 @@ def test_combinations_and_randomized_twins(outside_module):
   twin = encodings.get(f'randomized_{outside_module}:SQRT_ALIBI')
   assert twin.randomized and not encodings.get(f'{outside_module}:SQRT_ALIBI').randomized
   # The twin draws its positions: two noise keys, two sets of logits.
-  model = models.Encoder(
+  model = encoder_lib.Encoder(
     vocab_size=3,
     num_classes=2,
     encoding=f'randomized_{outside_module}:SQRT_ALIBI',
@@ -116,7 +117,7 @@ def test_combinations_and_randomized_twins(outside_module):
     max_position=64,
   )
   variables = model.init(
-    models.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 6), jnp.int32),
     jnp.int32(6),
     deterministic=True,

@@ -24,8 +24,8 @@ import pytest
 
 from experiments import benchmarks
 from posenc import benchmark
-from posenc import card as card_lib
-from posenc.leaderboard import site as site_lib
+from posenc.benchmark import card as card_lib
+from posenc.benchmark.leaderboard import site as site_lib
 from test_benchmark import candidate_entry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from posenc import probe
+from posenc.analysis import probe
 
 
 def test_random_baseline_is_the_mean_distance_of_two_uniform_positions():

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 from experiments import rpe_table1
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
 from posenc import programs
+from posenc.programs import devices
 from posenc import setup
-from posenc import train
+from posenc.training import train
 from posenc.kinds.range import protocol as range_protocol
 import tasks
 
@@ -91,7 +92,7 @@ def test_a_plan_maps_data_widths_to_programs():
 def test_steps_per_dispatch_zero_is_chosen_by_platform():
   config = tiny(**{'train.steps_per_dispatch': 0})
   assert programs.steps_per_dispatch(config, 'cpu') == 1
-  assert programs.steps_per_dispatch(config, 'gpu') == programs.PLATFORMS['gpu'].steps_per_dispatch
+  assert programs.steps_per_dispatch(config, 'gpu') == devices.PLATFORMS['gpu'].steps_per_dispatch
   config.train.steps_per_dispatch = 3
   assert programs.steps_per_dispatch(config, 'tpu') == 3
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from posenc import encodings
-from posenc import receptive
+from posenc.analysis import receptive
 from posenc import config as config_lib
 from posenc import setup
 
@@ -193,7 +193,7 @@ def test_erf_on_hand_built_attention_rows():
 @pytest.mark.slow
 def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
   from posenc import analysis
-  from posenc import train
+  from posenc.training import train
   from experiments import rpe_table1
 
   config = config_lib.cell_config(

@@ -15,7 +15,7 @@ import pytest
 from launch import report as launch_report
 from posenc import encoding_names
 from posenc import encodings
-from posenc import plots
+from posenc.sections import plots
 from posenc import report
 from posenc import results
 from posenc.kinds.grid import regions as grid_regions

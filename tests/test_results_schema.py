@@ -1,4 +1,4 @@
-"""results.json's schema (`posenc.results`, read back by `posenc.results_file`): files of the
+"""results.json's schema (`posenc.results`, read back by `posenc.kinds`): files of the
 previous layout (no schema_version, tests/data/results_v1: real runs of each protocol written
 before the schema module) load, keep their layout when written back, and give the same
 report byte for byte; an unknown version is one line."""
@@ -16,9 +16,8 @@ import pytest
 from posenc import kinds
 from posenc import report
 from posenc import results
-from posenc import results_file
 from posenc import setup
-from posenc import train
+from posenc.training import train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / 'tests' / 'data' / 'results_v1'
@@ -50,21 +49,21 @@ def test_the_fixture_holds_every_kind():
 def test_previous_layout_loads_and_writes_back_in_its_layout(path):
   data = json.loads(path.read_text())
   assert 'schema_version' not in data  # Version 1.
-  record = results_file.read(path)
+  record = kinds.read(path)
   assert record.schema_version == results.SCHEMA_VERSION == 2
   assert isinstance(record.evaluation, kinds.record(data['evaluation']))
   assert len(record.members) == len(data['members'])
   # Version 2 is version 1's newest layout plus the version: field for field, in order.
   assert json.dumps(record.to_json()) == json.dumps({'schema_version': 2, **data})
-  assert results_file.from_json(record.to_json()) == record
+  assert kinds.from_json(record.to_json()) == record
 
 
 def test_records_key_lengths_and_cells_by_integers():
-  grid = results_file.read(next(p for p in FILES if 'grid' in p.parts))
+  grid = kinds.read(next(p for p in FILES if 'grid' in p.parts))
   member = grid.members[0]
   assert all(isinstance(a, int) and isinstance(b, int) for a, b in member.exact_match_by_cell)
   assert set(member.regions) == {'ood', 'beyond', 'id'}
-  range_run = results_file.read(next(p for p in FILES if 'range' in p.parts))
+  range_run = kinds.read(next(p for p in FILES if 'range' in p.parts))
   first = range_run.members[0]
   assert list(first.accuracy_by_length) == list(range_run.evaluation.eval_lengths)
 
@@ -85,12 +84,13 @@ def test_the_report_needs_neither_flax_nor_the_protocols(tmp_path):
       import sys
       # A module set to None cannot be imported: `import flax` raises ImportError.
       sys.modules['flax'] = None
-      sys.modules['posenc.evaluate'] = None
+      sys.modules['posenc.training.protocol'] = None
       from launch import report
       report.main([{str(FIXTURE)!r}, {f'--out={tmp_path}'!r}])
+      # The model families' records (no JAX) are the one module of posenc.models it reads.
       loaded = [m for m, module in sys.modules.items() if module is not None and (m.startswith(
-          ('flax', 'posenc.evaluate', 'posenc.models', 'posenc.encodings', 'posenc.setup',
-           'posenc.run', 'posenc.cost_model'))
+          ('flax', 'posenc.training', 'posenc.encodings', 'posenc.attention', 'posenc.setup'))
+          or (m.startswith('posenc.models.') and m != 'posenc.models.families')
           or m.endswith(('.protocol', '.cost')))]
       assert not loaded, loaded
       assert 'posenc.kinds.grid.section' in sys.modules  # each kind's flax-free parts only
@@ -114,12 +114,12 @@ def test_version_1_defaults_what_older_files_left_out():
   data = json.loads(next(p for p in FILES if 'range' in p.parts).read_text())
   for key in ('evaluation', 'family', 'encoding_options', 'architecture'):
     del data[key]
-  record = results_file.from_json(data)
+  record = kinds.from_json(data)
   assert isinstance(record.evaluation, kinds.record('range'))
   assert (record.family, record.encoding_options, record.architecture) == ('encoder', None, None)
   # Version 2 files must say so.
   with pytest.raises(results.SchemaError, match="x.json: missing 'family'"):
-    results_file.from_json(
+    kinds.from_json(
       {
         **data,
         'schema_version': 2,
@@ -138,7 +138,7 @@ def test_an_unknown_version_is_one_line_naming_it(version, cli, tmp_path):
   run.mkdir()
   (run / 'results.json').write_text(json.dumps({'schema_version': version, **data}))
   with pytest.raises(results.SchemaError) as e:
-    results_file.read(run / 'results.json')
+    kinds.read(run / 'results.json')
   assert f'schema_version {version!r} is not one this posenc reads (1, 2)' in str(e.value)
   assert '\n' not in str(e.value)
   proc = cli.run(['launch.report', str(run), f'--out={tmp_path / "out"}'])
@@ -158,7 +158,7 @@ def test_a_new_run_writes_the_current_version(tmp_path):
   assert on_disk == json.loads(json.dumps(written))
   assert list(on_disk)[:3] == ['schema_version', 'task', 'encoding']
   assert on_disk['schema_version'] == results.SCHEMA_VERSION
-  record = results_file.read(tmp_path / 'results.json')
+  record = kinds.read(tmp_path / 'results.json')
   assert record.to_json() == on_disk
 
 
@@ -167,4 +167,4 @@ def test_a_copy_of_the_fixture_reads_the_same(tmp_path):
   shutil.copytree(FIXTURE, tmp_path / 'copy')
   for path in FILES:
     moved = tmp_path / 'copy' / path.relative_to(FIXTURE)
-    assert results_file.read(moved) == results_file.read(path)
+    assert kinds.read(moved) == kinds.read(path)

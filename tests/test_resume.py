@@ -16,14 +16,13 @@ import pytest
 from experiments import rpe_table1
 from experiments import sweep_tiny
 from posenc import analysis
-from posenc import checkpoint
-from posenc import io
-from posenc import lease
-from posenc import state as state_lib
+from posenc.training import checkpoint
+from posenc.storage import io
+from posenc.storage import lease
+from posenc.training import state as state_lib
 from posenc import sweep
-from posenc import train
+from posenc.training import train
 from posenc import setup
-from posenc import state as state_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny'

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from posenc import io
+from posenc.storage import io
 import processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

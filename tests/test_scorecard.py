@@ -10,7 +10,7 @@ import pytest
 
 from posenc import results
 from posenc.report import scorecard as sc
-from posenc.report import intervals
+from posenc.statistics import intervals
 from posenc.report import statistics
 from posenc.kinds.range import record as range_records
 from posenc.kinds.perplexity import record as perplexity_record

@@ -1,4 +1,4 @@
-"""Work directories on object stores (posenc/store.py, the lease in posenc/lease.py), against
+"""Work directories on object stores (posenc/storage/store.py, the lease in posenc/storage/lease.py), against
 real servers on 127.0.0.1 (tests/stores.py): moto's S3 server and gcp-storage-emulator.
 
 The lease's refusal of a second writer is tested on S3 only: moto refuses a second
@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from posenc import io
-from posenc import lease
-from posenc import store
+from posenc.storage import io
+from posenc.storage import lease
+from posenc.storage import store
 import processes
 import stores
 
@@ -115,7 +115,7 @@ def test_a_second_writer_is_refused_and_an_expired_lease_taken_over(s3):
 def _killed_holder(url, env, prelude):
   """Runs a process that takes the lease of `url` (for 2 s) and is killed holding it."""
   code = (
-    f'{prelude}; import os, sys; from posenc import lease; '
+    f'{prelude}; import os, sys; from posenc.storage import lease; '
     'lease.Lease(sys.argv[1], lease_s=2).__enter__(); os.kill(os.getpid(), 9)'
   )
   return subprocess.run(
@@ -206,7 +206,7 @@ def _save(manager, step):
 def test_checkpoints_upload_in_the_background_and_a_resume_fetches_only_the_newest(s3):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
-  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+  from posenc.training import checkpoint  # pylint: disable=g-import-not-at-top
 
   url = _url('s3', 'staged')
   # A step a killed writer left half uploaded (no UPLOADED): swept by the next writer.
@@ -234,7 +234,7 @@ def test_checkpoints_upload_in_the_background_and_a_resume_fetches_only_the_newe
 
 
 def test_a_leaderboard_site_is_written_to_a_store_and_replaces_only_its_own(s3):
-  from posenc.leaderboard import site  # pylint: disable=g-import-not-at-top
+  from posenc.benchmark.leaderboard import site  # pylint: disable=g-import-not-at-top
 
   url = _url('s3', 'board')
   index = f'<html>{site.GENERATOR}</html>'.encode()
@@ -451,7 +451,7 @@ def test_a_run_killed_after_a_checkpoint_resumes_from_the_store(s3, gcs, tmp_pat
 
 
 def checkpoint_steps(url):
-  from posenc import checkpoint  # pylint: disable=g-import-not-at-top
+  from posenc.training import checkpoint  # pylint: disable=g-import-not-at-top
 
   return checkpoint.saved_steps(url)
 

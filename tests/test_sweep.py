@@ -14,8 +14,8 @@ import processes
 from experiments import rpe_table1
 from experiments import sweep_tiny
 from posenc import config as config_lib
-from posenc import io
-from posenc import lease
+from posenc.storage import io
+from posenc.storage import lease
 from posenc import report
 from posenc import sweep
 

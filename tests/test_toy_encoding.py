@@ -12,11 +12,12 @@ import pytest
 from experiments import rpe_table1
 from posenc import attention
 from posenc import encodings
-from posenc import generate as generate_lib
-from posenc import models
-from posenc import state as state_lib
-from posenc import train
-from posenc import update
+from posenc.models import generate as generate_lib
+from posenc.models import decoder as decoder_lib
+from posenc.models import encoder as encoder_lib
+from posenc.training import state as state_lib
+from posenc.training import train
+from posenc.training import update
 from posenc import config as config_lib
 from posenc import setup
 from posenc.encodings import core
@@ -89,11 +90,11 @@ def test_toy_encoding_on_every_backend(toy, causal):
 
 
 def test_toy_encoding_in_cached_generation(toy):
-  model = models.Decoder(
+  model = decoder_lib.Decoder(
     vocab_size=7, encoding=toy, num_layers=2, d_model=16, num_heads=2, ffn_size=32, max_position=64
   )
   params = model.init(
-    models.init_rngs(jax.random.key(0)),
+    encoder_lib.init_rngs(jax.random.key(0)),
     jnp.zeros((1, 4), jnp.int32),
     jnp.array([4]),
     deterministic=True,

@@ -14,14 +14,13 @@ import pytest
 
 from experiments import rpe_table1
 from posenc import config as config_lib
-from posenc import cost
-from posenc import evaluate
-from posenc import io
+from posenc.sweep import cost
+from posenc.training import protocol as protocol_lib
+from posenc.storage import io
 from posenc import kinds
 from posenc import report
-from posenc import results_file
 from posenc import setup
-from posenc import train
+from posenc.training import train
 import tasks
 from tasks import regular
 from toy_kind import protocol as toy_protocol
@@ -61,7 +60,7 @@ def test_a_kind_in_its_own_folder_trains_is_evaluated_read_and_reported(toy_task
     assert 0 <= member['score'] <= 1 and np.isfinite(member['score'])
   assert any(line.startswith('eval length 5 (2/2)') for line in lines)
   # Its record reads back through the schema, found by the registry.
-  record = results_file.read(workdir / 'results.json')
+  record = kinds.read(workdir / 'results.json')
   assert record.evaluation == toy_record.ToyResults(toy_protocol.LENGTHS, record.members)
   assert record.to_json() == results
   assert run.protocol.summary(record).startswith('toy score ')
@@ -77,7 +76,7 @@ def test_a_kind_in_its_own_folder_trains_is_evaluated_read_and_reported(toy_task
 def test_every_task_has_what_its_kind_reads():
   """Each kind writes what it reads off a task as a `typing.Protocol` (its protocol's
   `task_type`), and every registered task satisfies its kind's."""
-  assert evaluate.core.members(kinds.protocol('lengths').task_type)[:3] == (
+  assert protocol_lib.members(kinds.protocol('lengths').task_type)[:3] == (
     'name',
     'vocab_size',
     'min_length',
@@ -85,7 +84,7 @@ def test_every_task_has_what_its_kind_reads():
   for name, task in tasks.REGISTRY.items():
     task_type = kinds.protocol(task.protocol).task_type
     assert isinstance(task, task_type), (name, task_type)
-    assert all(hasattr(task, m) for m in evaluate.core.members(task_type)), name
+    assert all(hasattr(task, m) for m in protocol_lib.members(task_type)), name
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from experiments import rpe_table1
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import config as config_lib
-from posenc import io
-from posenc import state as state_lib
+from posenc.storage import io
+from posenc.training import state as state_lib
 from posenc import sweep
-from posenc import train
-from posenc import update
+from posenc.training import train
+from posenc.training import update
 from posenc import setup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""The verdict procedure (posenc/report/verdicts.py): the permutation test against scipy's,
+"""The verdict procedure (posenc/statistics/verdicts.py): the permutation test against scipy's,
 its difference interval consistent with its decision, Holm written out, the procedure on
 constructed members (a clear difference is separated, equal draws are separated at no more
 than the nominal rate), the minimum detectable difference's power by simulation, and the
@@ -12,8 +12,8 @@ from scipy import stats
 
 from experiments import benchmarks
 from posenc import benchmark
-from posenc import card as card_lib
-from posenc.report import verdicts
+from posenc.benchmark import card as card_lib
+from posenc.statistics import verdicts
 
 LEADERS = (
   'dape_v2',

@@ -14,7 +14,7 @@ import pytest
 from experiments import rpe_table1
 from posenc import config as config_lib
 from posenc import setup
-from posenc import tensorboard
+from posenc.training import log as log_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = '--config=experiments/rpe_table1.py:task=parity_check,tiny'
@@ -74,9 +74,9 @@ def test_a_rerun_loads_its_programs_from_the_cache_and_ends_equal(tmp_path):
   # One TensorBoard run per member, with its training and evaluation curves.
   members = config_lib.members(rpe_table1.get_config('task=parity_check,tiny'))
   assert sorted(os.listdir(tmp_path / 'c' / 'tensorboard')) == sorted(
-    tensorboard.label(m) for m in members
+    log_lib.label(m) for m in members
   )
-  scalars = _scalars(tmp_path / 'c' / 'tensorboard' / tensorboard.label(members[0]))
+  scalars = _scalars(tmp_path / 'c' / 'tensorboard' / log_lib.label(members[0]))
   assert [s for s, _ in scalars['train/loss']] == [5, 10, 15, 20]
   assert {'train/accuracy', 'train/learning_rate', 'train/steps_per_s'} <= set(scalars)
   by_length = c['members'][0]['accuracy_by_length']
@@ -140,7 +140,7 @@ def test_a_resumed_run_continues_its_curves_without_a_step_twice(
   results = _results(workdir)
   members = config_lib.members(rpe_table1.get_config('task=parity_check,tiny'))
   for i, member in enumerate(members):
-    scalars = _scalars(workdir / 'tensorboard' / tensorboard.label(member))
+    scalars = _scalars(workdir / 'tensorboard' / log_lib.label(member))
     for tag, values in (
       ('train/loss', [r['loss'][i] for r in logged]),
       ('train/accuracy', [r['accuracy'][i] for r in logged]),
@@ -156,7 +156,7 @@ def test_a_resumed_run_continues_its_curves_without_a_step_twice(
 
 
 def test_asking_for_event_files_without_the_extra_is_one_line(monkeypatch):
-  monkeypatch.setattr(tensorboard, 'tensorboardX', None)
+  monkeypatch.setattr(log_lib, 'tensorboardX', None)
   config = rpe_table1.get_config('task=parity_check,tiny')
   config.tensorboard = True
   with pytest.raises(config_lib.ConfigError, match=r"pip install -e '\.\[tensorboard\]'"):

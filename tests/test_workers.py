@@ -13,7 +13,7 @@ import pytest
 import processes
 
 from launch import workers
-from posenc import io
+from posenc.storage import io
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

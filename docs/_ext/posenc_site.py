@@ -4,7 +4,7 @@
   `python -m launch.NAME --help` prints them), every launcher's read by one process;
 - the cpu-v2 leaderboard: the `leaderboard` directive puts the board (`pages.board_html`)
   into the Leaderboard page, and its entry pages, figures, data and BibTeX are written into
-  the built site's `leaderboard/` by `posenc.leaderboard.site` (the pages
+  the built site's `leaderboard/` by `posenc.benchmark.leaderboard.site` (the pages
   `launch.benchmark --leaderboard` writes, their header linking back into this site);
 - search with snippets from the built files opened from the disk: Sphinx's search page
   fetches each result's page for its snippet, which a browser refuses for file:// addresses;
@@ -108,10 +108,10 @@ def _board(app) -> dict:
     from experiments import benchmarks
     from launch import common
     from posenc import benchmark
-    from posenc import leaderboard
-    from posenc.leaderboard import data
-    from posenc.leaderboard import pages
-    from posenc.leaderboard import site
+    from posenc.benchmark import leaderboard
+    from posenc.benchmark.leaderboard import data
+    from posenc.benchmark.leaderboard import pages
+    from posenc.benchmark.leaderboard import site
 
     suite = benchmarks.get(LEADERBOARD_SUITE)
     baselines = benchmark.read_baselines(suite)
@@ -141,7 +141,7 @@ class Leaderboard(Directive):
   into leaderboard/ when the build finishes)."""
 
   def run(self):
-    from posenc.leaderboard import pages
+    from posenc.benchmark.leaderboard import pages
 
     made = _board(self.state.document.settings.env.app)
     fragment = pages.board_html(
@@ -197,7 +197,7 @@ def _search_pages(app) -> None:
 def _finished(app, exception) -> None:
   if exception is not None or app.builder.format != 'html':
     return
-  from posenc.leaderboard import site
+  from posenc.benchmark.leaderboard import site
 
   made = _board(app)
   files = site.files(

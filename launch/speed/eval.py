@@ -12,7 +12,7 @@ from absl import flags
 from launch import common
 from launch.speed import opening
 from posenc import setup
-from posenc import state as state_lib
+from posenc.training import state as state_lib
 from posenc.speed import floor as floor_lib
 from posenc.speed import timing
 

@@ -12,7 +12,7 @@ target is <= 30 s.
       [--out=f.json]
 
 By default a sub-batch runs in the micro-batches the evaluator uses at this length
-(`posenc.evaluate.eval_micro_batch`: 1 example at T = 1,000), so the figures are those of a
+(`posenc.training.protocol.eval_micro_batch`: 1 example at T = 1,000), so the figures are those of a
 study's evaluation. With a geometric encoding, the geometric floor
 (`posenc.speed.floor.geometric_floor`) follows.
 """
@@ -25,8 +25,8 @@ import jax
 from launch import common
 from launch.speed import opening
 from posenc import encodings
-from posenc import evaluate
-from posenc import models as model_lib
+from posenc.training import protocol as protocol_lib
+from posenc.models import encoder as encoder_lib
 from posenc import suggest
 from posenc.speed import floor as floor_lib
 from posenc.speed import timing
@@ -60,9 +60,9 @@ def _main(argv: list[str]) -> None:
     common.at_least(chunk, '--chunk', 0)
   if batch % sub_batch:
     common.fail(f'--batch={batch} must be a multiple of --sub_batch={sub_batch}')
-  study = model_lib.Encoder(vocab_size=2, num_classes=2, encoding='none')  # its shape
+  study = encoder_lib.Encoder(vocab_size=2, num_classes=2, encoding='none')  # its shape
   if chunk is None:
-    chunk = evaluate.eval_micro_batch(sub_batch, study.num_heads, 2 * length)
+    chunk = protocol_lib.eval_micro_batch(sub_batch, study.num_heads, 2 * length)
   names = _ENCODINGS.value.split(',')
   for name in names:
     if name not in encodings.ENCODINGS:

@@ -1,7 +1,7 @@
 """Generation speed: `python -m launch.speed generate [--answer_lengths=100,500] [--out=...]`.
 
 The decoder study's model (5 layers, d 64, 8 heads; reverse_string's tokens) generates
-greedily from a batch of prompts, once with a KV cache (`posenc.generate.generate`: a prompt
+greedily from a batch of prompts, once with a KV cache (`posenc.models.generate.generate`: a prompt
 pass, then one token per step) and once by re-decoding the whole sequence for every token
 (`generate_uncached`). For each answer length A the prompts have A tokens (reverse_string's
 shape); no end-of-sequence token is ever emitted, so both run all A steps. Compile time is
@@ -18,9 +18,9 @@ import jax.numpy as jnp
 from experiments import rpe_decoder
 from launch import common
 from launch.speed import opening
-from posenc import generate
-from posenc import models
-from posenc import objectives
+from posenc.models import generate
+from posenc.models import encoder as encoder_lib
+from posenc.models import objectives
 from posenc.speed import timing
 
 _ANSWER_LENGTHS = flags.DEFINE_string('answer_lengths', '100,500', 'Comma-separated.')
@@ -51,7 +51,7 @@ def _main(argv: list[str]) -> None:
   vocab = objectives.decoder_vocab(task)
   variables = jax.jit(
     lambda k: model.init(
-      models.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
+      encoder_lib.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
     )
   )(jax.random.key(0))
   rows = []

@@ -48,8 +48,8 @@ from absl import flags
 from launch import cli
 from launch import common
 from posenc import encodings
-from posenc import io
-from posenc import store
+from posenc.storage import io
+from posenc.storage import store
 
 _OUT = flags.DEFINE_string('out', 'gpu_check', 'Directory of the results and the logs.')
 _SIZE = flags.DEFINE_enum('size', 'full', ['full', 'tiny'], 'full: the GPU check; tiny: seconds.')

@@ -26,7 +26,7 @@ from absl import flags
 from launch import cli
 from launch import common
 from posenc import config as config_lib
-from posenc import io
+from posenc.storage import io
 
 # The cell the measurements time by default (an rpe_table1 arg).
 STUDY_CELL = 'task=reverse_string,encoding=randomized_relative'

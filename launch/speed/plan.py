@@ -22,8 +22,9 @@ from launch import common
 from launch.speed import opening
 from posenc import config as config_lib
 from posenc import programs
+from posenc.programs import devices
 from posenc import setup
-from posenc import train
+from posenc.training import train
 
 _OPENING = opening.Opening('plan', cell='rpe_table1 arg of the cell.')
 _PLATFORMS = flags.DEFINE_list('platforms', ['cpu', 'gpu', 'tpu'], 'Platforms to plan for.')
@@ -70,9 +71,9 @@ def main(argv):
 
 def _main(argv):
   _OPENING.start(argv)
-  unknown = [p for p in _PLATFORMS.value if p not in programs.PLATFORMS]
+  unknown = [p for p in _PLATFORMS.value if p not in devices.PLATFORMS]
   if unknown:
-    common.fail(f'unknown --platforms {unknown}; valid: {", ".join(programs.PLATFORMS)}')
+    common.fail(f'unknown --platforms {unknown}; valid: {", ".join(devices.PLATFORMS)}')
   if _STEPS.value < 0:
     common.fail(f'--steps={_STEPS.value} must be >= 0 (0: the cell\'s own)')
   if _POPULATIONS.value is not None:

@@ -28,7 +28,7 @@ from absl import flags
 
 from launch import common
 from launch.speed import opening
-from posenc import state as state_lib
+from posenc.training import state as state_lib
 from posenc.speed import profile as profile_lib
 
 _OPENING = opening.Opening('profile', cell='rpe_table1 arg of the cell to time.')

@@ -19,7 +19,7 @@ from absl import flags
 from experiments import rpe_table1
 from launch import common
 from launch.speed import opening
-from posenc import cost
+from posenc.sweep import cost
 
 _STEPS = flags.DEFINE_integer('steps', 5, 'Timed steps per device setting.')
 _COST_STEPS = flags.DEFINE_integer('cost_steps', 5, 'Steps the cost model times.')

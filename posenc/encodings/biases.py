@@ -168,7 +168,7 @@ def alibi_inputs(
   return {'slopes': slopes, 'causal': causal and not alibi_reference_form}
 
 
-# A test-time scaling of a distance bias (1: as trained; `posenc.interventions`).
+# A test-time scaling of a distance bias (1: as trained; `posenc.analysis.interventions`).
 SLOPE_SCALE = declare.option(
   1.0,
   'a test-time scaling of the bias (1: as trained)',

@@ -85,7 +85,7 @@ class Option:
       of the value and the encoding's options (defaults filled in); None: any value.
     must_be: the valid values in words, for the error ('an integer >= 1'), or a function
       of the options giving them; made from the choices when `valid` is a tuple.
-    test: changes the encoding at test time only (a knob of `posenc.interventions`, neutral
+    test: changes the encoding at test time only (a knob of `posenc.analysis.interventions`, neutral
       by default): passed when given, and not recorded among a run's options otherwise.
     twin: taken by the randomized twin only (`define.randomized_twin` gives it to the twin).
     part: 'embedding' or 'attention': the part of the encoding that takes it (the record

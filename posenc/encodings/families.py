@@ -1,7 +1,7 @@
 """Bias families of the distance: a log-weight r(t) per head added to the attention logits.
 
 Qin et al. (2023) show that a relative encoding extrapolates when Σ_t exp(r(t)) converges
-(`posenc.receptive`). Each family here is one small function of the distance t >= 0 and its
+(`posenc.analysis.receptive`). Each family here is one small function of the distance t >= 0 and its
 per-head parameters, returning [..., H, Q, S]:
 
   kerple_log      -r·log(1 + k·t)                  r, k > 0 learned per head (KERPLE)

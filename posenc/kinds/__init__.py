@@ -8,17 +8,17 @@ that reads it (`PARTS`), each built on a shared base that sits below the kinds:
 
   record.py    its record in results.json (`RECORD`, a `posenc.results.Evaluation`); no JAX
   protocol.py  how its tasks train and are evaluated (`PROTOCOL`, a
-               `posenc.evaluate.core.Protocol`), and what it reads off a task (a
+               `posenc.training.protocol.Protocol`), and what it reads off a task (a
                `typing.Protocol`, the protocol's `task_type`)
   section.py   its section of a report (`check`, `build`, made of `posenc.sections`); no JAX
-  cost.py      what its runs cost (`COST`, a `posenc.cost_model.Cost`); a kind without one
+  cost.py      what its runs cost (`COST`, a `posenc.training.cost_model.Cost`); a kind without one
                has no cost estimate
 
 `KINDS` names each kind's folder (a package path, so a kind may live outside posenc); a task
 names its kind (`task.protocol`), results.json its `evaluation`. Each reader loads only the
 part it reads, as big_vision loads its evaluators by name, and sits above the kinds:
-`posenc.results_file` (any results.json, by its record), `posenc.report` (every kind's
-section), `posenc.setup` (a run of any kind, by its protocol) and `posenc.cost` (any kind's
+`posenc.kinds` (any results.json, by its record), `posenc.report` (every kind's
+section), `posenc.setup` (a run of any kind, by its protocol) and `posenc.sweep.cost` (any kind's
 cost); nothing a kind's part imports loads a kind by name (tests/test_structure.py counts
 the names loaded here as imports). results.json is read and a report is written without
 importing JAX or Flax. Adding a kind is one folder and one line here
@@ -34,8 +34,13 @@ Example:
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from types import ModuleType
 from typing import Any
+
+from posenc import results
+from posenc.storage import store
 
 # Each kind's folder, in the order a report prints their sections.
 KINDS: dict[str, str] = {
@@ -86,3 +91,49 @@ def cost(kind: str) -> Any | None:
     if e.name != f'{KINDS[kind]}.cost':
       raise
     return None
+
+
+# ---------------------------------------------------------------------------------------
+# results.json of any kind, read back: the record its `evaluation` names, the header and the
+# versions checked by `posenc.results` (no protocol, no JAX).
+
+
+def record_of(evaluation: Any, where: str = 'results.json') -> type:
+  """The record class of results.json's `evaluation` (`record`), or a one-line
+  SchemaError naming the kinds there are."""
+  if evaluation not in KINDS:
+    names = [repr(name) for name in KINDS]
+    raise results.SchemaError(
+      f'{where}: evaluation is {evaluation!r}, expected {", ".join(names[:-1])} or {names[-1]}'
+    )
+  return record(evaluation)
+
+
+def from_json(data: Any, where: str = 'results.json') -> results.Results:
+  """The Results of a results.json object of any version and kind (a file without
+  `schema_version` is version 1, whose runs were all 'range' runs).
+
+  Raises:
+    SchemaError: an unknown version or evaluation, or a missing or mistyped field, naming
+      `where` and the field.
+  """
+  version = results.check_version(data, where)
+  evaluation = data.get('evaluation', 'range' if version == 1 else None)
+  return results.Results.from_json(data, record_of(evaluation, where), where)
+
+
+def read(path: str | os.PathLike[str]) -> results.Results:
+  """The Results of the results.json at `path`, a file or a store URL (`from_json`).
+
+  Raises:
+    SchemaError: unreadable JSON, or what `from_json` raises, naming `path`.
+  """
+  try:
+    if store.is_url(path):
+      data = json.loads(store.read_bytes(os.fspath(path)))
+    else:
+      with open(path) as f:
+        data = json.load(f)
+  except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise results.SchemaError(f'{path}: cannot read JSON ({e})') from None
+  return from_json(data, str(path))

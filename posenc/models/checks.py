@@ -19,7 +19,7 @@ import ml_collections
 
 from posenc import attention
 from posenc import config as config_lib
-from posenc import families
+from posenc.models import families
 from posenc import suggest
 from posenc.models import layers
 from posenc.models import stack

@@ -11,7 +11,7 @@ teacher forcing over whole sequences and one decoding step against a cache:
   ...   variables, next_tokens[:, None], q_idx + 1, q_idx=q_idx, cache=cache, num_positions=S,
   ...   deterministic=True, rngs={'noise': key})
 
-`posenc.generate` builds greedy generation from it.
+`posenc.models.generate` builds greedy generation from it.
 """
 
 from __future__ import annotations

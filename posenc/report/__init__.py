@@ -32,7 +32,7 @@ Language-model runs (`evaluation` 'perplexity') give perplexity.md, task-hinting
 ('lengths') hints.md and a figure per task; with a scorecard, every run enters the robustness
 scorecard (`scorecard.py`).
 
-Runs are read as `posenc.results.Results` records (`posenc.results_file`;
+Runs are read as `posenc.results.Results` records (`posenc.kinds`;
 `sections.load.RunFile`: a record and its path), with no view of their own: a member's score
 and curve in the report's metric come from the record (`score_of`, `curve`). Each kind of
 evaluation's section (section.py in its folder of `posenc.kinds`: `check` and `build`, made
@@ -80,10 +80,9 @@ import dataclasses
 import os
 from typing import Mapping, Sequence
 
-from posenc import io as io_lib
+from posenc.storage import io as io_lib
 from posenc import kinds
-from posenc import results_file
-from posenc import store
+from posenc.storage import store
 from posenc.report import scorecard as scorecard_lib
 from posenc.report import training
 from posenc.sections import core
@@ -110,7 +109,7 @@ from posenc.sections.load import RunFile, column_labels, find_results
 def load_run(
   results_path: str | os.PathLike[str], *, metric: str = 'accuracy', evaluation: str | None = None
 ) -> RunFile:
-  """Reads one results.json (`posenc.results_file`, any schema version) and checks that its
+  """Reads one results.json (`posenc.kinds`, any schema version) and checks that its
   evaluation's section can report it in `metric` (`check`), and with `evaluation` that it
   is a run of that kind.
 
@@ -126,7 +125,7 @@ def load_run(
   """
   core.metric_label(metric)  # An unknown metric is the caller's error, not the file's.
   path = store.as_path(results_path)
-  record = results_file.read(path)
+  record = kinds.read(path)
   if evaluation is not None and record.evaluation.evaluation != evaluation:
     raise MalformedRunError(f'{results_path}: not a {evaluation} run')
   kinds.section(record.evaluation.evaluation).check(record, path, metric)
@@ -332,7 +331,7 @@ def build_report(
 
 
 def write_files(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
-  """Writes each file into `out` (created) atomically (`posenc.io.write_bytes_atomic`: mode
+  """Writes each file into `out` (created) atomically (`posenc.storage.io.write_bytes_atomic`: mode
   0666 & ~umask, like any file a user writes)."""
   out = store.as_path(out)
   if not store.is_url(out):  # A store has no folders to make.

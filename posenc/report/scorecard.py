@@ -7,7 +7,7 @@ data orders where the population varies them, `config.data_seeds`):
 
 - the score's mean ± sd (sample sd, ddof 1) with a 95% interval for the mean, median and
   IQR, min, and max — the published statistic, named as such (min for perplexity, where
-  lower is better). The interval (`posenc.report.intervals`) counts both sources of error:
+  lower is better). The interval (`posenc.statistics.intervals`) counts both sources of error:
   the members, and the finite examples each member's score averages, so it is never
   zero-width, and its low end allows for the failed runs the members may have missed, at
   the task's chance level (three members at 100% of 416 examples: [87, 100] with cpu-v1's
@@ -27,7 +27,7 @@ data orders where the population varies them, `config.data_seeds`):
 - seed and data-order variance apart, when both vary in a complete design (a two-way
   decomposition: the variance of the seed means, of the data-seed means, and the rest);
 - pairwise comparisons of the columns of one task, family and learning rate, decided
-  together (`posenc.report.verdicts`): a two-sided permutation test of the difference of
+  together (`posenc.statistics.verdicts`): a two-sided permutation test of the difference of
   means per pair, Holm over every pair of the scorecard at family-wise level 0.05, and the
   difference's interval from the same test at the level Holm decided it at: a pair is
   "A better", "B better" or "not separated", and its interval excludes 0 exactly when it
@@ -59,12 +59,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from posenc.sections import core
-from posenc.report import intervals
+from posenc.statistics import intervals
 from posenc.sections import load
 from posenc.report import scorecard_figure
 from posenc.report import statistics
 from posenc.report import training
-from posenc.report import verdicts
+from posenc.statistics import verdicts
 
 SCHEMA_VERSION = 3
 FILE_JSON, FILE_MD = 'scorecard.json', 'scorecard.md'
@@ -148,7 +148,7 @@ def scorecard(
     records: the runs.
     thresholds: what passes.
     prior: the pooled dispersion the intervals of means are floored by
-      (`posenc.report.intervals`): 'rows' pools the scorecard's own rows, a Pool is used as
+      (`posenc.statistics.intervals`): 'rows' pools the scorecard's own rows, a Pool is used as
       given (a benchmark card: the suite's stored baselines), None floors by nothing.
     comparisons: whether to compare every pair of columns (a card compares its own way).
     alpha: the family-wise level of the comparisons (Holm over all of them).
@@ -295,7 +295,7 @@ def _row(group: dict[str, Any], prior: intervals.Pool | None) -> dict[str, Any]:
 def _comparisons(rows: Sequence[dict[str, Any]], alpha: float) -> list[dict[str, Any]]:
   """Every pair of columns of one task, family and learning rate, decided together: the
   permutation test of the difference of means per pair, Holm over all of them
-  (`posenc.report.verdicts`)."""
+  (`posenc.statistics.verdicts`)."""
   pairs = []
   for i, a in enumerate(rows):
     for b in rows[i + 1 :]:

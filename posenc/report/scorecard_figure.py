@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from matplotlib import figure as mpl_figure
 import numpy as np
 
-from posenc import plots
+from posenc.sections import plots
 
 
 def figure(card: Mapping[str, Any], task: str) -> mpl_figure.Figure:

@@ -1,6 +1,6 @@
 """The statistics of the robustness scorecard (`posenc.report.scorecard`), each on plain
 lists: summaries of scores, the longest length generalized, and seed and data-order variance
-apart. Intervals are `posenc.report.intervals`', comparisons `posenc.report.verdicts`'.
+apart. Intervals are `posenc.statistics.intervals`', comparisons `posenc.statistics.verdicts`'.
 
 Standard deviations are sample ones (ddof 1).
 

@@ -22,8 +22,8 @@ from typing import Any, Mapping, Sequence
 from matplotlib import figure as mpl_figure
 import numpy as np
 
-from posenc import io
-from posenc import plots
+from posenc.storage import io
+from posenc.sections import plots
 from posenc.sections import load
 
 METRICS_FILE = 'metrics.jsonl'

@@ -6,7 +6,7 @@ config) and one evaluation record, its kind's (`posenc.kinds`: `RangeResults`,
 `GridResults`, `LengthsResults`, `PerplexityResults`, each in its kind's folder, subclasses
 of `Evaluation` with members subclassing `Member`). Each record has `to_json()` and
 `from_json(data, where)`; the whole file is written by `Results.to_json` and read by
-`posenc.results_file`, which picks the evaluation record by results.json's `evaluation`
+`posenc.kinds`, which picks the evaluation record by results.json's `evaluation`
 from the kinds' registry and checks the header (`Results.from_json` with the record's
 class). This package sits below the kinds: it names none. The records also choose the
 metric a member is read in (`Evaluation.metric_of`, `score_of`, `curve`): every reader reads
@@ -141,7 +141,7 @@ class Results:
   @classmethod
   def from_json(cls, data: Any, record: type, where: str = 'results.json') -> Results:
     """Reads any version (`upgrade_v1` for files without `schema_version`), its evaluation
-    by `record`, the class of its kind's record (`posenc.results_file.from_json` picks it
+    by `record`, the class of its kind's record (`posenc.kinds.from_json` picks it
     by `evaluation`).
 
     Raises:

@@ -8,9 +8,9 @@ all read members through these.
 Example (a range record, `posenc.kinds.range.record`: the tiny suite's stored rotary run of
 even_pairs, trained on lengths 1..8 and tested on 1..12):
   >>> from experiments import benchmarks
-  >>> from posenc import benchmark, results_file
+  >>> from posenc import benchmark, kinds
   >>> data = benchmark.read_baselines(benchmarks.get('tiny'))['rotary']['tasks']['even_pairs']
-  >>> record = results_file.from_json(data).evaluation
+  >>> record = kinds.from_json(data).evaluation
   >>> record.score_basis()['lengths']
   [9, 10, 11, 12]
   >>> record.metric_of('decoder'), record.metric_of('decoder', 'accuracy')
@@ -69,14 +69,14 @@ class Evaluation(abc.ABC):
   def examples_per_score(self, config: Any) -> int | None:
     """How many examples a member's score is the mean of a [0, 1] metric over, from the run's
     `config` (results.json's, a dict): the binomial error of a score
-    (`posenc.report.intervals`). None where unknown or where a score is no such mean."""
+    (`posenc.statistics.intervals`). None where unknown or where a score is no such mean."""
     del config
     return None
 
   def chance(self, task: str, family: str, metric: str | None = None) -> float:
     """The score of a member that learned nothing (a run that failed), in the metric
     `score_of` reads: where the intervals put the failed runs a sample may have missed
-    (`posenc.report.intervals.with_failures`). 0 unless the kind knows better (the worst
+    (`posenc.statistics.intervals.with_failures`). 0 unless the kind knows better (the worst
     case of a [0, 1] metric)."""
     del task
     self.metric_name(family, metric)

@@ -6,7 +6,7 @@ sections read the records as they are, a member's score and curve through the re
 cells, `posenc.kinds.range.tables.collect_cells`; the grid kind into entries).
 
 Example:
-  >>> runs = [RunFile(p, results_file.read(p)) for p in find_results(['sweep'])]  # doctest: +SKIP
+  >>> runs = [RunFile(p, kinds.read(p)) for p in find_results(['sweep'])]  # doctest: +SKIP
   >>> column_labels([r.record for r in runs])  # encodings, with options that differ  # doctest: +SKIP
   ['none', 'randomized_relative (relative_mode=reference)']
 """
@@ -20,7 +20,7 @@ import pathlib
 from typing import Any, Callable, Mapping, NamedTuple, NoReturn, Sequence
 
 from posenc import results as results_lib
-from posenc import store
+from posenc.storage import store
 from posenc.sections import core
 
 

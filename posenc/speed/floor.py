@@ -22,10 +22,10 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import cost_model
-from posenc import run as run_lib
+from posenc.training import cost_model
+from posenc.training import run as run_lib
 from posenc.attention import geometric_prefix
-from posenc.evaluate import core
+from posenc.training import protocol as protocol_lib
 
 _CALLS_PER_TIMING = 4
 
@@ -118,7 +118,7 @@ def evaluation_floor(
   FLOPs.
 
   The range evaluation runs examples_per_length examples, padded to the length's bucket,
-  in micro-batches (`core.eval_micro_batch`, for the run's platform); the floor times the
+  in micro-batches (`protocol_lib.eval_micro_batch`, for the run's platform); the floor times the
   forward products at one micro-batch's shape and multiplies by the number of micro-batches
   and layers. 'flops' are the model's FLOPs (`cost_model.forward_flops`: the dense layers and
   attention's two products) over the padded tokens, the figure an achieved FLOP/s divides.
@@ -130,7 +130,7 @@ def evaluation_floor(
   config, task = run.config, run.task
   m, size = run.eval_settings.max_length, run.eval_settings.bucket_size
   tokens = cost_model.tokens(task, length, m, size)
-  micro = core.eval_micro_batch(
+  micro = protocol_lib.eval_micro_batch(
     run.eval_settings.batch_size, config.model.num_heads, tokens, run.platform
   )
   calls = run.eval_settings.examples_per_length // micro * config.model.num_layers

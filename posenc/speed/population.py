@@ -31,11 +31,11 @@ import numpy as np
 
 from posenc import attention
 from posenc import config as config_lib
-from posenc import population as population_lib
-from posenc import run as run_lib
+from posenc.training import population as population_lib
+from posenc.training import run as run_lib
 from posenc import programs
-from posenc import state as state_lib
-from posenc import update
+from posenc.training import state as state_lib
+from posenc.training import update
 from posenc.kinds.range import protocol as range_protocol
 
 # A setting's keys: the config field each sets and the values it takes.

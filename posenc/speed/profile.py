@@ -38,8 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from posenc import run as run_lib
-from posenc import update
+from posenc.training import run as run_lib
+from posenc.training import update
 
 # (part, substrings of an operation's op_name), first match wins; the order matters.
 PARTS = (

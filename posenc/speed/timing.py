@@ -24,12 +24,12 @@ import jax.numpy as jnp
 import ml_collections
 
 from posenc import config as config_lib
-from posenc import cost_model
+from posenc.training import cost_model
 from posenc import encodings
-from posenc import models as model_lib
-from posenc import run as run_lib
+from posenc.models import encoder as encoder_lib
+from posenc.training import run as run_lib
 from posenc import setup
-from posenc import train
+from posenc.training import train
 from posenc.kinds.range import protocol as range_protocol
 
 
@@ -89,11 +89,11 @@ def forward(
   timed, no task or population: it is built here, not by `setup.build`.
   """
   causal = encodings.get(name).causal_only
-  model = model_lib.Encoder(vocab_size=2, num_classes=2, encoding=name, causal=causal)
+  model = encoder_lib.Encoder(vocab_size=2, num_classes=2, encoding=name, causal=causal)
   key = jax.random.key(seed)
   params = jax.jit(
     lambda k: model.init(
-      model_lib.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.int32(4), deterministic=True
+      encoder_lib.init_rngs(k), jnp.zeros((1, 4), jnp.int32), jnp.int32(4), deterministic=True
     )
   )(key)['params']
   t = 2 * length
@@ -145,7 +145,7 @@ def generation(
   lengths: jax.Array,
   max_new: int,
 ) -> dict[str, float]:
-  """Compile and run one greedy generation `fn` (`posenc.generate.generate` or
+  """Compile and run one greedy generation `fn` (`posenc.models.generate.generate` or
   `generate_uncached`) of `max_new` tokens from `prompts` [B, P] (no end-of-sequence id, so
   every step runs): seconds of each, and generated tokens per second."""
   rngs = {'noise': jax.random.key(1)}

@@ -28,12 +28,13 @@ import numpy as np
 from posenc import attention
 from posenc import config as config_lib
 from posenc import encodings
-from posenc import generate as generate_lib
-from posenc import models
+from posenc.models import generate as generate_lib
+from posenc.models import decoder as decoder_lib
+from posenc.models import encoder as encoder_lib
 from posenc import setup
-from posenc import state as state_lib
-from posenc import train
-from posenc import update
+from posenc.training import state as state_lib
+from posenc.training import train
+from posenc.training import update
 from posenc.testing import compare
 from posenc.testing.compare import Check
 
@@ -126,9 +127,9 @@ _apply = lambda model: jax.jit(model.apply, static_argnames=('deterministic', 'n
 @functools.lru_cache(maxsize=None)
 def _decoder(name: str) -> tuple[Any, Any, Any]:
   """(the tiny decoder, its variables, its compiled apply)."""
-  model = models.Decoder(vocab_size=VOCAB, encoding=name, **TINY)
+  model = decoder_lib.Decoder(vocab_size=VOCAB, encoding=name, **TINY)
   init = lambda key: model.init(
-    models.init_rngs(key), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
+    encoder_lib.init_rngs(key), jnp.zeros((1, 4), jnp.int32), jnp.array([4]), deterministic=True
   )
   return model, jax.jit(init)(jax.random.key(0)), _apply(model)
 
@@ -136,9 +137,9 @@ def _decoder(name: str) -> tuple[Any, Any, Any]:
 @functools.lru_cache(maxsize=None)
 def _encoder(name: str) -> tuple[Any, Any, Any]:
   """(the tiny encoder, its variables, its compiled apply)."""
-  model = models.Encoder(vocab_size=3, num_classes=4, encoding=name, **TINY)
+  model = encoder_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, **TINY)
   init = lambda key: model.init(
-    models.init_rngs(key), jnp.zeros((1, 4), jnp.int32), jnp.int32(4), deterministic=True
+    encoder_lib.init_rngs(key), jnp.zeros((1, 4), jnp.int32), jnp.int32(4), deterministic=True
   )
   return model, jax.jit(init)(jax.random.key(0)), _apply(model)
 
@@ -285,7 +286,7 @@ def check_generation(name: str) -> Check:
   _, params, apply = _decoder(name)
   answers = {}
   for impl in ('xla_fused', 'cpu_blocked'):
-    model = models.Decoder(vocab_size=VOCAB, encoding=name, attention_impl=impl, **TINY)
+    model = decoder_lib.Decoder(vocab_size=VOCAB, encoding=name, attention_impl=impl, **TINY)
     run = lambda fn, model=model: jax.jit(lambda p: fn(model, p, tokens, lengths, 8, EOS, NOISE))(
       params
     )

@@ -28,9 +28,9 @@ import orbax.checkpoint  # noqa: F401  pylint: disable=unused-import
 # posenc's modules too (1.5 s of every command otherwise): they define no flag and start no
 # backend or thread on import (the entry points under launch/ define the flags).
 import posenc.analysis  # noqa: F401  pylint: disable=unused-import
-import posenc.cost  # noqa: F401  pylint: disable=unused-import
+import posenc.sweep.cost  # noqa: F401  pylint: disable=unused-import
 import posenc.report  # noqa: F401  pylint: disable=unused-import
-import posenc.train  # noqa: F401  pylint: disable=unused-import
+import posenc.training.train  # noqa: F401  pylint: disable=unused-import
 
 
 def run_child(argv, cwd, out_path, err_path, env=None):

@@ -15,16 +15,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc import encodings
-from posenc import models as model_lib
+from posenc.models import encoder as encoder_lib
 
 TINY = dict(num_layers=2, d_model=16, num_heads=4, ffn_size=32, max_position=64)
 out = {}
 tokens = jax.random.randint(jax.random.key(1), (2, 12), 0, 4)
 for causal in (False, True):
   for name in encodings.NAMES:
-    model = model_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
+    model = encoder_lib.Encoder(vocab_size=3, num_classes=4, encoding=name, causal=causal, **TINY)
     variables = model.init(
-      model_lib.init_rngs(jax.random.key(0)), tokens[:, :4], jnp.int32(4), deterministic=True
+      encoder_lib.init_rngs(jax.random.key(0)), tokens[:, :4], jnp.int32(4), deterministic=True
     )
     logits = model.apply(
       variables, tokens, jnp.int32(9), deterministic=True, rngs={'noise': jax.random.key(5)}

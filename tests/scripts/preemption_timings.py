@@ -22,10 +22,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
 
-from posenc import checkpoint  # noqa: E402
-from posenc import io  # noqa: E402
-from posenc import lease as lease_lib  # noqa: E402
-from posenc import store  # noqa: E402
+from posenc.training import checkpoint  # noqa: E402
+from posenc.storage import io  # noqa: E402
+from posenc.storage import lease as lease_lib  # noqa: E402
+from posenc.storage import store  # noqa: E402
 import stores  # noqa: E402
 
 CONFIG = '--config=experiments/rpe_table1.py:task=parity_check,encoding=randomized_rotary,tiny'

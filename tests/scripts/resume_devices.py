@@ -12,9 +12,9 @@ import sys
 import jax
 
 from experiments import rpe_table1
-from posenc import checkpoint
+from posenc.training import checkpoint
 from posenc import setup
-from posenc import train
+from posenc.training import train
 
 
 def config():

@@ -14,11 +14,11 @@ import numpy as np
 
 from experiments import rpe_table1
 from experiments import sorting_hints
-from posenc import checkpoint
-from posenc import population as population_lib
+from posenc.training import checkpoint
+from posenc.training import population as population_lib
 from posenc import setup
-from posenc import state as state_lib
-from posenc import train
+from posenc.training import state as state_lib
+from posenc.training import train
 
 
 def main():

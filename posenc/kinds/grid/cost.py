@@ -1,4 +1,4 @@
-"""What a grid run costs (`posenc.cost_model.sequence`): one member's program of the cell (n, n)
+"""What a grid run costs (`posenc.training.cost_model.sequence`): one member's program of the cell (n, n)
 at the training size measured, every cell's samples at their padded widths counted.
 
 Example:
@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import jax.numpy as jnp
 
-from posenc import cost_model
-from posenc import run as run_lib
+from posenc.training import cost_model
+from posenc.training import run as run_lib
 from posenc.kinds.grid import protocol
 
 

@@ -25,17 +25,17 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from posenc import objectives
+from posenc.models import objectives
 from posenc import config as config_lib
-from posenc import population as population_lib
+from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc import state as state_lib
-from posenc.evaluate import core
-from posenc.evaluate import frozen as frozen_lib
+from posenc.training import state as state_lib
+from posenc.training import protocol as protocol_lib
+from posenc.training import frozen as frozen_lib
 from posenc.kinds.grid import record as grid_record
 
 REGIONS = ('id', 'ood', 'beyond')
-Run = core.Run
+Run = protocol_lib.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -148,7 +148,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
   for a, b in cells(config):
     shape = widths(run.task, a, b, config.eval.bucket_size)
     if shape not in by_shape:
-      by_shape[shape] = core.shape_spec(
+      by_shape[shape] = protocol_lib.shape_spec(
         jax.eval_shape(
           lambda x, y, s=shape: sample_cell(run, jax.random.key(0), x, y, s),
           jnp.int32(a),
@@ -198,7 +198,7 @@ def make_cell_fn(
 
 
 def evaluate_cells(
-  run: Run, params: Any, ctx: core.EvalContext
+  run: Run, params: Any, ctx: protocol_lib.EvalContext
 ) -> dict[tuple[int, int], dict[str, list[float]]]:
   """Every cell's metrics per member (`params` [P, ...]): {(a, b): {'exact_match': [..],
   'accuracy': [..]}}."""
@@ -214,9 +214,9 @@ def evaluate_cells(
       fns[shape] = make_cell_fn(evaluated, shape, ctx.traces, from_data=frozen)
     data = (frozen_lib.load(config, f'cell_{a}_{b}'),) if frozen else ()
     metrics = fns[shape](params, jnp.int32(a), jnp.int32(b), population.eval_keys, *data)
-    return {name: core.member_values(v, population.size) for name, v in metrics.items()}
+    return {name: protocol_lib.member_values(v, population.size) for name, v in metrics.items()}
 
-  return core.run_cells(
+  return protocol_lib.run_cells(
     run,
     ctx,
     'grid.jsonl',
@@ -248,11 +248,11 @@ def region_means(
   return out
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> grid_record.GridResults:
+def evaluate(run: Run, state: Any, ctx: protocol_lib.EvalContext) -> grid_record.GridResults:
   """The grid's evaluation of sequence tasks: exact match per grid cell and region; a
   member's score is its OOD region's."""
   config, task, population = run.config, run.task, run.population
-  diverged = core.diverged(run, state)
+  diverged = protocol_lib.diverged(run, state)
   by_cell = evaluate_cells(run, state.params, ctx)
   regions = region_means(by_cell, config)
   token_regions = region_means(by_cell, config, 'accuracy')
@@ -282,7 +282,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> grid_record.GridRes
 
 def summary(results: results_lib.Results) -> str:
   return (
-    f'best score {core.best_score_text(results)} over out-of-distribution cells (exact '
+    f'best score {protocol_lib.best_score_text(results)} over out-of-distribution cells (exact '
     f'match) up to {results.evaluation.grid_max}'
   )
 
@@ -335,13 +335,13 @@ def longest_tokens(run: Run) -> tuple[int, str]:
   )
 
 
-PROTOCOL = core.Protocol(
+PROTOCOL = protocol_lib.Protocol(
   name='grid',
   validate=validate,
   evaluate=evaluate,
   summary=summary,
   results=grid_record.GridResults,
-  training=core.SEQUENCE,
+  training=protocol_lib.SEQUENCE,
   longest_tokens=longest_tokens,
   longest_length=lambda run: max([run.config.eval.grid_max, *run.config.eval.beyond]),
   task_type=GridTask,

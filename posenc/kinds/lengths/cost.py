@@ -1,4 +1,4 @@
-"""What a task-hinting run costs (`posenc.cost_model.sequence`): one member's program of test
+"""What a task-hinting run costs (`posenc.training.cost_model.sequence`): one member's program of test
 length n (the training size) measured, every test length's examples under every distribution
 counted.
 
@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import jax.numpy as jnp
 
-from posenc import cost_model
-from posenc import run as run_lib
+from posenc.training import cost_model
+from posenc.training import run as run_lib
 from posenc.kinds.lengths import protocol
 
 

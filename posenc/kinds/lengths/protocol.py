@@ -31,21 +31,21 @@ from jax import lax
 import ml_collections
 import numpy as np
 
-from posenc import generate
-from posenc import multitask
+from posenc.models import generate
+from posenc.training import multitask
 from posenc import config as config_lib
-from posenc import population as population_lib
+from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc import state as state_lib
-from posenc.evaluate import core
-from posenc.evaluate import frozen as frozen_lib
+from posenc.training import state as state_lib
+from posenc.training import protocol as protocol_lib
+from posenc.training import frozen as frozen_lib
 from posenc.kinds.lengths import record as lengths_record
 
 Array = jax.Array
 METRICS = ('exact_match', 'edit_distance', 'accuracy')
 # Never emitted (ids are >= 0): generation runs to each answer's full length.
 _NO_EOS = -1
-Run = core.Run
+Run = protocol_lib.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -175,7 +175,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
   size = run.eval_settings.batch_size
   num_sub = run.eval_settings.examples_per_length // size
   return {
-    f'{dist}_length_{n}': core.shape_spec(
+    f'{dist}_length_{n}': protocol_lib.shape_spec(
       jax.eval_shape(
         jax.vmap(
           lambda j, n=n, dist=dist: task.sample(
@@ -265,7 +265,7 @@ def make_length_fn(
 
 
 def evaluate_cells(
-  run: Run, params: Any, ctx: core.EvalContext
+  run: Run, params: Any, ctx: protocol_lib.EvalContext
 ) -> dict[tuple[str, int], dict[str, list[float]]]:
   """Every cell's metrics per member (`params` [P, ...]): {(distribution, n): {metric:
   [member i]}}."""
@@ -280,9 +280,9 @@ def evaluate_cells(
       fns[n] = make_length_fn(run, n, ctx.traces, from_data=frozen)
     data = (frozen_lib.load(config, f'{dist}_length_{n}'),) if frozen else ()
     metrics = fns[n](params, jnp.int32(index[dist]), population.eval_keys, *data)
-    return {name: core.member_values(metrics[name], population.size) for name in METRICS}
+    return {name: protocol_lib.member_values(metrics[name], population.size) for name in METRICS}
 
-  return core.run_cells(
+  return protocol_lib.run_cells(
     run,
     ctx,
     'lengths.jsonl',
@@ -294,11 +294,11 @@ def evaluate_cells(
   )
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> lengths_record.LengthsResults:
+def evaluate(run: Run, state: Any, ctx: protocol_lib.EvalContext) -> lengths_record.LengthsResults:
   """A hinting task's evaluation: the main head's full-sequence accuracy, edit distance and
   token accuracy per test distribution and length, per member; the score is the exact match
   over the first distribution's lengths past training."""
-  config, population, diverged = run.config, run.population, core.diverged(run, state)
+  config, population, diverged = run.config, run.population, protocol_lib.diverged(run, state)
   by_cell = evaluate_cells(run, state.params, ctx)
   lengths = [int(n) for n in run.eval_settings.lengths]
   unseen = [n for n in lengths if n > run.train_settings.max_length]
@@ -358,7 +358,7 @@ def summary(results: results_lib.Results) -> str:
   evaluation = results.evaluation
   hints = '+'.join(evaluation.hints) or 'no hint'
   return (
-    f'best score {core.best_score_text(results)} over {evaluation.score_distribution} '
+    f'best score {protocol_lib.best_score_text(results)} over {evaluation.score_distribution} '
     f'lengths {list(evaluation.score_lengths)} (full-sequence accuracy, {hints})'
   )
 
@@ -438,7 +438,7 @@ def longest_tokens(run: Run) -> tuple[int, str]:
   return longest, f'of {config.task} and its hints'
 
 
-PROTOCOL = core.Protocol(
+PROTOCOL = protocol_lib.Protocol(
   name='lengths',
   validate=validate,
   evaluate=evaluate,
@@ -446,7 +446,11 @@ PROTOCOL = core.Protocol(
   results=lengths_record.LengthsResults,
   # A main task and its hints share every batch (`multitask`).
   training=dataclasses.replace(
-    core.SEQUENCE, shape=train_shape, batch=train_batch, model_sizes=model_sizes, inputs=inputs
+    protocol_lib.SEQUENCE,
+    shape=train_shape,
+    batch=train_batch,
+    model_sizes=model_sizes,
+    inputs=inputs,
   ),
   longest_tokens=longest_tokens,
   longest_length=lambda run: max(int(n) for n in run.eval_settings.lengths),

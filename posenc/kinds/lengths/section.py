@@ -5,7 +5,7 @@ The section of the 'lengths' evaluation (`LengthsResults`, record.py): `build` w
 `hints.md` and one `hints_<task>.png` per main task; the runs of one variant are pooled
 (`variants`).
 
-  >>> runs = [load.RunFile(p, results_file.read(p)) for p in paths]   # doctest: +SKIP
+  >>> runs = [load.RunFile(p, kinds.read(p)) for p in paths]   # doctest: +SKIP
   >>> print(table(runs))  # doctest: +SKIP
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from matplotlib import figure as mpl_figure
 import numpy as np
 
-from posenc import plots
+from posenc.sections import plots
 from posenc import results as results_lib
 from posenc.sections import core
 from posenc.sections import load

@@ -25,20 +25,20 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from posenc import objectives
+from posenc.models import objectives
 from posenc import config as config_lib
-from posenc import population as population_lib
+from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc import state as state_lib
-from posenc.evaluate import core
-from posenc.evaluate import frozen as frozen_lib
+from posenc.training import state as state_lib
+from posenc.training import protocol as protocol_lib
+from posenc.training import frozen as frozen_lib
 from posenc.kinds.perplexity import record as perplexity_record
 
 MODES = ('nonoverlapping', 'sliding')
 # An encoder (a masked language model) is scored on non-overlapping windows with a fixed
 # MASK_RATE of their bytes masked: the perplexity of the masked bytes.
 MASKED = 'masked'
-Run = core.Run
+Run = protocol_lib.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -195,10 +195,12 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
 
 def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'length_L': {array: (shape, dtype)}} of `examples` (cut from the text: cheap)."""
-  return {name: core.shape_spec(arrays) for name, arrays in examples(run)}
+  return {name: protocol_lib.shape_spec(arrays) for name, arrays in examples(run)}
 
 
-def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, dict[str, Any]]:
+def evaluate_lengths(
+  run: Run, params: Any, ctx: protocol_lib.EvalContext
+) -> dict[int, dict[str, Any]]:
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
   (an encoder: {'masked': [...]}) of `params` [P, ...], resuming from
   `workdir/perplexity.jsonl`."""
@@ -240,7 +242,7 @@ def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, 
       ]
     return row
 
-  return core.run_cells(
+  return protocol_lib.run_cells(
     run,
     ctx,
     'perplexity.jsonl',
@@ -252,11 +254,13 @@ def evaluate_lengths(run: Run, params: Any, ctx: core.EvalContext) -> dict[int, 
   )
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> perplexity_record.PerplexityResults:
+def evaluate(
+  run: Run, state: Any, ctx: protocol_lib.EvalContext
+) -> perplexity_record.PerplexityResults:
   """A text corpus's evaluation: perplexity per length and window mode; a member's score is
   its first mode's perplexity at the longest length."""
   task, population = run.task, run.population
-  diverged = core.diverged(run, state)
+  diverged = protocol_lib.diverged(run, state)
   by = evaluate_lengths(run, state.params, ctx)
   lengths = list(run.eval_settings.lengths)
   n = run.train_settings.max_length
@@ -343,14 +347,14 @@ def longest_tokens(run: Run) -> tuple[int, str]:
   )
 
 
-PROTOCOL = core.Protocol(
+PROTOCOL = protocol_lib.Protocol(
   name='perplexity',
   validate=validate,
   evaluate=evaluate,
   summary=summary,
   results=perplexity_record.PerplexityResults,
   # A causal LM predicts the next byte, an encoder is a masked LM of the same windows.
-  training=dataclasses.replace(core.SEQUENCE, model_sizes=model_sizes, objective=objective),
+  training=dataclasses.replace(protocol_lib.SEQUENCE, model_sizes=model_sizes, objective=objective),
   longest_tokens=longest_tokens,
   longest_length=lambda run: max(run.eval_settings.lengths),
   task_type=CorpusTask,

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from posenc import families
+from posenc.models import families
 from posenc import results as results_lib
 from posenc.sections import core
 from posenc.sections import load

@@ -1,4 +1,4 @@
-"""What a range run costs (`posenc.cost_model`): the whole population measured on this machine,
+"""What a range run costs (`posenc.training.cost_model`): the whole population measured on this machine,
 every cell scaled by the encoder's FLOP model; and on an accelerator, from XLA's cost
 analysis of its programs (a roofline).
 
@@ -23,10 +23,10 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import cost_model
-from posenc import run as run_lib
-from posenc import state as state_lib
-from posenc import update
+from posenc.training import cost_model
+from posenc.training import run as run_lib
+from posenc.training import state as state_lib
+from posenc.training import update
 from posenc.kinds.range import protocol
 import tasks
 
@@ -207,7 +207,7 @@ def roofline(
   spec: dict[str, Any],
   progress: Any,
 ) -> list[dict[str, Any]]:
-  """Each cell's seconds on the device `spec` (`posenc.cost.roofline`): its training steps along
+  """Each cell's seconds on the device `spec` (`posenc.sweep.cost.roofline`): its training steps along
   the curriculum and its evaluation sub-batches at every length, each program at max(FLOPs
   / peak, bytes / bandwidth) of the fitted quadratics (`program_costs`, one fit per encoding
   and dtype), for every member."""

@@ -21,22 +21,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import io
-from posenc import models
-from posenc import objectives
-from posenc import population as population_lib
+from posenc.storage import io
+from posenc.models import encoder as encoder_lib
+from posenc.models import objectives
+from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc.evaluate import core
-from posenc.evaluate import frozen as frozen_lib
+from posenc.training import protocol as protocol_lib
+from posenc.training import frozen as frozen_lib
 from posenc.kinds.range import record as range_record
 from posenc import programs as programs_lib
-from posenc import state as state_lib
+from posenc.programs import compiling
+from posenc.training import state as state_lib
 from tasks import base as task_base
 
 P = jax.sharding.PartitionSpec
 EVAL_FILE = 'eval.jsonl'  # the measured lengths, kept as they are measured
 POP = population_lib.POP
-Run = core.Run
+Run = protocol_lib.Run
 
 ConfigError = config_lib.ConfigError
 
@@ -156,7 +157,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
       length, run.eval_settings.max_length, run.eval_settings.bucket_size
     )
     if bucket not in by_bucket:
-      by_bucket[bucket] = core.shape_spec(
+      by_bucket[bucket] = protocol_lib.shape_spec(
         jax.eval_shape(
           lambda n, b=bucket: jax.vmap(lambda j: sample_sub_batch(run, jax.random.key(0), n, j, b))(
             jnp.arange(num_sub)
@@ -205,7 +206,7 @@ def make_eval_fn(
   num_sub = run.eval_settings.examples_per_length // batch_size
   max_output = int(run.task.output_length(bucket))
   tokens = bucket + max_output
-  micro = core.eval_micro_batch(batch_size, config.model.num_heads, tokens, run.platform)
+  micro = protocol_lib.eval_micro_batch(batch_size, config.model.num_heads, tokens, run.platform)
   objective = objectives.study(run, bucket)
 
   def local_eval(params, length, keys, examples=None):
@@ -261,7 +262,7 @@ def make_eval_fn(
 
 
 def evaluate_lengths(
-  run: Run, params: Any, ctx: core.EvalContext
+  run: Run, params: Any, ctx: protocol_lib.EvalContext
 ) -> dict[int, dict[str, list[float]]]:
   """Per-length metrics of every member (`params` [P, ...]): {length: {'accuracy': [member
   i], 'exact_match': [member i]}}, resuming from `workdir/eval.jsonl`."""
@@ -287,9 +288,9 @@ def evaluate_lengths(
     if frozen:  # the frozen set's arrays are at the data width: padded here, on the host
       data = (task_base.widen(run.task, frozen_lib.load(config, f'length_{length}'), width, np),)
     metrics = fn(params, jnp.int32(length), population.eval_keys, *data)
-    return {name: core.member_values(v, population.size) for name, v in metrics.items()}
+    return {name: protocol_lib.member_values(v, population.size) for name, v in metrics.items()}
 
-  return core.run_cells(
+  return protocol_lib.run_cells(
     run,
     ctx,
     EVAL_FILE,
@@ -319,17 +320,17 @@ def programs(
     measured = {row['length'] for row in io.read_jsonl(os.path.join(workdir, EVAL_FILE))}
   needed = tuple(sorted({d for d, l in zip(at, lengths) if l not in measured}))
 
-  def make(width: int, served: tuple[int, ...], count: bool = True) -> programs_lib.Program:
+  def make(width: int, served: tuple[int, ...], count: bool = True) -> compiling.Program:
     fn = make_eval_fn(run, width, traces if count else None, from_data=frozen, data=served)
     params = state_lib.init_state(config, run.model, population, abstract=True).params
     args = (params, jax.ShapeDtypeStruct((), jnp.int32), population.eval_keys)
     if frozen:
       draw = lambda j: widen(run, sample_sub_batch(run, run.eval_key, 1, j, served[0]), width)
       args += (jax.eval_shape(lambda: jax.vmap(draw)(jnp.arange(num_sub))),)
-    return programs_lib.Program(f'eval {width}', fn, args)
+    return compiling.Program(f'eval {width}', fn, args)
 
   top = data[-1]
-  micro = core.eval_micro_batch(
+  micro = protocol_lib.eval_micro_batch(
     run.eval_settings.batch_size, config.model.num_heads, tokens(run, top), run.platform
   )
   members = population.padded_size // population.num_devices
@@ -343,15 +344,15 @@ def programs(
     repeats=num_sub * members * (run.eval_settings.batch_size // micro),
     d_model=config.model.d_model,
     ffn_size=config.model.ffn_size,
-    threads=programs_lib.threads(config),
+    threads=compiling.threads(config),
     needed=needed,
   )
 
 
-def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> range_record.RangeResults:
+def evaluate(run: Run, state: Any, ctx: protocol_lib.EvalContext) -> range_record.RangeResults:
   """The study's evaluation: per-length metrics per member; a member's scores are their means
   over the lengths past training."""
-  config, diverged = run.config, core.diverged(run, state)
+  config, diverged = run.config, protocol_lib.diverged(run, state)
   by = evaluate_lengths(run, state.params, ctx)
   eval_list = config_lib.eval_lengths(config)
   unseen = [l for l in eval_list if l > run.train_settings.max_length]
@@ -381,7 +382,7 @@ def evaluate(run: Run, state: Any, ctx: core.EvalContext) -> range_record.RangeR
 def summary(results: results_lib.Results) -> str:
   lengths = results.evaluation.score_lengths
   return (
-    f'best score {core.best_score_text(results)} over lengths '
+    f'best score {protocol_lib.best_score_text(results)} over lengths '
     f'{None if lengths is None else list(lengths)}'
   )
 
@@ -397,7 +398,7 @@ def inputs(
   if run.family.generates:
     tokens, total = objectives.decoder_layout(batch, max_output, objectives.decoder_vocab(task))
     return tokens, jnp.full((examples,), total), True
-  tokens, seq_length = models.empty_output_layout(
+  tokens, seq_length = encoder_lib.empty_output_layout(
     batch['inputs'], batch['length'], batch['output_length'], max_output, task.vocab_size
   )
   return tokens, seq_length, False
@@ -449,7 +450,7 @@ EXAMPLE_FIELDS = (
 
 
 # The study's training: a length per step from U{1..N}, one program per length bucket.
-TRAINING = core.Training(
+TRAINING = protocol_lib.Training(
   'curriculum',
   buckets=train_buckets,
   shape=lambda run, bucket: bucket,
@@ -461,7 +462,7 @@ TRAINING = core.Training(
   widen=widen,
 )
 
-PROTOCOL = core.Protocol(
+PROTOCOL = protocol_lib.Protocol(
   name='range',
   validate=validate,
   evaluate=evaluate,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, Mapping
 
-from posenc import families
+from posenc.models import families
 from posenc import results
 import tasks as tasks_lib
 

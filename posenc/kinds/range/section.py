@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 from matplotlib import figure as mpl_figure
 
-from posenc import plots
+from posenc.sections import plots
 from posenc import results as results_lib
 from posenc.sections import core
 from posenc.sections import load

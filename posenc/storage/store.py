@@ -1,0 +1,530 @@
+"""Work directories on object storage: a path is local, or a `gs://bucket/path` or
+`s3://bucket/path` URL.
+
+A URL is read and written through `etils.epath` over fsspec's gcsfs and s3fs (as orbax
+does), with the credentials those libraries find themselves: Google's application default
+credentials for gs://, the `AWS_*` variables (or ~/.aws) for s3://, and their endpoint
+settings (`STORAGE_EMULATOR_HOST`, `AWS_ENDPOINT_URL`). They are the extra
+`posenc[cloud]`; a local path needs none of this and keeps its os-level code (`posenc.storage.io`).
+
+An object store has no rename and no append: an object is put whole, atomically, so every
+write here is one put (`put`), and a first writer is told apart by the store's conditional
+create (`create`: S3 `If-None-Match: *`, GCS `ifGenerationMatch=0`). Listings are not cached:
+several hosts write one directory, and each must see the others' objects.
+
+Every failure of the store (no such bucket, no credentials or refused ones, permission,
+quota, a refused write) is a `StoreError` whose one line names the URL and the reason.
+Credentials are looked up once per filesystem, within `CREDENTIALS_S` seconds, before any
+request: none found is that one line, saying how to provide them; there is no anonymous
+fallback (gcsfs would otherwise fall back to anonymous access and fail much later on a
+network error). Anonymous access is used only when asked for (fsspec's configuration, e.g.
+`FSSPEC_GCS_TOKEN=anon` against a local emulator).
+
+A directory held by a lease (`posenc.storage.lease.Lease`) is fenced: every write under it first asks
+the lease whether it is still this process's (`fence`), so a holder that lost its lease
+writes nothing more. Writes that must not undo another writer's are conditional on the
+object's version (`read_versioned`, `replace`: S3 `If-Match`, GCS `ifGenerationMatch`).
+
+Example:
+  >>> is_url('gs://bucket/table1'), is_url('runs/table1')
+  (True, False)
+  >>> put('s3://bucket/run/results.json', b'{}')  # the old object or the new  # doctest: +SKIP
+  >>> create('s3://bucket/run/lease.0', b'{}')    # False if it exists  # doctest: +SKIP
+  True
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import errno
+import os
+import threading
+import weakref
+from typing import Any, Callable, Iterator
+
+# The schemes a work directory may have, and the package that serves each (`posenc[cloud]`).
+SCHEMES = {'gs': 'gcsfs', 's3': 's3fs'}
+# fsspec's protocol name of each scheme (its configuration is keyed by it).
+_FSSPEC_NAMES = {'gs': 'gcs', 's3': 's3'}
+
+
+# How long the lookup of credentials may take (a metadata server that does not answer).
+CREDENTIALS_S = 8.0
+
+
+class StoreError(Exception):
+  """A store refused or failed an operation; the message is one line naming the URL."""
+
+
+class Conflict(StoreError):
+  """A conditional write found the object changed or gone (another writer was there)."""
+
+
+def is_url(path: str | os.PathLike[str]) -> bool:
+  """True for `scheme://...` (any scheme: an unknown one is refused by `check`)."""
+  return '://' in os.fspath(path)
+
+
+def scheme(url: str) -> str:
+  return os.fspath(url).split('://', 1)[0]
+
+
+def check(url: str) -> None:
+  """Raises StoreError unless `url` has a known scheme whose package is installed.
+
+  Example: check('ftp://host/x') -> StoreError("ftp://host/x: unknown scheme 'ftp'; ...")
+  """
+  name = scheme(url)
+  if name not in SCHEMES:
+    known = ', '.join(f'{s}://' for s in SCHEMES)
+    raise StoreError(f"{url}: unknown scheme '{name}'; give a local path or a {known} URL")
+  try:
+    __import__(SCHEMES[name])
+  except ImportError:
+    raise StoreError(
+      f"{url}: {name}:// needs the package {SCHEMES[name]}: pip install 'posenc[cloud]'"
+    ) from None
+  if not url.split('://', 1)[1].split('/', 1)[0]:
+    raise StoreError(f'{url}: no bucket named; write {name}://BUCKET/PATH')
+
+
+def _configure() -> None:
+  """No listing caches: an object another host wrote must be seen at the next look."""
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  for protocol in _FSSPEC_NAMES.values():
+    fsspec.config.conf.setdefault(protocol, {}).setdefault('use_listings_cache', False)
+
+
+# How to provide credentials, per scheme: the end of the one line when none are found.
+HOW_TO_LOG_IN = {
+  'gs': 'run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a '
+  "service account's key file, or run on a VM whose service account may use the bucket",
+  's3': 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, name a profile of ~/.aws/credentials '
+  'with AWS_PROFILE, or run with an instance role',
+}
+
+
+def _within(seconds: float, lookup: Callable[[], Any]) -> Any:
+  """`lookup()`, or TimeoutError after `seconds` (the lookup is left to finish on its own)."""
+  pool = concurrent.futures.ThreadPoolExecutor(1)
+  try:
+    return pool.submit(lookup).result(timeout=seconds)
+  finally:
+    pool.shutdown(wait=False)
+
+
+def _google_credentials() -> None:
+  """Raises unless Google's application default credentials are found."""
+  import google.auth  # pylint: disable=g-import-not-at-top
+
+  google.auth.default()
+
+
+def _aws_credentials(fs: Any) -> None:
+  """Raises unless botocore finds credentials where s3fs's session will look for them."""
+  import botocore.session  # pylint: disable=g-import-not-at-top
+
+  if fs.anon or fs.key:
+    return
+  session = botocore.session.Session(profile=getattr(fs, 'profile', None))
+  if session.get_credentials() is None:
+    raise LookupError('no credentials')
+
+
+def _missing_credentials(url: str, why: str) -> StoreError:
+  name = scheme(url)
+  return StoreError(f'{url}: no credentials for {name}:// ({why}): {HOW_TO_LOG_IN[name]}')
+
+
+def _gcs_token() -> Any:
+  """The `token` gcsfs is given: fsspec's configured one (FSSPEC_GCS_TOKEN: anon, a key
+  file, ...), else 'google_default', which fails instead of falling back to anonymous."""
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  return fsspec.config.conf.get('gcs', {}).get('token') or 'google_default'
+
+
+# The filesystems whose credentials were found (each fsspec instance is checked once).
+_checked_filesystems: weakref.WeakSet[Any] = weakref.WeakSet()
+_checking = threading.Lock()
+
+
+def _fs(url: str) -> Any:
+  """The fsspec filesystem of `url` (one per scheme and process, cached by fsspec), its
+  credentials found (StoreError saying how to provide them, within CREDENTIALS_S)."""
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  check(url)
+  _configure()
+  name = scheme(url)
+  protocol = _FSSPEC_NAMES[name]
+  if name == 'gs':
+    # gcsfs looks its credentials up when a filesystem is made (not yet cached): bounded
+    # here first, since a metadata server that does not answer takes a while to give up.
+    token = _gcs_token()
+    with _checking:
+      if token == 'google_default' and not getattr(
+        fsspec.get_filesystem_class(protocol), '_cache', None
+      ):
+        _look_up(url, _google_credentials)
+      try:
+        return fsspec.filesystem(protocol, token=token)
+      except Exception as e:  # pylint: disable=broad-except
+        raise _missing_credentials(url, reason(e)) from None
+  fs = fsspec.filesystem(protocol)
+  with _checking:
+    if fs not in _checked_filesystems:
+      _look_up(url, lambda: _aws_credentials(fs))
+      _checked_filesystems.add(fs)
+  return fs
+
+
+def _look_up(url: str, lookup: Callable[[], None]) -> None:
+  """Runs the credentials `lookup` for `url` within CREDENTIALS_S; StoreError if it fails."""
+  try:
+    _within(CREDENTIALS_S, lookup)
+  except concurrent.futures.TimeoutError:
+    raise _missing_credentials(
+      url, f'none found within {CREDENTIALS_S:.0f} s: the metadata server did not answer'
+    ) from None
+  except Exception as e:  # pylint: disable=broad-except
+    text = ' '.join(str(e).split())
+    # google.auth's text for no credentials is a paragraph; its other errors (a key file that
+    # is not one) say what is wrong.
+    why = 'none found' if isinstance(e, LookupError) or 'were not found' in text else text[:160]
+    raise _missing_credentials(url, why) from None
+
+
+def path(url: str) -> Any:
+  """`etils.epath.Path(url)`: pathlib's interface over the store."""
+  from etils import epath  # pylint: disable=g-import-not-at-top
+
+  check(url)
+  _configure()
+  return epath.Path(url)
+
+
+def as_path(given: str | os.PathLike[str]) -> Any:
+  """pathlib.Path of a local path, `path` (etils.epath) of a URL: pathlib would fold
+  'gs://b' into 'gs:/b'. Both give str() back as written and join with `/`."""
+  import pathlib  # pylint: disable=g-import-not-at-top
+
+  return path(os.fspath(given)) if is_url(given) else pathlib.Path(given)
+
+
+# S3's error codes for a key it does not accept, and what each means. botocore carries the
+# code in its ClientError; s3fs raises a PermissionError from it, whose text is S3's message
+# alone ("The request signature we calculated does not match...").
+REFUSED_KEYS = {
+  'InvalidAccessKeyId': 'the access key id is unknown to the store',
+  'SignatureDoesNotMatch': 'the secret access key does not match the access key id',
+  'InvalidToken': 'the session token is not valid',
+  'ExpiredToken': 'the session token has expired',
+}
+
+
+def _s3_error_code(error: BaseException | None) -> str | None:
+  """The S3 error code of the botocore ClientError behind `error`, if there is one."""
+  while error is not None:
+    response = getattr(error, 'response', None)
+    if isinstance(response, dict) and 'Error' in response:
+      return response['Error'].get('Code')
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def reason(error: BaseException) -> str:
+  """The first line of what a store library says about `error`, with its type if terse; a
+  key the store refused is said so.
+
+  Example: s3fs's PermissionError from S3's SignatureDoesNotMatch -> 'credentials refused
+  (SignatureDoesNotMatch: the secret access key does not match the access key id)'.
+  """
+  code = _s3_error_code(error)
+  if code in REFUSED_KEYS:
+    return f'credentials refused ({code}: {REFUSED_KEYS[code]})'
+  text = ' '.join(str(error).split()) or type(error).__name__
+  if isinstance(error, FileNotFoundError) and 'bucket' not in text.lower():
+    text = f'not found ({text})'
+  return text if len(text) <= 200 else text[:197] + '...'
+
+
+@contextlib.contextmanager
+def guard(url: str, doing: str) -> Iterator[None]:
+  """Turns any failure of the store inside the block into StoreError('URL: doing: reason')."""
+  try:
+    yield
+  except StoreError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    raise StoreError(f'{url}: {doing} failed: {reason(e)}') from e
+
+
+def exists(url: str) -> bool:
+  with guard(url, 'looking up'):
+    return _fs(url).exists(url)
+
+
+def isdir(url: str) -> bool:
+  with guard(url, 'looking up'):
+    return _fs(url).isdir(url)
+
+
+def isfile(url: str) -> bool:
+  with guard(url, 'looking up'):
+    return _fs(url).isfile(url)
+
+
+def listdir(url: str) -> list[str]:
+  """The names directly under `url` ([] if there are none: a store has no empty folders)."""
+  fs = _fs(url)
+  with guard(url, 'listing'):
+    if not fs.exists(url):
+      return []
+    return sorted(os.path.basename(p.rstrip('/')) for p in fs.ls(url, detail=False))
+
+
+def read_bytes(url: str) -> bytes:
+  """The object at `url`; FileNotFoundError if there is none."""
+  fs = _fs(url)
+  try:
+    return fs.cat_file(url)
+  except FileNotFoundError:
+    raise FileNotFoundError(2, 'No such object', url) from None
+  except Exception as e:  # pylint: disable=broad-except
+    raise StoreError(f'{url}: reading failed: {reason(e)}') from e
+
+
+# ---------------------------------------------------------------------------------------
+# Fencing: the writes under a directory whose lease this process holds.
+
+# directory URL -> the check its lease gives (raises once the lease is no longer this
+# process's). Process state, as the lease is: every writer of the directory in the process
+# (the evaluation's, a background upload's) must honour it, whichever path it writes by.
+_fences: dict[str, Callable[[], None]] = {}
+
+
+@contextlib.contextmanager
+def fence(directory: str, still_held: Callable[[], None]) -> Iterator[None]:
+  """While inside, every write under `directory` calls `still_held()` first (it raises to
+  refuse the write).
+
+  Example:
+    >>> with fence('s3://b/run', lease.check):     # doctest: +SKIP
+    ...   put('s3://b/run/results.json', b'{}')    # refused once the lease is lost
+  """
+  directory = directory.rstrip('/')
+  _fences[directory] = still_held
+  try:
+    yield
+  finally:
+    _fences.pop(directory, None)
+
+
+def _fenced(url: str) -> None:
+  """Raises (the lease's error) if `url` lies under a directory whose lease was lost."""
+  for directory, still_held in list(_fences.items()):
+    if url == directory or url.startswith(directory + '/'):
+      still_held()
+
+
+# ---------------------------------------------------------------------------------------
+# Writes.
+
+
+def put(url: str, data: bytes) -> None:
+  """Writes the object `url` whole (one put: readers see the old object or the new)."""
+  _fenced(url)
+  with guard(url, 'writing'):
+    _fs(url).pipe_file(url, data)
+
+
+def _version_of(response: Any) -> str | None:
+  """The version a put answered with: S3's ETag, GCS's generation."""
+  if isinstance(response, dict):
+    version = response.get('ETag') or response.get('generation')
+    return None if version is None else str(version)
+  return None
+
+
+def create(url: str, data: bytes) -> str | None:
+  """Writes the object `url` only if it does not exist; returns its version (S3 ETag, GCS
+  generation), or None if it exists (another writer was first). The store decides: S3
+  `If-None-Match: *`, GCS `ifGenerationMatch=0`."""
+  _fenced(url)
+  try:
+    response = _fs(url).pipe_file(url, data, mode='create')
+  except FileExistsError:
+    return None
+  except Exception as e:  # pylint: disable=broad-except
+    if 'precondition' in str(e).lower():  # 412, as some clients pass it on
+      return None
+    raise StoreError(f'{url}: writing failed: {reason(e)}') from e
+  return _version_of(response) or version(url)
+
+
+def version(url: str) -> str | None:
+  """The object's current version (S3 ETag, GCS generation); None if there is none."""
+  with guard(url, 'looking up'):
+    try:
+      info = _fs(url).info(url)
+    except FileNotFoundError:
+      return None
+  value = info.get('ETag') or info.get('generation')
+  return None if value is None else str(value)
+
+
+def read_versioned(url: str) -> tuple[bytes, str]:
+  """(the object's bytes, its version) for a later `replace`; FileNotFoundError if none.
+
+  The version is looked up first: a write between the two makes `replace` refuse (the
+  version is older than the bytes), never accept a stale one."""
+  found = version(url)
+  if found is None:
+    raise FileNotFoundError(2, 'No such object', url)
+  return read_bytes(url), found
+
+
+def replace(url: str, data: bytes, expected: str) -> str:
+  """Overwrites the object `url` only if its version is still `expected`; returns the new
+  version. Raises Conflict if it changed or is gone (S3 `If-Match`, GCS
+  `ifGenerationMatch`): a writer that lost its place cannot undo another's write."""
+  _fenced(url)
+  fs = _fs(url)
+  try:
+    if scheme(url) == 's3':
+      response = fs.pipe_file(url, data, IfMatch=expected)
+    else:
+      response = _gcs_upload(fs, url, data, if_generation_match=expected)
+  except FileNotFoundError:
+    _fenced(url)  # A holder that lost its lease meanwhile is told so first.
+    raise Conflict(f'{url}: gone (another writer deleted it)') from None
+  except Exception as e:  # pylint: disable=broad-except
+    text = str(e).lower()
+    precondition = 'precondition' in text or 'if-match' in text
+    # s3fs raises S3's PreconditionFailed as OSError(EINVAL), gcsfs GCS's 412 as
+    # FileExistsError.
+    if precondition or isinstance(e, FileExistsError) or getattr(e, 'errno', None) == errno.EINVAL:
+      _fenced(url)
+      raise Conflict(f'{url}: changed by another writer') from None
+    raise StoreError(f'{url}: writing failed: {reason(e)}') from e
+  return _version_of(response) or version(url) or ''
+
+
+def _gcs_upload(fs: Any, url: str, data: bytes, if_generation_match: str) -> Any:
+  """GCS's media upload of one object with `ifGenerationMatch` (gcsfs passes it only as 0,
+  for a create); returns the new object's metadata."""
+  from urllib.parse import quote  # pylint: disable=g-import-not-at-top
+
+  from fsspec import asyn  # pylint: disable=g-import-not-at-top
+
+  bucket, key, _ = fs.split_path(url)
+  return asyn.sync(
+    fs.loop,
+    fs._call,  # pylint: disable=protected-access
+    'POST',
+    f'{fs._location}/upload/storage/v1/b/{quote(bucket)}/o',  # pylint: disable=protected-access
+    uploadType='media',
+    name=key,
+    ifGenerationMatch=str(if_generation_match),
+    headers={'Content-Type': 'application/octet-stream'},
+    data=data,
+    json_out=True,
+  )
+
+
+def remove(url: str, recursive: bool = False) -> None:
+  """Deletes the object `url` (with `recursive`, every object under it); absent is fine."""
+  _fenced(url)
+  fs = _fs(url)
+  with guard(url, 'deleting'):
+    if fs.exists(url):
+      fs.rm(url, recursive=recursive)
+
+
+def copy(source: str, target: str) -> None:
+  """Copies the object `source` to `target` on the store (no download)."""
+  _fenced(target)
+  with guard(target, 'copying'):
+    _fs(source).copy(source, target)
+
+
+def put_file(local: str, url: str) -> None:
+  """Puts the local file `local` as the object `url`, streamed (a large file is sent in
+  parts, never read whole into memory); the object appears whole when the upload ends."""
+  _fenced(url)
+  with guard(url, 'writing'):
+    _fs(url).put_file(local, url)
+
+
+def get_file(url: str, local: str) -> None:
+  """Writes the object `url` to the local file `local`, streamed."""
+  fs = _fs(url)
+  try:
+    fs.get_file(url, local)
+  except FileNotFoundError:
+    raise FileNotFoundError(2, 'No such object', url) from None
+  except Exception as e:  # pylint: disable=broad-except
+    raise StoreError(f'{url}: reading failed: {reason(e)}') from e
+
+
+def files_under(url: str) -> list[str]:
+  """The paths, relative to `url`, of every object under it, sorted."""
+  fs = _fs(url)
+  prefix = url.split('://', 1)[1].rstrip('/') + '/'
+  with guard(url, 'listing'):
+    found = fs.find(url)
+  return sorted(p[len(prefix) :] for p in found if p.startswith(prefix))
+
+
+def upload_tree(local: str, url: str) -> None:
+  """Puts every file under the local directory `local` to the same place under `url`:
+  streamed, several at once (fsspec's batched transfers), each object whole when its upload
+  ends."""
+  files = sorted(os.path.join(root, name) for root, _, names in os.walk(local) for name in names)
+  targets = [f'{url}/{os.path.relpath(file, local)}' for file in files]
+  for target in targets:
+    _fenced(target)
+  if files:
+    with guard(url, 'writing'):
+      _fs(url).put(files, targets)
+
+
+def download_tree(url: str, local: str, skip: tuple[str, ...] = ()) -> None:
+  """Writes every object under `url` (but the names in `skip`) to the same place under the
+  local directory `local`: streamed, several at once (fsspec's batched transfers)."""
+  names = [rel for rel in files_under(url) if os.path.basename(rel) not in skip]
+  targets = [os.path.join(local, rel) for rel in names]
+  for target in targets:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+  if names:
+    with guard(url, 'reading'):
+      _fs(url).get([f'{url}/{rel}' for rel in names], targets)
+
+
+def walk(url: str) -> Iterator[tuple[str, list[str], list[str]]]:
+  """os.walk over a store: (directory URL, subdirectory names, object names), top down; a
+  caller may prune the subdirectory list in place, as with os.walk."""
+  fs = _fs(url)
+  with guard(url, 'listing'):
+    entries = fs.ls(url, detail=True)
+  dirs = sorted(
+    os.path.basename(e['name'].rstrip('/')) for e in entries if e['type'] == 'directory'
+  )
+  files = sorted(os.path.basename(e['name']) for e in entries if e['type'] != 'directory')
+  yield url, dirs, files
+  for name in list(dirs):
+    yield from walk(f'{url.rstrip("/")}/{name}')
+
+
+def check_writable(url: str) -> None:
+  """Raises StoreError (one line: the URL and why) unless an object can be written under
+  `url` and deleted again: the bucket exists, the credentials are there and may write."""
+  check(url)
+  probe = f'{url.rstrip("/")}/.posenc-write-check-{os.getpid()}'
+  fs = _fs(url)
+  with guard(url, 'writing'):
+    fs.pipe_file(probe, b'')
+    fs.rm(probe)
