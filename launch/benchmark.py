@@ -82,7 +82,7 @@ from launch import workers
 from posenc.benchmark import baselines as baselines_lib
 from posenc import benchmark
 from posenc.benchmark import card as card_lib
-from posenc.training import checkpoint
+from posenc.storage import lease
 from posenc import config as config_lib
 from posenc import encodings
 from posenc.storage import io
@@ -431,7 +431,7 @@ def _run_card(directory, suite, name, configs, sets, baselines) -> None:
         )
   except config_lib.ConfigError as e:
     common.fail(e)
-  except checkpoint.Preempted as e:
+  except lease.Preempted as e:
     print(f'{e}; rerun the same command to resume the benchmark', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   print(card_lib.markdown(card))

@@ -37,7 +37,7 @@ from absl import flags
 from experiments import benchmarks
 from launch import common
 from posenc import benchmark
-from posenc.training import checkpoint
+from posenc.storage import lease
 from posenc import config as config_lib
 from posenc import encodings
 from posenc.storage import io
@@ -174,7 +174,7 @@ def main(argv):
       report(_rerun(suite, entry, task, seed, data_seed, _WORKDIR.value, preemption))
     except config_lib.ConfigError as e:
       common.fail(e)
-    except checkpoint.Preempted as e:
+    except lease.Preempted as e:
       print(f'{e}; rerun the same command to resume the check', flush=True)
       raise SystemExit(common.PREEMPTED_EXIT) from None
   else:

@@ -65,7 +65,6 @@ from launch import common
 from launch import full_disk
 from launch import workers
 from launch import compile_cache
-from posenc.training import checkpoint
 from posenc import config as config_lib
 from posenc.sweep import cost
 from posenc.storage import lease
@@ -221,7 +220,7 @@ def main(argv):
         _report(cells, held)
   except config_lib.ConfigError as e:
     common.fail(e)
-  except checkpoint.Preempted as e:
+  except lease.Preempted as e:
     print(f'{e}; rerun the same command to resume the sweep', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   if unfinished:

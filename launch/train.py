@@ -19,7 +19,6 @@ from ml_collections import config_flags
 from launch import common
 from launch import full_disk
 from launch import compile_cache
-from posenc.training import checkpoint
 from posenc import config as config_lib
 from posenc.storage import lease
 from posenc.analysis import receptive
@@ -85,7 +84,7 @@ def main(argv: list[str]) -> None:
     )
   except lease.DirectoryBusy as e:
     common.busy(e, '; rerun once it has ended, or with a longer --lease_wait')
-  except checkpoint.Preempted as e:
+  except lease.Preempted as e:
     print(f'{e}; rerun the same command to resume', flush=True)
     raise SystemExit(common.PREEMPTED_EXIT) from None
   summary = run.protocol.summary(results_lib.Results.from_json(results, run.protocol.results))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from typing import Any, Mapping
 
 import ml_collections
@@ -614,16 +613,3 @@ def describe_changes(changes: list[tuple[str, Any, Any]], limit: int = 4, width:
   if len(changes) > limit:
     parts.append(f'and {len(changes) - limit} more field{"s" * (len(changes) - limit > 1)}')
   return ', '.join(parts)
-
-
-def num_buckets(max_length: int, bucket_size: int) -> int:
-  """How many padded shapes lengths 1..max_length fall into."""
-  return math.ceil(max_length / bucket_size)
-
-
-def bucket_of(length: int, max_length: int, bucket_size: int) -> int:
-  """The padded length a batch of `length` runs at: the next multiple, capped.
-
-  Example: bucket_of(13, 40, 10) == 20; bucket_of(38, 40, 16) == 40.
-  """
-  return min(-(-length // bucket_size) * bucket_size, max_length)

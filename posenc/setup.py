@@ -30,7 +30,6 @@ from posenc.training import protocol as protocol_lib
 from posenc.storage import io
 from posenc import kinds
 from posenc.training import run as run_lib
-from posenc.training import state as state_lib
 import tasks
 
 ConfigError = config_lib.ConfigError
@@ -116,7 +115,7 @@ def restore(
   with contextlib.closing(checkpoint.checkpoint_manager(workdir)) as manager:
     step, state, _, damaged = checkpoint.restore_newest(
       manager,
-      state_lib.init_state(run.config, run.model, run.population, abstract=True),
+      run.abstract_state,
       run.population,
       lambda step: os.path.join(workdir, 'checkpoints', str(step)),
     )

@@ -53,7 +53,8 @@ def test_ablations_train_and_evaluate(tmp_path):
   plain = abacus_arithmetic.get_config('tiny')
   task = setup.build(plain).task
   shapes = {
-    grid_eval.widths(task, a, b, plain.eval.bucket_size) for a, b in grid_eval.cells(config)
+    grid_eval.widths(task, a, b, plain.eval.bucket_size)
+    for a, b in grid_eval.cells(setup.build(config))
   }
   assert setup.build(config).task.max_prompt(5, 5) == 3 * task.max_prompt(5, 5)
   assert results['compiled_programs']['eval'] == len(shapes)

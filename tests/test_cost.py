@@ -9,14 +9,16 @@ from posenc.sweep import cost
 from posenc.training import cost_model
 from posenc import config as config_lib
 from posenc import setup
+from posenc.programs import devices
+from posenc.training import settings
 from posenc.kinds.grid import cost as grid_cost
 from posenc.kinds.range import cost as range_cost
 import tasks
 
 
 def test_flop_model_grows_quadratically_with_tokens():
-  config = sweep_tiny.get_config()
-  f = [cost_model.forward_flops(t, config) for t in (10, 20, 40)]
+  model = settings.ModelSettings.of(sweep_tiny.get_config())
+  f = [model.flops(t) for t in (10, 20, 40)]
   assert f[0] < f[1] < f[2] and (f[2] - f[1]) > 2 * (f[1] - f[0])
 
 
@@ -45,12 +47,12 @@ def test_roofline_is_max_of_compute_and_memory_time_per_program():
   fits = range_cost.program_costs(config_lib.cell_config(config, cells[0]))
   assert fits['train'].shape == fits['eval'].shape == (2, 3)
   est = cost.roofline(config, cells, 'H100')
-  spec = cost.DEVICES['H100']
+  spec = devices.DEVICES['H100']
   task = tasks.get('parity_check')
 
   def seconds(kind, t):
     flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[kind])
-    return max(flops / spec['flops']['float32'], nbytes / spec['bandwidth'])
+    return max(flops / spec.peak_flops['float32'], nbytes / spec.bandwidth)
 
   n, m = config.train.max_length, config.eval.max_length
   step = np.mean(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from experiments import rpe_table1
-from posenc.training import checkpoint
+from posenc.storage import lease
 from posenc import config as config_lib
 from posenc.storage import io
 from posenc.training import population as population_lib
@@ -131,7 +131,7 @@ def test_a_data_seed_population_resumes_bit_for_bit(tmp_path):
   straight = tiny_run(tmp_path / 'straight', data_seeds=[0, 7])
   config = tiny_config(data_seeds=[0, 7], checkpoint_every=2)
   written = []
-  with pytest.raises(checkpoint.Preempted):
+  with pytest.raises(lease.Preempted):
     train.train_and_evaluate(
       setup.build(config),
       str(tmp_path / 'stopped'),

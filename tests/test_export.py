@@ -17,7 +17,6 @@ import pytest
 from experiments import rpe_table1
 from posenc import encodings
 from posenc.training import protocol as protocol_lib
-from posenc.training import state as state_lib
 from posenc.training import update
 from posenc import setup
 from posenc.kinds.range import protocol as range_protocol
@@ -33,8 +32,8 @@ def exported(name, family='encoder'):
   config.seeds, config.learning_rates = [0, 1], [1e-4]
   config.model.family = family
   run = setup.build(config, platform='gpu')
-  model, population = run.model, run.population
-  state = state_lib.init_state(config, model, population, abstract=True)
+  population = run.population
+  state = run.abstract_state
   length = jax.ShapeDtypeStruct((), jnp.int32)
   update_fn = update.make_update_fn(run, 40)
   evaluate = range_protocol.make_eval_fn(run, EVAL_BUCKET)
@@ -131,7 +130,7 @@ def test_digit_readers_export_their_addition_training_step(name):
 
   config = abacus_arithmetic.get_config(f'task=addition,encoding={name},tiny')
   run = setup.build(config, platform='gpu')
-  state = state_lib.init_state(config, run.model, run.population, abstract=True)
+  state = run.abstract_state
   update_fn = update.make_update_fn(run, config.train.max_length)
   text = export.export(update_fn, platforms=['cuda', 'tpu'])(
     state,

@@ -40,7 +40,7 @@ def export(config, out):
 def evaluation(config):
   """The protocol's evaluation record of the population at initialisation."""
   run = setup.build(config)
-  state = state_lib.init_state(config, run.model, run.population)
+  state = state_lib.init_state(run)
   with tempfile.TemporaryDirectory() as scratch:
     return run.protocol.evaluate(run, state, protocol_lib.EvalContext(scratch, lambda line: None))
 

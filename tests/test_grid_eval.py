@@ -1,17 +1,23 @@
 """The two-dimensional evaluation's bookkeeping: cells, regions, region means."""
 
-import ml_collections
+import types
+
 import pytest
 
 from posenc import config as config_lib
 from posenc.kinds.grid import protocol as grid_eval
+from posenc.training import settings
 
 
 def small(m=5, stride=1, beyond=(7,), n=2):
+  """What the grid's bookkeeping reads of a run: its settings."""
   config = config_lib.base_config()
   config.train.max_length = n
   config.eval.grid_max, config.eval.grid_stride, config.eval.beyond = m, stride, list(beyond)
-  return config
+  return types.SimpleNamespace(
+    train_settings=settings.TrainSettings.of(config, 'cpu'),
+    eval_settings=settings.EvalSettings.of(config),
+  )
 
 
 def test_cells_row_major_with_stride_then_the_diagonal_beyond():

@@ -71,7 +71,7 @@ def _batch(config, step):
   task_list = multitask.tasks_of(config)
   shape = multitask.train_shape(task_list, config.train.max_length)
   return multitask.train_batch(
-    config,
+    settings.TrainSettings.of(config, 'cpu'),
     task_list,
     jax.random.key(step),
     population_lib.dataset_key(config),
@@ -121,7 +121,7 @@ def test_an_alternate_step_updates_only_its_tasks_head():
   population, model = run.population, run.model
   assert model.num_outputs == 2
   update_fn = update.make_update_fn(run, config.train.max_length)
-  state = state_lib.init_state(config, model, population)
+  state = state_lib.init_state(run)
   before = _head_kernel(state)
   for step in range(2):
     state, _ = update_fn(state, jnp.int32(0), population.learning_rates, population.train_keys)
@@ -137,7 +137,7 @@ def test_the_cosine_schedule_warms_up_then_decays_to_zero():
   config = config_lib.base_config()
   config.train.schedule, config.train.steps, config.train.warmup = 'cosine', 100, 0.1
   scale = [
-    float(state_lib.learning_rate_scale(settings.TrainSettings.of(config), jnp.int32(s)))
+    float(state_lib.learning_rate_scale(settings.TrainSettings.of(config, 'cpu'), jnp.int32(s)))
     for s in (0, 5, 10, 55, 100)
   ]
   np.testing.assert_allclose(scale, [0.0, 0.5, 1.0, 0.5, 0.0], atol=1e-6)

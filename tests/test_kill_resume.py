@@ -13,6 +13,7 @@ import pytest
 
 from experiments import abacus_arithmetic
 from experiments import sorting_hints
+from posenc import setup
 from posenc.storage import io
 from posenc.kinds.grid import protocol as grid
 from posenc.kinds.lengths import protocol as lengths
@@ -57,7 +58,7 @@ STUDIES = {
     'grid',
     'grid.jsonl',
     lambda r: tuple(r['cell']),
-    lambda: grid.cells(abacus_arithmetic.get_config('tiny')),
+    lambda: grid.cells(setup.build(abacus_arithmetic.get_config('tiny'))),
     'out-of-distribution cells (exact match) up to 5',
     ('arithmetic.md', 'OOD', 'looped', 'abacus'),
     lambda results: _check_grid(results),
@@ -68,7 +69,7 @@ STUDIES = {
     'lengths',
     'lengths.jsonl',
     lambda r: (r['distribution'], r['length']),
-    lambda: lengths.cells(sorting_hints.get_config('tiny,hint=successor')),
+    lambda: lengths.cells(setup.build(sorting_hints.get_config('tiny,hint=successor'))),
     'full-sequence accuracy, successor',
     (
       'hints.md',

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from experiments import rpe_table1
-from posenc.training import checkpoint
+from posenc.storage import lease
 from posenc import config as config_lib
 from posenc import programs
 from posenc.programs import devices
+from posenc.training import settings
 from posenc import setup
 from posenc.training import train
 from posenc.kinds.range import protocol as range_protocol
@@ -91,10 +92,10 @@ def test_a_plan_maps_data_widths_to_programs():
 
 def test_steps_per_dispatch_zero_is_chosen_by_platform():
   config = tiny(**{'train.steps_per_dispatch': 0})
-  assert programs.steps_per_dispatch(config, 'cpu') == 1
-  assert programs.steps_per_dispatch(config, 'gpu') == devices.PLATFORMS['gpu'].steps_per_dispatch
+  k = lambda platform: settings.TrainSettings.of(config, platform).steps_per_dispatch
+  assert k('cpu') == 1 and k('gpu') == devices.platform('gpu').steps_per_dispatch == 8
   config.train.steps_per_dispatch = 3
-  assert programs.steps_per_dispatch(config, 'tpu') == 3
+  assert k('tpu') == 3
 
 
 def test_a_merged_program_draws_the_bucket_s_examples():
@@ -153,7 +154,7 @@ def test_a_run_keeps_the_plan_it_recorded(tmp_path):
 
   # Stopped at step 5, then resumed asking for another plan: the recorded one is kept.
   workdir, stopped = str(tmp_path / 'stopped'), []
-  with pytest.raises(checkpoint.Preempted):
+  with pytest.raises(lease.Preempted):
     train.train_and_evaluate(
       setup.build(config), workdir, should_stop=lambda: bool(stopped), checkpointed=stopped.append
     )
@@ -167,6 +168,7 @@ def test_training_stage_counts_the_curriculum_s_steps():
   run = setup.build(tiny(**{'train.steps': 80}))
   stage = train.training_stage(run, collections.Counter())
   assert stage.data == (4, 8) and stage.calls == (40.0, 40.0)  # lengths 1..4 and 5..8
-  plan, top = programs.plan(stage, 'cpu')
-  assert plan.widths[-1] == 8 and (top is None) == (plan.mode != 'auto')
+  plan, lowered = programs.plan(stage, 'cpu')
+  kept = plan.mode == 'auto' and plan.serves(8) == (8,)  # the widest, lowered by the plan
+  assert plan.widths[-1] == 8 and bool(lowered) == kept
   assert range_protocol.programs(run).data == (6, 12)

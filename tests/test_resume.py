@@ -51,13 +51,9 @@ def _wait_for(path, proc, seconds=120):
 
 def _final_params(workdir, config):
   run = setup.build(config)
-  model, population = run.model, run.population
   manager = checkpoint.checkpoint_manager(workdir)
   state, _ = checkpoint.restore_state(
-    manager,
-    manager.latest_step(),
-    state_lib.init_state(config, model, population, abstract=True),
-    population,
+    manager, manager.latest_step(), run.abstract_state, run.population
   )
   return jax.device_get(state.params)
 

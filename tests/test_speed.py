@@ -14,6 +14,7 @@ from posenc.speed import floor
 from posenc.speed import machine
 from posenc.speed import population as speed_population
 from posenc.speed import profile
+from posenc.training import settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -94,9 +95,9 @@ def test_keep_freed_memory_is_opt_in(monkeypatch):
 
 
 def test_dense_products_are_three_per_weight_with_the_model_shapes():
-  config = sweep_tiny.get_config()
-  d, f = config.model.d_model, config.model.ffn_size
-  products = floor.dense_products(7, config)
+  model = settings.ModelSettings.of(sweep_tiny.get_config())
+  d, f = model.d_model, model.ffn_size
+  products = floor.dense_products(7, model)
   assert len(products) == 3 * 6
   # The forward products' FLOPs are the token-linear part of the forward FLOP model.
   forward = sum(2 * m * k * n for m, k, n in products[0::3])
@@ -120,15 +121,16 @@ def test_dense_product_floor_averages_buckets_over_the_curriculum():
 def test_evaluation_floor_times_forward_products_per_micro_batch():
   config = sweep_tiny.get_config()
   config.eval.examples_per_length, config.eval.batch_size = 8, 4
-  d, f = config.model.d_model, config.model.ffn_size
-  assert floor.dense_products(3, config, backward=False) == [(3, d, d)] * 4 + [
+  model = settings.ModelSettings.of(config)
+  d, f = model.d_model, model.ffn_size
+  assert floor.dense_products(3, model, backward=False) == [(3, d, d)] * 4 + [
     (3, d, f),
     (3, f, d),
   ]
   timer = floor.ProductTimer(repeats=2)
   got = floor.evaluation_floor(setup.build(config), 5, timer=timer)
   tokens, micro = got['tokens'], got['micro_batch']
-  seconds, _ = floor.products_cost(floor.dense_products(micro * tokens, config, False), timer)
+  seconds, _ = floor.products_cost(floor.dense_products(micro * tokens, model, False), timer)
   calls = 8 // micro * config.model.num_layers
   assert got['floor_s'] == pytest.approx(calls * seconds)
   assert got['flops'] == pytest.approx(

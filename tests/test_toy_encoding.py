@@ -15,7 +15,6 @@ from posenc import encodings
 from posenc.models import generate as generate_lib
 from posenc.models import decoder as decoder_lib
 from posenc.models import encoder as encoder_lib
-from posenc.training import state as state_lib
 from posenc.training import train
 from posenc.training import update
 from posenc import config as config_lib
@@ -111,7 +110,7 @@ def test_toy_encoding_exports_for_gpu_and_tpu(toy):
   config = rpe_table1.get_config(f'task=reverse_string,encoding={toy},tiny')
   run = setup.build(config, platform='gpu')
   population = run.population
-  state = state_lib.init_state(config, run.model, population, abstract=True)
+  state = run.abstract_state
   update_fn = update.make_update_fn(run, 8)
   step = export.export(update_fn, platforms=['cuda', 'tpu'])(
     state, jax.ShapeDtypeStruct((), jnp.int32), population.learning_rates, population.train_keys

@@ -12,6 +12,7 @@ import pytest
 from experiments import rpe_table1
 from posenc.training import checkpoint
 from posenc import config as config_lib
+from posenc import programs
 from posenc.storage import io
 from posenc.training import state as state_lib
 from posenc import sweep
@@ -29,13 +30,9 @@ def tiny(**overrides):
 
 def final_params(workdir, config):
   run = setup.build(config)
-  model, population = run.model, run.population
   manager = checkpoint.checkpoint_manager(workdir)
   state, _ = checkpoint.restore_state(
-    manager,
-    manager.latest_step(),
-    (state_lib.init_state(config, model, population, abstract=True)),
-    population,
+    manager, manager.latest_step(), run.abstract_state, run.population
   )
   return jax.device_get(state)
 
@@ -87,8 +84,8 @@ def test_compiled_programs_are_bounded_by_buckets(tmp_path):
   results = train.train_and_evaluate(setup.build(config), str(tmp_path))
   compiled = results['compiled_programs']
   assert len(compiled['train_buckets']) == 2
-  assert compiled['train'] == 2 <= config_lib.num_buckets(8, 4)
-  assert compiled['eval'] <= config_lib.num_buckets(12, 6)
+  assert compiled['train'] == 2 <= len(programs.data_widths(8, 4))
+  assert compiled['eval'] <= len(programs.data_widths(12, 6))
 
 
 @pytest.mark.parametrize('loop', [pytest.param('map', marks=pytest.mark.slow), 'vmap'])
@@ -125,7 +122,7 @@ def test_vmap_and_map_agree_to_float_rounding(tmp_path):
 def _steps_of(config, steps=6):
   """The population's state after `steps` calls of the update of its largest bucket."""
   run = setup.build(config)
-  state = state_lib.init_state(config, run.model, run.population)
+  state = state_lib.init_state(run)
   bucket = run.training.buckets(run)[-1]
   update_fn = update.make_update_fn(run, bucket)
   members = (run.population.learning_rates, run.population.train_keys)

@@ -33,7 +33,7 @@ def _main(argv):
     common.fail(f'--lengths {bad} exceed eval.max_length={config.eval.max_length}')
   config.seeds, config.learning_rates = [0], [1e-4]
   run = setup.build(config)
-  params = state_lib.init_state(config, run.model, run.population).params
+  params = state_lib.init_state(run).params
   rows = []
   for length in lengths:
     row = timing.eval_length(run, params, length)

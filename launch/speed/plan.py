@@ -57,7 +57,7 @@ def plan_of(config, platform: str) -> dict:
   for name, stage in stages.items():
     plan, _ = programs.plan(stage, platform)
     out[name] = plan.to_json()
-    k = programs.steps_per_dispatch(config, platform) if name == 'train' else 1
+    k = run.train_settings.steps_per_dispatch if name == 'train' else 1
     # K steps per call are one program whatever the widths (its branches).
     out[name]['programs'] = 1 if k > 1 else len(plan.widths)
     out[name]['steps_per_dispatch'] = k

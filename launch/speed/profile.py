@@ -53,7 +53,7 @@ def _main(argv):
     common.fail(f'--buckets {bad} are not training buckets; valid: {",".join(map(str, valid))}')
   if _TRACE_DIR.value:
     common.make_dir(_TRACE_DIR.value, '--trace_dir')
-  state = state_lib.init_state(config, run.model, run.population)
+  state = state_lib.init_state(run)
   rows = []
   for bucket in buckets:
     trace_dir = os.path.join(_TRACE_DIR.value, f'bucket_{bucket}') if _TRACE_DIR.value else None

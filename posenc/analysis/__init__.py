@@ -26,6 +26,7 @@ from posenc import config as config_lib
 from posenc.analysis import receptive
 from posenc.training import run as run_lib
 from posenc import setup
+from posenc.training import settings
 from tasks import base as task_base
 
 
@@ -64,7 +65,8 @@ def load_run(
   reference attention backend."""
   try:
     config = setup.read_config(workdir)
-    if config.model.recurrences > 1 or config.model.get('loop', False):
+    model = settings.ModelSettings.of(config)
+    if model.recurrences > 1 or model.loop:
       raise AnalysisError(
         f'{workdir} holds a looped model; attention rows are recorded for plain stacks only'
       )

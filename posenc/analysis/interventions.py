@@ -119,10 +119,11 @@ def _ordered(run: run_lib.Run, p: Mapping[str, float]) -> dict[str, Any]:
 
 
 def _no_temperature(run: run_lib.Run) -> str | None:
-  if run.config.model.get('temperature', 'none') != 'none':
+  temperature = run.model_settings.temperature
+  if temperature not in (None, 'none'):
     return (
-      f'the run already has an attention temperature (model.temperature='
-      f'{run.config.model.temperature}); scalable_softmax replaces none'
+      f'the run already has an attention temperature (model.temperature={temperature}); '
+      'scalable_softmax replaces none'
     )
   return None
 

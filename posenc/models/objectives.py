@@ -127,7 +127,7 @@ def sequence(run: Run, shape: tuple[int, int]) -> Objective:
   """Sequence tasks: teacher forcing on `tokens`, the loss on the answer and EOS (or on every
   token), each example through its output head `batch['task']` when the batch has one;
   greedy generation after each prompt, exact match of the answer through EOS."""
-  config, task, model = run.config, run.task, run.model
+  task, model = run.task, run.model
   prompt_width, answer_width = shape
 
   def loss(params, batch, rngs, window=None):
@@ -165,7 +165,7 @@ def sequence(run: Run, shape: tuple[int, int]) -> Objective:
       task.eos_id,
       {'noise': rngs['noise']},
       answer_lengths=answer_lengths,
-      recurrences=_eval_recurrences(config),
+      recurrences=_eval_recurrences(run),
     )
     at = jnp.minimum(
       prompt_lengths[:, None] + jnp.arange(answer_width)[None, :], tokens.shape[1] - 1
@@ -248,7 +248,7 @@ def masked(run: Run, shape: tuple[int, int]) -> Objective:
 
 
 def _encoder(run: Run, max_output: int) -> Objective:
-  config, model = run.config, run.model
+  model = run.model
 
   def logits_of(params, batch, rngs, deterministic, **kw):
     tokens, seq_length = encoder_lib.empty_output_layout(
@@ -265,7 +265,7 @@ def _encoder(run: Run, max_output: int) -> Objective:
 
   def counts(params, batch, rngs):
     logits = logits_of(
-      params, batch, rngs, not run.eval_settings.eval_dropout, recurrences=_eval_recurrences(config)
+      params, batch, rngs, not run.eval_settings.eval_dropout, recurrences=_eval_recurrences(run)
     )
     correct = (jnp.argmax(logits, -1) == batch['targets']) * batch['mask']
     every = jnp.all((correct > 0) | (batch['mask'] == 0), axis=-1)
@@ -280,7 +280,7 @@ def _encoder(run: Run, max_output: int) -> Objective:
 
 
 def _decoder(run: Run, max_output: int) -> Objective:
-  config, model = run.config, run.model
+  model = run.model
   vocab = decoder_vocab(run.task)
 
   def loss(params, batch, rngs, window=None):
@@ -323,7 +323,7 @@ def _decoder(run: Run, max_output: int) -> Objective:
       vocab.eos,
       {'noise': rngs['noise']},
       answer_lengths=jnp.full((b,), batch['output_length'] + 1),
-      recurrences=_eval_recurrences(config),
+      recurrences=_eval_recurrences(run),
     )
     correct = (out[:, :max_output] == batch['targets'] + vocab.answer_offset) * batch['mask']
     every = jnp.all((correct > 0) | (batch['mask'] == 0), axis=-1)
@@ -349,9 +349,10 @@ def _answer_values(values: Array, start: Array, width: int) -> Array:
   )
 
 
-def _eval_recurrences(config: ml_collections.ConfigDict) -> int | None:
-  r = config.model.eval_recurrences
-  return r if r else None
+def _eval_recurrences(run: Any) -> int | None:
+  """The recurrences a looped model applies at evaluation: `model.eval_recurrences`, or (0)
+  the training's."""
+  return run.model_settings.eval_recurrences or None
 
 
 def loss_and_accuracy(

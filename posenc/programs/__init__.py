@@ -27,10 +27,10 @@ d (training: the steps whose curriculum length falls in d; evaluation: one per l
 the steps per call, and flops(w) the work of one run of the program's body: XLA's cost
 analysis of the widest program lowered for the run's platform (that lowering is then
 compiled, not redone), scaled to narrower widths by a transformer's work over their tokens
-(`transformer_flops`); `repeats` counts the loop trips the analysis counts once (members
+(`Stage.work`: the one FLOPs formula, `training.settings.ModelSettings.flops`); `repeats` counts the loop trips the analysis counts once (members
 under a map, sub-batches, micro-batches). Lowering is Python (one program at a time);
-compiling runs in `threads` threads. The platforms' figures are `PLATFORMS`' (measured:
-docs/speed.md, docs/gpu.md). Where compiling a program costs more than the steps it saves,
+compiling runs in `threads` threads (`compiling.compile_all`). The platforms' figures are
+the device table's (`devices`, measured: docs/speed.md, docs/gpu.md). Where compiling a program costs more than the steps it saves,
 programs merge: a short run gets one or two; a run of millions of steps keeps its buckets
 wherever a step's cost grows with its width (on this CPU and, by the first GPU
 measurements, on a GPU too). The plan is a function of the config, the platform, the
@@ -64,38 +64,48 @@ ConfigError = config_lib.ConfigError
 MODES = ('auto', 'buckets', 'one')
 
 
-def steps_per_dispatch(config: Any, platform_name: str) -> int:
-  """`train.steps_per_dispatch`, 0 resolved for the platform (1 on CPU, 8 on GPU and TPU).
-
-  Example: steps_per_dispatch 0 on 'cpu' -> 1; on 'gpu' -> 8; 4 anywhere -> 4.
-  """
-  k = config_lib.setting(config, 'train.steps_per_dispatch')
-  return k if k else devices.platform(platform_name).steps_per_dispatch
-
-
-def transformer_flops(tokens: int, d_model: int, ffn_size: int, layers: int = 1) -> float:
-  """FLOPs of one forward pass of one sequence of `tokens` tokens through `layers`
-  transformer layers (matmuls only: projections, feed-forward, the two attention products).
-
-  Example: transformer_flops(10, 4, 8) == 2 * (10 * (4 * 16 + 2 * 32) + 2 * 100 * 4) == 4160.
-  """
-  d, f = d_model, ffn_size
-  return 2.0 * layers * (tokens * (4 * d * d + 2 * d * f) + 2 * tokens**2 * d)
-
-
 # ---------------------------------------------------------------------------------------
 # Data widths inside a program.
 
 
+def round_up(x: Any, size: int) -> Any:
+  """`x` rounded up to a multiple of `size` (an int, or traced in a program).
+
+  Example: round_up(13, 10) == 20; round_up(20, 10) == 20.
+  """
+  return -(-x // size) * size
+
+
 def data_width(length: Any, max_length: int, bucket_size: int) -> Any:
-  """The data width of `length` (an int, or traced in a program): its bucket of
-  `bucket_size`, at most `max_length` (as `config.bucket_of`).
+  """The data width of `length` (an int, or traced in a program): its bucket, the next
+  multiple of `bucket_size`, at most `max_length`.
 
   Example: data_width(13, 40, 10) == 20; data_width(38, 40, 16) == 40.
   """
-  if isinstance(length, int):
-    return config_lib.bucket_of(length, max_length, bucket_size)
-  return jnp.minimum(-(-length // bucket_size) * bucket_size, max_length)
+  up = round_up(length, bucket_size)
+  return min(up, max_length) if isinstance(length, int) else jnp.minimum(up, max_length)
+
+
+def data_widths(max_length: int, bucket_size: int) -> list[int]:
+  """The data widths of lengths 1..max_length, ascending.
+
+  Example: data_widths(40, 16) == [16, 32, 40].
+  """
+  return sorted({data_width(n, max_length, bucket_size) for n in range(1, max_length + 1)})
+
+
+def data_of(data: Sequence[int], length: int) -> int:
+  """The data width of `data` (ascending) that a call of real length `length` is drawn at:
+  the narrowest holding it.
+
+  Example: data_of((8, 16), 9) == 16.
+  """
+  return next(d for d in data if d >= length)
+
+
+def data_index(length: Any, bucket_size: int, count: int) -> Any:
+  """The index among the `count` data widths of `data_widths` of a traced `length`."""
+  return jnp.minimum((length + bucket_size - 1) // bucket_size, count) - 1
 
 
 def widened(
@@ -140,17 +150,6 @@ def parse(value: Any, field: str) -> str | tuple[int, ...]:
       'such as "20,40" (positive integers)'
     )
   return widths
-
-
-def check(config: Any) -> None:
-  """ConfigError (one line) for a plan field that is not a plan, or `steps_per_dispatch` /
-  `compile_threads` that are not integers >= 0."""
-  for field in ('train.programs', 'eval.programs'):
-    parse(config_lib.setting(config, field), field)
-  for field in ('train.steps_per_dispatch', 'compile_threads'):
-    value = config_lib.setting(config, field)
-    if not config_lib.is_int(value) or value < 0:
-      raise ConfigError(f'{field}={value!r} must be an integer >= 0 (0: chosen by platform)')
 
 
 def choose_widths(
@@ -218,6 +217,11 @@ class Plan:
     """The narrowest program width holding `data_width`."""
     return next(w for w in self.widths if w >= data_width)
 
+  def program_for(self, length: int) -> int:
+    """The program width serving a call of real length `length`: that of the narrowest data
+    width holding it."""
+    return self.program_of(data_of(self.data, length))
+
   def widths_for(self, data: Sequence[int]) -> list[int]:
     """The program widths serving the data widths `data`, ascending."""
     return sorted({self.program_of(d) for d in data})
@@ -263,13 +267,13 @@ class Stage:
     choice: the config's plan value (`parse`d).
     data: the data widths, ascending.
     calls: the calls expected at each data width.
-    tokens: program width -> the positions a sequence fills (inputs and outputs).
+    work: program width -> the FLOPs of one sequence at that width (inputs and outputs): the
+      shape of the work over widths.
     make: (program width, the data widths it serves, count=True) -> `compiling.Program`, its
       function and the arguments to lower it for; with count False its tracing is not
       counted as a compiled program.
     repeats: how often the widest program runs the loop bodies XLA's analysis counts once
       (members under a map, sub-batches, micro-batches), per call.
-    d_model, ffn_size: the model's sizes (the work's shape over widths).
     threads: threads compiling at once (1 where the widths are branches of one program).
     steps_per_call: steps one call runs (K steps per dispatch share one call's fixed cost).
     needed: the data widths whose calls are still to come (None: every one).
@@ -279,11 +283,9 @@ class Stage:
   choice: str | tuple[int, ...]
   data: tuple[int, ...]
   calls: tuple[float, ...]
-  tokens: Callable[[int], int]
+  work: Callable[[int], float]
   make: Callable[..., Any]
   repeats: int
-  d_model: int
-  ffn_size: int
   threads: int
   steps_per_call: int = 1
   needed: tuple[int, ...] | None = None
@@ -316,33 +318,33 @@ def check_holds(field: str, choice: str | tuple[int, ...], data: Sequence[int]) 
     )
 
 
-def plan(stage: Stage, platform_name: str) -> tuple[Plan, Any]:
-  """The stage's plan, and the widest program's lowering when 'auto' made it (else None),
-  for `compile_all` to compile instead of lowering it again (its tracing was not counted in
-  the stage's trace counter).
+def plan(stage: Stage, platform_name: str) -> tuple[Plan, dict[str, Any]]:
+  """The stage's plan, and {program name: its lowering} of the widest program where 'auto'
+  lowered it and the plan keeps it as a program of its own, for `compile_all` to compile
+  instead of lowering it again (its tracing was not counted in the stage's trace counter).
 
   Raises ConfigError (one line) for program widths that cannot hold the widest data width.
   """
   data, choice = stage.data, stage.choice
   check_holds(f'{stage.name}.programs', choice, data)
   if choice == 'buckets':
-    return Plan(stage.name, 'buckets', data, data), None
+    return Plan(stage.name, 'buckets', data, data), {}
   if choice == 'one':
-    return Plan(stage.name, 'one', data, (data[-1],)), None
+    return Plan(stage.name, 'one', data, (data[-1],)), {}
   if isinstance(choice, tuple):
     # Widths narrower than every data width would serve nothing.
-    return Plan(stage.name, 'widths', data, tuple(w for w in choice if w >= data[0])), None
+    return Plan(stage.name, 'widths', data, tuple(w for w in choice if w >= data[0])), {}
   if len(data) == 1:
-    return Plan(stage.name, 'auto', data, data), None
+    return Plan(stage.name, 'auto', data, data), {}
   figures = devices.platform(platform_name)
   # The widest program's lowering, for the caller to compile where its plan keeps that
   # program (traced uncounted: the caller counts it if it compiles it).
   top = stage.make(data[-1], (data[-1],), False).lower()
   flops = cost_of(top)
-  work_top = transformer_flops(stage.tokens(data[-1]), stage.d_model, stage.ffn_size)
+  work_top = stage.work(data[-1])
 
   def seconds(width: int) -> float:
-    share = transformer_flops(stage.tokens(width), stage.d_model, stage.ffn_size) / work_top
+    share = stage.work(width) / work_top
     body = figures.step_s + flops * share / figures.flops_per_s
     return figures.dispatch_s / stage.steps_per_call + stage.repeats * body
 
@@ -357,4 +359,7 @@ def plan(stage: Stage, platform_name: str) -> tuple[Plan, Any]:
 
   widths = choose_widths(data, stage.calls, seconds, compile_s)
   estimate = {'chosen': total(widths), 'buckets': total(data), 'one': total((data[-1],))}
-  return Plan(stage.name, 'auto', data, widths, estimate), top
+  chosen = Plan(stage.name, 'auto', data, widths, estimate)
+  # K steps per call are one program of every width: its lowering is not the widest's.
+  reused = chosen.serves(data[-1]) == (data[-1],) and stage.steps_per_call == 1
+  return chosen, {f'{stage.name} {data[-1]}': top} if reused else {}

@@ -18,10 +18,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
-from posenc import config as config_lib
+from posenc import programs
 from posenc.training import cost_model
 from posenc.training import run as run_lib
 from posenc.attention import geometric_prefix
@@ -32,9 +31,7 @@ _CALLS_PER_TIMING = 4
 Product = tuple[int, int, int]
 
 
-def dense_products(
-  tokens: int, config: ml_collections.ConfigDict, backward: bool = True
-) -> list[Product]:
+def dense_products(tokens: int, model: Any, backward: bool = True) -> list[Product]:
   """The (m, k, n) matrix products of one layer's dense weights over `tokens` rows.
 
   Each weight W [k, n] (q, k, v, out projections [d, d]; FFN [d, F] and [F, d]) costs the
@@ -44,7 +41,7 @@ def dense_products(
   Example: d = 2, F = 4, tokens = 3 -> the first triple is (3, 2, 2), (3, 2, 2), (2, 3, 2);
     with backward=False the list is [(3, 2, 2)] * 4 + [(3, 2, 4), (3, 4, 2)].
   """
-  d, f = config.model.d_model, config.model.ffn_size
+  d, f = model.d_model, model.ffn_size
   out = []
   for k, n in [(d, d)] * 4 + [(d, f), (f, d)]:
     out += [(tokens, k, n)] + ([(tokens, n, k), (k, tokens, n)] if backward else [])
@@ -93,15 +90,15 @@ def training_floor(run: run_lib.Run, repeats: int = 20) -> dict[str, Any]:
     {'bucket_ms': {bucket: ms}, 'mean_step_ms', 'max_updates_per_s' (at P = 1),
      'gflops_per_s' (the products' achieved rate over the curriculum)}.
   """
-  config, task = run.config, run.task
+  model, task = run.model_settings, run.task
   n, size = run.train_settings.max_length, run.train_settings.bucket_size
   timer = ProductTimer(repeats)
   per_length, bucket_s = [], {}  # (seconds, FLOPs) of each length 1..N's bucket
   for length in range(1, n + 1):
     rows = run.train_settings.batch_size * cost_model.tokens(task, length, n, size)
-    seconds, flops = products_cost(dense_products(rows, config), timer)
-    per_length.append((config.model.num_layers * seconds, config.model.num_layers * flops))
-    bucket_s[config_lib.bucket_of(length, n, size)] = per_length[-1][0]
+    seconds, flops = products_cost(dense_products(rows, model), timer)
+    per_length.append((model.num_layers * seconds, model.num_layers * flops))
+    bucket_s[programs.data_width(length, n, size)] = per_length[-1][0]
   mean_s, mean_flops = (float(x) for x in np.mean(per_length, axis=0))
   return {
     'bucket_ms': {b: 1e3 * t for b, t in sorted(bucket_s.items())},
@@ -120,29 +117,26 @@ def evaluation_floor(
   The range evaluation runs examples_per_length examples, padded to the length's bucket,
   in micro-batches (`protocol_lib.eval_micro_batch`, for the run's platform); the floor times the
   forward products at one micro-batch's shape and multiplies by the number of micro-batches
-  and layers. 'flops' are the model's FLOPs (`cost_model.forward_flops`: the dense layers and
+  and layers. 'flops' are the model's FLOPs (`ModelSettings.flops`: the dense layers and
   attention's two products) over the padded tokens, the figure an achieved FLOP/s divides.
 
   Example (the study's model on reverse_string, this 2-core CPU): evaluation_floor(run,
     100) -> {'tokens': 256, 'micro_batch': 4, 'floor_s': ~0.9, 'dense_gflops_per_s': ~71,
     'flops': 1.07e11}.
   """
-  config, task = run.config, run.task
-  m, size = run.eval_settings.max_length, run.eval_settings.bucket_size
-  tokens = cost_model.tokens(task, length, m, size)
-  micro = protocol_lib.eval_micro_batch(
-    run.eval_settings.batch_size, config.model.num_heads, tokens, run.platform
-  )
-  calls = run.eval_settings.examples_per_length // micro * config.model.num_layers
+  model, settings = run.model_settings, run.eval_settings
+  tokens = cost_model.tokens(run.task, length, settings.max_length, settings.bucket_size)
+  micro = protocol_lib.eval_micro_batch(settings.batch_size, model.num_heads, tokens, run.platform)
+  calls = settings.examples_per_length // micro * model.num_layers
   seconds, flops = products_cost(
-    dense_products(micro * tokens, config, backward=False), timer or ProductTimer()
+    dense_products(micro * tokens, model, backward=False), timer or ProductTimer()
   )
   return {
     'tokens': tokens,
     'micro_batch': micro,
     'floor_s': calls * seconds,
     'dense_gflops_per_s': float(flops / seconds / 1e9),
-    'flops': run.eval_settings.examples_per_length * cost_model.forward_flops(tokens, config),
+    'flops': settings.examples_per_length * model.flops(tokens),
   }
 
 

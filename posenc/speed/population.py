@@ -27,21 +27,20 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import ml_collections
-import numpy as np
 
 from posenc import attention
 from posenc import config as config_lib
-from posenc.training import population as population_lib
 from posenc.training import run as run_lib
 from posenc import programs
 from posenc.training import state as state_lib
-from posenc.training import update
+from posenc.training import settings
+from posenc.training import train
 from posenc.kinds.range import protocol as range_protocol
 
 # A setting's keys: the config field each sets and the values it takes.
 KEYS = {
-  'loop': ('train.population_loop', population_lib.POPULATION_LOOPS),
-  'optimizer': ('train.optimizer_loop', population_lib.OPTIMIZER_LOOPS),
+  'loop': ('train.population_loop', settings.POPULATION_LOOPS),
+  'optimizer': ('train.optimizer_loop', settings.OPTIMIZER_LOOPS),
   'devices': ('cpu_devices', 'a positive integer'),
   'dispatch': ('train.steps_per_dispatch', 'a positive integer'),
   'attention': ('model.attention_impl', attention.IMPLS),
@@ -98,38 +97,30 @@ def setting_config(
 
 
 class Trainer:
-  """A run's training, compiled and then timed chunk by chunk along its curriculum.
+  """A run's training, compiled and then timed chunk by chunk along its curriculum, one
+  program per length bucket (or one of K steps), dispatched as the loop dispatches
+  (`train.Dispatch`).
 
   Attributes:
     run: the run.
     compiled: the training programs traced (one per length bucket, or one with
       `train.steps_per_dispatch` > 1).
-    compile_s: seconds of the first call of each program (compile and one step).
+    compile_s: seconds to compile them and call each once.
   """
 
   def __init__(self, run: run_lib.Run):
     self.run = run
-    population = run.population
-    self._members = (population.learning_rates, population.train_keys)
-    self._traces: collections.Counter = collections.Counter()
-    self._state = state_lib.init_state(run.config, run.model, population)
-    self._step = 0
-    k = programs.steps_per_dispatch(run.config, run.platform)
+    traces: collections.Counter = collections.Counter()
+    stage = train.training_stage(run, traces)
+    plan = programs.Plan('train', 'buckets', stage.data, stage.data)
     start = time.perf_counter()
-    if k > 1:
-      self._multi = update.make_multi_step_fn(run, self._traces)
-      self._state = self._multi(self._state, jnp.int32(k), *self._members)
-      self._step += k
-    else:
-      self._fns = {
-        b: update.make_update_fn(run, b, self._traces) for b in run.training.buckets(run)
-      }
-      for b, fn in self._fns.items():
-        self._state, _ = fn(self._state, jnp.int32(b), *self._members)
-        self._step += 1
+    todo = train.training_programs(run, stage, plan, traces)
+    fns = train.compile_stages(run, todo, {}, traces, lambda line: None)['train']
+    self._dispatch = train.Dispatch(run, plan, fns)
+    self._state, self._step = self._dispatch.warm_up(state_lib.init_state(run), 0)
     jax.block_until_ready(self._state)
     self.compile_s = time.perf_counter() - start
-    self.compiled = self._traces['train']
+    self.compiled, self._traces = traces['train'], traces
 
   @property
   def params(self) -> Any:
@@ -138,24 +129,11 @@ class Trainer:
 
   def model_updates_per_s(self, steps: int) -> float:
     """Trains the next `steps` steps of the curriculum; the population's model-updates/s."""
-    config = self.run.config
-    k = programs.steps_per_dispatch(config, self.run.platform)
-    start = time.perf_counter()
-    if k > 1:
-      for done in range(0, steps, k):
-        self._state = self._multi(self._state, jnp.int32(min(k, steps - done)), *self._members)
-    else:
-      lengths = np.asarray(
-        update.curriculum_lengths(
-          self.run.curriculum_key, jnp.int32(self._step), steps, self.run.train_settings.max_length
-        )
-      )
-      for length in lengths:
-        fn = self._fns[update.bucket_of(self.run, int(length))]
-        self._state, _ = fn(self._state, jnp.int32(length), *self._members)
+    start, stop = time.perf_counter(), self._step + steps
+    while self._step < stop:
+      self._state, self._step = self._dispatch(self._state, self._step, stop)
     jax.block_until_ready(self._state)
     seconds = time.perf_counter() - start
-    self._step += steps
     if self._traces['train'] != self.compiled:
       raise RuntimeError(f'training recompiled: {self._traces["train"]} programs traced')
     return steps * self.run.population.size / seconds
@@ -178,7 +156,7 @@ class Evaluator:
     self.run = run
     self._traces: collections.Counter = collections.Counter()
     self._lengths = config_lib.eval_lengths(config)
-    bucket = lambda n: config_lib.bucket_of(
+    bucket = lambda n: programs.data_width(
       n, run.eval_settings.max_length, run.eval_settings.bucket_size
     )
     keys = run.population.eval_keys

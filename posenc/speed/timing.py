@@ -6,7 +6,7 @@ ones with their commands).
 
 Example (`launch.speed eval --lengths=100`):
   >>> run = setup.build(config)                 # one member of the study's model  # doctest: +SKIP
-  >>> params = state.init_state(config, run.model, run.population).params  # doctest: +SKIP
+  >>> params = state.init_state(run).params  # doctest: +SKIP
   >>> eval_length(run, params, 100)  # doctest: +SKIP
   {'length': 100, 'bucket': 128, 'examples': 512, 'compile_s': ..., 'run_s': ...,
    'accuracy': ...}
@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from posenc import config as config_lib
 from posenc.training import cost_model
 from posenc import encodings
 from posenc.models import encoder as encoder_lib
@@ -55,8 +54,7 @@ def steady_state(run: run_lib.Run, steps: int) -> dict[str, Any]:
 def eval_length(run: run_lib.Run, params: Any, length: int) -> dict[str, Any]:
   """Compile and run the range evaluation of `run`'s members at `length`: its seconds of
   each, and the first member's accuracy."""
-  config = run.config
-  bucket = config_lib.bucket_of(length, config.eval.max_length, config.eval.bucket_size)
+  bucket = range_protocol.eval_bucket(run, length)
   fn = range_protocol.make_eval_fn(run, bucket)
   args = (params, jnp.int32(length), run.population.eval_keys)
   t0 = time.time()
@@ -68,7 +66,7 @@ def eval_length(run: run_lib.Run, params: Any, length: int) -> dict[str, Any]:
   return {
     'length': length,
     'bucket': bucket,
-    'examples': config.eval.examples_per_length,
+    'examples': run.eval_settings.examples_per_length,
     'compile_s': compile_s,
     'run_s': run_s,
     'accuracy': float(accuracy[0]),

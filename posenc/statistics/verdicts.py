@@ -370,13 +370,6 @@ def splits_count(n_a: int, n_b: int) -> int:
   return math.comb(n_a + n_b, n_a) if is_exact(n_a, n_b) else RANDOM_SPLITS + 1
 
 
-def attainable_level(n_a: int, n_b: int, level: float) -> float:
-  """The largest two-sided p-value <= `level` the permutation test of n_a against n_b
-  members can reach (0 when none can)."""
-  total = splits_count(n_a, n_b)
-  return 2 * math.floor(level * total / 2) / total
-
-
 @functools.lru_cache(maxsize=64)
 def _detectable(n_a: int, n_b: int, level: float, power: float, draws: int) -> float | None:
   """The minimum detectable difference at sd 1 (`minimum_detectable_difference`)."""

@@ -54,6 +54,15 @@ class LeaseLost(DirectoryBusy):
   process that took it over ('' if none is known: the lease may only have run out)."""
 
 
+class Preempted(Exception):
+  """What stops a run besides a lost lease: the run stopped at a step boundary on request (SIGTERM) after writing a checkpoint;
+  rerunning it resumes there."""
+
+  def __init__(self, step: int, message: str):
+    super().__init__(message)
+    self.step = step
+
+
 def _who(holder: dict[str, Any]) -> str:
   if not holder:
     return 'another process'

@@ -14,7 +14,7 @@ index file, so shards never race.
 A cell is done only if its run is complete and its config.json equals the config the sweep
 asks for (`config.config_changes`, the test training applies before resuming a run; the
 resumable fields such as train.log_every may differ). A sweep whose cells hold runs of
-another config (e.g. a changed `--config.train.steps`) refuses before running anything
+another config (e.g. a changed `train.steps`) refuses before running anything
 (`check_configs`): the new runs belong in a fresh sweep directory.
 
 Example:
@@ -437,13 +437,11 @@ class _ShardRun:
   def attempt(self, overrides, cell) -> None:
     """Runs one cell (`cell`, as `run_cell` takes it), recording its failure or that it
     is held."""
-    from posenc.training import checkpoint  # Deferred, as run_sweep's.
-
     name = cell_name(overrides)
     workdir = os.path.join(self.sweep_dir, 'cells', name)
     try:
       self.run_cell(cell, workdir)
-    except checkpoint.Preempted:
+    except lease.Preempted:
       self.write_index()
       raise
     except lease.DirectoryBusy as e:

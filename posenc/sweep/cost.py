@@ -20,6 +20,7 @@ import jax
 import ml_collections
 
 from posenc import config as config_lib
+from posenc.programs import devices
 from posenc.training import cost_model
 from posenc import kinds
 from posenc.training import run as run_lib
@@ -70,7 +71,7 @@ def estimate(
     'wall_clock_s': wall,
     'device_hours': wall * len(devices) / 3600,
     'members_per_cell': runs[0].population.size,
-    'train_steps': runs[0].config.train.steps,
+    'train_steps': runs[0].train_settings.steps,
   }
 
 
@@ -115,32 +116,6 @@ def format_estimate(est: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------
 # A roofline estimate for accelerators that are not here.
 
-# Per chip, from the vendors' datasheets: dense matrix throughput (FLOP/s) in the precision
-# XLA uses for a float32 model by default (TF32 on NVIDIA tensor cores, one bfloat16 pass on
-# TPU MXUs) and for bfloat16, and memory bandwidth (bytes/s).
-DEVICES: dict[str, dict[str, Any]] = {
-  'H100': {
-    'name': 'NVIDIA H100 SXM',
-    'flops': {'float32': 494.7e12, 'bfloat16': 989.4e12},
-    'bandwidth': 3.35e12,
-  },
-  'A100': {
-    'name': 'NVIDIA A100 SXM 80GB',
-    'flops': {'float32': 156e12, 'bfloat16': 312e12},
-    'bandwidth': 2.039e12,
-  },
-  'v4': {
-    'name': 'TPU v4 chip',
-    'flops': {'float32': 275e12, 'bfloat16': 275e12},
-    'bandwidth': 1.2e12,
-  },
-  'v5e': {
-    'name': 'TPU v5e chip',
-    'flops': {'float32': 197e12, 'bfloat16': 197e12},
-    'bandwidth': 0.819e12,
-  },
-}
-
 
 def roofline(
   base: ml_collections.ConfigDict,
@@ -156,11 +131,13 @@ def roofline(
   Raises:
     ConfigError: an unknown device, or a cell its kind cannot estimate.
   """
-  if device not in DEVICES:
+  valid = [name for name, d in devices.DEVICES.items() if d.peak_flops]
+  if device not in valid:
     raise config_lib.ConfigError(
-      f'unknown --device {device!r}{suggest.did_you_mean(device, DEVICES)}; valid devices: {", ".join(DEVICES)}'
+      f'unknown --device {device!r}{suggest.did_you_mean(device, valid)}; valid devices: '
+      f'{", ".join(valid)}'
     )
-  spec = DEVICES[device]
+  spec = devices.DEVICES[device]
   runs = [setup.build(config_lib.cell_config(base, c)) for c in cells]
   kind_cost = of(runs[0])
   if kind_cost.roofline is None:
@@ -173,14 +150,14 @@ def roofline(
   total = sum(r['train_s'] + r['eval_s'] for r in rows)
   return {
     'device': device,
-    'device_name': spec['name'],
-    'peak_flops': spec['flops'],
-    'bandwidth': spec['bandwidth'],
+    'device_name': spec.name,
+    'peak_flops': spec.peak_flops,
+    'bandwidth': spec.bandwidth,
     'cells': rows,
     'chip_hours': total / 3600,
     'members_per_cell': runs[0].population.size,
-    'train_steps': runs[0].config.train.steps,
-    'dtype': runs[0].config.model.dtype,
+    'train_steps': runs[0].train_settings.steps,
+    'dtype': runs[0].model_settings.dtype,
   }
 
 

@@ -32,7 +32,6 @@ from posenc.models import generate as generate_lib
 from posenc.models import decoder as decoder_lib
 from posenc.models import encoder as encoder_lib
 from posenc import setup
-from posenc.training import state as state_lib
 from posenc.training import train
 from posenc.training import update
 from posenc.testing import compare
@@ -388,7 +387,7 @@ def check_export(name: str) -> Check:
   """The training step of a tiny decoder run lowers for CUDA and TPU (a program, no values
   to check)."""
   run = setup.build(_tiny_config(name), platform='gpu')
-  state = state_lib.init_state(run.config, run.model, run.population, abstract=True)
+  state = run.abstract_state
   update_fn = update.make_update_fn(run, run.training.buckets(run)[-1])
   exported = jax_export.export(update_fn, platforms=['cuda', 'tpu'])(
     state,

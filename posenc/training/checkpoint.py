@@ -1,7 +1,7 @@
-"""Checkpoints of a population's training state, and what stops a run.
+"""Checkpoints of a population's training state.
 
 The state is checkpointed by orbax as host NumPy arrays of the real members only
-(`Population.unpad`): a population lives on one process's local devices (orbax writes only
+(`state.saved`): a population lives on one process's local devices (orbax writes only
 jax.Arrays that are global in a multi-process job), and without the padding members a
 checkpoint written on D devices restores on any other count. Next to it, `run` records the
 device counts the run has trained on: [{'from_step', 'devices', 'platform'}].
@@ -38,7 +38,6 @@ import threading
 from typing import Any, Callable
 
 import jax
-import numpy as np
 import orbax.checkpoint as ocp
 
 from posenc.storage import processes
@@ -48,15 +47,6 @@ from posenc.training.population import Population
 
 # The object that completes a step's upload to a store (written after the step's objects).
 UPLOADED = 'UPLOADED'
-
-
-class Preempted(Exception):
-  """The run stopped at a step boundary on request (SIGTERM) after writing a checkpoint;
-  rerunning it resumes there."""
-
-  def __init__(self, step: int, message: str):
-    super().__init__(message)
-    self.step = step
 
 
 def checkpoint_manager(workdir: str) -> Any:
@@ -222,7 +212,7 @@ def save_state(
   manager.save(
     step,
     args=ocp.args.Composite(
-      state=ocp.args.StandardSave(population.unpad(state_lib.saved(state))),
+      state=ocp.args.StandardSave(state_lib.saved(state, population.size)),
       run=ocp.args.JsonSave({'device_history': history, 'state_layout': state_lib.LAYOUT}),
     ),
   )
@@ -243,11 +233,9 @@ def restore_state(
   """
   run = manager.restore(step, args=ocp.args.Composite(run=ocp.args.JsonRestore()))['run']
   state_lib.check_layout(run.get('state_layout', 1), f'checkpoint {step}')
-  layout = state_lib.saved(abstract)
-  target = population.unpad(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), layout))
+  target = state_lib.saved_shapes(abstract, population.size)
   restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target)))
-  state = state_lib.from_saved(population.pad(restored['state'], layout))
-  return state, run['device_history']
+  return state_lib.from_saved(restored['state'], abstract), run['device_history']
 
 
 # What a damaged checkpoint raises on restore: tensorstore's read errors (a data file

@@ -1,20 +1,19 @@
 """The cost model's shared parts: what each kind of evaluation's cost (`Cost`, in its folder's
 cost.py) is made of, and what `posenc.sweep.cost` estimates a grid of any kind with.
 
-  flops(T) = layers * (T * (4 d^2 + 2 d F) + 2 T^2 d)     (forward, one sequence of T tokens)
-
-(`forward_flops`, the encoder; `decoder_flops` adds the effective depth of a looped model,
-GELU-GLU's third matrix and the output layer). The study's kind (`range`) measures the whole
-population along its curriculum (`measure_training`) and one evaluation length and scales by
-`forward_flops`; the sequence kinds (`grid`, `lengths`: `sequence`) measure one member at a
+Work is counted by the one FLOPs formula, `run.model_settings.flops` (the effective depth of
+a looped model, GELU-GLU's third matrix, a decoder's output layer). The study's kind
+(`range`) measures the whole population along its curriculum (`measure_training`, through
+the loop's own programs and dispatch) and one evaluation length, and scales by the work of
+each length; the sequence kinds (`grid`, `lengths`: `sequence`) measure one member at a
 reduced batch (8 sequences per step, 8 samples of the cell at the training size) and scale
-to the config's batch and every evaluated group by `decoder_flops`, so that a paper-scale
+to the config's batch and every evaluated group by the work of each, so that a paper-scale
 model can be estimated on a small machine. Encodings are assumed to cost what the measured
 one costs (relative attention costs somewhat more than none): an estimate, not a promise.
 `compiled_cost` reads XLA's cost analysis of a program, for a kind's roofline.
 
 Example:
-  >>> forward_flops(100, config)  # doctest: +SKIP
+  >>> figures = measure_training(run, steps=20)   # doctest: +SKIP
   >>> COST = sequence(probe, groups)   # a sequence kind's cost.py  # doctest: +SKIP
 """
 
@@ -26,17 +25,13 @@ import time
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
 from posenc import programs
-from posenc.programs import compiling
 from posenc.training import run as run_lib
 from posenc.training import state as state_lib
 from posenc.training import train
-from posenc.training import update
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,28 +56,10 @@ class Cost:
   roofline: Callable[..., list[dict[str, Any]]] | None = None
 
 
-def forward_flops(tokens: int, config: ml_collections.ConfigDict) -> float:
-  """FLOPs of one forward pass of one sequence of `tokens` tokens (matmuls only)."""
-  c = config.model
-  return programs.transformer_flops(tokens, c.d_model, c.ffn_size, c.num_layers)
-
-
 def tokens(task: Any, length: int, max_length: int, bucket_size: int) -> int:
   """Positions of a sequence of `length` inputs in its padded bucket (inputs + outputs)."""
-  bucket = config_lib.bucket_of(length, max_length, bucket_size)
+  bucket = programs.data_width(length, max_length, bucket_size)
   return bucket + int(task.output_length(bucket))
-
-
-def decoder_flops(tokens: int, config: ml_collections.ConfigDict, vocab: int) -> float:
-  """FLOPs of one forward pass of a decoder over `tokens` tokens (matmuls only): effective
-  depth layers x recurrences, three feed-forward matrices for GELU-GLU, the output layer of
-  `vocab` tokens."""
-  d, f = config.model.d_model, config.model.ffn_size
-  ffn = 3 if config.model.ffn == 'gelu_glu' else 2
-  depth = config.model.num_layers * config.model.recurrences
-  return 2.0 * (
-    depth * (tokens * (4 * d * d + ffn * d * f) + 2 * tokens**2 * d) + tokens * d * vocab
-  )
 
 
 def measure_training(
@@ -91,48 +68,28 @@ def measure_training(
   """Steady-state training speed of the run's population on its devices.
 
   The warm-up is a run's: its plan (`train.programs`), then every program of it compiled at
-  once (`compiling.compile_all`) and called once; then `steps` steps along the curriculum
-  are timed. Returns the figures and, for callers that go on measuring, the final `state`
-  and the timed `lengths`.
+  once and called once (`train.compile_stages`, `train.Dispatch.warm_up`); then `steps`
+  steps along the curriculum are timed, dispatched as the loop dispatches them. Returns the
+  figures and, for callers that go on measuring, the final `state` and the timed `lengths`.
   """
-  config, population, curriculum = run.config, run.population, run.curriculum_key
-  state = state_lib.init_state(config, run.model, population)
-  n = run.train_settings.max_length
   traces: collections.Counter = collections.Counter()
-  members = (population.learning_rates, population.train_keys)
-  k = programs.steps_per_dispatch(config, run.platform)
   t0 = time.time()
   stage = train.training_stage(run, traces)
-  plan, top = programs.plan(stage, run.platform)
-  widest = plan.widths[-1]
-  lowered = {}
-  if top is not None and k == 1 and plan.serves(widest) == (widest,):
-    lowered = {f'train {widest}': top}
-    traces['train'] += 1  # traced uncounted by the plan
+  plan, lowered = programs.plan(stage, run.platform)
   todo = train.training_programs(run, stage, plan, traces)
-  fns = train.by_stage(compiling.compile_all(todo, progress, compiling.threads(config), lowered))
-  fns = fns['train']
-  if k > 1:  # One program of K steps: warm it up with one call, then time steps / K calls.
-    state = jax.block_until_ready(fns[0](state, jnp.int32(k), *members))
-    compile_s = time.time() - t0
-    t0 = time.time()
-    for start in range(0, steps, k):
-      state = fns[0](state, jnp.int32(min(k, steps - start)), *members)
-    jax.block_until_ready(state)
-    seconds = time.time() - t0
-    lengths = np.asarray(update.curriculum_lengths(curriculum, jnp.int32(k), steps, n))
-  else:
-    for w, fn in fns.items():
-      state, _ = fn(state, jnp.int32(w), *members)
-    jax.block_until_ready(state)
-    compile_s = time.time() - t0
-    lengths = np.asarray(update.curriculum_lengths(curriculum, jnp.int32(0), steps, n))
-    t0 = time.time()
-    for length in lengths:
-      fn = fns[plan.program_of(update.bucket_of(run, int(length)))]
-      state, _ = fn(state, jnp.int32(length), *members)
-    jax.block_until_ready(state)
-    seconds = time.time() - t0
+  dispatch = train.Dispatch(
+    run, plan, train.compile_stages(run, todo, lowered, traces, progress)['train']
+  )
+  state, start = dispatch.warm_up(state_lib.init_state(run), 0)
+  jax.block_until_ready(state)
+  compile_s = time.time() - t0
+  lengths = [dispatch.length(s) for s in range(start, start + steps)]
+  t0, step = time.time(), start
+  while step < start + steps:
+    state, step = dispatch(state, step, start + steps)
+  jax.block_until_ready(state)
+  seconds = time.time() - t0
+  population = run.population
   return {
     'population': population.size,
     'steps': steps,
@@ -143,9 +100,9 @@ def measure_training(
     'compiled_programs': traces['train'],
     'buckets': list(plan.widths),
     'plan': plan.to_json(),
-    'steps_per_dispatch': k,
+    'steps_per_dispatch': dispatch.k,
     'state': state,
-    'lengths': lengths,
+    'lengths': np.asarray(lengths),
   }
 
 
@@ -213,13 +170,11 @@ def sequence_work(run: run_lib.Run, groups: Groups) -> tuple[float, float, float
   """(training FLOPs per step, evaluation FLOPs, FLOPs per example at n) of one member:
   training sequences padded to the widths at n; every evaluated group of sequences at its
   padded widths (the kind's `groups`: a grid's cells, the hinting study's test lengths)."""
-  config, vocab = run.config, run.task.vocab_size
-  per_step = (
-    3 * decoder_flops(sum(_train_shape(run)), config, vocab) * run.train_settings.batch_size
-  )
+  flops = lambda tokens: run.model_settings.flops(tokens, run.task.vocab_size)
+  per_step = 3 * flops(sum(_train_shape(run))) * run.train_settings.batch_size
   evaluated, at_n = groups(run)
-  per_eval = sum(decoder_flops(tokens, config, vocab) * count for tokens, count in evaluated)
-  return per_step, per_eval, decoder_flops(at_n, config, vocab)
+  per_eval = sum(flops(tokens) * count for tokens, count in evaluated)
+  return per_step, per_eval, flops(at_n)
 
 
 def _sequence_estimate(runs, names, steps, probe: Probe, groups: Groups):

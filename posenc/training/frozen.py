@@ -1,5 +1,5 @@
 """Frozen evaluation sets: the exact examples a run is evaluated on, written to files and
-read back instead of sampling (`config.eval.from_files`).
+read back instead of sampling (`eval.from_files`).
 
 `launch.export_eval_set` writes, for a config, one `.npz` per evaluated cell (a length, a
 grid cell, a distribution and length, a window length; the protocol's `examples`) and
@@ -102,7 +102,7 @@ def write(
 def read_manifest(
   config: ml_collections.ConfigDict, protocol: str, fields: Iterable[str]
 ) -> dict[str, Any]:
-  """The manifest of `config.eval.from_files`, checked against `config`.
+  """The manifest of `eval.from_files`, checked against `config`.
 
   Raises:
     ConfigError: no manifest, another schema version or protocol, or a field whose value
@@ -212,16 +212,16 @@ def check(
       are not those of its cell.
   """
   manifest = read_manifest(config, protocol, fields)
+  directory = config.eval.from_files
   cells = {c['cell']: c for c in manifest['cells']}
   for name in names:
     if name not in cells:
       raise config_lib.ConfigError(
-        f'eval.from_files={config.eval.from_files!r} has no '
-        f'examples for {name}; export the set for this config'
+        f'eval.from_files={directory!r} has no examples for {name}; export the set for this config'
       )
-    data = _read(config.eval.from_files, cells[name])
+    data = _read(directory, cells[name])
     _check_arrays(
-      os.path.join(config.eval.from_files, cells[name]['file']),
+      os.path.join(directory, cells[name]['file']),
       name,
       data,
       None if specs is None else specs[name],
@@ -243,13 +243,12 @@ def _read(directory: str, entry: Mapping[str, Any]) -> bytes:
   return data
 
 
-def load(config: ml_collections.ConfigDict, name: str) -> dict[str, np.ndarray]:
-  """The arrays of cell `name` of `config.eval.from_files` (checksum checked)."""
-  manifest = io.read_json(os.path.join(config.eval.from_files, MANIFEST))
+def load(directory: str, name: str) -> dict[str, np.ndarray]:
+  """The arrays of cell `name` of the frozen set in `directory` (`eval.from_files`; its
+  checksum checked)."""
+  manifest = io.read_json(os.path.join(directory, MANIFEST))
   entry = next((c for c in manifest['cells'] if c['cell'] == name), None)
   if entry is None:
-    raise config_lib.ConfigError(
-      f'eval.from_files={config.eval.from_files!r} has no examples for {name}'
-    )
-  with np.load(io_buffer.BytesIO(_read(config.eval.from_files, entry))) as data:
+    raise config_lib.ConfigError(f'eval.from_files={directory!r} has no examples for {name}')
+  with np.load(io_buffer.BytesIO(_read(directory, entry))) as data:
     return {k: data[k] for k in data.files}

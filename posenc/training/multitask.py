@@ -27,7 +27,7 @@ not how it orders them).
   >>> task_list = tasks_of(config)                  # [SortingHinted, Successor]
   >>> [task.name for task in task_list]             # the main task first
   ['sorting_hinted', 'successor']
-  >>> batch = train_batch(config, task_list, key, dataset_key, step, shape)  # doctest: +SKIP
+  >>> batch = train_batch(run.train_settings, task_list, key, dataset_key, step, shape)  # doctest: +SKIP
   >>> batch['task']  # int32 [B]: each example's head  # doctest: +SKIP
 """
 
@@ -118,7 +118,7 @@ def _example_keys(key: Array, dataset_key: Array, task_index: Any, count: int, p
 
 
 def train_batch(
-  config: ml_collections.ConfigDict,
+  train: Any,
   task_list: Sequence[Any],
   key: Array,
   dataset_key: Array,
@@ -128,16 +128,15 @@ def train_batch(
   """The training batch of `step` (traced): the tasks' batch format plus 'task' int32 [B].
 
   Args:
-    config: reads train.batch_size, train.max_length, train.hint_schedule,
-      train.dataset_size.
+    train: the run's `TrainSettings` (batch_size, max_length, hint_schedule, dataset_size).
     task_list: [main, *hints] (`tasks_of`).
     key: the step's batch key.
     dataset_key: the fixed training set's key (used when train.dataset_size > 0).
     step: the step number (traced int32).
     shape: (prompt width, answer width), e.g. `train_shape(task_list, n)`.
   """
-  b, n, count = config.train.batch_size, config.train.max_length, len(task_list)
-  pool = config.train.dataset_size // count if config.train.dataset_size else 0
+  b, n, count = train.batch_size, train.max_length, len(task_list)
+  pool = train.dataset_size // count if train.dataset_size else 0
 
   def sample(t, task, size):
     keys = _example_keys(key, dataset_key, t, size, pool)
@@ -146,7 +145,7 @@ def train_batch(
 
   if count == 1:
     return sample(0, task_list[0], b)
-  if config.train.hint_schedule == 'alternate':
+  if train.hint_schedule == 'alternate':
     t = step_task(step, count)
     return jax.lax.switch(
       t, [lambda i=i, task=task: sample(i, task, b) for i, task in enumerate(task_list)]

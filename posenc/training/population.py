@@ -15,13 +15,11 @@ RNG, one story: every draw comes from `jax.random.key`s derived here, split per 
 
 Example (the study's cell: 30 members; `abstract` gives the shapes without computing):
   >>> from posenc import config as config_lib, setup
-  >>> from posenc.training import state as state_lib
   >>> config = config_lib.base_config()
   >>> population = Population(config)          # members, keys, mesh
   >>> population.size
   30
-  >>> model = setup.build(config).model
-  >>> state = state_lib.init_state(config, model, population, abstract=True)
+  >>> state = setup.build(config).abstract_state
   >>> jax.tree.leaves(state.params)[0].shape[0] == population.padded_size
   True
 """
@@ -37,7 +35,6 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
-from posenc import suggest
 
 P = jax.sharding.PartitionSpec
 POP = 'pop'  # The mesh axis the population is sharded over.
@@ -51,15 +48,9 @@ PROGRESSIVE = 3
 DATASET = 4
 
 
-POPULATION_LOOPS = ('auto', 'map', 'vmap')
-OPTIMIZER_LOOPS = ('member', 'batched')
-OPTIMIZERS = ('adam', 'adamw')
-SCHEDULES = ('constant', 'trapezoid', 'cosine')
-
-
 def check(config: ml_collections.ConfigDict) -> None:
-  """ConfigError (one line) for what is wrong with the population (seeds, data seeds,
-  learning rates) and how it is trained (optimizer, schedule, loop, dispatch)."""
+  """ConfigError (one line) for what is wrong with the population: its seeds, data seeds,
+  learning rates and CPU devices."""
   seeds, rates = list(config.seeds), list(config.learning_rates)
   if not seeds:
     raise config_lib.ConfigError(
@@ -77,60 +68,12 @@ def check(config: ml_collections.ConfigDict) -> None:
     )
   if len(set(rates)) != len(rates):
     raise config_lib.ConfigError(f'learning_rates {rates} has duplicates; each rate must be unique')
-  t = config.train
-  for key, value, valid in (
-    ('train.population_loop', t.population_loop, POPULATION_LOOPS),
-    ('train.optimizer_loop', t.get('optimizer_loop', 'member'), OPTIMIZER_LOOPS),
-    ('train.optimizer', t.optimizer, OPTIMIZERS),
-    ('train.schedule', t.schedule, SCHEDULES),
-  ):
-    if value not in valid:
-      raise config_lib.ConfigError(
-        f'unknown {key} {value!r}{suggest.did_you_mean(value, valid)}; valid: {", ".join(valid)}'
-      )
   cpu_devices = config.get('cpu_devices', 0)
   if not config_lib.is_int(cpu_devices) or not 0 <= cpu_devices <= config_lib.MAX_CPU_DEVICES:
     raise config_lib.ConfigError(
       f'cpu_devices={cpu_devices!r} must be an integer in 0..{config_lib.MAX_CPU_DEVICES} (0: '
       "JAX's CPU devices, one unless forced; N: the population sharded over N CPU devices)"
     )
-  for key, value in (('train.warmup', t.warmup), ('train.cooldown', t.cooldown)):
-    if not config_lib.is_number(value) or not 0 <= value <= 1:
-      raise config_lib.ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
-  if t.warmup + t.cooldown > 1:
-    raise config_lib.ConfigError(
-      f'train.warmup + train.cooldown = {t.warmup + t.cooldown} exceeds 1'
-    )
-  if not config_lib.is_number(t.weight_decay) or not 0 <= t.weight_decay < math.inf:
-    raise config_lib.ConfigError(
-      f'train.weight_decay={t.weight_decay!r} must be a finite number >= 0'
-    )
-  if not config_lib.is_number(t.max_grad_norm) or not 0 < t.max_grad_norm < math.inf:
-    raise config_lib.ConfigError(
-      f'train.max_grad_norm={t.max_grad_norm!r} must be a positive '
-      'finite number (the global norm gradients are clipped to)'
-    )
-
-
-def platform_of(devices: list[Any] | None = None) -> str:
-  """The platform ('cpu', 'gpu', 'tpu') the programs are built for: that of `devices`, by
-  default JAX's default backend."""
-  return devices[0].platform if devices else jax.default_backend()
-
-
-def population_loop(config: ml_collections.ConfigDict, platform: str) -> str:
-  """'map' or 'vmap': `train.population_loop`, with 'auto' resolved for `platform`.
-
-  'auto' is 'map' on CPU: XLA's CPU backend runs one program's operations one after
-  another on one core, and a member's [B, T, d] activations stay in cache, while `vmap`'s
-  [P, B, T, d] ones stream through memory (measured on the benchmark suite's decoder,
-  docs/speed.md: vmap costs 1.4x map's CPU time per member). A CPU's other cores are
-  reached by more devices (`cpu_devices`), not by batching members.
-  """
-  loop = config.train.population_loop
-  if loop == 'auto':
-    return 'map' if platform == 'cpu' else 'vmap'
-  return loop
 
 
 def local_devices(config: ml_collections.ConfigDict) -> list[Any]:
@@ -180,24 +123,6 @@ class Population:
   @property
   def num_devices(self) -> int:
     return self.mesh.devices.size
-
-  def unpad(self, state: Any) -> Any:
-    """Host copies of `state` with the padding members dropped: what a checkpoint holds,
-    so that it can be restored on any number of devices."""
-    return jax.tree.map(
-      lambda x: np.asarray(x)[: self.size] if np.ndim(x) else np.asarray(x), jax.device_get(state)
-    )
-
-  def pad(self, host_state: Any, abstract: Any) -> Any:
-    """`unpad`'s inverse: the padding members are copies of member 0 (they train like the
-    others and are dropped from every output), placed like `abstract`."""
-
-    def place(x, s):
-      if np.ndim(x):
-        x = np.concatenate([x] + [x[:1]] * (self.padded_size - self.size))
-      return jax.device_put(x.astype(s.dtype), s.sharding)
-
-    return jax.tree.map(place, host_state, abstract)
 
   def shard_map(self, f: Callable[..., Any], in_specs: Any, out_specs: Any) -> Callable:
     return jax.shard_map(f, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs)

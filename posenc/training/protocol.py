@@ -28,10 +28,12 @@ from typing import Any, Callable, Hashable, Sequence
 import jax
 import numpy as np
 
-from posenc.training import checkpoint
+
+from posenc.storage import lease
 from posenc.storage import io
 from posenc.models import objectives
 from posenc.programs import compiling
+from posenc.training import population
 
 # On CPU, evaluation runs micro-batches whose attention weights fit this many floats (8 MB:
 # the passes over them stay in cache; measured fastest among 2**21..2**27 at T = 200..1,000).
@@ -61,6 +63,12 @@ class EvalContext:
   should_stop: Callable[[], bool] = lambda: False
   traces: collections.Counter | None = None
   programs: compiling.Compiled | None = None
+
+
+def param_specs(run: Run) -> Any:
+  """The partition of the members' parameters [P, ...] an evaluation program takes: each
+  leaf split over the devices along the member axis."""
+  return jax.tree.map(lambda _: population.P(population.POP), run.abstract_state.params)
 
 
 def diverged(run: Run, state: Any) -> np.ndarray:
@@ -131,7 +139,7 @@ class Protocol:
       refuses a task that lacks any of its `members`.
     families: the model families it can train (`model.family`), checked first.
     examples: run -> [(cell name, arrays)]: the exact examples the evaluation reads, for a
-      frozen evaluation set (`evaluate.frozen`); with `config.eval.from_files` the
+      frozen evaluation set (`training.frozen`); with `eval.from_files` the
       evaluation reads them from there instead of sampling.
     example_fields: the config fields that decide `examples` (with the task and options).
     example_cells: run -> the names of the cells the evaluation reads.
@@ -215,7 +223,7 @@ def run_cells(
 
   Each measured cell is appended to the JSON-lines file as `{**fields(cell), **metrics}`
   at once, so an evaluation stopped at any moment resumes with the cells it had. Between
-  cells `should_stop` is polled (raises `checkpoint.Preempted`); every `every` cells (and
+  cells `should_stop` is polled (raises `lease.Preempted`); every `every` cells (and
   at the last) one progress line: 'eval LABEL (k/n)NOTE | elapsed .. | ETA ..'.
 
   Args:
@@ -254,7 +262,7 @@ def run_cells(
   t0 = time.time()
   for k, cell in enumerate(todo):
     if ctx.should_stop():
-      raise checkpoint.Preempted(
+      raise lease.Preempted(
         run.train_settings.steps,
         f'preempted during evaluation, before {label(cell)}: the cells measured so far are kept',
       )

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -43,6 +44,7 @@ from posenc.models import objectives
 from posenc.training import population as population_lib
 from posenc import programs
 from posenc.training import settings
+from posenc.training import state as state_lib
 from posenc.training import log as log_lib
 from posenc.training import frozen
 from posenc.models import checks as model_checks
@@ -71,8 +73,9 @@ class Run:
     population: the members, their keys and the mesh over the devices.
     curriculum_key, batch_key, eval_key: the data keys (`population.data_keys`).
     platform: the platform the programs are built for ('cpu', 'gpu', 'tpu').
-    train_settings, eval_settings: how it trains and is evaluated (`posenc.training.settings`): what
-      the modules below the run read instead of the config's `train` and `eval`.
+    train_settings, eval_settings, model_settings: how it trains, how it is evaluated and
+      what its model is (`posenc.training.settings`), the platform's choices resolved: what
+      the modules below the run read instead of the config's `train`, `eval` and `model`.
   """
 
   config: ml_collections.ConfigDict
@@ -89,6 +92,7 @@ class Run:
   platform: str
   train_settings: settings.TrainSettings
   eval_settings: settings.EvalSettings
+  model_settings: settings.ModelSettings
 
   @property
   def encoding(self) -> encodings.Encoding:
@@ -104,6 +108,13 @@ class Run:
     """The main task, then its hint tasks: one output head each."""
     return (self.task, *self.hint_tasks)
 
+  @functools.cached_property
+  def abstract_state(self) -> Any:
+    """The population's training state as `jax.ShapeDtypeStruct`s placed on its mesh (a
+    traced model initialisation, made once per run): what programs are lowered for and
+    checkpoints restored into."""
+    return state_lib.init_state(self, abstract=True)
+
   def with_model(self, attention_impl: str | None = None, platform: str | None = None) -> Run:
     """The same run with its model rebuilt: another attention backend (the analyses read the
     readable `reference` one), or for another platform (programs exported for an
@@ -112,41 +123,48 @@ class Run:
     if attention_impl is not None:
       config = ml_collections.ConfigDict(config.to_dict())
       config.model.attention_impl = attention_impl
-    run = dataclasses.replace(self, config=config, platform=platform or self.platform)
+    platform = platform or self.platform
+    run = dataclasses.replace(
+      self,
+      config=config,
+      platform=platform,
+      train_settings=settings.TrainSettings.of(config, platform),
+      model_settings=settings.ModelSettings.of(config),
+    )
     return dataclasses.replace(run, model=make_model(run))
 
 
 def make_model(run: Run) -> Any:
   """The model of the run's family for its task, its attention backend resolved for the
   run's platform; its output sizes are the training's (`Training.model_sizes`)."""
-  c = run.config.model
+  m = run.model_settings
   encoding = run.parsed
   if encoding.spec.reads_digits:  # which tokens are digits is the task's (checked in _parse)
     encoding = encoding.with_options(digit_ids=tuple(run.task.digit_ids))
   common = dict(
     encoding=encoding,
-    num_layers=c.num_layers,
-    d_model=c.d_model,
-    num_heads=c.num_heads,
-    ffn_size=c.ffn_size,
-    dropout=c.dropout,
-    max_position=c.max_position,
-    norm=c.norm,
-    ffn=c.ffn,
-    recurrences=c.recurrences,
-    injection=c.injection,
-    loop=c.loop,
-    attention_impl=attention.resolve(c.attention_impl, run.platform),
-    attention_block=c.attention_block,
-    fused_implementation=None if c.fused_implementation == 'xla' else c.fused_implementation,
-    temperature=c.temperature,
-    temperature_beta=c.temperature_beta,
-    dtype=jnp.dtype(c.dtype),
-    param_dtype=jnp.dtype(c.param_dtype),
+    num_layers=m.num_layers,
+    d_model=m.d_model,
+    num_heads=m.num_heads,
+    ffn_size=m.ffn_size,
+    dropout=m.dropout,
+    max_position=m.max_position,
+    norm=m.norm,
+    ffn=m.ffn,
+    recurrences=m.recurrences,
+    injection=m.injection,
+    loop=m.loop,
+    attention_impl=attention.resolve(m.attention_impl, run.platform),
+    attention_block=m.attention_block,
+    fused_implementation=None if m.fused_implementation == 'xla' else m.fused_implementation,
+    temperature=m.temperature,
+    temperature_beta=m.temperature_beta,
+    dtype=jnp.dtype(m.dtype),
+    param_dtype=jnp.dtype(m.param_dtype),
   )
   sizes = run.training.model_sizes(run)
   if run.family.generates:
-    return decoder_lib.Decoder(tie_embeddings=c.tie_embeddings, **sizes, **common)
+    return decoder_lib.Decoder(tie_embeddings=m.tie_embeddings, **sizes, **common)
   return encoder_lib.Encoder(**sizes, **common)
 
 
@@ -165,21 +183,23 @@ def build(
   task, hint_tasks, parsed, family = _parse(config, protocol)
   population = population_lib.Population(config, devices)
   curriculum_key, batch_key, eval_key = population_lib.data_keys(config)
+  platform = platform or population.platform
   run = Run(
-    config,
-    task,
-    hint_tasks,
-    protocol,
-    parsed,
-    family,
-    None,  # made below: the model's output sizes are the training's, which reads the run
-    population,
-    curriculum_key,
-    batch_key,
-    eval_key,
-    platform or population.platform,
-    settings.TrainSettings.of(config),
-    settings.EvalSettings.of(config),
+    config=config,
+    task=task,
+    hint_tasks=hint_tasks,
+    protocol=protocol,
+    parsed=parsed,
+    family=family,
+    model=None,  # made below: the model's output sizes are the training's, which reads the run
+    population=population,
+    curriculum_key=curriculum_key,
+    batch_key=batch_key,
+    eval_key=eval_key,
+    platform=platform,
+    train_settings=settings.TrainSettings.of(config, platform),
+    eval_settings=settings.EvalSettings.of(config),
+    model_settings=settings.ModelSettings.of(config),
   )
   run = dataclasses.replace(run, model=make_model(run))
   _check_run(run)
@@ -208,8 +228,9 @@ def _parse(
     raise ConfigError(str(e)) from None
   spec = parsed.spec
   config_lib.validate(config)
-  programs.check(config)
+  settings.check(config)
   population_lib.check(config)
+  state_lib.check(config)
   model_checks.check(config, spec)
   objectives.check(config)
   log_lib.check(config)
@@ -242,21 +263,19 @@ def _check_run(run: Run) -> None:
   the longest sequence (`Protocol.longest_tokens`), and a frozen evaluation set's files."""
   config, protocol = run.config, run.protocol
   protocol.validate(run)
-  field = 'train.programs'
-  programs.check_holds(
-    field, programs.parse(config_lib.setting(config, field), field), run.training.buckets(run)
-  )
+  programs.check_holds('train.programs', run.train_settings.programs, run.training.buckets(run))
   if protocol.programs is not None:
     stage = protocol.programs(run)
     programs.check_holds('eval.programs', stage.choice, stage.data)
   tokens, where = protocol.longest_tokens(run)
-  if run.encoding.bounded and tokens > config.model.max_position:
+  max_position = run.model_settings.max_position
+  if run.encoding.bounded and tokens > max_position:
     raise ConfigError(
-      f'model.max_position={config.model.max_position} is smaller than the longest sequence '
+      f'model.max_position={max_position} is smaller than the longest sequence '
       f'({tokens} tokens {where}); encoding {config.encoding!r} needs max_position >= '
       f'{tokens}'
     )
-  if config.eval.get('from_files'):
+  if run.eval_settings.from_files:
     if protocol.examples is None:
       raise ConfigError(
         f'eval.from_files: the {protocol.name!r} protocol of task '

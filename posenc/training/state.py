@@ -2,34 +2,37 @@
 
 `TrainState` holds every array training carries from step to step, each member's with a
 leading member axis [P] (P the population's padded size); `init_state` makes it (or its
-abstract value), `optimizer` and `learning_rate_scale` are the update's optimizer and
-schedule. A checkpoint holds the state as a plain dict (`saved`, `from_saved`), the layout
-`LAYOUT` names: layout 1 is the dict the state was before it was typed, so every
-checkpoint written since restores.
+abstract value, which the run keeps: `run.abstract_state`), `optimizer` and
+`learning_rate_scale` are the update's optimizer and schedule, `check` their config fields'
+checks. A checkpoint holds the state's real members as a plain dict of host arrays
+(`saved`, `from_saved`), the layout `LAYOUT` names: layout 1 is the dict the state was
+before it was typed, so every checkpoint written since restores, on any number of devices.
 
-Example (two members; `abstract` gives the shapes without computing):
+Example (two members; the run's abstract state gives the shapes without computing):
   >>> from posenc import config as config_lib, setup
   >>> config = config_lib.base_config()
   >>> config.seeds, config.learning_rates = [0, 1], [1e-4]
-  >>> run = setup.build(config)
-  >>> state = init_state(config, run.model, run.population, abstract=True)
+  >>> state = setup.build(config).abstract_state
   >>> state.diverged.shape, state.step.shape
   ((2,), ())
-  >>> saved(state)['sums'].keys()
+  >>> saved_shapes(state, 2)['sums'].keys()
   dict_keys(['accuracy', 'loss'])
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import flax
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 import optax
 
 from posenc import config as config_lib
+from posenc import suggest
 from posenc.training import settings
 
 # The checkpoint layout of the state (`saved`): written next to each checkpoint, and the
@@ -72,37 +75,56 @@ class LayoutError(config_lib.ConfigError):
   """A checkpoint of a state layout this version cannot read; the message is one line."""
 
 
-def saved(state: TrainState) -> dict[str, Any]:
-  """The state as a checkpoint holds it (layout `LAYOUT`): a plain dict, the sums a dict.
-
-  Example: {'count', 'diverged', 'opt', 'params', 'step', 'sums': {'accuracy', 'loss'}}.
-  """
+def _as_dict(state: TrainState) -> dict[str, Any]:
+  """The state as the plain dict of layout 1: {'count', 'diverged', 'opt', 'params', 'step',
+  'sums': {'accuracy', 'loss'}}."""
+  sums = {'accuracy': state.sums.accuracy, 'loss': state.sums.loss}
   return {
-    'count': state.count,
-    'diverged': state.diverged,
-    'opt': state.opt,
-    'params': state.params,
-    'step': state.step,
-    'sums': {'accuracy': state.sums.accuracy, 'loss': state.sums.loss},
+    **{k: getattr(state, k) for k in ('count', 'diverged', 'opt', 'params', 'step')},
+    'sums': sums,
   }
 
 
-def from_saved(tree: dict[str, Any], layout: int = LAYOUT, where: str = 'checkpoint') -> TrainState:
-  """`saved`'s inverse for a checkpoint of state layout `layout`.
+def saved(state: TrainState, size: int) -> dict[str, Any]:
+  """The state as a checkpoint holds it (layout `LAYOUT`): host copies of the first `size`
+  members (the population's real ones; the padding members are dropped, so that it restores
+  on any number of devices), as a plain dict.
+
+  Example: {'count', 'diverged', 'opt', 'params', 'step', 'sums': {'accuracy', 'loss'}}.
+  """
+  return jax.tree.map(
+    lambda x: np.asarray(x)[:size] if np.ndim(x) else np.asarray(x), jax.device_get(_as_dict(state))
+  )
+
+
+def saved_shapes(abstract: TrainState, size: int) -> dict[str, Any]:
+  """Zeros of what `saved` writes of a state like `abstract`: what a checkpoint is restored
+  into."""
+  return jax.tree.map(
+    lambda s: np.zeros((size, *s.shape[1:]) if s.ndim else (), s.dtype), _as_dict(abstract)
+  )
+
+
+def from_saved(
+  tree: dict[str, Any], abstract: TrainState, layout: int = LAYOUT, where: str = 'checkpoint'
+) -> TrainState:
+  """`saved`'s inverse for a checkpoint of state layout `layout`: the members padded to the
+  population's size with copies of member 0 (they train like the others and are dropped
+  from every output), placed like `abstract`.
 
   Raises:
     LayoutError: a layout other than `LAYOUT` (one line naming `where` and its layout).
   """
   check_layout(layout, where)
-  sums = tree['sums']
-  return TrainState(
-    count=tree['count'],
-    diverged=tree['diverged'],
-    opt=tree['opt'],
-    params=tree['params'],
-    step=tree['step'],
-    sums=Sums(accuracy=sums['accuracy'], loss=sums['loss']),
-  )
+
+  def place(x, s):
+    if np.ndim(x):
+      x = np.concatenate([x] + [x[:1]] * (s.shape[0] - x.shape[0]))
+    return jax.device_put(x.astype(s.dtype), s.sharding)
+
+  padded = jax.tree.map(place, tree, _as_dict(abstract))
+  sums = padded.pop('sums')
+  return TrainState(**padded, sums=Sums(accuracy=sums['accuracy'], loss=sums['loss']))
 
 
 def check_layout(layout: Any, where: str = 'checkpoint') -> None:
@@ -115,6 +137,39 @@ def check_layout(layout: Any, where: str = 'checkpoint') -> None:
     raise LayoutError(
       f'{where} holds training state layout {layout!r}; this version of posenc reads layout '
       f'{LAYOUT} only: resume it with the version that wrote it, or train in a new workdir'
+    )
+
+
+OPTIMIZERS = ('adam', 'adamw')
+SCHEDULES = ('constant', 'trapezoid', 'cosine')
+
+
+def check(config: ml_collections.ConfigDict) -> None:
+  """ConfigError (one line) for what is wrong with the optimizer and its schedule."""
+  t = config.train
+  for key, value, valid in (
+    ('train.optimizer', t.optimizer, OPTIMIZERS),
+    ('train.schedule', t.schedule, SCHEDULES),
+  ):
+    if value not in valid:
+      raise config_lib.ConfigError(
+        f'unknown {key} {value!r}{suggest.did_you_mean(value, valid)}; valid: {", ".join(valid)}'
+      )
+  for key, value in (('train.warmup', t.warmup), ('train.cooldown', t.cooldown)):
+    if not config_lib.is_number(value) or not 0 <= value <= 1:
+      raise config_lib.ConfigError(f'{key}={value!r} must be a fraction of the steps in [0, 1]')
+  if t.warmup + t.cooldown > 1:
+    raise config_lib.ConfigError(
+      f'train.warmup + train.cooldown = {t.warmup + t.cooldown} exceeds 1'
+    )
+  if not config_lib.is_number(t.weight_decay) or not 0 <= t.weight_decay < math.inf:
+    raise config_lib.ConfigError(
+      f'train.weight_decay={t.weight_decay!r} must be a finite number >= 0'
+    )
+  if not config_lib.is_number(t.max_grad_norm) or not 0 < t.max_grad_norm < math.inf:
+    raise config_lib.ConfigError(
+      f'train.max_grad_norm={t.max_grad_norm!r} must be a positive '
+      'finite number (the global norm gradients are clipped to)'
     )
 
 
@@ -150,15 +205,14 @@ def learning_rate_scale(train: settings.TrainSettings, step: jax.Array) -> jax.A
   return jnp.clip(jnp.minimum(up, down), 0.0, 1.0)
 
 
-def init_state(
-  config: ml_collections.ConfigDict, model: Any, population: Any, abstract: bool = False
-) -> TrainState:
-  """The training state of `population` (a `posenc.training.population.Population`) for `model`:
+def init_state(run: Any, abstract: bool = False) -> TrainState:
+  """The training state of the run's population for its model (`posenc.training.run.Run`):
   each member's parameters from its init key, the optimizer's state, nothing diverged, the
   sums and counters at 0; placed on the population's mesh (members sharded, scalars
-  replicated), or with `abstract` its `jax.ShapeDtypeStruct`s so placed.
+  replicated), or with `abstract` its `jax.ShapeDtypeStruct`s so placed (the run keeps
+  those: `run.abstract_state`).
   """
-  tx = optimizer(settings.TrainSettings.of(config))
+  model, population, tx = run.model, run.population, optimizer(run.train_settings)
 
   def init_one(key):
     tokens = jnp.zeros((1, 4), jnp.int32)

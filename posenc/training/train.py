@@ -9,9 +9,10 @@ protocol's evaluation (`run.protocol.evaluate`), `record` (results.json);
   python -m launch.train --config=experiments/rpe_table1.py:task=reverse_string,tiny \
       --workdir=/tmp/run
 
-The population (members, keys, devices, state, optimizer: `posenc.training.population`) is trained
-by the compiled update of its step's width (`posenc.training.update`); checkpoints and `Preempted`
-are `posenc.training.checkpoint`'s.
+The population (`population.py`: members, keys, devices; `state.py`: its state and optimizer)
+is trained by the compiled update of its step's width (`update.py`), handed the steps by
+`Dispatch`; checkpoints are `checkpoint.py`'s, `Preempted` and `LeaseLost` (what stops a run
+early) `posenc.storage.lease`'s.
 
 Resume precedence: 1. the latest checkpoint in `workdir/checkpoints`, 2. scratch. A run
 killed at any moment and restarted with the same command ends bit for bit where the
@@ -56,7 +57,6 @@ from posenc import config as config_lib
 from posenc.training import protocol as protocol_lib
 from posenc.storage import io
 from posenc.storage import lease
-from posenc.training import population as population_lib
 from posenc import programs
 from posenc.programs import compiling
 from posenc import results as results_lib
@@ -64,10 +64,6 @@ from posenc.training import run as run_lib
 from posenc.training import state as state_lib
 from posenc.training import log as log_lib
 from posenc.training import update
-
-P = population_lib.P
-POP = population_lib.POP
-
 
 # ---------------------------------------------------------------------------------------
 # The work directory.
@@ -165,7 +161,7 @@ def train_and_evaluate(
       board.evaluation(
         evaluation.metric_of(family), [evaluation.curve(m, family) for m in evaluation.members]
       )
-    plans = {'train': compiled.train_plan.to_json()}
+    plans = {'train': compiled.dispatch.plan.to_json()}
     if compiled.eval is not None:
       plans['eval'] = compiled.eval.plan.to_json()
     results = record(run, restored, trained, evaluation, {**compiles.summary(), 'plans': plans})
@@ -193,42 +189,133 @@ PLAN_FILE = 'plan.json'
 def _update_args(run: run_lib.Run) -> tuple[Any, ...]:
   """The arguments an update is lowered for: (state, length, learning rates, keys)."""
   population = run.population
-  state = state_lib.init_state(run.config, run.model, population, abstract=True)
   length = jax.ShapeDtypeStruct((), jnp.int32)
-  return state, length, population.learning_rates, population.train_keys
+  return run.abstract_state, length, population.learning_rates, population.train_keys
 
 
 def training_stage(run: run_lib.Run, traces: collections.Counter | None) -> programs.Stage:
   """Training's programs by width, for the plan (`train.programs`): the curriculum draws
   lengths U{1..N}, so a data width gets the share of the steps whose length falls in it."""
-  config, population = run.config, run.population
-  training, n = run.training, run.train_settings.max_length
+  settings, training, population = run.train_settings, run.training, run.population
+  n, k = settings.max_length, settings.steps_per_dispatch
   data = tuple(training.buckets(run))
-  at = [update.bucket_of(run, length) for length in range(1, n + 1)]
+  at = [programs.data_of(data, length) for length in range(1, n + 1)]
   args = _update_args(run)
-  k = programs.steps_per_dispatch(config, run.platform)
-  loop = population_lib.population_loop(config, run.platform)
 
   def make(width: int, served: tuple[int, ...], count: bool = True) -> compiling.Program:
-    fn = update.make_update_fn(run, width, traces if count else None, served, args[0])
+    fn = update.make_update_fn(run, width, traces if count else None, served)
     return compiling.Program(f'train {width}', fn, args)
 
-  # One program cannot serve several widths where the training cannot pad a batch wider.
-  choice = programs.parse(config_lib.setting(config, 'train.programs'), 'train.programs')
   return programs.Stage(
     name='train',
-    choice=choice if training.widen is not None else 'buckets',
+    # One program cannot serve several widths where the training cannot pad a batch wider.
+    choice=settings.programs if training.widen is not None else 'buckets',
     data=data,
-    calls=tuple(run.train_settings.steps * at.count(d) / n for d in data),
-    tokens=lambda width: training.tokens(run, training.shape(run, width)),
+    calls=tuple(settings.steps * at.count(d) / n for d in data),
+    work=lambda w: run.model_settings.flops(training.tokens(run, training.shape(run, w)), depth=1),
     make=make,
-    repeats=population.padded_size // population.num_devices if loop == 'map' else 1,
-    d_model=config.model.d_model,
-    ffn_size=config.model.ffn_size,
+    repeats=population.padded_size // population.num_devices
+    if settings.population_loop == 'map'
+    else 1,
     # K steps per call are one program: its widths are branches, compiled together.
-    threads=1 if k > 1 else compiling.threads(config),
+    threads=1 if k > 1 else settings.compile_threads,
     steps_per_call=k,
   )
+
+
+def training_programs(
+  run: run_lib.Run, stage: programs.Stage, plan: programs.Plan, traces: collections.Counter
+) -> list[compiling.Program]:
+  """Training's programs of `plan`: one per program width ('train W'), or the one K-step
+  program ('train K-step') with `train.steps_per_dispatch` K > 1."""
+  k = run.train_settings.steps_per_dispatch
+  if k > 1:
+    multi = update.make_multi_step_fn(run, traces, plan)
+    return [compiling.Program(f'train {k}-step', multi, _update_args(run))]
+  return [stage.make(w, plan.serves(w)) for w in plan.widths]
+
+
+def compile_stages(
+  run: run_lib.Run,
+  todo: list[compiling.Program],
+  lowered: dict[str, Any],
+  traces: collections.Counter,
+  progress: Callable[[str], None],
+) -> dict[str, dict[int, Any]]:
+  """`todo` compiled at once in the run's compile threads (`compiling.compile_all`), a plan's
+  lowering reused where its program is among them (traced uncounted by the plan: counted
+  here), as {stage: {program width: program}} ('train 40', 'eval 64'; the K-step program is
+  width 0)."""
+  names = {p.name for p in todo}
+  lowered = {name: low for name, low in lowered.items() if name in names}
+  for name in lowered:
+    traces[name.split()[0]] += 1
+  fns = compiling.compile_all(todo, progress, run.train_settings.compile_threads, lowered)
+  out: dict[str, dict[int, Any]] = {'train': {}, 'eval': {}}
+  for name, fn in fns.items():
+    stage, width = name.split()
+    out[stage][int(width) if width.isdigit() else 0] = fn
+  return out
+
+
+class Dispatch:
+  """How steps reach a run's compiled training programs ({program width: program} of
+  `plan`, or {0: the program of K steps}): the one step dispatch of the loop, the cost
+  model's measurement and the speed tools.
+
+  With K = 1 each call is one step, the program of its length's width, the lengths read from
+  the curriculum (drawn on the device a log interval at a time: `update.curriculum_lengths`);
+  with K > 1 (`train.steps_per_dispatch`) a call runs up to K steps on the device.
+
+  Example:
+    >>> dispatch = Dispatch(run, plan, fns)                 # doctest: +SKIP
+    >>> state, step = dispatch(state, 0, stop=100)   # one call: to step 1, or up to K  # doctest: +SKIP
+  """
+
+  def __init__(self, run: run_lib.Run, plan: programs.Plan, fns: dict[int, Any]):
+    self.run, self.plan, self.fns = run, plan, fns
+    self.k = run.train_settings.steps_per_dispatch
+    self.used: set[int] = set()
+    self._members = (run.population.learning_rates, run.population.train_keys)
+    self._lengths = (0, np.zeros(0, np.int32))  # (a step, the curriculum's lengths from it)
+
+  def length(self, step: int) -> int:
+    """The curriculum's length of `step`."""
+    start, lengths = self._lengths
+    if not start <= step < start + len(lengths):
+      settings = self.run.train_settings
+      count = max(settings.log_every, 1)
+      lengths = np.asarray(
+        update.curriculum_lengths(
+          self.run.curriculum_key, jnp.int32(step), count, settings.max_length
+        )
+      )
+      start, self._lengths = step, (step, lengths)
+    return int(lengths[step - start])
+
+  def __call__(self, state: Any, step: int, stop: int) -> tuple[Any, int]:
+    """One call from `step`: the state after it, and the step it reached (at most `stop`)."""
+    if self.k > 1:
+      done = min(step + self.k, stop)
+      return self.fns[0](state, jnp.int32(done - step), *self._members), done
+    length = self.length(step)
+    width = self.plan.program_for(length)
+    self.used.add(width)
+    return self.fns[width](state, jnp.int32(length), *self._members)[0], step + 1
+
+  def warm_up(self, state: Any, step: int) -> tuple[Any, int]:
+    """One call of every program (each width at its own length, or K steps), as a
+    measurement starts: the state after them and the step reached."""
+    if self.k > 1:
+      return self(state, step, step + self.k)
+    for width, fn in self.fns.items():
+      state = fn(state, jnp.int32(width), *self._members)[0]
+    return state, step + len(self.fns)
+
+  @property
+  def widths(self) -> list[int]:
+    """The program widths training called (with K > 1 every width lives in one program)."""
+    return sorted(self.used) if self.k == 1 else list(self.plan.widths)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,16 +323,13 @@ class Compiled:
   """A run's programs, compiled before the loop.
 
   Attributes:
-    train_plan: training's plan.
-    train: {program width: update}, or {0: the K-step update} (`train.steps_per_dispatch`
-      K > 1); empty when training is done.
+    dispatch: training's programs (none when training is done) and its plan.
     eval: the evaluation's programs, or None where its kind compiles as it goes.
     traces: programs traced so far ('train', 'eval').
     t_start: when planning began (the run's timings count from there).
   """
 
-  train_plan: programs.Plan
-  train: dict[int, Any]
+  dispatch: Dispatch
   eval: compiling.Compiled | None
   traces: collections.Counter
   t_start: float
@@ -278,35 +362,10 @@ def plans(
     if restored.step > 0:  # a checkpoint, and no plan: recorded before plans were
       chosen[name] = programs.Plan(name, 'buckets', stage.data, stage.data)
       continue
-    plan, top = programs.plan(stage, run.platform)
-    chosen[name] = plan
-    widest = plan.widths[-1]
-    if top is not None and plan.serves(widest) == (widest,) and stage.steps_per_call == 1:
-      lowered[f'{name} {widest}'] = top
+    chosen[name], reused = programs.plan(stage, run.platform)
+    lowered.update(reused)
   io.write_json_atomic(path, {name: plan.to_json() for name, plan in chosen.items()})
   return chosen, lowered
-
-
-def training_programs(
-  run: run_lib.Run, stage: programs.Stage, plan: programs.Plan, traces: collections.Counter
-) -> list[compiling.Program]:
-  """Training's programs of `plan`: one per program width ('train W'), or the one K-step
-  program ('train K-step') with `train.steps_per_dispatch` K > 1."""
-  k = programs.steps_per_dispatch(run.config, run.platform)
-  if k > 1:
-    multi = update.make_multi_step_fn(run, traces, plan)
-    return [compiling.Program(f'train {k}-step', multi, _update_args(run))]
-  return [stage.make(w, plan.serves(w)) for w in plan.widths]
-
-
-def by_stage(fns: dict[str, Any]) -> dict[str, dict[int, Any]]:
-  """Compiled programs by name ('train 40', 'train 8-step', 'eval 64') as {stage: {width:
-  program}}; the K-step program is width 0."""
-  out: dict[str, dict[int, Any]] = {'train': {}, 'eval': {}}
-  for name, fn in fns.items():
-    stage, width = name.split()
-    out[stage][int(width) if width.isdigit() else 0] = fn
-  return out
 
 
 def compile_programs(
@@ -314,9 +373,8 @@ def compile_programs(
 ) -> Compiled:
   """Plans the run's programs (`plans`), says so, and compiles every one still needed
   (training's unless it is done, the evaluation's for the lengths not yet measured) at
-  once, before the loop (`compiling.compile_all`)."""
-  config, t_start = run.config, time.time()
-  traces: collections.Counter = collections.Counter()
+  once, before the loop (`compile_stages`)."""
+  t_start, traces = time.time(), collections.Counter()
   stages = {'train': training_stage(run, traces)}
   if run.protocol.programs is not None:
     stages['eval'] = run.protocol.programs(run, traces, workdir)
@@ -331,13 +389,9 @@ def compile_programs(
     stage = stages['eval']
     needed = stage.data if stage.needed is None else stage.needed
     todo += [stage.make(w, eval_plan.serves(w)) for w in eval_plan.widths_for(needed)]
-  lowered = {name: low for name, low in lowered.items() if name in {p.name for p in todo}}
-  for name in lowered:  # compiled from the plan's lowering: traced once, uncounted there
-    traces[name.split()[0]] += 1
-  fns = by_stage(compiling.compile_all(todo, progress, compiling.threads(config), lowered))
+  fns = compile_stages(run, todo, lowered, traces, progress)
   return Compiled(
-    chosen['train'],
-    fns['train'],
+    Dispatch(run, chosen['train'], fns['train']),
     compiling.Compiled(eval_plan, fns['eval']) if eval_plan is not None else None,
     traces,
     t_start,
@@ -362,7 +416,7 @@ def restore(
   here = {'devices': population.num_devices, 'platform': population.platform}
   latest, state, history, damaged = checkpoint.restore_newest(
     manager,
-    state_lib.init_state(run.config, run.model, population, abstract=True),
+    run.abstract_state,
     population,
     functools.partial(checkpoint.set_aside_damaged, workdir),
   )
@@ -372,8 +426,7 @@ def restore(
   if latest is None:
     if damaged:
       progress(damaged + 'no other checkpoint: started from scratch')
-    state = state_lib.init_state(run.config, run.model, population)
-    return Restored(state, 0, [{'from_step': 0, **here}])
+    return Restored(state_lib.init_state(run), 0, [{'from_step': 0, **here}])
   moved = {k: history[-1][k] for k in here} != here
   if moved:
     history.append({'from_step': latest, **here})
@@ -414,67 +467,41 @@ def train(
   checkpointed: Callable[[int], None],
   compiled: Compiled,
 ) -> Trained:
-  """2. Trains from `restored` to `train.steps` with the programs compiled before the loop:
-  one per program width (the host reads the curriculum to pick it), or K steps per call
-  (`train.steps_per_dispatch`); metrics logged every `train.log_every` steps, a checkpoint
-  every `checkpoint_every`."""
-  config, population = run.config, run.population
-  state, start = restored.state, restored.step
+  """2. Trains from `restored` to `train.steps` with the programs compiled before the loop,
+  dispatched a step or K steps per call (`Dispatch`); metrics logged every `train.log_every`
+  steps, a checkpoint every `checkpoint_every`."""
+  settings, population, dispatch = run.train_settings, run.population, compiled.dispatch
+  state, step, steps = restored.state, restored.step, settings.steps
   log = log_lib.TrainLog(run, workdir, restored, board, progress)
-  steps, n = run.train_settings.steps, run.train_settings.max_length
-  plan, fns = compiled.train_plan, compiled.train
-  k = programs.steps_per_dispatch(config, run.platform)
-  chunk = max(run.train_settings.log_every, 1)
-  lengths = np.zeros(0, np.int32)
   first_update_s = None
-  used: set[int] = set()
-  step = start
   while step < steps:
     if should_stop():
-      if step > start:  # The checkpoint at `start` already exists.
+      if step > restored.step:  # The checkpoint at the start already exists.
         checkpoint.save_state(manager, step, state, population, restored.history)
         manager.wait_until_finished()
-      raise checkpoint.Preempted(step, f'preempted at step {step} of training: checkpoint written')
-    if k == 1:
-      offset = (step - start) % chunk
-      if offset == 0:
-        lengths = np.asarray(
-          update.curriculum_lengths(run.curriculum_key, jnp.int32(step), chunk, n)
-        )
-      length = int(lengths[offset])
-      width = plan.program_of(update.bucket_of(run, length))
-      used.add(width)
-      state, _ = fns[width](
-        state, jnp.int32(length), population.learning_rates, population.train_keys
-      )
-      done = step + 1
-    else:
-      # Up to K steps in one call, ending at the next log or checkpoint boundary.
-      boundary = min(
-        _next_multiple(step, run.train_settings.log_every),
-        _next_multiple(step, run.train_settings.checkpoint_every),
-        steps,
-      )
-      done = min(step + k, boundary)
-      state = fns[0](
-        state, jnp.int32(done - step), population.learning_rates, population.train_keys
-      )
+      raise lease.Preempted(step, f'preempted at step {step} of training: checkpoint written')
+    # K steps in one call stop at the next log or checkpoint boundary.
+    boundary = min(
+      _next_multiple(step, settings.log_every),
+      _next_multiple(step, settings.checkpoint_every),
+      steps,
+    )
+    state, done = dispatch(state, step, boundary)
     if first_update_s is None:
       jax.block_until_ready(state.step)
       first_update_s = time.time() - compiled.t_start
       log.steady_from(done)  # the ETA counts steady-state steps only
-    if done % run.train_settings.log_every == 0 or done == steps:
+    if done % settings.log_every == 0 or done == steps:
       state = log(state, done)
-    if done % run.train_settings.checkpoint_every == 0 or done == steps:
+    if done % settings.checkpoint_every == 0 or done == steps:
       if board:  # Its curves up to the checkpoint survive a crash after it.
         board.flush()
       checkpoint.save_state(manager, done, state, population, restored.history)
       checkpointed(done)
     step = done
   manager.wait_until_finished()
-  # With steps_per_dispatch > 1 every width lives in one program.
-  widths = sorted(used) if k == 1 else list(plan.widths)
-  return Trained(state, compiled.traces, widths, first_update_s, time.time() - compiled.t_start)
+  elapsed = time.time() - compiled.t_start
+  return Trained(state, compiled.traces, dispatch.widths, first_update_s, elapsed)
 
 
 def record(
@@ -502,7 +529,7 @@ def record(
     family=run.family.name,
     encoding_options=run.parsed.options,
     num_params=num_params,
-    architecture=architecture(config),
+    architecture=run.model_settings.architecture,
     train_steps=run.train_settings.steps,
     train_length=run.train_settings.max_length,
     evaluation=evaluation,
@@ -516,14 +543,3 @@ def record(
     devices={'history': history, 'count_changed': len({h['devices'] for h in history}) > 1},
     config=config_lib.as_json(config),
   ).to_json()
-
-
-def architecture(config: ml_collections.ConfigDict) -> str:
-  """'standard', 'standard_ii' (with input injection) or 'looped LxR' (McLeish et al.).
-
-  Example: 8 layers, 2 recurrences -> 'looped 8x2'.
-  """
-  c = config.model
-  if c.recurrences > 1 or c.loop:
-    return f'looped {c.num_layers}x{c.recurrences}'
-  return 'standard' if c.injection == 'none' else 'standard_ii'

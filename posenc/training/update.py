@@ -22,7 +22,6 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from posenc import config as config_lib
 from posenc.training import population as population_lib
 from posenc import programs
 from posenc.training import run as run_lib
@@ -36,16 +35,17 @@ POP = population_lib.POP
 # The curriculum.
 
 
+def curriculum_length(key: jax.Array, step: jax.Array, max_length: int) -> jax.Array:
+  """The length ~ U{1..max_length} of `step`: the curriculum, a function of the step alone."""
+  return jax.random.randint(jax.random.fold_in(key, step), (), 1, max_length + 1)
+
+
 @functools.partial(jax.jit, static_argnames=('count', 'max_length'))
 def curriculum_lengths(key: jax.Array, start: jax.Array, count: int, max_length: int) -> jax.Array:
-  """Lengths ~ U{1..max_length} of steps start..start+count-1, drawn on the device.
-
-  The host reads them only to pick the compiled program of each step's length bucket.
-  """
+  """`curriculum_length` of steps start..start+count-1, drawn on the device: the host reads
+  them only to pick the compiled program of each step's length bucket (`train.Dispatch`)."""
   steps = start + jnp.arange(count)
-  return jax.vmap(lambda s: jax.random.randint(jax.random.fold_in(key, s), (), 1, max_length + 1))(
-    steps
-  )
+  return jax.vmap(lambda s: curriculum_length(key, s, max_length))(steps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -59,8 +59,7 @@ def _member_gradients(run: run_lib.Run, objective: Any) -> Callable[..., Any]:
   are folded from the member's key and the step; with `train.progressive_alpha` > 0 the
   loss of a looped model is (partly) the progressive loss of McLeish et al.
   """
-  config = run.config
-  r, alpha = config.model.recurrences, run.train_settings.progressive_alpha
+  r, alpha = run.model_settings.recurrences, run.train_settings.progressive_alpha
 
   def member_gradients(params, key, batch, step):
     member_step = jax.random.fold_in(key, step)
@@ -110,7 +109,7 @@ def _member_apply(run: run_lib.Run) -> Callable[..., Any]:
 
 
 def _local_update(
-  run: run_lib.Run, bucket: int, loop: str, data: tuple[int, ...] | None = None
+  run: run_lib.Run, bucket: int, data: tuple[int, ...] | None = None
 ) -> Callable[..., Any]:
   """One step of a device's members on a batch padded to `bucket` input tokens.
 
@@ -124,8 +123,8 @@ def _local_update(
   is one key, or one per data seed [D] (`data_seeds`): then the step draws D batches and
   each member trains on its data seed's.
 
-  The members' gradients run in the population loop (`loop`: 'map', one member after
-  another, or 'vmap'). Their optimizer steps run in the same loop, or with
+  The members' gradients run in the population loop (`train.population_loop`: 'map', one
+  member after another, or 'vmap'). Their optimizer steps run in the same loop, or with
   `train.optimizer_loop` 'batched' (and always under 'vmap') batched over the members after
   it: the optimizer is small elementwise work on every parameter leaf (with the loop's
   slicing and stacking of the state, more operations than a member's forward and backward
@@ -139,6 +138,7 @@ def _local_update(
     run, run.training.objective(run, run.training.shape(run, bucket))
   )
   gradients_of = _gradients_of(run, _draw(run, bucket, data), member_gradients)
+  loop = run.train_settings.population_loop
   batched = loop == 'vmap' or run.train_settings.optimizer_loop == 'batched'
   step_members = _step_members(loop, batched, _member_apply(run))
 
@@ -235,20 +235,10 @@ def _step_members(loop: str, batched: bool, member_apply: Callable[..., Any]) ->
   return step_members
 
 
-def bucket_of(run: run_lib.Run, length: int) -> int:
-  """The data width of a step of curriculum length `length` (its training bucket)."""
-  buckets = run.training.buckets(run)
-  if len(buckets) == 1:
-    return buckets[0]
-  return config_lib.bucket_of(length, run.train_settings.max_length, run.train_settings.bucket_size)
-
-
-def _state_specs(run: run_lib.Run, state: Any = None) -> Any:
-  """The partition of the population state (`state`, abstract, or made here): each
-  member's leaves split over the devices, the scalars replicated."""
-  if state is None:
-    state = state_lib.init_state(run.config, run.model, run.population, abstract=True)
-  return jax.tree.map(lambda s: P(POP) if s.ndim else P(), state)
+def _state_specs(run: run_lib.Run) -> Any:
+  """The partition of the population state: each member's leaves split over the devices,
+  the scalars replicated."""
+  return jax.tree.map(lambda s: P(POP) if s.ndim else P(), run.abstract_state)
 
 
 def make_update_fn(
@@ -256,26 +246,23 @@ def make_update_fn(
   bucket: int,
   traces: collections.Counter | None = None,
   data: tuple[int, ...] | None = None,
-  state: Any = None,
 ) -> Callable[..., Any]:
   """The jitted update for batches padded to `bucket` input tokens, serving the steps of
-  the data widths `data` (default: `bucket` alone). `state`: the population state's
-  abstract value, when the caller has it (else it is traced here again).
+  the data widths `data` (default: `bucket` alone).
 
   update(state, length, learning_rates [P], train_keys [P]) -> (state, {loss, accuracy} [P])
   `length` is the step's real length (traced); the batch is sampled inside the program
   from the step's key, so no data crosses from the host. `traces['train']` counts how
   often it is traced (= compiled).
   """
-  loop = population_lib.population_loop(run.config, run.platform)
-  local = _local_update(run, bucket, loop, data)
+  local = _local_update(run, bucket, data)
 
   def local_update(*args):
     if traces is not None:
       traces['train'] += 1
     return local(*args)
 
-  state_specs = _state_specs(run, state)
+  state_specs = _state_specs(run)
   update = run.population.shard_map(
     local_update, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=(state_specs, P(POP))
   )
@@ -294,15 +281,13 @@ def make_multi_step_fn(
   and the host dispatches once per K steps. Step for step the same computation as
   `make_update_fn`'s programs of the same plan.
   """
-  config, curriculum_key = run.config, run.curriculum_key
-  k = programs.steps_per_dispatch(config, run.platform)
-  n, size = run.train_settings.max_length, run.train_settings.bucket_size
-  loop = population_lib.population_loop(config, run.platform)
+  curriculum_key, train = run.curriculum_key, run.train_settings
+  k, n, size = train.steps_per_dispatch, train.max_length, train.bucket_size
   if plan is None:
     data = tuple(run.training.buckets(run))
     plan = programs.Plan('train', 'buckets', data, data)
   widths = plan.widths
-  branches = [_local_update(run, w, loop, plan.serves(w)) for w in widths]
+  branches = [_local_update(run, w, plan.serves(w)) for w in widths]
   # The branch of each data width, as the index of its data width.
   branch_of = jnp.asarray([widths.index(plan.program_of(d)) for d in plan.data])
 
@@ -311,8 +296,8 @@ def make_multi_step_fn(
       traces['train'] += 1
 
     def one_step(state, i):
-      length = jax.random.randint(jax.random.fold_in(curriculum_key, state.step), (), 1, n + 1)
-      index = branch_of[jnp.minimum((length + size - 1) // size, len(plan.data)) - 1]
+      length = curriculum_length(curriculum_key, state.step, n)
+      index = branch_of[programs.data_index(length, size, len(plan.data))]
       step = lambda s: jax.lax.switch(
         index, [lambda s, b=b: b(s, length, learning_rates, keys)[0] for b in branches], s
       )

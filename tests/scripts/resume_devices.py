@@ -12,7 +12,7 @@ import sys
 import jax
 
 from experiments import rpe_table1
-from posenc.training import checkpoint
+from posenc.storage import lease
 from posenc import setup
 from posenc.training import train
 
@@ -32,7 +32,7 @@ def main():
   stop = (lambda: next(polls) >= 10) if phase == 'stop' else (lambda: False)
   try:
     results = train.train_and_evaluate(setup.build(config()), workdir, should_stop=stop)
-  except checkpoint.Preempted as e:
+  except lease.Preempted as e:
     print(json.dumps({'preempted_at': e.step, 'devices': jax.local_device_count()}))
     return
   print(

@@ -17,7 +17,6 @@ from experiments import sorting_hints
 from posenc.training import checkpoint
 from posenc.training import population as population_lib
 from posenc import setup
-from posenc.training import state as state_lib
 from posenc.training import train
 
 
@@ -41,13 +40,10 @@ def main():
     states = []
     for d, devices in ((d1, jax.local_devices()[:1]), (d8, None)):
       run = setup.build(config, devices)
-      population, model = run.population, run.model
+      population = run.population
       manager = checkpoint.checkpoint_manager(d)
       state, _ = checkpoint.restore_state(
-        manager,
-        manager.latest_step(),
-        (state_lib.init_state(config, model, population, abstract=True)),
-        population,
+        manager, manager.latest_step(), run.abstract_state, population
       )
       states.append(
         jax.tree.map(

@@ -20,18 +20,17 @@ from posenc.kinds.grid import protocol
 def probe(run: run_lib.Run) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, int]]:
   """The program of the cell (n, n) at the training size n, its arguments after the
   parameters, and its widths (for the cost model)."""
-  n = run.config.train.max_length
-  shape = protocol.widths(run.task, n, n, run.config.eval.bucket_size)
+  n = run.train_settings.max_length
+  shape = protocol.widths(run.task, n, n, run.eval_settings.bucket_size)
   fn = protocol.make_cell_fn(run, shape)
   return fn, (jnp.int32(n), jnp.int32(n), run.population.eval_keys), shape
 
 
 def groups(run: run_lib.Run) -> tuple[list[tuple[int, int]], int]:
   """Every cell's samples at its padded widths, and the tokens of the cell (n, n)."""
-  config, task = run.config, run.task
-  n, size = config.train.max_length, config.eval.bucket_size
-  samples = config.eval.samples_per_cell
-  evaluated = [(sum(protocol.widths(task, a, b, size)), samples) for a, b in protocol.cells(config)]
+  task, n, size = run.task, run.train_settings.max_length, run.eval_settings.bucket_size
+  samples = run.eval_settings.samples_per_cell
+  evaluated = [(sum(protocol.widths(task, a, b, size)), samples) for a, b in protocol.cells(run)]
   return evaluated, sum(protocol.widths(task, n, n, size))
 
 

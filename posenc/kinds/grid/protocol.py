@@ -22,14 +22,13 @@ from typing import Any, Callable, ClassVar, Iterator, Protocol, runtime_checkabl
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from posenc.models import objectives
 from posenc import config as config_lib
+from posenc import programs
 from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc.training import state as state_lib
 from posenc.training import protocol as protocol_lib
 from posenc.training import frozen as frozen_lib
 from posenc.kinds.grid import record as grid_record
@@ -78,14 +77,15 @@ class GridTask(Protocol):
     """A training batch, cells stratified over [1..n]², as `sample` lays it out."""
 
 
-def cells(config: ml_collections.ConfigDict) -> list[tuple[int, int]]:
+def cells(run: Run) -> list[tuple[int, int]]:
   """The evaluated cells, row-major, then the diagonal past M.
 
   Example: M = 5, stride 2, beyond [7] -> (1,1) (1,3) (1,5) (3,1) ... (5,5) (7,7).
   """
-  m, stride = config.eval.grid_max, max(config.eval.grid_stride, 1)
+  settings = run.eval_settings
+  m, stride = settings.grid_max, max(settings.grid_stride, 1)
   axis = sorted(set(range(1, m + 1, stride)) | {m})
-  return [(a, b) for a in axis for b in axis] + [(x, x) for x in config.eval.beyond]
+  return [(a, b) for a in axis for b in axis] + [(x, x) for x in settings.beyond]
 
 
 def region(a: int, b: int, n: int, m: int) -> str:
@@ -100,8 +100,10 @@ def region(a: int, b: int, n: int, m: int) -> str:
 
 def widths(task: Any, a: int, b: int, bucket: int) -> tuple[int, int]:
   """(prompt width, answer width) of cell (a, b): the task's bounds rounded up to `bucket`."""
-  up = lambda x: -(-x // bucket) * bucket
-  return up(task.max_prompt(a, b)), up(task.max_answer(a, b))
+  return (
+    programs.round_up(task.max_prompt(a, b), bucket),
+    programs.round_up(task.max_answer(a, b), bucket),
+  )
 
 
 def eval_run(run: Run) -> Run:
@@ -118,7 +120,7 @@ def sample_cell(
   """The examples of cell (a, b), padded to `shape`: the same for every model and run."""
   return run.task.sample(
     jax.random.fold_in(jax.random.fold_in(data_key, a), b),
-    run.config.eval.samples_per_cell,
+    run.eval_settings.samples_per_cell,
     a,
     b,
     *shape,
@@ -129,10 +131,9 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every cell's examples as the evaluation draws them: ('cell_A_B', arrays [example,
   ...] padded to the cell's widths)."""
   run = eval_run(run)
-  config = run.config
   draw = jax.jit(lambda a, b, shape: sample_cell(run, run.eval_key, a, b, shape), static_argnums=2)
-  for a, b in cells(config):
-    shape = widths(run.task, a, b, config.eval.bucket_size)
+  for a, b in cells(run):
+    shape = widths(run.task, a, b, run.eval_settings.bucket_size)
     yield f'cell_{a}_{b}', jax.tree.map(np.asarray, draw(jnp.int32(a), jnp.int32(b), shape))
 
 
@@ -143,10 +144,9 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
   widths (`widths`) and 4 samples per cell.
   """
   run = eval_run(run)
-  config = run.config
   by_shape, out = {}, {}
-  for a, b in cells(config):
-    shape = widths(run.task, a, b, config.eval.bucket_size)
+  for a, b in cells(run):
+    shape = widths(run.task, a, b, run.eval_settings.bucket_size)
     if shape not in by_shape:
       by_shape[shape] = protocol_lib.shape_spec(
         jax.eval_shape(
@@ -169,7 +169,7 @@ def make_cell_fn(
   `eval_run`): f(params [P], a, b, eval_keys [P]) -> {'exact_match', 'accuracy'} [P].
   Members run one after another. With `from_data`, f(params, a, b, eval_keys, data) reads
   the cell's examples from `data` (`examples`)."""
-  config, population = run.config, run.population
+  population = run.population
   objective = objectives.sequence(run, shape)
 
   def local(params, a, b, keys, data=None):
@@ -189,11 +189,8 @@ def make_cell_fn(
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(
-    lambda _: P(population_lib.POP),
-    state_lib.init_state(config, run.model, population, abstract=True).params,
-  )
-  in_specs = (specs, P(), P(), P(population_lib.POP)) + ((P(),) if from_data else ())
+  in_specs = (protocol_lib.param_specs(run), P(), P(), P(population_lib.POP))
+  in_specs += (P(),) if from_data else ()
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
 
 
@@ -202,17 +199,17 @@ def evaluate_cells(
 ) -> dict[tuple[int, int], dict[str, list[float]]]:
   """Every cell's metrics per member (`params` [P, ...]): {(a, b): {'exact_match': [..],
   'accuracy': [..]}}."""
-  config, population = run.config, run.population
+  population, settings = run.population, run.eval_settings
   evaluated = eval_run(run)
   fns: dict[tuple[int, int], Callable[..., dict]] = {}
-  frozen = bool(config.eval.get('from_files'))
+  frozen = bool(settings.from_files)
 
   def measure(cell):
     a, b = cell
-    shape = widths(evaluated.task, a, b, config.eval.bucket_size)
+    shape = widths(evaluated.task, a, b, settings.bucket_size)
     if shape not in fns:
       fns[shape] = make_cell_fn(evaluated, shape, ctx.traces, from_data=frozen)
-    data = (frozen_lib.load(config, f'cell_{a}_{b}'),) if frozen else ()
+    data = (frozen_lib.load(settings.from_files, f'cell_{a}_{b}'),) if frozen else ()
     metrics = fns[shape](params, jnp.int32(a), jnp.int32(b), population.eval_keys, *data)
     return {name: protocol_lib.member_values(v, population.size) for name, v in metrics.items()}
 
@@ -220,7 +217,7 @@ def evaluate_cells(
     run,
     ctx,
     'grid.jsonl',
-    cells(config),
+    cells(run),
     lambda c: {'cell': list(c)},
     measure,
     lambda c: f'cell {c[0]},{c[1]}',
@@ -230,14 +227,14 @@ def evaluate_cells(
 
 def region_means(
   by_cell: dict[tuple[int, int], dict[str, list[float]]],
-  config: ml_collections.ConfigDict,
+  run: Run,
   metric: str = 'exact_match',
 ) -> list[dict[str, float | None]]:
   """Per member, the mean of `metric` over each region's cells (None for an empty region).
 
   Example: cells (1,1) id 1.0 and (9,9) ood 0.5 -> [{'id': 1.0, 'ood': 0.5, 'beyond': None}].
   """
-  n, m = config.train.max_length, config.eval.grid_max
+  n, m = run.train_settings.max_length, run.eval_settings.grid_max
   members = len(next(iter(by_cell.values()))[metric])
   out = []
   for i in range(members):
@@ -251,11 +248,11 @@ def region_means(
 def evaluate(run: Run, state: Any, ctx: protocol_lib.EvalContext) -> grid_record.GridResults:
   """The grid's evaluation of sequence tasks: exact match per grid cell and region; a
   member's score is its OOD region's."""
-  config, task, population = run.config, run.task, run.population
+  task, population, settings = run.task, run.population, run.eval_settings
   diverged = protocol_lib.diverged(run, state)
   by_cell = evaluate_cells(run, state.params, ctx)
-  regions = region_means(by_cell, config)
-  token_regions = region_means(by_cell, config, 'accuracy')
+  regions = region_means(by_cell, run)
+  token_regions = region_means(by_cell, run, 'accuracy')
   members = []
   for i, member in enumerate(population.members):
     cell = lambda metric: {(a, b): v[metric][i] for (a, b), v in by_cell.items()}
@@ -272,10 +269,10 @@ def evaluate(run: Run, state: Any, ctx: protocol_lib.EvalContext) -> grid_record
     )
   return grid_record.GridResults(
     tuple(task.axes),
-    config.eval.grid_max,
-    config.eval.grid_stride,
-    tuple(config.eval.beyond),
-    config.eval.samples_per_cell,
+    settings.grid_max,
+    settings.grid_stride,
+    tuple(settings.beyond),
+    settings.samples_per_cell,
     tuple(members),
   )
 
@@ -289,16 +286,16 @@ def summary(results: results_lib.Results) -> str:
 
 def validate(run: Run) -> None:
   """The arithmetic study's checks: a decoder, a sane grid, tables that cover it."""
-  config, task, spec = run.config, run.task, run.encoding
-  for key in ('eval.grid_max', 'eval.grid_stride', 'eval.samples_per_cell'):
-    value = config.eval[key.split('.')[1]]
+  config, task, spec, settings = run.config, run.task, run.encoding, run.eval_settings
+  for key in ('grid_max', 'grid_stride', 'samples_per_cell'):
+    value = getattr(settings, key)
     if not config_lib.is_int(value) or value < 1:
-      raise ConfigError(f'{key}={value!r} must be a positive integer')
-  m = config.eval.grid_max
-  bad = [x for x in config.eval.beyond if not (config_lib.is_int(x) and x > m)]
+      raise ConfigError(f'eval.{key}={value!r} must be a positive integer')
+  m = settings.grid_max
+  bad = [x for x in settings.beyond if not (config_lib.is_int(x) and x > m)]
   if bad:
     raise ConfigError(f'eval.beyond {bad} must be integers past eval.grid_max={m}')
-  top = max([m, config.train.max_length, *config.eval.beyond])
+  top = largest_cell(run)
   try:
     task.check_cell(top, top)  # e.g. sorting: enough index symbols for the longest array
   except ValueError as e:
@@ -307,31 +304,34 @@ def validate(run: Run) -> None:
     # Abacus: a digit's index reaches the longest number (an operand or an answer) plus the offset.
     longest = max(top, task.max_answer(top, top) - 1)
     need = longest + config.encoding_options.get('abacus_offset', 99) + 1
-    if config.model.max_position < need:
+    max_position = run.model_settings.max_position
+    if max_position < need:
       raise ConfigError(
-        f'model.max_position={config.model.max_position} is smaller than the '
+        f'model.max_position={max_position} is smaller than the '
         f'Abacus table needs ({need}: numbers of up to {longest} digits plus '
         f'offsets up to {config.encoding_options.get("abacus_offset", 99)})'
       )
   largest = config.encoding_options.get('coupling_max_position', 0)
-  if (
-    'coupling_max_position' in spec.embedding_options
-    and not 0 <= largest < config.model.max_position
-  ):
+  rows = run.model_settings.max_position
+  if 'coupling_max_position' in spec.embedding_options and not 0 <= largest < rows:
     raise ConfigError(
-      f'encoding_options.coupling_max_position={largest} must be in '
-      f'0..{config.model.max_position - 1}: position coupling\'s ids index a '
-      f'table of model.max_position={config.model.max_position} rows'
+      f'encoding_options.coupling_max_position={largest} must be in 0..{rows - 1}: position '
+      f"coupling's ids index a table of model.max_position={rows} rows"
     )
+
+
+def largest_cell(run: Run) -> int:
+  """The largest operand length a run reaches: the grid's, its diagonal past it, training's."""
+  settings = run.eval_settings
+  return max([settings.grid_max, run.train_settings.max_length, *settings.beyond])
 
 
 def longest_tokens(run: Run) -> tuple[int, str]:
   """The prompt and answer of the largest cell, fed all but its last token."""
-  config, task = run.config, run.task
-  top = max([config.eval.grid_max, config.train.max_length, *config.eval.beyond])
+  task, top = run.task, largest_cell(run)
   return (
     task.max_prompt(top, top) + task.max_answer(top, top) - 1,
-    f'at {top} x {top} of {config.task}',
+    f'at {top} x {top} of {run.config.task}',
   )
 
 
@@ -343,7 +343,7 @@ PROTOCOL = protocol_lib.Protocol(
   results=grid_record.GridResults,
   training=protocol_lib.SEQUENCE,
   longest_tokens=longest_tokens,
-  longest_length=lambda run: max([run.config.eval.grid_max, *run.config.eval.beyond]),
+  longest_length=lambda run: max([run.eval_settings.grid_max, *run.eval_settings.beyond]),
   task_type=GridTask,
   families=('decoder',),
   examples=examples,
@@ -355,6 +355,6 @@ PROTOCOL = protocol_lib.Protocol(
     'eval.samples_per_cell',
     'eval.bucket_size',
   ),
-  example_cells=lambda run: [f'cell_{a}_{b}' for a, b in cells(run.config)],
+  example_cells=lambda run: [f'cell_{a}_{b}' for a, b in cells(run)],
   example_specs=example_specs,
 )

@@ -28,7 +28,6 @@ from typing import Any, Callable, ClassVar, Iterator, Protocol, runtime_checkabl
 import jax
 import jax.numpy as jnp
 from jax import lax
-import ml_collections
 import numpy as np
 
 from posenc.models import generate
@@ -36,7 +35,6 @@ from posenc.training import multitask
 from posenc import config as config_lib
 from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc.training import state as state_lib
 from posenc.training import protocol as protocol_lib
 from posenc.training import frozen as frozen_lib
 from posenc.kinds.lengths import record as lengths_record
@@ -131,13 +129,14 @@ def edit_distance(a: Array, b: Array, len_a: Array, len_b: Array) -> Array:
   return rows[len_a, jnp.arange(batch), len_b]
 
 
-def cells(config: ml_collections.ConfigDict) -> list[tuple[str, int]]:
+def cells(run: Run) -> list[tuple[str, int]]:
   """The evaluated cells: every distribution at every length, in config order.
 
   Example: distributions [uniform, rep2], lengths [10, 50] -> (uniform, 10) (uniform, 50)
     (rep2, 10) (rep2, 50).
   """
-  return [(d, int(n)) for d in config.eval.distributions for n in config.eval.lengths]
+  settings = run.eval_settings
+  return [(d, int(n)) for d in settings.distributions for n in settings.lengths]
 
 
 def sample_key(data_key: Array, d: Array, length: int, j: Array) -> Array:
@@ -171,7 +170,7 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
 
 def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]:
   """{'DIST_length_N': {array: (shape, dtype)}} of `examples`, without drawing them."""
-  config, task = run.config, run.task
+  task = run.task
   size = run.eval_settings.batch_size
   num_sub = run.eval_settings.examples_per_length // size
   return {
@@ -185,7 +184,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
         jnp.arange(num_sub),
       )
     )
-    for dist, n in cells(config)
+    for dist, n in cells(run)
   }
 
 
@@ -197,7 +196,7 @@ def make_length_fn(
   f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}; with `from_data`,
   f(params, d, eval_keys, data) reads the sub-batches from `data` (`examples`).
   """
-  config, task, model, population = run.config, run.task, run.model, run.population
+  task, model, population = run.task, run.model, run.population
   data_key = run.eval_key
   distributions = list(run.eval_settings.distributions)
   size = run.eval_settings.batch_size
@@ -256,11 +255,8 @@ def make_length_fn(
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), lax.map(sub_batch, jnp.arange(num_sub)))
 
   P = jax.sharding.PartitionSpec
-  specs = jax.tree.map(
-    lambda _: P(population_lib.POP),
-    state_lib.init_state(config, model, population, abstract=True).params,
-  )
-  in_specs = (specs, P(), P(population_lib.POP)) + ((P(),) if from_data else ())
+  in_specs = (protocol_lib.param_specs(run), P(), P(population_lib.POP))
+  in_specs += (P(),) if from_data else ()
   return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
 
 
@@ -269,8 +265,8 @@ def evaluate_cells(
 ) -> dict[tuple[str, int], dict[str, list[float]]]:
   """Every cell's metrics per member (`params` [P, ...]): {(distribution, n): {metric:
   [member i]}}."""
-  config, population = run.config, run.population
-  index = {d: i for i, d in enumerate(run.eval_settings.distributions)}
+  population, settings = run.population, run.eval_settings
+  index = {d: i for i, d in enumerate(settings.distributions)}
   fns: dict[int, Callable[..., dict]] = {}
   frozen = bool(run.eval_settings.from_files)
 
@@ -278,7 +274,7 @@ def evaluate_cells(
     dist, n = cell
     if n not in fns:
       fns[n] = make_length_fn(run, n, ctx.traces, from_data=frozen)
-    data = (frozen_lib.load(config, f'{dist}_length_{n}'),) if frozen else ()
+    data = (frozen_lib.load(settings.from_files, f'{dist}_length_{n}'),) if frozen else ()
     metrics = fns[n](params, jnp.int32(index[dist]), population.eval_keys, *data)
     return {name: protocol_lib.member_values(metrics[name], population.size) for name in METRICS}
 
@@ -286,7 +282,7 @@ def evaluate_cells(
     run,
     ctx,
     'lengths.jsonl',
-    cells(config),
+    cells(run),
     lambda c: {'distribution': c[0], 'length': c[1]},
     measure,
     lambda c: f'{c[0]} length {c[1]}',
@@ -337,9 +333,8 @@ def train_batch(
 ) -> dict[str, Array]:
   """The main task and its hints, each example through its own head (`multitask`)."""
   del length  # every example draws its own
-  config = run.config
   return multitask.train_batch(
-    config, run.tasks, key, population_lib.dataset_key(config), step, shape
+    run.train_settings, run.tasks, key, population_lib.dataset_key(run.config), step, shape
   )
 
 
@@ -464,6 +459,6 @@ PROTOCOL = protocol_lib.Protocol(
     'eval.batch_size',
     'eval.examples_per_length',
   ),
-  example_cells=lambda run: [f'{d}_length_{n}' for d, n in cells(run.config)],
+  example_cells=lambda run: [f'{d}_length_{n}' for d, n in cells(run)],
   example_specs=example_specs,
 )

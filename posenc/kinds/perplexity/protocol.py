@@ -22,14 +22,12 @@ from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from posenc.models import objectives
 from posenc import config as config_lib
 from posenc.training import population as population_lib
 from posenc import results as results_lib
-from posenc.training import state as state_lib
 from posenc.training import protocol as protocol_lib
 from posenc.training import frozen as frozen_lib
 from posenc.kinds.perplexity import record as perplexity_record
@@ -119,11 +117,7 @@ def _population_scorer(run: Run, group: Callable[..., tuple[Any, Any]]) -> Calla
     return jax.lax.map(member, (params, keys))
 
   P = jax.sharding.PartitionSpec
-  population = run.population
-  specs = jax.tree.map(
-    lambda _: P(population_lib.POP),
-    state_lib.init_state(run.config, run.model, population, abstract=True).params,
-  )
+  population, specs = run.population, protocol_lib.param_specs(run)
   return jax.jit(
     population.shard_map(
       local,
@@ -172,10 +166,10 @@ def modes(run: Run) -> tuple[str, ...]:
 
 
 def mode_windows(
-  config: ml_collections.ConfigDict, text: np.ndarray, length: int, mode: str
+  run: Run, text: np.ndarray, length: int, mode: str
 ) -> tuple[np.ndarray, np.ndarray]:
   """The windows of `length` scored in `mode` (`windows` at the mode's stride)."""
-  stride = length if mode != 'sliding' else min(config.eval.sliding_stride, length)
+  stride = length if mode != 'sliding' else min(run.eval_settings.sliding_stride, length)
   return windows(text, length, stride)
 
 
@@ -183,13 +177,12 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
   """Every length's windows of the validation text, per mode: ('length_L',
   {'MODE_windows': [W, L + 1], 'MODE_scored': [W, L]}). An encoder's masks are drawn from
   eval.seed in the evaluation, not stored."""
-  config = run.config
   _, valid = run.task.texts()
   text = valid[: run.eval_settings.lm_tokens + 1]
   for length in run.eval_settings.lengths:
     out = {}
     for mode in modes(run):
-      out[f'{mode}_windows'], out[f'{mode}_scored'] = mode_windows(config, text, length, mode)
+      out[f'{mode}_windows'], out[f'{mode}_scored'] = mode_windows(run, text, length, mode)
     yield f'length_{length}', out
 
 
@@ -204,7 +197,7 @@ def evaluate_lengths(
   """{L: {'nonoverlapping': [ppl per member], 'sliding': [...], 'seconds': {mode: s}}}
   (an encoder: {'masked': [...]}) of `params` [P, ...], resuming from
   `workdir/perplexity.jsonl`."""
-  config, population = run.config, run.population
+  population = run.population
   _, valid = run.task.texts()
   text = valid[: run.eval_settings.lm_tokens + 1]
   b = run.eval_settings.batch_size
@@ -214,12 +207,12 @@ def evaluate_lengths(
 
   def measure(length):
     row = {'seconds': {}}
-    stored = frozen_lib.load(config, f'length_{length}') if frozen else {}
+    stored = frozen_lib.load(run.eval_settings.from_files, f'length_{length}') if frozen else {}
     for mode in modes(run):
       if frozen:
         wins, scored = stored[f'{mode}_windows'], stored[f'{mode}_scored']
       else:
-        wins, scored = mode_windows(config, text, length, mode)
+        wins, scored = mode_windows(run, text, length, mode)
       groups = -(-len(wins) // b)
       pad = groups * b - len(wins)
       wins = np.concatenate([wins, np.zeros((pad, length + 1), np.int32)])
@@ -319,10 +312,10 @@ def validate(run: Run) -> None:
     raise ConfigError(
       f'eval.lengths={lengths} must be a non-empty list of integers >= 2 (the perplexity lengths)'
     )
-  for key in ('eval.lm_tokens', 'eval.sliding_stride'):
-    value = config.eval[key.split('.')[1]]
+  for key in ('lm_tokens', 'sliding_stride'):
+    value = getattr(run.eval_settings, key)
     if not config_lib.is_int(value) or value < 1:
-      raise ConfigError(f'{key}={value!r} must be a positive integer')
+      raise ConfigError(f'eval.{key}={value!r} must be a positive integer')
   longest = max(lengths + [run.train_settings.max_length])
   try:
     task.check_cell(longest, longest)

@@ -23,9 +23,9 @@ import ml_collections
 import numpy as np
 
 from posenc import config as config_lib
+from posenc.programs import devices
 from posenc.training import cost_model
 from posenc.training import run as run_lib
-from posenc.training import state as state_lib
 from posenc.training import update
 from posenc.kinds.range import protocol
 import tasks
@@ -37,59 +37,40 @@ _FIT_TRAIN_BUCKETS = (10, 20, 40)
 _FIT_EVAL_BUCKETS = (64, 256, 512)
 
 
+def _work(run: run_lib.Run, lengths: Any, train: bool = True) -> float:
+  """The encoder's FLOPs over a sequence of each of `lengths`, padded as training (or the
+  evaluation) pads it, summed."""
+  settings = run.train_settings if train else run.eval_settings
+  return sum(
+    run.model_settings.flops(
+      cost_model.tokens(run.task, int(l), settings.max_length, settings.bucket_size)
+    )
+    for l in lengths
+  )
+
+
 def cell_work(run: run_lib.Run) -> tuple[float, float]:
   """(training FLOP units per step, evaluation FLOP units per run) of one cell."""
-  config, task = run.config, run.task
-  n, m = run.train_settings.max_length, run.eval_settings.max_length
-  per_step = (
-    np.mean(
-      [
-        cost_model.forward_flops(
-          cost_model.tokens(task, l, n, run.train_settings.bucket_size), config
-        )
-        for l in range(1, n + 1)
-      ]
-    )
-    * run.train_settings.batch_size
-  )
-  per_eval = (
-    sum(
-      cost_model.forward_flops(cost_model.tokens(task, l, m, run.eval_settings.bucket_size), config)
-      for l in config_lib.eval_lengths(config)
-    )
-    * run.eval_settings.examples_per_length
-  )
+  n = run.train_settings.max_length
+  per_step = _work(run, range(1, n + 1)) / n * run.train_settings.batch_size
+  lengths = config_lib.eval_lengths(run.config)
+  per_eval = _work(run, lengths, train=False) * run.eval_settings.examples_per_length
   return float(per_step), float(per_eval)
 
 
 def measure(run: run_lib.Run, steps: int) -> dict[str, float]:
   """Measured seconds per population step and per evaluated example-FLOP of the run."""
-  config, task, population = run.config, run.task, run.population
+  population, settings = run.population, run.eval_settings
   figures = cost_model.measure_training(run, steps)
   step_s = figures['seconds'] / steps
-  n, size = run.train_settings.max_length, run.train_settings.bucket_size
-  measured_work = (
-    np.mean(
-      [
-        cost_model.forward_flops(cost_model.tokens(task, int(l), n, size), config)
-        for l in figures['lengths']
-      ]
-    )
-    * run.train_settings.batch_size
-  )
-  length = min(run.eval_settings.max_length, max(1, n + 1))
-  bucket = config_lib.bucket_of(length, run.eval_settings.max_length, run.eval_settings.bucket_size)
-  evaluate = protocol.make_eval_fn(run, bucket)
+  lengths = figures['lengths']
+  measured_work = _work(run, lengths) / len(lengths) * run.train_settings.batch_size
+  length = min(settings.max_length, max(1, run.train_settings.max_length + 1))
+  evaluate = protocol.make_eval_fn(run, protocol.eval_bucket(run, length))
   eval_s = cost_model.time_once(
     evaluate, figures['state'].params, jnp.int32(length), population.eval_keys
   )
-  eval_work = (
-    cost_model.forward_flops(
-      cost_model.tokens(task, length, run.eval_settings.max_length, run.eval_settings.bucket_size),
-      config,
-    )
-    * run.eval_settings.examples_per_length
-  )
+  eval_work = _work(run, [length], train=False) * settings.examples_per_length
   return {
     'step_s': step_s,
     'train_s_per_unit': step_s / measured_work,
@@ -143,12 +124,11 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     protocol.PROTOCOL,
     platform='gpu',
   )
-  config, task, population, model = run.config, run.task, run.population, run.model
-  state = state_lib.init_state(config, model, population, abstract=True)
+  config, task, population, state = run.config, run.task, run.population, run.abstract_state
   length = jax.ShapeDtypeStruct((), jnp.int32)
   # The evaluation's programs at one sub-batch per length.
   one_batch = run_lib.build(
-    config_lib.cell_config(config, {'eval.examples_per_length': config.eval.batch_size}),
+    config_lib.cell_config(config, {'eval.examples_per_length': run.eval_settings.batch_size}),
     protocol.PROTOCOL,
     platform='gpu',
   )
@@ -180,22 +160,22 @@ def program_costs(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
 
 def _check_roofline(run: run_lib.Run, name: str) -> None:
   """ConfigError (one line) for a cell whose programs the fit cannot stand for."""
-  config = run.config
   if run.family.generates:
     # XLA's cost analysis counts a loop's body once, and generation is a loop of unknown
     # trip count: the estimate would leave out most of the evaluation.
     raise config_lib.ConfigError(
-      f'--device estimates cover model.family=encoder only, not {config.model.family!r}'
+      f'--device estimates cover model.family=encoder only, not {run.family.name!r}'
     )
   # The fit compiles reverse_string programs up to the longest bucket, which an encoding
   # whose positions stop at max_position cannot encode.
   longest = cost_model.tokens(
     tasks.get('reverse_string'), _FIT_EVAL_BUCKETS[-1], _FIT_EVAL_BUCKETS[-1], 1
   )
-  if run.encoding.bounded and config.model.max_position < longest:
+  max_position = run.model_settings.max_position
+  if run.encoding.bounded and max_position < longest:
     raise config_lib.ConfigError(
       f'--device: the roofline fits programs of up to {longest} tokens, beyond '
-      f'model.max_position={config.model.max_position} of encoding {config.encoding!r} '
+      f'model.max_position={max_position} of encoding {run.config.encoding!r} '
       f'(cell {name}); raise --config.model.max_position to '
       f'{longest}, or leave out --device to measure this machine'
     )
@@ -204,7 +184,7 @@ def _check_roofline(run: run_lib.Run, name: str) -> None:
 def roofline(
   runs: Sequence[run_lib.Run],
   names: Sequence[str],
-  spec: dict[str, Any],
+  spec: devices.Device,
   progress: Any,
 ) -> list[dict[str, Any]]:
   """Each cell's seconds on the device `spec` (`posenc.sweep.cost.roofline`): its training steps along
@@ -216,16 +196,16 @@ def roofline(
   fits = {}
   rows = []
   for name, run in zip(names, runs):
-    config, task = run.config, run.task
-    key = (config.encoding, config.model.dtype)
+    config, task, dtype = run.config, run.task, run.model_settings.dtype
+    key = (config.encoding, dtype)
     if key not in fits:
-      progress(f'cost analysis of {config.encoding} ({config.model.dtype}) programs')
+      progress(f'cost analysis of {config.encoding} ({dtype}) programs')
       fits[key] = program_costs(config)
-    peak = spec['flops'][config.model.dtype]
+    peak = spec.peak_flops[dtype]
 
     def seconds(kind, t):
       flops, nbytes = (max(0.0, float(np.polyval(c, t))) for c in fits[key][kind])
-      return max(flops / peak, nbytes / spec['bandwidth'])
+      return max(flops / peak, nbytes / spec.bandwidth)
 
     n, m = run.train_settings.max_length, run.eval_settings.max_length
     step = np.mean(

@@ -31,7 +31,6 @@ from posenc.training import frozen as frozen_lib
 from posenc.kinds.range import record as range_record
 from posenc import programs as programs_lib
 from posenc.programs import compiling
-from posenc.training import state as state_lib
 from tasks import base as task_base
 
 P = jax.sharding.PartitionSpec
@@ -76,7 +75,7 @@ def train_buckets(run: Run) -> list[int]:
   Example: N = 40, bucket_size 5 -> [5, 10, ..., 40].
   """
   n, size = run.train_settings.max_length, run.train_settings.bucket_size
-  return sorted({config_lib.bucket_of(l, n, size) for l in range(1, n + 1)})
+  return programs_lib.data_widths(n, size)
 
 
 def train_batch(
@@ -137,9 +136,7 @@ def examples(run: Run) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     static_argnums=1,
   )
   for length in config_lib.eval_lengths(config):
-    bucket = config_lib.bucket_of(
-      length, run.eval_settings.max_length, run.eval_settings.bucket_size
-    )
+    bucket = eval_bucket(run, length)
     yield f'length_{length}', jax.tree.map(np.asarray, draw(jnp.int32(length), bucket))
 
 
@@ -153,9 +150,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
   num_sub = run.eval_settings.examples_per_length // run.eval_settings.batch_size
   by_bucket = {}
   for length in config_lib.eval_lengths(config):
-    bucket = config_lib.bucket_of(
-      length, run.eval_settings.max_length, run.eval_settings.bucket_size
-    )
+    bucket = eval_bucket(run, length)
     if bucket not in by_bucket:
       by_bucket[bucket] = protocol_lib.shape_spec(
         jax.eval_shape(
@@ -165,12 +160,7 @@ def example_specs(run: Run) -> dict[str, dict[str, tuple[tuple[int, ...], str]]]
           jnp.int32(length),
         )
       )
-  return {
-    f'length_{n}': by_bucket[
-      config_lib.bucket_of(n, run.eval_settings.max_length, run.eval_settings.bucket_size)
-    ]
-    for n in config_lib.eval_lengths(config)
-  }
+  return {f'length_{n}': by_bucket[eval_bucket(run, n)] for n in config_lib.eval_lengths(config)}
 
 
 def make_eval_fn(
@@ -200,13 +190,15 @@ def make_eval_fn(
   With `from_data`, evaluate(params, length, eval_keys, data) reads the sub-batches from
   `data` (`examples`' arrays of the length) instead of sampling them.
   """
-  config, population = run.config, run.population
+  population = run.population
   data = (bucket,) if data is None else tuple(data)
   batch_size = run.eval_settings.batch_size
   num_sub = run.eval_settings.examples_per_length // batch_size
   max_output = int(run.task.output_length(bucket))
   tokens = bucket + max_output
-  micro = protocol_lib.eval_micro_batch(batch_size, config.model.num_heads, tokens, run.platform)
+  micro = protocol_lib.eval_micro_batch(
+    batch_size, run.model_settings.num_heads, tokens, run.platform
+  )
   objective = objectives.study(run, bucket)
 
   def local_eval(params, length, keys, examples=None):
@@ -252,11 +244,7 @@ def make_eval_fn(
 
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), jax.lax.map(sub_batch, jnp.arange(num_sub)))
 
-  param_specs = jax.tree.map(
-    lambda _: P(POP),
-    state_lib.init_state(config, run.model, population, abstract=True).params,
-  )
-  in_specs = (param_specs, P(), P(POP)) + ((P(),) if from_data else ())
+  in_specs = (protocol_lib.param_specs(run), P(), P(POP)) + ((P(),) if from_data else ())
   evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
   return jax.jit(evaluate)
 
@@ -286,7 +274,8 @@ def evaluate_lengths(
     width, fn = program(eval_bucket(run, length))
     data = ()
     if frozen:  # the frozen set's arrays are at the data width: padded here, on the host
-      data = (task_base.widen(run.task, frozen_lib.load(config, f'length_{length}'), width, np),)
+      arrays = frozen_lib.load(run.eval_settings.from_files, f'length_{length}')
+      data = (task_base.widen(run.task, arrays, width, np),)
     metrics = fn(params, jnp.int32(length), population.eval_keys, *data)
     return {name: protocol_lib.member_values(v, population.size) for name, v in metrics.items()}
 
@@ -322,8 +311,7 @@ def programs(
 
   def make(width: int, served: tuple[int, ...], count: bool = True) -> compiling.Program:
     fn = make_eval_fn(run, width, traces if count else None, from_data=frozen, data=served)
-    params = state_lib.init_state(config, run.model, population, abstract=True).params
-    args = (params, jax.ShapeDtypeStruct((), jnp.int32), population.eval_keys)
+    args = (run.abstract_state.params, jax.ShapeDtypeStruct((), jnp.int32), population.eval_keys)
     if frozen:
       draw = lambda j: widen(run, sample_sub_batch(run, run.eval_key, 1, j, served[0]), width)
       args += (jax.eval_shape(lambda: jax.vmap(draw)(jnp.arange(num_sub))),)
@@ -331,20 +319,18 @@ def programs(
 
   top = data[-1]
   micro = protocol_lib.eval_micro_batch(
-    run.eval_settings.batch_size, config.model.num_heads, tokens(run, top), run.platform
+    run.eval_settings.batch_size, run.model_settings.num_heads, tokens(run, top), run.platform
   )
   members = population.padded_size // population.num_devices
   return programs_lib.Stage(
     name='eval',
-    choice=programs_lib.parse(config_lib.setting(config, 'eval.programs'), 'eval.programs'),
+    choice=run.eval_settings.programs,
     data=data,
     calls=tuple(float(at.count(d)) for d in data),
-    tokens=lambda width: tokens(run, width),
+    work=lambda width: run.model_settings.flops(tokens(run, width), depth=1),
     make=make,
     repeats=num_sub * members * (run.eval_settings.batch_size // micro),
-    d_model=config.model.d_model,
-    ffn_size=config.model.ffn_size,
-    threads=compiling.threads(config),
+    threads=run.train_settings.compile_threads,
     needed=needed,
   )
 
@@ -428,12 +414,11 @@ def validate(run: Run) -> None:
 def longest_tokens(run: Run) -> tuple[int, str]:
   """Inputs and outputs at the longest length, trained or evaluated; the decoder's
   sequences add a separator and EOS, and it is fed all but the last token."""
-  config = run.config
   longest = max(run.eval_settings.max_length, run.train_settings.max_length)
   extra = 1 if run.family.generates else 0
   return (
     longest + int(run.task.output_length(longest)) + extra,
-    f'at length {longest} of {config.task} for the {config.model.family}',
+    f'at length {longest} of {run.config.task} for the {run.family.name}',
   )
 
 
