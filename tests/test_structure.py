@@ -88,6 +88,56 @@ def test_posenc_imports_have_no_cycle():
   assert find_cycle(graph) is None, ' -> '.join(find_cycle(graph))
 
 
+def room_of(module: str) -> str:
+  """The room a module stands in: its folder directly in posenc/ (`posenc.training`), or the
+  module itself at the top of posenc/ (`posenc.config`)."""
+  return '.'.join(module.split('.')[:2])
+
+
+def test_the_folders_import_one_way():
+  """Folder by folder (each folder of posenc/ one room, as the map of docs/design.md draws
+  them) the imports run one way: no two rooms import each other, through any path."""
+  graph = import_graph()
+  rooms: dict[str, set[str]] = {}
+  for module, targets in graph.items():
+    rooms.setdefault(room_of(module), set()).update(
+      room_of(t) for t in targets if room_of(t) != room_of(module)
+    )
+  for targets in list(rooms.values()):
+    for t in targets:
+      rooms.setdefault(t, set())
+  assert {'posenc.training', 'posenc.programs'} <= rooms['posenc.kinds']
+  assert find_cycle(rooms) is None, ' -> '.join(find_cycle(rooms))
+
+
+# Below the run its settings are read, not the config's sections: the modules that may read
+# `config.train`, `config.eval` or `config.model` (the parse, the checks of the fields they
+# own, and those that build a config to run).
+READS_THE_CONFIG = (
+  'posenc/config.py',  # the surface, its scales and its general checks
+  'posenc/training/settings.py',  # the records, read once
+  'posenc/training/run.py',  # the parse
+  'posenc/training/population.py',  # the data keys, made as the run is parsed
+  'posenc/training/frozen.py',  # a frozen set's manifest against the config that asks for it
+  'posenc/models/checks.py',  # the model's fields
+  'posenc/models/objectives.py',  # the loss's field
+  'posenc/testing/invariants.py',  # builds the configs it checks
+  'posenc/speed/timing.py',  # builds the config it times
+)
+
+
+def test_below_the_run_the_settings_are_read_not_the_config():
+  pattern = re.compile(r'\bconfig\.(train|eval|model)\.(?!\w+ =)')
+  found = [
+    f'{rel}:{n}: {line.strip()}'
+    for rel, text in _sources()
+    if rel.startswith('posenc/') and rel not in READS_THE_CONFIG
+    for n, line in enumerate(text.splitlines(), 1)
+    if pattern.search(line) and '--config.' not in line
+  ]
+  assert not found, '\n'.join(found)
+
+
 def test_the_registry_loads_every_part_by_name_above_the_kinds():
   """The registry's loads by name are edges of the graph: every part of every kind. A part
   that reached back to a module that looks kinds up (a reader of any results.json, the
@@ -97,21 +147,24 @@ def test_the_registry_loads_every_part_by_name_above_the_kinds():
   assert {'posenc.kinds.range.record', 'posenc.kinds.grid.section'} <= graph['posenc.kinds']
   assert 'posenc.kinds.range.cost' in graph['posenc.kinds']
   assert 'posenc.kinds.perplexity.cost' not in graph  # a kind without a cost model
-  # A loop only the names close: a record that imported the reader of any record.
+  # A loop only the names close: a record that imported the run's setup (which looks the
+  # kinds up).
   looped = {
     **graph,
-    'posenc.kinds.range.record': graph['posenc.kinds.range.record'] | {'posenc.kinds'},
+    'posenc.kinds.range.record': graph['posenc.kinds.range.record'] | {'posenc.setup'},
   }
   cycle = find_cycle(looped) or []
-  assert {'posenc.kinds', 'posenc.kinds.range.record', 'posenc.kinds'} <= set(cycle)
-  # The shared base: the record schema, what every section is made of, the cost model's
-  # parts, the run and the loop.
+  assert {'posenc.kinds', 'posenc.kinds.range.record', 'posenc.setup'} <= set(cycle)
+  # The shared base: the record schema, what every section is made of, the run with its
+  # loop and cost model, the models, the programs, storage and the statistics.
   base = (
     'posenc.results',
     'posenc.sections',
-    'posenc.training.cost_model',
-    'posenc.training.run',
-    'posenc.training.train',
+    'posenc.training',
+    'posenc.models',
+    'posenc.programs',
+    'posenc.storage',
+    'posenc.statistics',
   )
   below = [m for m in graph if m in base or m.startswith(tuple(f'{b}.' for b in base))]
   assert len(below) > len(base)

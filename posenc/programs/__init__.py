@@ -1,4 +1,5 @@
-"""The programs a run compiles: which ones (the plan, chosen by cost), and all of them at once.
+"""The programs a run compiles: which ones (the plan, chosen by cost); compiling them at once
+is `compiling.py`'s, the devices' figures the plan reads `devices.py`'s.
 
 Batches are drawn at *data widths*: the padded input lengths the config's bucket size
 defines (`train.bucket_size`, `eval.bucket_size`). The random data of a length depend on
