@@ -5,7 +5,9 @@ A URL is read and written through `etils.epath` over fsspec's gcsfs and s3fs (as
 does), with the credentials those libraries find themselves: Google's application default
 credentials for gs://, the `AWS_*` variables (or ~/.aws) for s3://, and their endpoint
 settings (`STORAGE_EMULATOR_HOST`, `AWS_ENDPOINT_URL`). They are the extra
-`posenc[cloud]`; a local path needs none of this and keeps its os-level code (`posenc.storage.io`).
+`posenc[cloud]`; a local path needs none of this and keeps its os-level code
+(`posenc.storage.io`). What differs by scheme is one `Backend` each (`SCHEMES`): a store of
+another kind is one more entry.
 
 An object store has no rename and no append: an object is put whole, atomically, so every
 write here is one put (`put`), and a first writer is told apart by the store's conditional
@@ -37,17 +39,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import errno
 import os
 import threading
 import weakref
 from typing import Any, Callable, Iterator
-
-# The schemes a work directory may have, and the package that serves each (`posenc[cloud]`).
-SCHEMES = {'gs': 'gcsfs', 's3': 's3fs'}
-# fsspec's protocol name of each scheme (its configuration is keyed by it).
-_FSSPEC_NAMES = {'gs': 'gcs', 's3': 's3'}
-
 
 # How long the lookup of credentials may take (a metadata server that does not answer).
 CREDENTIALS_S = 8.0
@@ -70,40 +67,23 @@ def scheme(url: str) -> str:
   return os.fspath(url).split('://', 1)[0]
 
 
-def check(url: str) -> None:
-  """Raises StoreError unless `url` has a known scheme whose package is installed.
-
-  Example: check('ftp://host/x') -> StoreError("ftp://host/x: unknown scheme 'ftp'; ...")
-  """
-  name = scheme(url)
-  if name not in SCHEMES:
-    known = ', '.join(f'{s}://' for s in SCHEMES)
-    raise StoreError(f"{url}: unknown scheme '{name}'; give a local path or a {known} URL")
-  try:
-    __import__(SCHEMES[name])
-  except ImportError:
-    raise StoreError(
-      f"{url}: {name}:// needs the package {SCHEMES[name]}: pip install 'posenc[cloud]'"
-    ) from None
-  if not url.split('://', 1)[1].split('/', 1)[0]:
-    raise StoreError(f'{url}: no bucket named; write {name}://BUCKET/PATH')
+# ---------------------------------------------------------------------------------------
+# The backends: what differs by scheme.
 
 
-def _configure() -> None:
-  """No listing caches: an object another host wrote must be seen at the next look."""
-  import fsspec  # pylint: disable=g-import-not-at-top
+@dataclasses.dataclass(frozen=True)
+class Backend:
+  """A store's scheme: the fsspec implementation that serves it (`posenc[cloud]`), fsspec's
+  name of it, how a user provides credentials (the end of the one line when none are
+  found), its filesystem with the credentials found (`filesystem(url)`, StoreError saying
+  how to provide them), and its write conditional on an object's version
+  (`replace(fs, url, data, version)`, raising what the library raises)."""
 
-  for protocol in _FSSPEC_NAMES.values():
-    fsspec.config.conf.setdefault(protocol, {}).setdefault('use_listings_cache', False)
-
-
-# How to provide credentials, per scheme: the end of the one line when none are found.
-HOW_TO_LOG_IN = {
-  'gs': 'run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a '
-  "service account's key file, or run on a VM whose service account may use the bucket",
-  's3': 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, name a profile of ~/.aws/credentials '
-  'with AWS_PROFILE, or run with an instance role',
-}
+  package: str
+  protocol: str
+  how_to_log_in: str
+  filesystem: Callable[[str], Any]
+  replace: Callable[[Any, str, bytes, str], Any]
 
 
 def _within(seconds: float, lookup: Callable[[], Any]) -> Any:
@@ -115,70 +95,9 @@ def _within(seconds: float, lookup: Callable[[], Any]) -> Any:
     pool.shutdown(wait=False)
 
 
-def _google_credentials() -> None:
-  """Raises unless Google's application default credentials are found."""
-  import google.auth  # pylint: disable=g-import-not-at-top
-
-  google.auth.default()
-
-
-def _aws_credentials(fs: Any) -> None:
-  """Raises unless botocore finds credentials where s3fs's session will look for them."""
-  import botocore.session  # pylint: disable=g-import-not-at-top
-
-  if fs.anon or fs.key:
-    return
-  session = botocore.session.Session(profile=getattr(fs, 'profile', None))
-  if session.get_credentials() is None:
-    raise LookupError('no credentials')
-
-
 def _missing_credentials(url: str, why: str) -> StoreError:
   name = scheme(url)
-  return StoreError(f'{url}: no credentials for {name}:// ({why}): {HOW_TO_LOG_IN[name]}')
-
-
-def _gcs_token() -> Any:
-  """The `token` gcsfs is given: fsspec's configured one (FSSPEC_GCS_TOKEN: anon, a key
-  file, ...), else 'google_default', which fails instead of falling back to anonymous."""
-  import fsspec  # pylint: disable=g-import-not-at-top
-
-  return fsspec.config.conf.get('gcs', {}).get('token') or 'google_default'
-
-
-# The filesystems whose credentials were found (each fsspec instance is checked once).
-_checked_filesystems: weakref.WeakSet[Any] = weakref.WeakSet()
-_checking = threading.Lock()
-
-
-def _fs(url: str) -> Any:
-  """The fsspec filesystem of `url` (one per scheme and process, cached by fsspec), its
-  credentials found (StoreError saying how to provide them, within CREDENTIALS_S)."""
-  import fsspec  # pylint: disable=g-import-not-at-top
-
-  check(url)
-  _configure()
-  name = scheme(url)
-  protocol = _FSSPEC_NAMES[name]
-  if name == 'gs':
-    # gcsfs looks its credentials up when a filesystem is made (not yet cached): bounded
-    # here first, since a metadata server that does not answer takes a while to give up.
-    token = _gcs_token()
-    with _checking:
-      if token == 'google_default' and not getattr(
-        fsspec.get_filesystem_class(protocol), '_cache', None
-      ):
-        _look_up(url, _google_credentials)
-      try:
-        return fsspec.filesystem(protocol, token=token)
-      except Exception as e:  # pylint: disable=broad-except
-        raise _missing_credentials(url, reason(e)) from None
-  fs = fsspec.filesystem(protocol)
-  with _checking:
-    if fs not in _checked_filesystems:
-      _look_up(url, lambda: _aws_credentials(fs))
-      _checked_filesystems.add(fs)
-  return fs
+  return StoreError(f'{url}: no credentials for {name}:// ({why}): {SCHEMES[name].how_to_log_in}')
 
 
 def _look_up(url: str, lookup: Callable[[], None]) -> None:
@@ -195,6 +114,139 @@ def _look_up(url: str, lookup: Callable[[], None]) -> None:
     # is not one) say what is wrong.
     why = 'none found' if isinstance(e, LookupError) or 'were not found' in text else text[:160]
     raise _missing_credentials(url, why) from None
+
+
+# The filesystems whose credentials were found (each fsspec instance is checked once).
+_checked_filesystems: weakref.WeakSet[Any] = weakref.WeakSet()
+_checking = threading.Lock()
+
+
+def _gcs_filesystem(url: str) -> Any:
+  """gcsfs's filesystem. gcsfs looks its credentials up when a filesystem is made (not yet
+  cached): bounded here first, since a metadata server that does not answer takes a while
+  to give up. Its `token` is fsspec's configured one (FSSPEC_GCS_TOKEN: anon, a key file,
+  ...), else 'google_default', which fails instead of falling back to anonymous."""
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  def google_credentials():
+    import google.auth  # pylint: disable=g-import-not-at-top
+
+    google.auth.default()
+
+  token = fsspec.config.conf.get('gcs', {}).get('token') or 'google_default'
+  with _checking:
+    if token == 'google_default' and not getattr(
+      fsspec.get_filesystem_class('gcs'), '_cache', None
+    ):
+      _look_up(url, google_credentials)
+    try:
+      return fsspec.filesystem('gcs', token=token)
+    except Exception as e:  # pylint: disable=broad-except
+      raise _missing_credentials(url, reason(e)) from None
+
+
+def _gcs_replace(fs: Any, url: str, data: bytes, expected: str) -> Any:
+  """GCS's media upload of one object with `ifGenerationMatch` (gcsfs passes it only as 0,
+  for a create); returns the new object's metadata."""
+  from urllib.parse import quote  # pylint: disable=g-import-not-at-top
+
+  from fsspec import asyn  # pylint: disable=g-import-not-at-top
+
+  bucket, key, _ = fs.split_path(url)
+  return asyn.sync(
+    fs.loop,
+    fs._call,  # pylint: disable=protected-access
+    'POST',
+    f'{fs._location}/upload/storage/v1/b/{quote(bucket)}/o',  # pylint: disable=protected-access
+    uploadType='media',
+    name=key,
+    ifGenerationMatch=str(expected),
+    headers={'Content-Type': 'application/octet-stream'},
+    data=data,
+    json_out=True,
+  )
+
+
+def _s3_filesystem(url: str) -> Any:
+  """s3fs's filesystem, once botocore finds credentials where s3fs's session will look."""
+  import botocore.session  # pylint: disable=g-import-not-at-top
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  fs = fsspec.filesystem('s3')
+
+  def aws_credentials():
+    if fs.anon or fs.key:
+      return
+    session = botocore.session.Session(profile=getattr(fs, 'profile', None))
+    if session.get_credentials() is None:
+      raise LookupError('no credentials')
+
+  with _checking:
+    if fs not in _checked_filesystems:
+      _look_up(url, aws_credentials)
+      _checked_filesystems.add(fs)
+  return fs
+
+
+# The schemes a work directory may have.
+SCHEMES = {
+  'gs': Backend(
+    'gcsfs',
+    'gcs',
+    'run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a '
+    "service account's key file, or run on a VM whose service account may use the bucket",
+    _gcs_filesystem,
+    _gcs_replace,
+  ),
+  's3': Backend(
+    's3fs',
+    's3',
+    'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, name a profile of ~/.aws/credentials '
+    'with AWS_PROFILE, or run with an instance role',
+    _s3_filesystem,
+    lambda fs, url, data, expected: fs.pipe_file(url, data, IfMatch=expected),
+  ),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# One API over them.
+
+
+def check(url: str) -> None:
+  """Raises StoreError unless `url` has a known scheme whose package is installed.
+
+  Example: check('ftp://host/x') -> StoreError("ftp://host/x: unknown scheme 'ftp'; ...")
+  """
+  name = scheme(url)
+  if name not in SCHEMES:
+    known = ', '.join(f'{s}://' for s in SCHEMES)
+    raise StoreError(f"{url}: unknown scheme '{name}'; give a local path or a {known} URL")
+  package = SCHEMES[name].package
+  try:
+    __import__(package)
+  except ImportError:
+    raise StoreError(
+      f"{url}: {name}:// needs the package {package}: pip install 'posenc[cloud]'"
+    ) from None
+  if not url.split('://', 1)[1].split('/', 1)[0]:
+    raise StoreError(f'{url}: no bucket named; write {name}://BUCKET/PATH')
+
+
+def _configure() -> None:
+  """No listing caches: an object another host wrote must be seen at the next look."""
+  import fsspec  # pylint: disable=g-import-not-at-top
+
+  for backend in SCHEMES.values():
+    fsspec.config.conf.setdefault(backend.protocol, {}).setdefault('use_listings_cache', False)
+
+
+def _fs(url: str) -> Any:
+  """The fsspec filesystem of `url` (one per scheme and process, cached by fsspec), its
+  credentials found (StoreError saying how to provide them, within CREDENTIALS_S)."""
+  check(url)
+  _configure()
+  return SCHEMES[scheme(url)].filesystem(url)
 
 
 def path(url: str) -> Any:
@@ -394,10 +446,7 @@ def replace(url: str, data: bytes, expected: str) -> str:
   _fenced(url)
   fs = _fs(url)
   try:
-    if scheme(url) == 's3':
-      response = fs.pipe_file(url, data, IfMatch=expected)
-    else:
-      response = _gcs_upload(fs, url, data, if_generation_match=expected)
+    response = SCHEMES[scheme(url)].replace(fs, url, data, expected)
   except FileNotFoundError:
     _fenced(url)  # A holder that lost its lease meanwhile is told so first.
     raise Conflict(f'{url}: gone (another writer deleted it)') from None
@@ -411,28 +460,6 @@ def replace(url: str, data: bytes, expected: str) -> str:
       raise Conflict(f'{url}: changed by another writer') from None
     raise StoreError(f'{url}: writing failed: {reason(e)}') from e
   return _version_of(response) or version(url) or ''
-
-
-def _gcs_upload(fs: Any, url: str, data: bytes, if_generation_match: str) -> Any:
-  """GCS's media upload of one object with `ifGenerationMatch` (gcsfs passes it only as 0,
-  for a create); returns the new object's metadata."""
-  from urllib.parse import quote  # pylint: disable=g-import-not-at-top
-
-  from fsspec import asyn  # pylint: disable=g-import-not-at-top
-
-  bucket, key, _ = fs.split_path(url)
-  return asyn.sync(
-    fs.loop,
-    fs._call,  # pylint: disable=protected-access
-    'POST',
-    f'{fs._location}/upload/storage/v1/b/{quote(bucket)}/o',  # pylint: disable=protected-access
-    uploadType='media',
-    name=key,
-    ifGenerationMatch=str(if_generation_match),
-    headers={'Content-Type': 'application/octet-stream'},
-    data=data,
-    json_out=True,
-  )
 
 
 def remove(url: str, recursive: bool = False) -> None:
