@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import os
 import threading
 import time
 from typing import Any, Callable, Sequence
 
 from jax import monitoring
 
-from posenc import config as config_lib
 from posenc import programs
 
 HIT, MISS = '/jax/compilation_cache/cache_hits', '/jax/compilation_cache/cache_misses'
@@ -90,12 +88,6 @@ class Compiled:
 
   plan: programs.Plan
   fns: dict[int, Any]
-
-
-def threads(config: Any) -> int:
-  """Threads compiling at once: `compile_threads`, 0 = one per CPU core of this host."""
-  wanted = config_lib.setting(config, 'compile_threads')
-  return wanted if wanted else max(os.cpu_count() or 1, 1)
 
 
 def compile_all(

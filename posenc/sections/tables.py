@@ -24,6 +24,13 @@ def percent_text(x: float) -> str:
   return f'{100 * x:.1f}'
 
 
+def mean_sd_text(mean: float, sd: float | None, counted: int, total: int) -> str:
+  """A table's entry of a mean over members: 'mean ± sd' in %, and how many of the members
+  it counts when not all. Example: mean_sd_text(0.5, 0.1, 2, 3) == '50.0 ± 10.0 (2/3)'."""
+  text = percent_text(mean) + ('' if sd is None else f' ± {percent_text(sd)}')
+  return text + (f' ({counted}/{total})' if counted < total else '')
+
+
 def format_notes(notes: Sequence[str]) -> list[str]:
   return ['Notes:', ''] + [f'{i}. {note}' for i, note in enumerate(notes, 1)]
 

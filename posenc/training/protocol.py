@@ -65,10 +65,20 @@ class EvalContext:
   programs: compiling.Compiled | None = None
 
 
-def param_specs(run: Run) -> Any:
-  """The partition of the members' parameters [P, ...] an evaluation program takes: each
-  leaf split over the devices along the member axis."""
-  return jax.tree.map(lambda _: population.P(population.POP), run.abstract_state.params)
+def members_program(
+  run: Run, local: Callable[..., Any], shared: int, from_data: bool = False, outputs: int = 1
+) -> Callable[..., Any]:
+  """An evaluation's program over the population's mesh, jitted: local(params [p, ...],
+  *`shared` arguments every device gets whole, keys [p][, the examples `from_data`]) ->
+  `outputs` results [p] for this device's p members (the members split over the devices).
+
+  Example: members_program(run, local, 1) takes (params [P], length, eval_keys [P]).
+  """
+  P, member = population.P, population.P(population.POP)
+  params = jax.tree.map(lambda _: member, run.abstract_state.params)
+  in_specs = (params, *[P()] * shared, member) + ((P(),) if from_data else ())
+  out_specs = member if outputs == 1 else (member,) * outputs
+  return jax.jit(run.population.shard_map(local, in_specs=in_specs, out_specs=out_specs))
 
 
 def diverged(run: Run, state: Any) -> np.ndarray:
@@ -78,7 +88,7 @@ def diverged(run: Run, state: Any) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class Training:
-  """How a kind of task is trained: two variants, `CURRICULUM` (the study's: a length per
+  """How a kind of task is trained: two variants, `TRAINING` (the study's: a length per
   step, one program per length bucket; `posenc.kinds.range.protocol`) and `SEQUENCE` (tasks that
   sample `prompt ⊕ answer` sequences of every length up to N in one batch), each protocol
   taking one, with its own pieces where its tasks differ (`dataclasses.replace`). Every

@@ -235,10 +235,24 @@ def _step_members(loop: str, batched: bool, member_apply: Callable[..., Any]) ->
   return step_members
 
 
-def _state_specs(run: run_lib.Run) -> Any:
-  """The partition of the population state: each member's leaves split over the devices,
-  the scalars replicated."""
-  return jax.tree.map(lambda s: P(POP) if s.ndim else P(), run.abstract_state)
+def _jitted(
+  run: run_lib.Run, local: Callable[..., Any], traces: collections.Counter | None, out: Any
+) -> Callable[..., Any]:
+  """`local` (a device's members) over the population's mesh, jitted with the state donated:
+  the members' leaves split over the devices, the scalars replicated; `traces['train']`
+  counts its tracings (= compilations)."""
+
+  def counted(*args):
+    if traces is not None:
+      traces['train'] += 1
+    return local(*args)
+
+  state = jax.tree.map(lambda s: P(POP) if s.ndim else P(), run.abstract_state)
+  out_specs = state if out is None else (state, out)
+  update = run.population.shard_map(
+    counted, in_specs=(state, P(), P(POP), P(POP)), out_specs=out_specs
+  )
+  return jax.jit(update, donate_argnums=0)
 
 
 def make_update_fn(
@@ -255,46 +269,28 @@ def make_update_fn(
   from the step's key, so no data crosses from the host. `traces['train']` counts how
   often it is traced (= compiled).
   """
-  local = _local_update(run, bucket, data)
-
-  def local_update(*args):
-    if traces is not None:
-      traces['train'] += 1
-    return local(*args)
-
-  state_specs = _state_specs(run)
-  update = run.population.shard_map(
-    local_update, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=(state_specs, P(POP))
-  )
-  return jax.jit(update, donate_argnums=0)
+  return _jitted(run, _local_update(run, bucket, data), traces, P(POP))
 
 
 def make_multi_step_fn(
-  run: run_lib.Run, traces: collections.Counter | None = None, plan: programs.Plan | None = None
+  run: run_lib.Run, traces: collections.Counter | None, plan: programs.Plan
 ) -> Callable[..., Any]:
   """The jitted update of up to K = `train.steps_per_dispatch` consecutive steps.
 
   update(state, num_steps, learning_rates [P], train_keys [P]) -> state after min(K,
   num_steps) steps (num_steps traced). A `lax.scan` over K steps draws each step's length
   on the device and runs the update of its program width (`lax.switch` over the widths of
-  `plan`, default one per training bucket), so one program serves every chunk of steps
-  and the host dispatches once per K steps. Step for step the same computation as
-  `make_update_fn`'s programs of the same plan.
+  `plan`), so one program serves every chunk of steps and the host dispatches once per K
+  steps. Step for step the same computation as `make_update_fn`'s programs of the plan.
   """
   curriculum_key, train = run.curriculum_key, run.train_settings
   k, n, size = train.steps_per_dispatch, train.max_length, train.bucket_size
-  if plan is None:
-    data = tuple(run.training.buckets(run))
-    plan = programs.Plan('train', 'buckets', data, data)
   widths = plan.widths
   branches = [_local_update(run, w, plan.serves(w)) for w in widths]
   # The branch of each data width, as the index of its data width.
   branch_of = jnp.asarray([widths.index(plan.program_of(d)) for d in plan.data])
 
   def local_multi(state, num_steps, learning_rates, keys):
-    if traces is not None:
-      traces['train'] += 1
-
     def one_step(state, i):
       length = curriculum_length(curriculum_key, state.step, n)
       index = branch_of[programs.data_index(length, size, len(plan.data))]
@@ -305,8 +301,4 @@ def make_multi_step_fn(
 
     return jax.lax.scan(one_step, state, jnp.arange(k))[0]
 
-  state_specs = _state_specs(run)
-  update = run.population.shard_map(
-    local_multi, in_specs=(state_specs, P(), P(POP), P(POP)), out_specs=state_specs
-  )
-  return jax.jit(update, donate_argnums=0)
+  return _jitted(run, local_multi, traces, None)

@@ -27,7 +27,6 @@ import numpy as np
 from posenc.models import objectives
 from posenc import config as config_lib
 from posenc import programs
-from posenc.training import population as population_lib
 from posenc import results as results_lib
 from posenc.training import protocol as protocol_lib
 from posenc.training import frozen as frozen_lib
@@ -169,7 +168,6 @@ def make_cell_fn(
   `eval_run`): f(params [P], a, b, eval_keys [P]) -> {'exact_match', 'accuracy'} [P].
   Members run one after another. With `from_data`, f(params, a, b, eval_keys, data) reads
   the cell's examples from `data` (`examples`)."""
-  population = run.population
   objective = objectives.sequence(run, shape)
 
   def local(params, a, b, keys, data=None):
@@ -188,10 +186,7 @@ def make_cell_fn(
 
     return jax.lax.map(member, (params, keys))
 
-  P = jax.sharding.PartitionSpec
-  in_specs = (protocol_lib.param_specs(run), P(), P(), P(population_lib.POP))
-  in_specs += (P(),) if from_data else ()
-  return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
+  return protocol_lib.members_program(run, local, 2, from_data)
 
 
 def evaluate_cells(

@@ -199,12 +199,7 @@ def _region_entry(entry: GridEntry, region: str) -> str:
   stats = region_stats(entry, region)
   if stats is None:
     return core.MISSING
-  text = tables.percent_text(stats.mean)
-  if stats.sd is not None:
-    text += f' ± {tables.percent_text(stats.sd)}'
-  if stats.counted < stats.total:
-    text += f' ({stats.counted}/{stats.total})'
-  return text
+  return tables.mean_sd_text(stats.mean, stats.sd, stats.counted, stats.total)
 
 
 def region_table(

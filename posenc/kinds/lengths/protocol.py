@@ -196,7 +196,7 @@ def make_length_fn(
   f(params [P], distribution index, eval_keys [P]) -> {metric: [P]}; with `from_data`,
   f(params, d, eval_keys, data) reads the sub-batches from `data` (`examples`).
   """
-  task, model, population = run.task, run.model, run.population
+  task, model = run.task, run.model
   data_key = run.eval_key
   distributions = list(run.eval_settings.distributions)
   size = run.eval_settings.batch_size
@@ -254,10 +254,7 @@ def make_length_fn(
 
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), lax.map(sub_batch, jnp.arange(num_sub)))
 
-  P = jax.sharding.PartitionSpec
-  in_specs = (protocol_lib.param_specs(run), P(), P(population_lib.POP))
-  in_specs += (P(),) if from_data else ()
-  return jax.jit(population.shard_map(local, in_specs=in_specs, out_specs=P(population_lib.POP)))
+  return protocol_lib.members_program(run, local, 1, from_data)
 
 
 def evaluate_cells(

@@ -26,7 +26,6 @@ import numpy as np
 
 from posenc.models import objectives
 from posenc import config as config_lib
-from posenc.training import population as population_lib
 from posenc import results as results_lib
 from posenc.training import protocol as protocol_lib
 from posenc.training import frozen as frozen_lib
@@ -116,15 +115,7 @@ def _population_scorer(run: Run, group: Callable[..., tuple[Any, Any]]) -> Calla
 
     return jax.lax.map(member, (params, keys))
 
-  P = jax.sharding.PartitionSpec
-  population, specs = run.population, protocol_lib.param_specs(run)
-  return jax.jit(
-    population.shard_map(
-      local,
-      in_specs=(specs, P(), P(), P(population_lib.POP)),
-      out_specs=(P(population_lib.POP), P(population_lib.POP)),
-    )
-  )
+  return protocol_lib.members_program(run, local, 2, outputs=2)
 
 
 def make_score_fn(run: Run) -> Callable[..., Any]:

@@ -24,7 +24,6 @@ from posenc import config as config_lib
 from posenc.storage import io
 from posenc.models import encoder as encoder_lib
 from posenc.models import objectives
-from posenc.training import population as population_lib
 from posenc import results as results_lib
 from posenc.training import protocol as protocol_lib
 from posenc.training import frozen as frozen_lib
@@ -33,9 +32,7 @@ from posenc import programs as programs_lib
 from posenc.programs import compiling
 from tasks import base as task_base
 
-P = jax.sharding.PartitionSpec
 EVAL_FILE = 'eval.jsonl'  # the measured lengths, kept as they are measured
-POP = population_lib.POP
 Run = protocol_lib.Run
 
 ConfigError = config_lib.ConfigError
@@ -190,7 +187,6 @@ def make_eval_fn(
   With `from_data`, evaluate(params, length, eval_keys, data) reads the sub-batches from
   `data` (`examples`' arrays of the length) instead of sampling them.
   """
-  population = run.population
   data = (bucket,) if data is None else tuple(data)
   batch_size = run.eval_settings.batch_size
   num_sub = run.eval_settings.examples_per_length // batch_size
@@ -244,9 +240,7 @@ def make_eval_fn(
 
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), jax.lax.map(sub_batch, jnp.arange(num_sub)))
 
-  in_specs = (protocol_lib.param_specs(run), P(), P(POP)) + ((P(),) if from_data else ())
-  evaluate = population.shard_map(local_eval, in_specs=in_specs, out_specs=P(POP))
-  return jax.jit(evaluate)
+  return protocol_lib.members_program(run, local_eval, 1, from_data)
 
 
 def evaluate_lengths(

@@ -269,12 +269,7 @@ def table4(
     stats = seed_stats(cell)
     if stats is None:
       return core.DIVERGED
-    text = tables.percent_text(stats.mean)
-    if stats.sd is not None:
-      text += f' ± {tables.percent_text(stats.sd)}'
-    if stats.converged < stats.total:
-      text += f' ({stats.converged}/{stats.total})'
-    return text
+    return tables.mean_sd_text(stats.mean, stats.sd, stats.converged, stats.total)
 
   def rate(cell: Cell) -> str:
     stats = seed_stats(cell)
