@@ -212,7 +212,7 @@ def test_erf_of_a_trained_run_and_its_bad_input(cli, tmp_path):
   learned = dataclasses.replace(
     run.built,
     model=run.model.clone(encoding='learned', max_position=8),
-    encoding=encodings.get('learned'),
+    parsed=encodings.parse('learned', {}),
   )
   bounded = dataclasses.replace(run, built=learned)
   assert analysis.check_inputs(bounded, 4) == 8  # reverse_string: input and output
