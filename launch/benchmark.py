@@ -394,8 +394,8 @@ def _write_checksums(suite, directory, sets) -> None:
 def _run_card(directory, suite, name, configs, sets, baselines) -> None:
   """Trains every task not yet trained (resumed), then writes and prints the card (and
   stores the baseline under --save_baseline)."""
-  lock = common.workdir_lock(_LEASE_WAIT.value)
   preemption = common.Preemption()
+  lock = common.workdir_lock(_LEASE_WAIT.value, preemption)
   preemption.install()
   start = time.time()
   seconds_path = os.path.join(directory, SECONDS)

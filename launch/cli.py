@@ -34,6 +34,9 @@ from absl import logging
 
 from posenc import suggest
 
+# 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C.
+INTERRUPTED_EXIT = 130
+
 
 def fail(message: Any) -> NoReturn:
   """Prints `error: message` as one line on stderr and exits with status 2."""
@@ -124,7 +127,12 @@ def run(
 
   def quiet_main(argv):
     quiet_logging()
-    return main(argv)
+    try:
+      return main(argv)
+    except KeyboardInterrupt:
+      # Ctrl-C: one line, no traceback; every file is written whole, so a rerun resumes.
+      print('interrupted (Ctrl-C); rerunning the same command resumes', file=sys.stderr)
+      sys.exit(INTERRUPTED_EXIT)
 
   app.run(quiet_main, argv=argv, flags_parser=flags_parser)
 

@@ -13,7 +13,9 @@
 - CPU devices: a config's `cpu_devices` starts JAX's CPU backend with that many devices
   (`cpu_devices`), before anything runs.
 - Preemption: SIGTERM asks the run to checkpoint at the next step boundary and exit with
-  status 143 (`PREEMPTED_EXIT`); rerunning the same command resumes.
+  status 143 (`PREEMPTED_EXIT`), or, while it waits for a held work directory, to leave the
+  wait at once having taken nothing over; rerunning the same command resumes. Ctrl-C is one
+  line and exit status 130 (`cli.INTERRUPTED_EXIT`).
 - A busy work directory: one held by another live process (after `--lease_wait`), or a lease
   this process lost, is one line and exit status 75 (`BUSY_EXIT`, sysexits' EX_TEMPFAIL):
   not bad input, and nothing to redo here while the other process runs it.
@@ -27,6 +29,7 @@ import ast
 import fnmatch
 import glob
 import importlib.util
+import math
 import os
 import signal
 import sys
@@ -249,6 +252,7 @@ def make_dir(path: str, flag: str) -> None:
   written; whatever this call created is removed again first. A store URL (gs://, s3://) is
   checked by writing and deleting one object (the bucket, the credentials, the permission).
   """
+  _check_scheme(path, flag)
   if store.is_url(path):
     _check_store(path, flag)
     return
@@ -276,6 +280,7 @@ def check_out_dir(path: str, flag: str) -> None:
   before any work is done; creates nothing (`make_dir` creates it once there is output)."""
   if not path:
     fail(f'{flag} is empty; give a directory')
+  _check_scheme(path, flag)
   if store.is_url(path):
     _check_store(path, flag)
     return
@@ -290,6 +295,24 @@ def check_out_dir(path: str, flag: str) -> None:
     fail(f'{flag}={path} cannot be created or written: {parent} is not writable')
 
 
+def where(path: str) -> str:
+  """Where a file really is, for a closing line: a store URL as it is, a local path made
+  absolute (a relative path reads like the URL a typo meant).
+
+  Example: where('runs/a/results.json') -> '/home/me/runs/a/results.json'.
+  """
+  return path if store.is_url(path) else os.path.abspath(path)
+
+
+def _check_scheme(path: str, flag: str) -> None:
+  """Fails with one line for a path that names a store's scheme without being its URL
+  ('s3:/bucket/run'): written as it is, it would be a local directory named 's3:'."""
+  try:
+    store.check_path(path)
+  except store.StoreError as e:
+    fail(f'{flag}={e}')
+
+
 def _check_store(url: str, flag: str) -> None:
   """Fails with one line unless an object can be written under `url` and deleted again."""
   try:
@@ -300,7 +323,8 @@ def _check_store(url: str, flag: str) -> None:
 
 def check_store(path: str, flag: str) -> None:
   """Fails with one line if `path` is a URL of an unknown scheme, or of a store whose package
-  is not installed; a local path passes."""
+  is not installed, or names a store's scheme without being its URL; a local path passes."""
+  _check_scheme(path, flag)
   if store.is_url(path):
     try:
       store.check(path)
@@ -343,6 +367,7 @@ def at_least(value: int, flag: str, low: int = 1) -> None:
 def check_output_file(path: str, flag: str) -> None:
   """Fails with one line unless a file can be written at `path` (nothing is created). A
   store URL is checked by writing and deleting one object beside it."""
+  _check_scheme(path, flag)
   if store.is_url(path):
     parent = path.rstrip('/').rsplit('/', 1)[0]
     if parent.endswith(':/') or parent.endswith(':'):
@@ -372,17 +397,22 @@ LEASE_S = 'POSENC_LEASE_S'
 
 
 def lease_seconds() -> float:
-  """The lease length of the runs this process starts: POSENC_LEASE_S (seconds > 0) if
-  given, else lease.LEASE_S; one line if it is bad."""
+  """The lease length of the runs this process starts: POSENC_LEASE_S if given, else
+  lease.LEASE_S; one line unless it is a finite number of seconds of at least
+  lease.MIN_LEASE_S."""
   value = os.environ.get(LEASE_S, '')
   if not value:
     return lease.LEASE_S
   try:
     seconds = float(value)
   except ValueError:
-    seconds = 0.0
-  if not seconds > 0:
-    fail(f'{LEASE_S}={value!r} must be a positive number of seconds')
+    seconds = math.nan
+  if not lease.MIN_LEASE_S <= seconds < math.inf:
+    fail(
+      f'{LEASE_S}={value!r} must be a finite number of seconds >= {lease.MIN_LEASE_S:g} '
+      f'(a holder renews every quarter of it and stops a quarter before it ends: '
+      f'{lease.MIN_LEASE_S:g} s leaves a few round trips of a store for each)'
+    )
   return seconds
 
 
@@ -394,16 +424,19 @@ LEASE_WAIT_HELP = (
 )
 
 
-def workdir_lock(wait_s: float | None) -> Callable[..., Any]:
+def workdir_lock(
+  wait_s: float | None, should_stop: Callable[[], bool] | None = None
+) -> Callable[..., Any]:
   """lock(directory, wait_s=`wait_s`): lease.lock with this process's lease length, waiting up
-  to wait_s (the --lease_wait value; None: one expiry), the wait said on stdout. It is
-  `train_and_evaluate`'s `lock` and `run_sweep`'s."""
-  if wait_s is not None and wait_s < 0:
-    fail(f'--lease_wait={wait_s:g} must be a number of seconds >= 0')
+  to wait_s (the --lease_wait value; None: one expiry), the wait said on stdout and left at
+  once when `should_stop` (SIGTERM) says so. It is `train_and_evaluate`'s `lock` and
+  `run_sweep`'s."""
+  if wait_s is not None and not 0 <= wait_s < math.inf:
+    fail(f'--lease_wait={wait_s:g} must be a finite number of seconds >= 0')
   lease_s = lease_seconds()
 
   def lock(directory: str, wait: float | None = wait_s) -> Any:
-    return lease.lock(directory, lease_s, wait, lambda line: print(line, flush=True))
+    return lease.lock(directory, lease_s, wait, lambda line: print(line, flush=True), should_stop)
 
   return lock
 

@@ -164,6 +164,8 @@ def main(argv):
     common.fail('--config is required, e.g. --config=experiments/rpe_table1.py')
   if not _WORKDIR.value and not _COST.value:  # --cost writes nothing.
     common.fail('--workdir is required, e.g. --workdir=sweeps/table1')
+  if _WORKDIR.value:
+    common.check_store(_WORKDIR.value, '--workdir')
   try:
     cells = sweep_lib.select_cells(_grid(), _TASKS.value, _ENCODINGS.value, _CELLS.value)
     shard = sweep_lib.parse_shard(_SHARD.value)
@@ -188,9 +190,9 @@ def main(argv):
     if _DEVICE.value:
       common.fail('--device needs --cost (it estimates what a grid costs on that device)')
     runs = sweep_lib.build_cells(_CONFIG.value, cells, shard)  # Fail before writing anything.
-    lock = common.workdir_lock(_LEASE_WAIT.value)
-    common.make_dir(_WORKDIR.value, '--workdir')
     preemption = common.Preemption()
+    lock = common.workdir_lock(_LEASE_WAIT.value, preemption)
+    common.make_dir(_WORKDIR.value, '--workdir')
     preemption.install()
     todo = _to_run(cells)
     jobs = _jobs(todo, cells, runs, shard)
@@ -291,9 +293,9 @@ def _print_status(cells) -> None:
   """--status: each cell's state (and error or config changes), then the count per state."""
   if os.path.exists(_WORKDIR.value) and not os.path.isdir(_WORKDIR.value):
     common.fail(f'--workdir={_WORKDIR.value} is a file, not a sweep directory')
-  rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value)
+  rows = sweep_lib.status(_WORKDIR.value, cells, _CONFIG.value, holders=True)
   for row in rows:
-    detail = row.get('error') or row.get('changes')
+    detail = row.get('error') or row.get('changes') or row.get('held')
     print(f'{row["cell"]:50s} {row["state"]}' + (f'  {detail}' if detail else ''))
   print(' | '.join(f'{s}: {sum(r["state"] == s for r in rows)}' for s in sweep_lib.STATES))
 
@@ -378,7 +380,7 @@ def _write_report(cells, held: dict[str, str]) -> None:
   else:
     print(text)
     print(
-      f'report written to {out}/'
+      f'report written to {common.where(out)}/'
       + (
         f' (partial: from {len(complete)} of {len(rows)} cells; the others are listed above)'
         if missing

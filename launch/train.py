@@ -13,6 +13,8 @@ it is taken over then); still held after that, the run exits with status 75. So 
 that lost its lease to another process (it stalled past the lease): it writes nothing more.
 """
 
+import os
+
 from absl import flags
 from ml_collections import config_flags
 
@@ -45,9 +47,11 @@ def main(argv: list[str]) -> None:
   common.cpu_devices([_CONFIG.value])  # before anything runs: the backend starts once
   if not _WORKDIR.value:
     common.fail('--workdir is required, e.g. --workdir=runs/my_run')
+  common.check_store(_WORKDIR.value, '--workdir')
   # Read before the workdir is made: a bad POSENC_KILL_AFTER_CHECKPOINT leaves nothing behind.
   checkpointed = common.checkpoint_hook()
-  lock = common.workdir_lock(_LEASE_WAIT.value)
+  preemption = common.Preemption()
+  lock = common.workdir_lock(_LEASE_WAIT.value, preemption)
   try:
     run = setup.build(_CONFIG.value)
   except config_lib.ConfigError as e:
@@ -63,7 +67,6 @@ def main(argv: list[str]) -> None:
   )
   if line:
     print(line, flush=True)
-  preemption = common.Preemption()
   preemption.install()
   workdir = _WORKDIR.value
   try:
@@ -90,7 +93,7 @@ def main(argv: list[str]) -> None:
   summary = run.protocol.summary(results_lib.Results.from_json(results, run.protocol.results))
   print(
     f'done: {results["task"]} / {results["encoding"]}: {summary}; results in '
-    f'{_WORKDIR.value}/results.json'
+    f'{common.where(os.path.join(_WORKDIR.value, "results.json"))}'
   )
 
 

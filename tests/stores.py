@@ -9,11 +9,18 @@ Example:
   ...   subprocess.run([... '--workdir=s3://posenc-test/run'], env={**os.environ, **env})
 """
 
+import collections
 import contextlib
+import hashlib
+import http.client
+import http.server
 import json
 import os
+import random
+import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from typing import Iterator
@@ -176,3 +183,144 @@ def gcs_server() -> Iterator[dict[str, str]]:
 
 
 SERVERS = {'s3': s3_server, 'gs': gcs_server}
+
+
+# ---------------------------------------------------------------------------------------
+# A store that answers slowly or loses responses: a proxy in front of the S3 server.
+
+HOP_BY_HOP = {'connection', 'keep-alive', 'transfer-encoding', 'expect', 'proxy-connection'}
+# The faults FaultProxy injects: a response held 3 s, held past the client's read timeout
+# (store.READ_S + 2 s), or lost (the request lands; the connection closes unanswered).
+FAULTS = ('slow', 'timeout', 'lost')
+
+
+class FaultProxy(http.server.ThreadingHTTPServer):
+  """Forwards every request to the S3 server at `upstream` (host, port), logging it, and
+  faults the response (FAULTS) of a share `rate` of the requests under the path `prefix`,
+  never twice the same request within a minute (a client's second sending passes); `planned`
+  faults, (method, fault) pairs, go first to the next requests of their method.
+
+  Each log row: t, who (the request's access key), method, path, query, status, fault,
+  create (an If-None-Match: * write).
+
+  Example:
+    >>> proxy = FaultProxy(('127.0.0.1', 5000), '/posenc-test/', 0.0, seed=0)
+    >>> proxy.planned.append(('PUT', 'lost'))   # the next PUT lands, unanswered
+    >>> threading.Thread(target=proxy.serve_forever, daemon=True).start()  # doctest: +SKIP
+  """
+
+  daemon_threads = True
+
+  def __init__(self, upstream: tuple[str, int], prefix: str, rate: float, seed: int):
+    super().__init__(('127.0.0.1', 0), _FaultHandler)
+    self.upstream, self.prefix, self.rate = upstream, prefix, rate
+    self.random = random.Random(seed)
+    self.lock = threading.Lock()
+    self.log: list[dict] = []
+    self.planned: list[tuple[str, str]] = []
+    self.faulted: dict[str, float] = {}  # request digest -> when it was faulted
+    self.faults = collections.Counter()
+
+  def handle_error(self, request, client_address) -> None:
+    del request, client_address  # a client killed mid-request: its connection reset
+
+  def fault(self, method: str, path: str, body: bytes) -> str | None:
+    if not path.startswith(self.prefix):
+      return None
+    digest = hashlib.sha256(f'{method} {path}'.encode() + body).hexdigest()
+    with self.lock:
+      now = time.monotonic()
+      if now - self.faulted.get(digest, -1e9) < 60:
+        return None
+      planned = [i for i, (m, _) in enumerate(self.planned) if m == method]
+      if planned:
+        kind = self.planned.pop(planned[0])[1]
+      elif self.random.random() < self.rate:
+        kind = self.random.choice(FAULTS)
+      else:
+        return None
+      self.faulted[digest] = now
+      self.faults[kind] += 1
+      return kind
+
+
+class _FaultHandler(http.server.BaseHTTPRequestHandler):
+  protocol_version = 'HTTP/1.1'
+
+  def log_message(self, *args):  # quiet
+    del args
+
+  def _body(self) -> bytes:
+    if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
+      chunks = []
+      while True:
+        size = int(self.rfile.readline().split(b';')[0], 16)
+        chunk = self.rfile.read(size)
+        self.rfile.readline()
+        if not size:
+          return b''.join(chunks)
+        chunks.append(chunk)
+    length = int(self.headers.get('Content-Length') or 0)
+    return self.rfile.read(length) if length else b''
+
+  def _proxy(self) -> None:
+    from posenc.storage import store  # pylint: disable=g-import-not-at-top
+
+    server: FaultProxy = self.server
+    body = self._body()
+    credential = re.search(r'Credential=([^/]+)/', self.headers.get('Authorization', ''))
+    fault = server.fault(self.command, self.path, body)
+    headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers['Content-Length'] = str(len(body))
+    upstream = http.client.HTTPConnection(*server.upstream, timeout=120)
+    upstream.request(self.command, self.path, body=body, headers=headers)
+    response = upstream.getresponse()
+    data = response.read()
+    upstream.close()
+    with server.lock:
+      server.log.append(
+        {
+          't': time.time(),
+          'who': credential.group(1) if credential else '',
+          'method': self.command,
+          'path': self.path.split('?')[0],
+          'query': self.path.partition('?')[2],
+          'status': response.status,
+          'fault': fault,
+          'create': self.headers.get('If-None-Match') == '*',
+        }
+      )
+    if fault == 'lost':  # landed upstream; the client never hears of it
+      self.close_connection = True
+      return
+    if fault in ('slow', 'timeout'):
+      time.sleep(3.0 if fault == 'slow' else store.READ_S + 2)
+    self.send_response_only(response.status, response.reason)
+    for key, value in response.getheaders():
+      if key.lower() not in HOP_BY_HOP and key.lower() != 'content-length':
+        self.send_header(key, value)
+    length = response.getheader('Content-Length') if self.command == 'HEAD' else len(data)
+    self.send_header('Content-Length', str(length or 0))
+    self.end_headers()
+    if self.command != 'HEAD':
+      self.wfile.write(data)
+
+  do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _proxy
+
+
+@contextlib.contextmanager
+def faulty_s3_server(
+  prefix: str, rate: float = 0.0, seed: int = 0
+) -> Iterator[tuple[dict, FaultProxy]]:
+  """moto's S3 server behind a FaultProxy: yields (the environment that reaches the server
+  through the proxy, the proxy)."""
+  with s3_server() as env:
+    host, port = env['AWS_ENDPOINT_URL'].split('//')[1].split(':')
+    proxy = FaultProxy((host, int(port)), prefix, rate, seed)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    through = {**env, 'AWS_ENDPOINT_URL': f'http://127.0.0.1:{proxy.server_port}'}
+    try:
+      with _environment(through):
+        yield through, proxy
+    finally:
+      proxy.shutdown()

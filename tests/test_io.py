@@ -76,16 +76,21 @@ def test_a_staging_directory_left_by_a_dead_process_is_removed_by_the_next(tmp_p
   dead = subprocess.Popen([sys.executable, '-c', 'pass'])
   dead.wait()
   me = processes.process_identity()
-  left = tmp_path / f'posenc-checkpoints-{dead.pid}.7-abcd'  # killed: its PID is free
-  reused = tmp_path / f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"] + 1}-abcd'  # PID reused
-  other_kind = tmp_path / f'posenc-tensorboard-{dead.pid}.7-abcd'
+  ns = ''.join(c for c in me['pid_ns'] if c.isdigit())
+  left = tmp_path / f'posenc-checkpoints-{dead.pid}.7.{ns}-abcd'  # killed: its PID is free
+  reused = tmp_path / f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"] + 1}.{ns}-abcd'
+  other_kind = tmp_path / f'posenc-tensorboard-{dead.pid}.7.{ns}-abcd'
+  # Another PID namespace's (a container sharing /tmp): its PID means nothing here.
+  other_namespace = tmp_path / f'posenc-checkpoints-{dead.pid}.7.1-abcd'
   not_ours = tmp_path / 'posenc-checkpoints-notes'
-  for directory in (left, reused, other_kind, not_ours):
+  for directory in (left, reused, other_kind, other_namespace, not_ours):
     (directory / '10').mkdir(parents=True)
   mine = processes.staging_directory('checkpoints', root=str(tmp_path))
-  assert os.path.basename(mine).startswith(f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"]}-')
+  assert os.path.basename(mine).startswith(
+    f'posenc-checkpoints-{me["pid"]}.{me["start_ticks"]}.{ns}-'
+  )
   assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-    [os.path.basename(mine), other_kind.name, not_ours.name]
+    [os.path.basename(mine), other_kind.name, other_namespace.name, not_ours.name]
   )
   # A live owner's directory stays.
   processes.staging_directory('checkpoints', root=str(tmp_path))

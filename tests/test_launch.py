@@ -8,8 +8,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -863,3 +865,97 @@ def test_a_run_stopped_by_a_full_disk_resumes_and_ends_equal(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
   members = lambda d: json.loads((tmp_path / d / 'results.json').read_text())['members']
   assert members('run') == members('whole')
+
+
+# A store URL written with one slash (or none, or in capitals) names no local directory: it is
+# refused in one line showing the URL meant, before anything is written where it runs.
+ONE_SLASH_CASES = [
+  ('launch.train', TINY, 's3:/posenc-test/run', 's3://posenc-test/run'),
+  ('launch.train', TINY, 'S3:posenc-test/run', 's3://posenc-test/run'),
+  ('launch.sweep', '--config=experiments/sweep_tiny.py', 'gs:/bucket/sweep', 'gs://bucket/sweep'),
+]
+
+
+@pytest.mark.parametrize('entry, config, workdir, meant', ONE_SLASH_CASES)
+def test_a_store_url_with_one_slash_is_refused_not_trained_locally(
+  cli, tmp_path, entry, config, workdir, meant
+):
+  config = config.replace('=experiments/', f'={ROOT}/experiments/')
+  proc = cli.run([entry, config, f'--workdir={workdir}'], cwd=tmp_path)
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stderr == (
+    f'error: --workdir={workdir} is not a store URL (did you mean {meant}?); a store URL is '
+    'gs://BUCKET/PATH or s3://BUCKET/PATH, anything else a local path\n'
+  )
+  assert list(tmp_path.iterdir()) == []  # no local folder 's3:' or 'S3:posenc-test'
+
+
+# The lease's length and the wait for a held directory are finite, the lease long enough to
+# be held (lease.MIN_LEASE_S): anything else is one line, exit 2, before anything is written.
+LEASE_CASES = [
+  ({'POSENC_LEASE_S': 'inf'}, [], "POSENC_LEASE_S='inf' must be a finite number of seconds >= 2"),
+  ({'POSENC_LEASE_S': 'nan'}, [], "POSENC_LEASE_S='nan' must be a finite number of seconds >= 2"),
+  ({'POSENC_LEASE_S': '0.001'}, [], "POSENC_LEASE_S='0.001' must be a finite number"),
+  ({}, ['--lease_wait=nan'], '--lease_wait=nan must be a finite number of seconds >= 0'),
+  ({}, ['--lease_wait=inf'], '--lease_wait=inf must be a finite number of seconds >= 0'),
+]
+
+
+@pytest.mark.parametrize('env, args, needle', LEASE_CASES)
+def test_lease_lengths_and_waits_are_finite(cli, tmp_path, env, args, needle):
+  for entry in (['launch.train', TINY], ['launch.sweep', '--config=experiments/sweep_tiny.py']):
+    proc = cli.run([*entry, f'--workdir={tmp_path}/w', *args], env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f'error: {needle}'), lines
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize('signum, status', [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_wait_for_a_held_workdir_ends_at_once_on_sigterm_or_ctrl_c(tmp_path, signum, status):
+  """SIGTERM (a preemption) or Ctrl-C while waiting for a work directory another process
+  holds: the waiter leaves at once with one line, having taken nothing over or written."""
+  from posenc.storage import lease  # pylint: disable=g-import-not-at-top
+
+  workdir = tmp_path / 'run'
+  workdir.mkdir()
+  with lease.DirectoryLock(str(workdir)):
+    proc = subprocess.Popen(
+      [sys.executable, '-m', 'launch.train', TINY, f'--workdir={workdir}', '--lease_wait=600'],
+      cwd=ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    waiting = proc.stdout.readline()
+    while waiting and not waiting.startswith('waiting at most'):
+      waiting = proc.stdout.readline()
+    assert waiting.startswith('waiting at most 600 s: '), waiting
+    start = time.time()
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert time.time() - start < 5  # at once, not when the wait ends
+  assert proc.returncode == status, err
+  said = (out + err).strip().splitlines()
+  assert len(said) == 1 and 'rerun' in said[0] and 'Traceback' not in err, said
+  if signum == signal.SIGTERM:
+    assert said[0] == (
+      f'stopped while waiting for {workdir}: nothing taken over or written; rerun the same '
+      'command to resume'
+    )
+  assert sorted(os.listdir(workdir)) == []  # no config.json, plan or lock of its own
+
+
+def test_rerunning_a_finished_run_keeps_its_results(tmp_path):
+  """A complete run rerun writes nothing: its results.json (its timing too) stays as written."""
+  cmd = [sys.executable, '-m', 'launch.train', TINY, f'--workdir={tmp_path}/run']
+  cmd += ['--config.train.steps=4', '--config.eval.lengths=[9]']
+  first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert first.returncode == 0, first.stderr
+  results = tmp_path / 'run' / 'results.json'
+  written, mtime = results.read_bytes(), results.stat().st_mtime_ns
+  again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert again.returncode == 0, again.stderr
+  assert results.read_bytes() == written and results.stat().st_mtime_ns == mtime
+  assert 'is complete: its results.json is kept as it was written' in again.stdout
+  assert f'results in {results}' in again.stdout  # where it really is: an absolute path

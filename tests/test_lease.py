@@ -149,6 +149,10 @@ def test_holder_identity_tells_a_reused_pid_from_its_process():
   assert processes.holder_gone({**me, 'pid': dead.pid})  # PID free
   assert not processes.holder_gone({**me, 'pid': dead.pid, 'host': 'elsewhere'})  # not judged
   assert not processes.holder_gone({**me, 'pid': dead.pid, 'boot_id': 'another boot'})
+  # A container sharing the host's name and boot id, in a PID namespace of its own: its PID
+  # means nothing here, nor does a record that names no namespace (an older posenc's).
+  assert not processes.holder_gone({**me, 'pid': dead.pid, 'pid_ns': 'pid:[1]'})
+  assert not processes.holder_gone({**me, 'pid': dead.pid, 'pid_ns': None})
 
 
 def test_a_holder_past_its_deadline_writes_nothing_more(url):

@@ -394,7 +394,10 @@ def test_xla_autotuning_results_are_mirrored_to_and_from_the_bucket(s3, gcs, tmp
   assert compile_cache.put_new_files(str(local), url, known) == ['tuned_here.textproto']
   assert store.read_bytes(f'{url}/tuned_here.textproto') == b'results: 2'
   if scheme == 's3':  # the GCS emulator does not enforce ifGenerationMatch=0 (above)
-    assert compile_cache.put_new_files(str(local), url, known) == []  # another host was first
+    # Another host was first with its own result: this one's is not put over it.
+    (local / 'tuned_here.textproto').write_bytes(b'results: 3')
+    assert compile_cache.put_new_files(str(local), url, known) == []
+    assert store.read_bytes(f'{url}/tuned_here.textproto') == b'results: 2'
 
 
 @pytest.mark.parametrize(
@@ -671,3 +674,174 @@ def test_the_tiny_benchmark_on_the_bucket_reproduces_its_stored_result(s3):
   for task in stored['tasks']:
     assert entry['tasks'][task]['members'] == stored['tasks'][task]['members'], task
   assert store.read_bytes(f'{url}/card.png')[:4] == b'\x89PNG'
+
+
+# ---------------------------------------------------------------------------------------
+# A store that answers slowly or loses a response; uploads fenced object by object.
+
+
+def _lose_first_response(monkeypatch, method):
+  """The filesystem's `method` lands its first call on the store, then raises a timeout as
+  if its response were lost: what a client sees of a response held past its read timeout."""
+  import socket  # pylint: disable=g-import-not-at-top
+
+  fs = store._fs(f's3://{stores.BUCKET}/x')  # pylint: disable=protected-access
+  real, calls = getattr(fs, method), []
+
+  def lossy(*args, **kwargs):
+    calls.append(args)
+    result = real(*args, **kwargs)
+    if len(calls) == 1:
+      raise socket.timeout('read timeout (a held-back response)')
+    return result
+
+  monkeypatch.setattr(fs, method, lossy)
+  return calls
+
+
+def test_a_conditional_write_whose_response_was_lost_is_done_not_refused(s3, monkeypatch):
+  """Sent again after its response was lost, a conditional write meets its own first copy:
+  the store refuses it (412), and the object being exactly what was sent, it is done."""
+  url = f'{_url("s3", "lost")}/lease.0'
+  calls = _lose_first_response(monkeypatch, 'pipe_file')
+  assert store.create(url, b'mine') == store.version(url)
+  assert len(calls) == 2 and store.read_bytes(url) == b'mine'  # sent twice, landed once
+  calls.clear()
+  version = store.replace(url, b'renewed', store.version(url))
+  assert version == store.version(url) and store.read_bytes(url) == b'renewed'
+  assert len(calls) == 2
+  # Refused, finding another writer's bytes: not this write's.
+  assert store.create(url, b'theirs') is None
+  with pytest.raises(store.Conflict, match='changed by another writer'):
+    store.replace(url, b'mine again', 'stale-version')
+
+
+@pytest.mark.parametrize('fault', ['lost', 'timeout'])
+def test_a_log_appended_through_lost_and_held_responses_has_each_line_once(fault):
+  """A PUT that lands but whose connection closes unanswered is sent again at once by the
+  HTTP client itself (aiohttp resends an idempotent request), one held past the read
+  timeout by `store._attempt`; either way the conditional write meets its own first copy
+  and the append is done, not a conflict."""
+  prefix = f'/{stores.BUCKET}/faults-{fault}/'
+  with stores.faulty_s3_server(prefix) as (_, proxy):
+    url = f's3:/{prefix}metrics.jsonl'
+    io.append_jsonl(url, {'step': 0})  # created
+    proxy.planned += [('PUT', fault)]
+    io.append_jsonl(url, {'step': 1})  # replaced: its first response lost or held back
+    proxy.planned += [('PUT', fault)]
+    io.append_jsonl(f's3:/{prefix}eval.jsonl', {'length': 40})  # created likewise
+    assert proxy.faults[fault] == 2 and not proxy.planned
+    assert [json.loads(line) for line in store.read_bytes(url).splitlines()] == [
+      {'step': 0},
+      {'step': 1},
+    ]
+    assert store.read_bytes(f's3:/{prefix}eval.jsonl') == b'{"length": 40}\n'
+    puts = [row['status'] for row in proxy.log if row['method'] == 'PUT']
+    assert puts == [200, 200, 412, 200, 412]  # each faulted PUT sent twice, landed once
+
+
+def test_a_fenced_upload_stops_at_the_object_after_the_lease_is_lost(s3, tmp_path):
+  """Each object of a tree is fenced before its request: once the lease is lost, no further
+  object is sent (UPLOADS objects may already be in flight, each within a request's
+  timeout)."""
+  url = _url('s3', 'fenced')
+  for i in range(40):
+    (tmp_path / f'{i:02d}').write_bytes(b'x')
+  checks = []
+
+  def still_held():
+    checks.append(1)
+    if len(checks) > 5:
+      raise lease.LeaseLost('lost', '')
+
+  with store.fence(url, still_held):
+    with pytest.raises(lease.LeaseLost):
+      store.upload_tree(str(tmp_path), url)
+  assert len(_files(url)) <= 5  # the objects whose check passed, none after
+
+
+@pytest.mark.parametrize('scheme', ['s3', 'gs'])
+def test_a_large_object_lost_mid_upload_never_appears(s3, gcs, scheme, tmp_path, monkeypatch):
+  """An object uploaded in parts (S3 multipart, a GCS resumable upload) is fenced as each
+  part ends: a lease lost after the first part stops it before the request that would make
+  the object appear, and says so (LeaseLost, not a store failure)."""
+  del s3, gcs
+  url = _url(scheme, 'parts')
+  local = tmp_path / 'big'
+  local.write_bytes(os.urandom(12 * 2**20))
+  fs = store._fs(url)  # pylint: disable=protected-access
+  real = fs.put_file
+  # Parts of 5 MiB (S3's smallest) rather than 50 MiB: three parts, the last one committing.
+  monkeypatch.setattr(fs, 'put_file', lambda *a, **k: real(*a, chunksize=5 * 2**20, **k))
+  checks = []
+
+  def still_held():
+    checks.append(1)
+    if len(checks) > 1:  # the check before the upload passes, the first part's end does not
+      raise lease.LeaseLost('lost', '')
+
+  with store.fence(url, still_held):
+    with pytest.raises(lease.LeaseLost):
+      store.put_file(str(local), f'{url}/big')
+  assert not store.exists(f'{url}/big')
+  store.put_file(str(local), f'{url}/big')  # unfenced: it appears whole
+  assert store.read_bytes(f'{url}/big') == local.read_bytes()
+
+
+def test_the_holder_of_a_directory_on_a_store_is_read_without_taking_it(s3):
+  url = _url('s3', 'holder')
+  assert lease.holder(url) is None
+  with lease.Lease(url, lease_s=60):
+    assert lease.holder(url) == f'process {os.getpid()} on host {os.uname().nodename}'
+    names = store.listdir(url)
+  assert lease.holder(url) is None  # released
+  assert store.listdir(url) == names  # reading took nothing over
+
+
+def _in_own_pid_namespace(code: str, env: dict[str, str]) -> subprocess.Popen:
+  """`python -c code` as PID 1 of a PID namespace of its own (a container sharing the host's
+  name and boot id, as with host networking), or None where namespaces cannot be made."""
+  return subprocess.Popen(
+    ['unshare', '--pid', '--fork', '--mount-proc', sys.executable, '-c', code],
+    cwd=ROOT,
+    env={**os.environ, **env, 'PYTHONPATH': ROOT},
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
+
+
+def test_a_live_holder_in_another_container_is_waited_for_not_taken_over(s3):
+  """Two containers on one host, each PID 1 of its own PID namespace, with the host's name
+  and boot id: the second never judges the first's lease gone (its PID means nothing
+  there), and waits it out."""
+  probe = subprocess.run(
+    ['unshare', '--pid', '--fork', '--mount-proc', 'true'], capture_output=True, check=False
+  )
+  if probe.returncode != 0:
+    pytest.skip('PID namespaces cannot be made here (unshare needs CAP_SYS_ADMIN)')
+  url = _url('s3', 'containers')
+  holder = _in_own_pid_namespace(
+    'import os, sys, time; from posenc.storage import lease; '
+    f'l = lease.Lease({url!r}, lease_s=60); l.__enter__(); print(os.getpid(), flush=True); '
+    'time.sleep(60)',
+    s3,
+  )
+  assert holder.stdout.readline().strip() == '1'  # PID 1 of its namespace, holding the lease
+  try:
+    second = _in_own_pid_namespace(
+      'import os; from posenc.storage import lease; '
+      f'lease.Lease({url!r}, lease_s=60, wait_s=0).__enter__()',
+      s3,
+    )
+    _, err = second.communicate(timeout=120)
+    assert second.returncode == 1 and 'DirectoryBusy' in err, err  # refused, not taken
+    assert (
+      err.strip()
+      .splitlines()[-1]
+      .startswith(f'posenc.storage.lease.DirectoryBusy: {url} is in use by process 1 on host ')
+    )
+    assert store.listdir(url) == ['lease.0']  # the holder's lease, untouched
+  finally:
+    holder.kill()
+    holder.wait()

@@ -1,5 +1,6 @@
 """The sweep: sharding of cells, failure recording, kill-and-rerun, the report of a sweep."""
 
+import json
 import os
 import shutil
 import signal
@@ -324,3 +325,42 @@ def test_a_held_cell_leaves_the_sweep_unfinished_and_a_report_only_partial(
     header = '| level | task | none |' if name.startswith('table') else '| length | none |'
     assert header in tables.splitlines()
   assert _modes(workdir / 'report') == {'0o644'}
+
+
+def test_status_names_a_cell_another_host_holds(tmp_path):
+  """--status reads who holds a cell not complete (its lock file's record, a heartbeat
+  fresh), taking nothing: 'held' with the holder, not 'pending'."""
+  cells = sweep_tiny.grid()
+  held = tmp_path / 'cells' / sweep.cell_name(cells[0])
+  held.mkdir(parents=True)
+  record = {'host': 'elsewhere', 'pid': 7, 'since': time.time()}
+  (held / lease.LOCK_FILE).write_text(json.dumps(record))
+  rows = sweep.status(str(tmp_path), cells, holders=True)
+  assert [r['state'] for r in rows] == ['held', 'pending', 'pending', 'pending']
+  assert rows[0]['held'] == 'process 7 on host elsewhere'
+  assert [r['state'] for r in sweep.status(str(tmp_path), cells)] == ['pending'] * 4
+  # A heartbeat gone stale (a host that died): not held any more.
+  old = time.time() - lease.STALE_AFTER_S - 1
+  os.utime(held / lease.LOCK_FILE, (old, old))
+  assert sweep.status(str(tmp_path), cells, holders=True)[0]['state'] == 'pending'
+
+
+def test_closing_summary_counts_a_cell_another_process_completed(tmp_path):
+  cells = sweep_tiny.grid()[:2]
+  other = tmp_path / 'cells' / sweep.cell_name(cells[1])
+  other.mkdir(parents=True)
+
+  def run(cell, workdir):
+    if workdir == str(other):  # held when tried; its holder completes it meanwhile
+      _fake_results(cell, workdir)
+      raise lease.DirectoryBusy('busy', 'process 7 on host h')
+    _fake_results(cell, workdir)
+
+  lines = []
+  sweep.run_sweep(
+    sweep_tiny.get_config(), cells, str(tmp_path), run_cell=run, progress=lines.append
+  )
+  assert lines[-1] == (
+    'sweep shard 0/1: 2 cells: 1 run, 0 already done, 1 completed by another process, 0 held, '
+    '0 failed'
+  )

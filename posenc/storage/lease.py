@@ -55,12 +55,12 @@ class LeaseLost(DirectoryBusy):
 
 
 class Preempted(Exception):
-  """What stops a run besides a lost lease: the run stopped at a step boundary on request (SIGTERM) after writing a checkpoint;
-  rerunning it resumes there."""
+  """A run stopped on request (SIGTERM): at a step boundary after writing a checkpoint, or
+  while waiting for its directory before taking anything over; rerunning it resumes."""
 
-  def __init__(self, step: int, message: str):
+  def __init__(self, step: int | None, message: str):
     super().__init__(message)
-    self.step = step
+    self.step = step  # None: stopped while waiting for the directory, before any step
 
 
 def _who(holder: dict[str, Any]) -> str:
@@ -93,8 +93,28 @@ LOCK_FILE = 'lock'
 # file systems do not carry flock between hosts).
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 300.0
-# How often a process waiting for a held directory looks again.
+# How often a process waiting for a held directory looks again, and how soon a wait asked
+# to stop (SIGTERM) leaves.
 POLL_S = 5.0
+STOP_S = 0.1
+
+
+def _wait(
+  clock: Clock, seconds: float, should_stop: Callable[[], bool] | None, directory: str
+) -> None:
+  """Sleeps `seconds`, looking at `should_stop` (if any) every STOP_S: once it says so, the
+  wait ends with Preempted before anything was taken over or written."""
+  if should_stop is None:
+    clock.sleep(seconds)
+    return
+  end = clock.monotonic() + seconds
+  while True:
+    if should_stop():
+      raise Preempted(None, f'stopped while waiting for {directory}: nothing taken over or written')
+    left = end - clock.monotonic()
+    if left <= 0:
+      return
+    clock.sleep(min(STOP_S, left))
 
 
 def _holder(fd: int) -> dict[str, Any]:
@@ -133,9 +153,11 @@ class DirectoryLock:
     wait_s: float | None = 0.0,
     progress: Callable[[str], None] | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    should_stop: Callable[[], bool] | None = None,
   ):
     self.path = os.path.join(directory, LOCK_FILE)
     self.wait_s, self._progress, self._clock = wait_s, progress, clock
+    self._should_stop = should_stop
     self._fd: int | None = None
     self._stop = threading.Event()
     self._thread: threading.Thread | None = None
@@ -161,7 +183,7 @@ class DirectoryLock:
         if self._progress and not told:
           self._progress(f'waiting at most {left:.0f} s: {e}')
           told = True
-        self._clock.sleep(min(POLL_S, left))
+        _wait(self._clock, min(POLL_S, left), self._should_stop, os.path.dirname(self.path))
     self._thread = threading.Thread(target=self._heartbeat, daemon=True)
     self._thread.start()
     return self
@@ -232,6 +254,10 @@ class DirectoryLock:
 # writing LEASE_S / 4 before it would expire. 60 s: docs/scaling.md gives the measurement
 # (requests per hour against the wait of a restart) behind the choice.
 LEASE_S = 60.0
+# The shortest lease a user may ask for (POSENC_LEASE_S): renewed every 0.5 s and given up
+# 0.5 s before it ends, it leaves each renewal (a read and a conditional write) a few round
+# trips of a store that answers within 0.1 s. Shorter ones could never be held.
+MIN_LEASE_S = 2.0
 LEASE_PREFIX = 'lease.'
 
 
@@ -277,11 +303,14 @@ class Lease:
     wait_s: float | None = 0.0,
     progress: Callable[[str], None] | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    should_stop: Callable[[], bool] | None = None,
   ):
+    if not 0 < lease_s < math.inf or not (wait_s is None or 0 <= wait_s < math.inf):
+      raise ValueError(f'a lease of {lease_s!r} s waited for {wait_s!r} s: both must be finite')
     self.directory = directory.rstrip('/')
     self.lease_s, self.wait_s = lease_s, wait_s
     self.period = lease_s / 4  # between renewals; also the margin before expiry
-    self._progress, self._clock = progress, clock
+    self._progress, self._clock, self._should_stop = progress, clock, should_stop
     self._number: int | None = None
     self._token = ''
     self._version = ''
@@ -362,7 +391,9 @@ class Lease:
       if self._progress and told != (holder.get('token'), holder.get('pid')):
         self._progress(f'waiting at most {remaining:.0f} s: {self._busy(holder, left)}')
         told = (holder.get('token'), holder.get('pid'))
-      clock.sleep(max(0.01, min(left + 0.01, POLL_S, remaining)))
+      _wait(
+        clock, max(0.01, min(left + 0.01, POLL_S, remaining)), self._should_stop, self.directory
+      )
     else:
       raise DirectoryBusy(f'{self.directory}: its lease changed hands 1000 times meanwhile')
     self._fence = store.fence(self.directory, self.check)
@@ -485,19 +516,52 @@ class Lease:
     self._number = None
 
 
+def holder(directory: str, clock: Clock = SYSTEM_CLOCK) -> str | None:
+  """Who holds `directory` now ('process 7 on host a'), read without taking or writing
+  anything; None if no live process does. On a store: its newest lease, unless released,
+  expired or of a process known gone. On a disk: its lock file's record (the file is removed
+  when its holder ends), unless the process is known gone or, on another host, its heartbeat
+  is stale.
+
+  Example: holder('sweeps/t/cells/a') -> 'process 7 on host a' while a run trains there.
+  """
+  if store.is_url(directory):
+    reader = Lease(directory, clock=clock)
+    numbers = reader._numbers()  # pylint: disable=protected-access
+    record = reader._read(numbers[-1]) if numbers else {}  # pylint: disable=protected-access
+    return _who(record) if reader._left(record) > 0 else None  # pylint: disable=protected-access
+  path = os.path.join(directory, LOCK_FILE)
+  try:
+    fd = os.open(path, os.O_RDONLY)
+  except OSError:
+    return None
+  try:
+    record, mtime = _holder(fd), os.fstat(fd).st_mtime
+  finally:
+    os.close(fd)
+  if not record or processes.holder_gone(record):
+    return None
+  if record.get('host') != socket.gethostname() and mtime + STALE_AFTER_S <= clock.wall():
+    return None
+  return _who(record)
+
+
 def lock(
   directory: str,
   lease_s: float = LEASE_S,
   wait_s: float | None = 0.0,
   progress: Callable[[str], None] | None = None,
+  should_stop: Callable[[], bool] | None = None,
 ) -> DirectoryLock | Lease:
   """The one-writer lock of `directory`: a flock on a disk, a lease on an object store;
-  held ones waited for up to `wait_s` seconds (said through `progress`).
+  held ones waited for up to `wait_s` seconds (said through `progress`), a wait left at once
+  (Preempted, nothing taken over) when `should_stop` says so.
 
   Example:
     >>> with lock('runs/a', wait_s=60, progress=print):   # doctest: +SKIP
     ...   train(...)
   """
+  store.check_path(directory)  # 's3:/b/run' is no local directory to lock
   if store.is_url(directory):
-    return Lease(directory, lease_s, wait_s, progress)
-  return DirectoryLock(directory, wait_s, progress)
+    return Lease(directory, lease_s, wait_s, progress, should_stop=should_stop)
+  return DirectoryLock(directory, wait_s, progress, should_stop=should_stop)

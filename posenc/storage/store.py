@@ -44,6 +44,7 @@ import errno
 import os
 import threading
 import weakref
+from copy import deepcopy
 from typing import Any, Callable, Iterator
 
 # How long the lookup of credentials may take (a metadata server that does not answer).
@@ -76,14 +77,40 @@ class Backend:
   """A store's scheme: the fsspec implementation that serves it (`posenc[cloud]`), fsspec's
   name of it, how a user provides credentials (the end of the one line when none are
   found), its filesystem with the credentials found (`filesystem(url)`, StoreError saying
-  how to provide them), and its write conditional on an object's version
-  (`replace(fs, url, data, version)`, raising what the library raises)."""
+  how to provide them), its write conditional on an object's version
+  (`replace(fs, url, data, version)`, raising what the library raises), the library's
+  settings of timeouts and retries (`timeouts`, fsspec's configuration of the protocol)
+  and the errors after which this module sends a request again (`retryable()`)."""
 
   package: str
   protocol: str
   how_to_log_in: str
   filesystem: Callable[[str], Any]
   replace: Callable[[Any, str, bytes, str], Any]
+  timeouts: dict[str, Any]
+  retryable: Callable[[], tuple[type[BaseException], ...]]
+
+
+# Timeouts and retries, chosen against a lease (`lease.LEASE_S` = 60 s: renewed every 15 s,
+# given up 15 s before it ends). A request waits at most CONNECT_S to connect and READ_S for
+# each response, and is sent at most ATTEMPTS times, by this module: each attempt of a write
+# under a held directory is fenced first (`_attempt`), so s3fs's and botocore's own retries
+# are off (they would send it again unchecked; aiohttp beneath them still resends an
+# idempotent request once, at once, when the connection closes unanswered). One request thus ends within ATTEMPTS *
+# (CONNECT_S + READ_S) = 30 s, the time a renewal has between its start and its deadline:
+# a renewal (a read and a conditional write) survives a response lost or held back, and a
+# conditional write whose response was lost is recognized when it is sent again (`create`,
+# `replace`). gcsfs retries on its own (6 times, not configurable); its requests time out
+# after READ_S.
+CONNECT_S, READ_S, ATTEMPTS = 5.0, 10.0, 2
+# Objects of a tree uploaded at once (`upload_tree`).
+UPLOADS = 8
+# botocore's settings of an S3 client: the timeouts above, its own retries off.
+S3_CLIENT = {
+  'connect_timeout': CONNECT_S,
+  'read_timeout': READ_S,
+  'retries': {'mode': 'standard', 'total_max_attempts': 1},
+}
 
 
 def _within(seconds: float, lookup: Callable[[], Any]) -> Any:
@@ -172,7 +199,10 @@ def _s3_filesystem(url: str) -> Any:
   import botocore.session  # pylint: disable=g-import-not-at-top
   import fsspec  # pylint: disable=g-import-not-at-top
 
-  fs = fsspec.filesystem('s3')
+  # A copy each time: s3fs adds to the dict it is given, and fsspec keys its cache of
+  # filesystems by the arguments (the configuration's own settings win).
+  config = deepcopy({**S3_CLIENT, **fsspec.config.conf.get('s3', {}).get('config_kwargs', {})})
+  fs = fsspec.filesystem('s3', config_kwargs=config)
 
   def aws_credentials():
     if fs.anon or fs.key:
@@ -181,11 +211,18 @@ def _s3_filesystem(url: str) -> Any:
     if session.get_credentials() is None:
       raise LookupError('no credentials')
 
+  fs.retries = 1  # this module retries (`_attempt`), each attempt fenced
   with _checking:
     if fs not in _checked_filesystems:
       _look_up(url, aws_credentials)
       _checked_filesystems.add(fs)
   return fs
+
+
+def _s3_retryable() -> tuple[type[BaseException], ...]:
+  from s3fs import core  # pylint: disable=g-import-not-at-top
+
+  return core.S3_RETRYABLE_ERRORS
 
 
 # The schemes a work directory may have.
@@ -197,6 +234,8 @@ SCHEMES = {
     "service account's key file, or run on a VM whose service account may use the bucket",
     _gcs_filesystem,
     _gcs_replace,
+    {'requests_timeout': READ_S},
+    lambda: (),
   ),
   's3': Backend(
     's3fs',
@@ -205,6 +244,8 @@ SCHEMES = {
     'with AWS_PROFILE, or run with an instance role',
     _s3_filesystem,
     lambda fs, url, data, expected: fs.pipe_file(url, data, IfMatch=expected),
+    {},
+    _s3_retryable,
   ),
 }
 
@@ -213,11 +254,39 @@ SCHEMES = {
 # One API over them.
 
 
+def intended(path: str | os.PathLike[str]) -> str | None:
+  """The store URL `path` was meant to be when its first component names a store's scheme
+  written otherwise ('s3:/b/run', 's3:b/run', 'S3://b/run'), else None: such a path would
+  otherwise be a local directory named 's3:' (or an unknown scheme).
+
+  Example: intended('s3:/bucket/run') == intended('S3:bucket/run') == 's3://bucket/run';
+    intended('runs/a') is intended('s3://bucket/run') is None.
+  """
+  text = os.fspath(path)
+  head, colon, rest = text.partition(':')
+  if not colon or head.lower() not in SCHEMES or (head in SCHEMES and rest.startswith('//')):
+    return None  # a local path, or a URL as written (`check` judges the rest)
+  url = f'{head.lower()}://{rest.lstrip("/")}'
+  return None if url == text else url
+
+
+def check_path(path: str | os.PathLike[str]) -> None:
+  """Raises StoreError (one line showing the URL meant) for a path that names a store's
+  scheme without being its URL (`intended`); a local path or a URL passes."""
+  url = intended(path)
+  if url is not None:
+    raise StoreError(
+      f'{os.fspath(path)} is not a store URL (did you mean {url}?); a store URL is '
+      f'{" or ".join(f"{s}://BUCKET/PATH" for s in SCHEMES)}, anything else a local path'
+    )
+
+
 def check(url: str) -> None:
   """Raises StoreError unless `url` has a known scheme whose package is installed.
 
   Example: check('ftp://host/x') -> StoreError("ftp://host/x: unknown scheme 'ftp'; ...")
   """
+  check_path(url)
   name = scheme(url)
   if name not in SCHEMES:
     known = ', '.join(f'{s}://' for s in SCHEMES)
@@ -234,11 +303,15 @@ def check(url: str) -> None:
 
 
 def _configure() -> None:
-  """No listing caches: an object another host wrote must be seen at the next look."""
+  """No listing caches (an object another host wrote must be seen at the next look), and the
+  timeouts and retries above (where fsspec's configuration does not set its own)."""
   import fsspec  # pylint: disable=g-import-not-at-top
 
   for backend in SCHEMES.values():
-    fsspec.config.conf.setdefault(backend.protocol, {}).setdefault('use_listings_cache', False)
+    conf = fsspec.config.conf.setdefault(backend.protocol, {})
+    conf.setdefault('use_listings_cache', False)
+    for key, value in backend.timeouts.items():
+      conf.setdefault(key, value)
 
 
 def _fs(url: str) -> Any:
@@ -303,50 +376,85 @@ def reason(error: BaseException) -> str:
   return text if len(text) <= 200 else text[:197] + '...'
 
 
-@contextlib.contextmanager
-def guard(url: str, doing: str) -> Iterator[None]:
-  """Turns any failure of the store inside the block into StoreError('URL: doing: reason')."""
-  try:
-    yield
-  except StoreError:
-    raise
-  except Exception as e:  # pylint: disable=broad-except
-    raise StoreError(f'{url}: {doing} failed: {reason(e)}') from e
+def _precondition(error: BaseException) -> bool:
+  """A conditional write refused by the store (HTTP 412): s3fs raises S3's PreconditionFailed
+  as OSError(EINVAL), gcsfs GCS's as FileExistsError, some clients pass its text on."""
+  text = str(error).lower()
+  return (
+    'precondition' in text
+    or 'if-match' in text
+    or isinstance(error, FileExistsError)
+    or getattr(error, 'errno', None) == errno.EINVAL
+  )
+
+
+def _attempt(url: str, doing: str, op: Callable[[], Any], write: bool = True) -> Any:
+  """`op()`, the request for `url`, sent up to ATTEMPTS times while the store times out or
+  drops the connection, each attempt of a write fenced first (`fence`: a holder that lost
+  its lease sends nothing more), and a write that failed fenced again (its lease, lost
+  meanwhile, is the reason to give). Not-found and refused conditions pass as the library
+  raises them; any other failure is StoreError('URL: doing failed: reason')."""
+  retryable = SCHEMES[scheme(url)].retryable()
+  for attempt in range(ATTEMPTS):
+    if write:
+      _fenced(url)
+    try:
+      return op()
+    except Exception as e:  # pylint: disable=broad-except
+      if write:
+        _fenced(url)
+      if isinstance(e, retryable) and attempt + 1 < ATTEMPTS:
+        continue
+      if isinstance(e, (FileNotFoundError, StoreError)) or _precondition(e):
+        raise
+      raise StoreError(f'{url}: {doing} failed: {reason(e)}') from e
+  raise AssertionError('unreachable')
 
 
 def exists(url: str) -> bool:
-  with guard(url, 'looking up'):
-    return _fs(url).exists(url)
+  fs = _fs(url)
+  return _attempt(url, 'looking up', lambda: fs.exists(url), write=False)
 
 
 def isdir(url: str) -> bool:
-  with guard(url, 'looking up'):
-    return _fs(url).isdir(url)
+  fs = _fs(url)
+  return _attempt(url, 'looking up', lambda: fs.isdir(url), write=False)
 
 
 def isfile(url: str) -> bool:
-  with guard(url, 'looking up'):
-    return _fs(url).isfile(url)
+  fs = _fs(url)
+  return _attempt(url, 'looking up', lambda: fs.isfile(url), write=False)
 
 
 def listdir(url: str) -> list[str]:
   """The names directly under `url` ([] if there are none: a store has no empty folders)."""
   fs = _fs(url)
-  with guard(url, 'listing'):
-    if not fs.exists(url):
-      return []
-    return sorted(os.path.basename(p.rstrip('/')) for p in fs.ls(url, detail=False))
+  if not _attempt(url, 'listing', lambda: fs.exists(url), write=False):
+    return []
+  names = _attempt(url, 'listing', lambda: fs.ls(url, detail=False), write=False)
+  return sorted(os.path.basename(p.rstrip('/')) for p in names)
 
 
 def read_bytes(url: str) -> bytes:
   """The object at `url`; FileNotFoundError if there is none."""
   fs = _fs(url)
   try:
-    return fs.cat_file(url)
+    return _attempt(url, 'reading', lambda: fs.cat_file(url), write=False)
   except FileNotFoundError:
     raise FileNotFoundError(2, 'No such object', url) from None
-  except Exception as e:  # pylint: disable=broad-except
-    raise StoreError(f'{url}: reading failed: {reason(e)}') from e
+
+
+def _holds(url: str, data: bytes) -> bool:
+  """Whether a conditional write the store refused was this writer's own, sent again after
+  its response was lost (by `_attempt`, or by the HTTP client itself: aiohttp resends an
+  idempotent request, PUT included, once when the server closes the connection unanswered):
+  the object is exactly what was sent. A lease's object holds its token, so of two
+  processes racing for it only the creator's bytes match; under a fenced directory the
+  caller has checked the lease first, so no other writer took the directory over."""
+  try:
+    return read_bytes(url) == data
+  except FileNotFoundError:
+    return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -360,8 +468,11 @@ _fences: dict[str, Callable[[], None]] = {}
 
 @contextlib.contextmanager
 def fence(directory: str, still_held: Callable[[], None]) -> Iterator[None]:
-  """While inside, every write under `directory` calls `still_held()` first (it raises to
-  refuse the write).
+  """While inside, every request that writes under `directory` calls `still_held()` first
+  (it raises to refuse the write): each object, each attempt of it (`_attempt`), and each
+  part of a large one (`put_file`). A request already sent when the lease is lost can
+  still land: at most one per writing thread, within CONNECT_S + READ_S of its check (the
+  lease's margin at its default length, lease.Lease) once its body is sent.
 
   Example:
     >>> with fence('s3://b/run', lease.check):     # doctest: +SKIP
@@ -388,9 +499,8 @@ def _fenced(url: str) -> None:
 
 def put(url: str, data: bytes) -> None:
   """Writes the object `url` whole (one put: readers see the old object or the new)."""
-  _fenced(url)
-  with guard(url, 'writing'):
-    _fs(url).pipe_file(url, data)
+  fs = _fs(url)
+  _attempt(url, 'writing', lambda: fs.pipe_file(url, data))
 
 
 def _version_of(response: Any) -> str | None:
@@ -403,27 +513,27 @@ def _version_of(response: Any) -> str | None:
 
 def create(url: str, data: bytes) -> str | None:
   """Writes the object `url` only if it does not exist; returns its version (S3 ETag, GCS
-  generation), or None if it exists (another writer was first). The store decides: S3
-  `If-None-Match: *`, GCS `ifGenerationMatch=0`."""
-  _fenced(url)
+  generation), or None if it exists holding other bytes (another writer was first). The
+  store decides: S3 `If-None-Match: *`, GCS `ifGenerationMatch=0`. Refused, and the object
+  exactly `data`, it is taken as this write's own (sent again after its response was lost,
+  perhaps by the HTTP client unseen: `_holds`)."""
+  fs = _fs(url)
   try:
-    response = _fs(url).pipe_file(url, data, mode='create')
-  except FileExistsError:
-    return None
+    response = _attempt(url, 'writing', lambda: fs.pipe_file(url, data, mode='create'))
   except Exception as e:  # pylint: disable=broad-except
-    if 'precondition' in str(e).lower():  # 412, as some clients pass it on
-      return None
-    raise StoreError(f'{url}: writing failed: {reason(e)}') from e
+    if not _precondition(e):
+      raise
+    return version(url) if _holds(url, data) else None
   return _version_of(response) or version(url)
 
 
 def version(url: str) -> str | None:
   """The object's current version (S3 ETag, GCS generation); None if there is none."""
-  with guard(url, 'looking up'):
-    try:
-      info = _fs(url).info(url)
-    except FileNotFoundError:
-      return None
+  fs = _fs(url)
+  try:
+    info = _attempt(url, 'looking up', lambda: fs.info(url), write=False)
+  except FileNotFoundError:
+    return None
   value = info.get('ETag') or info.get('generation')
   return None if value is None else str(value)
 
@@ -442,81 +552,80 @@ def read_versioned(url: str) -> tuple[bytes, str]:
 def replace(url: str, data: bytes, expected: str) -> str:
   """Overwrites the object `url` only if its version is still `expected`; returns the new
   version. Raises Conflict if it changed or is gone (S3 `If-Match`, GCS
-  `ifGenerationMatch`): a writer that lost its place cannot undo another's write."""
-  _fenced(url)
-  fs = _fs(url)
+  `ifGenerationMatch`): a writer that lost its place cannot undo another's write. Refused
+  when sent again after its response was lost, it is done (not a conflict) if the object is
+  exactly `data`: the first one landed."""
+  fs, backend = _fs(url), SCHEMES[scheme(url)]
   try:
-    response = SCHEMES[scheme(url)].replace(fs, url, data, expected)
+    response = _attempt(url, 'writing', lambda: backend.replace(fs, url, data, expected))
   except FileNotFoundError:
     _fenced(url)  # A holder that lost its lease meanwhile is told so first.
     raise Conflict(f'{url}: gone (another writer deleted it)') from None
   except Exception as e:  # pylint: disable=broad-except
-    text = str(e).lower()
-    precondition = 'precondition' in text or 'if-match' in text
-    # s3fs raises S3's PreconditionFailed as OSError(EINVAL), gcsfs GCS's 412 as
-    # FileExistsError.
-    if precondition or isinstance(e, FileExistsError) or getattr(e, 'errno', None) == errno.EINVAL:
-      _fenced(url)
-      raise Conflict(f'{url}: changed by another writer') from None
-    raise StoreError(f'{url}: writing failed: {reason(e)}') from e
+    if not _precondition(e):
+      raise
+    _fenced(url)
+    if _holds(url, data):
+      return version(url) or ''
+    raise Conflict(f'{url}: changed by another writer') from None
   return _version_of(response) or version(url) or ''
 
 
 def remove(url: str, recursive: bool = False) -> None:
   """Deletes the object `url` (with `recursive`, every object under it); absent is fine."""
-  _fenced(url)
   fs = _fs(url)
-  with guard(url, 'deleting'):
-    if fs.exists(url):
-      fs.rm(url, recursive=recursive)
+  if _attempt(url, 'deleting', lambda: fs.exists(url), write=False):
+    _attempt(url, 'deleting', lambda: fs.rm(url, recursive=recursive))
 
 
 def copy(source: str, target: str) -> None:
   """Copies the object `source` to `target` on the store (no download)."""
-  _fenced(target)
-  with guard(target, 'copying'):
-    _fs(source).copy(source, target)
+  fs = _fs(source)
+  _attempt(target, 'copying', lambda: fs.copy(source, target))
 
 
 def put_file(local: str, url: str) -> None:
   """Puts the local file `local` as the object `url`, streamed (a large file is sent in
-  parts, never read whole into memory); the object appears whole when the upload ends."""
-  _fenced(url)
-  with guard(url, 'writing'):
-    _fs(url).put_file(local, url)
+  parts, never read whole into memory, each part's end fenced); the object appears whole
+  when the upload ends."""
+  from fsspec import callbacks  # pylint: disable=g-import-not-at-top
+
+  fs = _fs(url)
+  # s3fs and gcsfs call the callback as each part ends: the request that makes a large
+  # object appear (S3's CompleteMultipartUpload, GCS's last chunk) goes only while the lease
+  # holds.
+  fenced = {'fence': lambda size, value, **_: _fenced(url)}
+  _attempt(
+    url, 'writing', lambda: fs.put_file(local, url, callback=callbacks.Callback(hooks=fenced))
+  )
 
 
 def get_file(url: str, local: str) -> None:
   """Writes the object `url` to the local file `local`, streamed."""
   fs = _fs(url)
   try:
-    fs.get_file(url, local)
+    _attempt(url, 'reading', lambda: fs.get_file(url, local), write=False)
   except FileNotFoundError:
     raise FileNotFoundError(2, 'No such object', url) from None
-  except Exception as e:  # pylint: disable=broad-except
-    raise StoreError(f'{url}: reading failed: {reason(e)}') from e
 
 
 def files_under(url: str) -> list[str]:
   """The paths, relative to `url`, of every object under it, sorted."""
   fs = _fs(url)
   prefix = url.split('://', 1)[1].rstrip('/') + '/'
-  with guard(url, 'listing'):
-    found = fs.find(url)
+  found = _attempt(url, 'listing', lambda: fs.find(url), write=False)
   return sorted(p[len(prefix) :] for p in found if p.startswith(prefix))
 
 
 def upload_tree(local: str, url: str) -> None:
   """Puts every file under the local directory `local` to the same place under `url`:
-  streamed, several at once (fsspec's batched transfers), each object whole when its upload
-  ends."""
+  streamed, several at once, each object fenced before its request (`put_file`), each whole
+  when its upload ends."""
   files = sorted(os.path.join(root, name) for root, _, names in os.walk(local) for name in names)
   targets = [f'{url}/{os.path.relpath(file, local)}' for file in files]
-  for target in targets:
-    _fenced(target)
-  if files:
-    with guard(url, 'writing'):
-      _fs(url).put(files, targets)
+  with concurrent.futures.ThreadPoolExecutor(UPLOADS) as pool:
+    for future in [pool.submit(put_file, f, t) for f, t in zip(files, targets)]:
+      future.result()
 
 
 def download_tree(url: str, local: str, skip: tuple[str, ...] = ()) -> None:
@@ -527,16 +636,16 @@ def download_tree(url: str, local: str, skip: tuple[str, ...] = ()) -> None:
   for target in targets:
     os.makedirs(os.path.dirname(target), exist_ok=True)
   if names:
-    with guard(url, 'reading'):
-      _fs(url).get([f'{url}/{rel}' for rel in names], targets)
+    fs = _fs(url)
+    sources = [f'{url}/{rel}' for rel in names]
+    _attempt(url, 'reading', lambda: fs.get(sources, targets), write=False)
 
 
 def walk(url: str) -> Iterator[tuple[str, list[str], list[str]]]:
   """os.walk over a store: (directory URL, subdirectory names, object names), top down; a
   caller may prune the subdirectory list in place, as with os.walk."""
   fs = _fs(url)
-  with guard(url, 'listing'):
-    entries = fs.ls(url, detail=True)
+  entries = _attempt(url, 'listing', lambda: fs.ls(url, detail=True), write=False)
   dirs = sorted(
     os.path.basename(e['name'].rstrip('/')) for e in entries if e['type'] == 'directory'
   )
@@ -552,6 +661,8 @@ def check_writable(url: str) -> None:
   check(url)
   probe = f'{url.rstrip("/")}/.posenc-write-check-{os.getpid()}'
   fs = _fs(url)
-  with guard(url, 'writing'):
-    fs.pipe_file(probe, b'')
-    fs.rm(probe)
+  try:
+    _attempt(url, 'writing', lambda: fs.pipe_file(probe, b''))
+    _attempt(url, 'writing', lambda: fs.rm(probe))
+  except FileNotFoundError as e:  # no such bucket
+    raise StoreError(f'{url}: writing failed: {reason(e)}') from e

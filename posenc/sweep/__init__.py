@@ -40,10 +40,10 @@ from posenc.storage import lease
 from posenc.storage import store
 from posenc import suggest
 
-COMPLETE, PARTIAL, PENDING, FAILED = 'complete', 'partial', 'pending', 'failed'
+COMPLETE, PARTIAL, PENDING, FAILED, HELD = 'complete', 'partial', 'pending', 'failed', 'held'
 # The cell's directory holds a run of another config than the one asked for.
 DIFFERS = 'config differs'
-STATES = (COMPLETE, PARTIAL, PENDING, FAILED, DIFFERS)
+STATES = (COMPLETE, PARTIAL, PENDING, HELD, FAILED, DIFFERS)
 
 
 def cell_name(overrides: dict[str, Any]) -> str:
@@ -179,12 +179,18 @@ def cell_state(workdir: str, config: ml_collections.ConfigDict | None = None) ->
 
 
 def status(
-  sweep_dir: str, cells: Sequence[dict[str, Any]], base: ml_collections.ConfigDict | None = None
+  sweep_dir: str,
+  cells: Sequence[dict[str, Any]],
+  base: ml_collections.ConfigDict | None = None,
+  holders: bool = False,
 ) -> list[dict[str, Any]]:
-  """The state of every cell: [{'cell', 'overrides', 'state', 'error'?, 'changes'?}].
+  """The state of every cell: [{'cell', 'overrides', 'state', 'error'?, 'changes'?,
+  'held'?}].
 
   With the experiment's `base` config, a cell whose run has another config than the one
   the sweep asks for is 'config differs', its `changes` as `config.describe_changes` text.
+  With `holders`, a cell not complete that a live process holds (`lease.holder`: its lock or
+  lease, read, nothing taken) is 'held', `held` naming the holder ('process 7 on host a').
 
   Example:
     >>> rows = status('sweeps/tiny', sweep_tiny.grid(), sweep_tiny.get_config())  # doctest: +SKIP
@@ -205,6 +211,10 @@ def status(
     }
     if changes:
       row['changes'] = config_lib.describe_changes(changes)
+    if holders and row['state'] in (PARTIAL, PENDING):
+      holder = lease.holder(workdir)
+      if holder is not None:
+        row['state'], row['held'] = HELD, holder
     if row['state'] == FAILED:
       row['error'] = io.read_json(os.path.join(workdir, 'error.json'))['error']
     rows.append(row)
@@ -265,8 +275,8 @@ def missing_from_report(
     state, name = row['state'], row['cell']
     if state == COMPLETE:
       continue
-    if name in held:
-      why = f'held by {held[name]} (another sweep or run is training it)'
+    if name in held or state == HELD:
+      why = f'held by {held.get(name) or row["held"]} (another sweep or run is training it)'
     elif state == FAILED:
       why = f'failed: {row["error"]}'
     elif state == DIFFERS:
@@ -402,7 +412,9 @@ def run_sweep(
   holders = ', '.join(dict.fromkeys(held.values()))
   progress(
     f'sweep shard {shard[0]}/{shard[1]}: {len(mine)} cells: {shard_run.ran} run, {done} already '
-    f'done, {len(held)} held'
+    f'done'
+    + (f', {shard_run.by_others} completed by another process' if shard_run.by_others else '')
+    + f', {len(held)} held'
     + (f' (by {holders})' if held else '')
     + f', {shard_run.failed + not_retried} failed'
     + (f' ({not_retried} before, not retried)' if not_retried else '')
@@ -420,7 +432,7 @@ class _ShardRun:
     self.index_path = os.path.join(sweep_dir, 'index', f'shard-{shard[0]}-of-{shard[1]}.json')
     io.makedirs(os.path.dirname(self.index_path))
     self.held: dict[str, str] = {}  # cell name -> its holder, for the cells held when tried
-    self.ran = self.failed = 0
+    self.ran = self.failed = self.by_others = 0
 
   def rows(self) -> list[dict[str, Any]]:
     out = status(self.sweep_dir, self.mine, self.base)
@@ -474,9 +486,11 @@ class _ShardRun:
         continue
       if cell_state(os.path.join(self.sweep_dir, 'cells', name)) == COMPLETE:
         self.held.pop(name)  # Its holder completed it meanwhile.
+        self.by_others += 1
         continue
       self.progress(f'cell {name}: held by {self.held[name]} when tried; trying it again')
       self.attempt(overrides, cell)
       if name in self.held and cell_state(os.path.join(self.sweep_dir, 'cells', name)) == COMPLETE:
         self.held.pop(name)  # Its holder completed it while this process waited.
+        self.by_others += 1
     self.write_index()

@@ -130,7 +130,8 @@ def train_and_evaluate(
       training (`lease.LeaseLost`) stops the run at the next step boundary or write.
 
   Returns:
-    The contents of results.json.
+    The contents of results.json (of a complete run, the file as it was written: rerunning
+    it trains and writes nothing).
 
   Raises:
     ConfigError: `workdir` holds a run of another config.
@@ -144,6 +145,10 @@ def train_and_evaluate(
     should_stop = _unless_lost(held, should_stop)
     compiles = stack.enter_context(compiling.CompileStats())
     prepare_workdir(run.config, workdir)
+    path = os.path.join(workdir, 'results.json')
+    if io.exists(path):  # written last: the run is complete, its record (and timing) kept
+      progress(f'{workdir} is complete: its results.json is kept as it was written')
+      return io.read_json(path)
     manager = stack.enter_context(contextlib.closing(checkpoint.checkpoint_manager(workdir)))
     restored = restore(run, workdir, manager, progress)
     board = None
@@ -165,7 +170,7 @@ def train_and_evaluate(
     if compiled.eval is not None:
       plans['eval'] = compiled.eval.plan.to_json()
     results = record(run, restored, trained, evaluation, {**compiles.summary(), 'plans': plans})
-    io.write_json_atomic(os.path.join(workdir, 'results.json'), results)
+    io.write_json_atomic(path, results)
     return results
 
 
