@@ -24,6 +24,7 @@ extensions = [
   'sphinx.ext.autodoc',
   'sphinx.ext.autosummary',
   'sphinx.ext.napoleon',
+  'sphinx_copybutton',
   'posenc_site',
 ]
 source_suffix = {'.md': 'markdown'}
@@ -41,6 +42,14 @@ highlight_language = 'text'
 autodoc_typehints = 'description'
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+
+# A code block's copy button leaves out the prompts of a doctest (`>>> `, `... `) or a shell
+# session (`$ `, at the start of a line) and the output after them; a block without prompts
+# is copied whole. A command continued with a backslash is copied with its next lines.
+copybutton_prompt_text = r'>>> |\.\.\. |\$ '
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
+copybutton_line_continuation_character = '\\'
 
 html_theme = 'sphinx_book_theme'
 html_title = 'posenc'

@@ -12,7 +12,8 @@
   answers those fetches from it;
 - links of the markdown pages to repository files that are pages of the site too (the
   README is the home page, each suite's baselines.md a page under baselines/), pointed at
-  those pages.
+  those pages; a link that reads as a file name (`[docs/gpu.md](docs/gpu.md)`, as the
+  README must on GitHub) reads as its page's title on the site.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import posixpath
 import re
 import subprocess
 import sys
+import urllib.parse
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
@@ -95,6 +98,27 @@ def _links(app, docname, source) -> None:
     source[0] = pattern.sub(
       lambda m: m.expand(replacement) if docname.count('/') == 0 else m.group(0), source[0]
     )
+
+
+# A link's text that is a repository file's name: 'usage.md', 'docs/gpu.md'.
+FILE_NAME = re.compile(r'[\w.-]+(/[\w.-]+)*\.md')
+
+
+def _titles(app, doctree, docname) -> None:
+  """A link of `docname` whose text is a file name and whose target is a page of the site
+  reads as that page's title."""
+  if app.builder.format != 'html':
+    return
+  pages = {app.builder.get_target_uri(d): d for d in app.env.titles}
+  here = posixpath.dirname(app.builder.get_target_uri(docname))
+  for ref in doctree.findall(nodes.reference):
+    path = urllib.parse.urlsplit(ref.get('refuri', '')).path
+    if not (ref.get('internal') and path and FILE_NAME.fullmatch(ref.astext())):
+      continue
+    page = pages.get(posixpath.normpath(posixpath.join(here, path)))
+    text = next(ref.findall(nodes.Text), None)
+    if page is not None and text is not None:
+      text.parent.replace(text, nodes.Text(app.env.titles[page].astext()))
 
 
 # The board's page of the site and the directory of its files, relative to the site's root.
@@ -209,7 +233,7 @@ def _finished(app, exception) -> None:
 
 def _static(app, config) -> None:
   # The board's stylesheet and script, from the package, as the site's own static files.
-  static = os.path.join(ROOT, 'posenc', 'leaderboard', 'static')
+  static = os.path.join(ROOT, 'posenc', 'benchmark', 'leaderboard', 'static')
   config.html_static_path.append(static)
 
 
@@ -217,6 +241,7 @@ def setup(app):
   app.connect('config-inited', _static)
   app.connect('builder-inited', _helps)
   app.connect('source-read', _links)
+  app.connect('doctree-resolved', _titles)
   app.connect('html-page-context', _page_files)
   app.connect('build-finished', _finished)
   app.add_directive('launcher-help', LauncherHelp)
