@@ -1,12 +1,12 @@
 """Check a submitted card before it joins the leaderboard:
-`python -m launch.check_card CARD_DIR --workdir=DIR [--suite=cpu-v2] [--member=TASK:SEED:DATA]`.
+`python -m launch.check_card CARD_DIR --workdir=DIR [--member=TASK:SEED:DATA]`.
 
   python -m launch.check_card cards/my_encoding --workdir=runs/check_my_encoding
   python -m launch.check_card cards/my_encoding --workdir=runs/check --member=flip_flop:3:1
   python -m launch.check_card cards/my_encoding --workdir=runs/check --tolerance=0.5
 
 CARD_DIR is a card directory as `launch.benchmark --workdir` leaves it (card.json and
-entry.json are read). One line per check (posenc.benchmark.submission): suite (card and entry of the
+entry.json are read); the suite is the one its card names (--suite, if given, must be it). One line per check (posenc.benchmark.submission): suite (card and entry of the
 suite and its version), config (every task's run is the suite's cell for its encoding),
 card (card.json's member scores are entry.json's), checksums (the frozen evaluation sets
 drawn here, in DIR/eval_sets, are the suite's; and those in CARD_DIR/eval_sets, if it
@@ -22,7 +22,7 @@ population, so on the same kind of processor the scores are equal to the last bi
 another, the last digits may differ: --tolerance=POINTS accepts a difference up to that.
 Rerunning the command resumes the rerun.
 
-  $ python -m launch.check_card runs/mine --workdir=runs/check_mine --suite=tiny
+  $ python -m launch.check_card runs/mine --workdir=runs/check_mine
   suite      ok    card and entry of tiny version 1, encoding 'mine'
   ...
   runs/mine: 5 of 5 checks pass in 48 s: ready for the leaderboard
@@ -51,7 +51,10 @@ _WORKDIR = flags.DEFINE_string(
   'workdir', None, 'Directory of the check: the frozen sets and the rerun (created or resumed).'
 )
 _SUITE = flags.DEFINE_string(
-  'suite', benchmarks.DEFAULT, f'The suite: one of {", ".join(benchmarks.SUITES)}.'
+  'suite',
+  None,
+  f'The suite the card must be of (one of {", ".join(benchmarks.SUITES)}); default: the one '
+  'its card.json names.',
 )
 _MEMBER = flags.DEFINE_string(
   'member',
@@ -62,6 +65,22 @@ _MEMBER = flags.DEFINE_string(
 _TOLERANCE = flags.DEFINE_float(
   'tolerance', 0.0, 'Points the rerun may differ by, at any length (0: equal).'
 )
+
+
+def _suite_of(card, card_dir: str) -> str:
+  """The suite the card names (--suite, if given, must be it)."""
+  named = card.get('suite') if isinstance(card, dict) else None
+  name = named.get('name') if isinstance(named, dict) else None
+  if not isinstance(name, str):
+    common.fail(
+      f'{card_dir}/{benchmark.CARD_JSON} names no suite: it is not a posenc benchmark card'
+    )
+  if _SUITE.value is not None and benchmarks.get(_SUITE.value).name != name:
+    common.fail(
+      f'--suite={_SUITE.value}, but the card in {card_dir} is of suite {name!r}; drop --suite '
+      'to check it against its own suite'
+    )
+  return name
 
 
 def _member(suite: benchmark.Suite, entry: dict) -> tuple[str, int | None, int | None]:
@@ -142,9 +161,9 @@ def main(argv):
   common.check_out_dir(_WORKDIR.value, '--workdir')
   start = time.time()
   try:
-    suite = benchmarks.get(_SUITE.value)
-    entry = leaderboard.read_card_dir(suite, card_dir)
     card = benchmark.read_json(os.path.join(card_dir, benchmark.CARD_JSON), 'card')
+    suite = benchmarks.get(_suite_of(card, card_dir))
+    entry = leaderboard.read_card_dir(suite, card_dir)
     task, seed, data_seed = _member(suite, entry)
     submission.member_of(entry, task, seed, data_seed)
     encodings.get(entry['encoding'])

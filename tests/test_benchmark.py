@@ -122,16 +122,19 @@ def test_the_tiny_suite_reproduces_its_stored_result_bit_for_bit(cli, tmp_path):
   row = next(r for r in card['tasks']['parity_check']['rows'] if r['column'] == 'rotary')
   row['member_scores'][0]['score'] = 0.99
   card_json.write_text(json.dumps(card))
-  tampered = cli.run(
-    ['launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny']
-  )
+  # The suite is the card's own: no --suite to repeat.
+  tampered = cli.run(['launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}'])
   assert tampered.returncode == 1
   assert 'card       FAIL  parity_check seed 0: card.json says 0.99' in tampered.stdout
   assert 'rerun      FAIL  not run: an earlier check failed' in tampered.stdout
   # Bad input is one line, exit status 2.
   check = str(tmp_path / 'check')
   for args, needle in [
-    ([f'--workdir={check}'], "is of suite 'tiny' version 1, not cpu-v2"),
+    (
+      ['--suite=cpu-v2', f'--workdir={check}'],
+      f"--suite=cpu-v2, but the card in {tmp_path} is of suite 'tiny'",
+    ),
+    (['--suite=cpu-v9', f'--workdir={check}'], "unknown suite 'cpu-v9'"),
     (
       ['--suite=tiny', f'--workdir={check}', '--member=even_pair:0:'],
       "(did you mean 'even_pairs'?)",
@@ -147,9 +150,7 @@ def test_a_card_passes_the_checks_of_a_submission(tmp_path):
   proc = _benchmark('--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}')
   assert proc.returncode == 0, proc.stderr[-2000:]
   # Its rerun member is equal to the last bit.
-  check = _launch(
-    'launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}', '--suite=tiny'
-  )
+  check = _launch('launch.check_card', str(tmp_path), f'--workdir={tmp_path / "check"}')
   assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
   lines = [
     line

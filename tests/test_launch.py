@@ -666,6 +666,23 @@ def test_help_prints_usage_and_exits_0(cli, command):
   assert command[-1].split('.')[-1] in proc.stdout
 
 
+def test_the_usage_lines_show_the_real_defaults(cli):
+  # `[--suite=cpu-v2]` in a launcher's usage is the default its flag has: what --help
+  # lists as `(default: '...')` for the same flag.
+  shown = 0
+  for command in (['launch.benchmark'], ['launch.check_card'], ['launch.report']):
+    text = cli.run([*command, '--help']).stdout
+    # A flag's own lines: up to the next flag's.
+    defaults = dict(
+      re.findall(r"\n\s+--(\w+):(?:(?!\n\s+--).)*?\(default: '([^']*)'\)", text, flags=re.S)
+    )
+    for name, value in re.findall(r'\[--(\w+)=([a-z0-9.-]+)\]', text):
+      if name in defaults:
+        shown += 1
+        assert value == defaults[name], (command, name, value, defaults[name])
+  assert shown >= 2
+
+
 # --flagfile: the flags from a file, one a line, as every absl entry point takes them.
 FLAGFILE_CASES = [
   (['launch.report', RANGE_RUNS], ['--out={tmp}/out', '--full_grid'], 'table1.md'),
