@@ -1,5 +1,5 @@
 """Benchmark an encoding on a fixed suite against stored baselines:
-`python -m launch.benchmark --encoding=NAME_OR_PATH [--suite=cpu-v1] --workdir=DIR`.
+`python -m launch.benchmark --encoding=NAME_OR_PATH [--suite=cpu-v2] --workdir=DIR`.
 
   python -m launch.benchmark --encoding=my_pkg.my_module:MY_ENCODING --workdir=runs/mine
   python -m launch.benchmark --encoding=xpos --suite=tiny --workdir=runs/xpos_tiny
@@ -8,7 +8,7 @@
   python -m launch.benchmark --suite=cpu-v1 --separated [--among=alibi,fire,...]
   python -m launch.benchmark --suite=cpu-v1 --write_baselines_md
   python -m launch.benchmark --suite=cpu-v2 --selection [--among=alibi,fire,...]
-  python -m launch.benchmark --leaderboard [--suite=cpu-v2] [CARD_DIR ...] --out=DIR
+  python -m launch.benchmark --leaderboard [--suite=cpu-v2] [CARD_DIR_OR_FOLDER ...] --out=DIR
 
 The encoding is anything `--config.encoding` takes: a built-in, an import path
 `module:ENCODING`, an installed package's entry point. Every task of the suite is trained
@@ -45,12 +45,15 @@ a finished DIR trains nothing and writes the card again with this posenc's stati
   --write_baselines_md  rewrite the suite's baselines.md from its stored baselines (no
                     training), and exit
   --leaderboard     write the static site of the suite's stored baselines and the cards
-                    given (each a --workdir of this command) into --out=DIR (posenc.benchmark.leaderboard:
+                    given (each a --workdir of this command, or a folder of them such as
+                    experiments/benchmarks/cpu-v2/cards) into --out=DIR (posenc.benchmark.leaderboard:
                     one sortable table seen whole or per task, a figure per task, a page per
                     entry, the table and every member's score as CSV and JSON, each entry's
                     card.json, references.bib; DIR is replaced whole, and only if it is new,
                     empty or a previous leaderboard); --reference names the entry the verdicts
-                    are first shown against, and exit. launch.check_card checks a card first
+                    are first shown against; --docs_url and --home_url where its links go
+                    (default: the documentation beside it, DIR/..), and exit.
+                    launch.check_card checks a card first
 
 Bad input (an unknown suite or encoding, a card of another suite or version or a damaged
 one, an --out that holds something else or cannot be written, an import path that does not load, an object that
@@ -67,9 +70,11 @@ tasks train 1,000 steps or more). The card does not depend on it.
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
+from urllib.parse import urlsplit
 
 from absl import flags
 import jax
@@ -135,6 +140,16 @@ _JOBS = flags.DEFINE_integer(
 )
 _TRAIN_ONLY = flags.DEFINE_list(
   'train_only', [], "A worker's share of the tasks: train these, write no card, and exit."
+)
+_DOCS_URL = flags.DEFINE_string(
+  'docs_url',
+  None,
+  "The documentation site's root the leaderboard links (home, benchmark, how to submit, API "
+  "reference): an http(s) address or a path relative to --out; default '..', the board "
+  'hosted as leaderboard/ in the documentation site, as its build writes it.',
+)
+_HOME_URL = flags.DEFINE_string(
+  'home_url', None, "posenc's home page the leaderboard's name links; default: the docs' home."
 )
 _REFERENCE = flags.DEFINE_string(
   'reference',
@@ -239,17 +254,36 @@ def _check_numbers() -> None:
     common.fail(f'--draws={_DRAWS.value} must be an integer in [{MIN_DRAWS}, {MAX_DRAWS:,}]')
 
 
-def _leaderboard(card_dirs: list[str]) -> None:
-  """Writes the leaderboard site of the suite's stored baselines and the cards in `card_dirs`."""
+def _address(flag) -> str | None:
+  """--docs_url / --home_url: an http(s) address or a relative path, else one line."""
+  value = flag.value
+  if value is None:
+    return None
+  scheme = re.match(r'^([A-Za-z][A-Za-z0-9+.-]*):', value)
+  if not value.strip() or (
+    scheme and (scheme.group(1).lower() not in ('http', 'https') or not urlsplit(value).netloc)
+  ):
+    common.fail(
+      f'--{flag.name}={value} is not an address; give an http(s):// address or a path '
+      'relative to --out (e.g. ..)'
+    )
+  return value
+
+
+def _leaderboard(given: list[str]) -> None:
+  """Writes the leaderboard site of the suite's stored baselines and the cards `given`
+  (card directories or folders of them)."""
   from posenc.benchmark import leaderboard  # Deferred: only --leaderboard draws a site.
   from posenc.benchmark.leaderboard import site
 
   if not _OUT.value:
     common.fail('--leaderboard needs --out=DIR, the directory to write the site into')
   common.check_out_dir(_OUT.value, '--out')
+  links = site.default_links(_address(_DOCS_URL), _address(_HOME_URL))
   start = time.time()
   try:
     suite = benchmarks.get(_SUITE.value)
+    card_dirs = [d for path in given for d in leaderboard.card_dirs(path)]
     baselines = benchmark.read_baselines(suite)
     entries = [leaderboard.read_card_dir(suite, d) for d in card_dirs]
     names = leaderboard.candidate_names(card_dirs, entries, list(baselines))
@@ -258,7 +292,7 @@ def _leaderboard(card_dirs: list[str]) -> None:
     if _REFERENCE.value is not None and _REFERENCE.value not in known:
       common.fail(f'--reference={_REFERENCE.value} is not an entry; entries: {", ".join(known)}')
     stamp = site.stamp(common.source_commit())
-    files = site.files(board, _REFERENCE.value, site.default_links(), stamp)
+    files = site.files(board, _REFERENCE.value, links, stamp)
     site.write(_OUT.value, files)
   except ValueError as e:  # BenchmarkError, a damaged record's SchemaError, LeaderboardError
     common.fail(e)
@@ -267,7 +301,8 @@ def _leaderboard(card_dirs: list[str]) -> None:
   print(
     f'wrote the leaderboard of {suite.name} ({len(baselines)} stored baselines, {len(entries)} '
     f'card{"" if len(entries) == 1 else "s"}) '
-    f'to {os.path.join(_OUT.value, "index.html")} in {time.time() - start:.1f} s'
+    f'to {os.path.join(_OUT.value, "index.html")} in {time.time() - start:.1f} s; '
+    f'its links go to the documentation at {links.docs}'
   )
 
 

@@ -10,6 +10,7 @@ phone (390 px) width are kept in tests/artifacts/ (git ignores it).
 """
 
 import csv
+import fcntl
 import html.parser
 import json
 import os
@@ -119,9 +120,11 @@ class _Links(html.parser.HTMLParser):
         self.links.append(attrs[key])
 
 
-def broken_links(root):
+def broken_links(root, leaving=False):
   """Every relative href/src of the HTML pages under `root` whose file (or anchor in it) does
-  not exist: ['page.html -> target']. The theme's templates under _static/ are not pages."""
+  not exist: ['page.html -> target']; `leaving`: links out of `root` are not checked (a
+  standalone board's to the documentation beside it). The theme's templates under _static/
+  are not pages."""
   parsed = {}
 
   def parse(path):
@@ -139,6 +142,8 @@ def broken_links(root):
       if url.scheme or url.netloc:
         continue  # an outside address: a link the reader follows, nothing the page loads
       target = (page.parent / urllib.parse.unquote(url.path)).resolve() if url.path else page
+      if leaving and not target.is_relative_to(pathlib.Path(root).resolve()):
+        continue
       if target.is_dir():
         target = target / 'index.html'
       fragment = urllib.parse.unquote(url.fragment)
@@ -250,7 +255,7 @@ def test_the_leaderboard_shows_verdicts_against_the_reference_the_reader_picks(b
   assert verdicts['rotary'] == 'reference' and verdicts['mine'] == 'not separated'
   # What to read it by: the box, the legend, the stamp, the header.
   text = page.inner_text('main')
-  assert text.count('\n', text.index('How to read this'), text.index('Show')) >= 5
+  assert page.inner_text('.lb-read').count('\n') >= 5
   assert 'Verdicts depend on the reference' in text and 'not separated' in page.inner_text(
     '.lb-legend'
   )
@@ -278,7 +283,7 @@ def test_every_column_is_in_view_or_behind_a_cue_at_desktop_and_phone_width(brow
     reader = Reader(browser, tiny_board / 'site' / 'index.html', width)
     page = reader.page
     for view in views:
-      page.check(f'input[name="lb-view"][value="{view}"]')
+      page.select_option('#lb-view', view)
       shown = page.evaluate(
         '[...document.querySelectorAll("table.leaderboard thead th")]'
         '.filter(th => !th.hidden).map(th => [th.dataset.col, th.dataset.task || ""])'
@@ -335,7 +340,7 @@ def test_the_downloads_parse_and_say_what_the_table_says(browser, tiny_board):
   site = tiny_board / 'site'
   reader = Reader(browser, site / 'index.html')
   page = reader.page
-  page.check('input[name="lb-view"][value="all"]')
+  page.select_option('#lb-view', 'all')
   names = _names(page)
   table = {
     task: {
@@ -404,7 +409,8 @@ def test_the_leaderboard_pages_load_whole_at_desktop_and_phone_width(browser, ti
   ]
   check_page(browser, site / 'index.html', 'leaderboard')
   check_page(browser, site / 'entries' / 'rotary.html', 'leaderboard_entry')
-  assert broken_links(site) == []
+  # Its links to the documentation beside it: test_a_board_hosted_beside_the_docs_links_them.
+  assert broken_links(site, leaving=True) == []
   entry = (site / 'entries' / 'mine.html').read_text()
   assert 'python -m launch.benchmark' in entry and 'jax 0.' in entry
   # A reader whose system is dark gets a dark page.
@@ -413,6 +419,137 @@ def test_the_leaderboard_pages_load_whole_at_desktop_and_phone_width(browser, ti
   background = page.evaluate('getComputedStyle(document.body).backgroundColor')
   assert background == 'rgb(15, 20, 25)', background
   page.close()
+
+
+def _in_first_screen(page, selector):
+  """Whether the element `selector` is whole inside the window as the page opens."""
+  return page.evaluate(
+    """s => { const r = document.querySelector(s).getBoundingClientRect();
+      return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.left >= 0
+             && r.right <= innerWidth; }""",
+    selector,
+  )
+
+
+def test_the_standalone_board_says_what_it_is_and_where_to_go_in_its_first_screen(
+  browser, tiny_board
+):
+  for what, width in WIDTHS.items():
+    reader = Reader(browser, tiny_board / 'site' / 'index.html', width)
+    page = reader.page
+    assert 'posenc is a JAX/Flax framework' in page.inner_text('.lb-about')
+    assert page.inner_text('.lb-lead') == benchmarks.get('tiny').summary
+    go = {
+      a['text']: a['href']
+      for a in page.eval_on_selector_all(
+        '.lb-go a', 'as => as.map(a => ({text: a.textContent, href: a.getAttribute("href")}))'
+      )
+    }
+    assert go['How the benchmark works'] == '../benchmark.html'
+    assert go['Submit your encoding →'] == '../submit.html'
+    nav = page.eval_on_selector_all('.lb-header a', 'as => as.map(a => a.getAttribute("href"))')
+    assert {'../index.html', '../benchmark.html', '../submit.html'} <= set(nav), nav
+    for selector in ('.lb-header', '.lb-about', '.lb-lead', '.lb-go', '#reference', '#lb-view'):
+      assert _in_first_screen(page, selector), (what, selector)
+    reader.close()
+    assert reader.problems == []
+
+
+def test_a_board_hosted_beside_the_docs_links_into_them(cli, docs_site, tiny_board, tmp_path):
+  # The standalone board as a folder of the documentation site (its default links, '..'):
+  # every link resolves, an entry's encoding at its anchor in the API reference.
+  docs = tmp_path / 'docs'
+  shutil.copytree(docs_site, docs)
+  out = docs / 'tiny-board'
+  assert _leaderboard(cli, '--suite=tiny', tiny_board / 'mine', f'--out={out}').returncode == 0
+  assert broken_links(out) == []
+  rotary = (out / 'entries' / 'rotary.html').read_text()
+  assert 'href="../../api/encodings.html#encoding-rotary"' in rotary
+  assert 'api/encodings.html' not in (out / 'entries' / 'mine.html').read_text()
+  # Given an address, the links go there, and the citation gives it.
+  hosted = tmp_path / 'hosted'
+  given = _leaderboard(
+    cli, '--suite=tiny', f'--out={hosted}', '--docs_url=https://posenc.example/docs/'
+  )
+  assert given.returncode == 0, given.stderr
+  index = (hosted / 'index.html').read_text()
+  assert 'href="https://posenc.example/docs/submit.html"' in index
+  assert 'url = {https://posenc.example/docs/index.html}' in (hosted / 'references.bib').read_text()
+
+
+def _state(page):
+  return {
+    'view': page.input_value('#lb-view'),
+    'reference': page.input_value('#reference'),
+    'sorted': page.evaluate(
+      '[...document.querySelectorAll("thead th[aria-sort]")]'
+      '.map(th => [th.dataset.col, th.dataset.task || "", th.getAttribute("aria-sort")])'
+    ),
+    'rows': _names(page),
+    'verdicts': _cells(page, 'verdict', 'parity_check'),
+  }
+
+
+def test_the_view_sort_and_reference_are_kept_in_the_address(browser, tiny_board):
+  index = tiny_board / 'site' / 'index.html'
+  reader = Reader(browser, index)
+  page = reader.page
+  default = _state(page)
+  page.select_option('#lb-view', 'parity_check')
+  _header(page, 'mean', 'parity_check').locator('button').click()
+  page.select_option('#reference', 'rotary')
+  chosen = _state(page)
+  assert chosen['sorted'] == [['mean', 'parity_check', 'descending']]
+  fragment = page.evaluate('location.hash')
+  assert 'view=parity_check' in fragment and 'reference=rotary' in fragment
+  # Opened from the address (a link shared, a reload): the same table.
+  shared = Reader(browser, index)
+  shared.page.goto(index.as_uri() + fragment)
+  shared.page.reload()
+  assert _state(shared.page) == chosen
+  assert shared.page.is_hidden('.lb-fragment')
+  # A fragment it does not understand: one line naming each value and what is valid, the
+  # table as it opens without one; an anchor of the page is no state at all.
+  for bad in ('#view=nope&reference=rotary&order=up', '#sort=bogus&zzz=1', '#downloads'):
+    shared.page.goto(index.as_uri() + bad)
+    shared.page.reload()
+    state = _state(shared.page)
+    if bad == '#downloads':
+      assert state == default and shared.page.is_hidden('.lb-fragment')
+      continue
+    note = shared.page.inner_text('.lb-fragment')
+    assert '\n' not in note.strip() and note.startswith('Not understood in the address'), note
+    if 'nope' in bad:
+      assert 'view=nope (the views: overview, even_pairs, parity_check, all)' in note
+      assert 'order=up (ascending or descending)' in note
+      assert state['reference'] == 'rotary' and state['view'] == 'overview'
+    else:
+      assert 'sort=bogus (a column: entry, meanrank, score:even_pairs' in note
+      assert '"zzz"' in note and state == default
+  for r in (reader, shared):
+    r.close()
+    assert r.problems == []
+
+
+def test_a_phone_shows_rank_entry_score_and_verdict_in_the_first_screen(browser, tiny_board):
+  reader = Reader(browser, tiny_board / 'site' / 'index.html', WIDTHS['phone'])
+  page = reader.page
+  page.set_viewport_size({'width': WIDTHS['phone'], 'height': 844})
+  first = 'table.leaderboard tbody tr:first-child'
+  for selector in (
+    f'{first} [data-col="entry"]',
+    f'{first} [data-col="meanrank"]',
+    f'{first} [data-col="score"][data-task="even_pairs"]',
+    f'{first} [data-col="verdict"][data-task="even_pairs"]',
+    'thead th[data-col="verdict"][data-task="even_pairs"]',
+  ):
+    assert _in_first_screen(page, selector), selector
+  # The header row is compact: the task's name over a one-word column name.
+  height = page.evaluate('document.querySelector("table.leaderboard thead tr").offsetHeight')
+  assert height <= 64, height
+  reader.screenshot('leaderboard_phone_first_screen', full_page=False)
+  reader.close()
+  assert reader.problems == []
 
 
 def _leaderboard(cli, *args):
@@ -427,13 +564,31 @@ def test_bad_leaderboard_input_is_one_line_and_writes_nothing(cli, tiny_board, t
   other = tmp_path / 'other'
   other.mkdir()
   (other / 'notes.txt').write_text('mine')
+  notcards = tmp_path / 'notcards'
+  (notcards / 'runs').mkdir(parents=True)
   cases = [
     (
       ['--suite=cpu-v2', mine, f'--out={tmp_path}/a'],
       f'the card in {mine} is of suite \'tiny\' version 1, not cpu-v2 version 2',
     ),
     (['--suite=tiny', damaged, f'--out={tmp_path}/a'], 'card.json does not read as JSON'),
-    (['--suite=tiny', tmp_path / 'nowhere', f'--out={tmp_path}/a'], 'card.json is missing'),
+    (
+      ['--suite=tiny', tmp_path / 'nowhere', f'--out={tmp_path}/a'],
+      f'{tmp_path}/nowhere does not exist: give card directories (each holding card.json',
+    ),
+    # A shell passes an unmatched `cards/*` through as it is.
+    (
+      ['--suite=tiny', tmp_path / 'cards' / '*', f'--out={tmp_path}/a'],
+      f'{tmp_path}/cards/* does not exist',
+    ),
+    (
+      ['--suite=tiny', notcards, f'--out={tmp_path}/a'],
+      f'{notcards} holds no card.json and no card directory (folders: runs)',
+    ),
+    (
+      ['--suite=tiny', mine, f'--out={tmp_path}/a', '--docs_url=htps:/docs'],
+      '--docs_url=htps:/docs is not an address; give an http(s):// address or a path',
+    ),
     (['--suite=tiny', mine, f'--out={other}'], 'holds other files (notes.txt) and no leaderboard'),
     (['--suite=tiny', mine, '--out=/proc/posenc_leaderboard'], '--out=/proc/posenc_leaderboard'),
     (['--suite=tiny', mine, f'--out={tmp_path}/a', '--reference=nope'], '--reference=nope'),
@@ -478,9 +633,7 @@ def test_a_write_that_fails_leaves_nothing_behind(tmp_path):
 
 
 def build_site(out):
-  """The site as the README builds it (warnings are errors), into the fresh directory `out`.
-  One test reads it whole: two would build it twice when pytest-xdist runs them on two
-  workers (about 20 s each)."""
+  """The site as the README builds it (warnings are errors), into the fresh directory `out`."""
   proc = subprocess.run(
     [sys.executable, '-m', 'sphinx', '-W', '-q', 'docs', str(out)],
     cwd=ROOT,
@@ -490,6 +643,24 @@ def build_site(out):
   )
   assert proc.returncode == 0, proc.stderr[-4000:]
   return out
+
+
+@pytest.fixture(scope='module')
+def docs_site(tmp_path_factory):
+  """The documentation site, built once per test session (about 30 s): pytest-xdist's
+  workers share one build in the session's temporary directory, the first to get there
+  building it while the others wait on the lock."""
+  if 'PYTEST_XDIST_WORKER' not in os.environ:
+    return build_site(tmp_path_factory.mktemp('docs') / 'html')
+  shared = tmp_path_factory.getbasetemp().parent / 'docs_site'
+  shared.mkdir(exist_ok=True)
+  with open(shared / 'lock', 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not (shared / 'built').exists():
+      shutil.rmtree(shared / 'html', ignore_errors=True)
+      build_site(shared / 'html')
+      (shared / 'built').touch()
+  return shared / 'html'
 
 
 def _clipped(page):
@@ -508,8 +679,7 @@ def _clipped(page):
   )
 
 
-def test_the_documentation_site_builds_links_and_loads_whole_offline(browser, tmp_path):
-  docs_site = build_site(tmp_path / 'html')
+def test_the_documentation_site_builds_links_and_loads_whole_offline(browser, docs_site):
   assert broken_links(docs_site) == []
   for page in (
     'index.html',
@@ -568,5 +738,145 @@ def test_the_documentation_site_builds_links_and_loads_whole_offline(browser, tm
   reader.page.wait_for_selector('#search-results li p.context', timeout=30000)
   assert reader.page.locator('#search-results li').count() >= 2
   reader.screenshot('site_search', full_page=False)
+  reader.close()
+  assert reader.problems == []
+
+
+def _frames(page):
+  """Waits two frames of the page: its resize and scroll events are handled, and what their
+  handlers left to the next frame is done."""
+  page.evaluate('new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))')
+
+
+def _copied(reader, block):
+  """What the copy button of the page's code block number `block` puts on the clipboard."""
+  page = reader.page
+  page.context.grant_permissions(['clipboard-read', 'clipboard-write'])
+  page.locator('.bd-article div.highlight').nth(block).hover()
+  page.locator('.bd-article div.highlight button.copybtn').nth(block).click()
+  return page.evaluate('navigator.clipboard.readText()')
+
+
+def test_a_code_block_s_copy_button_copies_it_without_prompts_or_output(browser, docs_site):
+  # Commands without a prompt: the block as written.
+  reader = Reader(browser, docs_site / 'index.html')
+  blocks = reader.page.locator('.bd-article div.highlight pre')
+  assert blocks.count() >= 3 and reader.page.locator('button.copybtn').count() == blocks.count()
+  assert _copied(reader, 0) == blocks.first.text_content().removesuffix('\n')
+  reader.close()
+  assert reader.problems == []
+  # A doctest: its `>>> ` and `... ` lines, without the prompts, and none of its output.
+  reader = Reader(browser, docs_site / 'api' / 'config.html')
+  text = reader.page.locator('.bd-article div.highlight pre').first.text_content()
+  lines = text.splitlines()
+  assert lines[0].startswith('>>> ') and not all(line.startswith('>>> ') for line in lines)
+  want = [line[4:] for line in lines if line.startswith(('>>> ', '... '))]
+  assert _copied(reader, 0) == '\n'.join(want)
+  reader.close()
+  assert reader.problems == []
+
+
+# The whitespace-separated tokens of a page's code blocks that fit on a line yet are split
+# across two: [token]; the blocks whose selected text is not their text; how many lines of
+# the blocks are wrapped.
+_SPLIT_TOKENS = """(() => {
+  const split = [], misread = [];
+  let wrapped = 0;
+  for (const pre of document.querySelectorAll('.bd-article div.highlight pre')) {
+    const style = getComputedStyle(pre);
+    const line = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const texts = [];
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let node, at = 0; (node = walker.nextNode()); at += node.data.length) texts.push([node, at]);
+    const point = offset => {
+      const [node, at] = texts.findLast(([, at]) => at <= offset);
+      return [node, offset - at];
+    };
+    const tops = new Set();
+    for (const m of pre.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(...point(m.index));
+      const [node, at] = point(m.index + m[0].length - 1);
+      range.setEnd(node, at + 1);
+      const rects = [...range.getClientRects()].filter(r => r.width > 0);
+      const width = rects.reduce((sum, r) => sum + r.width, 0);
+      if (new Set(rects.map(r => Math.round(r.top))).size > 1 && width <= line) split.push(m[0]);
+      if (rects.length) tops.add(Math.round(rects[0].top));
+    }
+    wrapped += tops.size - pre.textContent.split('\\n').filter(l => l.trim()).length;
+    if (!pre.querySelector('.gp')) {  // a prompt is left out of a selection (Sphinx's CSS)
+      const range = document.createRange();
+      range.selectNodeContents(pre);
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      if (getSelection().toString() !== pre.textContent.replace(/\\n$/, '')) {
+        misread.push(pre.textContent.slice(0, 40));
+      }
+    }
+  }
+  return [split, misread, wrapped];
+})()"""
+
+
+def test_code_wraps_between_tokens_at_phone_width(browser, docs_site):
+  # The home page opened on a phone; the usage page on a laptop whose window then narrows.
+  for name, width in (('index.html', WIDTHS['phone']), ('usage.html', WIDTHS['desktop'])):
+    reader = Reader(browser, docs_site / name, width)
+    page = reader.page
+    page.set_viewport_size({'width': WIDTHS['phone'], 'height': 900})
+    _frames(page)
+    assert page.evaluate('document.documentElement.scrollWidth') <= WIDTHS['phone'], name
+    split, misread, wrapped = page.evaluate(_SPLIT_TOKENS)
+    assert split == [] and misread == [], name
+    assert wrapped >= 3, name  # the page's long commands do wrap
+    reader.close()
+    assert reader.problems == [], name
+
+
+def test_the_home_page_links_the_docs_pages_by_their_titles(browser, docs_site):
+  reader = Reader(browser, docs_site / 'index.html')
+  links = reader.page.evaluate(
+    '[...document.querySelectorAll(".bd-article a")].map(a => [a.getAttribute("href"), '
+    'a.innerText.trim()])'
+  )
+  assert [text for _, text in links if text.endswith('.md')] == []
+  titles = dict(links)
+  for page in ('gpu', 'usage', 'scaling', 'benchmark'):
+    title = (ROOT / 'docs' / f'{page}.md').read_text().splitlines()[0].removeprefix('# ')
+    assert titles[f'{page}.html'] == title, page
+  assert titles['usage.html#the-main-job-measured'] == titles['usage.html']
+  reader.close()
+  assert reader.problems == []
+
+
+def test_a_wide_table_s_cue_says_on_which_side_more_columns_are(browser, docs_site):
+  reader = Reader(browser, docs_site / 'index.html', WIDTHS['phone'])
+  page = reader.page
+  frame = page.locator('.bd-article .pst-scrollable-table-container').first
+  cue = page.locator('.bd-article .posenc-cue').first
+  assert frame.evaluate('f => f.scrollWidth > f.clientWidth + 1')
+  sides = {}
+  for where, left in (
+    ('start', '0'),
+    ('middle', '(f.scrollWidth - f.clientWidth) / 2'),
+    ('end', 'f.scrollWidth'),
+  ):
+    frame.evaluate(f'f => f.scrollLeft = {left}')
+    _frames(page)
+    sides[where] = cue.inner_text()
+  assert sides == {
+    'start': '⇆ This table scrolls sideways: more columns to the right.',
+    'middle': '⇆ This table scrolls sideways: more columns on both sides.',
+    'end': '⇆ This table scrolls sideways: more columns to the left.',
+  }
+  reader.close()
+  assert reader.problems == []
+  # A table that fits has no cue.
+  reader = Reader(browser, docs_site / 'usage.html')
+  shown = reader.page.evaluate(
+    """[...document.querySelectorAll('.bd-article .pst-scrollable-table-container')]
+      .map(f => [f.scrollWidth > f.clientWidth + 1, !f.previousElementSibling.hidden])"""
+  )
+  assert [False, False] in shown and all(wide == cue for wide, cue in shown)
   reader.close()
   assert reader.problems == []

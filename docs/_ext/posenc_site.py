@@ -146,10 +146,7 @@ def _board(app) -> dict:
     names = leaderboard.candidate_names(cards, entries, list(baselines))
     board = leaderboard.leaderboard(suite, baselines, dict(zip(names, entries)))
     links = pages.Links(
-      board=f'../{BOARD_PAGE}.html',
-      docs='../index.html',
-      benchmark='../benchmark.html',
-      repository=site.default_links().repository,
+      board=f'../{BOARD_PAGE}.html', docs='..', repository=site.default_links().repository
     )
     app.posenc_board = {
       'board': board,
@@ -176,6 +173,49 @@ class Leaderboard(Directive):
       root=f'{BOARD_DIR}/',
     )
     return [nodes.raw('', fragment, format='html')]
+
+
+class EncodingRegistry(Directive):
+  """```{encoding-registry}```: every built-in encoding of the registry, each at the anchor
+  `encoding-NAME` the leaderboard's entry pages link (`pages.API_ANCHOR`): what it is, its
+  kind, the function (or module) its math is, its options and its papers."""
+
+  def run(self):
+    from posenc import encodings
+    from posenc.benchmark.leaderboard import data
+    from posenc.benchmark.leaderboard import pages
+
+    listing = nodes.definition_list()
+    for name, record in encodings.ENCODINGS.items():
+      item = nodes.definition_list_item()
+      # The anchor on the term: an item has no tag of its own in the HTML.
+      term = nodes.term('', '', nodes.literal(name, name), ids=[pages.API_ANCHOR.format(name)])
+      if record.randomized:
+        term += nodes.Text(' (a randomized twin)')
+      body = nodes.definition()
+      body += nodes.paragraph(record.about, record.about)
+      where = data.implementation(name)
+      facts = nodes.paragraph('', f'Kind: {record.kind}. ')
+      if where is not None:
+        source = where.rsplit('.', 1)[0].replace('.', '/') + '.py'
+        facts += [
+          nodes.Text('Its math: '),
+          nodes.literal(where, where),
+          nodes.Text(' in '),
+          nodes.literal(source, source),
+          nodes.Text('. '),
+        ]
+      taken = list(record.taken())
+      facts += nodes.Text('Options: ' if taken else 'No options.')
+      for i, option in enumerate(taken):
+        facts += [nodes.Text(', ' if i else ''), nodes.literal(option, option)]
+      body += facts
+      if record.papers:
+        cites = '; '.join(f'{p.cite}, {p.title}' for p in record.papers)
+        body += nodes.paragraph('', f'Papers: {cites}.')
+      item += [term, body]
+      listing += item
+    return [listing]
 
 
 def _page_files(app, pagename, templatename, context, doctree) -> None:
@@ -246,6 +286,7 @@ def setup(app):
   app.connect('build-finished', _finished)
   app.add_directive('launcher-help', LauncherHelp)
   app.add_directive('leaderboard', Leaderboard)
+  app.add_directive('encoding-registry', EncodingRegistry)
   return {'parallel_read_safe': True, 'parallel_write_safe': True}
 
 

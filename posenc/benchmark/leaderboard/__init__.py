@@ -82,17 +82,41 @@ def read_card_dir(suite: benchmark.Suite, directory: str) -> dict[str, Any]:
   return entry
 
 
-def submitted_cards(suite: benchmark.Suite) -> list[str]:
-  """The card directories accepted onto `suite`'s public board (each holds a card.json),
-  sorted; the documentation's leaderboard shows them beside the stored baselines."""
-  root = os.path.join(suite.directory, SUBMITTED)
-  if not os.path.isdir(root):
-    return []
-  return [
-    os.path.join(root, name)
-    for name in sorted(os.listdir(root))
-    if os.path.isfile(os.path.join(root, name, benchmark.CARD_JSON))
+def card_dirs(path: str) -> list[str]:
+  """The card directories `path` names: itself when it holds a card.json (a --workdir of
+  `launch.benchmark`), else the folders in it that do, sorted (a folder of cards, as a
+  suite's `cards/`; one holding no folder at all, only a README, has none yet). Anything
+  else is a BenchmarkError (one line): a path that does not exist (a shell's unmatched
+  `cards/*` included), a file, a folder of folders none of which is a card."""
+  valid = (
+    'give card directories (each holding card.json, as launch.benchmark --workdir leaves '
+    'it) or a folder of them'
+  )
+  if os.path.isfile(os.path.join(path, benchmark.CARD_JSON)):
+    return [path]
+  if not os.path.isdir(path):
+    what = 'is a file' if os.path.exists(path) else 'does not exist'
+    raise benchmark.BenchmarkError(f'{path} {what}: {valid}')
+  folders = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
+  cards = [
+    os.path.join(path, n)
+    for n in folders
+    if os.path.isfile(os.path.join(path, n, benchmark.CARD_JSON))
   ]
+  if folders and not cards:
+    raise benchmark.BenchmarkError(
+      f'{path} holds no card.json and no card directory (folders: {", ".join(folders[:3])}'
+      f'{", ..." if len(folders) > 3 else ""}): {valid}'
+    )
+  return cards
+
+
+def submitted_cards(suite: benchmark.Suite) -> list[str]:
+  """The card directories accepted onto `suite`'s public board (<suite>/cards/<name>/,
+  each holding a card.json), sorted; the documentation's leaderboard shows them beside the
+  stored baselines."""
+  root = os.path.join(suite.directory, SUBMITTED)
+  return card_dirs(root) if os.path.isdir(root) else []
 
 
 def candidate_names(

@@ -301,6 +301,27 @@ def record_of(name: str) -> encodings.Encoding | None:
   return None
 
 
+def implementation(name: str) -> str | None:
+  """Where a built-in encoding's math is: the dotted name of its function of positions (the
+  one its helper call wraps) or, for an encoding written as a Linen module, of that module;
+  None for a name outside the registry.
+
+  Example:
+    >>> implementation('alibi'), implementation('randomized_rotary')
+    ('posenc.encodings.biases.alibi_bias', 'posenc.encodings.rotary.rope')
+  """
+  record = encodings.ENCODINGS.get(name)
+  if record is None:
+    return None
+  part = record.attention or record.embedding
+  if part is None:
+    return None  # no encoding at all: nothing to implement
+  # A helper's factory holds the function it was made from; a partial binds a family's name.
+  code = dict(getattr(part, 'fields', ())).get('fn', part)
+  code = getattr(code, 'func', code)
+  return f'{code.__module__}.{code.__qualname__}'
+
+
 def _valid_text(option: encodings.Option, defaults: Mapping[str, Any]) -> str:
   if option.valid is None:
     return 'any value'
@@ -333,19 +354,35 @@ def options_rows(name: str, used: Mapping[str, Any]) -> list[dict[str, str]]:
   ]
 
 
-def benchmark_bibtex(board: Mapping[str, Any], site_stamp: Mapping[str, Any]) -> str:
-  """The benchmark's BibTeX: posenc at its version, with the suite."""
+def benchmark_bibtex(
+  board: Mapping[str, Any], site_stamp: Mapping[str, Any], url: str | None = None
+) -> str:
+  """The benchmark's BibTeX: posenc at its version, with the suite, and where posenc is
+  documented (`url`, an absolute address; without one, where its documentation comes from)."""
   s = board['suite']
   year = (site_stamp.get('date') or '')[:4] or 'n.d.'
+  where = (
+    [('url', url)]
+    if url
+    else [
+      (
+        'howpublished',
+        'Documentation: docs/ of the posenc source, built as a site by '
+        'python -m sphinx docs docs/_build',
+      )
+    ]
+  )
   fields = [
     (
       'title',
       f'{{posenc}}: positional encodings and length generalization, benchmark suite '
       f'{s["name"]} (version {s["version"]})',
     ),
-    ('author', '{posenc authors}'),
+    # Braced twice: a name of a group, not a person's first and last name.
+    ('author', '{posenc contributors}'),
     ('year', year),
     ('version', str(site_stamp.get('version') or '')),
+    *where,
     (
       'note',
       'Leaderboard written '
@@ -357,7 +394,9 @@ def benchmark_bibtex(board: Mapping[str, Any], site_stamp: Mapping[str, Any]) ->
   return f'@software{{posenc_{slug(s["name"]).replace("-", "_")},\n{body}\n}}\n'
 
 
-def references_bib(board: Mapping[str, Any], site_stamp: Mapping[str, Any]) -> str:
+def references_bib(
+  board: Mapping[str, Any], site_stamp: Mapping[str, Any], url: str | None = None
+) -> str:
   """references.bib: the benchmark, the study whose protocol it follows, every entry's
   papers (each once)."""
   papers = {STUDY.key: STUDY}
@@ -365,4 +404,6 @@ def references_bib(board: Mapping[str, Any], site_stamp: Mapping[str, Any]) -> s
     record = record_of(e['name'])
     for p in () if record is None else record.papers:
       papers.setdefault(p.key, p)
-  return benchmark_bibtex(board, site_stamp) + ''.join('\n' + p.bibtex() for p in papers.values())
+  return benchmark_bibtex(board, site_stamp, url) + ''.join(
+    '\n' + p.bibtex() for p in papers.values()
+  )

@@ -4,8 +4,8 @@ pointer a documentation build leaves at index.html. Paths are written from a pag
 away from the leaderboard's root.
 
 Example:
-  >>> header_html(Links(docs='../index.html'), '', 'Leaderboard').count('<li>')
-  2
+  >>> header_html(Links(docs='..'), '', 'Leaderboard').count('<li>')
+  4
 """
 
 from __future__ import annotations
@@ -28,21 +28,46 @@ GENERATOR = '<meta name="generator" content="posenc leaderboard">'
 
 @dataclasses.dataclass(frozen=True)
 class Links:
-  """Where the pages' header points. `board` is the table's page relative to the
-  leaderboard's root; the others are addresses (absolute, or relative to that root), None
-  where the site has none to give.
+  """Where the pages point. `board` is the table's page relative to the leaderboard's root;
+  `docs` is the documentation site's root (absolute, or relative to the leaderboard's root:
+  '..' when the board is its `leaderboard/` folder, as the documentation build writes it),
+  the pages of which the board links by name (`doc`); None where there is none to give.
 
   Attributes:
     board: the table's page ('index.html' standalone; '../leaderboard.html' in the docs).
-    docs: the documentation's home page.
-    benchmark: the page that says how the benchmark is run and read.
+    docs: the documentation site's root.
+    home: posenc's home page (default: the documentation's).
     repository: posenc's source repository.
+
+  Example:
+    >>> Links(docs='..').doc('submit.html')
+    '../submit.html'
   """
 
   board: str = 'index.html'
   docs: str | None = None
-  benchmark: str | None = None
+  home: str | None = None
   repository: str | None = None
+
+  def doc(self, page: str) -> str | None:
+    """A page of the documentation ('benchmark.html', 'api/encodings.html#...')."""
+    return None if self.docs is None else f'{self.docs.rstrip("/")}/{page}'
+
+
+# The documentation's pages the board links: what posenc is, how the benchmark is made and
+# read, how a card joins the board, and the API reference of the encodings (an entry of the
+# registry at #encoding-NAME, written by docs/_ext/posenc_site.py).
+DOC_HOME, DOC_BENCHMARK, DOC_SUBMIT, DOC_API = (
+  'index.html',
+  'benchmark.html',
+  'submit.html',
+  'api/encodings.html',
+)
+API_ANCHOR = 'encoding-{}'
+ABOUT = (
+  'posenc is a JAX/Flax framework for studying how positional encodings decide whether a '
+  'transformer generalizes to sequences longer than it was trained on.'
+)
 
 
 def _e(text: Any) -> str:
@@ -52,23 +77,25 @@ def _e(text: Any) -> str:
 def _href(root: str, path: str) -> str:
   """`path` (relative to the leaderboard's root) from a page `root` away from it; an
   absolute address unchanged."""
-  return path if re.match(r'^[a-z]+:', path) else root + path
+  return path if re.match(r'^[a-z]+:|^/', path) else root + path
 
 
 def header_html(links: Links, root: str, title: str) -> str:
-  """The standalone pages' header: posenc's name and its links."""
+  """The standalone pages' header: posenc's name (its home) and its links."""
   items = [
-    ('Documentation', links.docs),
+    ('Documentation', links.doc(DOC_HOME)),
+    ('Benchmark', links.doc(DOC_BENCHMARK)),
+    ('Submit your encoding', links.doc(DOC_SUBMIT)),
     ('Leaderboard', links.board),
-    ('Benchmark', links.benchmark),
     ('Repository', links.repository),
   ]
   nav = ''.join(
     f'<li><a href="{_e(_href(root, target))}">{label}</a></li>' for label, target in items if target
   )
+  home = links.home or links.doc(DOC_HOME) or links.board
   return (
     '<header class="lb-header"><div class="lb-header-inner">'
-    f'<a class="lb-brand" href="{_e(_href(root, links.docs or links.board))}">posenc</a>'
+    f'<a class="lb-brand" href="{_e(_href(root, home))}">posenc</a>'
     f'<span class="lb-title">{_e(title)}</span>'
     f'<nav aria-label="posenc"><ul>{nav}</ul></nav></div></header>'
   )
@@ -126,7 +153,8 @@ def _number(x: float | None) -> str:
 
 
 def _sortable(label: str, key: str, first: str, col: str, task: str = '', sort: str = '') -> str:
-  """A sortable header: `first` is the order of its first press (the best first)."""
+  """A sortable header (`label` is HTML): `first` is the order of its first press (the best
+  first)."""
   aria = f' aria-sort="{sort}"' if sort else ''
   where = f' data-task="{_e(task)}"' if task else ''
   return (
@@ -153,7 +181,7 @@ def _cells(task: str, r: Mapping[str, Any] | None) -> str:
     ) + _verdict_cell('–', task)
   length = '' if r['longest'] is None else r['longest']
   return (
-    f'<td data-col="score" {where} data-sort="{_number(r["mean"])}">{_e(r["text"]["score"])}</td>'
+    f'<td data-col="score" {where} data-sort="{_number(r["mean"])}">{_score_html(r["text"]["score"])}</td>'
     f'<td data-col="rank" {where} data-sort="{r["rank"]}" hidden>{r["rank"]}</td>'
     f'<td data-col="mean" {where} data-sort="{_number(r["mean"])}" hidden>'
     f'{_e(r["text"]["mean"])}</td>'
@@ -162,6 +190,18 @@ def _cells(task: str, r: Mapping[str, Any] | None) -> str:
     f'<td data-col="longest" {where} data-sort="{length}" hidden>'
     f'{_e(r["text"]["longest"])}</td>' + _verdict_cell(r['verdict'], task)
   )
+
+
+def _score_html(text: str) -> str:
+  """'97.9 [86.5, 99.4]' with its interval in a span of its own (a phone shows it under the
+  mean, smaller)."""
+  mean, space, interval = text.partition(' ')
+  return _e(mean) + (f' <span class="lb-ci">{_e(interval)}</span>' if space else '')
+
+
+def _name_html(name: str) -> str:
+  """An entry's name that may break after its underscores on a phone."""
+  return _e(name).replace('_', '_<wbr>')
 
 
 def _rank_text(mean_rank: float | None) -> str:
@@ -223,6 +263,42 @@ def _legend(board: Mapping[str, Any]) -> str:
   )
 
 
+def _views(tasks: Sequence[str]) -> list[tuple[str, str]]:
+  """The table's views (value, label): every task's score and verdict, one task's every
+  column, every column."""
+  return [
+    ('overview', 'All tasks'),
+    *((t, t) for t in tasks),
+    ('all', 'Every column'),
+  ]
+
+
+def _select(id_: str, items: Sequence[tuple[str, str]], chosen: str) -> str:
+  """A picker of `items` ((value, label)), `chosen` selected."""
+  options = ''.join(
+    f'<option value="{_e(v)}"{" selected" if v == chosen else ""}>{_e(label)}</option>'
+    for v, label in items
+  )
+  return f'<select id="{id_}">{options}</select>'
+
+
+def _go_html(links: Links, root: str) -> str:
+  """Where a visitor goes next: how the benchmark works, how to submit, how to read it."""
+  go = [
+    (label, target)
+    for label, target in (
+      ('How the benchmark works', links.doc(DOC_BENCHMARK)),
+      ('Submit your encoding →', links.doc(DOC_SUBMIT)),
+    )
+    if target
+  ]
+  return (
+    '<p class="lb-go">'
+    + ''.join(f'<a href="{_e(_href(root, t))}">{_e(label)}</a> · ' for label, t in go)
+    + '<a href="#lb-read-title">How to read the table</a></p>'
+  )
+
+
 def board_html(
   board: Mapping[str, Any],
   reference: str,
@@ -230,24 +306,21 @@ def board_html(
   site_stamp: Mapping[str, Any],
   root: str = '',
 ) -> str:
-  """The board: title, stamp, "how to read this", the view and reference pickers, the
-  table, the legend, the downloads and a figure per task. Every path is written from a page
-  `root` away from the leaderboard's root ('' standalone; 'leaderboard/' in the docs)."""
+  """The board: what the suite measures and where to go next, the view and reference
+  pickers, the table, the legend, "how to read this", the stamp, the downloads and a figure
+  per task. Every path is written from a page `root` away from the leaderboard's root (''
+  standalone; 'leaderboard/' in the docs).
+
+  The picked view, sort and reference are kept in the address's fragment
+  (`#view=flip_flop&sort=score:flip_flop&order=descending&reference=alibi`) by the page's
+  script, which restores them on load; a fragment it does not understand is named in one
+  line above the table and otherwise ignored."""
   s = board['suite']
   tasks = list(s['tasks'])
   head, body = _table(board, reference, tasks, root)
-  options = ''.join(
-    f'<option value="{_e(e["name"])}"{" selected" if e["name"] == reference else ""}>'
-    f'{_e(e["name"])}</option>'
-    for e in board['entries']
-  )
-  views = ''.join(
-    f'<label><input type="radio" name="lb-view" value="{_e(v)}"{" checked" if i == 0 else ""}>'
-    f'{_e(label)}</label>'
-    for i, (v, label) in enumerate(
-      [('overview', 'All tasks'), *((t, t) for t in tasks), ('all', 'Every column')]
-    )
-  )
+
+  views = _select('lb-view', _views(tasks), 'overview')
+  options = _select('reference', [(e['name'], e['name']) for e in board['entries']], reference)
   verdicts = json.dumps(board['verdicts'], sort_keys=True).replace('</', '<\\/')
   old = (
     f'<p class="note"><strong>An old version of the benchmark:</strong> {_e(s["name"])} is '
@@ -264,26 +337,25 @@ def board_html(
     'where each entry sits.</p>'
   )
   bench = (
-    f' (<a href="{_e(_href(root, links.benchmark))}#the-leaderboard">how it is made</a>)'
-    if links.benchmark
+    f' (<a href="{_e(_href(root, links.doc(DOC_BENCHMARK)))}#the-leaderboard">how it is made</a>)'
+    if links.docs
     else ''
   )
   return f"""<div class="lb">
-<p class="lb-stamp">Suite {_e(s['name'])}, version {_e(s['version'])}: {_count(board, leaderboard_lib.BASELINE, 'stored baseline')} and {_count(board, leaderboard_lib.CANDIDATE, 'candidate')}; {_stamp_text(site_stamp)}.</p>
-{old}<p>{_e(s['summary'])}</p>
-{_how_to_read(board)}
+{old}<p class="lb-lead">{_e(s['summary'])}</p>
+{_go_html(links, root)}
 {undecidable}
 <div class="lb-controls">
-<fieldset class="lb-views"><legend>Show</legend>{views}</fieldset>
+<p><label for="lb-view">Show</label>{views}</p>
+<p><label for="reference">Verdicts against</label>{options}</p>
 <noscript><p class="note">Without JavaScript the table shows its overview; every column is in
 <a href="{root}data/leaderboard.csv">leaderboard.csv</a> and on each entry's page.</p></noscript>
-<p><label for="reference">Verdicts against</label>
-<select id="reference">{options}</select></p>
-<p class="lb-hint">Sort by a column's header: the first press puts the best first.</p>
 </div>
+<p class="lb-hint">Sort by a column's header: the first press puts the best first.</p>
+<p class="note lb-fragment" role="status" hidden></p>
 <p class="lb-cue" hidden>⇆ This table scrolls sideways: more columns to the right.</p>
 <div class="table-frame"><div class="table-wrap" tabindex="0" role="region" aria-label="Leaderboard table; it scrolls sideways when wider than the screen">
-<table class="leaderboard">
+<table class="leaderboard" data-reference="{_e(reference)}">
 <caption class="lb-sr">Leaderboard of {_e(s['name'])}: sort by a column with its header's button; the first press puts the best first.</caption>
 <thead><tr>{head}</tr></thead>
 <tbody>
@@ -292,8 +364,10 @@ def board_html(
 </table>
 </div></div>
 {_legend(board)}
+{_how_to_read(board)}
+<p class="lb-stamp">Suite {_e(s['name'])}, version {_e(s['version'])}: {_count(board, leaderboard_lib.BASELINE, 'stored baseline')} and {_count(board, leaderboard_lib.CANDIDATE, 'candidate')}; {_stamp_text(site_stamp)}.</p>
 <script type="application/json" id="verdicts">{verdicts}</script>
-{_downloads_and_tasks(board, site_stamp, root, bench)}</div>"""
+{_downloads_and_tasks(board, site_stamp, root, bench, links)}</div>"""
 
 
 def _table(
@@ -306,14 +380,27 @@ def _table(
     'Mean rank', 'number', 'ascending', 'meanrank', sort='ascending'
   )
   for task in tasks:
-    t = _e(task)
+    # The task's name on a line of its own; a phone leaves out the brackets' part.
+    t = f'<span class="lb-task">{_e(task)}</span> '
     head += (
-      _sortable(f'{t} score [95% CI]', 'number', 'descending', 'score', task)
-      + _sortable(f'{t} rank', 'number', 'ascending', 'rank', task)
-      + _sortable(f'{t} mean ± sd [95% CI]', 'number', 'descending', 'mean', task)
-      + _sortable(f'{t} success [95% CI]', 'number', 'descending', 'success', task)
-      + _sortable(f'{t} longest generalized', 'number', 'descending', 'longest', task)
-      + _sortable(f'{t} verdict vs reference', 'number', 'ascending', 'verdict', task)
+      _sortable(
+        f'{t}score<span class="lb-more"> [95% CI]</span>', 'number', 'descending', 'score', task
+      )
+      + _sortable(f'{t}rank', 'number', 'ascending', 'rank', task)
+      + _sortable(
+        f'{t}mean ± sd<span class="lb-more"> [95% CI]</span>', 'number', 'descending', 'mean', task
+      )
+      + _sortable(
+        f'{t}success<span class="lb-more"> [95% CI]</span>', 'number', 'descending', 'success', task
+      )
+      + _sortable(f'{t}longest generalized', 'number', 'descending', 'longest', task)
+      + _sortable(
+        f'{t}verdict<span class="lb-more"> vs reference</span>',
+        'number',
+        'ascending',
+        'verdict',
+        task,
+      )
     )
   body = []
   for r in rows:
@@ -322,15 +409,22 @@ def _table(
     body.append(
       f'<tr data-entry="{_e(r["entry"])}"><th scope="row" data-col="entry" '
       f'data-sort="{_e(r["entry"])}"><a href="{_e(root + pages[r["entry"]])}">'
-      f'{_e(r["entry"])}</a>{kind}</th>'
+      f'{_name_html(r["entry"])}</a>{kind}</th>'
       f'<td data-col="meanrank" data-sort="{_number(r["mean_rank"])}">'
       f'{_rank_text(r["mean_rank"])}</td>{cells}</tr>'
     )
   return head, body
 
 
+def cite_address(links: Links) -> str | None:
+  """The documentation's address a citation can give: its home page if absolute, else None
+  (a relative one means nothing outside this copy)."""
+  home = links.doc(DOC_HOME)
+  return home if home and re.match(r'^[a-z]+://', home) else None
+
+
 def _downloads_and_tasks(
-  board: Mapping[str, Any], site_stamp: Mapping[str, Any], root: str, bench: str
+  board: Mapping[str, Any], site_stamp: Mapping[str, Any], root: str, bench: str, links: Links
 ) -> str:
   """The board's end: its data files and citation, the tasks and why, a figure per task."""
   s, st = board['suite'], board['statistics']
@@ -350,7 +444,7 @@ def _downloads_and_tasks(
 <li>Each entry's card.json: on its page (the entry's name in the table)</li>
 <li>BibTeX of the benchmark, its study and every encoding's paper: <a href="{root}references.bib" download>references.bib</a></li>
 </ul>
-<pre class="lb-bibtex">{_e(data.benchmark_bibtex(board, site_stamp))}</pre>
+<pre class="lb-bibtex">{_e(data.benchmark_bibtex(board, site_stamp, cite_address(links)))}</pre>
 <p>Cite the study whose protocol the suite follows too: {_e(data.STUDY.cite)}, <a href="{_e(data.STUDY.url)}">{_e(data.STUDY.title)}</a> ({_e(data.STUDY.venue)}).</p>
 <h2 id="tasks">The tasks</h2>
 <ul class="tasks">{reasons}</ul>
@@ -366,10 +460,18 @@ def index_html(
   links: Links,
   site_stamp: Mapping[str, Any],
 ) -> str:
-  """The standalone board page."""
+  """The standalone board page: its first screen says what posenc is, what the suite
+  measures and where to go next (the documentation, the benchmark, how to submit), then the
+  table."""
   s = board['suite']
   title = f'Leaderboard of {s["name"]} (version {s["version"]})'
-  body = f'<h1>{_e(title)}</h1>\n' + board_html(board, reference, links, site_stamp)
+  docs = links.doc(DOC_HOME)
+  # The brand's word links the documentation, where there is one.
+  about = _e(ABOUT).replace('posenc', f'<a href="{_e(docs)}">posenc</a>', 1) if docs else _e(ABOUT)
+  body = (
+    f'<h1>{_e(title)}</h1>\n<p class="lb-about">{about} This board ranks encodings on its '
+    f'benchmark suite {_e(s["name"])}:</p>\n' + board_html(board, reference, links, site_stamp)
+  )
   return _page(title, body, links)
 
 
@@ -417,6 +519,14 @@ def entry_html(
     if record is not None
     else f'An encoding from outside posenc\'s registry, named <code>{_e(name)}</code> by its card.'
   )
+  api = links.doc(f'{DOC_API}#{API_ANCHOR.format(name)}')
+  code = data.implementation(name)
+  if api and name in encodings.ENCODINGS:
+    math = f'<code>{_e(code)}</code>' if code else 'no function: attention sees content only'
+    about += (
+      f'</p><p>Its implementation: {math} (<a href="{_e(_href("../", api))}">'
+      f'<code>{_e(name)}</code> in the API reference</a>).'
+    )
   kind = 'a stored baseline' if entry['kind'] == leaderboard_lib.BASELINE else 'a candidate'
   back = _href('../', links.board)
   body = f"""<p><a href="{_e(back)}">← The leaderboard of {_e(s['name'])}</a></p>

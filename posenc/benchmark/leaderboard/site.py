@@ -54,18 +54,24 @@ class LeaderboardError(ValueError):
   """An output directory that holds something else (one line)."""
 
 
-def default_links() -> Links:
-  """The links a standalone build gets: the documentation and repository addresses the
-  installed posenc declares (`[project.urls]`: Documentation, Repository), if any."""
+# Where a standalone board's links go by default: the documentation site whose
+# `leaderboard/` folder it is (the documentation build writes the board there; a hosted copy
+# put beside the docs the same way links them unchanged).
+DOCS = '..'
+
+
+def default_links(docs: str | None = None, home: str | None = None) -> Links:
+  """The links of a standalone board: `docs` (the documentation site's root: given, else
+  the Documentation address the installed posenc declares in `[project.urls]`, else DOCS),
+  `home` (default: the documentation's home) and the declared repository, if any."""
   try:
     urls = importlib.metadata.metadata('posenc').get_all('Project-URL') or []
   except importlib.metadata.PackageNotFoundError:
     urls = []
   named = dict((k.strip().lower(), v.strip()) for k, _, v in (u.partition(',') for u in urls) if v)
-  docs = named.get('documentation')
   return Links(
-    docs=docs,
-    benchmark=None if docs is None else docs.rstrip('/') + '/benchmark.html',
+    docs=docs or named.get('documentation') or DOCS,
+    home=home or named.get('homepage'),
     repository=named.get('repository') or named.get('source'),
   )
 
@@ -136,7 +142,9 @@ def files(
   for task in board['suite']['tasks']:
     out[f'figures/task_{data.slug(task)}.svg'] = plots.svg(figures.task_figure(board, task))
   out.update(data.data_files(board, reference, cards, pages, site_stamp))
-  out['references.bib'] = data.references_bib(board, site_stamp).encode()
+  out['references.bib'] = data.references_bib(
+    board, site_stamp, pages_lib.cite_address(links)
+  ).encode()
   static = importlib.resources.files(__package__) / 'static'
   for name in STATIC:
     out[name] = (static / name).read_bytes()
