@@ -59,7 +59,8 @@ Bad input (an unknown suite or encoding, a card of another suite or version or a
 one, an --out that holds something else or cannot be written, an import path that does not load, an object that
 is not an Encoding, an encoding the suite's model family cannot run, a tampered frozen set,
 a baseline file of another suite version, an --alpha outside (0, 1) or one the suite's
-members cannot reach, --draws outside [10, 100,000] or not an integer) is one line, exit
+members cannot reach, --draws outside [10, 100,000] or not an integer, a flag of
+--leaderboard without it, a --docs_url or --home_url that is not an address) is one line, exit
 status 2, nothing written.
 SIGTERM checkpoints the running cell and exits with status 143; rerunning resumes.
 
@@ -302,14 +303,30 @@ def _leaderboard(given: list[str]) -> None:
     f'wrote the leaderboard of {suite.name} ({len(baselines)} stored baselines, {len(entries)} '
     f'card{"" if len(entries) == 1 else "s"}) '
     f'to {os.path.join(_OUT.value, "index.html")} in {time.time() - start:.1f} s; '
-    f'its links go to the documentation at {links.docs}'
+    f'its links go to the documentation at {_docs_where(links.docs)}'
   )
+
+
+def _docs_where(docs: str) -> str:
+  """Where the board's documentation links lead, said so that a reader whose board has no
+  documentation beside it knows (a relative address is resolved against --out)."""
+  if re.match(r'^[A-Za-z][A-Za-z0-9+.-]*:', docs) or store.is_url(_OUT.value):
+    return docs
+  home = os.path.normpath(os.path.join(os.path.abspath(_OUT.value), docs, 'index.html'))
+  if os.path.exists(home):
+    return os.path.dirname(home)
+  return f'{os.path.dirname(home)}, which has none yet (--docs_url=ADDRESS points them elsewhere)'
 
 
 def main(argv):
   _check_numbers()
   if _LEADERBOARD.value:
     return _leaderboard(argv[1:])
+  # The leaderboard's own flags say nothing to a run: a typo'd --leaderboard would
+  # otherwise train.
+  given = [f.name for f in (_OUT, _REFERENCE, _DOCS_URL, _HOME_URL) if f.present]
+  if given:
+    common.fail(f'--{given[0]} is a flag of --leaderboard; add --leaderboard, or drop it')
   if len(argv) > 1:
     common.fail(
       f'unexpected arguments {argv[1:]}; give flags only (card directories only with --leaderboard)'

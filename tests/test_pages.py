@@ -461,7 +461,8 @@ def test_a_board_hosted_beside_the_docs_links_into_them(cli, docs_site, tiny_boa
   docs = tmp_path / 'docs'
   shutil.copytree(docs_site, docs)
   out = docs / 'tiny-board'
-  assert _leaderboard(cli, '--suite=tiny', tiny_board / 'mine', f'--out={out}').returncode == 0
+  proc = _leaderboard(cli, '--suite=tiny', tiny_board / 'mine', f'--out={out}')
+  assert proc.returncode == 0 and proc.stdout.strip().endswith(f'documentation at {docs}')
   assert broken_links(out) == []
   rotary = (out / 'entries' / 'rotary.html').read_text()
   assert 'href="../../api/encodings.html#encoding-rotary"' in rotary
@@ -472,6 +473,7 @@ def test_a_board_hosted_beside_the_docs_links_into_them(cli, docs_site, tiny_boa
     cli, '--suite=tiny', f'--out={hosted}', '--docs_url=https://posenc.example/docs/'
   )
   assert given.returncode == 0, given.stderr
+  assert given.stdout.strip().endswith('documentation at https://posenc.example/docs/')
   index = (hosted / 'index.html').read_text()
   assert 'href="https://posenc.example/docs/submit.html"' in index
   assert 'url = {https://posenc.example/docs/index.html}' in (hosted / 'references.bib').read_text()
@@ -603,6 +605,18 @@ def test_bad_leaderboard_input_is_one_line_and_writes_nothing(cli, tiny_board, t
     assert sorted(os.listdir(tmp_path)) == before, args
   assert os.listdir(other) == ['notes.txt']
   assert not os.path.exists('/proc/posenc_leaderboard')
+
+
+def test_a_leaderboard_flag_without_leaderboard_trains_nothing(cli, tmp_path):
+  for flag in (f'--out={tmp_path}/board', '--docs_url=..', '--reference=none'):
+    proc = cli.run(
+      ['launch.benchmark', '--encoding=rotary', '--suite=tiny', f'--workdir={tmp_path}/w', flag]
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    name = flag.split('=')[0]
+    assert lines[0] == f'error: {name} is a flag of --leaderboard; add --leaderboard, or drop it'
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_second_leaderboard_replaces_the_first_whole(cli, tiny_board, tmp_path):
